@@ -1,0 +1,43 @@
+package agentrt
+
+import "encoding/json"
+
+// DecisionKind is what an agent decided to do.
+type DecisionKind string
+
+const (
+	// KindToolCall asks the runtime to run a tool.
+	KindToolCall DecisionKind = "tool_call"
+	// KindComplete ends the run successfully with Result.
+	KindComplete DecisionKind = "complete"
+	// KindFail ends the run as failed with Message.
+	KindFail DecisionKind = "fail"
+	// KindTruncated is deliberately invalid: a model reply cut off by its output
+	// cap. The driver records it as an invalid decision and never acts on it.
+	KindTruncated DecisionKind = "truncated"
+	// KindNoToolCall is deliberately invalid: a model reply with no tool use.
+	KindNoToolCall DecisionKind = "no_tool_call"
+)
+
+// Actionable reports whether the driver can act on the kind.
+func (k DecisionKind) Actionable() bool {
+	return k == KindToolCall || k == KindComplete || k == KindFail
+}
+
+// Decision is one agent decision as recorded.
+type Decision struct {
+	Kind    DecisionKind    `json:"kind"`
+	Tool    string          `json:"tool,omitempty"`
+	Args    json.RawMessage `json:"args,omitempty"`
+	Reason  string          `json:"reason,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Message string          `json:"message,omitempty"`
+	// InvalidArgs and InvalidResult keep, verbatim, arguments or a result that
+	// were not acceptable JSON. They are set only by the runtime; Args and
+	// Result are then empty, so nothing unusable is stored as if it were JSON.
+	InvalidArgs   string `json:"invalid_args,omitempty"`
+	InvalidResult string `json:"invalid_result,omitempty"`
+	// InvalidBase64 says InvalidArgs/InvalidResult hold base64 of bytes that
+	// were not UTF-8.
+	InvalidBase64 bool `json:"invalid_base64,omitempty"`
+}

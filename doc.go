@@ -1,0 +1,18 @@
+// Package agentrt runs AI agents that take real actions under a runtime the
+// model cannot reach.
+//
+// The model asks; the runtime decides. Every tool call an agent requests is
+// recorded as requested, checked against the tool's JSON Schema, judged by a
+// Policy (allow, deny, abort, or wait for a person's approval bound to a hash of
+// that exact request), executed at most once under Limits, and recorded in the
+// same transaction as the state change it causes. Every change is explained by an
+// event in a hash chain that VerifyEvents can check.
+//
+// A Driver owns the loop: it asks an Agent for a Decision, records it, validates
+// it, asks the Policy, and executes the Tool. Operators decide approvals and
+// cancel runs with Approve, Reject, ApproveShown, RejectShown and Cancel, which
+// need only a Store.
+//
+// The storage seam, Store, is implemented by the sqlite package (the embedded
+// default). It is the engine's interface to a backend, not a user extension point.
+package agentrt

@@ -1,0 +1,159 @@
+package agentrt
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// PolicyOutcome is what a policy decided about a request.
+type PolicyOutcome string
+
+const (
+	// Allow runs the request.
+	Allow PolicyOutcome = "allow"
+	// Deny records a policy_denied observation; the loop goes on.
+	Deny PolicyOutcome = "deny"
+	// Abort ends the run FAILED with policy_abort.
+	Abort PolicyOutcome = "abort"
+	// RequireApproval pauses the run on an approval bound to the request.
+	RequireApproval PolicyOutcome = "require_approval"
+)
+
+// Valid reports whether the runtime knows the outcome. Any other outcome fails
+// the run as internal_error.
+func (o PolicyOutcome) Valid() bool {
+	switch o {
+	case Allow, Deny, Abort, RequireApproval:
+		return true
+	}
+	return false
+}
+
+// ToolRequest is a validated request as the policy judges it and an approval
+// binds it. As handed to a policy, Args and Spec.InputSchema are in PolicyJSON
+// form on every path.
+type ToolRequest struct {
+	RunID  string          `json:"run_id"`
+	StepID string          `json:"step_id"`
+	Spec   ToolSpec        `json:"spec"`
+	Args   json.RawMessage `json:"args"`
+}
+
+// RunView is the run as recorded, handed to a policy or a reconciliation as a
+// copy: Steps are the steps before the current one.
+type RunView struct {
+	Run       Run
+	Steps     []Step
+	Approvals []Approval
+}
+
+// PolicyDecision is a policy's judgement. Kind, Capability and Presentation
+// matter for RequireApproval only.
+type PolicyDecision struct {
+	Outcome      PolicyOutcome   `json:"outcome"`
+	Reason       string          `json:"reason,omitempty"`
+	Kind         string          `json:"kind,omitempty"`
+	Capability   json.RawMessage `json:"capability,omitempty"`
+	Presentation json.RawMessage `json:"presentation,omitempty"`
+}
+
+// Policy judges requests. The agent has no handle to it.
+type Policy interface {
+	Evaluate(ctx context.Context, req ToolRequest, view RunView) (PolicyDecision, error)
+}
+
+// PolicyFunc adapts a function to Policy.
+type PolicyFunc func(ctx context.Context, req ToolRequest, view RunView) (PolicyDecision, error)
+
+// Evaluate calls f.
+func (f PolicyFunc) Evaluate(ctx context.Context, req ToolRequest, view RunView) (PolicyDecision, error) {
+	return f(ctx, req, view)
+}
+
+// IdentifiedPolicy is a policy that names itself; the name is recorded with
+// every decision it makes, for Recheck.
+type IdentifiedPolicy interface {
+	Policy
+	PolicyID() string
+}
+
+// SideEffectPolicy decides by the tool's side-effect class. A class it does not
+// map is denied (fail closed).
+type SideEffectPolicy map[SideEffect]PolicyOutcome
+
+// Evaluate looks up the request's class.
+func (p SideEffectPolicy) Evaluate(_ context.Context, req ToolRequest, _ RunView) (PolicyDecision, error) {
+	out, ok := p[req.Spec.SideEffect]
+	if !ok {
+		return PolicyDecision{Outcome: Deny, Reason: fmt.Sprintf("no policy for side effect %q", req.Spec.SideEffect)}, nil
+	}
+	if out != RequireApproval {
+		return PolicyDecision{Outcome: out, Reason: fmt.Sprintf("%s is %s", req.Spec.SideEffect, out)}, nil
+	}
+	// The request is handed in policy form, so these bytes are the same on
+	// every path.
+	body := map[string]json.RawMessage{}
+	name, err := json.Marshal(req.Spec.Name)
+	if err != nil {
+		return PolicyDecision{}, err
+	}
+	body["tool"] = name
+	args := req.Args
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	body["args"] = args
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return PolicyDecision{}, err
+	}
+	return PolicyDecision{
+		Outcome:      RequireApproval,
+		Reason:       fmt.Sprintf("%s needs approval", req.Spec.SideEffect),
+		Kind:         string(req.Spec.SideEffect),
+		Capability:   raw,
+		Presentation: raw,
+	}, nil
+}
+
+// DefaultPolicy allows read_only and local_mutation, asks for approval of
+// remote_mutation, and denies destructive and anything unknown.
+func DefaultPolicy() SideEffectPolicy {
+	return SideEffectPolicy{
+		ReadOnly:       Allow,
+		LocalMutation:  Allow,
+		RemoteMutation: RequireApproval,
+		Destructive:    Deny,
+	}
+}
+
+// NeedApproval builds a require_approval decision. A nil capability or
+// presentation is {}; a value that will not encode is an error.
+func NeedApproval(kind, reason string, capability, presentation any) (PolicyDecision, error) {
+	enc := func(what string, v any) (json.RawMessage, error) {
+		if v == nil {
+			return json.RawMessage("{}"), nil
+		}
+		if raw, ok := v.(json.RawMessage); ok {
+			if len(raw) == 0 {
+				return json.RawMessage("{}"), nil
+			}
+			return append(json.RawMessage(nil), raw...), nil
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("agentrt: approval %s will not encode: %w", what, err)
+		}
+		return b, nil
+	}
+	c, err := enc("capability", capability)
+	if err != nil {
+		return PolicyDecision{}, err
+	}
+	p, err := enc("presentation", presentation)
+	if err != nil {
+		return PolicyDecision{}, err
+	}
+	return PolicyDecision{Outcome: RequireApproval, Reason: reason, Kind: kind, Capability: c, Presentation: p}, nil
+}

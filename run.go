@@ -1,0 +1,101 @@
+package agentrt
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// RunStatus is where a run is in its lifecycle.
+type RunStatus string
+
+const (
+	// RunRunning: a driver or gate session holds the run's lease and is executing
+	// it. Entered by Start, Begin, Resume and takeover; left by a pause or an end.
+	RunRunning RunStatus = "RUNNING"
+	// RunWaiting: paused on a hash-bound approval; no lease. Entered by a pause;
+	// left by Resume (after Approve), Reject, Cancel or expiry.
+	RunWaiting RunStatus = "WAITING_FOR_APPROVAL"
+	// RunCompleted: terminal; the goal was completed.
+	RunCompleted RunStatus = "COMPLETED"
+	// RunFailed: terminal; a failure, limit, abort or internal error ended it.
+	RunFailed RunStatus = "FAILED"
+	// RunCancelled: terminal; an operator cancelled or rejected, or an approval expired.
+	RunCancelled RunStatus = "CANCELLED"
+)
+
+// Terminal reports whether no transition leaves the status.
+func (s RunStatus) Terminal() bool {
+	return s == RunCompleted || s == RunFailed || s == RunCancelled
+}
+
+// Valid reports whether s is a status the runtime writes.
+func (s RunStatus) Valid() bool {
+	switch s {
+	case RunRunning, RunWaiting, RunCompleted, RunFailed, RunCancelled:
+		return true
+	}
+	return false
+}
+
+// TerminalReason names why a run ended.
+type TerminalReason string
+
+// The named terminal reasons.
+const (
+	ReasonGoalCompleted        TerminalReason = "goal_completed"
+	ReasonGoalFailed           TerminalReason = "goal_failed"
+	ReasonLimitSteps           TerminalReason = "limit_steps"
+	ReasonLimitModelCalls      TerminalReason = "limit_model_calls"
+	ReasonLimitTokens          TerminalReason = "limit_tokens"
+	ReasonLimitCost            TerminalReason = "limit_cost"
+	ReasonLimitActiveTime      TerminalReason = "limit_active_time"
+	ReasonLimitElapsedTime     TerminalReason = "limit_elapsed_time"
+	ReasonApprovalExpired      TerminalReason = "approval_expired"
+	ReasonModelUnavailable     TerminalReason = "model_unavailable"
+	ReasonRepeatedToolFailures TerminalReason = "repeated_tool_failures"
+	ReasonLoopDetected         TerminalReason = "loop_detected"
+	ReasonPolicyAbort          TerminalReason = "policy_abort"
+	ReasonToolAbort            TerminalReason = "tool_abort"
+	ReasonApprovalRejected     TerminalReason = "approval_rejected"
+	ReasonOperatorCancelled    TerminalReason = "operator_cancelled"
+	ReasonReconcileConflict    TerminalReason = "reconcile_conflict"
+	ReasonAgentError           TerminalReason = "agent_error"
+	ReasonInternalError        TerminalReason = "internal_error"
+)
+
+// Usage counts model tokens. CachedInputTokens is a subset of InputTokens.
+type Usage struct {
+	InputTokens       int64 `json:"input_tokens"`
+	OutputTokens      int64 `json:"output_tokens"`
+	CachedInputTokens int64 `json:"cached_input_tokens"`
+}
+
+// Micros is an amount of money in millionths of a currency unit.
+type Micros int64
+
+// Run is one agent run as stored.
+type Run struct {
+	ID            string          `json:"id"`
+	Goal          string          `json:"goal"`
+	Status        RunStatus       `json:"status"`
+	Reason        TerminalReason  `json:"reason,omitempty"`
+	ReasonDetail  string          `json:"reason_detail,omitempty"`
+	Limits        Limits          `json:"limits"`
+	StepCount     int             `json:"step_count"`
+	CreatedAt     time.Time       `json:"created_at"`
+	StartedAt     time.Time       `json:"started_at,omitzero"`
+	FinishedAt    time.Time       `json:"finished_at,omitzero"`
+	Result        json.RawMessage `json:"result,omitempty"`
+	ModelCalls    int             `json:"model_calls"`
+	Usage         Usage           `json:"usage"`
+	EstimatedCost Micros          `json:"estimated_cost_micros"`
+	ActiveTime    time.Duration   `json:"active_time"`
+	// LeaseOwner and LeaseExpiresAt are set while a process holds the run.
+	LeaseOwner     string    `json:"lease_owner,omitempty"`
+	LeaseExpiresAt time.Time `json:"lease_expires_at,omitzero"`
+	// Generation is the fencing generation: bumped at each takeover and named in
+	// every write a lease holder makes.
+	Generation int64 `json:"generation"`
+	// DecodeError is set when a stored column would not decode.
+	DecodeError string `json:"decode_error,omitempty"`
+}

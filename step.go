@@ -1,0 +1,74 @@
+package agentrt
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// StepStatus is where a step is.
+type StepStatus string
+
+const (
+	// StepDeciding: the step started and the agent is deciding. Entered at step
+	// start; left when the decision is validated and judged.
+	StepDeciding StepStatus = "deciding"
+	// StepAwaitingApproval: the step's request waits for an operator. Entered by
+	// a pause; left by resume (executing), reject or cancel (failed).
+	StepAwaitingApproval StepStatus = "awaiting_approval"
+	// StepExecuting: the tool start is durable and the tool runs. Left by its
+	// outcome (done/failed) or a takeover (interrupted).
+	StepExecuting StepStatus = "executing"
+	// StepDone: terminal; the step succeeded.
+	StepDone StepStatus = "done"
+	// StepFailed: terminal; invalid decision, denial, tool error, or an end.
+	StepFailed StepStatus = "failed"
+	// StepInterrupted: a takeover found the step in flight. An interrupted step
+	// that was executing may go back to awaiting_approval once.
+	StepInterrupted StepStatus = "interrupted"
+)
+
+// InFlight reports whether a process was working on the step.
+func (s StepStatus) InFlight() bool { return s == StepDeciding || s == StepExecuting }
+
+// ObservationKind classifies what a step observed.
+type ObservationKind string
+
+const (
+	ObsToolResult      ObservationKind = "tool_result"
+	ObsToolError       ObservationKind = "tool_error"
+	ObsPolicyDenied    ObservationKind = "policy_denied"
+	ObsInvalidDecision ObservationKind = "invalid_decision"
+	ObsInterrupted     ObservationKind = "interrupted"
+)
+
+// Failure reports whether the observation counts as a failed step.
+func (k ObservationKind) Failure() bool { return k != ObsToolResult }
+
+// Observation is what a step produced for the agent to read.
+type Observation struct {
+	Kind        ObservationKind `json:"kind"`
+	Content     json.RawMessage `json:"content,omitempty"`
+	Summary     string          `json:"summary,omitempty"`
+	ContentHash string          `json:"content_hash,omitempty"`
+}
+
+// Failure reports whether the observation counts as a failed step.
+func (o Observation) Failure() bool { return o.Kind.Failure() }
+
+// Step is one step of a run as stored.
+type Step struct {
+	ID          string          `json:"id"`
+	RunID       string          `json:"run_id"`
+	Index       int             `json:"index"`
+	Status      StepStatus      `json:"status"`
+	Decision    *Decision       `json:"decision,omitempty"`
+	Policy      *PolicyDecision `json:"policy,omitempty"`
+	Observation *Observation    `json:"observation,omitempty"`
+	StartedAt   time.Time       `json:"started_at"`
+	FinishedAt  time.Time       `json:"finished_at,omitzero"`
+	SpecHash    string          `json:"spec_hash,omitempty"`
+	PolicyID    string          `json:"policy_id,omitempty"`
+	// DecodeError is set when a stored column would not decode; the field it
+	// names is left empty.
+	DecodeError string `json:"decode_error,omitempty"`
+}

@@ -1,0 +1,81 @@
+package agentrt
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// SideEffect classifies what a tool can change. The default policy decides by it.
+type SideEffect string
+
+const (
+	// ReadOnly tools change nothing; an interrupted one is simply continued.
+	ReadOnly SideEffect = "read_only"
+	// LocalMutation tools change local state (files in a workspace).
+	LocalMutation SideEffect = "local_mutation"
+	// RemoteMutation tools change something beyond the machine.
+	RemoteMutation SideEffect = "remote_mutation"
+	// Destructive tools delete or overwrite what cannot be recovered.
+	Destructive SideEffect = "destructive"
+)
+
+// Valid reports whether s is one of the four classes.
+func (s SideEffect) Valid() bool {
+	switch s {
+	case ReadOnly, LocalMutation, RemoteMutation, Destructive:
+		return true
+	}
+	return false
+}
+
+// ToolSpec describes a tool to the model, the validator and the policy.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+	SideEffect  SideEffect      `json:"side_effect"`
+	// Timeout bounds one call; it must be positive.
+	Timeout time.Duration `json:"timeout"`
+	// Terminal tools complete the run with their content when they succeed.
+	Terminal bool `json:"terminal,omitempty"`
+}
+
+// ToolCall is what a tool is handed: the driver's identity for the call and
+// the recorded arguments.
+type ToolCall struct {
+	RunID  string
+	StepID string
+	Args   json.RawMessage
+}
+
+// ToolResult is what a tool returns. Empty Content means {}.
+type ToolResult struct {
+	Content json.RawMessage
+	Summary string
+}
+
+// Tool is a capability the agent may request.
+type Tool interface {
+	Spec() ToolSpec
+	Call(ctx context.Context, call ToolCall) (ToolResult, error)
+}
+
+// ErrAbortRun, returned by a tool, ends the run FAILED with tool_abort.
+type ErrAbortRun struct{ Detail string }
+
+func (e *ErrAbortRun) Error() string { return "agentrt: tool aborted the run: " + e.Detail }
+
+// ToolFunc adapts a spec and a function to Tool.
+type ToolFunc struct {
+	ToolSpec
+	Fn func(ctx context.Context, call ToolCall) (ToolResult, error)
+}
+
+// Spec returns the spec.
+func (t ToolFunc) Spec() ToolSpec { return t.ToolSpec }
+
+// Call calls Fn.
+func (t ToolFunc) Call(ctx context.Context, call ToolCall) (ToolResult, error) {
+	return t.Fn(ctx, call)
+}
