@@ -3,6 +3,7 @@ package providers
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -75,4 +76,32 @@ func Send(ctx context.Context, c *http.Client, provider, endpoint string, header
 		return nil, ClassifyTransport(readErr)
 	}
 	return data, nil
+}
+
+// ErrBadRequest says a ModelRequest cannot be expressed in a provider's wire
+// format. It is permanent and nothing was sent.
+var ErrBadRequest = errors.New("providers: the request cannot be sent")
+
+// RequestError says why a request cannot be sent. It matches ErrBadRequest.
+type RequestError struct {
+	Provider string
+	Reason   string
+}
+
+func (e *RequestError) Error() string {
+	return e.Provider + ": the request cannot be sent: " + e.Reason
+}
+
+// Is matches ErrBadRequest.
+func (e *RequestError) Is(target error) bool { return target == ErrBadRequest }
+
+// MarshalJSON encodes v without HTML escaping, so prompts go out as written.
+func MarshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

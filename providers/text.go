@@ -2,6 +2,7 @@ package providers
 
 import (
 	"fmt"
+	"io"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -98,16 +99,18 @@ func RedactURL(raw string) string {
 	if err != nil {
 		return "(unparsable URL)"
 	}
-	redacted := ""
-	if u.User != nil {
-		u.User = url.User(Redacted)
+	user := u.User != nil
+	u.User = nil
+	query := u.RawQuery != "" || u.ForceQuery
+	u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = "", false, "", ""
+	s := u.String()
+	if user {
+		s = strings.Replace(s, "//", "//"+Redacted+"@", 1)
 	}
-	if u.RawQuery != "" {
-		u.RawQuery = ""
-		redacted = "?" + Redacted
+	if query {
+		s += "?" + Redacted
 	}
-	u.Fragment = ""
-	return Excerpt([]byte(u.String() + redacted))
+	return Excerpt([]byte(s))
 }
 
 var toolUseSeq atomic.Uint64
@@ -116,4 +119,24 @@ var toolUseSeq atomic.Uint64
 // "call_<unix nanos>_<i>", unique in the process.
 func SynthesizeToolUseID(i int) string {
 	return fmt.Sprintf("call_%d_%d_%d", time.Now().UnixNano(), toolUseSeq.Add(1), i)
+}
+
+// KeyField is how an encoding shows an API key: Redacted when one is set, ""
+// when none is.
+func KeyField(key string) string {
+	if key == "" {
+		return ""
+	}
+	return Redacted
+}
+
+// FormatString writes s for any fmt verb: %q quotes it and every other verb
+// writes it as is. Adapters' Format methods use it so %v, %+v, %#v and %s of
+// a value holding a key all print its redacted form.
+func FormatString(f fmt.State, verb rune, s string) {
+	if verb == 'q' {
+		fmt.Fprintf(f, "%q", s)
+		return
+	}
+	_, _ = io.WriteString(f, s)
 }

@@ -1,0 +1,266 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/providers"
+)
+
+var (
+	emptyObject   = json.RawMessage(`{}`)
+	defaultSchema = json.RawMessage(`{"type":"object","properties":{}}`)
+)
+
+// noOutput stands in for a turn with no text, which the API refuses.
+const noOutput = "(no output)"
+
+type wireRequest struct {
+	Model     string        `json:"model"`
+	MaxTokens int64         `json:"max_tokens"`
+	System    string        `json:"system,omitempty"`
+	Messages  []wireMessage `json:"messages"`
+	Tools     []wireTool    `json:"tools,omitempty"`
+}
+
+type wireMessage struct {
+	Role    string      `json:"role"`
+	Content []wireBlock `json:"content"`
+}
+
+type wireBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Content   string          `json:"content,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+}
+
+type wireTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+func badRequest(format string, args ...any) error {
+	return &providers.RequestError{Provider: provider, Reason: fmt.Sprintf(format, args...)}
+}
+
+// encode maps a provider-neutral request to a Messages API body.
+func (m *Model) encode(req agentrt.ModelRequest) ([]byte, error) {
+	if req.MaxOutputTokens < 0 {
+		return nil, badRequest("MaxOutputTokens is negative (%d)", req.MaxOutputTokens)
+	}
+	w := wireRequest{Model: m.model, MaxTokens: req.MaxOutputTokens, System: req.System, Messages: []wireMessage{}}
+	if w.MaxTokens == 0 {
+		w.MaxTokens = m.maxOut
+	}
+	for i, msg := range req.Messages {
+		out, err := encodeMessage(i, msg)
+		if err != nil {
+			return nil, err
+		}
+		w.Messages = append(w.Messages, out)
+	}
+	for _, t := range req.Tools {
+		schema := t.InputSchema
+		if len(bytes.TrimSpace(schema)) == 0 {
+			schema = defaultSchema
+		} else if !json.Valid(schema) {
+			return nil, badRequest("tool %q has an input schema that is not valid JSON", t.Name)
+		}
+		w.Tools = append(w.Tools, wireTool{Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+	return providers.MarshalJSON(w)
+}
+
+// encodeMessage maps one turn. In a user turn tool results go first, as the
+// API requires; empty text blocks, which it refuses, are dropped.
+func encodeMessage(i int, msg agentrt.Message) (wireMessage, error) {
+	if msg.Role != agentrt.RoleUser && msg.Role != agentrt.RoleAssistant {
+		return wireMessage{}, badRequest("message %d has role %q; want user or assistant", i, msg.Role)
+	}
+	var results, rest []wireBlock
+	for j, b := range msg.Content {
+		switch {
+		case b.Type == agentrt.BlockText:
+			if strings.TrimSpace(b.Text) != "" {
+				rest = append(rest, wireBlock{Type: "text", Text: b.Text})
+			}
+		case b.Type == agentrt.BlockToolUse && msg.Role == agentrt.RoleAssistant:
+			input := bytes.TrimSpace(b.Input)
+			if len(input) == 0 {
+				input = emptyObject
+			}
+			if !json.Valid(input) || input[0] != '{' {
+				return wireMessage{}, badRequest("message %d block %d: a tool use's input must be a JSON object", i, j)
+			}
+			if b.ToolUseID == "" {
+				return wireMessage{}, badRequest("message %d block %d is a tool use without an id", i, j)
+			}
+			rest = append(rest, wireBlock{Type: "tool_use", ID: b.ToolUseID, Name: b.Name, Input: input})
+		case b.Type == agentrt.BlockToolResult && msg.Role == agentrt.RoleUser:
+			if b.ToolUseID == "" {
+				return wireMessage{}, badRequest("message %d block %d is a tool result without a tool use id", i, j)
+			}
+			results = append(results, wireBlock{Type: "tool_result", ToolUseID: b.ToolUseID, Content: b.Content, IsError: b.IsError})
+		default:
+			return wireMessage{}, badRequest("message %d block %d has type %q, which a %s turn cannot carry", i, j, b.Type, msg.Role)
+		}
+	}
+	blocks := append(results, rest...)
+	if len(blocks) == 0 {
+		blocks = []wireBlock{{Type: "text", Text: noOutput}}
+	}
+	return wireMessage{Role: msg.Role, Content: blocks}, nil
+}
+
+type wireResponse struct {
+	Type       string          `json:"type"`
+	Content    json.RawMessage `json:"content"`
+	StopReason *string         `json:"stop_reason"`
+	Error      json.RawMessage `json:"error"`
+}
+
+type wireUsage struct {
+	InputTokens              json.RawMessage `json:"input_tokens"`
+	OutputTokens             json.RawMessage `json:"output_tokens"`
+	CacheCreationInputTokens json.RawMessage `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     json.RawMessage `json:"cache_read_input_tokens"`
+	CacheCreation            *struct {
+		Ephemeral5m json.RawMessage `json:"ephemeral_5m_input_tokens"`
+		Ephemeral1h json.RawMessage `json:"ephemeral_1h_input_tokens"`
+	} `json:"cache_creation"`
+}
+
+type wireContent struct {
+	Type  string          `json:"type"`
+	Text  string          `json:"text"`
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+func isNull(raw json.RawMessage) bool {
+	v := bytes.TrimSpace(raw)
+	return len(v) == 0 || string(v) == "null"
+}
+
+// decode maps a Messages API reply. Usage is read first: a reply whose usage
+// cannot be believed is unusable whatever else it holds.
+func decode(data []byte, key string) (agentrt.ModelResponse, error) {
+	var probe struct {
+		Usage json.RawMessage `json:"usage"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return agentrt.ModelResponse{}, &agentrt.ServedError{Err: &providers.ReplyError{Provider: provider, Reason: "the reply is not a message object", Err: err, UsageUnknown: true}}
+	}
+	usage, err := decodeUsage(probe.Usage)
+	if err != nil {
+		return agentrt.ModelResponse{}, providers.Unusable(err)
+	}
+	served := func(reason string) error {
+		return &agentrt.ServedError{Usage: usage, Err: &providers.ReplyError{Provider: provider, Reason: reason}}
+	}
+	var w wireResponse
+	if err := json.Unmarshal(data, &w); err != nil {
+		return agentrt.ModelResponse{}, served("the reply does not have the message shape: " + err.Error())
+	}
+	if !isNull(w.Error) || w.Type == "error" {
+		return agentrt.ModelResponse{}, served("the reply holds an error: " + providers.Excerpt(w.Error, key))
+	}
+	var blocks []wireContent
+	if err := json.Unmarshal(w.Content, &blocks); err != nil || isNull(w.Content) {
+		return agentrt.ModelResponse{}, served("content is not a list of content blocks")
+	}
+	resp := agentrt.ModelResponse{Usage: usage, Raw: append(json.RawMessage(nil), data...)}
+	var text strings.Builder
+	for i, b := range blocks {
+		switch b.Type {
+		case "text":
+			text.WriteString(b.Text)
+		case "tool_use":
+			input := bytes.TrimSpace(b.Input)
+			if isNull(input) {
+				input = emptyObject
+			}
+			id := b.ID
+			if id == "" {
+				id = providers.SynthesizeToolUseID(i)
+			}
+			resp.ToolUses = append(resp.ToolUses, agentrt.ToolUse{ID: id, Name: b.Name, Args: append(json.RawMessage(nil), input...)})
+		}
+	}
+	resp.Text = text.String()
+	stop := ""
+	if w.StopReason != nil {
+		stop = *w.StopReason
+	}
+	switch stop {
+	case "stop_sequence":
+		resp.StopReason = agentrt.StopEndTurn
+	case "":
+		resp.StopReason = agentrt.StopEndTurn
+		if len(resp.ToolUses) > 0 {
+			resp.StopReason = agentrt.StopToolUse
+		}
+	default:
+		resp.StopReason = stop
+	}
+	if resp.StopReason == agentrt.StopMaxTokens || resp.StopReason == agentrt.StopRefusal {
+		// A call cut off or refused is never handed on, even if it parses.
+		resp.ToolUses = nil
+	}
+	return resp, nil
+}
+
+// decodeUsage reads and checks the usage object, folding cache reads and
+// writes into input; absent usage is zero.
+func decodeUsage(raw json.RawMessage) (agentrt.Usage, error) {
+	if isNull(raw) {
+		return agentrt.Usage{}, nil
+	}
+	var wu wireUsage
+	if err := json.Unmarshal(raw, &wu); err != nil {
+		return agentrt.Usage{}, &providers.UsageError{Field: "usage", Reason: "is not a usage object"}
+	}
+	count := func(field string, v json.RawMessage, err *error) int64 {
+		if *err != nil {
+			return 0
+		}
+		n, e := providers.UsageCount(field, v)
+		*err = e
+		return n
+	}
+	var err error
+	input := count("usage.input_tokens", wu.InputTokens, &err)
+	output := count("usage.output_tokens", wu.OutputTokens, &err)
+	read := count("usage.cache_read_input_tokens", wu.CacheReadInputTokens, &err)
+	written := count("usage.cache_creation_input_tokens", wu.CacheCreationInputTokens, &err)
+	write5m, write1h := written, int64(0)
+	if wu.CacheCreation != nil && (!isNull(wu.CacheCreation.Ephemeral5m) || !isNull(wu.CacheCreation.Ephemeral1h)) {
+		write5m = count("usage.cache_creation.ephemeral_5m_input_tokens", wu.CacheCreation.Ephemeral5m, &err)
+		write1h = count("usage.cache_creation.ephemeral_1h_input_tokens", wu.CacheCreation.Ephemeral1h, &err)
+	}
+	if err != nil {
+		return agentrt.Usage{}, err
+	}
+	// 1.25 times the 5-minute writes, rounded up, is the writes plus a
+	// quarter of them rounded up; twice the 1-hour writes is them added twice.
+	quarter := write5m/4 + min(write5m%4, 1)
+	total, err := providers.AddCounts("usage input with cache reads and writes", input, read, write5m, quarter, write1h, write1h)
+	if err != nil {
+		return agentrt.Usage{}, err
+	}
+	u := agentrt.Usage{InputTokens: total, OutputTokens: output, CachedInputTokens: read}
+	if err := providers.CheckUsage(u); err != nil {
+		return agentrt.Usage{}, err
+	}
+	return u, nil
+}

@@ -1,0 +1,199 @@
+package ollama
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/providers"
+)
+
+const (
+	// DefaultBaseURL is where a local Ollama listens.
+	DefaultBaseURL = "http://127.0.0.1:11434"
+	// DefaultNumCtx is the context window requested when Config.NumCtx is zero.
+	DefaultNumCtx = 32768
+)
+
+const provider = "ollama"
+
+// Config configures a Model.
+type Config struct {
+	// BaseURL is the server root that /api/chat is appended to. Zero means
+	// DefaultBaseURL. It is taken as given; Host normalises OLLAMA_HOST forms.
+	BaseURL string
+	// APIKey is sent as "Authorization: Bearer" to a hosted server. Zero sends
+	// none.
+	APIKey string
+	// Model is the model name sent on the wire. Required.
+	Model string
+	// Name is the accounting name that keys prices. Zero means Model.
+	Name string
+	// HTTPClient is copied, never changed. Zero means a new client with
+	// providers.DefaultTimeout.
+	HTTPClient *http.Client
+	// MaxOutputTokens caps a reply (num_predict) when the request sets no
+	// cap. Zero sends no cap.
+	MaxOutputTokens int64
+	// NumCtx is the context window requested (num_ctx). Zero means
+	// DefaultNumCtx.
+	NumCtx int
+}
+
+// Host turns an OLLAMA_HOST value into a base URL: "" is DefaultBaseURL,
+// ":port" is 127.0.0.1:port, a value without a scheme gets http://, and a
+// trailing slash is dropped. New still checks the result.
+func Host(h string) string {
+	h = strings.TrimSpace(h)
+	switch {
+	case h == "":
+		return DefaultBaseURL
+	case strings.HasPrefix(h, ":"):
+		h = "http://127.0.0.1" + h
+	case !strings.Contains(h, "://"):
+		h = "http://" + h
+	}
+	return strings.TrimRight(h, "/")
+}
+
+// ConfigFromEnv reads OLLAMA_HOST, OLLAMA_MODEL and OLLAMA_API_KEY.
+func ConfigFromEnv() Config {
+	return Config{
+		BaseURL: Host(os.Getenv("OLLAMA_HOST")),
+		Model:   os.Getenv("OLLAMA_MODEL"),
+		APIKey:  os.Getenv("OLLAMA_API_KEY"),
+	}
+}
+
+// FromEnv is New(ConfigFromEnv()).
+func FromEnv() (*Model, error) { return New(ConfigFromEnv()) }
+
+// String prints the configuration with the key redacted.
+func (c Config) String() string {
+	return fmt.Sprintf("ollama.Config{BaseURL:%q APIKey:%q Model:%q Name:%q HTTPClient:%t MaxOutputTokens:%d NumCtx:%d}",
+		providers.RedactURL(c.BaseURL), providers.KeyField(c.APIKey), c.Model, c.Name, c.HTTPClient != nil, c.MaxOutputTokens, c.NumCtx)
+}
+
+// GoString is String, so %#v redacts too.
+func (c Config) GoString() string { return c.String() }
+
+// Format prints String for every verb.
+func (c Config) Format(f fmt.State, verb rune) { providers.FormatString(f, verb, c.String()) }
+
+// MarshalJSON encodes the configuration with the key redacted and the client
+// reduced to whether one is set.
+func (c Config) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		BaseURL         string
+		APIKey          string
+		Model           string
+		Name            string
+		HTTPClient      bool
+		MaxOutputTokens int64
+		NumCtx          int
+	}{providers.RedactURL(c.BaseURL), providers.KeyField(c.APIKey), c.Model, c.Name, c.HTTPClient != nil, c.MaxOutputTokens, c.NumCtx})
+}
+
+// Model is an Ollama chat model. It is safe for concurrent use.
+type Model struct {
+	name     string
+	model    string
+	baseURL  string
+	endpoint string
+	key      func() string
+	client   *http.Client
+	maxOut   int64
+	numCtx   int
+}
+
+// New validates cfg and returns a Model. It refuses an empty model, a
+// negative MaxOutputTokens or NumCtx, and an endpoint
+// providers.CheckEndpoint refuses.
+func New(cfg Config) (*Model, error) {
+	if strings.TrimSpace(cfg.Model) == "" {
+		return nil, &agentrt.ConfigError{Field: "ollama.Config.Model", Reason: "is required"}
+	}
+	if cfg.MaxOutputTokens < 0 {
+		return nil, &agentrt.ConfigError{Field: "ollama.Config.MaxOutputTokens", Reason: fmt.Sprintf("must not be negative, got %d", cfg.MaxOutputTokens)}
+	}
+	if cfg.NumCtx < 0 {
+		return nil, &agentrt.ConfigError{Field: "ollama.Config.NumCtx", Reason: fmt.Sprintf("must not be negative, got %d", cfg.NumCtx)}
+	}
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	client, err := providers.ClientFor(cfg.HTTPClient, base, cfg.APIKey != "")
+	if err != nil {
+		return nil, err
+	}
+	name := cfg.Name
+	if name == "" {
+		name = cfg.Model
+	}
+	numCtx := cfg.NumCtx
+	if numCtx == 0 {
+		numCtx = DefaultNumCtx
+	}
+	key := cfg.APIKey
+	return &Model{
+		name:     name,
+		model:    cfg.Model,
+		baseURL:  base,
+		endpoint: base + "/api/chat",
+		key:      func() string { return key },
+		client:   client,
+		maxOut:   cfg.MaxOutputTokens,
+		numCtx:   numCtx,
+	}, nil
+}
+
+// Name is the accounting name.
+func (m *Model) Name() string { return m.name }
+
+// String prints the model with the key redacted.
+func (m *Model) String() string {
+	if m == nil {
+		return "ollama.Model(nil)"
+	}
+	return fmt.Sprintf("ollama.Model{Name:%q Model:%q BaseURL:%q APIKey:%q}",
+		m.name, m.model, providers.RedactURL(m.baseURL), providers.KeyField(m.key()))
+}
+
+// GoString is String, so %#v redacts too.
+func (m *Model) GoString() string { return m.String() }
+
+// Format prints String for every verb.
+func (m *Model) Format(f fmt.State, verb rune) { providers.FormatString(f, verb, m.String()) }
+
+// MarshalJSON encodes the model with the key redacted.
+func (m *Model) MarshalJSON() ([]byte, error) {
+	if m == nil {
+		return []byte("null"), nil
+	}
+	return json.Marshal(struct {
+		Name, Model, BaseURL, APIKey string
+	}{m.name, m.model, providers.RedactURL(m.baseURL), providers.KeyField(m.key())})
+}
+
+// Generate sends req and maps the reply. It does not retry.
+func (m *Model) Generate(ctx context.Context, req agentrt.ModelRequest) (agentrt.ModelResponse, error) {
+	body, err := m.encode(req)
+	if err != nil {
+		return agentrt.ModelResponse{}, err
+	}
+	header := http.Header{}
+	key := m.key()
+	if key != "" {
+		header.Set("Authorization", "Bearer "+key)
+	}
+	data, err := providers.Send(ctx, m.client, provider, m.endpoint, header, body, key)
+	if err != nil {
+		return agentrt.ModelResponse{}, err
+	}
+	return decode(data, key)
+}

@@ -1,0 +1,337 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/providers"
+)
+
+// emptyObject stands in for absent tool input and schemas.
+var emptyObject = json.RawMessage(`{}`)
+
+// defaultSchema is sent for a tool registered without a schema.
+var defaultSchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+type wireRequest struct {
+	Model               string        `json:"model"`
+	Messages            []wireMessage `json:"messages"`
+	Tools               []wireTool    `json:"tools,omitempty"`
+	MaxTokens           int64         `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int64         `json:"max_completion_tokens,omitempty"`
+	Stream              bool          `json:"stream"`
+}
+
+type wireMessage struct {
+	Role       string         `json:"role"`
+	Content    *string        `json:"content,omitempty"`
+	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+type wireToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function wireFunction `json:"function"`
+}
+
+type wireFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type wireTool struct {
+	Type     string      `json:"type"`
+	Function wireToolDef `json:"function"`
+}
+
+type wireToolDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+func badRequest(format string, args ...any) error {
+	return &providers.RequestError{Provider: provider, Reason: fmt.Sprintf(format, args...)}
+}
+
+// encode maps a provider-neutral request to a chat-completions body.
+func (m *Model) encode(req agentrt.ModelRequest) ([]byte, error) {
+	if req.MaxOutputTokens < 0 {
+		return nil, badRequest("MaxOutputTokens is negative (%d)", req.MaxOutputTokens)
+	}
+	w := wireRequest{Model: m.model}
+	maxOut := req.MaxOutputTokens
+	if maxOut == 0 {
+		maxOut = m.maxOut
+	}
+	if m.maxField == "max_completion_tokens" {
+		w.MaxCompletionTokens = maxOut
+	} else {
+		w.MaxTokens = maxOut
+	}
+	if req.System != "" {
+		w.Messages = append(w.Messages, wireMessage{Role: "system", Content: ptr(req.System)})
+	}
+	for i, msg := range req.Messages {
+		out, err := encodeMessage(i, msg)
+		if err != nil {
+			return nil, err
+		}
+		w.Messages = append(w.Messages, out...)
+	}
+	for _, t := range req.Tools {
+		schema := t.InputSchema
+		if len(bytes.TrimSpace(schema)) == 0 {
+			schema = defaultSchema
+		} else if !json.Valid(schema) {
+			return nil, badRequest("tool %q has an input schema that is not valid JSON", t.Name)
+		}
+		w.Tools = append(w.Tools, wireTool{Type: "function", Function: wireToolDef{Name: t.Name, Description: t.Description, Parameters: schema}})
+	}
+	return providers.MarshalJSON(w)
+}
+
+// encodeMessage maps one turn. A user turn's tool results become tool
+// messages placed first, since they must follow the assistant turn that
+// asked for them; its text follows as one user message.
+func encodeMessage(i int, msg agentrt.Message) ([]wireMessage, error) {
+	var texts []string
+	switch msg.Role {
+	case agentrt.RoleUser:
+		var out []wireMessage
+		for j, b := range msg.Content {
+			switch b.Type {
+			case agentrt.BlockText:
+				if b.Text != "" {
+					texts = append(texts, b.Text)
+				}
+			case agentrt.BlockToolResult:
+				if b.ToolUseID == "" {
+					return nil, badRequest("message %d block %d is a tool result without a tool use id", i, j)
+				}
+				out = append(out, wireMessage{Role: "tool", ToolCallID: b.ToolUseID, Content: ptr(b.Content)})
+			default:
+				return nil, badRequest("message %d block %d has type %q, which a user turn cannot carry", i, j, b.Type)
+			}
+		}
+		if len(texts) > 0 {
+			out = append(out, wireMessage{Role: "user", Content: ptr(strings.Join(texts, "\n\n"))})
+		}
+		return out, nil
+	case agentrt.RoleAssistant:
+		out := wireMessage{Role: "assistant"}
+		for j, b := range msg.Content {
+			switch b.Type {
+			case agentrt.BlockText:
+				if b.Text != "" {
+					texts = append(texts, b.Text)
+				}
+			case agentrt.BlockToolUse:
+				args := string(b.Input)
+				if strings.TrimSpace(args) == "" {
+					args = string(emptyObject)
+				}
+				out.ToolCalls = append(out.ToolCalls, wireToolCall{ID: b.ToolUseID, Type: "function", Function: wireFunction{Name: b.Name, Arguments: args}})
+			default:
+				return nil, badRequest("message %d block %d has type %q, which an assistant turn cannot carry", i, j, b.Type)
+			}
+		}
+		switch {
+		case len(texts) > 0:
+			out.Content = ptr(strings.Join(texts, "\n\n"))
+		case len(out.ToolCalls) == 0:
+			out.Content = ptr("(no output)")
+		}
+		return []wireMessage{out}, nil
+	}
+	return nil, badRequest("message %d has role %q; want user or assistant", i, msg.Role)
+}
+
+func ptr(s string) *string { return &s }
+
+type wireResponse struct {
+	Choices json.RawMessage `json:"choices"`
+	Error   json.RawMessage `json:"error"`
+}
+
+type wireUsage struct {
+	PromptTokens        json.RawMessage `json:"prompt_tokens"`
+	CompletionTokens    json.RawMessage `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens json.RawMessage `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+type wireChoice struct {
+	Message struct {
+		Content   json.RawMessage `json:"content"`
+		Refusal   *string         `json:"refusal"`
+		ToolCalls []struct {
+			ID       string `json:"id"`
+			Function struct {
+				Name      string          `json:"name"`
+				Arguments json.RawMessage `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
+	} `json:"message"`
+	FinishReason string `json:"finish_reason"`
+}
+
+func isNull(raw json.RawMessage) bool {
+	v := bytes.TrimSpace(raw)
+	return len(v) == 0 || string(v) == "null"
+}
+
+// decode maps a chat-completions reply. Usage is read first: a reply whose
+// usage cannot be believed is unusable whatever else it holds.
+func decode(data []byte, key string) (agentrt.ModelResponse, error) {
+	var probe struct {
+		Usage json.RawMessage `json:"usage"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return agentrt.ModelResponse{}, &agentrt.ServedError{Err: &providers.ReplyError{Provider: provider, Reason: "the reply is not a chat completion object", Err: err, UsageUnknown: true}}
+	}
+	usage, err := decodeUsage(probe.Usage)
+	if err != nil {
+		return agentrt.ModelResponse{}, providers.Unusable(err)
+	}
+	served := func(reason string, cause error) error {
+		return &agentrt.ServedError{Usage: usage, Err: &providers.ReplyError{Provider: provider, Reason: reason, Err: cause}}
+	}
+	var w wireResponse
+	if err := json.Unmarshal(data, &w); err != nil {
+		return agentrt.ModelResponse{}, served("the reply does not have the chat completion shape", err)
+	}
+	if !isNull(w.Error) {
+		return agentrt.ModelResponse{}, served("the reply holds an error: "+providers.Excerpt(w.Error, key), nil)
+	}
+	var choices []wireChoice
+	if err := json.Unmarshal(w.Choices, &choices); err != nil || isNull(w.Choices) {
+		return agentrt.ModelResponse{}, served("choices is not a list of chat completion choices", err)
+	}
+	if len(choices) == 0 {
+		return agentrt.ModelResponse{}, served("the reply holds no choice", nil)
+	}
+	c := choices[0]
+	text, err := decodeContent(c.Message.Content)
+	if err != nil {
+		return agentrt.ModelResponse{}, served(err.Error(), nil)
+	}
+	resp := agentrt.ModelResponse{Text: text, Usage: usage, Raw: append(json.RawMessage(nil), data...)}
+	for i, tc := range c.Message.ToolCalls {
+		args, err := decodeArguments(tc.Function.Arguments)
+		if err != nil {
+			return agentrt.ModelResponse{}, served(fmt.Sprintf("tool call %d: %v", i, err), nil)
+		}
+		id := tc.ID
+		if id == "" {
+			id = providers.SynthesizeToolUseID(i)
+		}
+		resp.ToolUses = append(resp.ToolUses, agentrt.ToolUse{ID: id, Name: tc.Function.Name, Args: args})
+	}
+	refusal := c.Message.Refusal != nil && *c.Message.Refusal != ""
+	switch {
+	case c.FinishReason == "length":
+		resp.StopReason = agentrt.StopMaxTokens
+	case c.FinishReason == "content_filter" || refusal:
+		resp.StopReason = agentrt.StopRefusal
+		if resp.Text == "" && refusal {
+			resp.Text = *c.Message.Refusal
+		}
+	case len(resp.ToolUses) > 0:
+		resp.StopReason = agentrt.StopToolUse
+	case c.FinishReason == "stop" || c.FinishReason == "tool_calls" || c.FinishReason == "":
+		resp.StopReason = agentrt.StopEndTurn
+	default:
+		resp.StopReason = c.FinishReason
+	}
+	if resp.StopReason == agentrt.StopMaxTokens || resp.StopReason == agentrt.StopRefusal {
+		// A call cut off or refused is never handed on, even if it parses.
+		resp.ToolUses = nil
+	}
+	return resp, nil
+}
+
+// decodeUsage reads and checks the usage object; absent usage is zero.
+func decodeUsage(raw json.RawMessage) (agentrt.Usage, error) {
+	if isNull(raw) {
+		return agentrt.Usage{}, nil
+	}
+	var wu wireUsage
+	if err := json.Unmarshal(raw, &wu); err != nil {
+		return agentrt.Usage{}, &providers.UsageError{Field: "usage", Reason: "is not a usage object"}
+	}
+	var u agentrt.Usage
+	var err error
+	if u.InputTokens, err = providers.UsageCount("usage.prompt_tokens", wu.PromptTokens); err != nil {
+		return agentrt.Usage{}, err
+	}
+	if u.OutputTokens, err = providers.UsageCount("usage.completion_tokens", wu.CompletionTokens); err != nil {
+		return agentrt.Usage{}, err
+	}
+	if wu.PromptTokensDetails != nil {
+		if u.CachedInputTokens, err = providers.UsageCount("usage.prompt_tokens_details.cached_tokens", wu.PromptTokensDetails.CachedTokens); err != nil {
+			return agentrt.Usage{}, err
+		}
+	}
+	if err := providers.CheckUsage(u); err != nil {
+		return agentrt.Usage{}, err
+	}
+	return u, nil
+}
+
+// decodeContent reads message content: a string, null, or a list of text
+// parts.
+func decodeContent(raw json.RawMessage) (string, error) {
+	if isNull(raw) {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", fmt.Errorf("message content is neither text nor a list of parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String(), nil
+}
+
+// decodeArguments returns a tool call's arguments as the bytes the server
+// sent. The wire form is a string holding JSON; its content is returned
+// verbatim whether or not it is valid JSON, so the driver can record invalid
+// arguments as they were. A server that sends an object instead has it
+// returned as is. Empty arguments are {}.
+func decodeArguments(raw json.RawMessage) (json.RawMessage, error) {
+	v := bytes.TrimSpace(raw)
+	if isNull(v) {
+		return emptyObject, nil
+	}
+	if v[0] == '"' {
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return nil, fmt.Errorf("arguments are not a JSON string")
+		}
+		if strings.TrimSpace(s) == "" {
+			return emptyObject, nil
+		}
+		return json.RawMessage(s), nil
+	}
+	if v[0] == '{' {
+		return append(json.RawMessage(nil), v...), nil
+	}
+	return nil, fmt.Errorf("arguments are neither a string nor an object (got %s)", providers.Truncate(providers.Excerpt(v), 64))
+}
