@@ -1,0 +1,212 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/agentrt/agentrt"
+)
+
+const (
+	// DefaultRecentResults is how many of the latest rendered steps show their
+	// result in full when Options.RecentResults is zero.
+	DefaultRecentResults = 6
+	// DefaultMaxContentBytes is the largest result shown in full when
+	// Options.MaxContentBytes is zero.
+	DefaultMaxContentBytes = 24000
+)
+
+// Texts the model reads in place of a result it cannot have.
+const (
+	// InterruptedText answers a tool call whose process was interrupted.
+	InterruptedText = "This tool call was interrupted before its result was recorded, so its outcome is unknown. If you still need it, request the call again."
+	// NoResultText answers a tool call with no recorded observation.
+	NoResultText = "No result was recorded for this tool call. If you still need it, request the call again."
+	// NoToolCallText answers a reply that held no tool call.
+	NoToolCallText = "Your last reply contained no tool call, so nothing ran. Reply with exactly one tool call."
+	// TruncatedText answers a reply cut off by the output cap.
+	TruncatedText = "Your last reply hit the output token limit before its tool call was complete, so nothing ran. Reply with exactly one short tool call."
+)
+
+// ErrNoOpening says Options.Opening is empty; a conversation needs one.
+var ErrNoOpening = errors.New("render: Options.Opening is required")
+
+// Options configure Messages.
+type Options struct {
+	// Opening is the first user message, usually the goal and its rules.
+	// Required. It must not depend on anything but the run, or the same
+	// record renders differently after a restart.
+	Opening string
+	// RecentResults is how many of the latest rendered steps show their
+	// result in full; older ones show their summary. Zero means
+	// DefaultRecentResults.
+	RecentResults int
+	// MaxContentBytes is the largest result shown in full; a larger one shows
+	// its summary. Zero means DefaultMaxContentBytes.
+	MaxContentBytes int
+	// ToolUseID names the tool use synthesized for a step. Nil means
+	// "step_<index>".
+	ToolUseID func(step agentrt.Step) string
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Opening == "" {
+		return o, ErrNoOpening
+	}
+	if o.RecentResults < 0 {
+		return o, &agentrt.ConfigError{Field: "render.Options.RecentResults", Reason: fmt.Sprintf("must not be negative, got %d", o.RecentResults)}
+	}
+	if o.MaxContentBytes < 0 {
+		return o, &agentrt.ConfigError{Field: "render.Options.MaxContentBytes", Reason: fmt.Sprintf("must not be negative, got %d", o.MaxContentBytes)}
+	}
+	if o.RecentResults == 0 {
+		o.RecentResults = DefaultRecentResults
+	}
+	if o.MaxContentBytes == 0 {
+		o.MaxContentBytes = DefaultMaxContentBytes
+	}
+	if o.ToolUseID == nil {
+		o.ToolUseID = defaultToolUseID
+	}
+	return o, nil
+}
+
+func defaultToolUseID(st agentrt.Step) string { return "step_" + strconv.Itoa(st.Index) }
+
+// Messages renders in as a conversation: the opening as a user turn, then
+// for each step with a decision an assistant turn and the user turn that
+// answers it. Steps without a decision (the one being decided, or one
+// interrupted while deciding) are skipped and take no place in the recent
+// window. Every turn owns its content slice.
+func Messages(in agentrt.StepInput, opts Options) ([]agentrt.Message, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	decided := 0
+	for i := range in.Steps {
+		if in.Steps[i].Decision != nil {
+			decided++
+		}
+	}
+	msgs := make([]agentrt.Message, 0, 1+2*decided)
+	msgs = append(msgs, agentrt.Message{Role: agentrt.RoleUser, Content: []agentrt.ContentBlock{{Type: agentrt.BlockText, Text: o.Opening}}})
+	firstFull := decided - o.RecentResults
+	n := 0
+	for i := range in.Steps {
+		st := &in.Steps[i]
+		if st.Decision == nil {
+			continue
+		}
+		id := o.ToolUseID(*st)
+		msgs = append(msgs,
+			agentrt.Message{Role: agentrt.RoleAssistant, Content: assistantBlocks(st.Decision, id)},
+			agentrt.Message{Role: agentrt.RoleUser, Content: []agentrt.ContentBlock{answer(st, id, n >= firstFull, o.MaxContentBytes)}},
+		)
+		n++
+	}
+	return msgs, nil
+}
+
+// assistantBlocks is the model's turn as recorded: its reason, and for a tool
+// call the tool use. Arguments that are not a JSON object (invalid ones are
+// kept apart by the runtime) are shown as {}; the answer says why nothing
+// ran.
+func assistantBlocks(d *agentrt.Decision, id string) []agentrt.ContentBlock {
+	blocks := make([]agentrt.ContentBlock, 0, 2)
+	if d.Reason != "" {
+		blocks = append(blocks, agentrt.ContentBlock{Type: agentrt.BlockText, Text: d.Reason})
+	}
+	if d.Kind == agentrt.KindToolCall {
+		args := d.Args
+		if !isObject(args) {
+			args = json.RawMessage(`{}`)
+		}
+		return append(blocks, agentrt.ContentBlock{Type: agentrt.BlockToolUse, ToolUseID: id, Name: d.Tool, Input: args})
+	}
+	if len(blocks) == 0 {
+		blocks = append(blocks, agentrt.ContentBlock{Type: agentrt.BlockText, Text: "(no tool call)"})
+	}
+	return blocks
+}
+
+func isObject(raw json.RawMessage) bool {
+	v := bytes.TrimSpace(raw)
+	return len(v) > 0 && v[0] == '{' && json.Valid(v)
+}
+
+// answer is the user block answering a step: a tool result for a tool call,
+// a text nudge for anything else.
+func answer(st *agentrt.Step, id string, full bool, maxBytes int) agentrt.ContentBlock {
+	d, obs := st.Decision, st.Observation
+	if d.Kind != agentrt.KindToolCall {
+		return agentrt.ContentBlock{Type: agentrt.BlockText, Text: nudge(d.Kind, obs)}
+	}
+	result := agentrt.ContentBlock{Type: agentrt.BlockToolResult, ToolUseID: id, IsError: true}
+	switch {
+	case obs == nil:
+		result.Content = NoResultText
+	case obs.Kind == agentrt.ObsInterrupted:
+		result.Content = InterruptedText
+	case obs.Kind == agentrt.ObsInvalidDecision:
+		result.Content = "This tool call was not executed" + parenthesised(obs.Summary, maxBytes) + ". Reply with exactly one valid tool call."
+	default:
+		result.IsError = obs.Failure()
+		if full && len(obs.Content) > 0 && len(obs.Content) <= maxBytes {
+			result.Content = string(obs.Content)
+		} else {
+			result.Content = "[summary] " + Truncate(obs.Summary, maxBytes)
+		}
+	}
+	return result
+}
+
+// nudge answers a decision that was not a tool call.
+func nudge(kind agentrt.DecisionKind, obs *agentrt.Observation) string {
+	switch kind {
+	case agentrt.KindNoToolCall:
+		return NoToolCallText
+	case agentrt.KindTruncated:
+		return TruncatedText
+	}
+	summary := ""
+	if obs != nil {
+		summary = obs.Summary
+	}
+	return "Your last reply was not an executable tool call" + parenthesised(summary, ReasonBytes) + ", so nothing ran. Reply with exactly one valid tool call."
+}
+
+func parenthesised(s string, maxBytes int) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + Truncate(s, maxBytes) + ")"
+}
+
+// Truncate cuts s to at most n bytes, the mark "…" included, without
+// splitting a rune. A negative n gives "". An n too small for the mark cuts
+// without it.
+func Truncate(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	if n < len(mark) {
+		return cut(s, n)
+	}
+	return cut(s, n-len(mark)) + mark
+}
+
+func cut(s string, n int) string {
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
