@@ -1,0 +1,45 @@
+package sqlstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// timeText is the stored form of a time: RFC3339Nano in UTC, "" for zero.
+func timeText(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// parseTime reads a stored time; "" is zero. An unparsable value is an error.
+func parseTime(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("time %q does not parse", truncate(s, 64))
+	}
+	return t, nil
+}
+
+// encodeJSON encodes v for a JSON column; nil pointers are "".
+func encodeJSON(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("agentrt: value will not encode: %w", err)
+	}
+	return string(b), nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func nullTimeText(t time.Time) string { return timeText(t) }

@@ -1,0 +1,267 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	agentrt "github.com/agentrt/agentrt"
+)
+
+// Dialect names what differs between SQL engines.
+type Dialect struct {
+	// Name is "sqlite" or "postgres".
+	Name string
+	// Numbered placeholders ($1, $2, ...) instead of ?.
+	Numbered bool
+	// InsertIgnore turns "INSERT INTO t" into an insert that ignores a
+	// conflicting primary key.
+	InsertIgnorePrefix string // e.g. "INSERT OR IGNORE INTO"
+	InsertIgnoreSuffix string // e.g. " ON CONFLICT DO NOTHING"
+	// Begin starts a write transaction that takes the write lock at once.
+	Begin string
+	// Busy reports whether err means the database was locked.
+	Busy func(error) bool
+}
+
+// Rebind rewrites ? placeholders for the dialect.
+func (d Dialect) Rebind(q string) string {
+	if !d.Numbered {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(q); i++ {
+		if q[i] == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteByte(q[i])
+	}
+	return b.String()
+}
+
+// Store implements agentrt.Store over database/sql.
+type Store struct {
+	db    *sql.DB // writer: one connection
+	rdb   *sql.DB // readers
+	lease *sql.DB // lease renewals (may equal db)
+	d     Dialect
+	path  string
+
+	// The writer's one connection, held for the store's life so prepared
+	// statements stay bound to it across transactions. Only the group
+	// commit leader uses it.
+	wconn  *sql.Conn
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt
+
+	// group commit
+	mu      sync.Mutex
+	cond    *sync.Cond
+	writing bool
+	queue   []*request
+
+	readOnly bool
+	closeFn  func() error
+}
+
+// Options configure New.
+type Options struct {
+	Dialect  Dialect
+	Writer   *sql.DB // nil for a read-only store
+	Reader   *sql.DB // required
+	Lease    *sql.DB // nil: use Writer
+	Path     string  // for messages
+	ReadOnly bool
+	Close    func() error // closes the handles
+}
+
+// New wraps open handles.
+func New(o Options) *Store {
+	s := &Store{db: o.Writer, rdb: o.Reader, lease: o.Lease, d: o.Dialect, path: o.Path, readOnly: o.ReadOnly, closeFn: o.Close, stmts: map[string]*sql.Stmt{}}
+	if s.lease == nil {
+		s.lease = s.db
+	}
+	s.cond = sync.NewCond(&s.mu)
+	return s
+}
+
+// ErrReadOnly is returned by writes on a store opened read-only.
+var ErrReadOnly = errors.New("agentrt: store is read-only")
+
+// Close closes the handles.
+func (s *Store) Close() error {
+	s.stmtMu.Lock()
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmts = map[string]*sql.Stmt{}
+	if s.wconn != nil {
+		s.wconn.Close()
+		s.wconn = nil
+	}
+	s.stmtMu.Unlock()
+	if s.closeFn != nil {
+		return s.closeFn()
+	}
+	return nil
+}
+
+// DB returns the writer handle (the reader handle for a read-only store).
+func (s *Store) DB() *sql.DB {
+	if s.db != nil {
+		return s.db
+	}
+	return s.rdb
+}
+
+// stmt returns a prepared writer statement for q, bound to the writer's
+// connection.
+func (s *Store) stmt(q string) (*sql.Stmt, error) {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if st, ok := s.stmts[q]; ok {
+		return st, nil
+	}
+	st, err := s.wconn.PrepareContext(context.Background(), s.d.Rebind(q))
+	if err != nil {
+		return nil, err
+	}
+	s.stmts[q] = st
+	return st, nil
+}
+
+type request struct {
+	fn       func(agentrt.Tx) error
+	events   []agentrt.Event
+	err      error
+	panicked any
+	done     bool
+}
+
+// Update runs fn in a write transaction. Concurrent Updates that reach the
+// writer together share one transaction, each in its own savepoint; a lone
+// Update pays for no savepoint and waits on no timer.
+func (s *Store) Update(ctx context.Context, fn func(agentrt.Tx) error) ([]agentrt.Event, error) {
+	if s.db == nil || s.readOnly {
+		return nil, ErrReadOnly
+	}
+	r := &request{fn: fn}
+	s.mu.Lock()
+	s.queue = append(s.queue, r)
+	for !r.done {
+		if s.writing {
+			s.cond.Wait()
+			continue
+		}
+		s.writing = true
+		batch := s.queue
+		s.queue = nil
+		s.mu.Unlock()
+		s.commit(batch)
+		s.mu.Lock()
+		for _, b := range batch {
+			b.done = true
+		}
+		s.writing = false
+		s.cond.Broadcast()
+	}
+	s.mu.Unlock()
+	if r.panicked != nil {
+		panic(r.panicked)
+	}
+	return r.events, r.err
+}
+
+// commit runs a batch in one transaction. It uses a background context: a
+// write the engine decided to make is not abandoned because a caller gave up.
+func (s *Store) commit(batch []*request) {
+	fail := func(err error) {
+		for _, r := range batch {
+			if r.err == nil && r.panicked == nil {
+				r.err = err
+			}
+			r.events = nil
+		}
+	}
+	ctx := context.Background()
+	if s.wconn == nil {
+		c, err := s.db.Conn(ctx)
+		if err != nil {
+			fail(fmt.Errorf("agentrt: writer connection: %w", err))
+			return
+		}
+		s.wconn = c
+	}
+	c := s.wconn
+	exec := func(q string) error {
+		_, err := c.ExecContext(ctx, q)
+		return err
+	}
+	var err error
+	for attempt := 0; ; attempt++ {
+		err = exec(s.d.Begin)
+		if err == nil || s.d.Busy == nil || !s.d.Busy(err) || attempt > 50 {
+			break
+		}
+		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+	}
+	if err != nil {
+		fail(fmt.Errorf("agentrt: begin transaction: %w", err))
+		return
+	}
+	abort := func(err error) {
+		exec("ROLLBACK")
+		fail(err)
+	}
+	t := &tx{s: s}
+	shared := len(batch) > 1
+	for i, r := range batch {
+		if shared {
+			if err := exec(fmt.Sprintf("SAVEPOINT sp%d", i)); err != nil {
+				abort(fmt.Errorf("agentrt: savepoint: %w", err))
+				return
+			}
+		}
+		mark := t.mark()
+		r.err, r.panicked = runFn(r.fn, t)
+		if r.err != nil || r.panicked != nil {
+			t.reset(mark)
+			if !shared {
+				exec("ROLLBACK")
+				return
+			}
+			if err := exec(fmt.Sprintf("ROLLBACK TO sp%d", i)); err != nil {
+				abort(fmt.Errorf("agentrt: rollback to savepoint: %w", err))
+				return
+			}
+		}
+		if shared {
+			if err := exec(fmt.Sprintf("RELEASE sp%d", i)); err != nil {
+				abort(fmt.Errorf("agentrt: release savepoint: %w", err))
+				return
+			}
+		}
+		if r.err == nil && r.panicked == nil {
+			r.events = t.take(mark)
+		}
+	}
+	if err := exec("COMMIT"); err != nil {
+		abort(fmt.Errorf("agentrt: commit: %w", err))
+	}
+}
+
+func runFn(fn func(agentrt.Tx) error, t *tx) (err error, p any) {
+	defer func() {
+		if v := recover(); v != nil {
+			p = v
+		}
+	}()
+	return fn(t), nil
+}

@@ -1,0 +1,90 @@
+-- agentrt schema version 1. Released migrations never change; add a new file.
+CREATE TABLE runs (
+	id TEXT PRIMARY KEY,
+	goal TEXT NOT NULL DEFAULT '',
+	status TEXT NOT NULL,
+	reason TEXT NOT NULL DEFAULT '',
+	reason_detail TEXT NOT NULL DEFAULT '',
+	limits_json TEXT NOT NULL DEFAULT '{}',
+	step_count INTEGER NOT NULL DEFAULT 0,
+	created_at TEXT NOT NULL,
+	started_at TEXT NOT NULL DEFAULT '',
+	finished_at TEXT NOT NULL DEFAULT '',
+	result_json TEXT NOT NULL DEFAULT '',
+	model_calls INTEGER NOT NULL DEFAULT 0,
+	input_tokens INTEGER NOT NULL DEFAULT 0,
+	output_tokens INTEGER NOT NULL DEFAULT 0,
+	cached_input_tokens INTEGER NOT NULL DEFAULT 0,
+	estimated_cost_micros INTEGER NOT NULL DEFAULT 0,
+	active_ns INTEGER NOT NULL DEFAULT 0,
+	lease_owner TEXT NOT NULL DEFAULT '',
+	lease_expires_at TEXT NOT NULL DEFAULT '',
+	generation INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE steps (
+	id TEXT PRIMARY KEY,
+	run_id TEXT NOT NULL REFERENCES runs(id),
+	idx INTEGER NOT NULL,
+	status TEXT NOT NULL,
+	decision_json TEXT NOT NULL DEFAULT '',
+	policy_json TEXT NOT NULL DEFAULT '',
+	observation_json TEXT NOT NULL DEFAULT '',
+	started_at TEXT NOT NULL,
+	finished_at TEXT NOT NULL DEFAULT '',
+	spec_hash TEXT NOT NULL DEFAULT '',
+	policy_id TEXT NOT NULL DEFAULT '',
+	UNIQUE (run_id, idx)
+);
+
+CREATE TABLE approvals (
+	id TEXT PRIMARY KEY,
+	run_id TEXT NOT NULL REFERENCES runs(id),
+	step_id TEXT NOT NULL,
+	kind TEXT NOT NULL,
+	capability_json TEXT NOT NULL,
+	presentation_json TEXT NOT NULL,
+	request_json TEXT NOT NULL,
+	hash TEXT NOT NULL,
+	status TEXT NOT NULL,
+	created_at TEXT NOT NULL,
+	expires_at TEXT NOT NULL DEFAULT '',
+	decided_at TEXT NOT NULL DEFAULT '',
+	decided_by TEXT NOT NULL DEFAULT '',
+	note TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX approvals_run ON approvals (run_id);
+
+CREATE TABLE model_calls (
+	id TEXT PRIMARY KEY,
+	run_id TEXT NOT NULL REFERENCES runs(id),
+	step_id TEXT NOT NULL,
+	attempt INTEGER NOT NULL,
+	status TEXT NOT NULL,
+	model TEXT NOT NULL,
+	input_tokens INTEGER NOT NULL DEFAULT 0,
+	output_tokens INTEGER NOT NULL DEFAULT 0,
+	cached_input_tokens INTEGER NOT NULL DEFAULT 0,
+	cost_micros INTEGER NOT NULL DEFAULT 0,
+	latency_ns INTEGER NOT NULL DEFAULT 0,
+	error TEXT NOT NULL DEFAULT '',
+	dispatched_at TEXT NOT NULL,
+	completed_at TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX model_calls_run ON model_calls (run_id);
+
+CREATE TABLE tool_specs (
+	hash TEXT PRIMARY KEY,
+	spec_json TEXT NOT NULL
+);
+
+CREATE TABLE events (
+	seq INTEGER PRIMARY KEY AUTOINCREMENT,
+	run_id TEXT NOT NULL REFERENCES runs(id),
+	step_id TEXT NOT NULL DEFAULT '',
+	at TEXT NOT NULL,
+	type TEXT NOT NULL,
+	payload_json TEXT NOT NULL,
+	hash TEXT NOT NULL
+);
+CREATE INDEX events_run ON events (run_id, seq);

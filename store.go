@@ -1,0 +1,178 @@
+package agentrt
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// MaxPageText caps every text column a page read returns, in bytes.
+const MaxPageText = 64 << 10
+
+// Store is the storage seam between the engine and a backend. It is
+// implemented by the sqlite package (and later postgres) and exercised by
+// storetest.Exercise. It is not a user extension point: its methods may change
+// between minor versions as the engine needs.
+type Store interface {
+	StoreReader
+	// Update runs fn in one write transaction and commits it. fn may run
+	// inside a transaction shared with other concurrent Updates (group
+	// commit), each in its own savepoint: an error from fn rolls back only
+	// fn's writes. Update returns the events fn appended, for delivery to
+	// observers after the commit; on error nothing fn wrote is kept.
+	Update(ctx context.Context, fn func(Tx) error) ([]Event, error)
+	// RenewLease extends the lease of a RUNNING run held by owner at
+	// generation, outside any transaction, on a connection of its own where
+	// the backend has one. Zero rows affected is ErrLeaseLost.
+	RenewLease(ctx context.Context, runID, owner string, generation int64, expiresAt time.Time) error
+	Close() error
+}
+
+// StoreReader holds the read methods a front end uses. Full reads decode
+// every row; a row that will not decode carries DecodeError rather than
+// failing the read. Page reads are bounded for possibly hostile files.
+type StoreReader interface {
+	GetRun(ctx context.Context, id string) (Run, error)
+	ListRuns(ctx context.Context) ([]Run, error)
+	ListSteps(ctx context.Context, runID string) ([]Step, error)
+	ListApprovals(ctx context.Context, runID string) ([]Approval, error)
+	GetApproval(ctx context.Context, runID, approvalID string) (Approval, error)
+	ListEvents(ctx context.Context, runID string) ([]Event, error)
+	ListModelCalls(ctx context.Context, runID string) ([]ModelCall, error)
+	GetSpec(ctx context.Context, hash string) (json.RawMessage, error)
+
+	// Page reads return one page, every text column capped at MaxPageText,
+	// and the total from COUNT.
+	ListRunsPage(ctx context.Context, limit, offset int) ([]Run, int, error)
+	GetRunCapped(ctx context.Context, id string) (Run, error)
+	ListStepsPage(ctx context.Context, runID string, limit, offset int) ([]Step, int, error)
+	ListApprovalsPage(ctx context.Context, runID string, status ApprovalStatus, limit, offset int) ([]Approval, int, error)
+	ListEventsPage(ctx context.Context, runID string, limit, offset int) ([]Event, int, error)
+
+	// VerifyEvents checks the hash chain from seq from to seq to (from < 1:
+	// the first; to < 1: the head) and reports the first event that does not
+	// chain. It writes nothing.
+	VerifyEvents(ctx context.Context, from, to int64) (VerifyReport, error)
+	// ChainHead returns the newest event's seq and hash (0, "" when empty).
+	ChainHead(ctx context.Context) (int64, string, error)
+	// EventHash returns the stored hash of the event at seq.
+	EventHash(ctx context.Context, seq int64) (string, error)
+}
+
+// Tx is one write transaction (or savepoint) handed to Update's fn. Writes
+// that change state are compare-and-set: a mismatch returns ErrRunState and
+// writes nothing.
+type Tx interface {
+	RunGet(id string) (Run, error)
+	RunInsert(r Run) error
+	// RunUpdate applies p if the run matches p's expectations.
+	RunUpdate(p RunUpdate) error
+	StepInsert(s Step) error
+	StepUpdate(p StepUpdate) error
+	StepList(runID string) ([]Step, error)
+	ApprovalInsert(a Approval) error
+	ApprovalGet(runID, id string) (Approval, error)
+	ApprovalList(runID string) ([]Approval, error)
+	ApprovalDecide(p ApprovalDecide) error
+	ModelCallInsert(c ModelCall) error
+	ModelCallFinish(p ModelCallFinish) error
+	// SpecPut stores a spec's canonical JSON under its hash if absent.
+	SpecPut(hash string, canonical []byte) error
+	// EventAppend appends an event to the chain and returns it with its seq.
+	EventAppend(e Event) (Event, error)
+}
+
+// RunUpdate is a compare-and-set on a run row. Expectations: the status is
+// one of From; when CheckLease, the lease owner is Owner and the generation is
+// Generation. Changes: each Set field applies when its flag or value is set.
+type RunUpdate struct {
+	ID         string
+	From       []RunStatus
+	CheckLease bool
+	Owner      string
+	Generation int64
+	// CheckStepCount requires the stored step count to equal StepCount (a
+	// step claim).
+	CheckStepCount bool
+	StepCount      int
+
+	Status       RunStatus // "" keeps the status
+	Reason       TerminalReason
+	ReasonDetail string
+	Result       json.RawMessage
+	StartedAt    time.Time
+	FinishedAt   time.Time
+	// SetLease writes LeaseOwner/LeaseExpiresAt (empty owner releases).
+	SetLease       bool
+	LeaseOwner     string
+	LeaseExpiresAt time.Time
+	// BumpGeneration increments the fencing generation.
+	BumpGeneration bool
+	// IncStepCount adds one to step_count.
+	IncStepCount bool
+	AddActive    time.Duration
+	AddCalls     int
+	AddUsage     Usage
+	AddCost      Micros
+}
+
+// StepUpdate is a compare-and-set on a step row: its status must be one of
+// From. Nil pointers and zero values leave columns unchanged.
+type StepUpdate struct {
+	ID          string
+	From        []StepStatus
+	Status      StepStatus
+	Decision    *Decision
+	Policy      *PolicyDecision
+	Observation *Observation
+	// ClearOutcome empties observation, finished_at and policy_id.
+	ClearOutcome bool
+	StartedAt    time.Time
+	FinishedAt   time.Time
+	SpecHash     string
+	PolicyID     string
+}
+
+// ApprovalDecide is a compare-and-set on an approval: status must be From
+// and, when Hash is set, the stored hash must equal it.
+type ApprovalDecide struct {
+	ID        string
+	RunID     string
+	From      ApprovalStatus
+	Hash      string
+	Status    ApprovalStatus
+	DecidedAt time.Time
+	DecidedBy string
+	Note      string
+}
+
+// ModelCallFinish records an attempt's outcome; the row must be dispatched.
+type ModelCallFinish struct {
+	ID          string
+	Status      ModelCallStatus
+	Usage       Usage
+	Cost        Micros
+	Latency     time.Duration
+	Error       string
+	CompletedAt time.Time
+}
+
+// VerifyReport is what VerifyEvents found.
+type VerifyReport struct {
+	From    int64       `json:"from"`
+	To      int64       `json:"to"`
+	Checked int64       `json:"checked"`
+	Hash    string      `json:"hash"` // hash of the last event checked
+	Break   *ChainBreak `json:"break,omitempty"`
+}
+
+// Intact reports whether no break was found.
+func (r VerifyReport) Intact() bool { return r.Break == nil }
+
+// ChainBreak names the first event that does not chain.
+type ChainBreak struct {
+	Seq      int64  `json:"seq"`
+	Expected string `json:"expected,omitempty"`
+	Found    string `json:"found,omitempty"`
+	Detail   string `json:"detail"`
+}
