@@ -108,3 +108,5 @@ func (a Agent) Decide(ctx context.Context, in agentrt.StepInput) (agentrt.Decisi
 	}
 	return Decide(resp), nil
 }
+
+var _ agentrt.Agent = Agent{}

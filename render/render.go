@@ -48,8 +48,8 @@ type Options struct {
 	// MaxContentBytes is the largest result shown in full; a larger one shows
 	// its summary. Zero means DefaultMaxContentBytes.
 	MaxContentBytes int
-	// ToolUseID names the tool use synthesized for a step. Nil means
-	// "step_<index>".
+	// ToolUseID names the tool use synthesized for a step. Nil, or an empty
+	// name returned, means "step_<index>".
 	ToolUseID func(step agentrt.Step) string
 }
 
@@ -103,6 +103,9 @@ func Messages(in agentrt.StepInput, opts Options) ([]agentrt.Message, error) {
 			continue
 		}
 		id := o.ToolUseID(*st)
+		if id == "" {
+			id = defaultToolUseID(*st)
+		}
 		msgs = append(msgs,
 			agentrt.Message{Role: agentrt.RoleAssistant, Content: assistantBlocks(st.Decision, id)},
 			agentrt.Message{Role: agentrt.RoleUser, Content: []agentrt.ContentBlock{answer(st, id, n >= firstFull, o.MaxContentBytes)}},
@@ -121,7 +124,7 @@ func assistantBlocks(d *agentrt.Decision, id string) []agentrt.ContentBlock {
 	if d.Reason != "" {
 		blocks = append(blocks, agentrt.ContentBlock{Type: agentrt.BlockText, Text: d.Reason})
 	}
-	if d.Kind == agentrt.KindToolCall {
+	if toolUse(d) {
 		args := d.Args
 		if !isObject(args) {
 			args = json.RawMessage(`{}`)
@@ -134,6 +137,13 @@ func assistantBlocks(d *agentrt.Decision, id string) []agentrt.ContentBlock {
 	return blocks
 }
 
+// toolUse reports whether a decision is shown as a tool use. A tool call
+// without a tool name is not: providers refuse a nameless tool use, and one
+// in the history would make every later request fail.
+func toolUse(d *agentrt.Decision) bool {
+	return d.Kind == agentrt.KindToolCall && d.Tool != ""
+}
+
 func isObject(raw json.RawMessage) bool {
 	v := bytes.TrimSpace(raw)
 	return len(v) > 0 && v[0] == '{' && json.Valid(v)
@@ -143,7 +153,7 @@ func isObject(raw json.RawMessage) bool {
 // a text nudge for anything else.
 func answer(st *agentrt.Step, id string, full bool, maxBytes int) agentrt.ContentBlock {
 	d, obs := st.Decision, st.Observation
-	if d.Kind != agentrt.KindToolCall {
+	if !toolUse(d) {
 		return agentrt.ContentBlock{Type: agentrt.BlockText, Text: nudge(d.Kind, obs)}
 	}
 	result := agentrt.ContentBlock{Type: agentrt.BlockToolResult, ToolUseID: id, IsError: true}

@@ -18,8 +18,6 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-var _ agentrt.Agent = Agent{}
-
 func toolStep(i int, tool, args, reason string, obs *agentrt.Observation) agentrt.Step {
 	return agentrt.Step{ID: fmt.Sprintf("s%d", i), Index: i, Status: agentrt.StepDone,
 		Decision:    &agentrt.Decision{Kind: agentrt.KindToolCall, Tool: tool, Args: json.RawMessage(args), Reason: reason},
@@ -313,5 +311,28 @@ func TestAgent_DecidesThroughTheStepsModel(t *testing.T) {
 	in.Model = nil
 	if _, err := a.Decide(context.Background(), in); !errors.Is(err, ErrNoModel) {
 		t.Fatalf("no model: %v", err)
+	}
+}
+
+// A tool call without a tool name is shown as text with a nudge, never as a
+// nameless tool use a provider would refuse; an empty hook id falls back.
+func TestMessages_NamelessToolCallIsNotAToolUse(t *testing.T) {
+	in := agentrt.StepInput{Steps: []agentrt.Step{
+		{Index: 0, Decision: &agentrt.Decision{Kind: agentrt.KindToolCall, Args: json.RawMessage(`{}`)},
+			Observation: &agentrt.Observation{Kind: agentrt.ObsInvalidDecision, Summary: "unknown tool \"\""}},
+		toolStep(1, "list", `{}`, "", result(`[]`, "empty")),
+	}}
+	msgs, err := Messages(in, Options{Opening: "go", ToolUseID: func(agentrt.Step) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := msgs[1].Content[0]; b.Type != agentrt.BlockText || len(msgs[1].Content) != 1 {
+		t.Fatalf("assistant turn = %+v", msgs[1].Content)
+	}
+	if b := msgs[2].Content[0]; b.Type != agentrt.BlockText || !strings.Contains(b.Text, "unknown tool") {
+		t.Fatalf("answer = %+v", b)
+	}
+	if msgs[3].Content[0].ToolUseID != "step_1" || msgs[4].Content[0].ToolUseID != "step_1" {
+		t.Fatalf("an empty hook id must fall back: %+v", msgs[3].Content[0])
 	}
 }

@@ -381,3 +381,9 @@ func readBounded(path string) ([]byte, error) {
 	}
 	return data, nil
 }
+
+var (
+	_ agentrt.Model = (*Scripted)(nil)
+	_ agentrt.Model = (*Recorder)(nil)
+	_ agentrt.Model = (*Replayer)(nil)
+)

@@ -98,6 +98,8 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	}{providers.RedactURL(c.BaseURL), providers.KeyField(c.APIKey), c.Model, c.Name, c.HTTPClient != nil, c.MaxOutputTokens, c.NumCtx})
 }
 
+var _ agentrt.Model = (*Model)(nil)
+
 // Model is an Ollama chat model. It is safe for concurrent use.
 type Model struct {
 	name     string

@@ -77,6 +77,8 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	}{providers.RedactURL(c.BaseURL), providers.KeyField(c.APIKey), c.Model, c.Name, c.HTTPClient != nil, c.MaxOutputTokens})
 }
 
+var _ agentrt.Model = (*Model)(nil)
+
 // Model is an OpenAI-compatible chat model. It is safe for concurrent use.
 type Model struct {
 	name     string
