@@ -162,3 +162,29 @@ func (e *ModelUnavailableError) Error() string {
 	return fmt.Sprintf("agentrt: model unavailable after %d attempt(s): %v", e.Attempts, e.Last)
 }
 func (e *ModelUnavailableError) Unwrap() error { return e.Last }
+
+// DefaultMaxRetryAfter bounds how long a Retry-After may make the caller wait
+// when ModelConfig.MaxRetryAfter is zero.
+const DefaultMaxRetryAfter = time.Minute
+
+// ModelConfig wraps a Model in the accounting caller.
+type ModelConfig struct {
+	// Model is required.
+	Model Model
+	// Prices price the model for cost limits. A model absent from the table
+	// is unpriced: refused when a cost limit is set. Declare a free model
+	// with a zero Price.
+	Prices PriceTable
+	// CallTimeout bounds one attempt; zero means 2 minutes.
+	CallTimeout time.Duration
+	// MaxRetries is how many times a transient failure is retried within one
+	// Generate. Zero means no retries: this is the one place the default is
+	// stated.
+	MaxRetries int
+	// Backoff is the base of the exponential wait between retries; zero
+	// means 1 second.
+	Backoff time.Duration
+	// MaxRetryAfter bounds a provider's Retry-After; a longer one fails the
+	// call. Zero means DefaultMaxRetryAfter.
+	MaxRetryAfter time.Duration
+}

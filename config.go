@@ -1,0 +1,73 @@
+package agentrt
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+)
+
+// DefaultLeaseTTL is how long a run's lease lasts without renewal when
+// Config.LeaseTTL is zero.
+const DefaultLeaseTTL = 30 * time.Second
+
+// Config configures a Driver. Store, Agent and Policy are required.
+type Config struct {
+	// Store is where runs are recorded (sqlite.Open).
+	Store Store
+	// Agent decides each step.
+	Agent Agent
+	// Policy judges every validated request.
+	Policy Policy
+	// Tools the agent may request; names must be unique.
+	Tools []Tool
+	// Observer hears each event after its commit; nil hears nothing.
+	Observer Observer
+	// Model, when set, is wrapped in the accounting caller handed to the
+	// agent as StepInput.Model. Nil for scripted agents.
+	Model *ModelConfig
+	// Reconcile, when set, is asked what became of a step a crash cut off.
+	Reconcile func(ctx context.Context, view RunView) (Reconciliation, error)
+	// Now is the clock recorded times come from; zero means time.Now.
+	Now func() time.Time
+	// NewID makes run, step and approval ids; zero means 128 random bits in hex.
+	NewID func() string
+	// LeaseTTL is how long a run's lease lasts unrenewed; zero means
+	// DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// LeaseOwner names this process in leases; a random suffix is always
+	// added, so two drivers given one name are two owners.
+	LeaseOwner string
+}
+
+// ReconcileOutcome is a consumer's answer about an interrupted step.
+type ReconcileOutcome string
+
+const (
+	// ReconcileContinue: the agent decides anew.
+	ReconcileContinue ReconcileOutcome = "continue"
+	// ReconcileCompleted: the run completes with Result.
+	ReconcileCompleted ReconcileOutcome = "completed"
+	// ReconcileWaiting: re-pause the interrupted call on Pause.
+	ReconcileWaiting ReconcileOutcome = "waiting"
+	// ReconcileConflict: the run fails with reconcile_conflict.
+	ReconcileConflict ReconcileOutcome = "conflict"
+)
+
+// Reconciliation is what a consumer's journal says about an interrupted step.
+type Reconciliation struct {
+	Outcome ReconcileOutcome
+	Result  json.RawMessage
+	Detail  string
+	// Pause must be a require_approval decision for ReconcileWaiting.
+	Pause *PolicyDecision
+}
+
+func newRandomID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("agentrt: crypto/rand failed: " + err.Error())
+	}
+	return hex.EncodeToString(b[:])
+}

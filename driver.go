@@ -1,0 +1,219 @@
+package agentrt
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Driver runs agents: it owns the loop that asks the agent, records, validates,
+// judges and executes. A Driver is safe for concurrent use across runs; one run
+// is executed by one call at a time.
+type Driver struct {
+	e     *engine
+	agent Agent
+}
+
+// engine is what a Driver and a Gate share: registration, clocks, the store
+// and the lease identity.
+type engine struct {
+	store     Store
+	policy    Policy
+	policyID  string
+	tools     map[string]*regTool
+	specs     []ToolSpec // sorted by name
+	toolList  json.RawMessage
+	observer  Observer
+	model     *ModelConfig
+	reconcile func(ctx context.Context, view RunView) (Reconciliation, error)
+	now       func() time.Time
+	newID     func() string
+	wall      func() time.Time // lease clock: the wall clock, never Config.Now
+	leaseTTL  time.Duration
+	owner     string
+
+	mu     sync.Mutex
+	active map[string]bool
+}
+
+type regTool struct {
+	tool      Tool
+	spec      ToolSpec
+	schema    *ToolSchema
+	hash      string
+	canonical []byte
+}
+
+// NewDriver checks cfg and registers its tools. Each tool must compile (see
+// CompileTool); names must be unique.
+func NewDriver(cfg Config) (*Driver, error) {
+	if cfg.Agent == nil {
+		return nil, &ConfigError{Field: "Config.Agent", Reason: "is required"}
+	}
+	e, err := newEngine(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Driver{e: e, agent: cfg.Agent}, nil
+}
+
+func newEngine(cfg Config) (*engine, error) {
+	if cfg.Store == nil {
+		return nil, &ConfigError{Field: "Config.Store", Reason: "is required"}
+	}
+	if cfg.Policy == nil {
+		return nil, &ConfigError{Field: "Config.Policy", Reason: "is required"}
+	}
+	if cfg.Model != nil && cfg.Model.Model == nil {
+		return nil, &ConfigError{Field: "Config.Model.Model", Reason: "is required when Config.Model is set"}
+	}
+	if cfg.LeaseTTL < 0 {
+		return nil, &ConfigError{Field: "Config.LeaseTTL", Reason: "must not be negative"}
+	}
+	e := &engine{
+		store: cfg.Store, policy: cfg.Policy, observer: cfg.Observer, model: cfg.Model,
+		reconcile: cfg.Reconcile, now: cfg.Now, newID: cfg.NewID, wall: time.Now,
+		leaseTTL: cfg.LeaseTTL, tools: map[string]*regTool{}, active: map[string]bool{},
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if e.newID == nil {
+		e.newID = newRandomID
+	}
+	if e.leaseTTL == 0 {
+		e.leaseTTL = DefaultLeaseTTL
+	}
+	suffix := newRandomID()[:12]
+	if cfg.LeaseOwner != "" {
+		e.owner = cfg.LeaseOwner + "/" + suffix
+	} else {
+		e.owner = suffix
+	}
+	if ip, ok := cfg.Policy.(IdentifiedPolicy); ok {
+		id := ip.PolicyID()
+		if len(id) > 256 || !utf8.ValidString(id) || strings.IndexFunc(id, unicode.IsControl) >= 0 {
+			return nil, &ConfigError{Field: "PolicyID()", Reason: "must be at most 256 bytes of UTF-8 without control characters"}
+		}
+		e.policyID = id
+	}
+	for i, t := range cfg.Tools {
+		if t == nil {
+			return nil, &ConfigError{Field: fmt.Sprintf("Config.Tools[%d]", i), Reason: "is nil"}
+		}
+		spec := t.Spec()
+		ts, err := CompileTool(spec)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := e.tools[spec.Name]; dup {
+			return nil, &ConfigError{Field: "Config.Tools", Reason: fmt.Sprintf("registers %q twice", spec.Name)}
+		}
+		h, c, err := specHash(ts.spec)
+		if err != nil {
+			return nil, err
+		}
+		e.tools[spec.Name] = &regTool{tool: t, spec: ts.spec, schema: ts, hash: h, canonical: c}
+	}
+	names := make([]string, 0, len(e.tools))
+	for n := range e.tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	hashes := make([]string, 0, len(names))
+	for _, n := range names {
+		e.specs = append(e.specs, e.tools[n].spec)
+		hashes = append(hashes, e.tools[n].hash)
+	}
+	e.toolList, _ = json.Marshal(hashes)
+	return e, nil
+}
+
+// claim marks a run as executed by this engine; a second concurrent call on
+// it is refused.
+func (e *engine) claim(runID string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.active[runID] {
+		return &RunLeasedError{RunID: runID, Owner: e.owner}
+	}
+	e.active[runID] = true
+	return nil
+}
+
+func (e *engine) unclaim(runID string) {
+	e.mu.Lock()
+	delete(e.active, runID)
+	e.mu.Unlock()
+}
+
+func (e *engine) deliver(evs []Event) {
+	if e.observer == nil {
+		return
+	}
+	for _, ev := range evs {
+		e.observer(ev)
+	}
+}
+
+// Start creates a run with a new id and runs it until it ends, pauses, or ctx
+// is cancelled.
+func (d *Driver) Start(ctx context.Context, goal string, limits Limits) (Run, error) {
+	return d.StartWithID(ctx, d.e.newID(), goal, limits)
+}
+
+// StartWithID is Start with a caller-chosen id, which must be new and
+// non-empty.
+func (d *Driver) StartWithID(ctx context.Context, id, goal string, limits Limits) (Run, error) {
+	s, err := d.e.begin(ctx, id, goal, limits)
+	if err != nil {
+		return Run{}, err
+	}
+	defer s.close()
+	return s.drive(ctx, d.agent)
+}
+
+// Resume continues a run: a WAITING run whose approval was granted executes
+// the approved request and continues; a RUNNING run whose lease lapsed is
+// taken over. A terminal run is refused with ErrRunState.
+func (d *Driver) Resume(ctx context.Context, runID string) (Run, error) {
+	s, v, err := d.e.attach(ctx, runID)
+	if err != nil {
+		return v.Run, err
+	}
+	defer s.close()
+	switch v.Outcome {
+	case VerdictPending, VerdictEnded:
+		return v.Run, nil
+	case VerdictAllowed:
+		if _, err := s.execute(ctx); err != nil {
+			return s.run, err
+		}
+	}
+	return s.drive(ctx, d.agent)
+}
+
+// Approve grants a pending approval on the driver's clock.
+func (d *Driver) Approve(ctx context.Context, runID, approvalID, by, note string) error {
+	return d.e.operator().Approve(ctx, runID, approvalID, by, note)
+}
+
+// Reject refuses a pending approval on the driver's clock.
+func (d *Driver) Reject(ctx context.Context, runID, approvalID, by, note string) error {
+	return d.e.operator().Reject(ctx, runID, approvalID, by, note)
+}
+
+// Cancel cancels a run on the driver's clock.
+func (d *Driver) Cancel(ctx context.Context, runID, by, note string) (Run, error) {
+	return d.e.operator().Cancel(ctx, runID, by, note)
+}
+
+func (e *engine) operator() Operator {
+	return Operator{Store: e.store, Observer: e.observer, Now: e.now}
+}

@@ -1,0 +1,283 @@
+package agentrt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentrt/agentrt/internal/canon"
+)
+
+// recordTimeout bounds how long recording a side effect's outcome may take
+// once the caller has given up.
+const recordTimeout = 10 * time.Second
+
+// execute runs the open step's allowed request: the tool start is durable
+// before the tool runs, and the outcome is recorded on a context that
+// outlives the caller's cancellation.
+func (s *session) execute(ctx context.Context) (Observation, error) {
+	if s.cur == nil || s.cur.allowed == nil || s.cur.executed {
+		return Observation{}, fmt.Errorf("%w: no allowed request awaits execution", ErrRunState)
+	}
+	ac := s.cur.allowed
+	s.cur.executed = true
+	i := s.cur.idx
+	st := s.step(i)
+	if g := ac.approval; g != nil && s.run.Limits.GrantTTL > 0 {
+		if now := s.e.now(); now.After(g.DecidedAt.Add(s.run.Limits.GrantTTL)) {
+			if err := s.expireGrant(ctx, g, now); err != nil {
+				return Observation{}, err
+			}
+			return Observation{}, fmt.Errorf("%w: the grant was not executed within %s", ErrApprovalExpired, s.run.Limits.GrantTTL)
+		}
+	}
+	started := map[string]any{"tool": ac.tool.spec.Name, "args": ac.request.Args}
+	if ac.approval != nil {
+		started["approval_id"] = ac.approval.ID
+	}
+	pe := s.policyEvent(ac.tool, ac.policy, !ac.resumed)
+	startTx := func(tx Tx, now time.Time, from StepStatus) error {
+		u := StepUpdate{ID: st.ID, From: []StepStatus{from}, Status: StepExecuting, Policy: &ac.policy}
+		if ac.resumed {
+			u.StartedAt = now
+		} else if s.e.policyID != "" {
+			u.PolicyID = s.e.policyID
+		}
+		if err := tx.StepUpdate(u); err != nil {
+			return err
+		}
+		if err := event(tx, s.runID, st.ID, now, pe.typ, pe.v); err != nil {
+			return err
+		}
+		return event(tx, s.runID, st.ID, now, EventToolStarted, started)
+	}
+	var now time.Time
+	var err error
+	if ac.resumed {
+		now, err = s.enter(ctx, map[string]string{"approval_id": ac.approval.ID}, func(tx Tx, now time.Time) error {
+			return startTx(tx, now, StepAwaitingApproval)
+		})
+		if err == nil {
+			st.StartedAt = now.UTC()
+		}
+	} else {
+		if err := s.requireLive(); err != nil {
+			return Observation{}, err
+		}
+		now = s.e.now()
+		err = s.write(ctx, func(tx Tx) error {
+			if _, err := s.guard(tx, RunUpdate{}); err != nil {
+				return err
+			}
+			return startTx(tx, now, StepDeciding)
+		})
+	}
+	if err != nil {
+		if lerr := s.lost(ctx, err); lerr != nil {
+			return Observation{}, lerr
+		}
+		return Observation{}, nil
+	}
+	st.Status = StepExecuting
+	p, _ := stored(&ac.policy)
+	st.Policy = p
+	if !ac.resumed && s.e.policyID != "" {
+		st.PolicyID = s.e.policyID
+	}
+
+	// The last check before the side effect.
+	if err := s.requireLive(); err != nil {
+		return Observation{}, err
+	}
+	res, callErr, timedOut := s.callTool(ctx, ac, st.ID)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	obs, end := s.outcome(ctx, ac, res, callErr, timedOut)
+	if err := s.finish(rctx, i, ac, obs, end); err != nil {
+		return Observation{}, err
+	}
+	out := *obs
+	out.Content = copyRaw(out.Content)
+	if ctx.Err() != nil {
+		return out, ctx.Err()
+	}
+	return out, nil
+}
+
+// callTool runs the tool under its timeout; a panic is a tool error.
+func (s *session) callTool(ctx context.Context, ac *allowedCall, stepID string) (res ToolResult, err error, timedOut bool) {
+	tctx, cancel := context.WithTimeout(ctx, ac.tool.spec.Timeout)
+	defer cancel()
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("tool panicked: %v", p)
+			}
+		}()
+		res, err = ac.tool.tool.Call(tctx, ToolCall{RunID: s.runID, StepID: stepID, Args: copyRaw(ac.request.Args)})
+	}()
+	timedOut = err != nil && errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	return res, err, timedOut
+}
+
+// toolEnd says how a tool's outcome ends things.
+type toolEnd int
+
+const (
+	toolContinue toolEnd = iota
+	toolAbort
+	toolComplete
+)
+
+// outcome turns what a tool returned into an observation.
+func (s *session) outcome(ctx context.Context, ac *allowedCall, res ToolResult, callErr error, timedOut bool) (*Observation, toolEnd) {
+	if callErr != nil {
+		var abort *ErrAbortRun
+		if errors.As(callErr, &abort) {
+			return observation(ObsToolError, map[string]string{"error": abort.Detail, "failure": "abort"}, "tool aborted the run: "+abort.Detail), toolAbort
+		}
+		if ctx.Err() != nil && !timedOut {
+			return observation(ObsInterrupted, map[string]string{"error": callErr.Error(), "outcome": "unknown"},
+				"interrupted: the caller gave up; outcome unknown"), toolContinue
+		}
+		kind := "error"
+		if timedOut {
+			kind = "timeout"
+		}
+		return observation(ObsToolError, map[string]string{"error": callErr.Error(), "failure": kind}, "tool error: "+callErr.Error()), toolContinue
+	}
+	content := res.Content
+	if len(content) == 0 {
+		content = json.RawMessage("{}")
+	}
+	if err := canon.Check(content); err != nil {
+		reason := jsonErr("", err).(*JSONError).Reason
+		kept, b64 := verbatim(content)
+		m := map[string]string{"error": "tool content is not acceptable JSON: " + reason, "failure": "invalid_content"}
+		if b64 {
+			m["content_base64"] = kept
+		} else {
+			m["content"] = kept
+		}
+		return observation(ObsToolError, m, "tool error: content is not acceptable JSON: "+reason), toolContinue
+	}
+	h, _ := canon.Hash(content)
+	obs := &Observation{Kind: ObsToolResult, Content: copyRaw(content), Summary: res.Summary, ContentHash: h}
+	if ac.tool.spec.Terminal {
+		return obs, toolComplete
+	}
+	return obs, toolContinue
+}
+
+// finish records a tool's outcome. If an operator cancelled the run while
+// the tool ran, the outcome is appended as a late event.
+func (s *session) finish(ctx context.Context, i int, ac *allowedCall, obs *Observation, end toolEnd) error {
+	st := s.step(i)
+	status := StepDone
+	if obs.Failure() {
+		status = StepFailed
+	}
+	switch end {
+	case toolAbort:
+		var detail string
+		_ = json.Unmarshal(obs.Content, &struct {
+			Error *string `json:"error"`
+		}{&detail})
+		return s.settle(ctx, ending{status: RunFailed, reason: ReasonToolAbort, detail: detail,
+			step: &stepEnd{idx: i, from: []StepStatus{StepExecuting}, obs: obs}})
+	case toolComplete:
+		return s.settle(ctx, ending{status: RunCompleted, reason: ReasonGoalCompleted, result: obs.Content,
+			step: &stepEnd{idx: i, from: []StepStatus{StepExecuting}, status: StepDone, obs: obs}})
+	}
+	now := s.e.now()
+	dur := activeFor(st, now)
+	fin := map[string]any{"tool": ac.tool.spec.Name, "duration_ms": dur.Milliseconds()}
+	if obs.Failure() {
+		fin["error"] = obs.Summary
+	} else {
+		fin["summary"] = obs.Summary
+		fin["content_hash"] = obs.ContentHash
+	}
+	err := s.write(ctx, func(tx Tx) error {
+		if _, err := s.guard(tx, RunUpdate{AddActive: dur}); err != nil {
+			return err
+		}
+		if err := event(tx, s.runID, st.ID, now, EventToolFinished, fin); err != nil {
+			return err
+		}
+		return s.endStepTx(tx, st, []StepStatus{StepExecuting}, status, obs, nil, now, obs.Summary)
+	})
+	if err != nil {
+		if errors.Is(err, ErrRunState) {
+			run, rerr := s.e.store.GetRun(ctx, s.runID)
+			if rerr == nil && run.Status.Terminal() {
+				return s.late(ctx, st, ac, obs, run)
+			}
+		}
+		return s.lost(ctx, err)
+	}
+	s.applyStepEnd(i, status, obs, nil, now)
+	s.run.ActiveTime += dur
+	s.cur = nil
+	return nil
+}
+
+// late appends a tool's outcome after the run ended under it.
+func (s *session) late(ctx context.Context, st *Step, ac *allowedCall, obs *Observation, run Run) error {
+	now := s.e.now()
+	err := s.write(ctx, func(tx Tx) error {
+		return event(tx, s.runID, st.ID, now, EventToolFinished, map[string]any{
+			"tool": ac.tool.spec.Name, "late": true, "observation": obs})
+	})
+	s.run = run
+	s.cur = nil
+	return err
+}
+
+// expireGrant expires an approved grant that waited past GrantTTL and
+// cancels the run, executing nothing.
+func (s *session) expireGrant(ctx context.Context, g *Approval, now time.Time) error {
+	st := s.step(s.cur.idx)
+	detail := fmt.Sprintf("approval %s was granted but not executed within %s", g.ID, s.run.Limits.GrantTTL)
+	obs := failure(ObsInterrupted, detail)
+	var before Run
+	err := s.write(ctx, func(tx Tx) error {
+		run, err := tx.RunGet(s.runID)
+		if err != nil {
+			return err
+		}
+		before = run
+		if err := tx.ApprovalDecide(ApprovalDecide{ID: g.ID, RunID: s.runID, From: ApprovalApproved, Hash: g.Hash,
+			Status: ApprovalExpired, DecidedAt: g.DecidedAt, DecidedBy: g.DecidedBy, Note: g.Note}); err != nil {
+			return err
+		}
+		if err := tx.RunUpdate(RunUpdate{ID: s.runID, From: []RunStatus{RunWaiting}, Status: RunCancelled,
+			Reason: ReasonApprovalExpired, ReasonDetail: detail, FinishedAt: now, SetLease: true}); err != nil {
+			return err
+		}
+		if err := event(tx, s.runID, st.ID, now, EventApprovalDecided, map[string]string{
+			"approval_id": g.ID, "status": string(ApprovalExpired), "by": "", "note": detail}); err != nil {
+			return err
+		}
+		if err := s.endStepTx(tx, st, []StepStatus{StepAwaitingApproval}, StepFailed, obs, nil, now, detail); err != nil {
+			return err
+		}
+		return event(tx, s.runID, "", now, EventRunFinished, map[string]any{
+			"status": RunCancelled, "reason": ReasonApprovalExpired, "detail": detail, "steps": run.StepCount})
+	})
+	if err != nil {
+		return s.lost(ctx, err)
+	}
+	s.applyStepEnd(s.cur.idx, StepFailed, obs, nil, now)
+	for k := range s.approvals {
+		if s.approvals[k].ID == g.ID {
+			s.approvals[k].Status = ApprovalExpired
+		}
+	}
+	s.run = before
+	s.run.Status, s.run.Reason, s.run.ReasonDetail, s.run.FinishedAt = RunCancelled, ReasonApprovalExpired, detail, now.UTC()
+	s.cur = nil
+	return nil
+}

@@ -1,0 +1,575 @@
+package agentrt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentrt/agentrt/internal/canon"
+)
+
+// drive is the Driver's loop over the session: step, decide, propose,
+// execute, until the run pauses or ends.
+func (s *session) drive(ctx context.Context, agent Agent) (Run, error) {
+	for {
+		i, err := s.begin(ctx)
+		if err != nil {
+			return s.run, err
+		}
+		if i < 0 {
+			return s.run, nil
+		}
+		dec, err := s.decide(ctx, agent, i)
+		if err != nil {
+			if errors.Is(err, errEnded) {
+				return s.run, nil
+			}
+			return s.run, err
+		}
+		v, err := s.propose(ctx, dec)
+		if err != nil {
+			return s.run, err
+		}
+		switch v.Outcome {
+		case VerdictDenied:
+			continue
+		case VerdictPending, VerdictEnded:
+			return s.run, nil
+		}
+		if _, err := s.execute(ctx); err != nil {
+			return s.run, err
+		}
+		if s.run.Status != RunRunning {
+			return s.run, nil
+		}
+	}
+}
+
+// begin starts the next step, after the limits: it returns the step's
+// position in the cache, or -1 when the run is no longer RUNNING (a limit
+// ended it, or an operator did).
+func (s *session) begin(ctx context.Context) (int, error) {
+	if s.closed {
+		return -1, ErrSessionClosed
+	}
+	if s.cur != nil {
+		return -1, fmt.Errorf("%w: a step is already open", ErrRunState)
+	}
+	run, err := s.refresh(ctx)
+	if err != nil {
+		return -1, err
+	}
+	if run.Status != RunRunning {
+		return -1, nil
+	}
+	if run.LeaseOwner != s.lease.owner || run.Generation != s.lease.generation() {
+		s.lease.markLost()
+		return -1, ErrLeaseLost
+	}
+	if !s.lease.ok() {
+		s.lease.markLost()
+		return -1, ErrLeaseLost
+	}
+	if err := s.load(ctx); err != nil {
+		return -1, err
+	}
+	if d := s.damaged(); d != "" {
+		return -1, s.failInternal(ctx, []RunStatus{RunRunning}, "a stored row will not decode: "+d)
+	}
+	if ended, err := s.checkLimits(ctx, run); ended || err != nil {
+		return -1, err
+	}
+	now := s.e.now()
+	st := Step{ID: s.e.newID(), RunID: s.runID, Index: run.StepCount, Status: StepDeciding, StartedAt: now}
+	err = s.write(ctx, func(tx Tx) error {
+		if _, err := s.guard(tx, RunUpdate{CheckStepCount: true, StepCount: run.StepCount, IncStepCount: true}); err != nil {
+			return err
+		}
+		if err := tx.StepInsert(st); err != nil {
+			return err
+		}
+		return event(tx, s.runID, st.ID, now, EventStepStarted, map[string]int{"index": st.Index})
+	})
+	if err != nil {
+		return -1, s.lost(ctx, err)
+	}
+	s.run.StepCount++
+	s.steps = append(s.steps, st)
+	s.cur = &openStep{idx: len(s.steps) - 1}
+	return s.cur.idx, nil
+}
+
+// lost turns a failed write into what the caller should see: the run an
+// operator moved on (nil error), a lost lease, or the error itself.
+func (s *session) lost(ctx context.Context, err error) error {
+	if errors.Is(err, ErrLeaseLost) {
+		return ErrLeaseLost
+	}
+	if errors.Is(err, ErrRunState) {
+		run, rerr := s.e.store.GetRun(context.WithoutCancel(ctx), s.runID)
+		if rerr == nil {
+			s.run = run
+			if run.Status != RunRunning {
+				s.cur = nil
+				return nil
+			}
+			if run.LeaseOwner != s.lease.owner {
+				s.lease.markLost()
+				return ErrLeaseLost
+			}
+		}
+	}
+	return err
+}
+
+// checkLimits ends the run when a limit is reached, in a fixed order: steps,
+// consecutive failures, active time, elapsed time, loops.
+func (s *session) checkLimits(ctx context.Context, run Run) (bool, error) {
+	l := run.Limits
+	var reason TerminalReason
+	var detail string
+	if l.MaxSteps > 0 && run.StepCount >= l.MaxSteps {
+		reason, detail = ReasonLimitSteps, fmt.Sprintf("%d steps reached the limit of %d", run.StepCount, l.MaxSteps)
+	} else if n := trailingFailures(s.steps); l.MaxConsecutiveToolFailures > 0 && n >= l.MaxConsecutiveToolFailures {
+		reason, detail = ReasonRepeatedToolFailures, fmt.Sprintf("%d consecutive failed steps reached the limit of %d", n, l.MaxConsecutiveToolFailures)
+	} else if l.MaxActiveTime > 0 && run.ActiveTime >= l.MaxActiveTime {
+		reason, detail = ReasonLimitActiveTime, fmt.Sprintf("active time %s reached the limit of %s", run.ActiveTime, l.MaxActiveTime)
+	}
+	var now time.Time
+	if reason == "" && l.MaxElapsedTime > 0 {
+		now = s.e.now()
+		if el := now.Sub(run.CreatedAt); el >= l.MaxElapsedTime {
+			reason, detail = ReasonLimitElapsedTime, fmt.Sprintf("elapsed time %s reached the limit of %s", el, l.MaxElapsedTime)
+		}
+	}
+	if reason != "" {
+		return true, s.settle(ctx, ending{status: RunFailed, reason: reason, detail: detail,
+			post: []pendingEvent{{typ: EventLimitExceeded, v: map[string]string{"reason": string(reason), "detail": detail}}}})
+	}
+	if l.LoopThreshold > 0 {
+		if n, sig := trailingRepeats(s.steps); n >= l.LoopThreshold {
+			detail = fmt.Sprintf("the same call to %q got the same result %d times in a row", sig.tool, n)
+			return true, s.settle(ctx, ending{status: RunFailed, reason: ReasonLoopDetected, detail: detail,
+				pre: []pendingEvent{{typ: EventLoopDetected, v: map[string]any{"repeats": n, "tool": sig.tool, "args_hash": sig.args, "observation_hash": sig.obs}}}})
+		}
+	}
+	return false, nil
+}
+
+func trailingFailures(steps []Step) int {
+	n := 0
+	for i := len(steps) - 1; i >= 0; i-- {
+		o := steps[i].Observation
+		if o == nil || !o.Failure() {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+type callSig struct{ tool, args, obs string }
+
+func trailingRepeats(steps []Step) (int, callSig) {
+	var first callSig
+	n := 0
+	for i := len(steps) - 1; i >= 0; i-- {
+		st := steps[i]
+		if st.Decision == nil || st.Decision.Kind != KindToolCall || st.Observation == nil || st.Status != StepDone {
+			break
+		}
+		args := st.Decision.Args
+		if len(args) == 0 {
+			args = json.RawMessage("{}")
+		}
+		ah, err := canon.Hash(args)
+		if err != nil {
+			break
+		}
+		sig := callSig{st.Decision.Tool, ah, st.Observation.ContentHash}
+		if n == 0 {
+			first = sig
+		} else if sig != first {
+			break
+		}
+		n++
+	}
+	return n, first
+}
+
+// decide asks the agent for the open step's decision. An agent error ends
+// the run with the reason its type names; a cancelled context leaves the step
+// in flight for Resume to find.
+func (s *session) decide(ctx context.Context, agent Agent, i int) (dec Decision, err error) {
+	in := s.input(s.run, i)
+	if s.e.model != nil {
+		in.Model = s.caller(i)
+	}
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("agent panicked: %v", p)
+			}
+		}()
+		dec, err = agent.Decide(ctx, in)
+	}()
+	if err == nil {
+		return dec, nil
+	}
+	if ctx.Err() != nil {
+		return dec, ctx.Err()
+	}
+	if errors.Is(err, ErrLeaseLost) || s.lease.isLost() {
+		return dec, ErrLeaseLost
+	}
+	return dec, s.agentFailed(ctx, err)
+}
+
+// agentFailed ends the run for an agent error.
+func (s *session) agentFailed(ctx context.Context, err error) error {
+	reason, detail := ReasonAgentError, err.Error()
+	var le *LimitError
+	var mu *ModelUnavailableError
+	switch {
+	case errors.As(err, &le):
+		reason, detail = le.Reason, le.Detail
+	case errors.As(err, &mu):
+		reason = ReasonModelUnavailable
+	}
+	end := ending{status: RunFailed, reason: reason, detail: detail,
+		step: &stepEnd{idx: s.cur.idx, from: []StepStatus{StepDeciding}, obs: failure(ObsInvalidDecision, "agent error: "+detail)}}
+	if reason != ReasonAgentError {
+		end.post = []pendingEvent{{typ: EventLimitExceeded, v: map[string]string{"reason": string(reason), "detail": detail}}}
+	}
+	if err := s.settle(ctx, end); err != nil {
+		return err
+	}
+	return errEnded
+}
+
+// failure builds a runtime observation of a failure: {"error": msg}.
+func failure(kind ObservationKind, msg string) *Observation {
+	return observation(kind, map[string]string{"error": msg}, msg)
+}
+
+// observation builds a runtime observation from string-only content, which
+// always encodes.
+func observation(kind ObservationKind, content map[string]string, summary string) *Observation {
+	b, _ := json.Marshal(content)
+	h, _ := canon.Hash(b)
+	return &Observation{Kind: kind, Content: b, Summary: summary, ContentHash: h}
+}
+
+// recordable moves values that are not acceptable JSON out of band: the
+// bytes are kept verbatim in InvalidArgs/InvalidResult and Args/Result left
+// empty, so nothing unusable is stored as if it were JSON.
+func recordable(d Decision) (Decision, string, string) {
+	d.InvalidArgs, d.InvalidResult, d.InvalidBase64 = "", "", false
+	var argsErr, resultErr string
+	d.Args = copyRaw(d.Args)
+	d.Result = copyRaw(d.Result)
+	if len(strings.TrimSpace(string(d.Args))) == 0 {
+		d.Args = nil
+	} else if err := canon.Check(d.Args); err != nil {
+		argsErr = jsonErr("", err).(*JSONError).Reason
+		var b64 bool
+		d.InvalidArgs, b64 = verbatim(d.Args)
+		d.InvalidBase64 = d.InvalidBase64 || b64
+		d.Args = nil
+	}
+	if len(strings.TrimSpace(string(d.Result))) == 0 {
+		d.Result = nil
+	} else if err := canon.Check(d.Result); err != nil {
+		resultErr = jsonErr("", err).(*JSONError).Reason
+		var b64 bool
+		d.InvalidResult, b64 = verbatim(d.Result)
+		d.InvalidBase64 = d.InvalidBase64 || b64
+		d.Result = nil
+	}
+	return d, argsErr, resultErr
+}
+
+// invalidReason says why a recorded decision cannot be acted on, or "".
+func (s *session) invalidReason(d Decision, argsErr, resultErr string) string {
+	switch d.Kind {
+	case KindToolCall:
+		if d.Tool == "" {
+			return "a tool_call must name a tool"
+		}
+		t := s.e.tools[d.Tool]
+		if t == nil {
+			return fmt.Sprintf("unknown tool %q", d.Tool)
+		}
+		if argsErr != "" {
+			return "arguments are not acceptable JSON: " + argsErr
+		}
+		if err := t.schema.Check(d.Args); err != nil {
+			return err.Error()
+		}
+		return ""
+	case KindComplete:
+		if resultErr != "" {
+			return "result is not acceptable JSON: " + resultErr
+		}
+		return ""
+	case KindFail:
+		return ""
+	case KindTruncated:
+		return "the model's reply was cut off by its output cap; no partial tool call is executed"
+	case KindNoToolCall:
+		return "the model's reply contained no tool call"
+	default:
+		return fmt.Sprintf("unknown decision kind %q", d.Kind)
+	}
+}
+
+// propose records the open step's decision, then validates it and asks the
+// policy. The decision is durable before anything judges it.
+func (s *session) propose(ctx context.Context, raw Decision) (Verdict, error) {
+	if s.cur == nil || s.cur.decided {
+		return Verdict{}, fmt.Errorf("%w: no open step awaits a decision", ErrRunState)
+	}
+	i := s.cur.idx
+	st := s.step(i)
+	d, argsErr, resultErr := recordable(raw)
+	var tool *regTool
+	if d.Kind == KindToolCall {
+		tool = s.e.tools[d.Tool]
+	}
+	rec, err := stored(&d)
+	if err != nil {
+		return Verdict{}, s.failInternal(ctx, []RunStatus{RunRunning}, err.Error())
+	}
+	now := s.e.now()
+	var specHash string
+	if tool != nil {
+		specHash = tool.hash
+	}
+	err = s.write(ctx, func(tx Tx) error {
+		if _, err := s.guard(tx, RunUpdate{}); err != nil {
+			return err
+		}
+		if err := tx.StepUpdate(StepUpdate{ID: st.ID, From: []StepStatus{StepDeciding}, Decision: &d, SpecHash: specHash}); err != nil {
+			return err
+		}
+		return event(tx, s.runID, st.ID, now, EventStepDecided, &d)
+	})
+	if err != nil {
+		if lerr := s.lost(ctx, err); lerr != nil {
+			return Verdict{}, lerr
+		}
+		return Verdict{Outcome: VerdictEnded, Run: copyRun(s.run)}, nil
+	}
+	st.Decision = rec
+	st.SpecHash = specHash
+	s.cur.decided = true
+
+	if why := s.invalidReason(d, argsErr, resultErr); why != "" {
+		return s.deny(ctx, nil, failure(ObsInvalidDecision, why), "invalid decision: "+why)
+	}
+	switch d.Kind {
+	case KindComplete:
+		result := d.Result
+		if len(result) == 0 {
+			result = json.RawMessage("{}")
+		}
+		return s.verdictEnded(ctx, ending{status: RunCompleted, reason: ReasonGoalCompleted, result: result,
+			step: &stepEnd{idx: i, from: []StepStatus{StepDeciding}, status: StepDone}})
+	case KindFail:
+		return s.verdictEnded(ctx, ending{status: RunFailed, reason: ReasonGoalFailed, detail: d.Message,
+			step: &stepEnd{idx: i, from: []StepStatus{StepDeciding}, status: StepDone}})
+	}
+	args := d.Args
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	req := ToolRequest{RunID: s.runID, StepID: st.ID, Spec: tool.spec, Args: args}
+	pd, perr := s.evaluate(ctx, tool, req, s.view(s.run, i))
+	return s.apply(ctx, tool, req, pd, perr, nil)
+}
+
+// evaluate hands the policy the request in PolicyJSON form, recovering a
+// panic as a policy error.
+func (s *session) evaluate(ctx context.Context, tool *regTool, req ToolRequest, view RunView) (pd PolicyDecision, err error) {
+	preq := copyRequest(req)
+	pargs, err := PolicyJSON(req.Args)
+	if err != nil {
+		return pd, err
+	}
+	preq.Args = pargs
+	preq.Spec.InputSchema = copyRaw(tool.schema.policySchema)
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("policy panicked: %v", p)
+		}
+	}()
+	return s.e.policy.Evaluate(ctx, preq, view)
+}
+
+// apply dispatches a policy outcome: the one place the loop, a gate and a
+// resume turn an outcome into a state change. grant is the approved
+// approval being resumed, or nil.
+func (s *session) apply(ctx context.Context, tool *regTool, req ToolRequest, pd PolicyDecision, perr error, grant *Approval) (Verdict, error) {
+	i := s.cur.idx
+	from := []RunStatus{RunRunning}
+	stepFrom := []StepStatus{StepDeciding}
+	if grant != nil {
+		from = []RunStatus{RunWaiting}
+		stepFrom = []StepStatus{StepAwaitingApproval}
+	}
+	if perr != nil {
+		return s.verdictEnded(ctx, ending{status: RunFailed, reason: ReasonInternalError, detail: "policy error: " + perr.Error(), from: from,
+			step: &stepEnd{idx: i, from: stepFrom, obs: failure(ObsInvalidDecision, "internal: policy error: "+perr.Error())}})
+	}
+	pd = copyPolicy(pd)
+	policyEvent := s.policyEvent(tool, pd, grant == nil)
+	switch pd.Outcome {
+	case Allow:
+		return s.allow(tool, req, pd, grant)
+	case RequireApproval:
+		for _, v := range []struct {
+			what string
+			raw  *json.RawMessage
+		}{{"capability", &pd.Capability}, {"presentation", &pd.Presentation}} {
+			if len(*v.raw) == 0 {
+				*v.raw = json.RawMessage("{}")
+			}
+			if err := checkJSONAs("approval "+v.what, *v.raw); err != nil {
+				bare := PolicyDecision{Outcome: pd.Outcome, Reason: pd.Reason, Kind: pd.Kind}
+				return s.verdictEnded(ctx, ending{status: RunFailed, reason: ReasonInternalError, detail: err.Error(), from: from,
+					pre:  []pendingEvent{s.policyEvent(tool, bare, false)},
+					step: &stepEnd{idx: i, from: stepFrom, obs: failure(ObsInvalidDecision, "internal: "+err.Error()), policy: &bare}})
+			}
+		}
+		if grant != nil {
+			h, err := ApprovalHash(pd.Kind, pd.Capability, pd.Presentation, grant.Request)
+			if err == nil && h == grant.Hash {
+				return s.allow(tool, req, pd, grant)
+			}
+		}
+		return s.pause(ctx, tool, req, pd, policyEvent, from)
+	case Deny:
+		if grant != nil {
+			return s.denyOnResume(ctx, pd, policyEvent)
+		}
+		content := map[string]string{"tool": tool.spec.Name, "reason": pd.Reason}
+		obs := observation(ObsPolicyDenied, content, "denied: "+pd.Reason)
+		return s.deny(ctx, &pd, obs, "denied: "+pd.Reason, policyEvent)
+	case Abort:
+		return s.verdictEnded(ctx, ending{status: RunFailed, reason: ReasonPolicyAbort, detail: pd.Reason, from: from,
+			pre:  []pendingEvent{policyEvent},
+			step: &stepEnd{idx: i, from: stepFrom, obs: failure(ObsPolicyDenied, "aborted: "+pd.Reason), policy: &pd}})
+	default:
+		detail := fmt.Sprintf("unknown policy outcome %q", pd.Outcome)
+		return s.verdictEnded(ctx, ending{status: RunFailed, reason: ReasonInternalError, detail: detail, from: from,
+			step: &stepEnd{idx: i, from: stepFrom, obs: failure(ObsInvalidDecision, "internal: "+detail)}})
+	}
+}
+
+// policyEvent is the step.policy event for a decision.
+func (s *session) policyEvent(tool *regTool, pd PolicyDecision, withView bool) pendingEvent {
+	payload := struct {
+		PolicyDecision
+		PolicyID string   `json:"policy_id,omitempty"`
+		SpecHash string   `json:"spec_hash,omitempty"`
+		View     *viewSum `json:"view,omitempty"`
+	}{PolicyDecision: pd, SpecHash: tool.hash}
+	if withView {
+		payload.PolicyID = s.e.policyID
+		r := s.run
+		payload.View = &viewSum{Status: r.Status, StepCount: r.StepCount, ModelCalls: r.ModelCalls, Usage: r.Usage,
+			Cost: r.EstimatedCost, ActiveMS: r.ActiveTime.Milliseconds(), Steps: s.cur.idx, Approvals: len(s.approvals)}
+	}
+	return pendingEvent{typ: EventStepPolicy, v: payload}
+}
+
+type viewSum struct {
+	Status     RunStatus `json:"status"`
+	StepCount  int       `json:"step_count"`
+	ModelCalls int       `json:"model_calls"`
+	Usage      Usage     `json:"usage"`
+	Cost       Micros    `json:"estimated_cost_micros"`
+	ActiveMS   int64     `json:"active_ms"`
+	Steps      int       `json:"steps"`
+	Approvals  int       `json:"approvals"`
+}
+
+func (s *session) allow(tool *regTool, req ToolRequest, pd PolicyDecision, grant *Approval) (Verdict, error) {
+	s.cur.allowed = &allowedCall{tool: tool, request: copyRequest(req), policy: pd, specHash: tool.hash, approval: grant, resumed: grant != nil}
+	r := copyRequest(req)
+	return Verdict{Outcome: VerdictAllowed, Request: &r, Run: copyRun(s.run)}, nil
+}
+
+// deny ends the open step with a failure observation; the run goes on.
+func (s *session) deny(ctx context.Context, pd *PolicyDecision, obs *Observation, detail string, pre ...pendingEvent) (Verdict, error) {
+	i := s.cur.idx
+	st := s.step(i)
+	now := s.e.now()
+	err := s.write(ctx, func(tx Tx) error {
+		if _, err := s.guard(tx, RunUpdate{AddActive: activeFor(st, now)}); err != nil {
+			return err
+		}
+		for _, p := range pre {
+			if err := event(tx, s.runID, st.ID, now, p.typ, p.v); err != nil {
+				return err
+			}
+		}
+		return s.endStepTx(tx, st, []StepStatus{StepDeciding}, StepFailed, obs, pd, now, detail)
+	})
+	if err != nil {
+		if lerr := s.lost(ctx, err); lerr != nil {
+			return Verdict{}, lerr
+		}
+		return Verdict{Outcome: VerdictEnded, Run: copyRun(s.run)}, nil
+	}
+	s.applyStepEnd(i, StepFailed, obs, pd, now)
+	s.run.ActiveTime += activeFor(st, now)
+	s.cur = nil
+	o := *obs
+	o.Content = copyRaw(o.Content)
+	return Verdict{Outcome: VerdictDenied, Observation: &o, Run: copyRun(s.run)}, nil
+}
+
+func activeFor(st *Step, now time.Time) time.Duration {
+	if d := now.Sub(st.StartedAt); d > 0 {
+		return d
+	}
+	return 0
+}
+
+// endStepTx ends a step: its status, observation and events.
+func (s *session) endStepTx(tx Tx, st *Step, from []StepStatus, status StepStatus, obs *Observation, pd *PolicyDecision, now time.Time, detail string) error {
+	u := StepUpdate{ID: st.ID, From: from, Status: status, Observation: obs, Policy: pd, FinishedAt: now}
+	if pd != nil {
+		u.PolicyID = s.e.policyID
+	}
+	if err := tx.StepUpdate(u); err != nil {
+		return err
+	}
+	if status == StepFailed && obs != nil {
+		return event(tx, s.runID, st.ID, now, EventStepFailed, map[string]string{
+			"detail": detail, "observation": string(obs.Kind), "content_hash": obs.ContentHash})
+	}
+	return nil
+}
+
+// applyStepEnd mirrors a committed step end in the cache.
+func (s *session) applyStepEnd(i int, status StepStatus, obs *Observation, pd *PolicyDecision, now time.Time) {
+	st := s.step(i)
+	st.Status = status
+	st.FinishedAt = now.UTC()
+	if obs != nil {
+		o, _ := stored(obs)
+		st.Observation = o
+	}
+	if pd != nil {
+		p, _ := stored(pd)
+		st.Policy = p
+		if s.e.policyID != "" {
+			st.PolicyID = s.e.policyID
+		}
+	}
+}

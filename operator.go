@@ -1,0 +1,248 @@
+package agentrt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Operator decides approvals and cancels runs on a chosen clock, with only a
+// Store: a process that will not resume the run can still decide it.
+type Operator struct {
+	Store    Store
+	Observer Observer
+	// Now is the clock decisions are recorded on; nil means the wall clock.
+	Now func() time.Time
+}
+
+func (o Operator) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+func (o Operator) write(ctx context.Context, fn func(Tx) error) error {
+	evs, err := o.Store.Update(ctx, fn)
+	if err != nil {
+		return err
+	}
+	if o.Observer != nil {
+		for _, e := range evs {
+			o.Observer(e)
+		}
+	}
+	return nil
+}
+
+// Approve grants a pending approval. The run stays WAITING until Resume.
+func Approve(ctx context.Context, store Store, obs Observer, runID, approvalID, by, note string) error {
+	return Operator{Store: store, Observer: obs}.Approve(ctx, runID, approvalID, by, note)
+}
+
+// Reject refuses a pending approval and cancels the run.
+func Reject(ctx context.Context, store Store, obs Observer, runID, approvalID, by, note string) error {
+	return Operator{Store: store, Observer: obs}.Reject(ctx, runID, approvalID, by, note)
+}
+
+// ApproveShown grants an approval only if its stored hash is still shownHash,
+// the hash of what the operator read; the comparison is inside the deciding
+// transaction and the update is conditional on it.
+func ApproveShown(ctx context.Context, store Store, obs Observer, runID, approvalID, shownHash, by, note string) error {
+	return Operator{Store: store, Observer: obs}.ApproveShown(ctx, runID, approvalID, shownHash, by, note)
+}
+
+// RejectShown is Reject bound to the hash the operator was shown.
+func RejectShown(ctx context.Context, store Store, obs Observer, runID, approvalID, shownHash, by, note string) error {
+	return Operator{Store: store, Observer: obs}.RejectShown(ctx, runID, approvalID, shownHash, by, note)
+}
+
+// Cancel cancels a run that has not ended.
+func Cancel(ctx context.Context, store Store, obs Observer, runID, by, note string) (Run, error) {
+	return Operator{Store: store, Observer: obs}.Cancel(ctx, runID, by, note)
+}
+
+// Approve grants a pending approval.
+func (o Operator) Approve(ctx context.Context, runID, approvalID, by, note string) error {
+	return o.decide(ctx, runID, approvalID, "", false, true, by, note)
+}
+
+// Reject refuses a pending approval and cancels the run.
+func (o Operator) Reject(ctx context.Context, runID, approvalID, by, note string) error {
+	return o.decide(ctx, runID, approvalID, "", false, false, by, note)
+}
+
+// ApproveShown grants an approval only if it is still the one shown.
+func (o Operator) ApproveShown(ctx context.Context, runID, approvalID, shownHash, by, note string) error {
+	return o.decide(ctx, runID, approvalID, shownHash, true, true, by, note)
+}
+
+// RejectShown refuses an approval only if it is still the one shown.
+func (o Operator) RejectShown(ctx context.Context, runID, approvalID, shownHash, by, note string) error {
+	return o.decide(ctx, runID, approvalID, shownHash, true, false, by, note)
+}
+
+// VerifyApproval recomputes an approval's hash from its stored fields.
+func VerifyApproval(a Approval) error {
+	if a.DecodeError != "" {
+		return fmt.Errorf("%w: approval %s will not decode: %s", ErrApprovalHash, a.ID, a.DecodeError)
+	}
+	h, err := ApprovalHash(a.Kind, a.Capability, a.Presentation, a.Request)
+	if err != nil {
+		return fmt.Errorf("%w: approval %s: %v", ErrApprovalHash, a.ID, err)
+	}
+	if h != a.Hash {
+		return fmt.Errorf("%w: approval %s", ErrApprovalHash, a.ID)
+	}
+	return nil
+}
+
+// checkDecidable applies the refusals every decision makes, in order.
+func checkDecidable(run Run, a Approval, shown bool, shownHash string, now time.Time) error {
+	if run.Status != RunWaiting {
+		return fmt.Errorf("%w: run %s is %s, not waiting for approval", ErrRunState, run.ID, run.Status)
+	}
+	if a.Status == ApprovalExpired {
+		return fmt.Errorf("%w: approval %s", ErrApprovalExpired, a.ID)
+	}
+	if a.Status != ApprovalPending {
+		return fmt.Errorf("%w: approval %s is %s", ErrNotPending, a.ID, a.Status)
+	}
+	if shown && (shownHash == "" || shownHash != a.Hash) {
+		return fmt.Errorf("%w: approval %s", ErrApprovalChanged, a.ID)
+	}
+	return VerifyApproval(a)
+}
+
+var errExpiredNow = errors.New("expired")
+
+func (o Operator) decide(ctx context.Context, runID, approvalID, shownHash string, shown, approve bool, by, note string) error {
+	now := o.now()
+	status := ApprovalRejected
+	if approve {
+		status = ApprovalApproved
+	}
+	var expired bool
+	err := o.write(ctx, func(tx Tx) error {
+		run, err := tx.RunGet(runID)
+		if err != nil {
+			return err
+		}
+		a, err := tx.ApprovalGet(runID, approvalID)
+		if err != nil {
+			return fmt.Errorf("%w: approval %s of run %s", ErrNotFound, approvalID, runID)
+		}
+		if err := checkDecidable(run, a, shown, shownHash, now); err != nil {
+			return err
+		}
+		if !a.ExpiresAt.IsZero() && !now.Before(a.ExpiresAt) {
+			expired = true
+			return expireTx(tx, run, a, now)
+		}
+		hash := a.Hash
+		if shown {
+			hash = shownHash
+		}
+		if err := tx.ApprovalDecide(ApprovalDecide{ID: a.ID, RunID: runID, From: ApprovalPending, Hash: hash,
+			Status: status, DecidedAt: now, DecidedBy: by, Note: note}); err != nil {
+			return fmt.Errorf("%w: approval %s changed while deciding", ErrApprovalChanged, a.ID)
+		}
+		if err := event(tx, runID, a.StepID, now, EventApprovalDecided, map[string]string{
+			"approval_id": a.ID, "status": string(status), "by": by, "note": note}); err != nil {
+			return err
+		}
+		if approve {
+			return nil
+		}
+		obs := observation(ObsPolicyDenied, map[string]string{"approval_id": a.ID, "note": note}, "approval rejected: "+note)
+		if err := tx.StepUpdate(StepUpdate{ID: a.StepID, From: []StepStatus{StepAwaitingApproval}, Status: StepFailed,
+			Observation: obs, FinishedAt: now}); err != nil {
+			return err
+		}
+		if err := event(tx, runID, a.StepID, now, EventStepFailed, map[string]string{
+			"detail": obs.Summary, "observation": string(obs.Kind), "content_hash": obs.ContentHash}); err != nil {
+			return err
+		}
+		if err := tx.RunUpdate(RunUpdate{ID: runID, From: []RunStatus{RunWaiting}, Status: RunCancelled,
+			Reason: ReasonApprovalRejected, ReasonDetail: note, FinishedAt: now, SetLease: true}); err != nil {
+			return err
+		}
+		return event(tx, runID, "", now, EventRunFinished, map[string]any{
+			"status": RunCancelled, "reason": ReasonApprovalRejected, "detail": note, "steps": run.StepCount, "by": by})
+	})
+	if err != nil {
+		return err
+	}
+	if expired {
+		return fmt.Errorf("%w: approval %s expired before it was decided", ErrApprovalExpired, approvalID)
+	}
+	return nil
+}
+
+// expireTx expires a pending approval past its ApprovalTTL and cancels the
+// run, in the transaction that found it.
+func expireTx(tx Tx, run Run, a Approval, now time.Time) error {
+	detail := fmt.Sprintf("approval %s expired at %s", a.ID, a.ExpiresAt.UTC().Format(time.RFC3339))
+	if err := tx.ApprovalDecide(ApprovalDecide{ID: a.ID, RunID: run.ID, From: ApprovalPending, Hash: a.Hash,
+		Status: ApprovalExpired, DecidedAt: now}); err != nil {
+		return err
+	}
+	if err := event(tx, run.ID, a.StepID, now, EventApprovalDecided, map[string]string{
+		"approval_id": a.ID, "status": string(ApprovalExpired), "by": "", "note": detail}); err != nil {
+		return err
+	}
+	obs := failure(ObsInterrupted, detail)
+	if err := tx.StepUpdate(StepUpdate{ID: a.StepID, From: []StepStatus{StepAwaitingApproval}, Status: StepFailed,
+		Observation: obs, FinishedAt: now}); err != nil && !errors.Is(err, ErrRunState) {
+		return err
+	}
+	if err := tx.RunUpdate(RunUpdate{ID: run.ID, From: []RunStatus{RunWaiting}, Status: RunCancelled,
+		Reason: ReasonApprovalExpired, ReasonDetail: detail, FinishedAt: now, SetLease: true}); err != nil {
+		return err
+	}
+	return event(tx, run.ID, "", now, EventRunFinished, map[string]any{
+		"status": RunCancelled, "reason": ReasonApprovalExpired, "detail": detail, "steps": run.StepCount})
+}
+
+// Cancel cancels a run that has not ended. It needs no lease: a live loop's
+// next write fails and it returns the cancelled run.
+func (o Operator) Cancel(ctx context.Context, runID, by, note string) (Run, error) {
+	now := o.now()
+	err := o.write(ctx, func(tx Tx) error {
+		run, err := tx.RunGet(runID)
+		if err != nil {
+			return err
+		}
+		if run.Status.Terminal() {
+			return fmt.Errorf("%w: run %s already ended (%s)", ErrRunState, runID, run.Status)
+		}
+		steps, err := tx.StepList(runID)
+		if err != nil {
+			return err
+		}
+		obs := observation(ObsInterrupted, map[string]string{"by": by, "note": note}, "cancelled by operator: "+note)
+		for _, st := range steps {
+			if st.Status.InFlight() || st.Status == StepAwaitingApproval {
+				if err := tx.StepUpdate(StepUpdate{ID: st.ID, From: []StepStatus{st.Status}, Status: StepFailed,
+					Observation: obs, FinishedAt: now}); err != nil {
+					return err
+				}
+				if err := event(tx, runID, st.ID, now, EventStepFailed, map[string]string{
+					"detail": obs.Summary, "observation": string(obs.Kind), "content_hash": obs.ContentHash}); err != nil {
+					return err
+				}
+			}
+		}
+		if err := tx.RunUpdate(RunUpdate{ID: runID, From: []RunStatus{run.Status}, Status: RunCancelled,
+			Reason: ReasonOperatorCancelled, ReasonDetail: note, FinishedAt: now, SetLease: true}); err != nil {
+			return err
+		}
+		return event(tx, runID, "", now, EventRunFinished, map[string]any{
+			"status": RunCancelled, "reason": ReasonOperatorCancelled, "detail": note, "steps": run.StepCount, "by": by})
+	})
+	if err != nil {
+		return Run{}, err
+	}
+	return o.Store.GetRun(ctx, runID)
+}

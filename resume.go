@@ -1,0 +1,378 @@
+package agentrt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// attach is what Resume does before its loop. A nil-outcome verdict means
+// the session is open with no step; VerdictAllowed means an approved step is
+// open for execute; Pending and Ended mean the session is already over.
+func (e *engine) attach(ctx context.Context, runID string) (*session, Verdict, error) {
+	if err := e.claim(runID); err != nil {
+		return nil, Verdict{}, err
+	}
+	s := &session{e: e, runID: runID, lease: newLease(e, runID)}
+	v, err := s.attach(ctx)
+	if err != nil || v.Outcome == VerdictPending || v.Outcome == VerdictEnded {
+		s.lease.halt()
+		e.unclaim(runID)
+		s.closed = true
+		if v.Run.ID == "" {
+			v.Run = copyRun(s.run)
+		}
+		if err != nil {
+			return nil, v, err
+		}
+		return s, v, nil
+	}
+	return s, v, nil
+}
+
+func (s *session) attach(ctx context.Context) (Verdict, error) {
+	run, err := s.e.store.GetRun(ctx, s.runID)
+	if err != nil {
+		return Verdict{}, err
+	}
+	s.run = run
+	switch {
+	case run.Status.Terminal():
+		return Verdict{Run: copyRun(run)}, fmt.Errorf("%w: run %s already ended (%s)", ErrRunState, s.runID, run.Status)
+	case run.Status == RunWaiting:
+		return s.resumeApproved(ctx)
+	case run.Status == RunRunning:
+		return s.resumeInterrupted(ctx)
+	default:
+		return Verdict{Run: copyRun(run)}, fmt.Errorf("%w: run %s has unknown status %q", ErrRunState, s.runID, run.Status)
+	}
+}
+
+// resumeApproved continues a WAITING run whose step's latest approval was
+// granted: the recorded request executes only if the tool's current schema
+// accepts its arguments and the policy, asked again now, allows it or asks
+// for precisely the granted approval.
+func (s *session) resumeApproved(ctx context.Context) (Verdict, error) {
+	if err := s.load(ctx); err != nil {
+		return Verdict{}, err
+	}
+	if d := s.damaged(); d != "" {
+		if err := s.failInternal(ctx, []RunStatus{RunWaiting}, "a stored row will not decode: "+d); err != nil {
+			return Verdict{}, err
+		}
+		return Verdict{Outcome: VerdictEnded, Run: copyRun(s.run)}, nil
+	}
+	idx := -1
+	for i := range s.steps {
+		if s.steps[i].Status == StepAwaitingApproval {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		return Verdict{}, fmt.Errorf("%w: run %s waits on no step", ErrRunState, s.runID)
+	}
+	st := s.step(idx)
+	var grant *Approval
+	for k := range s.approvals {
+		if s.approvals[k].StepID == st.ID {
+			grant = &s.approvals[k]
+		}
+	}
+	if grant == nil {
+		return Verdict{}, fmt.Errorf("%w: step %d has no approval", ErrRunState, st.Index)
+	}
+	now := s.e.now()
+	if grant.Status == ApprovalPending && !grant.ExpiresAt.IsZero() && !now.Before(grant.ExpiresAt) {
+		run := s.run
+		a := *grant
+		err := s.write(ctx, func(tx Tx) error { return expireTx(tx, run, a, now) })
+		if err != nil {
+			return Verdict{}, err
+		}
+		r, _ := s.e.store.GetRun(ctx, s.runID)
+		s.run = r
+		return Verdict{Outcome: VerdictEnded, Run: copyRun(r)}, nil
+	}
+	if grant.Status != ApprovalApproved {
+		return Verdict{}, fmt.Errorf("%w: the latest approval of step %d is %s, not approved", ErrRunState, st.Index, grant.Status)
+	}
+	if err := VerifyApproval(*grant); err != nil {
+		return Verdict{}, err
+	}
+	s.cur = &openStep{idx: idx, decided: true}
+	if ttl := s.run.Limits.GrantTTL; ttl > 0 && now.After(grant.DecidedAt.Add(ttl)) {
+		g := *grant
+		if err := s.expireGrant(ctx, &g, now); err != nil {
+			return Verdict{}, err
+		}
+		return Verdict{Outcome: VerdictEnded, Run: copyRun(s.run)}, nil
+	}
+	tool := s.e.tools[grant.Request.Spec.Name]
+	if tool == nil {
+		return s.resumeInvalid(ctx, idx, fmt.Sprintf("tool %q is no longer registered", grant.Request.Spec.Name))
+	}
+	if err := tool.schema.Check(grant.Request.Args); err != nil {
+		return s.resumeInvalid(ctx, idx, err.Error())
+	}
+	req := ToolRequest{RunID: s.runID, StepID: st.ID, Spec: tool.spec, Args: copyRaw(grant.Request.Args)}
+	g := copyApproval(*grant)
+	pd, perr := s.evaluate(ctx, tool, req, s.view(s.run, idx))
+	return s.apply(ctx, tool, req, pd, perr, &g)
+}
+
+// resumeInvalid records that an approved request no longer passes: the run
+// goes back to RUNNING and the agent decides again.
+func (s *session) resumeInvalid(ctx context.Context, idx int, why string) (Verdict, error) {
+	st := s.step(idx)
+	obs := failure(ObsInvalidDecision, "invalid decision on resume: "+why)
+	now, err := s.enter(ctx, map[string]string{"after": "invalid_on_resume"}, func(tx Tx, now time.Time) error {
+		return s.endStepTx(tx, st, []StepStatus{StepAwaitingApproval}, StepFailed, obs, nil, now, obs.Summary)
+	})
+	if err != nil {
+		return Verdict{}, err
+	}
+	s.applyStepEnd(idx, StepFailed, obs, nil, now)
+	s.cur = nil
+	return Verdict{}, nil
+}
+
+// resumeInterrupted takes over a RUNNING run whose lease lapsed: steps in
+// flight are marked interrupted in the takeover's transaction; a call to a
+// tool that is not read-only waits for the consumer's reconciliation or an
+// operator, and is never silently run again.
+func (s *session) resumeInterrupted(ctx context.Context) (Verdict, error) {
+	run := s.run
+	// The lease is judged before any Config.Now reading.
+	if run.LeaseOwner != "" && run.LeaseOwner != s.lease.owner && s.e.wall().Before(run.LeaseExpiresAt) {
+		return Verdict{Run: copyRun(run)}, &RunLeasedError{RunID: s.runID, Owner: run.LeaseOwner, ExpiresAt: run.LeaseExpiresAt}
+	}
+	if err := s.load(ctx); err != nil {
+		return Verdict{}, err
+	}
+	now := s.e.now()
+	exp := s.lease.expiry()
+	var inflight []int
+	unknown := -1
+	for i := range s.steps {
+		st := &s.steps[i]
+		if st.DecodeError != "" {
+			continue
+		}
+		if st.Status.InFlight() {
+			inflight = append(inflight, i)
+			if st.Status == StepExecuting {
+				unknown = i
+			}
+		}
+	}
+	// A previous resume may have died after marking: its observation says
+	// the step was executing.
+	if unknown < 0 && len(s.steps) > 0 {
+		last := &s.steps[len(s.steps)-1]
+		if last.Status == StepInterrupted && last.Observation != nil && interruptedWhile(last.Observation) == string(StepExecuting) {
+			unknown = len(s.steps) - 1
+		}
+	}
+	gen := run.Generation + 1
+	obsFor := func(st *Step) *Observation {
+		return observation(ObsInterrupted, map[string]string{"previous_status": string(st.Status)}, "step interrupted while "+string(st.Status))
+	}
+	marks := make([]*Observation, len(inflight))
+	err := s.write(ctx, func(tx Tx) error {
+		if err := tx.RunUpdate(RunUpdate{ID: s.runID, From: []RunStatus{RunRunning}, CheckLease: true, Owner: run.LeaseOwner,
+			Generation: run.Generation, SetLease: true, LeaseOwner: s.lease.owner, LeaseExpiresAt: exp, BumpGeneration: true}); err != nil {
+			return err
+		}
+		if run.LeaseOwner != "" {
+			if err := event(tx, s.runID, "", now, EventLeaseTakenOver, map[string]any{
+				"previous_owner": run.LeaseOwner, "previous_expires_at": run.LeaseExpiresAt, "owner": s.lease.owner}); err != nil {
+				return err
+			}
+		}
+		for k, i := range inflight {
+			st := &s.steps[i]
+			o := obsFor(st)
+			marks[k] = o
+			if err := tx.StepUpdate(StepUpdate{ID: st.ID, From: []StepStatus{st.Status}, Status: StepInterrupted, Observation: o, FinishedAt: now}); err != nil {
+				return err
+			}
+			if err := event(tx, s.runID, st.ID, now, EventStepInterrupted, map[string]any{"previous_status": st.Status, "observation": o}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, ErrRunState) {
+			if r, rerr := s.e.store.GetRun(ctx, s.runID); rerr == nil && r.LeaseOwner != "" && r.LeaseOwner != s.lease.owner {
+				return Verdict{Run: copyRun(r)}, &RunLeasedError{RunID: s.runID, Owner: r.LeaseOwner, ExpiresAt: r.LeaseExpiresAt}
+			}
+		}
+		return Verdict{}, err
+	}
+	s.run.LeaseOwner, s.run.LeaseExpiresAt, s.run.Generation = s.lease.owner, exp, gen
+	s.lease.held(gen, exp)
+	s.lease.start()
+	for k, i := range inflight {
+		s.applyStepEnd(i, StepInterrupted, marks[k], nil, now)
+	}
+	if d := s.damaged(); d != "" {
+		if err := s.failInternal(ctx, []RunStatus{RunRunning}, "a stored row will not decode: "+d); err != nil {
+			return Verdict{}, err
+		}
+		return Verdict{Outcome: VerdictEnded, Run: copyRun(s.run)}, nil
+	}
+	if s.e.reconcile != nil {
+		return s.reconcileInterrupted(ctx, unknown)
+	}
+	if unknown >= 0 {
+		st := s.step(unknown)
+		if st.Decision != nil {
+			if t := s.e.tools[st.Decision.Tool]; t == nil || t.spec.SideEffect != ReadOnly {
+				return s.interruptedPause(ctx, unknown)
+			}
+		}
+	}
+	return s.continueAfterInterruption(ctx)
+}
+
+func interruptedWhile(o *Observation) string {
+	var c struct {
+		Previous string `json:"previous_status"`
+	}
+	_ = json.Unmarshal(o.Content, &c)
+	return c.Previous
+}
+
+func (s *session) continueAfterInterruption(ctx context.Context) (Verdict, error) {
+	now := s.e.now()
+	err := s.write(ctx, func(tx Tx) error {
+		if _, err := s.guard(tx, RunUpdate{}); err != nil {
+			return err
+		}
+		return event(tx, s.runID, "", now, EventRunResumed, map[string]string{"after": "interruption"})
+	})
+	if err != nil {
+		if lerr := s.lost(ctx, err); lerr != nil {
+			return Verdict{}, lerr
+		}
+		return Verdict{Outcome: VerdictEnded, Run: copyRun(s.run)}, nil
+	}
+	return Verdict{}, nil
+}
+
+// interruptedPause asks an operator about a call cut off while executing a
+// tool that is not read-only: approving re-runs it, once, on the same step.
+func (s *session) interruptedPause(ctx context.Context, idx int) (Verdict, error) {
+	st := s.step(idx)
+	d := st.Decision
+	tool := s.e.tools[d.Tool]
+	if tool == nil || d.InvalidArgs != "" {
+		return s.verdictEnded(ctx, ending{status: RunFailed, reason: ReasonReconcileConflict,
+			detail: fmt.Sprintf("step %d was interrupted while executing %q and cannot wait for an operator", st.Index, d.Tool)})
+	}
+	args := d.Args
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if err := tool.schema.Check(args); err != nil {
+		return s.verdictEnded(ctx, ending{status: RunFailed, reason: ReasonReconcileConflict,
+			detail: fmt.Sprintf("step %d was interrupted and its arguments no longer pass the schema: %v", st.Index, err)})
+	}
+	pargs, err := PolicyJSON(args)
+	if err != nil {
+		return Verdict{}, err
+	}
+	name, _ := json.Marshal(d.Tool)
+	capab, _ := json.Marshal(map[string]json.RawMessage{"tool": name, "args": pargs})
+	notice := "This call started before a crash and its outcome is unknown: it may already have taken effect. Approving runs it again with these arguments; rejecting ends the run."
+	pres, _ := json.Marshal(map[string]any{"tool": d.Tool, "args": pargs, "side_effect": tool.spec.SideEffect, "notice": notice})
+	pd := PolicyDecision{Outcome: RequireApproval, Reason: "interrupted while executing; outcome unknown",
+		Kind: InterruptedSideEffect, Capability: capab, Presentation: pres}
+	s.cur = &openStep{idx: idx, decided: true}
+	req := ToolRequest{RunID: s.runID, StepID: st.ID, Spec: tool.spec, Args: args}
+	return s.pause(ctx, tool, req, pd, s.policyEvent(tool, pd, false), []RunStatus{RunRunning})
+}
+
+// reconcileInterrupted asks the consumer's journal what became of the
+// interrupted step.
+func (s *session) reconcileInterrupted(ctx context.Context, unknown int) (v Verdict, err error) {
+	var rec Reconciliation
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("reconcile panicked: %v", p)
+			}
+		}()
+		rec, err = s.e.reconcile(ctx, s.view(s.run, -1))
+	}()
+	if err != nil {
+		if e := s.failInternal(ctx, []RunStatus{RunRunning}, "reconcile error: "+err.Error()); e != nil {
+			return Verdict{}, e
+		}
+		return Verdict{Outcome: VerdictEnded, Run: copyRun(s.run)}, nil
+	}
+	switch rec.Outcome {
+	case ReconcileContinue:
+		return s.continueAfterInterruption(ctx)
+	case ReconcileCompleted:
+		result := rec.Result
+		if len(result) == 0 {
+			result = json.RawMessage("{}")
+		}
+		if err := checkJSONAs("reconciliation result", result); err != nil {
+			if e := s.failInternal(ctx, []RunStatus{RunRunning}, err.Error()); e != nil {
+				return Verdict{}, e
+			}
+			return Verdict{Outcome: VerdictEnded, Run: copyRun(s.run)}, nil
+		}
+		return s.verdictEnded(ctx, ending{status: RunCompleted, reason: ReasonGoalCompleted, result: result,
+			detail: "completed by reconciliation: " + rec.Detail})
+	case ReconcileConflict:
+		return s.verdictEnded(ctx, ending{status: RunFailed, reason: ReasonReconcileConflict, detail: rec.Detail})
+	case ReconcileWaiting:
+		if rec.Pause == nil || unknown < 0 {
+			return s.verdictEnded(ctx, ending{status: RunFailed, reason: ReasonReconcileConflict,
+				detail: "reconciliation asked to wait, but no interrupted tool call can wait: " + rec.Detail})
+		}
+		pd := copyPolicy(*rec.Pause)
+		if pd.Outcome != RequireApproval {
+			if e := s.failInternal(ctx, []RunStatus{RunRunning}, "reconciliation pause is not a require_approval decision"); e != nil {
+				return Verdict{}, e
+			}
+			return Verdict{Outcome: VerdictEnded, Run: copyRun(s.run)}, nil
+		}
+		st := s.step(unknown)
+		tool := s.e.tools[st.Decision.Tool]
+		args := st.Decision.Args
+		if len(args) == 0 {
+			args = json.RawMessage("{}")
+		}
+		if tool == nil || st.Decision.InvalidArgs != "" || tool.schema.Check(args) != nil {
+			return s.verdictEnded(ctx, ending{status: RunFailed, reason: ReasonReconcileConflict,
+				detail: "reconciliation asked to wait, but the interrupted call cannot be approved again"})
+		}
+		for _, raw := range []*json.RawMessage{&pd.Capability, &pd.Presentation} {
+			if len(*raw) == 0 {
+				*raw = json.RawMessage("{}")
+			}
+			if err := CheckJSON(*raw); err != nil {
+				if e := s.failInternal(ctx, []RunStatus{RunRunning}, "reconciliation pause: "+err.Error()); e != nil {
+					return Verdict{}, e
+				}
+				return Verdict{Outcome: VerdictEnded, Run: copyRun(s.run)}, nil
+			}
+		}
+		s.cur = &openStep{idx: unknown, decided: true}
+		req := ToolRequest{RunID: s.runID, StepID: st.ID, Spec: tool.spec, Args: args}
+		return s.pause(ctx, tool, req, pd, s.policyEvent(tool, pd, false), []RunStatus{RunRunning})
+	default:
+		detail := fmt.Sprintf("unknown reconciliation outcome %q", rec.Outcome)
+		if e := s.failInternal(ctx, []RunStatus{RunRunning}, detail); e != nil {
+			return Verdict{}, e
+		}
+		return Verdict{Outcome: VerdictEnded, Run: copyRun(s.run)}, nil
+	}
+}
