@@ -449,7 +449,7 @@ func TestRead_OnlyThePageIsReadFromAHugeDatabase(t *testing.T) {
 	defer s.Close()
 	writeSomething(t, s)
 	db := raw(t, p)
-	const rows, size = 8, 24 << 20
+	const rows, size = 4, 16 << 20
 	for i := 0; i < rows; i++ {
 		id := fmt.Sprintf("huge%d", i)
 		if _, err := db.Exec(`INSERT INTO runs (id, goal, status, limits_json, created_at, result_json, reason_detail) VALUES (?, printf('%.*c', ?, 'g'), 'COMPLETED', '{}', '2026-01-01T00:00:00Z', '"' || printf('%.*c', ?, 'r') || '"', printf('%.*c', ?, 'd'))`, id, size, size, size); err != nil {
