@@ -1,0 +1,216 @@
+package agentrt_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/sqlite"
+)
+
+// benchAgent is a scripted agent of n steps: n-1 calls to "echo" with
+// distinct arguments, then complete. It allocates nothing per step beyond
+// the arguments themselves.
+type benchAgent struct{ n int }
+
+func (a benchAgent) Decide(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
+	i := len(in.Steps)
+	if i >= a.n-1 {
+		return agentrt.Decision{Kind: agentrt.KindComplete, Result: json.RawMessage(`{"done":true}`)}, nil
+	}
+	return agentrt.Decision{Kind: agentrt.KindToolCall, Tool: "echo", Args: json.RawMessage(fmt.Sprintf(`{"i":%d,"text":"step"}`, i))}, nil
+}
+
+var bigContent = func() json.RawMessage {
+	var b strings.Builder
+	b.WriteString(`{"rows":[`)
+	for i := 0; b.Len() < 8<<10; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d,"name":"row %d","value":"%s"}`, i, i, strings.Repeat("v", 40))
+	}
+	b.WriteString(`]}`)
+	return json.RawMessage(b.String())
+}()
+
+func echoTool(big bool) agentrt.Tool {
+	return agentrt.ToolFunc{
+		ToolSpec: agentrt.ToolSpec{Name: "echo", Description: "Echo.", SideEffect: agentrt.ReadOnly, Timeout: time.Minute,
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"i":{"type":"integer"},"text":{"type":"string"}},"required":["i"]}`)},
+		Fn: func(_ context.Context, c agentrt.ToolCall) (agentrt.ToolResult, error) {
+			if big {
+				return agentrt.ToolResult{Content: bigContent, Summary: "rows"}, nil
+			}
+			return agentrt.ToolResult{Content: c.Args, Summary: "echo"}, nil
+		},
+	}
+}
+
+func benchStore(b *testing.B) *sqlite.Store {
+	s, err := sqlite.Open(filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+// BenchmarkDriver measures a run of N steps (N-1 allowed tool calls with
+// distinct arguments, then complete) on a file-backed WAL store with
+// synchronous=FULL. ns/step is the figure to compare with the commit floor.
+func BenchmarkDriver(b *testing.B) {
+	for _, n := range []int{10, 100, 1000} {
+		for _, obs := range []string{"small", "8KiB"} {
+			b.Run(fmt.Sprintf("steps=%d/obs=%s", n, obs), func(b *testing.B) {
+				s := benchStore(b)
+				limits := agentrt.DefaultLimits()
+				limits.MaxSteps = n + 1
+				d, err := agentrt.NewDriver(agentrt.Config{Store: s, Agent: benchAgent{n}, Policy: agentrt.DefaultPolicy(),
+					Tools: []agentrt.Tool{echoTool(obs == "8KiB")}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx := context.Background()
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					r, err := d.Start(ctx, "bench", limits)
+					if err != nil || r.Status != agentrt.RunCompleted {
+						b.Fatalf("run: %v %s %s", err, r.Status, r.ReasonDetail)
+					}
+				}
+				b.StopTimer()
+				perStep := float64(b.Elapsed().Nanoseconds()) / float64(b.N*n)
+				b.ReportMetric(perStep, "ns/step")
+			})
+		}
+	}
+}
+
+// BenchmarkCommitFloor is one synced single-row insert transaction on the
+// same driver and pragmas: the physical floor a durable step is measured
+// against.
+func BenchmarkCommitFloor(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	_, err := s.Update(ctx, func(tx agentrt.Tx) error {
+		return tx.RunInsert(agentrt.Run{ID: "floor", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: time.Now()})
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	at := time.Now()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_, err := s.Update(ctx, func(tx agentrt.Tx) error {
+			_, err := tx.EventAppend(agentrt.Event{RunID: "floor", At: at, Type: agentrt.EventStepStarted, Payload: json.RawMessage(`{}`)})
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkConcurrentRuns runs 32 runs at once on one database file; the
+// figure is aggregate steps per second.
+func BenchmarkConcurrentRuns(b *testing.B) {
+	const runs, n = 32, 20
+	s := benchStore(b)
+	limits := agentrt.DefaultLimits()
+	limits.MaxSteps = n + 1
+	d, err := agentrt.NewDriver(agentrt.Config{Store: s, Agent: benchAgent{n}, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echoTool(false)}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.Run(fmt.Sprintf("runs=%d", runs), func(b *testing.B) {
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			var wg sync.WaitGroup
+			errs := make(chan error, runs)
+			for r := 0; r < runs; r++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					run, err := d.Start(ctx, "bench", limits)
+					if err == nil && run.Status != agentrt.RunCompleted {
+						err = fmt.Errorf("run ended %s: %s", run.Status, run.ReasonDetail)
+					}
+					if err != nil {
+						errs <- err
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(b.N*runs*n)/b.Elapsed().Seconds(), "steps/s")
+	})
+}
+
+func BenchmarkCanonicalJSON(b *testing.B) {
+	doc := bigContent
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := agentrt.ContentHash(doc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCheckArgs(b *testing.B) {
+	spec := echoTool(false).Spec()
+	args := json.RawMessage(`{"i":42,"text":"hello"}`)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if err := agentrt.CheckArgs(spec, args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkVerifyEvents reports events verified per second.
+func BenchmarkVerifyEvents(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	const events = 20000
+	_, err := s.Update(ctx, func(tx agentrt.Tx) error {
+		if err := tx.RunInsert(agentrt.Run{ID: "v", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: time.Now()}); err != nil {
+			return err
+		}
+		for i := 0; i < events; i++ {
+			if _, err := tx.EventAppend(agentrt.Event{RunID: "v", StepID: "s", At: time.Now(), Type: agentrt.EventToolFinished,
+				Payload: json.RawMessage(fmt.Sprintf(`{"tool":"echo","duration_ms":%d,"summary":"ok"}`, i))}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rep, err := s.VerifyEvents(ctx, 0, 0)
+		if err != nil || !rep.Intact() || rep.Checked != events {
+			b.Fatalf("verify: %+v %v", rep, err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*events)/b.Elapsed().Seconds(), "events/s")
+}
