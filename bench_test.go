@@ -53,7 +53,7 @@ func echoTool(big bool) agentrt.Tool {
 	}
 }
 
-func benchStore(b *testing.B) *sqlite.Store {
+func benchStore(b testing.TB) *sqlite.Store {
 	s, err := sqlite.Open(filepath.Join(b.TempDir(), "bench.db"))
 	if err != nil {
 		b.Fatal(err)
@@ -61,6 +61,8 @@ func benchStore(b *testing.B) *sqlite.Store {
 	b.Cleanup(func() { s.Close() })
 	return s
 }
+
+func benchStoreT(t *testing.T) *sqlite.Store { return benchStore(t) }
 
 // BenchmarkDriver measures a run of N steps (N-1 allowed tool calls with
 // distinct arguments, then complete) on a file-backed WAL store with
@@ -159,6 +161,8 @@ func BenchmarkConcurrentRuns(b *testing.B) {
 		}
 		b.StopTimer()
 		b.ReportMetric(float64(b.N*runs*n)/b.Elapsed().Seconds(), "steps/s")
+		st := s.Stats()
+		b.ReportMetric(float64(st.Updates)/float64(st.Commits), "updates/commit")
 	})
 }
 

@@ -33,13 +33,13 @@ func (s *session) execute(ctx context.Context) (Observation, error) {
 			return Observation{}, fmt.Errorf("%w: the grant was not executed within %s", ErrApprovalExpired, s.run.Limits.GrantTTL)
 		}
 	}
-	started := map[string]any{"tool": ac.tool.spec.Name, "args": ac.request.Args}
+	started := toolStarted{Tool: ac.tool.spec.Name, Args: ac.request.Args}
 	if ac.approval != nil {
-		started["approval_id"] = ac.approval.ID
+		started.ApprovalID = ac.approval.ID
 	}
 	pe := s.policyEvent(ac.tool, ac.policy, !ac.resumed)
 	startTx := func(tx Tx, now time.Time, from StepStatus) error {
-		u := StepUpdate{ID: st.ID, From: []StepStatus{from}, Status: StepExecuting, Policy: &ac.policy}
+		u := StepUpdate{ID: st.ID, From: []StepStatus{from}, Status: StepExecuting, Policy: &ac.policy, Fence: s.fence()}
 		if ac.resumed {
 			u.StartedAt = now
 		} else if s.e.policyID != "" {
@@ -67,12 +67,7 @@ func (s *session) execute(ctx context.Context) (Observation, error) {
 			return Observation{}, err
 		}
 		now = s.e.now()
-		err = s.write(ctx, func(tx Tx) error {
-			if _, err := s.guard(tx, RunUpdate{}); err != nil {
-				return err
-			}
-			return startTx(tx, now, StepDeciding)
-		})
+		err = s.write(ctx, func(tx Tx) error { return startTx(tx, now, StepDeciding) })
 	}
 	if err != nil {
 		if lerr := s.lost(ctx, err); lerr != nil {
@@ -99,7 +94,10 @@ func (s *session) execute(ctx context.Context) (Observation, error) {
 		return Observation{}, err
 	}
 	out := *obs
-	out.Content = copyRaw(out.Content)
+	if !s.deferEnds {
+		// A gate's caller gets its own copy; the Driver's loop reads nothing.
+		out.Content = copyRaw(out.Content)
+	}
 	if ctx.Err() != nil {
 		return out, ctx.Err()
 	}
@@ -120,6 +118,28 @@ func (s *session) callTool(ctx context.Context, ac *allowedCall, stepID string) 
 	}()
 	timedOut = err != nil && errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	return res, err, timedOut
+}
+
+// Payloads of the events on every tool step, as structs: cheaper to encode
+// than maps, and the field order is fixed.
+type toolStarted struct {
+	Tool       string          `json:"tool"`
+	Args       json.RawMessage `json:"args"`
+	ApprovalID string          `json:"approval_id,omitempty"`
+}
+
+type toolFinished struct {
+	Tool        string `json:"tool"`
+	DurationMS  int64  `json:"duration_ms"`
+	Summary     string `json:"summary,omitempty"`
+	ContentHash string `json:"content_hash,omitempty"`
+	Error       string `json:"error,omitempty"`
+}
+
+type stepFailed struct {
+	Detail      string `json:"detail"`
+	Observation string `json:"observation"`
+	ContentHash string `json:"content_hash"`
 }
 
 // toolEnd says how a tool's outcome ends things.
@@ -164,7 +184,8 @@ func (s *session) outcome(ctx context.Context, ac *allowedCall, res ToolResult, 
 		return observation(ObsToolError, m, "tool error: content is not acceptable JSON: "+reason), toolContinue
 	}
 	h, _ := canon.Hash(content)
-	obs := &Observation{Kind: ObsToolResult, Content: copyRaw(content), Summary: res.Summary, ContentHash: h}
+	// storedRaw copies the tool's bytes into the form the store keeps.
+	obs := &Observation{Kind: ObsToolResult, Content: storedRaw(content), Summary: jsonString(res.Summary), ContentHash: h}
 	if ac.tool.spec.Terminal {
 		return obs, toolComplete
 	}
@@ -193,14 +214,14 @@ func (s *session) finish(ctx context.Context, i int, ac *allowedCall, obs *Obser
 	}
 	now := s.e.now()
 	dur := activeFor(st, now)
-	fin := map[string]any{"tool": ac.tool.spec.Name, "duration_ms": dur.Milliseconds()}
+	fin := toolFinished{Tool: ac.tool.spec.Name, DurationMS: dur.Milliseconds()}
 	if obs.Failure() {
-		fin["error"] = obs.Summary
+		fin.Error = obs.Summary
 	} else {
-		fin["summary"] = obs.Summary
-		fin["content_hash"] = obs.ContentHash
+		fin.Summary = obs.Summary
+		fin.ContentHash = obs.ContentHash
 	}
-	err := s.write(ctx, func(tx Tx) error {
+	endFn := func(tx Tx) error {
 		if _, err := s.guard(tx, RunUpdate{AddActive: dur}); err != nil {
 			return err
 		}
@@ -208,7 +229,37 @@ func (s *session) finish(ctx context.Context, i int, ac *allowedCall, obs *Obser
 			return err
 		}
 		return s.endStepTx(tx, st, []StepStatus{StepExecuting}, status, obs, nil, now, obs.Summary)
-	})
+	}
+	if s.deferEnds {
+		// The Driver's loop commits this end with its next write, whose
+		// guard fences the run and adds the step's duration.
+		// The closures keep copies, not pointers into the session's step
+		// slice or open step, which the next step reuses.
+		stCopy := Step{ID: st.ID}
+		toolName := ac.tool.spec.Name
+		s.deferred = &deferredEnd{active: dur, fn: func(tx Tx) error {
+			if err := event(tx, s.runID, stCopy.ID, now, EventToolFinished, fin); err != nil {
+				return err
+			}
+			return s.endStepTx(tx, &stCopy, []StepStatus{StepExecuting}, status, obs, nil, now, obs.Summary)
+		}, late: func(ctx context.Context) error {
+			run, err := s.e.store.GetRun(ctx, s.runID)
+			if err != nil || !run.Status.Terminal() {
+				return err
+			}
+			lateNow := s.e.now()
+			_, err = s.e.store.Update(ctx, func(tx Tx) error {
+				return event(tx, s.runID, stCopy.ID, lateNow, EventToolFinished, map[string]any{
+					"tool": toolName, "late": true, "observation": obs})
+			})
+			return err
+		}}
+		s.applyStepEnd(i, status, obs, nil, now)
+		s.run.ActiveTime += dur
+		s.cur = nil
+		return nil
+	}
+	err := s.write(ctx, endFn)
 	if err != nil {
 		if errors.Is(err, ErrRunState) {
 			run, rerr := s.e.store.GetRun(ctx, s.runID)
@@ -274,6 +325,7 @@ func (s *session) expireGrant(ctx context.Context, g *Approval, now time.Time) e
 	for k := range s.approvals {
 		if s.approvals[k].ID == g.ID {
 			s.approvals[k].Status = ApprovalExpired
+			s.changedApprovals()
 		}
 	}
 	s.run = before

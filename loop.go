@@ -14,6 +14,8 @@ import (
 // drive is the Driver's loop over the session: step, decide, propose,
 // execute, until the run pauses or ends.
 func (s *session) drive(ctx context.Context, agent Agent) (Run, error) {
+	s.deferEnds = true
+	defer func() { s.deferEnds = false }()
 	for {
 		i, err := s.begin(ctx)
 		if err != nil {
@@ -58,10 +60,10 @@ func (s *session) begin(ctx context.Context) (int, error) {
 	if s.cur != nil {
 		return -1, fmt.Errorf("%w: a step is already open", ErrRunState)
 	}
-	run, err := s.refresh(ctx)
-	if err != nil {
-		return -1, err
-	}
+	// The session's view of the run is kept by its own writes; anything
+	// another process changes (a cancel, a takeover) fails the next
+	// compare-and-set, which reads the run to say why.
+	run := s.run
 	if run.Status != RunRunning {
 		return -1, nil
 	}
@@ -84,21 +86,23 @@ func (s *session) begin(ctx context.Context) (int, error) {
 	}
 	now := s.e.now()
 	st := Step{ID: s.e.newID(), RunID: s.runID, Index: run.StepCount, Status: StepDeciding, StartedAt: now}
-	err = s.write(ctx, func(tx Tx) error {
+	err := s.write(ctx, func(tx Tx) error {
 		if _, err := s.guard(tx, RunUpdate{CheckStepCount: true, StepCount: run.StepCount, IncStepCount: true}); err != nil {
 			return err
 		}
 		if err := tx.StepInsert(st); err != nil {
 			return err
 		}
-		return event(tx, s.runID, st.ID, now, EventStepStarted, map[string]int{"index": st.Index})
+		return event(tx, s.runID, st.ID, now, EventStepStarted, stepStarted{st.Index})
 	})
 	if err != nil {
 		return -1, s.lost(ctx, err)
 	}
 	s.run.StepCount++
 	s.steps = append(s.steps, st)
-	s.cur = &openStep{idx: len(s.steps) - 1}
+	// The open step lives in the session: one per session, reused.
+	s.curBuf = openStep{idx: len(s.steps) - 1}
+	s.cur = &s.curBuf
 	return s.cur.idx, nil
 }
 
@@ -150,7 +154,7 @@ func (s *session) checkLimits(ctx context.Context, run Run) (bool, error) {
 			post: []pendingEvent{{typ: EventLimitExceeded, v: map[string]string{"reason": string(reason), "detail": detail}}}})
 	}
 	if l.LoopThreshold > 0 {
-		if n, sig := trailingRepeats(s.steps); n >= l.LoopThreshold {
+		if n, sig := s.trailingRepeats(); n >= l.LoopThreshold {
 			detail = fmt.Sprintf("the same call to %q got the same result %d times in a row", sig.tool, n)
 			return true, s.settle(ctx, ending{status: RunFailed, reason: ReasonLoopDetected, detail: detail,
 				pre: []pendingEvent{{typ: EventLoopDetected, v: map[string]any{"repeats": n, "tool": sig.tool, "args_hash": sig.args, "observation_hash": sig.obs}}}})
@@ -171,9 +175,34 @@ func trailingFailures(steps []Step) int {
 	return n
 }
 
+// argsHash is the content hash of the arguments of the step at position i
+// ({} when empty), computed once per step and kept beside the cache.
+func (s *session) argsHash(i int) string {
+	for len(s.argsHashes) <= i {
+		s.argsHashes = append(s.argsHashes, "")
+	}
+	if s.argsHashes[i] == "" {
+		args := s.steps[i].Decision.Args
+		if len(args) == 0 {
+			args = json.RawMessage("{}")
+		}
+		h, err := canon.Hash(args)
+		if err != nil {
+			return ""
+		}
+		s.argsHashes[i] = h
+	}
+	return s.argsHashes[i]
+}
+
+type stepStarted struct {
+	Index int `json:"index"`
+}
+
 type callSig struct{ tool, args, obs string }
 
-func trailingRepeats(steps []Step) (int, callSig) {
+func (s *session) trailingRepeats() (int, callSig) {
+	steps := s.steps
 	var first callSig
 	n := 0
 	for i := len(steps) - 1; i >= 0; i-- {
@@ -181,12 +210,8 @@ func trailingRepeats(steps []Step) (int, callSig) {
 		if st.Decision == nil || st.Decision.Kind != KindToolCall || st.Observation == nil || st.Status != StepDone {
 			break
 		}
-		args := st.Decision.Args
-		if len(args) == 0 {
-			args = json.RawMessage("{}")
-		}
-		ah, err := canon.Hash(args)
-		if err != nil {
+		ah := s.argsHash(i)
+		if ah == "" {
 			break
 		}
 		sig := callSig{st.Decision.Tool, ah, st.Observation.ContentHash}
@@ -260,7 +285,7 @@ func failure(kind ObservationKind, msg string) *Observation {
 func observation(kind ObservationKind, content map[string]string, summary string) *Observation {
 	b, _ := json.Marshal(content)
 	h, _ := canon.Hash(b)
-	return &Observation{Kind: kind, Content: b, Summary: summary, ContentHash: h}
+	return &Observation{Kind: kind, Content: b, Summary: jsonString(summary), ContentHash: h}
 }
 
 // recordable moves values that are not acceptable JSON out of band: the
@@ -349,10 +374,9 @@ func (s *session) propose(ctx context.Context, raw Decision) (Verdict, error) {
 		specHash = tool.hash
 	}
 	err = s.write(ctx, func(tx Tx) error {
-		if _, err := s.guard(tx, RunUpdate{}); err != nil {
-			return err
-		}
-		if err := tx.StepUpdate(StepUpdate{ID: st.ID, From: []StepStatus{StepDeciding}, Decision: &d, SpecHash: specHash}); err != nil {
+		// The step's compare-and-set names the run's lease in the same
+		// statement.
+		if err := tx.StepUpdate(StepUpdate{ID: st.ID, From: []StepStatus{StepDeciding}, Decision: &d, SpecHash: specHash, Fence: s.fence()}); err != nil {
 			return err
 		}
 		return event(tx, s.runID, st.ID, now, EventStepDecided, &d)
@@ -394,11 +418,11 @@ func (s *session) propose(ctx context.Context, raw Decision) (Verdict, error) {
 // evaluate hands the policy the request in PolicyJSON form, recovering a
 // panic as a policy error.
 func (s *session) evaluate(ctx context.Context, tool *regTool, req ToolRequest, view RunView) (pd PolicyDecision, err error) {
-	preq := copyRequest(req)
 	pargs, err := PolicyJSON(req.Args)
 	if err != nil {
 		return pd, err
 	}
+	preq := req
 	preq.Args = pargs
 	preq.Spec.InputSchema = copyRaw(tool.schema.policySchema)
 	defer func() {
@@ -473,14 +497,14 @@ func (s *session) apply(ctx context.Context, tool *regTool, req ToolRequest, pd 
 func (s *session) policyEvent(tool *regTool, pd PolicyDecision, withView bool) pendingEvent {
 	payload := struct {
 		PolicyDecision
-		PolicyID string   `json:"policy_id,omitempty"`
-		SpecHash string   `json:"spec_hash,omitempty"`
-		View     *viewSum `json:"view,omitempty"`
+		PolicyID string  `json:"policy_id,omitempty"`
+		SpecHash string  `json:"spec_hash,omitempty"`
+		View     viewSum `json:"view,omitzero"`
 	}{PolicyDecision: pd, SpecHash: tool.hash}
 	if withView {
 		payload.PolicyID = s.e.policyID
 		r := s.run
-		payload.View = &viewSum{Status: r.Status, StepCount: r.StepCount, ModelCalls: r.ModelCalls, Usage: r.Usage,
+		payload.View = viewSum{Status: r.Status, StepCount: r.StepCount, ModelCalls: r.ModelCalls, Usage: r.Usage,
 			Cost: r.EstimatedCost, ActiveMS: r.ActiveTime.Milliseconds(), Steps: s.cur.idx, Approvals: len(s.approvals)}
 	}
 	return pendingEvent{typ: EventStepPolicy, v: payload}
@@ -498,9 +522,17 @@ type viewSum struct {
 }
 
 func (s *session) allow(tool *regTool, req ToolRequest, pd PolicyDecision, grant *Approval) (Verdict, error) {
-	s.cur.allowed = &allowedCall{tool: tool, request: copyRequest(req), policy: pd, specHash: tool.hash, approval: grant, resumed: grant != nil}
-	r := copyRequest(req)
-	return Verdict{Outcome: VerdictAllowed, Request: &r, Run: copyRun(s.run)}, nil
+	// req holds the registered spec and the recorded arguments, which the
+	// session owns; the verdict's request is a copy for the caller.
+	s.cur.allowedBuf = allowedCall{tool: tool, request: req, policy: pd, specHash: tool.hash, approval: grant, resumed: grant != nil}
+	s.cur.allowed = &s.cur.allowedBuf
+	v := Verdict{Outcome: VerdictAllowed}
+	if !s.deferEnds {
+		r := copyRequest(req)
+		v.Request = &r
+		v.Run = copyRun(s.run)
+	}
+	return v, nil
 }
 
 // deny ends the open step with a failure observation; the run goes on.
@@ -550,8 +582,7 @@ func (s *session) endStepTx(tx Tx, st *Step, from []StepStatus, status StepStatu
 		return err
 	}
 	if status == StepFailed && obs != nil {
-		return event(tx, s.runID, st.ID, now, EventStepFailed, map[string]string{
-			"detail": detail, "observation": string(obs.Kind), "content_hash": obs.ContentHash})
+		return event(tx, s.runID, st.ID, now, EventStepFailed, stepFailed{detail, string(obs.Kind), obs.ContentHash})
 	}
 	return nil
 }
@@ -562,8 +593,10 @@ func (s *session) applyStepEnd(i int, status StepStatus, obs *Observation, pd *P
 	st.Status = status
 	st.FinishedAt = now.UTC()
 	if obs != nil {
-		o, _ := stored(obs)
-		st.Observation = o
+		// Observations are built in stored form (runtime content is
+		// encoding/json output; tool content goes through storedRaw) and
+		// are owned by the session, so the cache keeps them as they are.
+		st.Observation = obs
 	}
 	if pd != nil {
 		p, _ := stored(pd)

@@ -89,7 +89,7 @@ func (p SideEffectPolicy) Evaluate(_ context.Context, req ToolRequest, _ RunView
 		return PolicyDecision{Outcome: Deny, Reason: fmt.Sprintf("no policy for side effect %q", req.Spec.SideEffect)}, nil
 	}
 	if out != RequireApproval {
-		return PolicyDecision{Outcome: out, Reason: fmt.Sprintf("%s is %s", req.Spec.SideEffect, out)}, nil
+		return PolicyDecision{Outcome: out, Reason: sideEffectReason(req.Spec.SideEffect, out)}, nil
 	}
 	// The request is handed in policy form, so these bytes are the same on
 	// every path.
@@ -115,6 +115,20 @@ func (p SideEffectPolicy) Evaluate(_ context.Context, req ToolRequest, _ RunView
 		Capability:   raw,
 		Presentation: raw,
 	}, nil
+}
+
+// sideEffectReason says why a class got its outcome; the common answers are
+// constants.
+func sideEffectReason(se SideEffect, out PolicyOutcome) string {
+	switch {
+	case se == ReadOnly && out == Allow:
+		return "read_only is allow"
+	case se == LocalMutation && out == Allow:
+		return "local_mutation is allow"
+	case se == Destructive && out == Deny:
+		return "destructive is deny"
+	}
+	return fmt.Sprintf("%s is %s", se, out)
 }
 
 // DefaultPolicy allows read_only and local_mutation, asks for approval of

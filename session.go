@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // session is one hold on a run and its lease: the single implementation of
@@ -20,18 +22,35 @@ type session struct {
 	approvals []Approval
 	loaded    bool
 
-	// the open step, if any
+	// Versions of the cached rows, bumped whenever one may change, and a
+	// mirror per consumer (agent, policy) holding that consumer's own copies:
+	// a handout costs the rows that changed since the last one, not the run.
+	stepVer      []uint64
+	argsHashes   []string // per step, the arguments' content hash (loop detection)
+	approvalsVer uint64
+	agentView    mirror
+	agentTools   []ToolSpec
+	policyView   mirror
+	// deferred is a step end the Driver's loop commits with the next write;
+	// deferEnds is set by the Driver's loop (a Gate records each end at once).
+	deferred      *deferredEnd
+	deferEnds     bool
+	pendingActive time.Duration // a deferred end's duration, added by the guard of the write it joins
+
+	// the open step, if any (in the Driver's loop, &curBuf)
 	cur     *openStep
+	curBuf  openStep
 	closed  bool
 	endedBy error
 }
 
 // openStep is the step the session is working on.
 type openStep struct {
-	idx      int // position in s.steps
-	decided  bool
-	allowed  *allowedCall
-	executed bool
+	idx        int // position in s.steps
+	decided    bool
+	allowed    *allowedCall
+	allowedBuf allowedCall
+	executed   bool
 }
 
 // allowedCall is a request the policy allowed (or a grant covers), waiting to
@@ -45,15 +64,61 @@ type allowedCall struct {
 	resumed  bool      // the run is WAITING and execute moves it to RUNNING
 }
 
-// write commits fn, delivers its events after the commit, and returns the
-// error fn or the commit returned.
+// deferredEnd is a tool step's end that the Driver's loop commits in the
+// same transaction as its next write (the next step's start, or the run's
+// end), saving a synced commit per step. Nothing runs between the tool's
+// return and that write but reads, so no side effect can slip in between;
+// a crash there leaves the step executing, which a takeover treats as an
+// interrupted side effect.
+type deferredEnd struct {
+	// fn writes the step end; the write it joins guards the run (and adds
+	// active, the step's duration, to the run with the same statement).
+	fn     func(tx Tx) error
+	active time.Duration
+	late   func(ctx context.Context) error // records the outcome after a cancel
+}
+
+// write commits fn (after a deferred step end, if one is waiting), delivers
+// the events after the commit, and returns the error fn or the commit
+// returned.
 func (s *session) write(ctx context.Context, fn func(tx Tx) error) error {
-	evs, err := s.e.store.Update(ctx, fn)
+	d := s.deferred
+	if d == nil {
+		evs, err := s.e.store.Update(ctx, fn)
+		if err != nil {
+			return err
+		}
+		s.e.deliver(evs)
+		return nil
+	}
+	s.deferred = nil
+	s.pendingActive = d.active
+	evs, err := s.e.store.Update(ctx, func(tx Tx) error {
+		if err := d.fn(tx); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+	s.pendingActive = 0
 	if err != nil {
+		if errors.Is(err, ErrRunState) {
+			_ = d.late(context.WithoutCancel(ctx))
+		}
 		return err
 	}
 	s.e.deliver(evs)
 	return nil
+}
+
+// flush commits a deferred step end on its own.
+func (s *session) flush(ctx context.Context) error {
+	if s.deferred == nil {
+		return nil
+	}
+	return s.write(ctx, func(tx Tx) error {
+		_, err := s.guard(tx, RunUpdate{})
+		return err
+	})
 }
 
 // event appends one event with a JSON payload built from v.
@@ -75,39 +140,51 @@ func event(tx Tx, runID, stepID string, at time.Time, typ EventType, v any) erro
 	return err
 }
 
-// guard re-reads the run inside tx and requires it RUNNING under this
-// session's lease, renewing the lease with the same statement. It returns
-// the run as read.
+// guard requires the run RUNNING under this session's lease (owner and
+// fencing generation) and renews the lease, in one compare-and-set
+// statement with extra's changes. Only when the statement matches nothing is
+// the run read, to say why. It returns the run as the session knows it.
 func (s *session) guard(tx Tx, extra RunUpdate) (Run, error) {
-	run, err := tx.RunGet(s.runID)
-	if err != nil {
-		return run, err
-	}
-	if run.Status != RunRunning {
-		return run, fmt.Errorf("%w: run %s is %s", ErrRunState, s.runID, run.Status)
-	}
-	if run.LeaseOwner != s.lease.owner || run.Generation != s.lease.generation() {
-		s.lease.markLost()
-		return run, ErrLeaseLost
-	}
 	exp := s.lease.expiry()
+	gen := s.lease.generation()
+	extra.AddActive += s.pendingActive
 	extra.ID = s.runID
 	extra.From = []RunStatus{RunRunning}
 	extra.CheckLease = true
 	extra.Owner = s.lease.owner
-	extra.Generation = run.Generation
+	extra.Generation = gen
 	if extra.Status == "" || extra.Status == RunRunning {
 		extra.SetLease = true
 		extra.LeaseOwner = s.lease.owner
 		extra.LeaseExpiresAt = exp
 	}
 	if err := tx.RunUpdate(extra); err != nil {
+		if !errors.Is(err, ErrRunState) {
+			return s.run, err
+		}
+		run, rerr := tx.RunGet(s.runID)
+		if rerr != nil {
+			return s.run, rerr
+		}
+		if run.Status != RunRunning {
+			return run, fmt.Errorf("%w: run %s is %s", ErrRunState, s.runID, run.Status)
+		}
+		if run.LeaseOwner != s.lease.owner || run.Generation != gen {
+			s.lease.markLost()
+			return run, ErrLeaseLost
+		}
 		return run, err
 	}
+	run := s.run
 	if extra.SetLease {
 		run.LeaseExpiresAt = exp
 	}
 	return run, nil
+}
+
+// fence names this session's lease for a step write that must still hold it.
+func (s *session) fence() RunFence {
+	return RunFence{RunID: s.runID, Owner: s.lease.owner, Generation: s.lease.generation()}
 }
 
 // requireLive refuses to start a side effect unless the lease is held and
@@ -172,6 +249,11 @@ func (s *session) close() {
 		return
 	}
 	s.closed = true
+	if s.deferred != nil && !s.lease.isLost() {
+		ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+		_ = s.flush(ctx)
+		cancel()
+	}
 	s.lease.halt()
 	if !s.lease.isLost() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -198,6 +280,8 @@ func (s *session) load(ctx context.Context) error {
 		return err
 	}
 	s.steps, s.approvals, s.loaded = steps, apps, true
+	s.stepVer = nil
+	s.changedApprovals()
 	return nil
 }
 
@@ -229,8 +313,55 @@ func (s *session) refresh(ctx context.Context) (Run, error) {
 	return run, nil
 }
 
-// stepAt returns the cached step at position i.
-func (s *session) step(i int) *Step { return &s.steps[i] }
+// step returns the cached step at position i for reading or changing: its
+// version is bumped so the consumers' mirrors copy it again.
+func (s *session) step(i int) *Step {
+	for len(s.stepVer) < len(s.steps) {
+		s.stepVer = append(s.stepVer, 1)
+	}
+	s.stepVer[i]++
+	return &s.steps[i]
+}
+
+// mirror is one consumer's copies of the run's steps and approvals.
+type mirror struct {
+	steps        []Step
+	ver          []uint64
+	approvals    []Approval
+	approvalsVer uint64
+}
+
+// sync brings the first n steps of m (and its approvals) up to date with
+// the cache, copying only what changed.
+func (s *session) sync(m *mirror, n int) {
+	for len(s.stepVer) < len(s.steps) {
+		s.stepVer = append(s.stepVer, 1)
+	}
+	if n > len(s.steps) {
+		n = len(s.steps)
+	}
+	for i := 0; i < n; i++ {
+		if i >= len(m.steps) {
+			m.steps = append(m.steps, copyStep(s.steps[i]))
+			m.ver = append(m.ver, s.stepVer[i])
+			continue
+		}
+		if m.ver[i] != s.stepVer[i] {
+			m.steps[i] = copyStep(s.steps[i])
+			m.ver[i] = s.stepVer[i]
+		}
+	}
+	if len(m.steps) > len(s.steps) {
+		m.steps, m.ver = m.steps[:len(s.steps)], m.ver[:len(s.steps)]
+	}
+	if m.approvalsVer != s.approvalsVer || len(m.approvals) != len(s.approvals) {
+		m.approvals = copyApprovals(s.approvals)
+		m.approvalsVer = s.approvalsVer
+	}
+}
+
+// changedApprovals marks the cached approvals changed.
+func (s *session) changedApprovals() { s.approvalsVer++ }
 
 // view builds a policy's or reconciler's copy of the run before step index
 // upto (-1: all steps).
@@ -240,26 +371,34 @@ func (s *session) view(run Run, upto int) RunView {
 	if upto >= 0 && upto < n {
 		n = upto
 	}
+	s.sync(&s.policyView, n)
 	if n > 0 {
-		v.Steps = copySteps(s.steps[:n])
+		v.Steps = s.policyView.steps[:n:n]
 	}
 	if len(s.approvals) > 0 {
-		v.Approvals = copyApprovals(s.approvals)
+		a := s.policyView.approvals
+		v.Approvals = a[:len(a):len(a)]
 	}
 	return v
 }
 
 // input builds an agent's copy of the run for the step at position i.
 func (s *session) input(run Run, i int) StepInput {
-	in := StepInput{Run: copyRun(run), Tools: make([]ToolSpec, len(s.e.specs))}
+	s.sync(&s.agentView, i)
+	if s.agentTools == nil {
+		// The agent's own copy of the registered specs, made once per session.
+		s.agentTools = make([]ToolSpec, len(s.e.specs))
+		for j, sp := range s.e.specs {
+			s.agentTools[j] = copySpec(sp)
+		}
+	}
+	in := StepInput{Run: copyRun(run), Tools: s.agentTools[:len(s.agentTools):len(s.agentTools)]}
 	if i > 0 {
-		in.Steps = copySteps(s.steps[:i])
+		in.Steps = s.agentView.steps[:i:i]
 	}
 	if len(s.approvals) > 0 {
-		in.Approvals = copyApprovals(s.approvals)
-	}
-	for j, sp := range s.e.specs {
-		in.Tools[j] = copySpec(sp)
+		a := s.agentView.approvals
+		in.Approvals = a[:len(a):len(a)]
 	}
 	return in
 }
@@ -276,21 +415,52 @@ func copyRun(r Run) Run {
 	return r
 }
 
+// copyStep is a deep copy of a step in two allocations: one for the
+// decision, policy and observation structs, one for all their raw bytes
+// (each cut with its capacity, so an append by a consumer cannot reach the
+// next value).
 func copyStep(st Step) Step {
+	if st.Decision == nil && st.Policy == nil && st.Observation == nil {
+		return st
+	}
+	n := 0
+	if d := st.Decision; d != nil {
+		n += len(d.Args) + len(d.Result)
+	}
+	if p := st.Policy; p != nil {
+		n += len(p.Capability) + len(p.Presentation)
+	}
+	if o := st.Observation; o != nil {
+		n += len(o.Content)
+	}
+	buf := make([]byte, 0, n)
+	raw := func(r json.RawMessage) json.RawMessage {
+		if r == nil {
+			return nil
+		}
+		start := len(buf)
+		buf = append(buf, r...)
+		return json.RawMessage(buf[start:len(buf):len(buf)])
+	}
+	box := new(struct {
+		d Decision
+		p PolicyDecision
+		o Observation
+	})
 	if st.Decision != nil {
-		d := *st.Decision
-		d.Args = copyRaw(d.Args)
-		d.Result = copyRaw(d.Result)
-		st.Decision = &d
+		box.d = *st.Decision
+		box.d.Args, box.d.Result = raw(box.d.Args), raw(box.d.Result)
+		st.Decision = &box.d
 	}
 	if st.Policy != nil {
-		p := copyPolicy(*st.Policy)
-		st.Policy = &p
+		box.p = *st.Policy
+		box.p.Capability, box.p.Presentation = raw(box.p.Capability), raw(box.p.Presentation)
+		st.Policy = &box.p
 	}
 	if st.Observation != nil {
-		o := *st.Observation
-		o.Content = copyRaw(o.Content)
-		st.Observation = &o
+		box.o = *st.Observation
+		box.o.Content = raw(box.o.Content)
+		st.Observation = &box.o
 	}
 	return st
 }
@@ -331,10 +501,34 @@ func copyApprovals(in []Approval) []Approval {
 }
 
 // stored returns v as a fresh load of its stored JSON would: the cache holds
-// exactly what the store holds.
+// exactly what the store holds. Decisions, policy decisions and
+// observations are normalised directly (raw JSON compacted and HTML-escaped,
+// invalid UTF-8 in strings replaced byte by byte, as encoding/json writes
+// them); other types go through an encode and decode.
 func stored[T any](v *T) (*T, error) {
 	if v == nil {
 		return nil, nil
+	}
+	switch x := any(v).(type) {
+	case *Decision:
+		d := *x
+		d.Tool, d.Reason, d.Message = jsonString(d.Tool), jsonString(d.Reason), jsonString(d.Message)
+		d.InvalidArgs, d.InvalidResult = jsonString(d.InvalidArgs), jsonString(d.InvalidResult)
+		d.Kind = DecisionKind(jsonString(string(d.Kind)))
+		d.Args, d.Result = storedRaw(d.Args), storedRaw(d.Result)
+		return any(&d).(*T), nil
+	case *PolicyDecision:
+		p := *x
+		p.Reason, p.Kind = jsonString(p.Reason), jsonString(p.Kind)
+		p.Outcome = PolicyOutcome(jsonString(string(p.Outcome)))
+		p.Capability, p.Presentation = storedRaw(p.Capability), storedRaw(p.Presentation)
+		return any(&p).(*T), nil
+	case *Observation:
+		o := *x
+		o.Summary, o.ContentHash = jsonString(o.Summary), jsonString(o.ContentHash)
+		o.Kind = ObservationKind(jsonString(string(o.Kind)))
+		o.Content = storedRaw(o.Content)
+		return any(&o).(*T), nil
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -345,6 +539,84 @@ func stored[T any](v *T) (*T, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// jsonString is s as it decodes after encoding/json wrote it: each byte of
+// invalid UTF-8 becomes U+FFFD.
+func jsonString(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// storedRaw is raw JSON as encoding/json stores a RawMessage: compacted,
+// with <, >, & and U+2028/U+2029 escaped. The input is valid JSON (checked
+// where it entered). The result never shares memory with the input.
+func storedRaw(r json.RawMessage) json.RawMessage {
+	if len(r) == 0 {
+		return r
+	}
+	clean := true
+	for i, c := range r {
+		switch c {
+		case ' ', '\t', '\n', '\r', '<', '>', '&':
+			clean = false
+		case 0xE2:
+			if i+2 < len(r) && r[i+1] == 0x80 && r[i+2]&^1 == 0xA8 {
+				clean = false
+			}
+		}
+		if !clean {
+			break
+		}
+	}
+	if clean {
+		return append(json.RawMessage(nil), r...)
+	}
+	const hexd = "0123456789abcdef"
+	out := make(json.RawMessage, 0, len(r)+16)
+	inStr, esc := false, false
+	for i := 0; i < len(r); i++ {
+		c := r[i]
+		if !inStr {
+			switch c {
+			case ' ', '\t', '\n', '\r':
+				continue
+			case '"':
+				inStr = true
+			}
+			out = append(out, c)
+			continue
+		}
+		switch {
+		case esc:
+			esc = false
+		case c == '\\':
+			esc = true
+		case c == '"':
+			inStr = false
+		case c == '<' || c == '>' || c == '&':
+			out = append(out, '\\', 'u', '0', '0', hexd[c>>4], hexd[c&0xF])
+			continue
+		case c == 0xE2 && i+2 < len(r) && r[i+1] == 0x80 && r[i+2]&^1 == 0xA8:
+			out = append(out, '\\', 'u', '2', '0', '2', hexd[r[i+2]&0xF])
+			i += 2
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // errEnded marks a session that is over because the run paused or ended.

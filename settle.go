@@ -257,6 +257,7 @@ func (s *session) pause(ctx context.Context, tool *regTool, req ToolRequest, pd 
 	}
 	ca, _ := stored(&a)
 	s.approvals = append(s.approvals, *ca)
+	s.changedApprovals()
 	s.run = before
 	s.run.Status = RunWaiting
 	s.run.LeaseOwner, s.run.LeaseExpiresAt = "", time.Time{}
@@ -310,6 +311,8 @@ func (s *session) enter(ctx context.Context, resumed any, fn func(tx Tx, now tim
 			BumpGeneration: true}); err != nil {
 			return err
 		}
+		// Writes later in this transaction are fenced by the new lease.
+		s.lease.held(gen, exp)
 		if err := event(tx, s.runID, "", now, EventRunResumed, resumed); err != nil {
 			return err
 		}

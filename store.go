@@ -131,6 +131,16 @@ type StepUpdate struct {
 	FinishedAt   time.Time
 	SpecHash     string
 	PolicyID     string
+	// Fence, when its RunID is set, also requires the run RUNNING under
+	// this lease owner and fencing generation, in the same statement.
+	Fence RunFence
+}
+
+// RunFence names the lease a write must still hold.
+type RunFence struct {
+	RunID      string
+	Owner      string
+	Generation int64
 }
 
 // ApprovalDecide is a compare-and-set on an approval: status must be From

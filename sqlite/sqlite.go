@@ -82,7 +82,9 @@ var dialect = sqlstore.Dialect{
 	Name:               "sqlite",
 	InsertIgnorePrefix: "INSERT OR IGNORE INTO",
 	Begin:              "BEGIN IMMEDIATE",
-	Busy:               isBusy,
+	HeadQuery: `SELECT (SELECT seq FROM events ORDER BY seq DESC LIMIT 1), (SELECT hash FROM events ORDER BY seq DESC LIMIT 1),
+		(SELECT seq FROM sqlite_sequence WHERE name = 'events')`,
+	Busy: isBusy,
 }
 
 func isBusy(err error) bool {

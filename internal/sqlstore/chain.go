@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"strconv"
 
 	agentrt "github.com/agentrt/agentrt"
@@ -19,59 +18,50 @@ import (
 // payload as stored. Hashing the payload's digest rather than its bytes lets
 // retention drop a payload later and keep the chain verifiable.
 
-func netstring(h hash.Hash, b []byte) {
-	var num [20]byte
-	h.Write(strconv.AppendInt(num[:0], int64(len(b)), 10))
-	h.Write([]byte{':'})
-	h.Write(b)
-	h.Write([]byte{','})
+func appendNetstring(buf []byte, b string) []byte {
+	buf = strconv.AppendInt(buf, int64(len(b)), 10)
+	buf = append(buf, ':')
+	buf = append(buf, b...)
+	return append(buf, ',')
 }
 
 // eventHash computes an event's chain hash from its stored fields.
-func eventHash(prev string, seq int64, runID, stepID, at, typ string, payloadDigest []byte) string {
-	h := sha256.New()
-	netstring(h, []byte(prev))
+func eventHash(prev string, seq int64, runID, stepID, at, typ string, payloadDigest *[32]byte) string {
+	var stack [512]byte
+	buf := stack[:0]
+	buf = appendNetstring(buf, prev)
 	var num [20]byte
-	netstring(h, strconv.AppendInt(num[:0], seq, 10))
-	netstring(h, []byte(runID))
-	netstring(h, []byte(stepID))
-	netstring(h, []byte(at))
-	netstring(h, []byte(typ))
+	buf = appendNetstring(buf, string(strconv.AppendInt(num[:0], seq, 10)))
+	buf = appendNetstring(buf, runID)
+	buf = appendNetstring(buf, stepID)
+	buf = appendNetstring(buf, at)
+	buf = appendNetstring(buf, typ)
 	var hexd [64]byte
-	hex.Encode(hexd[:], payloadDigest)
-	netstring(h, hexd[:])
-	var sum [32]byte
-	return hex.EncodeToString(h.Sum(sum[:0]))
-}
-
-func payloadDigest(p []byte) []byte {
-	s := sha256.Sum256(p)
-	return s[:]
+	hex.Encode(hexd[:], payloadDigest[:])
+	buf = appendNetstring(buf, string(hexd[:]))
+	sum := sha256.Sum256(buf)
+	return hex.EncodeToString(sum[:])
 }
 
 func (t *tx) readHead() error {
 	if t.headRead {
 		return nil
 	}
-	var seq sql.NullInt64
+	// One statement reads the head and, on SQLite, the highest seq ever
+	// used: a seq is never reused, so a deleted tail leaves a gap the
+	// verifier reports.
+	var seq, used sql.NullInt64
 	var h sql.NullString
-	err := t.queryRow("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").Scan(&seq, &h)
+	err := t.queryRow(t.s.d.HeadQuery).Scan(&seq, &h, &used)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
 	t.headSeq, t.headHash = seq.Int64, h.String
-	// Never reuse a seq: a deleted tail leaves a gap the verifier reports.
-	if t.s.d.Name == "sqlite" {
-		var used sql.NullInt64
-		err := t.queryRow("SELECT seq FROM sqlite_sequence WHERE name = 'events'").Scan(&used)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		if used.Int64 > t.headSeq {
-			t.headSeq = used.Int64
-		}
+	if used.Int64 > t.headSeq {
+		t.headSeq = used.Int64
 	}
 	t.headRead = true
+	t.headTrusted = true
 	return nil
 }
 
@@ -83,19 +73,45 @@ func (t *tx) EventAppend(e agentrt.Event) (agentrt.Event, error) {
 	if len(payload) == 0 {
 		payload = []byte("{}")
 	}
-	seq := t.headSeq + 1
-	at := timeText(e.At)
-	h := eventHash(t.headHash, seq, e.RunID, e.StepID, at, string(e.Type), payloadDigest(payload))
-	if _, err := t.exec(`INSERT INTO events (seq, run_id, step_id, at, type, payload_json, hash)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, seq, e.RunID, e.StepID, at, string(e.Type), string(payload), h); err != nil {
-		return agentrt.Event{}, err
+	at := t.timeText(e.At)
+	digest := sha256.Sum256(payload)
+	for {
+		seq := t.headSeq + 1
+		h := eventHash(t.headHash, seq, e.RunID, e.StepID, at, string(e.Type), &digest)
+		if t.headTrusted {
+			if _, err := t.exec(insertEvent, seq, e.RunID, e.StepID, at, string(e.Type), string(payload), h); err != nil {
+				return agentrt.Event{}, err
+			}
+		} else {
+			// The head came from the store's memory of its last commit: the
+			// insert applies only if no other writer moved the chain since.
+			res, err := t.exec(insertEventIfHead, seq, e.RunID, e.StepID, at, string(e.Type), string(payload), h, t.headSeq)
+			if err != nil {
+				return agentrt.Event{}, err
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return agentrt.Event{}, err
+			} else if n != 1 {
+				t.headRead = false
+				if err := t.readHead(); err != nil {
+					return agentrt.Event{}, err
+				}
+				continue
+			}
+			t.headTrusted = true
+		}
+		t.headSeq, t.headHash = seq, h
+		e.Seq = seq
+		e.Payload = payload
+		t.events = append(t.events, e)
+		return e, nil
 	}
-	t.headSeq, t.headHash = seq, h
-	e.Seq = seq
-	e.Payload = payload
-	t.events = append(t.events, e)
-	return e, nil
 }
+
+const insertEvent = `INSERT INTO events (seq, run_id, step_id, at, type, payload_json, hash) VALUES (?, ?, ?, ?, ?, ?, ?)`
+
+const insertEventIfHead = `INSERT INTO events (seq, run_id, step_id, at, type, payload_json, hash)
+	SELECT ?, ?, ?, ?, ?, ?, ? WHERE COALESCE((SELECT seq FROM events ORDER BY seq DESC LIMIT 1), 0) = ?`
 
 // ChainHead returns the newest event's seq and hash.
 func (s *Store) ChainHead(ctx context.Context) (int64, string, error) {
@@ -192,18 +208,18 @@ func (s *Store) VerifyEvents(ctx context.Context, from, to int64) (agentrt.Verif
 				rows.Close()
 				return brk("an event field is longer than any the runtime writes", "", ""), nil
 			}
-			var digest []byte
+			var digest [32]byte
 			if payload != nil {
-				digest = payloadDigest(payload)
+				digest = sha256.Sum256(payload)
 			} else {
 				d, err := s.streamDigest(ctx, seq, lPayload)
 				if err != nil {
 					rows.Close()
 					return rep, err
 				}
-				digest = d
+				copy(digest[:], d)
 			}
-			want := eventHash(prev, seq, runID, stepID, at, typ, digest)
+			want := eventHash(prev, seq, runID, stepID, at, typ, &digest)
 			if want != stored {
 				rows.Close()
 				return brk("stored hash does not match the event's fields and the hash before it", want, stored), nil

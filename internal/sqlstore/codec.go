@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+	"unsafe"
 )
 
 // timeText is the stored form of a time: RFC3339Nano in UTC, "" for zero.
@@ -32,7 +33,11 @@ func encodeJSON(v any) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("agentrt: value will not encode: %w", err)
 	}
-	return string(b), nil
+	if len(b) == 0 {
+		return "", nil
+	}
+	// b is never written again: share it rather than copy it.
+	return unsafe.String(&b[0], len(b)), nil
 }
 
 func truncate(s string, n int) string {

@@ -24,6 +24,9 @@ type Dialect struct {
 	InsertIgnoreSuffix string // e.g. " ON CONFLICT DO NOTHING"
 	// Begin starts a write transaction that takes the write lock at once.
 	Begin string
+	// HeadQuery reads the chain head: seq, hash, and the highest seq ever
+	// used (NULL where the engine does not track it).
+	HeadQuery string
 	// Busy reports whether err means the database was locked.
 	Busy func(error) bool
 }
@@ -69,6 +72,33 @@ type Store struct {
 
 	readOnly bool
 	closeFn  func() error
+
+	// The chain head as of this store's last commit; only the group commit
+	// leader touches it.
+	headKnown bool
+	headSeq   int64
+	headHash  string
+	evbuf     []agentrt.Event
+
+	stats struct {
+		sync.Mutex
+		Stats
+	}
+}
+
+// Stats counts the writer's work: Commits is synced transactions, Updates
+// the Update calls they carried (more Updates than Commits is group commit
+// at work).
+type Stats struct {
+	Commits int64
+	Updates int64
+}
+
+// Stats returns the counts so far.
+func (s *Store) Stats() Stats {
+	s.stats.Lock()
+	defer s.stats.Unlock()
+	return s.stats.Stats
 }
 
 // Options configure New.
@@ -199,9 +229,14 @@ func (s *Store) commit(batch []*request) {
 		}
 		s.wconn = c
 	}
-	c := s.wconn
 	exec := func(q string) error {
-		_, err := c.ExecContext(ctx, q)
+		// BEGIN, COMMIT and ROLLBACK are prepared once on the writer's
+		// connection like every other statement.
+		st, err := s.stmt(q)
+		if err != nil {
+			return err
+		}
+		_, err = st.ExecContext(ctx)
 		return err
 	}
 	var err error
@@ -220,7 +255,13 @@ func (s *Store) commit(batch []*request) {
 		exec("ROLLBACK")
 		fail(err)
 	}
-	t := &tx{s: s}
+	t := &tx{s: s, headRead: s.headKnown, headSeq: s.headSeq, headHash: s.headHash, events: s.evbuf[:0]}
+	defer func() {
+		// Keep the buffer for the next commit; take copied what callers keep.
+		clear(t.events)
+		s.evbuf = t.events[:0]
+	}()
+	s.headKnown = false // until this transaction's outcome is known
 	shared := len(batch) > 1
 	for i, r := range batch {
 		if shared {
@@ -254,7 +295,13 @@ func (s *Store) commit(batch []*request) {
 	}
 	if err := exec("COMMIT"); err != nil {
 		abort(fmt.Errorf("agentrt: commit: %w", err))
+		return
 	}
+	s.stats.Lock()
+	s.stats.Commits++
+	s.stats.Updates += int64(len(batch))
+	s.stats.Unlock()
+	s.headKnown, s.headSeq, s.headHash = t.headRead, t.headSeq, t.headHash
 }
 
 func runFn(fn func(agentrt.Tx) error, t *tx) (err error, p any) {

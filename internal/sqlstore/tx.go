@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	agentrt "github.com/agentrt/agentrt"
 )
@@ -14,26 +16,46 @@ type tx struct {
 	s *Store
 
 	events []agentrt.Event
-	// chain head, read once per transaction
-	headRead bool
-	headSeq  int64
-	headHash string
+	// The chain head: known from the store's last commit or read in this
+	// transaction. headTrusted means it was checked under this
+	// transaction's write lock.
+	headRead    bool
+	headTrusted bool
+	headSeq     int64
+	headHash    string
+
+	// The last time formatted: a transaction writes one time to many rows.
+	lastTime time.Time
+	lastText string
+}
+
+// timeText formats t, reusing the text of the last time formatted.
+func (t *tx) timeText(at time.Time) string {
+	if at.IsZero() {
+		return ""
+	}
+	if t.lastText != "" && at.Equal(t.lastTime) {
+		return t.lastText
+	}
+	t.lastTime, t.lastText = at, timeText(at)
+	return t.lastText
 }
 
 type txMark struct {
-	events   int
-	headRead bool
-	headSeq  int64
-	headHash string
+	events      int
+	headRead    bool
+	headTrusted bool
+	headSeq     int64
+	headHash    string
 }
 
 func (t *tx) mark() txMark {
-	return txMark{events: len(t.events), headRead: t.headRead, headSeq: t.headSeq, headHash: t.headHash}
+	return txMark{events: len(t.events), headRead: t.headRead, headTrusted: t.headTrusted, headSeq: t.headSeq, headHash: t.headHash}
 }
 
 func (t *tx) reset(m txMark) {
 	t.events = t.events[:m.events]
-	t.headRead, t.headSeq, t.headHash = m.headRead, m.headSeq, m.headHash
+	t.headRead, t.headTrusted, t.headSeq, t.headHash = m.headRead, m.headTrusted, m.headSeq, m.headHash
 }
 
 func (t *tx) take(m txMark) []agentrt.Event {
@@ -86,8 +108,8 @@ func (t *tx) RunInsert(r agentrt.Run) error {
 		created_at, started_at, finished_at, result_json, lease_owner, lease_expires_at, generation)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Goal, string(r.Status), string(r.Reason), r.ReasonDetail, limits, r.StepCount,
-		timeText(r.CreatedAt), timeText(r.StartedAt), timeText(r.FinishedAt), string(r.Result),
-		r.LeaseOwner, timeText(r.LeaseExpiresAt), r.Generation)
+		t.timeText(r.CreatedAt), t.timeText(r.StartedAt), t.timeText(r.FinishedAt), string(r.Result),
+		r.LeaseOwner, t.timeText(r.LeaseExpiresAt), r.Generation)
 	if err != nil && isConstraint(err) {
 		return fmt.Errorf("%w: run %s already exists", agentrt.ErrRunState, r.ID)
 	}
@@ -99,15 +121,48 @@ func isConstraint(err error) bool {
 	return strings.Contains(s, "UNIQUE") || strings.Contains(s, "unique") || strings.Contains(s, "constraint")
 }
 
+// queries caches the SQL text of dynamic updates by the shape of the
+// update. A plain map: looking up string(key) does not allocate.
+var queries = struct {
+	sync.RWMutex
+	m map[string]string
+}{m: map[string]string{}}
+
+func queryFor(key []byte) (string, bool) {
+	queries.RLock()
+	q, ok := queries.m[string(key)]
+	queries.RUnlock()
+	return q, ok
+}
+
+func storeQuery(key []byte, q string) {
+	queries.Lock()
+	queries.m[string(key)] = q
+	queries.Unlock()
+}
+
 func (t *tx) RunUpdate(p agentrt.RunUpdate) error {
-	var set []string
-	var args []any
+	// The shape of the statement, one byte per optional clause.
+	var keyBuf [24]byte
+	key := append(keyBuf[:0], 'r',
+		flag(p.Status != ""), flag(p.Reason != ""), flag(len(p.Result) > 0), flag(!p.StartedAt.IsZero()),
+		flag(!p.FinishedAt.IsZero()), flag(p.SetLease), flag(p.BumpGeneration), flag(p.IncStepCount),
+		flag(p.AddActive > 0), flag(p.AddCalls > 0), flag(p.AddUsage.InputTokens > 0), flag(p.AddUsage.OutputTokens > 0),
+		flag(p.AddUsage.CachedInputTokens > 0), flag(p.AddCost > 0), byte('0'+len(p.From)), flag(p.CheckLease), flag(p.CheckStepCount))
+	args := make([]any, 0, 16)
+	cachedQ, cached := queryFor(key)
+	var set []string // built only the first time a shape is seen
+	cols := func(col string) {
+		if !cached {
+			set = append(set, col)
+		}
+	}
 	add := func(col string, v any) {
-		set = append(set, col)
+		cols(col)
 		args = append(args, v)
 	}
 	addSat := func(col string, v int64) {
-		set = append(set, col+" = "+satAdd(col))
+		cols(col + " = " + satAdd(col))
 		args = append(args, v, v)
 	}
 	if p.Status != "" {
@@ -121,20 +176,20 @@ func (t *tx) RunUpdate(p agentrt.RunUpdate) error {
 		add("result_json = ?", string(p.Result))
 	}
 	if !p.StartedAt.IsZero() {
-		add("started_at = ?", timeText(p.StartedAt))
+		add("started_at = ?", t.timeText(p.StartedAt))
 	}
 	if !p.FinishedAt.IsZero() {
-		add("finished_at = ?", timeText(p.FinishedAt))
+		add("finished_at = ?", t.timeText(p.FinishedAt))
 	}
 	if p.SetLease {
 		add("lease_owner = ?", p.LeaseOwner)
-		add("lease_expires_at = ?", timeText(p.LeaseExpiresAt))
+		add("lease_expires_at = ?", t.timeText(p.LeaseExpiresAt))
 	}
 	if p.BumpGeneration {
-		set = append(set, "generation = generation + 1")
+		cols("generation = generation + 1")
 	}
 	if p.IncStepCount {
-		set = append(set, "step_count = step_count + 1")
+		cols("step_count = step_count + 1")
 	}
 	if p.AddActive > 0 {
 		addSat("active_ns", int64(p.AddActive))
@@ -154,30 +209,47 @@ func (t *tx) RunUpdate(p agentrt.RunUpdate) error {
 	if p.AddCost > 0 {
 		addSat("estimated_cost_micros", int64(p.AddCost))
 	}
-	if len(set) == 0 {
+	if !cached && len(set) == 0 {
 		return errors.New("agentrt: empty run update")
 	}
-	q := "UPDATE runs SET " + strings.Join(set, ", ") + " WHERE id = ?"
 	args = append(args, p.ID)
-	if len(p.From) > 0 {
-		q += " AND status IN (" + placeholders(len(p.From)) + ")"
-		for _, f := range p.From {
-			args = append(args, string(f))
-		}
+	for _, f := range p.From {
+		args = append(args, string(f))
 	}
 	if p.CheckLease {
-		q += " AND lease_owner = ? AND generation = ?"
 		args = append(args, p.Owner, p.Generation)
 	}
 	if p.CheckStepCount {
-		q += " AND step_count = ?"
 		args = append(args, p.StepCount)
+	}
+	var q string
+	if cached {
+		q = cachedQ
+	} else {
+		q = "UPDATE runs SET " + strings.Join(set, ", ") + " WHERE id = ?"
+		if len(p.From) > 0 {
+			q += " AND status IN (" + placeholders(len(p.From)) + ")"
+		}
+		if p.CheckLease {
+			q += " AND lease_owner = ? AND generation = ?"
+		}
+		if p.CheckStepCount {
+			q += " AND step_count = ?"
+		}
+		storeQuery(key, q)
 	}
 	res, err := t.exec(q, args...)
 	if err != nil {
 		return err
 	}
 	return oneRow(res, "run", p.ID)
+}
+
+func flag(b bool) byte {
+	if b {
+		return '1'
+	}
+	return '0'
 }
 
 // satAdd adds a non-negative parameter to col, saturating at the int64 maximum.
@@ -208,7 +280,7 @@ func (t *tx) StepInsert(st agentrt.Step) error {
 	_, err = t.exec(`INSERT INTO steps (id, run_id, idx, status, decision_json, policy_json, observation_json,
 		started_at, finished_at, spec_hash, policy_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		st.ID, st.RunID, st.Index, string(st.Status), dec, pol, obs,
-		timeText(st.StartedAt), timeText(st.FinishedAt), st.SpecHash, st.PolicyID)
+		t.timeText(st.StartedAt), t.timeText(st.FinishedAt), st.SpecHash, st.PolicyID)
 	if err != nil && isConstraint(err) {
 		return fmt.Errorf("%w: step %d of run %s already exists", agentrt.ErrRunState, st.Index, st.RunID)
 	}
@@ -235,15 +307,22 @@ func encodeStepCols(d *agentrt.Decision, p *agentrt.PolicyDecision, o *agentrt.O
 }
 
 func (t *tx) StepUpdate(p agentrt.StepUpdate) error {
-	var set []string
-	var args []any
-	add := func(col string, v any) {
-		set = append(set, col)
-		args = append(args, v)
-	}
 	dec, pol, obs, err := encodeStepCols(p.Decision, p.Policy, p.Observation)
 	if err != nil {
 		return err
+	}
+	var keyBuf [16]byte
+	key := append(keyBuf[:0], 's', flag(p.Status != ""), flag(p.Decision != nil), flag(p.Policy != nil),
+		flag(p.ClearOutcome), flag(p.Observation != nil), flag(!p.StartedAt.IsZero()), flag(!p.FinishedAt.IsZero()),
+		flag(p.SpecHash != ""), flag(p.PolicyID != ""), byte('0'+len(p.From)), flag(p.Fence.RunID != ""))
+	cachedQ, cached := queryFor(key)
+	var set []string
+	args := make([]any, 0, 12)
+	add := func(col string, v any) {
+		if !cached {
+			set = append(set, col)
+		}
+		args = append(args, v)
 	}
 	if p.Status != "" {
 		add("status = ?", string(p.Status))
@@ -254,17 +333,17 @@ func (t *tx) StepUpdate(p agentrt.StepUpdate) error {
 	if p.Policy != nil {
 		add("policy_json = ?", pol)
 	}
-	if p.ClearOutcome {
+	if p.ClearOutcome && !cached {
 		set = append(set, "observation_json = ''", "finished_at = ''", "policy_id = ''")
 	}
 	if p.Observation != nil {
 		add("observation_json = ?", obs)
 	}
 	if !p.StartedAt.IsZero() {
-		add("started_at = ?", timeText(p.StartedAt))
+		add("started_at = ?", t.timeText(p.StartedAt))
 	}
 	if !p.FinishedAt.IsZero() {
-		add("finished_at = ?", timeText(p.FinishedAt))
+		add("finished_at = ?", t.timeText(p.FinishedAt))
 	}
 	if p.SpecHash != "" {
 		add("spec_hash = ?", p.SpecHash)
@@ -272,16 +351,28 @@ func (t *tx) StepUpdate(p agentrt.StepUpdate) error {
 	if p.PolicyID != "" {
 		add("policy_id = ?", p.PolicyID)
 	}
-	if len(set) == 0 {
+	if !cached && len(set) == 0 {
 		return errors.New("agentrt: empty step update")
 	}
-	q := "UPDATE steps SET " + strings.Join(set, ", ") + " WHERE id = ?"
 	args = append(args, p.ID)
-	if len(p.From) > 0 {
-		q += " AND status IN (" + placeholders(len(p.From)) + ")"
-		for _, f := range p.From {
-			args = append(args, string(f))
+	for _, f := range p.From {
+		args = append(args, string(f))
+	}
+	if p.Fence.RunID != "" {
+		args = append(args, p.Fence.RunID, string(agentrt.RunRunning), p.Fence.Owner, p.Fence.Generation)
+	}
+	var q string
+	if cached {
+		q = cachedQ
+	} else {
+		q = "UPDATE steps SET " + strings.Join(set, ", ") + " WHERE id = ?"
+		if len(p.From) > 0 {
+			q += " AND status IN (" + placeholders(len(p.From)) + ")"
 		}
+		if p.Fence.RunID != "" {
+			q += " AND EXISTS (SELECT 1 FROM runs WHERE id = ? AND status = ? AND lease_owner = ? AND generation = ?)"
+		}
+		storeQuery(key, q)
 	}
 	res, err := t.exec(q, args...)
 	if err != nil {
@@ -307,7 +398,7 @@ func (t *tx) ApprovalInsert(a agentrt.Approval) error {
 		request_json, hash, status, created_at, expires_at, decided_at, decided_by, note)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		a.ID, a.RunID, a.StepID, a.Kind, string(a.Capability), string(a.Presentation), req, a.Hash,
-		string(a.Status), timeText(a.CreatedAt), timeText(a.ExpiresAt), timeText(a.DecidedAt), a.DecidedBy, a.Note)
+		string(a.Status), t.timeText(a.CreatedAt), t.timeText(a.ExpiresAt), t.timeText(a.DecidedAt), a.DecidedBy, a.Note)
 	return err
 }
 
@@ -326,7 +417,7 @@ func (t *tx) ApprovalList(runID string) ([]agentrt.Approval, error) {
 func (t *tx) ApprovalDecide(p agentrt.ApprovalDecide) error {
 	q := `UPDATE approvals SET status = ?, decided_at = ?, decided_by = ?, note = ?
 		WHERE id = ? AND run_id = ? AND status = ?`
-	args := []any{string(p.Status), timeText(p.DecidedAt), p.DecidedBy, p.Note, p.ID, p.RunID, string(p.From)}
+	args := []any{string(p.Status), t.timeText(p.DecidedAt), p.DecidedBy, p.Note, p.ID, p.RunID, string(p.From)}
 	if p.Hash != "" {
 		q += " AND hash = ?"
 		args = append(args, p.Hash)
@@ -344,7 +435,7 @@ func (t *tx) ModelCallInsert(c agentrt.ModelCall) error {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.ID, c.RunID, c.StepID, c.Attempt, string(c.Status), c.Model, c.Usage.InputTokens,
 		c.Usage.OutputTokens, c.Usage.CachedInputTokens, int64(c.Cost), int64(c.Latency), c.Error,
-		timeText(c.DispatchedAt), timeText(c.CompletedAt))
+		t.timeText(c.DispatchedAt), t.timeText(c.CompletedAt))
 	return err
 }
 
@@ -353,7 +444,7 @@ func (t *tx) ModelCallFinish(p agentrt.ModelCallFinish) error {
 		cached_input_tokens = ?, cost_micros = ?, latency_ns = ?, error = ?, completed_at = ?
 		WHERE id = ? AND status = ?`,
 		string(p.Status), p.Usage.InputTokens, p.Usage.OutputTokens, p.Usage.CachedInputTokens,
-		int64(p.Cost), int64(p.Latency), p.Error, timeText(p.CompletedAt), p.ID, string(agentrt.ModelDispatched))
+		int64(p.Cost), int64(p.Latency), p.Error, t.timeText(p.CompletedAt), p.ID, string(agentrt.ModelDispatched))
 	if err != nil {
 		return err
 	}
