@@ -39,7 +39,9 @@ func TestStore_Conformance(t *testing.T) {
 }
 
 // raw opens a plain handle on the file, as another program would.
-func raw(t *testing.T, path string) *sql.DB {
+func raw(t *testing.T, path string) *sql.DB { return rawB(t, path) }
+
+func rawB(t testing.TB, path string) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
 	if err != nil {
