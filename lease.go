@@ -80,14 +80,16 @@ func (l *lease) start() {
 		l.mu.Unlock()
 		return
 	}
-	l.stop = make(chan struct{})
-	l.done = make(chan struct{})
+	stop, done := make(chan struct{}), make(chan struct{})
+	l.stop, l.done = stop, done
 	l.mu.Unlock()
-	go l.beat()
+	go l.beat(stop, done)
 }
 
-func (l *lease) beat() {
-	defer close(l.done)
+// beat renews the lease until stop closes; it owns its channels, so halt
+// may clear the lease's fields while it runs.
+func (l *lease) beat(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
 	every := l.ttl / 3
 	if every <= 0 {
 		every = time.Millisecond
@@ -96,7 +98,7 @@ func (l *lease) beat() {
 	defer t.Stop()
 	for {
 		select {
-		case <-l.stop:
+		case <-stop:
 			return
 		case <-t.C:
 		}
