@@ -187,4 +187,7 @@ type ModelConfig struct {
 	// MaxRetryAfter bounds a provider's Retry-After; a longer one fails the
 	// call. Zero means DefaultMaxRetryAfter.
 	MaxRetryAfter time.Duration
+
+	// sleep, when set by a test, replaces the wait between attempts.
+	sleep func(ctx context.Context, d time.Duration) error
 }

@@ -1,0 +1,183 @@
+package cli
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/trace"
+	"github.com/agentrt/agentrt/view"
+)
+
+var approveCommand = &command{
+	name:    "approve",
+	summary: "show a waiting approval, then grant it",
+	usage:   "<run> [-approval ID | -yes] [-by WHO] [-note TEXT]",
+	run:     func(e *env, g *global, c *command, args []string) int { return runDecide(e, g, c, args, true) },
+}
+
+// decideFlags are approve's and reject's flags.
+type decideFlags struct {
+	approval string
+	yes      bool
+	by       string
+	note     string
+}
+
+// runDecide is approve and reject: print the approval the operator means,
+// read whole, make sure they meant it, then decide bound to the hash of
+// what was printed.
+func runDecide(e *env, g *global, c *command, args []string, approve bool) int {
+	fs := e.flags(c, g)
+	var f decideFlags
+	fs.StringVar(&f.approval, "approval", "", "the approval to decide; naming it is the confirmation")
+	fs.BoolVar(&f.yes, "yes", false, "decide the run's only pending approval without asking")
+	fs.StringVar(&f.by, "by", "", "a label for who decided, recorded as given (default $USER)")
+	fs.StringVar(&f.note, "note", "", "a note recorded with the decision")
+	pos, code, ok := e.parse(c, fs, args)
+	if !ok {
+		return code
+	}
+	runID, code := e.runArg(c, pos)
+	if code != ExitOK {
+		return code
+	}
+	byGiven := false
+	fs.Visit(func(fl *flag.Flag) {
+		if fl.Name == "by" {
+			byGiven = true
+		}
+	})
+	if f.approval != "" {
+		if msg := checkID("-approval", f.approval); msg != "" {
+			return e.usageError(c, msg)
+		}
+	}
+	if !byGiven {
+		f.by = e.getenv("USER")
+	}
+	if f.by == "" {
+		return e.usageError(c, "no one to record as deciding: pass -by WHO (a label, recorded as given) or set USER")
+	}
+	ask := f.approval == "" && !f.yes
+	if ask && g.json {
+		return e.usageError(c, "with -json agentrt never asks; pass -approval ID or -yes")
+	}
+	if ask && !e.interactive(e.stdin) {
+		return e.usageError(c, "stdin is not a terminal, so agentrt will not ask and will not guess; read the approval with 'agentrt show', then pass -approval ID or -yes")
+	}
+	path, code := g.requireDB(e, c)
+	if code != ExitOK {
+		return code
+	}
+	st, code := e.open(path, false)
+	if code != ExitOK {
+		return code
+	}
+	defer st.Close()
+
+	ctx := background()
+	a, err := view.PendingApproval(ctx, st, runID, f.approval)
+	if err != nil {
+		return e.selectError(runID, f.approval, err)
+	}
+	// The hash of what is printed, computed from the fields printed; a
+	// record whose stored hash disagrees was altered and is not decided.
+	shown, herr := agentrt.ApprovalHash(a.Kind, a.Capability, a.Presentation, a.Request)
+	p := &printer{w: e.stdout}
+	if !g.json {
+		writeApproval(p, a, blockOptions{})
+		if p.err != nil {
+			return e.done(p, ExitFailure)
+		}
+	}
+	if herr != nil || shown != a.Hash {
+		return e.fail("approval %s does not match its own hash, so its record was altered; nothing was decided", a.ID)
+	}
+	verb := "reject"
+	if approve {
+		verb = "approve"
+	}
+	if ask {
+		p.printf("%s approval %s of run %s? Type yes to %s it; anything else leaves it pending: ",
+			strings.ToUpper(verb[:1])+verb[1:], clip(a.ID, 64), clip(runID, 64), verb)
+		if p.err != nil {
+			return e.done(p, ExitFailure)
+		}
+		answer, err := bufio.NewReader(e.stdin).ReadString('\n')
+		if err != nil && !(errors.Is(err, io.EOF) && answer != "") {
+			p.printf("\n")
+			fmt.Fprintln(e.stderr, "agentrt: no answer before the end of input; nothing was decided")
+			return ExitUsage
+		}
+		if !strings.EqualFold(strings.TrimSpace(answer), "yes") {
+			fmt.Fprintf(e.stderr, "agentrt: not %sd; approval %s is still pending\n", verb, clip(a.ID, 64))
+			return ExitFailure
+		}
+	}
+
+	op := agentrt.Operator{Store: st, Now: e.now}
+	if !g.json {
+		op.Observer = trace.Writer(e.stderr)
+	}
+	if approve {
+		err = op.ApproveShown(ctx, runID, a.ID, shown, f.by, f.note)
+	} else {
+		err = op.RejectShown(ctx, runID, a.ID, shown, f.by, f.note)
+	}
+	if err != nil {
+		return e.decideError(runID, a.ID, err)
+	}
+	after, err := st.GetApproval(ctx, runID, a.ID)
+	if err != nil {
+		return e.fail("approval %s was %sd, but reading it back failed: %v", a.ID, verb, err)
+	}
+	run, err := view.Summary(ctx, st, runID)
+	if err != nil {
+		return e.fail("approval %s was %sd, but reading run %s back failed: %v", a.ID, verb, runID, err)
+	}
+	if g.json {
+		writeJSON(p, struct {
+			Run         view.RunSummary  `json:"run"`
+			Approval    agentrt.Approval `json:"approval"`
+			DecidedHash string           `json:"decided_hash"`
+		}{run, view.BoundApproval(after), shown})
+		return e.done(p, ExitOK)
+	}
+	p.printf("approval %s: %s by %s\n", clip(after.ID, 64), clip(string(after.Status), 40), bounded(after.DecidedBy))
+	switch {
+	case approve && run.Status == agentrt.RunWaiting:
+		p.printf("run %s: %s; it stays waiting until the program that started it resumes it\n", clip(run.ID, 64), run.Status)
+	case run.Reason != "":
+		p.printf("run %s: %s (%s)\n", clip(run.ID, 64), clip(string(run.Status), 40), clip(string(run.Reason), 40))
+	default:
+		p.printf("run %s: %s\n", clip(run.ID, 64), clip(string(run.Status), 40))
+	}
+	return e.done(p, ExitOK)
+}
+
+// selectError reports why no approval could be chosen.
+func (e *env) selectError(runID, approvalID string, err error) int {
+	var amb *view.AmbiguousApprovalError
+	var nw *view.RunNotWaitingError
+	switch {
+	case errors.As(err, &nw):
+		return e.fail("run %s is %s, not waiting for approval; nothing was decided", runID, nw.Status)
+	case errors.As(err, &amb):
+		return e.fail("%s", strings.TrimPrefix(amb.Error(), "agentrt: "))
+	case errors.Is(err, view.ErrNoPendingApproval):
+		return e.fail("run %s has no pending approval; nothing was decided", runID)
+	case errors.Is(err, agentrt.ErrNotPending):
+		return e.fail("approval %s was already decided; nothing was changed", approvalID)
+	case errors.Is(err, agentrt.ErrNotFound):
+		if approvalID != "" {
+			return e.fail("no approval %s in run %s (or no such run)", approvalID, runID)
+		}
+		return e.fail("no run %s", runID)
+	}
+	return e.fail("reading run %s: %v", runID, err)
+}

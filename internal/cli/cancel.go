@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/trace"
+	"github.com/agentrt/agentrt/view"
+)
+
+var cancelCommand = &command{
+	name:    "cancel",
+	summary: "cancel a run that has not ended",
+	usage:   "<run> [-by WHO] [-note TEXT]",
+	run:     runCancel,
+}
+
+func runCancel(e *env, g *global, c *command, args []string) int {
+	fs := e.flags(c, g)
+	by := fs.String("by", "", "a label for who cancelled, recorded as given (default $USER)")
+	note := fs.String("note", "", "a note recorded with the cancellation")
+	pos, code, ok := e.parse(c, fs, args)
+	if !ok {
+		return code
+	}
+	runID, code := e.runArg(c, pos)
+	if code != ExitOK {
+		return code
+	}
+	byGiven := false
+	fs.Visit(func(fl *flag.Flag) { byGiven = byGiven || fl.Name == "by" })
+	if !byGiven {
+		*by = e.getenv("USER")
+	}
+	if *by == "" {
+		return e.usageError(c, "no one to record as cancelling: pass -by WHO (a label, recorded as given) or set USER")
+	}
+	path, code := g.requireDB(e, c)
+	if code != ExitOK {
+		return code
+	}
+	st, code := e.open(path, false)
+	if code != ExitOK {
+		return code
+	}
+	defer st.Close()
+
+	ctx := background()
+	op := agentrt.Operator{Store: st, Now: e.now}
+	if !g.json {
+		op.Observer = trace.Writer(e.stderr)
+	}
+	if _, err := op.Cancel(ctx, runID, *by, *note); err != nil {
+		if errors.Is(err, agentrt.ErrRunState) {
+			if r, rerr := st.GetRunCapped(ctx, runID); rerr == nil {
+				return e.fail("run %s already ended (%s); nothing was changed", runID, r.Status)
+			}
+		}
+		if errors.Is(err, agentrt.ErrNotFound) {
+			return e.fail("no run %s in %s", runID, path)
+		}
+		return e.decideError(runID, "", err)
+	}
+	run, err := view.Summary(ctx, st, runID)
+	if err != nil {
+		return e.fail("run %s was cancelled, but reading it back failed: %v", runID, err)
+	}
+	p := &printer{w: e.stdout}
+	if g.json {
+		writeJSON(p, struct {
+			Run view.RunSummary `json:"run"`
+		}{run})
+		return e.done(p, ExitOK)
+	}
+	p.printf("run %s: %s (%s) by %s\n", clip(run.ID, 64), clip(string(run.Status), 40), clip(string(run.Reason), 40), bounded(*by))
+	return e.done(p, ExitOK)
+}

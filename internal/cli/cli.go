@@ -1,0 +1,330 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/sqlite"
+	"github.com/agentrt/agentrt/trace"
+)
+
+// Exit codes.
+const (
+	// ExitOK: the command did what it was asked.
+	ExitOK = 0
+	// ExitFailure: the command ran and failed, or found something wrong: a
+	// refused database, a broken chain, a kept head not reached, a declined
+	// prompt, a decision the runtime refused.
+	ExitFailure = 1
+	// ExitUsage: the command line was wrong; nothing was opened.
+	ExitUsage = 2
+)
+
+// Bounds on paging flags, so no command reads more than a page.
+const (
+	maxLimit       = 1000
+	defaultRuns    = 100
+	defaultDetail  = 500
+	maxIDBytes     = 1024
+	dbEnv          = "AGENTRT_DB"
+	timeLayout     = "2006-01-02 15:04:05 -0700"
+	goalClipBytes  = 60
+	cellClipBytes  = 80
+	textClipBytes  = 4000
+	eventTextBytes = 8000
+)
+
+// env is what a command may touch: its streams, the environment and the
+// clock. Run fills it from the process; tests fill it themselves.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	// now is the clock decisions are recorded on; nil is the wall clock.
+	now func() time.Time
+	// interactive reports whether stdin is a terminal a person types at.
+	interactive func(io.Reader) bool
+	// progress reports whether stderr is a terminal to show progress on.
+	progress func(io.Writer) bool
+	// prog is how printed commands invoke agentrt.
+	prog string
+	// demo holds what tests fix about the demo.
+	demo demoOptions
+}
+
+// Run runs the agentrt command line: args are the arguments after the
+// program name. It returns the exit code.
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{
+		stdin: stdin, stdout: stdout, stderr: stderr,
+		getenv:      os.Getenv,
+		interactive: isTerminalInput,
+		progress:    isTerminalOutput,
+		prog:        programName(),
+	}
+	return e.run(args)
+}
+
+// programName is "go run ./cmd/agentrt" when agentrt was started by go run,
+// whose binaries live in a go-build temporary directory, and "agentrt"
+// otherwise, so printed commands can be pasted as they are.
+func programName() string {
+	if len(os.Args) > 0 && strings.Contains(os.Args[0], "go-build") {
+		return "go run ./cmd/agentrt"
+	}
+	return "agentrt"
+}
+
+// global holds the flags that come before the command (and may be repeated
+// after it).
+type global struct {
+	db   string
+	json bool
+}
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	usage   string
+	run     func(e *env, g *global, c *command, args []string) int
+}
+
+// commands are listed in this order by help.
+var commands = []*command{
+	runsCommand, showCommand, eventsCommand, approveCommand, rejectCommand, cancelCommand,
+	verifyCommand, versionCommand, demoCommand, resumeCommand,
+}
+
+func lookup(name string) *command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func (e *env) run(args []string) int {
+	g := &global{}
+	fs := flag.NewFlagSet("agentrt", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	g.register(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			e.usage(e.stdout)
+			return ExitOK
+		}
+		return e.usageError(nil, err.Error())
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		e.usage(e.stderr)
+		return ExitUsage
+	}
+	name := rest[0]
+	if name == "help" {
+		if len(rest) > 2 {
+			return e.usageError(nil, "help takes at most one command name")
+		}
+		if len(rest) == 2 {
+			c := lookup(rest[1])
+			if c == nil {
+				return e.usageError(nil, fmt.Sprintf("unknown command %q", trace.Sanitize(rest[1])))
+			}
+			e.commandUsage(e.stdout, c)
+			return ExitOK
+		}
+		e.usage(e.stdout)
+		return ExitOK
+	}
+	c := lookup(name)
+	if c == nil {
+		return e.usageError(nil, fmt.Sprintf("unknown command %q", trace.Sanitize(name)))
+	}
+	return c.run(e, g, c, rest[1:])
+}
+
+func (g *global) register(fs *flag.FlagSet) {
+	fs.StringVar(&g.db, "db", g.db, "the runs database (default $"+dbEnv+")")
+	fs.BoolVar(&g.json, "json", g.json, "write JSON Lines instead of text")
+}
+
+// path returns the database named by -db or AGENTRT_DB.
+func (g *global) path(e *env) string {
+	if g.db != "" {
+		return g.db
+	}
+	return e.getenv(dbEnv)
+}
+
+// requireDB is the usage check that a database was named.
+func (g *global) requireDB(e *env, c *command) (string, int) {
+	p := g.path(e)
+	if p == "" {
+		return "", e.usageError(c, "no database: pass -db PATH or set "+dbEnv)
+	}
+	return p, ExitOK
+}
+
+// flags makes a subcommand's flag set, with the global flags on it too, so
+// they may come after the command.
+func (e *env) flags(c *command, g *global) *flag.FlagSet {
+	fs := flag.NewFlagSet("agentrt "+c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	g.register(fs)
+	return fs
+}
+
+// parse parses args with flags before or after the positional arguments.
+// It returns the positionals, or an exit code when parsing ended the
+// command (help, or a usage error).
+func (e *env) parse(c *command, fs *flag.FlagSet, args []string) ([]string, int, bool) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				e.commandUsage(e.stdout, c)
+				return nil, ExitOK, false
+			}
+			return nil, e.usageError(c, err.Error()), false
+		}
+		consumed := len(args) - fs.NArg()
+		if consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, fs.Args()...), ExitOK, true
+		}
+		if fs.NArg() == 0 {
+			return pos, ExitOK, true
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// runArg checks that exactly one positional argument, a run id, was given.
+func (e *env) runArg(c *command, pos []string) (string, int) {
+	switch {
+	case len(pos) == 0:
+		return "", e.usageError(c, "missing the run id")
+	case len(pos) > 1:
+		return "", e.usageError(c, fmt.Sprintf("unexpected argument %q after the run id", trace.Sanitize(trace.Truncate(pos[1], 80))))
+	}
+	if msg := checkID("run id", pos[0]); msg != "" {
+		return "", e.usageError(c, msg)
+	}
+	return pos[0], ExitOK
+}
+
+func checkID(what, id string) string {
+	if id == "" {
+		return what + " must not be empty"
+	}
+	if len(id) > maxIDBytes {
+		return fmt.Sprintf("%s is %d bytes; ids are at most %d", what, len(id), maxIDBytes)
+	}
+	return ""
+}
+
+func checkPage(c *command, e *env, limit, offset int) int {
+	if limit < 1 || limit > maxLimit {
+		return e.usageError(c, fmt.Sprintf("-limit must be from 1 to %d, got %d", maxLimit, limit))
+	}
+	if offset < 0 {
+		return e.usageError(c, fmt.Sprintf("-offset must not be negative, got %d", offset))
+	}
+	return ExitOK
+}
+
+// usageError prints the specific error first, then how to use the command,
+// and returns ExitUsage.
+func (e *env) usageError(c *command, msg string) int {
+	fmt.Fprintf(e.stderr, "agentrt: %s\n", msg)
+	if c != nil {
+		fmt.Fprintf(e.stderr, "usage: agentrt [-db PATH] [-json] %s %s\n", c.name, c.usage)
+		fmt.Fprintf(e.stderr, "run 'agentrt help %s' for more\n", c.name)
+	} else {
+		fmt.Fprintln(e.stderr, "run 'agentrt help' for usage")
+	}
+	return ExitUsage
+}
+
+// fail prints one line for a failure and returns ExitFailure. Text that came
+// from the database or the runtime passes through Sanitize.
+func (e *env) fail(format string, args ...any) int {
+	fmt.Fprintf(e.stderr, "agentrt: %s\n", trace.Sanitize(fmt.Sprintf(format, args...)))
+	return ExitFailure
+}
+
+// open opens an existing database, read-only for commands that only read.
+// A refusal is printed as one sentence.
+func (e *env) open(path string, readOnly bool) (*sqlite.Store, int) {
+	st, err := sqlite.OpenExisting(path, readOnly)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "agentrt: "+openRefusal(path, err))
+		return nil, ExitFailure
+	}
+	return st, ExitOK
+}
+
+// openRefusal turns an error from sqlite.OpenExisting into one sentence
+// that says what was refused and what to do, matched on the error's type,
+// never its text.
+func openRefusal(path string, err error) string {
+	p := trace.Sanitize(path)
+	var ins *agentrt.InsecureModeError
+	var uns *agentrt.UnsafeSchemaError
+	var sym *agentrt.SymlinkError
+	var ver *agentrt.SchemaVersionError
+	switch {
+	case errors.As(err, &sym):
+		return fmt.Sprintf("refusing %s because it is a symbolic link, and agentrt opens only the database file itself, so name that file.", trace.Sanitize(sym.Path))
+	case errors.As(err, &ins):
+		return fmt.Sprintf("refusing %s because %s (mode %04o), and anyone who can write a runs database can approve anything in it, so make it owner-only with chmod 600 and owned by the account that runs agentrt.",
+			trace.Sanitize(ins.Path), trace.Sanitize(ins.Reason), ins.Mode)
+	case errors.As(err, &uns):
+		return fmt.Sprintf("refusing %s because it holds a %s named %q, and agentrt never opens a database that could run its author's SQL.",
+			trace.Sanitize(uns.Path), trace.Sanitize(uns.Type), trace.Sanitize(trace.Truncate(uns.Name, 80)))
+	case errors.As(err, &ver):
+		if ver.Database > ver.Build {
+			return fmt.Sprintf("refusing %s because its schema version %d is newer than this agentrt's %d, so use an agentrt built from a newer release.",
+				trace.Sanitize(ver.Path), ver.Database, ver.Build)
+		}
+		return fmt.Sprintf("refusing %s because its schema version %d is older than this agentrt's %d, and agentrt never migrates, so open it once with the program that owns it.",
+			trace.Sanitize(ver.Path), ver.Database, ver.Build)
+	case errors.Is(err, agentrt.ErrSchemaVersion):
+		return fmt.Sprintf("refusing %s because it is not an agentrt runs database.", p)
+	case errors.Is(err, agentrt.ErrNotFound):
+		return fmt.Sprintf("there is no database at %s, and agentrt never creates one.", p)
+	}
+	return fmt.Sprintf("cannot open %s: %s.", p, strings.TrimSuffix(trace.Sanitize(err.Error()), "."))
+}
+
+// decideError turns a refusal of a decision or a cancel into one line.
+func (e *env) decideError(runID, approvalID string, err error) int {
+	switch {
+	case errors.Is(err, agentrt.ErrApprovalChanged):
+		return e.fail("approval %s changed after it was shown; nothing was decided; run the command again to see it as it is now", approvalID)
+	case errors.Is(err, agentrt.ErrApprovalExpired):
+		return e.fail("approval %s had expired, so it was recorded as expired and run %s was cancelled", approvalID, runID)
+	case errors.Is(err, agentrt.ErrNotPending):
+		return e.fail("approval %s was already decided; nothing was changed", approvalID)
+	case errors.Is(err, agentrt.ErrApprovalHash):
+		return e.fail("approval %s does not match its own hash, so the record was altered; nothing was decided", approvalID)
+	case errors.Is(err, agentrt.ErrRunState):
+		return e.fail("run %s is not in a state that allows this; nothing was changed", runID)
+	case errors.Is(err, agentrt.ErrNotFound):
+		return e.fail("%v", err)
+	case sqlite.IsBusy(err):
+		return e.fail("the database is locked by another writer; nothing was changed; try again")
+	}
+	return e.fail("%v", err)
+}
+
+func background() context.Context { return context.Background() }

@@ -1,0 +1,193 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/sqlite"
+	"github.com/agentrt/agentrt/view"
+)
+
+var demoCommand = &command{
+	name:    "demo",
+	summary: "run an agent on a scratch workspace; a write waits for your approval",
+	usage:   "[-auto-approve] [-agent model|scripted]",
+	run:     runDemo,
+}
+
+// demoOptions are what tests fix about the demo so its output is stable.
+type demoOptions struct {
+	now     func() time.Time // the driver's clock; nil is the wall clock
+	newID   func() string    // run, step and approval ids; nil is random
+	tempDir string           // where the demo's directory is made; "" is os.TempDir
+}
+
+// demoOperator is who -auto-approve records as deciding.
+const demoOperator = "demo-operator"
+
+func runDemo(e *env, g *global, c *command, args []string) int {
+	fl := e.flags(c, g)
+	auto := fl.Bool("auto-approve", false, "play the operator too: approve, resume, and print the trail and verify's result")
+	kind := fl.String("agent", agentModel, "model or scripted")
+	pos, code, ok := e.parse(c, fl, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return e.usageError(c, fmt.Sprintf("unexpected argument %q", clip(pos[0], 80)))
+	}
+	if *kind != agentModel && *kind != agentScripted {
+		return e.usageError(c, fmt.Sprintf("-agent must be %s or %s, got %q", agentModel, agentScripted, clip(*kind, 40)))
+	}
+	// The demo writes only a database it creates: -db, never $AGENTRT_DB,
+	// and never one that exists.
+	dbPath := g.db
+	if dbPath != "" {
+		if _, err := os.Lstat(dbPath); !errors.Is(err, fs.ErrNotExist) {
+			return e.fail("refusing %s: it exists, and the demo only creates a new database", dbPath)
+		}
+	}
+	dir, err := os.MkdirTemp(e.demo.tempDir, "agentrt-demo-")
+	if err != nil {
+		return e.fail("making the demo's directory: %v", err)
+	}
+	ws := filepath.Join(dir, "workspace")
+	if err := makeWorkspace(ws); err != nil {
+		return e.fail("making the demo's workspace: %v", err)
+	}
+	if dbPath == "" {
+		dbPath = filepath.Join(dir, "runs.db")
+	}
+	st, err := sqlite.Open(dbPath)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "agentrt: "+openRefusal(dbPath, err))
+		return ExitFailure
+	}
+	defer st.Close()
+	agent, model, stop, err := demoAgent(*kind, 0)
+	if err != nil {
+		return e.fail("starting the demo's model: %v", err)
+	}
+	defer stop()
+	drv, err := agentrt.NewDriver(agentrt.Config{Store: st, Agent: agent, Model: model, Policy: demoPolicy{},
+		Tools: demoTools(ws), Now: e.demo.now, NewID: e.demo.newID, LeaseOwner: "agentrt-demo"})
+	if err != nil {
+		return e.fail("setting up the demo's driver: %v", err)
+	}
+
+	p := &printer{w: e.stdout}
+	p.printf("agentrt demo: an agent works on a scratch workspace. Reads are allowed; a write waits for an operator.\n")
+	p.printf("  workspace  %s (notes.txt, todo.txt)\n", clean(ws))
+	p.printf("  database   %s\n", clean(dbPath))
+	if *kind == agentModel {
+		p.printf("  agent      render.Agent -> providers/openai -> a scripted Chat Completions server on 127.0.0.1 (no network, no key)\n")
+	} else {
+		p.printf("  agent      a scripted agent making the model's decisions (no model)\n")
+	}
+	p.printf("  goal       %s\n\n", demoGoal)
+
+	ctx := background()
+	run, err := drv.Start(ctx, demoGoal, demoLimits())
+	if err != nil {
+		return e.fail("running the demo: %v", err)
+	}
+	if run.Status != agentrt.RunWaiting {
+		p.printf("run %s ended before its write: %s (%s: %s)\n\n", clip(run.ID, 64), run.Status, run.Reason, capped(run.ReasonDetail, textClipBytes))
+		p.printf("trail (%s -db %s events %s):\n", e.prog, clean(shellQuote(dbPath)), clean(run.ID))
+		if err := trailFrom(e, st, run.ID, 0); err != nil && p.err == nil {
+			p.err = err
+		}
+		return e.done(p, ExitFailure)
+	}
+	a, err := view.PendingApproval(ctx, st, run.ID, "")
+	if err != nil {
+		return e.fail("reading the demo's approval: %v", err)
+	}
+	p.printf("run %s is %s after %d steps: it listed and read the workspace, then asked to write, and the policy sent the write to an operator.\n\n",
+		clip(run.ID, 64), run.Status, run.StepCount)
+	writeApproval(p, a, blockOptions{})
+
+	db := clean(shellQuote(dbPath))
+	rid := clean(shellQuote(run.ID))
+	agentFlag := ""
+	if *kind != agentModel {
+		agentFlag = " -agent " + *kind
+	}
+	if !*auto {
+		p.printf("\nTo continue, approve the write (agentrt prints it again and asks you to type yes), then resume the run:\n\n")
+		p.printf("  %s -db %s approve %s\n", e.prog, db, rid)
+		p.printf("  %s -db %s resume -workspace %s%s %s\n\n", e.prog, db, clean(shellQuote(ws)), agentFlag, rid)
+		p.printf("Or refuse it, which cancels the run:\n\n  %s -db %s reject %s\n", e.prog, db, rid)
+		return e.done(p, ExitOK)
+	}
+
+	// Play the operator: decide on exactly what was printed above.
+	shown, err := agentrt.ApprovalHash(a.Kind, a.Capability, a.Presentation, a.Request)
+	if err != nil || shown != a.Hash {
+		return e.fail("approval %s does not match its own hash; nothing was decided", a.ID)
+	}
+	op := agentrt.Operator{Store: st, Now: e.demo.now}
+	if err := op.ApproveShown(ctx, run.ID, a.ID, shown, demoOperator, "approved by agentrt demo -auto-approve"); err != nil {
+		return e.decideError(run.ID, a.ID, err)
+	}
+	p.printf("\napproved: approval %s by %s, bound to hash %s, the hash of the block above\n", clip(a.ID, 64), demoOperator, shown)
+	run, err = drv.Resume(ctx, run.ID)
+	if err != nil {
+		return e.fail("resuming the demo's run: %v", err)
+	}
+	exit := ExitOK
+	if run.Status != agentrt.RunCompleted {
+		exit = ExitFailure
+	}
+	p.printf("resumed: run %s is %s (%s) after %d steps\n", clip(run.ID, 64), run.Status, run.Reason, run.StepCount)
+	if run.ModelCalls > 0 {
+		p.printf("model: %d call(s), %d tokens in, %d out, estimated $%.4f at the demo's invented prices\n",
+			run.ModelCalls, run.Usage.InputTokens, run.Usage.OutputTokens, float64(run.EstimatedCost)/1e6)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "summary.md")); err == nil {
+		p.printf("summary.md in the workspace holds %d bytes, the content approved above\n", len(b))
+	}
+	p.printf("\ntrail (%s -db %s events %s):\n", e.prog, db, rid)
+	if err := trailFrom(e, st, run.ID, 0); err != nil && p.err == nil {
+		p.err = err
+	}
+	p.printf("\nverify (%s -db %s verify):\n", e.prog, db)
+	rep, err := verifyChain(e, st, 0, 0, nil)
+	if err != nil {
+		return e.fail("verifying the demo's database: %v", err)
+	}
+	writeVerify(p, rep)
+	if !rep.OK {
+		exit = ExitFailure
+	}
+	p.printf("\nKeep that head where the database's writers cannot reach it; later,\n")
+	p.printf("  %s -db %s verify -head %d:%s\n", e.prog, db, rep.Head.Seq, rep.Head.Hash)
+	p.printf("fails unless the chain still reaches it. Look around with:\n")
+	for _, cmd := range []string{"runs", "show " + rid, "events " + rid} {
+		p.printf("  %s -db %s %s\n", e.prog, db, cmd)
+	}
+	return e.done(p, exit)
+}
+
+// trailFrom prints a run's events from offset on, a page at a time.
+func trailFrom(e *env, st agentrt.StoreReader, runID string, offset int) error {
+	const page = 500
+	for {
+		evs, total, err := st.ListEventsPage(background(), runID, page, offset)
+		if err != nil {
+			return err
+		}
+		if err := writeTrail(e, evs); err != nil {
+			return err
+		}
+		offset += len(evs)
+		if len(evs) == 0 || offset >= total {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/trace"
+	"github.com/agentrt/agentrt/view"
+)
+
+var eventsCommand = &command{
+	name:    "events",
+	summary: "print a run's events, its audit trail",
+	usage:   "<run> [-limit N] [-offset N]",
+	run:     runEvents,
+}
+
+func runEvents(e *env, g *global, c *command, args []string) int {
+	fs := e.flags(c, g)
+	limit := fs.Int("limit", defaultDetail, fmt.Sprintf("how many events to print, 1 to %d", maxLimit))
+	offset := fs.Int("offset", 0, "how many of the run's first events to skip")
+	pos, code, ok := e.parse(c, fs, args)
+	if !ok {
+		return code
+	}
+	runID, code := e.runArg(c, pos)
+	if code != ExitOK {
+		return code
+	}
+	if code := checkPage(c, e, *limit, *offset); code != ExitOK {
+		return code
+	}
+	path, code := g.requireDB(e, c)
+	if code != ExitOK {
+		return code
+	}
+	st, code := e.open(path, true)
+	if code != ExitOK {
+		return code
+	}
+	defer st.Close()
+
+	if _, err := st.GetRunCapped(background(), runID); errors.Is(err, agentrt.ErrNotFound) {
+		return e.fail("no run %s in %s", runID, path)
+	} else if err != nil {
+		return e.fail("reading run %s: %v", runID, err)
+	}
+	evs, total, err := st.ListEventsPage(background(), runID, *limit, *offset)
+	if err != nil {
+		return e.fail("reading the events of run %s: %v", runID, err)
+	}
+	p := &printer{w: e.stdout}
+	more := total - *offset - len(evs)
+	if g.json {
+		obs, werr := trace.JSONLWithErr(e.stdout)
+		for _, ev := range evs {
+			obs(ev)
+		}
+		if err := werr(); err != nil {
+			p.err = err
+		}
+		writeJSON(p, struct {
+			Meta      bool `json:"meta"`
+			Truncated bool `json:"truncated"`
+			Total     int  `json:"total"`
+			Returned  int  `json:"returned"`
+			Limit     int  `json:"limit"`
+			Offset    int  `json:"offset"`
+		}{true, more > 0, total, len(evs), *limit, *offset})
+		return e.done(p, ExitOK)
+	}
+	if err := writeTrail(e, evs); err != nil {
+		p.err = err
+	}
+	if len(evs) == 0 {
+		p.printf("no events from offset %d; the run has %d\n", *offset, total)
+	}
+	if more > 0 {
+		p.printf("... %d more event(s) of %d; rerun with -offset %d\n", more, total, *offset+len(evs))
+	}
+	return e.done(p, ExitOK)
+}
+
+// writeTrail prints events one line each with trace.Writer, every string in
+// a payload bounded first and the payload cut at eventTextBytes, so one
+// line stays readable.
+func writeTrail(e *env, evs []agentrt.Event) error {
+	obs, werr := trace.WriterWithErr(e.stdout)
+	for _, ev := range evs {
+		n := len(ev.Payload)
+		ev.Payload = view.BoundRaw(ev.Payload)
+		if len(ev.Payload) > eventTextBytes {
+			// Many short strings: keep the line to a size a person reads.
+			ev.Payload, _ = json.Marshal(struct {
+				Truncated bool   `json:"truncated"`
+				Bytes     int    `json:"bytes"`
+				Head      string `json:"head"`
+			}{true, n, trace.Truncate(string(ev.Payload), eventTextBytes/2)})
+		}
+		obs(ev)
+	}
+	return werr()
+}

@@ -1,0 +1,164 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/view"
+)
+
+var showCommand = &command{
+	name:    "show",
+	summary: "show a run: its waiting approvals first, then its steps",
+	usage:   "<run> [-limit N] [-offset N]",
+	run:     runShow,
+}
+
+func runShow(e *env, g *global, c *command, args []string) int {
+	fs := e.flags(c, g)
+	limit := fs.Int("limit", defaultDetail, fmt.Sprintf("how many steps and approvals to show, 1 to %d", maxLimit))
+	offset := fs.Int("offset", 0, "how many steps and approvals to skip")
+	pos, code, ok := e.parse(c, fs, args)
+	if !ok {
+		return code
+	}
+	runID, code := e.runArg(c, pos)
+	if code != ExitOK {
+		return code
+	}
+	if code := checkPage(c, e, *limit, *offset); code != ExitOK {
+		return code
+	}
+	path, code := g.requireDB(e, c)
+	if code != ExitOK {
+		return code
+	}
+	st, code := e.open(path, true)
+	if code != ExitOK {
+		return code
+	}
+	defer st.Close()
+
+	page, err := view.DetailPage(background(), st, runID, *limit, *offset)
+	if errors.Is(err, agentrt.ErrNotFound) {
+		return e.fail("no run %s in %s", runID, path)
+	}
+	if err != nil {
+		return e.fail("reading run %s: %v", runID, err)
+	}
+	p := &printer{w: e.stdout}
+	if g.json {
+		b := page.Bounded()
+		if b.Steps == nil {
+			b.Steps = []view.StepSummary{}
+		}
+		if b.Pending == nil {
+			b.Pending = []agentrt.Approval{}
+		}
+		if b.Approvals == nil {
+			b.Approvals = []agentrt.Approval{}
+		}
+		writeJSON(p, struct {
+			view.RunDetailPage
+			StepsTruncated bool `json:"steps_truncated"`
+			Limit          int  `json:"limit"`
+			Offset         int  `json:"offset"`
+		}{b, *offset+len(b.Steps) < b.StepsTotal, *limit, *offset})
+		return e.done(p, ExitOK)
+	}
+	writeRunHeader(p, page.Run)
+	tools := map[string]string{}
+	for _, s := range page.Steps {
+		tools[s.ID] = s.Tool
+	}
+	for _, a := range page.Pending {
+		p.printf("\n")
+		hint := fmt.Sprintf("decide with: %s -db %s approve %s -approval %s", e.prog, clean(shellQuote(path)),
+			clean(shellQuote(a.RunID)), clean(shellQuote(a.ID)))
+		writeApproval(p, a, blockOptions{hint: hint, tool: tools[a.StepID]})
+	}
+	if more := page.PendingTotal - len(page.Pending); more > 0 {
+		p.printf("... %d more pending approval(s) not shown\n", more)
+	}
+	p.printf("\n")
+	if len(page.Steps) == 0 {
+		if page.StepsTotal > 0 {
+			p.printf("no steps from offset %d; there are %d\n", *offset, page.StepsTotal)
+		} else {
+			p.printf("no steps\n")
+		}
+	} else {
+		tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
+		tp := &printer{w: tw}
+		tp.printf("STEP\tTOOL\tDECISION\tSTATUS\tPOLICY\tOBSERVATION\tSUMMARY\n")
+		for _, s := range page.Steps {
+			tp.printf("%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Index, dash(clip(s.Tool, 40)), dash(clip(string(s.Decision), 40)),
+				dash(clip(string(s.Status), 40)), dash(clip(string(s.Policy), 40)), dash(clip(string(s.Observation), 40)),
+				dash(clip(summaryOf(s), cellClipBytes)))
+		}
+		if tp.err == nil {
+			tp.err = tw.Flush()
+		}
+		p.err = tp.err
+		if more := page.StepsTotal - *offset - len(page.Steps); more > 0 {
+			p.printf("... %d more step(s) of %d; rerun with -offset %d\n", more, page.StepsTotal, *offset+len(page.Steps))
+		}
+	}
+	if len(page.Approvals) > 0 {
+		p.printf("\n")
+		tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
+		tp := &printer{w: tw}
+		tp.printf("APPROVAL\tSTATUS\tKIND\tCREATED\tDECIDED\tBY\tNOTE\n")
+		for _, a := range page.Approvals {
+			tp.printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\n", clip(a.ID, cellClipBytes), clip(string(a.Status), 40), clip(a.Kind, 40),
+				when(a.CreatedAt), when(a.DecidedAt), dash(clip(a.DecidedBy, 40)), dash(clip(a.Note, cellClipBytes)))
+		}
+		if tp.err == nil {
+			tp.err = tw.Flush()
+		}
+		p.err = tp.err
+		if more := page.ApprovalsTotal - *offset - len(page.Approvals); more > 0 {
+			p.printf("... %d more approval(s) of %d; rerun with -offset %d\n", more, page.ApprovalsTotal, *offset+len(page.Approvals))
+		}
+	}
+	return e.done(p, ExitOK)
+}
+
+// summaryOf is a step's summary, or what stopped it from being read.
+func summaryOf(s view.StepSummary) string {
+	if s.DecodeError != "" {
+		return "unread: " + s.DecodeError
+	}
+	return s.Summary
+}
+
+// writeRunHeader prints a run's own fields, one per line.
+func writeRunHeader(p *printer, r view.RunSummary) {
+	p.printf("run       %s\n", clip(r.ID, cellClipBytes))
+	p.printf("goal      %s\n", capped(r.Goal, textClipBytes))
+	p.printf("status    %s\n", clip(string(r.Status), 40))
+	if r.Reason != "" {
+		reason := clip(string(r.Reason), 40)
+		if r.ReasonDetail != "" {
+			reason += ": " + capped(r.ReasonDetail, textClipBytes)
+		}
+		p.printf("reason    %s\n", reason)
+	}
+	p.printf("steps     %d\n", r.Steps)
+	p.printf("created   %s\n", when(r.CreatedAt))
+	if !r.FinishedAt.IsZero() {
+		p.printf("finished  %s\n", when(r.FinishedAt))
+	}
+	if r.ModelCalls > 0 {
+		p.printf("model     %d call(s), %d tokens in (%d cached), %d out, estimated $%.4f\n", r.ModelCalls,
+			r.Usage.InputTokens, r.Usage.CachedInputTokens, r.Usage.OutputTokens, float64(r.EstimatedCost)/1e6)
+	}
+	if len(r.Result) > 0 {
+		p.printf("result    %s\n", bounded(string(r.Result)))
+	}
+	if r.DecodeError != "" {
+		p.printf("unread    %s\n", bounded(r.DecodeError))
+	}
+}

@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+const usageHead = `agentrt inspects and decides runs in an agentrt runs database.
+
+usage: agentrt [-db PATH] [-json] <command> [arguments]
+
+  -db PATH   the runs database (default $AGENTRT_DB). agentrt opens an
+             existing database only: it never creates or migrates one, and
+             runs, show, events and verify open it read-only.
+  -json      write JSON Lines instead of text.
+
+Both may also follow the command. Text output escapes everything a model,
+a policy or a server chose, so it cannot move the cursor, clear the screen
+or reorder what you read.
+
+commands:
+`
+
+const usageTail = `
+Deciding: approve and reject print the waiting request first, every field
+with its size, long strings by head and tail, ending with a line agentrt
+writes itself. They ask you to type yes at a terminal, or take -approval ID
+or -yes; they never guess from a pipe. The decision binds to the hash of
+what was printed: if the approval changed since, nothing is decided.
+
+Identity: -by is a label, recorded exactly as given. agentrt has no users
+and checks no one: whoever can write the database can approve anything in
+it, so keep it owner-only (agentrt refuses one others can write).
+
+Resuming: after an approval the run stays waiting until the program that
+started it resumes it with its own agent, tools and policy
+(driver.Resume(ctx, runID)). agentrt resume resumes only runs that
+agentrt demo started.
+
+Exit status: 0 success; 1 failure (a refused database, a broken chain, a
+kept head not reached, a declined or refused decision); 2 usage.
+`
+
+func (e *env) usage(w io.Writer) {
+	var b strings.Builder
+	b.WriteString(usageHead)
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
+	}
+	b.WriteString(usageTail)
+	io.WriteString(w, b.String())
+}
+
+// commandHelp is the longer help of each command, after its usage line.
+var commandHelp = map[string]string{
+	"runs": `Lists one page of runs, newest first: RUN, STATUS, REASON, STEPS, CREATED,
+APPROVAL (the pending approval, when there is exactly one) and GOAL.
+  -limit N   runs to list, 1 to 1000 (default 100)
+  -offset N  newest runs to skip (default 0)`,
+	"show": `Shows a run: its own fields, every pending approval as the block approve
+prints, then one page of its steps and approvals.
+  -limit N   steps and approvals to show, 1 to 1000 (default 500)
+  -offset N  steps and approvals to skip (default 0)`,
+	"events": `Prints a run's events, one line each; with -json, one JSON object each and a
+final {"meta":true,...} line.
+  -limit N   events to print, 1 to 1000 (default 500)
+  -offset N  events to skip (default 0)`,
+	"approve": `Prints the approval the run is waiting on, then grants it; the run stays
+waiting until the program that started it resumes it.
+  -approval ID  the approval to decide; naming it is the confirmation
+  -yes          decide the run's only pending approval without asking
+  -by WHO       a label for who decided, recorded exactly as given
+                (default $USER); it is not checked: whoever can write the
+                database can approve
+  -note TEXT    a note recorded with the decision
+Without -approval or -yes, agentrt asks you to type yes, and only at a
+terminal.`,
+	"reject": `Prints the approval the run is waiting on, then refuses it, which cancels
+the run.
+  -approval ID  the approval to decide; naming it is the confirmation
+  -yes          decide the run's only pending approval without asking
+  -by WHO       a label for who decided, recorded exactly as given
+                (default $USER); it is not checked: whoever can write the
+                database can decide
+  -note TEXT    a note recorded with the decision`,
+	"cancel": `Cancels a run that has not ended; a running one stops at its next write.
+  -by WHO     a label recorded exactly as given (default $USER)
+  -note TEXT  a note recorded with the cancellation`,
+	"verify": `Checks the event hash chain and prints the head it checked. Exits 1 at the
+first event that does not chain.
+  -from SEQ       the first event to check (default the first)
+  -to SEQ         the last event to check; it must exist (default the head)
+  -head SEQ:HASH  a head printed by an earlier verify and kept where the
+                  database's writers cannot reach: fails unless the chain
+                  still reaches that seq with that hash, which catches
+                  events cut from the end
+Whoever can write the database can rewrite the whole chain; only a head
+kept elsewhere shows the record unaltered up to it.`,
+	"version": `Prints agentrt's version and the database schema version it opens.`,
+	"demo": `Runs an agent against a small workspace in a new temporary directory, with
+no network and no key: a scripted model server on the loopback interface
+answers through the OpenAI adapter. Reads run; a write pauses for your
+approval, and demo prints the commands to approve and resume it.
+  -db PATH        create the database here instead (it must not exist)
+  -auto-approve   play the operator too: approve the write as it was shown,
+                  resume, and print the trail and verify's result
+  -agent KIND     model (default): render.Agent through providers/openai
+                  and the loopback server; scripted: the same decisions
+                  from a scripted agent, no model at all`,
+	"resume": `Resumes a run that agentrt demo started, with the demo's agent, tools and
+policy, against its workspace. Any other run belongs to the program that
+started it, and agentrt refuses it.
+  -workspace DIR  the demo's workspace, as demo printed it
+  -agent KIND     model (default) or scripted, as for demo`,
+}
+
+func (e *env) commandUsage(w io.Writer, c *command) {
+	fmt.Fprintf(w, "usage: agentrt [-db PATH] [-json] %s %s\n\n%s\n", c.name, c.usage, commandHelp[c.name])
+}

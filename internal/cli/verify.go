@@ -1,0 +1,234 @@
+package cli
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/agentrt/agentrt"
+)
+
+var verifyCommand = &command{
+	name:    "verify",
+	summary: "check the event hash chain, and that it still reaches a head kept elsewhere",
+	usage:   "[-from SEQ] [-to SEQ] [-head SEQ:HASH]",
+	run:     runVerify,
+}
+
+// verifyWindow is how many events one VerifyEvents call checks, so a long
+// verify can show progress between calls.
+var verifyWindow int64 = 10000
+
+var hashPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// keptHead is a -head SEQ:HASH.
+type keptHead struct {
+	seq  int64
+	hash string
+}
+
+func parseHead(s string) (keptHead, string) {
+	seqText, h, ok := strings.Cut(s, ":")
+	if !ok {
+		return keptHead{}, "-head must be SEQ:HASH, as verify prints it"
+	}
+	seq, err := strconv.ParseInt(seqText, 10, 64)
+	if err != nil || seq < 1 {
+		return keptHead{}, fmt.Sprintf("-head: the seq must be a positive integer, got %q", clip(seqText, 40))
+	}
+	h = strings.ToLower(h)
+	if !hashPattern.MatchString(h) {
+		return keptHead{}, "-head: the hash must be the 64 hex digits verify prints"
+	}
+	return keptHead{seq, h}, ""
+}
+
+type verifyReport struct {
+	Head struct {
+		Seq  int64  `json:"seq"`
+		Hash string `json:"hash"`
+	} `json:"head"`
+	From      int64               `json:"from"`
+	To        int64               `json:"to"`
+	Checked   int64               `json:"checked"`
+	Hash      string              `json:"hash,omitempty"`
+	Intact    bool                `json:"intact"`
+	Break     *agentrt.ChainBreak `json:"break,omitempty"`
+	Requested *struct {
+		To      int64 `json:"to"`
+		Reached bool  `json:"reached"`
+	} `json:"requested,omitempty"`
+	KeptHead *struct {
+		Seq     int64  `json:"seq"`
+		Hash    string `json:"hash"`
+		Found   string `json:"found,omitempty"`
+		Reached bool   `json:"reached"`
+		Matches bool   `json:"matches"`
+	} `json:"kept_head,omitempty"`
+	// OK is whether verify exits 0.
+	OK bool `json:"ok"`
+}
+
+func runVerify(e *env, g *global, c *command, args []string) int {
+	fs := e.flags(c, g)
+	from := fs.Int64("from", 0, "the first seq to check (default the first event)")
+	to := fs.Int64("to", 0, "the last seq to check, which must exist (default the head)")
+	headArg := fs.String("head", "", "a head kept earlier, SEQ:HASH: fail unless the chain still reaches it with that hash")
+	pos, code, ok := e.parse(c, fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return e.usageError(c, fmt.Sprintf("unexpected argument %q", clip(pos[0], 80)))
+	}
+	if *from < 0 || *to < 0 {
+		return e.usageError(c, "-from and -to must not be negative")
+	}
+	if *to > 0 && *from > *to {
+		return e.usageError(c, fmt.Sprintf("-from %d is after -to %d", *from, *to))
+	}
+	var kept *keptHead
+	if *headArg != "" {
+		k, msg := parseHead(*headArg)
+		if msg != "" {
+			return e.usageError(c, msg)
+		}
+		if k.seq < *from || (*to > 0 && k.seq > *to) {
+			return e.usageError(c, fmt.Sprintf("-head seq %d is outside the range checked", k.seq))
+		}
+		kept = &k
+	}
+	path, code := g.requireDB(e, c)
+	if code != ExitOK {
+		return code
+	}
+	st, code := e.open(path, true)
+	if code != ExitOK {
+		return code
+	}
+	defer st.Close()
+
+	rep, err := verifyChain(e, st, *from, *to, kept)
+	if err != nil {
+		return e.fail("verifying %s: %v", path, err)
+	}
+	p := &printer{w: e.stdout}
+	exit := ExitOK
+	if !rep.OK {
+		exit = ExitFailure
+	}
+	if g.json {
+		writeJSON(p, rep)
+		return e.done(p, exit)
+	}
+	writeVerify(p, rep)
+	return e.done(p, exit)
+}
+
+// verifyChain reads the head first, so events committed during the walk are
+// not checked, then walks the chain a window at a time.
+func verifyChain(e *env, st agentrt.StoreReader, from, to int64, kept *keptHead) (verifyReport, error) {
+	ctx := background()
+	var rep verifyReport
+	head, headHash, err := st.ChainHead(ctx)
+	if err != nil {
+		return rep, err
+	}
+	rep.Head.Seq, rep.Head.Hash = head, headHash
+	if from < 1 {
+		from = 1
+	}
+	end := head
+	if to > 0 {
+		rep.Requested = &struct {
+			To      int64 `json:"to"`
+			Reached bool  `json:"reached"`
+		}{To: to, Reached: to <= head}
+		end = min(to, head)
+	}
+	rep.From, rep.To = from, end
+	show := e.progress != nil && e.progress(e.stderr) && end-from+1 > verifyWindow
+	for cur := from; cur <= end; {
+		wEnd := min(cur+verifyWindow-1, end)
+		r, err := st.VerifyEvents(ctx, cur, wEnd)
+		if err != nil {
+			return rep, err
+		}
+		rep.Checked += r.Checked
+		if r.Hash != "" {
+			rep.Hash = r.Hash
+		}
+		if r.Break != nil {
+			rep.Break = r.Break
+			break
+		}
+		if show {
+			fmt.Fprintf(e.stderr, "\rverifying: %d of %d events checked", wEnd-from+1, end-from+1)
+		}
+		cur = wEnd + 1
+	}
+	if show {
+		fmt.Fprint(e.stderr, "\r\x1b[K")
+	}
+	rep.Intact = rep.Break == nil
+	rep.OK = rep.Intact && (rep.Requested == nil || rep.Requested.Reached) && (head == 0 || from <= head)
+	if kept != nil {
+		k := &struct {
+			Seq     int64  `json:"seq"`
+			Hash    string `json:"hash"`
+			Found   string `json:"found,omitempty"`
+			Reached bool   `json:"reached"`
+			Matches bool   `json:"matches"`
+		}{Seq: kept.seq, Hash: kept.hash, Reached: kept.seq <= head}
+		if k.Reached {
+			found, err := st.EventHash(ctx, kept.seq)
+			if err != nil {
+				return rep, err
+			}
+			k.Found, k.Matches = found, found == kept.hash
+		}
+		rep.KeptHead = k
+		rep.OK = rep.OK && k.Matches
+	}
+	return rep, nil
+}
+
+func writeVerify(p *printer, rep verifyReport) {
+	if rep.Head.Seq == 0 {
+		p.printf("head: no events\n")
+	} else {
+		p.printf("head: seq %d hash %s\n", rep.Head.Seq, clip(rep.Head.Hash, 128))
+	}
+	switch {
+	case rep.Break != nil:
+		p.printf("broken at seq %d: %s\n", rep.Break.Seq, clip(rep.Break.Detail, textClipBytes))
+		if rep.Break.Expected != "" || rep.Break.Found != "" {
+			p.printf("  expected  %s\n", dash(clip(rep.Break.Expected, 128)))
+			p.printf("  found     %s\n", dash(clip(rep.Break.Found, 128)))
+		}
+		if rep.Checked > 0 {
+			p.printf("intact before it: %d event(s), seq %d to %d\n", rep.Checked, rep.From, rep.Break.Seq-1)
+		}
+	case rep.Head.Seq > 0 && rep.From > rep.Head.Seq:
+		p.printf("nothing checked: -from %d is past the head, seq %d\n", rep.From, rep.Head.Seq)
+	case rep.Checked == 0:
+		p.printf("intact: no events\n")
+	default:
+		p.printf("intact: %d event(s), seq %d to %d\n", rep.Checked, rep.From, rep.To)
+		p.printf("last checked: seq %d hash %s\n", rep.To, clip(rep.Hash, 128))
+	}
+	if r := rep.Requested; r != nil && !r.Reached {
+		p.printf("not reached: -to %d; the last event is seq %d\n", r.To, rep.Head.Seq)
+	}
+	if k := rep.KeptHead; k != nil {
+		switch {
+		case !k.Reached:
+			p.printf("kept head NOT reached: seq %d; the chain ends at seq %d, so events were cut from its end or never written here\n", k.Seq, rep.Head.Seq)
+		case !k.Matches:
+			p.printf("kept head does NOT match: the event at seq %d has hash %s, not %s\n", k.Seq, clip(k.Found, 128), k.Hash)
+		default:
+			p.printf("kept head: seq %d matches\n", k.Seq)
+		}
+	}
+}

@@ -1,0 +1,46 @@
+package cli
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/agentrt/agentrt/sqlite"
+)
+
+var versionCommand = &command{
+	name:    "version",
+	summary: "print agentrt's version and the schema version it opens",
+	usage:   "",
+	run:     runVersion,
+}
+
+// version is the module version agentrt was built from, or "devel".
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+func runVersion(e *env, g *global, c *command, args []string) int {
+	fs := e.flags(c, g)
+	pos, code, ok := e.parse(c, fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return e.usageError(c, fmt.Sprintf("unexpected argument %q", clip(pos[0], 80)))
+	}
+	p := &printer{w: e.stdout}
+	if g.json {
+		writeJSON(p, struct {
+			Version string `json:"version"`
+			Schema  int    `json:"schema"`
+			Go      string `json:"go"`
+		}{version(), sqlite.SchemaVersion, runtime.Version()})
+		return e.done(p, ExitOK)
+	}
+	p.printf("agentrt %s (database schema %d, %s)\n", version(), sqlite.SchemaVersion, runtime.Version())
+	return e.done(p, ExitOK)
+}
