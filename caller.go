@@ -200,7 +200,7 @@ func (c *modelCaller) dispatch(ctx context.Context, attempt int, name string, re
 			return err
 		}
 		var err error
-		run, err = s.guard(tx, RunUpdate{AddCalls: 1})
+		run, err = s.guardRead(tx, RunUpdate{AddCalls: 1})
 		if err != nil {
 			return err
 		}
@@ -416,7 +416,7 @@ func (c *modelCaller) record(ctx context.Context, call ModelCall, out attemptOut
 	var run Run
 	err := s.write(rctx, func(tx Tx) error {
 		var err error
-		run, err = s.guard(tx, RunUpdate{AddUsage: charged, AddCost: cost})
+		run, err = s.guardRead(tx, RunUpdate{AddUsage: charged, AddCost: cost})
 		if err != nil {
 			return err
 		}

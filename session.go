@@ -182,6 +182,33 @@ func (s *session) guard(tx Tx, extra RunUpdate) (Run, error) {
 	return run, nil
 }
 
+// guardRead is guard for writers that run beside the loop (model calls made
+// concurrently within a step): it reads the run inside the transaction
+// rather than trusting the session's copy, and returns the run as updated.
+func (s *session) guardRead(tx Tx, extra RunUpdate) (Run, error) {
+	run, err := tx.RunGet(s.runID)
+	if err != nil {
+		return run, err
+	}
+	if run.Status != RunRunning {
+		return run, fmt.Errorf("%w: run %s is %s", ErrRunState, s.runID, run.Status)
+	}
+	gen := s.lease.generation()
+	if run.LeaseOwner != s.lease.owner || run.Generation != gen {
+		s.lease.markLost()
+		return run, ErrLeaseLost
+	}
+	exp := s.lease.expiry()
+	extra.ID, extra.From = s.runID, []RunStatus{RunRunning}
+	extra.CheckLease, extra.Owner, extra.Generation = true, s.lease.owner, gen
+	extra.SetLease, extra.LeaseOwner, extra.LeaseExpiresAt = true, s.lease.owner, exp
+	if err := tx.RunUpdate(extra); err != nil {
+		return run, err
+	}
+	run.LeaseExpiresAt = exp
+	return run, nil
+}
+
 // fence names this session's lease for a step write that must still hold it.
 func (s *session) fence() RunFence {
 	return RunFence{RunID: s.runID, Owner: s.lease.owner, Generation: s.lease.generation()}
