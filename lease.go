@@ -82,12 +82,15 @@ func (l *lease) start() {
 	}
 	l.stop = make(chan struct{})
 	l.done = make(chan struct{})
+	stop, done := l.stop, l.done
 	l.mu.Unlock()
-	go l.beat()
+	// The heartbeat is handed its channels: halt clears the fields, and a
+	// heartbeat not yet scheduled when halt runs must still see its stop.
+	go l.beat(stop, done)
 }
 
-func (l *lease) beat() {
-	defer close(l.done)
+func (l *lease) beat(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
 	every := l.ttl / 3
 	if every <= 0 {
 		every = time.Millisecond
@@ -96,7 +99,7 @@ func (l *lease) beat() {
 	defer t.Stop()
 	for {
 		select {
-		case <-l.stop:
+		case <-stop:
 			return
 		case <-t.C:
 		}
