@@ -2,8 +2,12 @@ package agentrt
 
 import "context"
 
-// StepInput is what an agent is handed for one step. Everything in it is a
-// copy: nothing the agent does to it reaches the driver or the store.
+// StepInput is what an agent is handed for one step. Everything in it is the
+// agent's own copy: nothing the agent does to it reaches the driver, the
+// store or the policy. To keep a step's cost independent of the run's
+// length, the copies are kept per consumer and refreshed when a row changes,
+// so a change the agent makes to a step it was handed may show again in its
+// own later views of that unchanged step.
 type StepInput struct {
 	// Run as read when the step started.
 	Run Run

@@ -84,6 +84,11 @@ func newEngine(cfg Config) (*engine, error) {
 	if e.now == nil {
 		e.now = time.Now
 	}
+	// Recorded times are UTC without a monotonic reading, as the store
+	// keeps them, so what the loop caches and an observer hears equals what
+	// a reload gives.
+	clock := e.now
+	e.now = func() time.Time { return clock().UTC() }
 	if e.newID == nil {
 		e.newID = newRandomID
 	}

@@ -59,6 +59,16 @@ func (s *session) execute(ctx context.Context) (Observation, error) {
 		now, err = s.enter(ctx, map[string]string{"approval_id": ac.approval.ID}, func(tx Tx, now time.Time) error {
 			return startTx(tx, now, StepAwaitingApproval)
 		})
+		if errors.Is(err, ErrRunState) {
+			// Another process resumed the run first, or an operator ended
+			// it: the loser of the compare-and-set gets ErrRunState and
+			// the run as it now is.
+			if run, rerr := s.e.store.GetRun(context.WithoutCancel(ctx), s.runID); rerr == nil {
+				s.run = run
+			}
+			s.cur = nil
+			return Observation{}, err
+		}
 		if err == nil {
 			st.StartedAt = now.UTC()
 		}
@@ -200,27 +210,46 @@ func (s *session) finish(ctx context.Context, i int, ac *allowedCall, obs *Obser
 	if obs.Failure() {
 		status = StepFailed
 	}
+	finished := func(now time.Time) any {
+		fin := toolFinished{Tool: ac.tool.spec.Name, DurationMS: activeFor(st, now).Milliseconds()}
+		if obs.Failure() {
+			fin.Error = obs.Summary
+		} else {
+			fin.Summary = obs.Summary
+			fin.ContentHash = obs.ContentHash
+		}
+		return fin
+	}
+	// A tool's outcome that ends the run is recorded, step.tool_finished
+	// included, in the transaction that ends it.
+	var settling *ending
 	switch end {
 	case toolAbort:
 		var detail string
 		_ = json.Unmarshal(obs.Content, &struct {
 			Error *string `json:"error"`
 		}{&detail})
-		return s.settle(ctx, ending{status: RunFailed, reason: ReasonToolAbort, detail: detail,
-			step: &stepEnd{idx: i, from: []StepStatus{StepExecuting}, obs: obs}})
+		settling = &ending{status: RunFailed, reason: ReasonToolAbort, detail: detail,
+			pre:  []pendingEvent{{typ: EventToolFinished, at: finished}},
+			step: &stepEnd{idx: i, from: []StepStatus{StepExecuting}, obs: obs}}
 	case toolComplete:
-		return s.settle(ctx, ending{status: RunCompleted, reason: ReasonGoalCompleted, result: obs.Content,
-			step: &stepEnd{idx: i, from: []StepStatus{StepExecuting}, status: StepDone, obs: obs}})
+		settling = &ending{status: RunCompleted, reason: ReasonGoalCompleted, result: obs.Content,
+			pre:  []pendingEvent{{typ: EventToolFinished, at: finished}},
+			step: &stepEnd{idx: i, from: []StepStatus{StepExecuting}, status: StepDone, obs: obs}}
+	}
+	if settling != nil {
+		if err := s.settle(ctx, *settling); err != nil {
+			return err
+		}
+		if s.run.Status != settling.status || s.run.Reason != settling.reason {
+			// Someone else ended the run while the tool ran.
+			return s.late(ctx, st, ac, obs, s.run)
+		}
+		return nil
 	}
 	now := s.e.now()
 	dur := activeFor(st, now)
-	fin := toolFinished{Tool: ac.tool.spec.Name, DurationMS: dur.Milliseconds()}
-	if obs.Failure() {
-		fin.Error = obs.Summary
-	} else {
-		fin.Summary = obs.Summary
-		fin.ContentHash = obs.ContentHash
-	}
+	fin := finished(now)
 	endFn := func(tx Tx) error {
 		if _, err := s.guard(tx, RunUpdate{AddActive: dur}); err != nil {
 			return err

@@ -469,7 +469,10 @@ func (s *session) apply(ctx context.Context, tool *regTool, req ToolRequest, pd 
 			}
 		}
 		if grant != nil {
-			h, err := ApprovalHash(pd.Kind, pd.Capability, pd.Presentation, grant.Request)
+			// The grant covers precisely this approval of the request as it
+			// would run now, with the tool's current spec: a tool changed
+			// since is another request.
+			h, err := ApprovalHash(pd.Kind, pd.Capability, pd.Presentation, req)
 			if err == nil && h == grant.Hash {
 				return s.allow(tool, req, pd, grant)
 			}

@@ -16,11 +16,13 @@ type Operator struct {
 	Now func() time.Time
 }
 
+// now is in UTC without a monotonic reading, as the store keeps times, so
+// the events an observer hears equal the stored ones.
 func (o Operator) now() time.Time {
 	if o.Now != nil {
-		return o.Now()
+		return o.Now().UTC()
 	}
-	return time.Now()
+	return time.Now().UTC()
 }
 
 func (o Operator) write(ctx context.Context, fn func(Tx) error) error {

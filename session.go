@@ -1,6 +1,7 @@
 package agentrt
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -412,11 +413,18 @@ func (s *session) view(run Run, upto int) RunView {
 // input builds an agent's copy of the run for the step at position i.
 func (s *session) input(run Run, i int) StepInput {
 	s.sync(&s.agentView, i)
-	if s.agentTools == nil {
-		// The agent's own copy of the registered specs, made once per session.
+	// The agent's own copy of the registered specs: compared (no
+	// allocation) each step and copied again only where the agent changed
+	// it.
+	if len(s.agentTools) != len(s.e.specs) {
 		s.agentTools = make([]ToolSpec, len(s.e.specs))
 		for j, sp := range s.e.specs {
 			s.agentTools[j] = copySpec(sp)
+		}
+	}
+	for j, sp := range s.e.specs {
+		if t := &s.agentTools[j]; !sameSpec(*t, sp) {
+			*t = copySpec(sp)
 		}
 	}
 	in := StepInput{Run: copyRun(run), Tools: s.agentTools[:len(s.agentTools):len(s.agentTools)]}
@@ -428,6 +436,11 @@ func (s *session) input(run Run, i int) StepInput {
 		in.Approvals = a[:len(a):len(a)]
 	}
 	return in
+}
+
+func sameSpec(a, b ToolSpec) bool {
+	return a.Name == b.Name && a.Description == b.Description && a.SideEffect == b.SideEffect &&
+		a.Timeout == b.Timeout && a.Terminal == b.Terminal && bytes.Equal(a.InputSchema, b.InputSchema)
 }
 
 func copyRaw(r json.RawMessage) json.RawMessage {

@@ -11,6 +11,16 @@ import (
 type pendingEvent struct {
 	typ EventType
 	v   any
+	// at, when set, builds the payload from the transaction's clock
+	// reading instead of v.
+	at func(now time.Time) any
+}
+
+func (p pendingEvent) payload(now time.Time) any {
+	if p.at != nil {
+		return p.at(now)
+	}
+	return p.v
 }
 
 // stepEnd is how a settling transaction ends a step.
@@ -78,7 +88,7 @@ func (s *session) settle(ctx context.Context, end ending) error {
 			stepID = st.ID
 		}
 		for _, p := range end.pre {
-			if err := event(tx, s.runID, stepID, now, p.typ, p.v); err != nil {
+			if err := event(tx, s.runID, stepID, now, p.typ, p.payload(now)); err != nil {
 				return err
 			}
 		}

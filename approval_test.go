@@ -1,0 +1,424 @@
+package agentrt_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	agentrt "github.com/agentrt/agentrt"
+)
+
+// pausedRun starts run-1 on a remote_mutation call under the default policy
+// and returns the driver's tool and the pending approval.
+func pausedRun(t *testing.T, e *env, args string) (*counted, agentrt.Approval) {
+	t.Helper()
+	send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
+	d := e.driver(script(call("send", args)), agentrt.DefaultPolicy(), send)
+	run, err := d.StartWithID(context.Background(), "run-1", "g", agentrt.DefaultLimits())
+	if err != nil || run.Status != agentrt.RunWaiting {
+		t.Fatalf("Start = %s, %v; want a pause", run.Status, err)
+	}
+	if send.n() != 0 {
+		t.Fatalf("send ran %d times before an approval", send.n())
+	}
+	return send, pendingApproval(t, e.store, "run-1")
+}
+
+// A paused request is approved and resumed by another process whose agent
+// would now ask for something else: the request recorded at the pause runs,
+// once, and the agent is asked only for the step after it.
+func TestApproval_ApproveThenResumeExecutesRecordedRequest(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	_, a := pausedRun(t, e, `{ "path" : "/report" }`)
+	steps := mustSteps(t, e.store, "run-1")
+	if a.StepID != steps[0].ID || a.Kind != string(agentrt.RemoteMutation) || a.Request.Spec.Name != "send" ||
+		string(a.Request.Args) != `{"path":"/report"}` || a.Request.RunID != "run-1" || a.Request.StepID != steps[0].ID {
+		t.Fatalf("approval = %+v", a)
+	}
+	if err := agentrt.VerifyApproval(a); err != nil {
+		t.Fatalf("stored approval does not verify: %v", err)
+	}
+	if steps[0].Status != agentrt.StepAwaitingApproval || mustRun(t, e.store, "run-1").LeaseOwner != "" {
+		t.Fatalf("step is %s; run lease %q", steps[0].Status, mustRun(t, e.store, "run-1").LeaseOwner)
+	}
+
+	// A second process, whose agent would now ask for another path.
+	other := reopen(t, e.store)
+	send2 := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
+	agent2 := script(call("send", `{"path":"/etc/shadow"}`), complete(`{"sent":true}`))
+	cfg := e.config(agent2, agentrt.DefaultPolicy(), send2)
+	cfg.Store = other
+	d2 := e.driverFor(cfg)
+
+	before := takeSnapshot(t, e.store)
+	if _, err := d2.Resume(ctx, "run-1"); !errors.Is(err, agentrt.ErrRunState) {
+		t.Fatalf("Resume before a decision = %v, want ErrRunState", err)
+	}
+	requireUnchanged(t, e.store, before, "a Resume before the decision")
+
+	if err := agentrt.Approve(ctx, e.store, nil, "run-1", a.ID, "alice", "ok"); err != nil {
+		t.Fatalf("Approve: %v", err)
+	}
+	if err := agentrt.Approve(ctx, e.store, nil, "run-1", a.ID, "alice", "again"); !errors.Is(err, agentrt.ErrNotPending) {
+		t.Fatalf("second Approve = %v, want ErrNotPending", err)
+	}
+	if run := mustRun(t, e.store, "run-1"); run.Status != agentrt.RunWaiting {
+		t.Fatalf("Approve moved the run to %s; only Resume may", run.Status)
+	}
+	if send2.n() != 0 {
+		t.Fatal("Approve ran the tool")
+	}
+	run, err := d2.Resume(ctx, "run-1")
+	if err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	if got := send2.args(); !reflect.DeepEqual(got, []string{`{"path":"/report"}`}) {
+		t.Fatalf("send ran with %q, want once with the recorded request", got)
+	}
+	if n := agent2.n.Load(); n != 1 {
+		t.Fatalf("the resuming agent was asked %d times, want once (for the next step)", n)
+	}
+	stored := mustApprovals(t, e.store, "run-1")
+	if len(stored) != 1 || stored[0].Status != agentrt.ApprovalApproved || stored[0].DecidedBy != "alice" || stored[0].Note != "ok" {
+		t.Fatalf("approvals = %+v", stored)
+	}
+	ts := eventsOf(t, e.store, "run-1", toolStarted)
+	if p := payload(t, ts[0]); p["approval_id"] != a.ID {
+		t.Fatalf("tool start does not name the approval: %s", ts[0].Payload)
+	}
+	if _, err := d2.Resume(ctx, "run-1"); !errors.Is(err, agentrt.ErrRunState) {
+		t.Fatalf("Resume of a completed run = %v, want ErrRunState", err)
+	}
+	requireEvents(t, e.store, "run-1", evStart, evPause, []E{apprDecided}, []E{runResumed, stepPolicy, toolStarted, toolFinished}, evComplete)
+}
+
+// An approvals row edited behind the runtime's back no longer matches its
+// hash: deciding it and resuming its grant are refused with ErrApprovalHash
+// and change nothing; the run can still be cancelled.
+func TestApproval_TamperedRowRefused(t *testing.T) {
+	ctx := context.Background()
+	edits := []struct{ name, sql string }{
+		{"arguments", `UPDATE approvals SET request_json = json_set(request_json, '$.args.path', '/etc/shadow') WHERE id = ?`},
+		{"tool", `UPDATE approvals SET request_json = json_set(request_json, '$.spec.side_effect', 'read_only') WHERE id = ?`},
+		{"capability", `UPDATE approvals SET capability_json = '{"args":{"path":"/etc/shadow"},"tool":"send"}' WHERE id = ?`},
+		{"presentation", `UPDATE approvals SET presentation_json = '{"args":{"path":"/tmp/harmless"},"tool":"send"}' WHERE id = ?`},
+		{"kind", `UPDATE approvals SET kind = 'read_only' WHERE id = ?`},
+	}
+	for _, edit := range edits {
+		t.Run("pending "+edit.name, func(t *testing.T) {
+			e := newEnv(t)
+			_, a := pausedRun(t, e, `{"path":"/report"}`)
+			db := rawDB(t, e.store)
+			execSQL(t, db, 1, edit.sql, a.ID)
+			stored, err := e.store.GetApproval(ctx, "run-1", a.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := agentrt.VerifyApproval(stored); !errors.Is(err, agentrt.ErrApprovalHash) {
+				t.Fatalf("VerifyApproval of the edited row = %v, want ErrApprovalHash", err)
+			}
+			before := takeSnapshot(t, e.store)
+			op := e.operator()
+			for name, decide := range map[string]func() error{
+				"Approve":      func() error { return op.Approve(ctx, "run-1", a.ID, "op", "") },
+				"Reject":       func() error { return op.Reject(ctx, "run-1", a.ID, "op", "") },
+				"ApproveShown": func() error { return op.ApproveShown(ctx, "run-1", a.ID, stored.Hash, "op", "") },
+				"RejectShown":  func() error { return op.RejectShown(ctx, "run-1", a.ID, stored.Hash, "op", "") },
+			} {
+				if err := decide(); !errors.Is(err, agentrt.ErrApprovalHash) {
+					t.Fatalf("%s of the edited row = %v, want ErrApprovalHash", name, err)
+				}
+			}
+			requireUnchanged(t, e.store, before, "refused decisions")
+			run, err := e.operator().Cancel(ctx, "run-1", "op", "tampered")
+			if err != nil || run.Status != agentrt.RunCancelled {
+				t.Fatalf("Cancel = %s, %v", run.Status, err)
+			}
+		})
+		t.Run("granted "+edit.name, func(t *testing.T) {
+			e := newEnv(t)
+			_, a := pausedRun(t, e, `{"path":"/report"}`)
+			if err := e.operator().Approve(ctx, "run-1", a.ID, "op", ""); err != nil {
+				t.Fatalf("Approve: %v", err)
+			}
+			execSQL(t, rawDB(t, e.store), 1, edit.sql, a.ID)
+			before := takeSnapshot(t, e.store)
+			send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
+			policy := recording(agentrt.DefaultPolicy())
+			d := e.driver(script(complete(`{}`), complete(`{}`)), policy, send)
+			if _, err := d.Resume(ctx, "run-1"); !errors.Is(err, agentrt.ErrApprovalHash) {
+				t.Fatalf("Resume of an edited grant = %v, want ErrApprovalHash", err)
+			}
+			if send.n() != 0 || policy.n() != 0 {
+				t.Fatalf("send ran %d times, policy asked %d times", send.n(), policy.n())
+			}
+			requireUnchanged(t, e.store, before, "a refused Resume")
+			if _, err := d.Cancel(ctx, "run-1", "op", "tampered"); err != nil {
+				t.Fatalf("Cancel: %v", err)
+			}
+		})
+	}
+}
+
+// staleStore hands every transaction an approvals read that returns the
+// approval as it was shown, whatever the row now holds: it stands for a
+// decision whose read raced a change.
+type staleStore struct {
+	agentrt.Store
+	shown agentrt.Approval
+}
+
+func (s *staleStore) Update(ctx context.Context, fn func(agentrt.Tx) error) ([]agentrt.Event, error) {
+	return s.Store.Update(ctx, func(tx agentrt.Tx) error { return fn(staleTx{Tx: tx, shown: s.shown}) })
+}
+
+type staleTx struct {
+	agentrt.Tx
+	shown agentrt.Approval
+}
+
+func (t staleTx) ApprovalGet(runID, id string) (agentrt.Approval, error) {
+	if id == t.shown.ID {
+		return t.shown, nil
+	}
+	return t.Tx.ApprovalGet(runID, id)
+}
+
+// ApproveShown and RejectShown apply only to the approval the operator was
+// shown: a row changed since (to another self-consistent approval) is refused
+// with ErrApprovalChanged and nothing written, even when the decision's own
+// read of it is stale, because the update is conditional on the shown hash.
+// Two decisions racing on one approval: exactly one applies.
+func TestApproval_ShownDecisionIsAtomic(t *testing.T) {
+	ctx := context.Background()
+	// rewrite makes the approval another one that verifies: a new
+	// presentation and the hash that goes with it.
+	rewrite := func(t *testing.T, e *env, a agentrt.Approval) agentrt.Approval {
+		b := a
+		b.Presentation = json.RawMessage(`{"note":"something else entirely"}`)
+		h, err := agentrt.ApprovalHash(b.Kind, b.Capability, b.Presentation, b.Request)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Hash = h
+		execSQL(t, rawDB(t, e.store), 1, `UPDATE approvals SET presentation_json = ?, hash = ? WHERE id = ?`, string(b.Presentation), h, a.ID)
+		stored, err := e.store.GetApproval(ctx, "run-1", a.ID)
+		if err != nil || agentrt.VerifyApproval(stored) != nil {
+			t.Fatalf("rewritten approval does not verify: %v", err)
+		}
+		return stored
+	}
+	t.Run("changed since shown", func(t *testing.T) {
+		e := newEnv(t)
+		_, shown := pausedRun(t, e, `{"path":"/report"}`)
+		now := rewrite(t, e, shown)
+		before := takeSnapshot(t, e.store)
+		op := e.operator()
+		if err := op.ApproveShown(ctx, "run-1", shown.ID, shown.Hash, "op", ""); !errors.Is(err, agentrt.ErrApprovalChanged) {
+			t.Fatalf("ApproveShown(old hash) = %v, want ErrApprovalChanged", err)
+		}
+		if err := op.RejectShown(ctx, "run-1", shown.ID, shown.Hash, "op", ""); !errors.Is(err, agentrt.ErrApprovalChanged) {
+			t.Fatalf("RejectShown(old hash) = %v, want ErrApprovalChanged", err)
+		}
+		if err := op.ApproveShown(ctx, "run-1", shown.ID, "", "op", ""); !errors.Is(err, agentrt.ErrApprovalChanged) {
+			t.Fatalf("ApproveShown(no hash) = %v, want ErrApprovalChanged", err)
+		}
+		requireUnchanged(t, e.store, before, "decisions on a changed approval")
+		if err := op.ApproveShown(ctx, "run-1", shown.ID, now.Hash, "op", ""); err != nil {
+			t.Fatalf("ApproveShown(current hash): %v", err)
+		}
+		if a, _ := e.store.GetApproval(ctx, "run-1", shown.ID); a.Status != agentrt.ApprovalApproved {
+			t.Fatalf("approval is %s", a.Status)
+		}
+	})
+	t.Run("stale read inside the transaction", func(t *testing.T) {
+		for _, approve := range []bool{true, false} {
+			e := newEnv(t)
+			_, shown := pausedRun(t, e, `{"path":"/report"}`)
+			rewrite(t, e, shown)
+			before := takeSnapshot(t, e.store)
+			op := agentrt.Operator{Store: &staleStore{Store: e.store, shown: shown}, Now: e.clock.Now}
+			decide := op.RejectShown
+			if approve {
+				decide = op.ApproveShown
+			}
+			if err := decide(ctx, "run-1", shown.ID, shown.Hash, "op", ""); !errors.Is(err, agentrt.ErrApprovalChanged) {
+				t.Fatalf("decision on a stale read (approve=%v) = %v, want ErrApprovalChanged", approve, err)
+			}
+			requireUnchanged(t, e.store, before, "a decision on a stale read")
+		}
+	})
+	t.Run("racing decisions", func(t *testing.T) {
+		e := newEnv(t)
+		_, shown := pausedRun(t, e, `{"path":"/report"}`)
+		other := reopen(t, e.store)
+		ops := []agentrt.Operator{{Store: e.store, Now: e.clock.Now}, {Store: other, Now: e.clock.Now}}
+		start := make(chan struct{})
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i := range ops {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				<-start
+				if i == 0 {
+					errs[i] = ops[i].ApproveShown(ctx, "run-1", shown.ID, shown.Hash, "a", "")
+				} else {
+					errs[i] = ops[i].RejectShown(ctx, "run-1", shown.ID, shown.Hash, "b", "")
+				}
+			}(i)
+		}
+		close(start)
+		wg.Wait()
+		won := -1
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				if won >= 0 {
+					t.Fatalf("both decisions applied")
+				}
+				won = i
+			case errors.Is(err, agentrt.ErrNotPending), errors.Is(err, agentrt.ErrRunState):
+			default:
+				t.Fatalf("decision %d: %v", i, err)
+			}
+		}
+		if won < 0 {
+			t.Fatalf("neither decision applied: %v", errs)
+		}
+		a, _ := e.store.GetApproval(ctx, "run-1", shown.ID)
+		run := mustRun(t, e.store, "run-1")
+		if won == 0 && (a.Status != agentrt.ApprovalApproved || run.Status != agentrt.RunWaiting) ||
+			won == 1 && (a.Status != agentrt.ApprovalRejected || run.Status != agentrt.RunCancelled) {
+			t.Fatalf("decision %d won, but the approval is %s and the run %s", won, a.Status, run.Status)
+		}
+		if n := len(eventsOf(t, e.store, "run-1", apprDecided)); n != 1 {
+			t.Fatalf("%d approval.decided events", n)
+		}
+	})
+}
+
+// ApprovalHash and NeedApproval fail on a value they cannot hash or encode
+// rather than hash a stand-in; a stored approval holding such a value is
+// refused rather than decided; and a policy handing one fails the run with no
+// approval written.
+func TestApprovalHash_ErrorsRatherThanSubstituting(t *testing.T) {
+	ctx := context.Background()
+	req := agentrt.ToolRequest{RunID: "r", StepID: "s", Args: json.RawMessage(`{"path":"/a"}`),
+		Spec: agentrt.ToolSpec{Name: "send", InputSchema: json.RawMessage(pathSchema), SideEffect: agentrt.RemoteMutation, Timeout: 1e9}}
+	good, err := agentrt.ApprovalHash("k", json.RawMessage(`{"c":1}`), json.RawMessage(`{"p":1}`), req)
+	if err != nil || len(good) != 64 || strings.Trim(good, "0123456789abcdef") != "" {
+		t.Fatalf("ApprovalHash = %q, %v", good, err)
+	}
+	bad := []struct {
+		name       string
+		capability string
+		present    string
+		args       string
+		schema     string
+	}{
+		{name: "repeated key in capability", capability: `{"c":1,"c":2}`},
+		{name: "unpaired surrogate in presentation", present: `{"p":"\ud800"}`},
+		{name: "invalid UTF-8 in presentation", present: "{\"p\":\"\xff\"}"},
+		{name: "deep arguments", args: `{"a":` + nested(256, "1") + `}`},
+		{name: "huge number in arguments", args: `{"n":1e100000}`},
+		{name: "malformed schema", schema: `{"type":`},
+		{name: "malformed capability", capability: `{"c":`},
+	}
+	for _, b := range bad {
+		c, p, r := json.RawMessage(`{"c":1}`), json.RawMessage(`{"p":1}`), req
+		if b.capability != "" {
+			c = json.RawMessage(b.capability)
+		}
+		if b.present != "" {
+			p = json.RawMessage(b.present)
+		}
+		if b.args != "" {
+			r.Args = json.RawMessage(b.args)
+		}
+		if b.schema != "" {
+			r.Spec.InputSchema = json.RawMessage(b.schema)
+		}
+		h, err := agentrt.ApprovalHash("k", c, p, r)
+		if h != "" || !errors.Is(err, agentrt.ErrInvalidJSON) {
+			t.Fatalf("%s: ApprovalHash = %q, %v; want no hash and ErrInvalidJSON", b.name, h, err)
+		}
+	}
+	// Every bound part moves the hash.
+	for name, h := range map[string]func() (string, error){
+		"kind": func() (string, error) {
+			return agentrt.ApprovalHash("k2", json.RawMessage(`{"c":1}`), json.RawMessage(`{"p":1}`), req)
+		},
+		"capability": func() (string, error) {
+			return agentrt.ApprovalHash("k", json.RawMessage(`{"c":2}`), json.RawMessage(`{"p":1}`), req)
+		},
+		"presentation": func() (string, error) {
+			return agentrt.ApprovalHash("k", json.RawMessage(`{"c":1}`), json.RawMessage(`{"p":2}`), req)
+		},
+		"arguments": func() (string, error) {
+			r := req
+			r.Args = json.RawMessage(`{"path":"/b"}`)
+			return agentrt.ApprovalHash("k", json.RawMessage(`{"c":1}`), json.RawMessage(`{"p":1}`), r)
+		},
+		"spec": func() (string, error) {
+			r := req
+			r.Spec.Description = "deletes everything"
+			return agentrt.ApprovalHash("k", json.RawMessage(`{"c":1}`), json.RawMessage(`{"p":1}`), r)
+		},
+	} {
+		if got, err := h(); err != nil || got == good {
+			t.Fatalf("changing the %s leaves the hash at %q (%v)", name, got, err)
+		}
+	}
+	for name, v := range map[string]any{"func": func() {}, "channel": make(chan int), "NaN": math.NaN()} {
+		pd, err := agentrt.NeedApproval("k", "r", v, nil)
+		if err == nil || !reflect.DeepEqual(pd, agentrt.PolicyDecision{}) {
+			t.Fatalf("NeedApproval(%s) = %+v, %v; want an error and nothing else", name, pd, err)
+		}
+		pd, err = agentrt.NeedApproval("k", "r", nil, v)
+		if err == nil || !reflect.DeepEqual(pd, agentrt.PolicyDecision{}) {
+			t.Fatalf("NeedApproval(presentation %s) = %+v, %v", name, pd, err)
+		}
+	}
+
+	t.Run("policy hands a repeated key", func(t *testing.T) {
+		e := newEnv(t)
+		send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
+		pd := agentrt.PolicyDecision{Outcome: agentrt.RequireApproval, Kind: "k", Capability: json.RawMessage(`{"c":1,"c":2}`)}
+		d := e.driver(script(call("send", `{"path":"/a"}`)), fixed(pd), send)
+		run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
+		if err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+		requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
+		if send.n() != 0 || countRows(t, e.store, "SELECT * FROM approvals") != 0 {
+			t.Fatal("the tool ran or an approval was written")
+		}
+	})
+	t.Run("stored approval that will not hash", func(t *testing.T) {
+		e := newEnv(t)
+		_, a := pausedRun(t, e, `{"path":"/report"}`)
+		// Valid JSON to a decoder, refused by the canonical encoder: a
+		// hash over it would have to be over a stand-in.
+		execSQL(t, rawDB(t, e.store), 1, `UPDATE approvals SET capability_json = '{"tool":"send","tool":"rm"}' WHERE id = ?`, a.ID)
+		stored, err := e.store.GetApproval(ctx, "run-1", a.ID)
+		if err != nil || stored.DecodeError != "" {
+			t.Fatalf("GetApproval = %+v, %v", stored, err)
+		}
+		if err := agentrt.VerifyApproval(stored); !errors.Is(err, agentrt.ErrApprovalHash) {
+			t.Fatalf("VerifyApproval = %v, want ErrApprovalHash", err)
+		}
+		before := takeSnapshot(t, e.store)
+		if err := e.operator().Approve(ctx, "run-1", a.ID, "op", ""); !errors.Is(err, agentrt.ErrApprovalHash) {
+			t.Fatalf("Approve = %v, want ErrApprovalHash", err)
+		}
+		requireUnchanged(t, e.store, before, "a refused Approve")
+	})
+}

@@ -1,0 +1,190 @@
+package agentrt_test
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	agentrt "github.com/agentrt/agentrt"
+)
+
+// startAsync runs d.StartWithID in a goroutine and returns a channel with
+// its outcome.
+func startAsync(d *agentrt.Driver) <-chan startResult {
+	out := make(chan startResult, 1)
+	go func() {
+		run, err := d.StartWithID(context.Background(), "run-1", "g", agentrt.DefaultLimits())
+		out <- startResult{run, err}
+	}()
+	return out
+}
+
+type startResult struct {
+	run agentrt.Run
+	err error
+}
+
+// An operator cancels a run while its loop is busy, from another process:
+// the loop's next write fails, nothing it was about to do happens, and it
+// returns the cancelled run. The cancel is not overwritten.
+func TestCancel_LiveLoopStopsAtItsNextWrite(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name    string
+		inAgent bool
+		events  []E
+	}{
+		{"while the agent decides", true, []E{stepStarted, stepFailed, runFinished}},
+		{"while the policy decides", false, []E{stepStarted, stepDecided, stepFailed, runFinished}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			busy := make(chan struct{})
+			proceed := make(chan struct{})
+			wait := func() {
+				busy <- struct{}{}
+				<-proceed
+			}
+			write := newTool("write", agentrt.LocalMutation, pathSchema, nil)
+			agent := &countingAgent{inner: agentrt.AgentFunc(func(context.Context, agentrt.StepInput) (agentrt.Decision, error) {
+				if c.inAgent {
+					wait()
+				}
+				return call("write", `{"path":"/a"}`), nil
+			})}
+			policy := recording(agentrt.PolicyFunc(func(context.Context, agentrt.ToolRequest, agentrt.RunView) (agentrt.PolicyDecision, error) {
+				if !c.inAgent {
+					wait()
+				}
+				return agentrt.PolicyDecision{Outcome: agentrt.Allow}, nil
+			}))
+			d := e.driver(agent, policy, write)
+			done := startAsync(d)
+			<-busy
+			other := agentrt.Operator{Store: reopen(t, e.store), Now: e.clock.Now}
+			cancelled, err := other.Cancel(ctx, "run-1", "alice", "stop it")
+			if err != nil {
+				t.Fatalf("Cancel: %v", err)
+			}
+			requireEnded(t, cancelled, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
+			close(proceed)
+			res := <-done
+			if res.err != nil {
+				t.Fatalf("Start after the cancel: %v", res.err)
+			}
+			requireEnded(t, res.run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
+			stored := mustRun(t, e.store, "run-1")
+			requireEnded(t, stored, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
+			if stored.ReasonDetail != "stop it" || res.run.ReasonDetail != "stop it" {
+				t.Fatalf("detail = %q, returned %q", stored.ReasonDetail, res.run.ReasonDetail)
+			}
+			if write.n() != 0 || agent.n.Load() != 1 {
+				t.Fatalf("write ran %d times, agent asked %d times", write.n(), agent.n.Load())
+			}
+			if c.inAgent && policy.n() != 0 {
+				t.Fatal("the policy was asked after the cancel")
+			}
+			steps := mustSteps(t, e.store, "run-1")
+			if len(steps) != 1 || steps[0].Status != agentrt.StepFailed || steps[0].Policy != nil {
+				t.Fatalf("steps = %+v", steps)
+			}
+			requireObs(t, steps[0], agentrt.ObsInterrupted)
+			if c := obsContent(t, steps[0]); c["by"] != "alice" || c["note"] != "stop it" {
+				t.Fatalf("step observation = %v; the cancel's record was overwritten", c)
+			}
+			if c.inAgent && steps[0].Decision != nil {
+				t.Fatalf("a decision was recorded on a cancelled run: %+v", steps[0].Decision)
+			}
+			fin := eventsOf(t, e.store, "run-1", runFinished)
+			if len(fin) != 1 || payload(t, fin[0])["by"] != "alice" {
+				t.Fatalf("run.finished = %v", fin)
+			}
+			requireEvents(t, e.store, "run-1", evStart, c.events)
+		})
+	}
+}
+
+// A tool still running when an operator cancels has its outcome appended
+// after the run ended, as a late step.tool_finished carrying the whole
+// observation; the cancelled run and the cancel's record of the step stand,
+// even when the tool would have completed or aborted the run.
+func TestCancel_ToolOutcomeIsAppendedLate(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name     string
+		terminal bool
+		result   func() (agentrt.ToolResult, error)
+		kind     agentrt.ObservationKind
+	}{
+		{"ordinary tool", false, func() (agentrt.ToolResult, error) {
+			return agentrt.ToolResult{Content: json.RawMessage(`{"sent":1}`), Summary: "sent"}, nil
+		}, agentrt.ObsToolResult},
+		{"terminal tool", true, func() (agentrt.ToolResult, error) {
+			return agentrt.ToolResult{Content: json.RawMessage(`{"done":1}`)}, nil
+		}, agentrt.ObsToolResult},
+		{"aborting tool", false, func() (agentrt.ToolResult, error) {
+			return agentrt.ToolResult{}, &agentrt.ErrAbortRun{Detail: "gave up"}
+		}, agentrt.ObsToolError},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			running := make(chan struct{})
+			release := make(chan struct{})
+			send := newTool("send", agentrt.LocalMutation, pathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+				close(running)
+				<-release
+				return c.result()
+			})
+			send.Terminal = c.terminal
+			agent := script(call("send", `{"path":"/a"}`), complete(`{}`))
+			d := e.driver(agent, agentrt.DefaultPolicy(), send)
+			done := startAsync(d)
+			<-running
+			if _, err := e.operator().Cancel(ctx, "run-1", "alice", "too slow"); err != nil {
+				t.Fatalf("Cancel: %v", err)
+			}
+			close(release)
+			res := <-done
+			if res.err != nil {
+				t.Fatalf("Start: %v", res.err)
+			}
+			requireEnded(t, res.run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
+			stored := mustRun(t, e.store, "run-1")
+			requireEnded(t, stored, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
+			if stored.Result != nil {
+				t.Fatalf("the late outcome became the run's result: %s", stored.Result)
+			}
+			if send.n() != 1 || agent.n.Load() != 1 {
+				t.Fatalf("send ran %d times, agent asked %d", send.n(), agent.n.Load())
+			}
+			st := mustSteps(t, e.store, "run-1")[0]
+			if st.Status != agentrt.StepFailed {
+				t.Fatalf("step is %s", st.Status)
+			}
+			requireObs(t, st, agentrt.ObsInterrupted)
+			late := eventsOf(t, e.store, "run-1", toolFinished)
+			if len(late) != 1 || late[0].StepID != st.ID {
+				t.Fatalf("tool_finished events = %v", late)
+			}
+			var p struct {
+				Tool        string              `json:"tool"`
+				Late        bool                `json:"late"`
+				Observation agentrt.Observation `json:"observation"`
+			}
+			if err := json.Unmarshal(late[0].Payload, &p); err != nil {
+				t.Fatal(err)
+			}
+			want, _ := c.result()
+			if !p.Late || p.Tool != "send" || p.Observation.Kind != c.kind {
+				t.Fatalf("late event = %s", late[0].Payload)
+			}
+			if want.Content != nil && !reflect.DeepEqual([]byte(p.Observation.Content), []byte(want.Content)) {
+				t.Fatalf("late observation content = %s, want %s", p.Observation.Content, want.Content)
+			}
+			requireEvents(t, e.store, "run-1", evStart, []E{stepStarted, stepDecided, stepPolicy, toolStarted, stepFailed, runFinished, toolFinished})
+		})
+	}
+}

@@ -1,0 +1,221 @@
+package agentrt_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"sync"
+	"testing"
+
+	agentrt "github.com/agentrt/agentrt"
+)
+
+// bytePolicy decides by reading bytes, as a hand-written policy might, and
+// records the bytes it was handed for each step.
+type bytePolicy struct {
+	mu   sync.Mutex
+	seen map[string][]string // step id -> args+schema handed, in order
+}
+
+func (p *bytePolicy) Evaluate(_ context.Context, req agentrt.ToolRequest, _ agentrt.RunView) (agentrt.PolicyDecision, error) {
+	p.mu.Lock()
+	if p.seen == nil {
+		p.seen = map[string][]string{}
+	}
+	p.seen[req.StepID] = append(p.seen[req.StepID], string(req.Args)+" "+string(req.Spec.InputSchema))
+	p.mu.Unlock()
+	switch {
+	case bytes.Contains(req.Args, []byte("&&")):
+		return agentrt.PolicyDecision{Outcome: agentrt.Deny, Reason: "no chained commands"}, nil
+	case bytes.Contains(req.Args, []byte("<script>")):
+		return agentrt.PolicyDecision{Outcome: agentrt.Deny, Reason: "no scripts"}, nil
+	case !bytes.Contains(req.Spec.InputSchema, []byte("& reports <output>")):
+		return agentrt.PolicyDecision{Outcome: agentrt.Abort, Reason: "not the schema this policy was written for"}, nil
+	case req.Spec.Name == "send":
+		return agentrt.NeedApproval("send", "sending", json.RawMessage(req.Args), map[string]string{"args": string(req.Args)})
+	}
+	return agentrt.PolicyDecision{Outcome: agentrt.Allow}, nil
+}
+
+func (p *bytePolicy) handed(stepID string) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.seen[stepID]...)
+}
+
+const reportSchema = `{
+	"type": "object",
+	"description": "runs a command & reports <output>",
+	"properties": { "cmd": { "type": "string" }, "to": { "type": "string" } }
+}`
+
+// byteRun records run-1 under a byte-reading policy: two requests denied for
+// bytes an HTML-escaping encoder would rewrite, one allowed, one approved
+// and resumed.
+func byteRun(t *testing.T, e *env, policy agentrt.Policy) {
+	t.Helper()
+	ctx := context.Background()
+	shell := newTool("shell", agentrt.LocalMutation, reportSchema, nil)
+	send := newTool("send", agentrt.RemoteMutation, reportSchema, nil)
+	agent := script(
+		call("shell", "{\n  \"cmd\": \"ls && rm -rf /\"\n}"),
+		call("shell", `{ "cmd" : "echo <script>" }`),
+		call("shell", `{"cmd":"ls"}`),
+		call("send", `{"to": "a&b <c>", "cmd": "report"}`),
+		complete(`{}`),
+	)
+	d := e.driver(agent, policy, shell, send)
+	run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
+	if err != nil || run.Status != agentrt.RunWaiting {
+		t.Fatalf("Start = %s %s %q, %v; want a pause", run.Status, run.Reason, run.ReasonDetail, err)
+	}
+	a := pendingApproval(t, e.store, "run-1")
+	if err := d.Approve(ctx, "run-1", a.ID, "op", ""); err != nil {
+		t.Fatalf("Approve: %v", err)
+	}
+	run, err = d.Resume(ctx, "run-1")
+	if err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	if shell.n() != 1 || send.n() != 1 {
+		t.Fatalf("shell ran %d times, send %d; want once each", shell.n(), send.n())
+	}
+}
+
+// A policy that matches bytes decides in a re-check as it decided in the
+// loop and on resume, because it is handed identical bytes on every path:
+// the arguments as the agent wrote them (pretty, with & and <) and the schema
+// as registered come back from the record in the same PolicyJSON form. A
+// stricter policy is named at exactly the steps it changes, and a re-check
+// writes nothing.
+func TestRecheck_ByteReadingPolicyDecidesAlike(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	live := &bytePolicy{}
+	byteRun(t, e, live)
+	steps := mustSteps(t, e.store, "run-1")
+	before := takeSnapshot(t, e.store)
+
+	again := &bytePolicy{}
+	rep, err := agentrt.Recheck(ctx, e.store, "run-1", again, agentrt.RecheckOptions{})
+	if err != nil {
+		t.Fatalf("Recheck: %v", err)
+	}
+	requireUnchanged(t, e.store, before, "a re-check")
+	wantOutcomes := []agentrt.PolicyOutcome{agentrt.Deny, agentrt.Deny, agentrt.Allow, agentrt.RequireApproval}
+	if len(rep.Evaluations) != len(wantOutcomes) || rep.RunID != "run-1" {
+		t.Fatalf("report = %+v", rep)
+	}
+	for i, ev := range rep.Evaluations {
+		if ev.StepIndex != i || ev.StepID != steps[i].ID || ev.Recorded != wantOutcomes[i] || ev.Now != wantOutcomes[i] || ev.Result != agentrt.RecheckSame {
+			t.Fatalf("evaluation %d = %+v, want %s re-checked the same", i, ev, wantOutcomes[i])
+		}
+	}
+	if !rep.Same() || !rep.Complete() || len(rep.Differences()) != 0 {
+		t.Fatalf("report not the same and complete: %+v", rep)
+	}
+	// The bytes: what the re-check handed equals what the loop handed, and
+	// what the resume handed for the approved step.
+	for i := 0; i < 4; i++ {
+		loop := live.handed(steps[i].ID)
+		rechecked := again.handed(steps[i].ID)
+		if len(rechecked) != 1 || len(loop) == 0 {
+			t.Fatalf("step %d: the loop handed %d requests, the re-check %d", i, len(loop), len(rechecked))
+		}
+		for _, l := range loop {
+			if l != rechecked[0] {
+				t.Fatalf("step %d: the loop handed\n %s\nthe re-check handed\n %s", i, l, rechecked[0])
+			}
+		}
+	}
+	if n := len(live.handed(steps[3].ID)); n != 2 {
+		t.Fatalf("the approved step was evaluated %d times live, want in the loop and on resume", n)
+	}
+
+	// A stricter policy is named where it differs, and only there.
+	stricter := agentrt.PolicyFunc(func(ctx context.Context, req agentrt.ToolRequest, view agentrt.RunView) (agentrt.PolicyDecision, error) {
+		if bytes.Contains(req.Args, []byte("<c>")) {
+			return agentrt.PolicyDecision{Outcome: agentrt.Deny, Reason: "no tags"}, nil
+		}
+		return (&bytePolicy{}).Evaluate(ctx, req, view)
+	})
+	rep, err = agentrt.Recheck(ctx, e.store, "run-1", stricter, agentrt.RecheckOptions{})
+	if err != nil {
+		t.Fatalf("Recheck: %v", err)
+	}
+	diff := rep.Differences()
+	if len(diff) != 1 || diff[0].StepIndex != 3 || diff[0].Recorded != agentrt.RequireApproval || diff[0].Now != agentrt.Deny || rep.Same() || !rep.Complete() {
+		t.Fatalf("stricter re-check = %+v", rep)
+	}
+	requireUnchanged(t, e.store, before, "a second re-check")
+}
+
+// What a re-check cannot ask again is said, never passed as the same: a
+// policy that failed in the run, a spec neither stored nor given; a current
+// tool that refuses the recorded arguments differs; a policy failing now
+// differs; a missing run is ErrNotFound.
+func TestRecheck_ReportsWhatItCannotAskAgain(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
+	failing := false
+	policy := agentrt.PolicyFunc(func(ctx context.Context, req agentrt.ToolRequest, view agentrt.RunView) (agentrt.PolicyDecision, error) {
+		if failing {
+			return agentrt.PolicyDecision{}, errors.New("policy store unreachable")
+		}
+		return agentrt.DefaultPolicy().Evaluate(ctx, req, view)
+	})
+	d := e.driver(script(call("read", `{"path":"/a"}`), call("read", `{"path":"/b"}`)), agentrt.PolicyFunc(func(ctx context.Context, req agentrt.ToolRequest, view agentrt.RunView) (agentrt.PolicyDecision, error) {
+		if string(req.Args) == `{"path":"/b"}` {
+			return agentrt.PolicyDecision{}, errors.New("boom")
+		}
+		return policy(ctx, req, view)
+	}), read)
+	run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
+
+	rep, err := agentrt.Recheck(ctx, e.store, "run-1", policy, agentrt.RecheckOptions{})
+	if err != nil {
+		t.Fatalf("Recheck: %v", err)
+	}
+	if len(rep.Evaluations) != 2 || rep.Evaluations[0].Result != agentrt.RecheckSame ||
+		rep.Evaluations[1].Result != agentrt.RecheckNotRecheckable || rep.Evaluations[1].Recorded != "" || rep.Complete() || rep.Same() {
+		t.Fatalf("report = %+v", rep)
+	}
+
+	failing = true
+	rep, _ = agentrt.Recheck(ctx, e.store, "run-1", policy, agentrt.RecheckOptions{})
+	if ev := rep.Evaluations[0]; ev.Result != agentrt.RecheckDifferent || ev.Now != "" || ev.Recorded != agentrt.Allow {
+		t.Fatalf("a policy failing now = %+v", ev)
+	}
+	failing = false
+
+	// Without the stored spec, only a given tool can stand in.
+	execSQL(t, rawDB(t, e.store), 1, `DELETE FROM tool_specs`)
+	rep, _ = agentrt.Recheck(ctx, e.store, "run-1", policy, agentrt.RecheckOptions{})
+	if ev := rep.Evaluations[0]; ev.Result != agentrt.RecheckNotRecheckable {
+		t.Fatalf("no spec = %+v", ev)
+	}
+	rep, _ = agentrt.Recheck(ctx, e.store, "run-1", policy, agentrt.RecheckOptions{Tools: tools(read)})
+	if ev := rep.Evaluations[0]; ev.Result != agentrt.RecheckSame {
+		t.Fatalf("given the current tool = %+v", ev)
+	}
+	stricter := newTool("read", agentrt.ReadOnly, `{"type":"object","properties":{"path":{"type":"string","pattern":"^/tmp/"}}}`, nil)
+	rep, _ = agentrt.Recheck(ctx, e.store, "run-1", policy, agentrt.RecheckOptions{Tools: tools(stricter)})
+	if ev := rep.Evaluations[0]; ev.Result != agentrt.RecheckDifferent || ev.Now != "" {
+		t.Fatalf("a current tool refusing the arguments = %+v", ev)
+	}
+
+	if _, err := agentrt.Recheck(ctx, e.store, "no-such-run", policy, agentrt.RecheckOptions{}); !errors.Is(err, agentrt.ErrNotFound) {
+		t.Fatalf("Recheck of a missing run = %v, want ErrNotFound", err)
+	}
+	if !reflect.DeepEqual(rep.Differences(), rep.Evaluations[:1]) {
+		t.Fatalf("Differences = %+v", rep.Differences())
+	}
+}

@@ -1,0 +1,502 @@
+package agentrt_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	agentrt "github.com/agentrt/agentrt"
+)
+
+// A step re-paused on resume has several approvals, and only the latest can
+// grant: while it is pending, Resume is refused and changes nothing, however
+// often, even when the policy asks precisely for an older approval that was
+// granted; once it is granted, a policy asking for the older one again asks
+// anew.
+func TestResume_OnlyTheLatestApprovalOfAStepGrants(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
+	var version atomic.Int64
+	version.Store(1)
+	policy := recording(agentrt.PolicyFunc(func(context.Context, agentrt.ToolRequest, agentrt.RunView) (agentrt.PolicyDecision, error) {
+		return agentrt.NeedApproval("send", "check", map[string]int64{"v": version.Load()}, nil)
+	}))
+	agent := script(call("send", `{"path":"/a"}`), complete(`{}`))
+	d := e.driver(agent, policy, send)
+	run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
+	if err != nil || run.Status != agentrt.RunWaiting {
+		t.Fatalf("Start = %s, %v; want a pause", run.Status, err)
+	}
+	a1 := pendingApproval(t, e.store, "run-1")
+	op := e.operator()
+	if err := op.Approve(ctx, "run-1", a1.ID, "op", ""); err != nil {
+		t.Fatalf("Approve a1: %v", err)
+	}
+
+	// The policy now asks for another approval: the step waits again.
+	version.Store(2)
+	run, err = d.Resume(ctx, "run-1")
+	if err != nil || run.Status != agentrt.RunWaiting {
+		t.Fatalf("Resume under a changed policy = %s, %v; want a new pause", run.Status, err)
+	}
+	a2 := pendingApproval(t, e.store, "run-1")
+	if a2.ID == a1.ID || a2.StepID != a1.StepID {
+		t.Fatalf("re-pause: a1 %+v a2 %+v", a1, a2)
+	}
+
+	// The policy asks for a1 again, which was granted; a2 is the latest.
+	version.Store(1)
+	before := takeSnapshot(t, e.store)
+	asked := policy.n()
+	for i := 0; i < 3; i++ {
+		if _, err := d.Resume(ctx, "run-1"); !errors.Is(err, agentrt.ErrRunState) {
+			t.Fatalf("Resume %d while the latest approval is pending = %v, want ErrRunState", i, err)
+		}
+	}
+	if err := op.Approve(ctx, "run-1", a1.ID, "op", ""); !errors.Is(err, agentrt.ErrNotPending) {
+		t.Fatalf("Approve a1 again = %v, want ErrNotPending", err)
+	}
+	requireUnchanged(t, e.store, before, "refused resumes")
+	if policy.n() != asked {
+		t.Fatal("a refused resume asked the policy")
+	}
+
+	// a2 granted, but the policy asks for a1's approval: that is not the
+	// grant, so it asks again.
+	if err := op.Approve(ctx, "run-1", a2.ID, "op", ""); err != nil {
+		t.Fatalf("Approve a2: %v", err)
+	}
+	run, err = d.Resume(ctx, "run-1")
+	if err != nil || run.Status != agentrt.RunWaiting {
+		t.Fatalf("Resume with a2 granted, policy asking for a1 = %s, %v; want a new pause", run.Status, err)
+	}
+	if send.n() != 0 {
+		t.Fatalf("send ran %d times without its latest approval granted", send.n())
+	}
+	a3 := pendingApproval(t, e.store, "run-1")
+	if err := op.Approve(ctx, "run-1", a3.ID, "op", ""); err != nil {
+		t.Fatalf("Approve a3: %v", err)
+	}
+	run, err = d.Resume(ctx, "run-1")
+	if err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	if got := send.args(); !reflect.DeepEqual(got, []string{`{"path":"/a"}`}) {
+		t.Fatalf("send ran with %q", got)
+	}
+	as := mustApprovals(t, e.store, "run-1")
+	if len(as) != 3 || as[0].ID != a1.ID || as[1].ID != a2.ID || as[2].ID != a3.ID {
+		t.Fatalf("approvals = %+v", as)
+	}
+	for _, a := range as {
+		if a.Status != agentrt.ApprovalApproved || a.StepID != a1.StepID {
+			t.Fatalf("approval %s is %s on step %s", a.ID, a.Status, a.StepID)
+		}
+	}
+	repause := []E{apprDecided, stepPolicy, apprRequested}
+	requireEvents(t, e.store, "run-1", evStart, evPause, repause, repause,
+		[]E{apprDecided, runResumed, stepPolicy, toolStarted, toolFinished}, evComplete)
+}
+
+// A grant resumed by a driver whose tool now has a stricter schema does not
+// run: the recorded arguments fail the current schema, the step becomes an
+// invalid decision without asking the policy, and the agent decides again.
+func TestResume_ApprovedArgumentsMeetTheCurrentSchema(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	_, a := pausedRun(t, e, `{"path":"/etc/hosts"}`)
+	if err := e.operator().Approve(ctx, "run-1", a.ID, "op", ""); err != nil {
+		t.Fatalf("Approve: %v", err)
+	}
+	stricter := newTool("send", agentrt.RemoteMutation,
+		`{"type":"object","properties":{"path":{"type":"string","pattern":"^/tmp/"}},"required":["path"],"additionalProperties":false}`, nil)
+	policy := recording(agentrt.DefaultPolicy())
+	agent := script(call("send", `{"path":"/tmp/x"}`), complete(`{}`))
+	d := e.driver(agent, policy, stricter)
+	run, err := d.Resume(ctx, "run-1")
+	if err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	if stricter.n() != 0 {
+		t.Fatalf("send ran %d times with arguments its schema now refuses", stricter.n())
+	}
+	if policy.n() != 0 {
+		t.Fatalf("the policy was asked %d times about arguments the schema refuses", policy.n())
+	}
+	if agent.n.Load() != 1 {
+		t.Fatalf("agent asked %d times, want once after the refusal", agent.n.Load())
+	}
+	st := mustSteps(t, e.store, "run-1")[0]
+	if st.Status != agentrt.StepFailed {
+		t.Fatalf("step 0 is %s", st.Status)
+	}
+	requireObs(t, st, agentrt.ObsInvalidDecision)
+	if as := mustApprovals(t, e.store, "run-1"); len(as) != 1 || as[0].Status != agentrt.ApprovalApproved {
+		t.Fatalf("approvals = %+v", as)
+	}
+	rs := eventsOf(t, e.store, "run-1", runResumed)
+	if len(rs) != 1 || payload(t, rs[0])["after"] != "invalid_on_resume" {
+		t.Fatalf("run.resumed = %v", rs)
+	}
+	requireEvents(t, e.store, "run-1", evStart, evPause, []E{apprDecided, runResumed, stepFailed}, evComplete)
+}
+
+// A grant binds the request with the tool's spec: a driver whose tool was
+// redescribed and reclassified since does not run the old grant; the policy
+// is asked about the request as it would run now and the step waits again.
+func TestResume_ChangedSpecIsAnotherRequest(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	_, a := pausedRun(t, e, `{"path":"/report"}`)
+	if err := e.operator().Approve(ctx, "run-1", a.ID, "op", ""); err != nil {
+		t.Fatalf("Approve: %v", err)
+	}
+	changed := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
+	changed.Description = "deletes the archive at path"
+	d := e.driver(script(complete(`{}`), complete(`{}`)), agentrt.DefaultPolicy(), changed)
+	run, err := d.Resume(ctx, "run-1")
+	if err != nil || run.Status != agentrt.RunWaiting {
+		t.Fatalf("Resume = %s, %v; want a new pause", run.Status, err)
+	}
+	if changed.n() != 0 {
+		t.Fatal("the old grant ran a changed tool")
+	}
+	a2 := pendingApproval(t, e.store, "run-1")
+	if a2.Request.Spec.Description != changed.Description || string(a2.Request.Args) != `{"path":"/report"}` {
+		t.Fatalf("new approval binds %+v", a2.Request)
+	}
+	requireEvents(t, e.store, "run-1", evStart, evPause, []E{apprDecided, stepPolicy, apprRequested})
+}
+
+// gatedPolicy lets a resume's evaluation through only once both racing
+// drivers have reached it.
+type gatedPolicy struct {
+	inner   agentrt.Policy
+	resume  *atomic.Bool
+	arrived chan<- struct{}
+	release <-chan struct{}
+}
+
+func (p gatedPolicy) Evaluate(ctx context.Context, req agentrt.ToolRequest, view agentrt.RunView) (agentrt.PolicyDecision, error) {
+	if p.resume.Load() {
+		p.arrived <- struct{}{}
+		<-p.release
+	}
+	return p.inner.Evaluate(ctx, req, view)
+}
+
+// Two processes resume one approved run at once, both past the policy: one
+// executes the request, the other gets ErrRunState, and the tool runs once.
+func TestResume_ConcurrentResumeExecutesOnce(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	_, a := pausedRun(t, e, `{"path":"/report"}`)
+	if err := e.operator().Approve(ctx, "run-1", a.ID, "op", ""); err != nil {
+		t.Fatalf("Approve: %v", err)
+	}
+	var executions atomic.Int64
+	var resume atomic.Bool
+	resume.Store(true)
+	arrived := make(chan struct{})
+	release := make(chan struct{})
+	drivers := make([]*agentrt.Driver, 2)
+	for i := range drivers {
+		st := reopen(t, e.store)
+		send := newTool("send", agentrt.RemoteMutation, pathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+			executions.Add(1)
+			return agentrt.ToolResult{Content: json.RawMessage(`{"sent":true}`)}, nil
+		})
+		cfg := e.config(script(call("send", `{"path":"/other"}`), complete(`{}`)),
+			gatedPolicy{inner: agentrt.DefaultPolicy(), resume: &resume, arrived: arrived, release: release}, send)
+		cfg.Store = st
+		drivers[i] = e.driverFor(cfg)
+	}
+	type result struct {
+		run agentrt.Run
+		err error
+	}
+	results := make([]result, 2)
+	var wg sync.WaitGroup
+	for i, d := range drivers {
+		wg.Add(1)
+		go func(i int, d *agentrt.Driver) {
+			defer wg.Done()
+			run, err := d.Resume(ctx, "run-1")
+			results[i] = result{run, err}
+		}(i, d)
+	}
+	<-arrived
+	<-arrived
+	resume.Store(false)
+	close(release)
+	wg.Wait()
+
+	if n := executions.Load(); n != 1 {
+		t.Fatalf("the approved request ran %d times, want once", n)
+	}
+	won, lost := -1, -1
+	for i, r := range results {
+		switch {
+		case r.err == nil:
+			won = i
+		case errors.Is(r.err, agentrt.ErrRunState):
+			lost = i
+		default:
+			t.Fatalf("Resume %d: %v", i, r.err)
+		}
+	}
+	if won < 0 || lost < 0 {
+		t.Fatalf("want one winner and one ErrRunState, got %v and %v", results[0].err, results[1].err)
+	}
+	requireEnded(t, results[won].run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	requireEnded(t, mustRun(t, e.store, "run-1"), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	requireEvents(t, e.store, "run-1", evStart, evPause, []E{apprDecided, runResumed, stepPolicy, toolStarted, toolFinished}, evComplete)
+}
+
+// crashingStore stands for a process that dies: once crashed, it commits
+// nothing more and renews no lease. It records what each commit wrote.
+type crashingStore struct {
+	agentrt.Store
+	crashed atomic.Bool
+	mu      sync.Mutex
+	commits [][]E
+}
+
+var errCrashed = errors.New("the process died")
+
+func (c *crashingStore) Update(ctx context.Context, fn func(agentrt.Tx) error) ([]agentrt.Event, error) {
+	if c.crashed.Load() {
+		return nil, errCrashed
+	}
+	evs, err := c.Store.Update(ctx, fn)
+	if err == nil {
+		var types []E
+		for _, e := range evs {
+			types = append(types, e.Type)
+		}
+		c.mu.Lock()
+		c.commits = append(c.commits, types)
+		c.mu.Unlock()
+	}
+	return evs, err
+}
+
+func (c *crashingStore) RenewLease(ctx context.Context, runID, owner string, gen int64, exp time.Time) error {
+	if c.crashed.Load() {
+		return errCrashed
+	}
+	return c.Store.RenewLease(ctx, runID, owner, gen, exp)
+}
+
+// A process that dies around a resume leaves the approved request as it was
+// recorded. Dying before the resume commits leaves nothing written, and a
+// later Resume runs the request once. Dying after it, while the tool runs,
+// leaves the resume, its policy decision and the tool start committed
+// together; the run cannot be taken over while the lease lives, and a
+// takeover after it lapses asks an operator before running that request
+// again, on the same step.
+func TestResume_CrashAfterResumeKeepsTheApprovedRequest(t *testing.T) {
+	ctx := context.Background()
+	t.Run("before the resume commits", func(t *testing.T) {
+		e := newEnv(t)
+		_, a := pausedRun(t, e, `{"path":"/report"}`)
+		if err := e.operator().Approve(ctx, "run-1", a.ID, "op", ""); err != nil {
+			t.Fatalf("Approve: %v", err)
+		}
+		before := takeSnapshot(t, e.store)
+		cs := &crashingStore{Store: e.store}
+		send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
+		policy := agentrt.PolicyFunc(func(ctx context.Context, req agentrt.ToolRequest, view agentrt.RunView) (agentrt.PolicyDecision, error) {
+			cs.crashed.Store(true) // dies while the policy decides
+			return agentrt.DefaultPolicy().Evaluate(ctx, req, view)
+		})
+		cfg := e.config(script(), policy, send)
+		cfg.Store = cs
+		if _, err := e.driverFor(cfg).Resume(ctx, "run-1"); !errors.Is(err, errCrashed) {
+			t.Fatalf("Resume on a dying process = %v", err)
+		}
+		if send.n() != 0 {
+			t.Fatal("the tool ran though its start was never committed")
+		}
+		requireUnchanged(t, e.store, before, "a resume that died before committing")
+
+		send2 := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
+		run, err := e.driver(script(call("send", `{"path":"/x"}`), complete(`{}`)), agentrt.DefaultPolicy(), send2).Resume(ctx, "run-1")
+		if err != nil {
+			t.Fatalf("Resume: %v", err)
+		}
+		requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+		if got := send2.args(); !reflect.DeepEqual(got, []string{`{"path":"/report"}`}) {
+			t.Fatalf("send ran with %q, want the approved request once", got)
+		}
+		requireEvents(t, e.store, "run-1", evStart, evPause, []E{apprDecided, runResumed, stepPolicy, toolStarted, toolFinished}, evComplete)
+	})
+	t.Run("after the resume commits", func(t *testing.T) {
+		e := newEnv(t)
+		_, a := pausedRun(t, e, `{"path":"/report"}`)
+		if err := e.operator().Approve(ctx, "run-1", a.ID, "op", ""); err != nil {
+			t.Fatalf("Approve: %v", err)
+		}
+		cs := &crashingStore{Store: e.store}
+		send := newTool("send", agentrt.RemoteMutation, pathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+			cs.crashed.Store(true) // the effect happened; its record never will
+			return agentrt.ToolResult{Content: json.RawMessage(`{"sent":true}`)}, nil
+		})
+		cfg := e.config(script(), agentrt.DefaultPolicy(), send)
+		cfg.Store = cs
+		if _, err := e.driverFor(cfg).Resume(ctx, "run-1"); !errors.Is(err, errCrashed) {
+			t.Fatalf("Resume on a dying process = %v", err)
+		}
+		if send.n() != 1 {
+			t.Fatalf("send ran %d times", send.n())
+		}
+		if !reflect.DeepEqual(cs.commits, [][]E{{runResumed, stepPolicy, toolStarted}}) {
+			t.Fatalf("the dying resume committed %v, want the resume, its decision and the tool start together", cs.commits)
+		}
+		run := mustRun(t, e.store, "run-1")
+		st := mustSteps(t, e.store, "run-1")[0]
+		if run.Status != agentrt.RunRunning || run.LeaseOwner == "" || st.Status != agentrt.StepExecuting || st.Policy == nil {
+			t.Fatalf("after the crash: run %s lease %q, step %s policy %+v", run.Status, run.LeaseOwner, st.Status, st.Policy)
+		}
+
+		// Another process: refused while the dead one's lease lives.
+		send2 := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
+		agent2 := script(call("send", `{"path":"/other"}`), complete(`{}`))
+		d2 := e.driver(agent2, agentrt.DefaultPolicy(), send2)
+		before := takeSnapshot(t, e.store)
+		if _, err := d2.Resume(ctx, "run-1"); !errors.Is(err, agentrt.ErrRunLeased) {
+			t.Fatalf("Resume under a live lease = %v, want ErrRunLeased", err)
+		}
+		requireUnchanged(t, e.store, before, "a Resume refused by the lease")
+
+		// The lease lapses (the wall clock it is judged by is not the
+		// test's to move, so the row is aged instead).
+		execSQL(t, rawDB(t, e.store), 1, `UPDATE runs SET lease_expires_at = '2000-01-01T00:00:00Z' WHERE id = 'run-1'`)
+		run, err := d2.Resume(ctx, "run-1")
+		if err != nil || run.Status != agentrt.RunWaiting {
+			t.Fatalf("takeover = %s, %v; want a pause for the operator", run.Status, err)
+		}
+		if send2.n() != 0 {
+			t.Fatal("the takeover ran the interrupted side effect again by itself")
+		}
+		a2 := pendingApproval(t, e.store, "run-1")
+		if a2.Kind != agentrt.InterruptedSideEffect || a2.StepID != a.StepID || string(a2.Request.Args) != `{"path":"/report"}` {
+			t.Fatalf("interruption approval = %+v", a2)
+		}
+		if err := e.operator().Approve(ctx, "run-1", a2.ID, "op", "re-run it"); err != nil {
+			t.Fatalf("Approve: %v", err)
+		}
+		// The re-run is a request like any other: the policy, asked again,
+		// wants its own approval of the same recorded request.
+		run, err = d2.Resume(ctx, "run-1")
+		if err != nil || run.Status != agentrt.RunWaiting {
+			t.Fatalf("Resume after the operator's re-run approval = %s, %v; want the policy's own pause", run.Status, err)
+		}
+		if send2.n() != 0 {
+			t.Fatal("the re-run ran without the policy's approval")
+		}
+		a3 := pendingApproval(t, e.store, "run-1")
+		if a3.Kind != string(agentrt.RemoteMutation) || a3.StepID != a.StepID || string(a3.Request.Args) != `{"path":"/report"}` {
+			t.Fatalf("policy approval of the re-run = %+v", a3)
+		}
+		if err := e.operator().Approve(ctx, "run-1", a3.ID, "op", ""); err != nil {
+			t.Fatalf("Approve: %v", err)
+		}
+		run, err = d2.Resume(ctx, "run-1")
+		if err != nil {
+			t.Fatalf("Resume: %v", err)
+		}
+		requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+		if got := send2.args(); !reflect.DeepEqual(got, []string{`{"path":"/report"}`}) {
+			t.Fatalf("the re-run ran with %q, want the approved request once", got)
+		}
+		if n := agent2.n.Load(); n != 1 {
+			t.Fatalf("agent asked %d times, want once, after the re-run", n)
+		}
+		steps := mustSteps(t, e.store, "run-1")
+		if len(steps) != 2 || steps[0].Status != agentrt.StepDone {
+			t.Fatalf("steps = %+v", steps)
+		}
+		requireEvents(t, e.store, "run-1", evStart, evPause, []E{apprDecided, runResumed, stepPolicy, toolStarted},
+			[]E{leaseTakeover, stepInterrupt, stepPolicy, apprRequested},
+			[]E{apprDecided, stepPolicy, apprRequested},
+			[]E{apprDecided, runResumed, stepPolicy, toolStarted, toolFinished}, evComplete)
+	})
+}
+
+// A grant not resumed within GrantTTL of its decision expires at Resume: the
+// run is cancelled as approval_expired, the grant keeps who decided it, and
+// nothing runs or is asked. Within the TTL it runs; ApprovalTTL alone never
+// expires a grant.
+func TestResume_GrantNotResumedWithinTheTTLExpires(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name    string
+		limits  func(*agentrt.Limits)
+		wait    time.Duration
+		expires bool
+	}{
+		{"past the grant TTL", func(l *agentrt.Limits) { l.GrantTTL = time.Hour }, time.Hour + time.Second, true},
+		{"within the grant TTL", func(l *agentrt.Limits) { l.GrantTTL = time.Hour }, 59 * time.Minute, false},
+		{"approval TTL alone", func(l *agentrt.Limits) { l.ApprovalTTL = time.Minute }, 2 * time.Hour, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
+			policy := recording(agentrt.DefaultPolicy())
+			agent := script(call("send", `{"path":"/report"}`), complete(`{}`))
+			d := e.driver(agent, policy, send)
+			run, err := d.StartWithID(ctx, "run-1", "g", limits(c.limits))
+			if err != nil || run.Status != agentrt.RunWaiting {
+				t.Fatalf("Start = %s, %v", run.Status, err)
+			}
+			a := pendingApproval(t, e.store, "run-1")
+			e.clock.Advance(30 * time.Second)
+			decidedAt := e.clock.Now()
+			if err := d.Approve(ctx, "run-1", a.ID, "alice", "go"); err != nil {
+				t.Fatalf("Approve: %v", err)
+			}
+			e.clock.Advance(c.wait)
+			run, err = d.Resume(ctx, "run-1")
+			if !c.expires {
+				if err != nil {
+					t.Fatalf("Resume: %v", err)
+				}
+				requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+				if send.n() != 1 {
+					t.Fatalf("send ran %d times", send.n())
+				}
+				return
+			}
+			if err != nil && !errors.Is(err, agentrt.ErrApprovalExpired) {
+				t.Fatalf("Resume of an expired grant: %v", err)
+			}
+			run = mustRun(t, e.store, "run-1")
+			requireEnded(t, run, agentrt.RunCancelled, agentrt.ReasonApprovalExpired)
+			if send.n() != 0 || policy.n() != 1 || agent.n.Load() != 1 {
+				t.Fatalf("send ran %d times, policy asked %d, agent %d; want nothing after the pause", send.n(), policy.n(), agent.n.Load())
+			}
+			got, _ := e.store.GetApproval(ctx, "run-1", a.ID)
+			if got.Status != agentrt.ApprovalExpired || got.DecidedBy != "alice" || !got.DecidedAt.Equal(decidedAt) {
+				t.Fatalf("approval = %+v", got)
+			}
+			st := mustSteps(t, e.store, "run-1")[0]
+			if st.Status != agentrt.StepFailed {
+				t.Fatalf("step is %s", st.Status)
+			}
+			requireEvents(t, e.store, "run-1", evStart, evPause, []E{apprDecided}, []E{apprDecided, stepFailed, runFinished})
+			if _, err := d.Resume(ctx, "run-1"); !errors.Is(err, agentrt.ErrRunState) {
+				t.Fatalf("second Resume = %v, want ErrRunState", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,143 @@
+package agentrt_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	agentrt "github.com/agentrt/agentrt"
+)
+
+// A step row whose decision will not decode is listed with DecodeError rather
+// than failing the read; its run can still be read and cancelled; a driver
+// resuming it, waiting or interrupted, fails it as internal_error rather than
+// continuing from it, without rewriting the damaged row. A damaged approval
+// cannot be decided, and its run can still be cancelled.
+func TestStore_UndecodableRowsDoNotWedgeTheRun(t *testing.T) {
+	ctx := context.Background()
+	const damage = `{"kind":"tool_call","tool":"read","args":`
+	// waiting leaves run-1 paused at step 1 after a read at step 0.
+	waiting := func(t *testing.T, e *env) agentrt.Approval {
+		read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
+		send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
+		d := e.driver(script(call("read", `{"path":"/a"}`), call("send", `{"path":"/b"}`)), agentrt.DefaultPolicy(), read, send)
+		run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
+		if err != nil || run.Status != agentrt.RunWaiting {
+			t.Fatalf("Start = %s, %v", run.Status, err)
+		}
+		return pendingApproval(t, e.store, "run-1")
+	}
+	corrupt := func(t *testing.T, e *env) string {
+		id := mustSteps(t, e.store, "run-1")[0].ID
+		execSQL(t, rawDB(t, e.store), 1, `UPDATE steps SET decision_json = ? WHERE id = ?`, damage, id)
+		return id
+	}
+	requireDamaged := func(t *testing.T, e *env, id string) {
+		t.Helper()
+		steps := mustSteps(t, e.store, "run-1")
+		if steps[0].ID != id || steps[0].DecodeError == "" || !strings.Contains(steps[0].DecodeError, "decision") || steps[0].Decision != nil {
+			t.Fatalf("damaged step listed as %+v", steps[0])
+		}
+		if got := column(t, e.store, `SELECT decision_json FROM steps WHERE id = ?`, id); got != damage {
+			t.Fatalf("the damaged row was rewritten to %q", got)
+		}
+	}
+
+	t.Run("read and cancelled", func(t *testing.T) {
+		e := newEnv(t)
+		waiting(t, e)
+		id := corrupt(t, e)
+		requireDamaged(t, e, id)
+		if steps, total, err := e.store.ListStepsPage(ctx, "run-1", 10, 0); err != nil || total != 2 || len(steps) != 2 || steps[0].DecodeError == "" {
+			t.Fatalf("ListStepsPage = %+v, %d, %v", steps, total, err)
+		}
+		if run := mustRun(t, e.store, "run-1"); run.Status != agentrt.RunWaiting || run.DecodeError != "" {
+			t.Fatalf("run = %+v", run)
+		}
+		run, err := e.operator().Cancel(ctx, "run-1", "op", "damaged")
+		if err != nil {
+			t.Fatalf("Cancel: %v", err)
+		}
+		requireEnded(t, run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
+		requireDamaged(t, e, id)
+	})
+	t.Run("resumed while waiting", func(t *testing.T) {
+		e := newEnv(t)
+		a := waiting(t, e)
+		if err := e.operator().Approve(ctx, "run-1", a.ID, "op", ""); err != nil {
+			t.Fatalf("Approve: %v", err)
+		}
+		id := corrupt(t, e)
+		send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
+		read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
+		policy := recording(agentrt.DefaultPolicy())
+		agent := script(complete(`{}`), complete(`{}`), complete(`{}`))
+		run, err := e.driver(agent, policy, read, send).Resume(ctx, "run-1")
+		if err != nil {
+			t.Fatalf("Resume: %v", err)
+		}
+		requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
+		if !strings.Contains(run.ReasonDetail, "will not decode") {
+			t.Fatalf("detail = %q", run.ReasonDetail)
+		}
+		if send.n() != 0 || policy.n() != 0 || agent.n.Load() != 0 {
+			t.Fatalf("after the damage: send ran %d, policy asked %d, agent asked %d times", send.n(), policy.n(), agent.n.Load())
+		}
+		requireDamaged(t, e, id)
+		if st := mustSteps(t, e.store, "run-1")[1]; st.Status != agentrt.StepFailed {
+			t.Fatalf("the waiting step is %s", st.Status)
+		}
+		requireEvents(t, e.store, "run-1", evStart, evToolStep, evPause, []E{apprDecided, stepFailed, runFinished})
+	})
+	t.Run("taken over after a crash", func(t *testing.T) {
+		e := newEnv(t)
+		read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
+		dctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		agent := agentrt.AgentFunc(func(c context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
+			if len(in.Steps) == 0 {
+				return call("read", `{"path":"/a"}`), nil
+			}
+			cancel() // the process gives up mid-decision
+			return agentrt.Decision{}, c.Err()
+		})
+		if _, err := e.driver(agent, agentrt.DefaultPolicy(), read).StartWithID(dctx, "run-1", "g", agentrt.DefaultLimits()); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Start = %v", err)
+		}
+		id := corrupt(t, e)
+		agent2 := script(complete(`{}`), complete(`{}`))
+		run, err := e.driver(agent2, agentrt.DefaultPolicy(), read).Resume(ctx, "run-1")
+		if err != nil {
+			t.Fatalf("Resume: %v", err)
+		}
+		requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
+		if agent2.n.Load() != 0 || read.n() != 1 {
+			t.Fatalf("continued from a damaged record: agent asked %d, read ran %d times", agent2.n.Load(), read.n())
+		}
+		requireDamaged(t, e, id)
+		requireEvents(t, e.store, "run-1", evStart, evToolStep, []E{stepStarted, stepInterrupt, runFinished})
+	})
+	t.Run("damaged approval", func(t *testing.T) {
+		e := newEnv(t)
+		a := waiting(t, e)
+		execSQL(t, rawDB(t, e.store), 1, `UPDATE approvals SET capability_json = 'not json' WHERE id = ?`, a.ID)
+		got, err := e.store.GetApproval(ctx, "run-1", a.ID)
+		if err != nil || got.DecodeError == "" {
+			t.Fatalf("GetApproval = %+v, %v", got, err)
+		}
+		if as := mustApprovals(t, e.store, "run-1"); len(as) != 1 || as[0].DecodeError == "" {
+			t.Fatalf("ListApprovals = %+v", as)
+		}
+		before := takeSnapshot(t, e.store)
+		if err := e.operator().Approve(ctx, "run-1", a.ID, "op", ""); !errors.Is(err, agentrt.ErrApprovalHash) {
+			t.Fatalf("Approve of a damaged approval = %v, want ErrApprovalHash", err)
+		}
+		requireUnchanged(t, e.store, before, "a refused Approve")
+		run, err := e.operator().Cancel(ctx, "run-1", "op", "damaged")
+		if err != nil {
+			t.Fatalf("Cancel: %v", err)
+		}
+		requireEnded(t, run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
+	})
+}
