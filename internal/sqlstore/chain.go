@@ -18,7 +18,7 @@ import (
 // payload as stored. Hashing the payload's digest rather than its bytes lets
 // retention drop a payload later and keep the chain verifiable.
 
-func appendNetstring(buf []byte, b string) []byte {
+func appendNetstring[T string | []byte](buf []byte, b T) []byte {
 	buf = strconv.AppendInt(buf, int64(len(b)), 10)
 	buf = append(buf, ':')
 	buf = append(buf, b...)
@@ -31,14 +31,14 @@ func eventHash(prev string, seq int64, runID, stepID, at, typ string, payloadDig
 	buf := stack[:0]
 	buf = appendNetstring(buf, prev)
 	var num [20]byte
-	buf = appendNetstring(buf, string(strconv.AppendInt(num[:0], seq, 10)))
+	buf = appendNetstring(buf, strconv.AppendInt(num[:0], seq, 10))
 	buf = appendNetstring(buf, runID)
 	buf = appendNetstring(buf, stepID)
 	buf = appendNetstring(buf, at)
 	buf = appendNetstring(buf, typ)
 	var hexd [64]byte
 	hex.Encode(hexd[:], payloadDigest[:])
-	buf = appendNetstring(buf, string(hexd[:]))
+	buf = appendNetstring(buf, hexd[:])
 	sum := sha256.Sum256(buf)
 	return hex.EncodeToString(sum[:])
 }
