@@ -8,7 +8,7 @@ help: ## List the targets.
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
 
 demo: ## Run the main job on the embedded default: no network, no keys.
-	$(GO) run ./examples/scripted
+	$(GO) run ./cmd/agentrt demo -auto-approve
 
 test: ## Run every test, with the race detector.
 	$(GO) test -race -count=1 -timeout 20m ./...
