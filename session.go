@@ -21,9 +21,8 @@ type session struct {
 	loaded    bool
 
 	// the open step, if any
-	cur     *openStep
-	closed  bool
-	endedBy error
+	cur    *openStep
+	closed bool
 }
 
 // openStep is the step the session is working on.
@@ -165,15 +164,19 @@ func (e *engine) begin(ctx context.Context, id, goal string, limits Limits) (*se
 }
 
 // close ends the session: the heartbeat stops and a lease still held is
-// released (compare-and-set on this owner), leaving any open step as a crash
-// would leave it.
+// released, leaving any open step as a crash would leave it. The release is
+// a compare-and-set on this owner and generation, so it is attempted even
+// when the lease is believed lost: a lease that merely lapsed, with nobody
+// taking the run, is freed rather than left to block a resume for a TTL,
+// and one another owner took is not touched.
 func (s *session) close() {
 	if s.closed {
 		return
 	}
 	s.closed = true
 	s.lease.halt()
-	if !s.lease.isLost() {
+	// A pause or an end released the lease in its own transaction.
+	if s.lease.generation() > 0 && s.run.Status == RunRunning {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_, _ = s.e.store.Update(ctx, func(tx Tx) error {
 			return tx.RunUpdate(RunUpdate{ID: s.runID, From: []RunStatus{RunRunning}, CheckLease: true,
