@@ -13,6 +13,12 @@
 // cancel runs with Approve, Reject, ApproveShown, RejectShown and Cancel, which
 // need only a Store.
 //
+// A Gate holds the same bounds for a loop the caller owns: the caller proposes
+// each decision through a Session, and the gate records, validates, judges and
+// executes it with the same code the Driver runs. A RUNNING run is leased to one
+// Driver or Session at a time; a lease that is lost or lapses starts nothing
+// more, and a step a crash cut off is never run again without someone deciding.
+//
 // The storage seam, Store, is implemented by the sqlite package (the embedded
 // default). It is the engine's interface to a backend, not a user extension point.
 package agentrt

@@ -92,17 +92,21 @@ func (s *session) execute(ctx context.Context) (Observation, error) {
 		st.PolicyID = s.e.policyID
 	}
 
+	crashPoint(pointToolStarted, s.runID, st.Index)
+
 	// The last check before the side effect.
 	if err := s.requireLive(); err != nil {
 		return Observation{}, err
 	}
 	res, callErr, timedOut := s.callTool(ctx, ac, st.ID)
+	crashPoint(pointToolEffect, s.runID, st.Index)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	obs, end := s.outcome(ctx, ac, res, callErr, timedOut)
 	if err := s.finish(rctx, i, ac, obs, end); err != nil {
 		return Observation{}, err
 	}
+	crashPoint(pointToolFinished, s.runID, st.Index)
 	out := *obs
 	if !s.deferEnds {
 		// A gate's caller gets its own copy; the Driver's loop reads nothing.
@@ -291,8 +295,11 @@ func (s *session) finish(ctx context.Context, i int, ac *allowedCall, obs *Obser
 	err := s.write(ctx, endFn)
 	if err != nil {
 		if errors.Is(err, ErrRunState) {
+			// Only the run's own end is appended to: an owner that took
+			// the run over has marked this step interrupted, and a late
+			// outcome from a process that lost the lease is not recorded.
 			run, rerr := s.e.store.GetRun(ctx, s.runID)
-			if rerr == nil && run.Status.Terminal() {
+			if rerr == nil && run.Status.Terminal() && run.Generation == s.lease.generation() {
 				return s.late(ctx, st, ac, obs, run)
 			}
 		}

@@ -103,6 +103,7 @@ func (s *session) begin(ctx context.Context) (int, error) {
 	// The open step lives in the session: one per session, reused.
 	s.curBuf = openStep{idx: len(s.steps) - 1}
 	s.cur = &s.curBuf
+	crashPoint(pointStepStarted, s.runID, st.Index)
 	return s.cur.idx, nil
 }
 
@@ -115,12 +116,25 @@ func (s *session) lost(ctx context.Context, err error) error {
 	if errors.Is(err, ErrRunState) {
 		run, rerr := s.e.store.GetRun(context.WithoutCancel(ctx), s.runID)
 		if rerr == nil {
+			// Every acquisition bumps the generation, and nothing else
+			// does: a run that moved on under another generation was
+			// taken, even if its new owner has since paused or ended it,
+			// and that is not an operator's doing.
+			if gen := s.lease.generation(); gen > 0 && run.Generation != gen {
+				s.lease.markLost()
+				return ErrLeaseLost
+			}
 			s.run = run
 			if run.Status != RunRunning {
 				s.cur = nil
 				return nil
 			}
 			if run.LeaseOwner != s.lease.owner {
+				if s.lease.generation() == 0 {
+					// This session never held the run: another
+					// process won it.
+					return &RunLeasedError{RunID: s.runID, Owner: run.LeaseOwner, ExpiresAt: run.LeaseExpiresAt}
+				}
 				s.lease.markLost()
 				return ErrLeaseLost
 			}
@@ -390,6 +404,7 @@ func (s *session) propose(ctx context.Context, raw Decision) (Verdict, error) {
 	st.Decision = rec
 	st.SpecHash = specHash
 	s.cur.decided = true
+	crashPoint(pointDecided, s.runID, st.Index)
 
 	if why := s.invalidReason(d, argsErr, resultErr); why != "" {
 		return s.deny(ctx, nil, failure(ObsInvalidDecision, why), "invalid decision: "+why)
@@ -529,6 +544,9 @@ func (s *session) allow(tool *regTool, req ToolRequest, pd PolicyDecision, grant
 	// session owns; the verdict's request is a copy for the caller.
 	s.cur.allowedBuf = allowedCall{tool: tool, request: req, policy: pd, specHash: tool.hash, approval: grant, resumed: grant != nil}
 	s.cur.allowed = &s.cur.allowedBuf
+	if grant == nil {
+		crashPoint(pointAllowed, s.runID, s.steps[s.cur.idx].Index)
+	}
 	v := Verdict{Outcome: VerdictAllowed}
 	if !s.deferEnds {
 		r := copyRequest(req)

@@ -16,11 +16,17 @@ func (e *engine) attach(ctx context.Context, runID string) (*session, Verdict, e
 		return nil, Verdict{}, err
 	}
 	s := &session{e: e, runID: runID, lease: newLease(e, runID)}
+	open := false
+	// Deferred, so that a goroutine ended inside attach (a test's crash
+	// point) stops its heartbeat too; a takeover that then failed releases
+	// the lease it took.
+	defer func() {
+		if !open {
+			s.close()
+		}
+	}()
 	v, err := s.attach(ctx)
 	if err != nil || v.Outcome == VerdictPending || v.Outcome == VerdictEnded {
-		s.lease.halt()
-		e.unclaim(runID)
-		s.closed = true
 		if v.Run.ID == "" {
 			v.Run = copyRun(s.run)
 		}
@@ -29,6 +35,10 @@ func (e *engine) attach(ctx context.Context, runID string) (*session, Verdict, e
 		}
 		return s, v, nil
 	}
+	if v.Outcome == VerdictAllowed {
+		crashPoint(pointAttachAllowed, runID, s.step(s.cur.idx).Index)
+	}
+	open = true
 	return s, v, nil
 }
 
@@ -181,6 +191,17 @@ func (s *session) resumeInterrupted(ctx context.Context) (Verdict, error) {
 	}
 	marks := make([]*Observation, len(inflight))
 	err := s.write(ctx, func(tx Tx) error {
+		// The lease is judged again on the row as it is inside the write:
+		// the owner's heartbeat may have renewed it since it was read, and a
+		// renewal changes neither owner nor generation, so the
+		// compare-and-set below would not notice.
+		cur, err := tx.RunGet(s.runID)
+		if err != nil {
+			return err
+		}
+		if cur.LeaseOwner != "" && cur.LeaseOwner != s.lease.owner && s.e.wall().Before(cur.LeaseExpiresAt) {
+			return &RunLeasedError{RunID: s.runID, Owner: cur.LeaseOwner, ExpiresAt: cur.LeaseExpiresAt}
+		}
 		if err := tx.RunUpdate(RunUpdate{ID: s.runID, From: []RunStatus{RunRunning}, CheckLease: true, Owner: run.LeaseOwner,
 			Generation: run.Generation, SetLease: true, LeaseOwner: s.lease.owner, LeaseExpiresAt: exp, BumpGeneration: true}); err != nil {
 			return err
@@ -217,6 +238,9 @@ func (s *session) resumeInterrupted(ctx context.Context) (Verdict, error) {
 	s.lease.start()
 	for k, i := range inflight {
 		s.applyStepEnd(i, StepInterrupted, marks[k], nil, now)
+	}
+	if n := len(inflight); n > 0 {
+		crashPoint(pointInterrupted, s.runID, s.steps[inflight[n-1]].Index)
 	}
 	if d := s.damaged(); d != "" {
 		if err := s.failInternal(ctx, []RunStatus{RunRunning}, "a stored row will not decode: "+d); err != nil {
@@ -260,6 +284,11 @@ func (s *session) continueAfterInterruption(ctx context.Context) (Verdict, error
 		}
 		return Verdict{Outcome: VerdictEnded, Run: copyRun(s.run)}, nil
 	}
+	last := -1
+	if n := len(s.steps); n > 0 {
+		last = s.steps[n-1].Index
+	}
+	crashPoint(pointResumed, s.runID, last)
 	return Verdict{}, nil
 }
 

@@ -39,10 +39,9 @@ type session struct {
 	pendingActive time.Duration // a deferred end's duration, added by the guard of the write it joins
 
 	// the open step, if any (in the Driver's loop, &curBuf)
-	cur     *openStep
-	curBuf  openStep
-	closed  bool
-	endedBy error
+	cur    *openStep
+	curBuf openStep
+	closed bool
 }
 
 // openStep is the step the session is working on.
@@ -270,8 +269,11 @@ func (e *engine) begin(ctx context.Context, id, goal string, limits Limits) (*se
 }
 
 // close ends the session: the heartbeat stops and a lease still held is
-// released (compare-and-set on this owner), leaving any open step as a crash
-// would leave it.
+// released, leaving any open step as a crash would leave it. The release is
+// a compare-and-set on this owner and generation, so it is attempted even
+// when the lease is believed lost: a lease that merely lapsed, with nobody
+// taking the run, is freed rather than left to block a resume for a TTL,
+// and one another owner took is not touched.
 func (s *session) close() {
 	if s.closed {
 		return
@@ -283,7 +285,8 @@ func (s *session) close() {
 		cancel()
 	}
 	s.lease.halt()
-	if !s.lease.isLost() {
+	// A pause or an end released the lease in its own transaction.
+	if s.lease.generation() > 0 && s.run.Status == RunRunning {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_, _ = s.e.store.Update(ctx, func(tx Tx) error {
 			return tx.RunUpdate(RunUpdate{ID: s.runID, From: []RunStatus{RunRunning}, CheckLease: true,

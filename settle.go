@@ -339,5 +339,10 @@ func (s *session) enter(ctx context.Context, resumed any, fn func(tx Tx, now tim
 	s.run.LeaseOwner, s.run.LeaseExpiresAt, s.run.Generation = s.lease.owner, exp, gen
 	s.lease.held(gen, exp)
 	s.lease.start()
+	step := -1
+	if s.cur != nil {
+		step = s.step(s.cur.idx).Index
+	}
+	crashPoint(pointResumed, s.runID, step)
 	return now, nil
 }

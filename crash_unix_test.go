@@ -1,0 +1,222 @@
+//go:build unix
+
+package agentrt_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/sqlite"
+)
+
+// The child process of the SIGKILL test is this test binary run again with
+// these variables set.
+const (
+	lkChildDB   = "AGENTRT_TEST_CRASH_DB"
+	lkChildFile = "AGENTRT_TEST_CRASH_FILE"
+	lkChildTTL  = 500 * time.Millisecond
+)
+
+// lkAppendTool appends a line to path and syncs it; after the effect it
+// calls then.
+func lkAppendTool(path string, then func()) agentrt.Tool {
+	return agentrt.ToolFunc{
+		ToolSpec: agentrt.ToolSpec{Name: "append", Description: "append a line to a file", SideEffect: agentrt.LocalMutation,
+			Timeout: time.Minute, InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)},
+		Fn: func(_ context.Context, call agentrt.ToolCall) (agentrt.ToolResult, error) {
+			var a struct{ Text string }
+			if err := json.Unmarshal(call.Args, &a); err != nil {
+				return agentrt.ToolResult{}, err
+			}
+			f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+			if err != nil {
+				return agentrt.ToolResult{}, err
+			}
+			_, err = fmt.Fprintln(f, a.Text)
+			if err == nil {
+				err = f.Sync()
+			}
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return agentrt.ToolResult{}, err
+			}
+			if then != nil {
+				then()
+			}
+			return agentrt.ToolResult{Content: json.RawMessage(`{"appended":true}`)}, nil
+		},
+	}
+}
+
+func lkAppendScript() agentrt.AgentFunc {
+	return func(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
+		if len(in.Steps) == 0 {
+			return lkCall("append", `{"text":"line"}`), nil
+		}
+		return lkComplete(), nil
+	}
+}
+
+// lkCrashChild is the child: it runs the driver until the tool has taken
+// effect, says so on stdout, and blocks until it is killed.
+func lkCrashChild(t *testing.T) {
+	st, err := sqlite.Open(os.Getenv(lkChildDB))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := lkAppendTool(os.Getenv(lkChildFile), func() {
+		fmt.Println("effect")
+		os.Stdout.Sync()
+		select {} // the parent kills the process here
+	})
+	d, err := agentrt.NewDriver(agentrt.Config{Store: st, Agent: lkAppendScript(), Policy: agentrt.DefaultPolicy(),
+		Tools: []agentrt.Tool{tool}, LeaseTTL: lkChildTTL, LeaseOwner: "child"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := d.StartWithID(context.Background(), "crash-run", "append a line", agentrt.DefaultLimits())
+	t.Fatalf("the child's run returned %s, %v; it should have been killed", run.Status, err)
+}
+
+// A driver runs in a child process; its tool appends a line to a file and
+// the process is killed with SIGKILL after the effect and before the
+// outcome is recorded. Resumed in the parent once the child's lease lapses,
+// the run waits on an interrupted_side_effect approval with the file holding
+// one line; approved, the call runs exactly once more.
+func TestCrash_SIGKILLAfterTheEffectWaitsForAnOperator(t *testing.T) {
+	if os.Getenv(lkChildDB) != "" {
+		lkCrashChild(t)
+		return
+	}
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	dbPath, linesPath := filepath.Join(dir, "agentrt.db"), filepath.Join(dir, "lines.txt")
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrash_SIGKILLAfterTheEffectWaitsForAnOperator$", "-test.count=1")
+	cmd.Env = append(os.Environ(), lkChildDB+"="+dbPath, lkChildFile+"="+linesPath)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	effect := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if sc.Text() == "effect" {
+				effect <- true
+				return
+			}
+		}
+		effect <- false
+	}()
+	select {
+	case ok := <-effect:
+		if !ok {
+			cmd.Wait()
+			t.Fatalf("the child ended without reaching the effect:\n%s", stderr.String())
+		}
+	case <-time.After(lkWait):
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the child did not reach the effect within %s:\n%s", lkWait, stderr.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err == nil {
+		t.Fatal("the child exited cleanly; it should have been killed")
+	}
+
+	st, err := sqlite.Open(dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	killed := lkRun(t, st, "crash-run")
+	steps := lkSteps(t, st, "crash-run")
+	if killed.Status != agentrt.RunRunning || !strings.HasPrefix(killed.LeaseOwner, "child/") || len(steps) != 1 || steps[0].Status != agentrt.StepExecuting {
+		t.Fatalf("after SIGKILL: run %s leased %q, %d steps", killed.Status, killed.LeaseOwner, len(steps))
+	}
+	lines := func() []string {
+		b, err := os.ReadFile(linesPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	}
+	if got := lines(); len(got) != 1 {
+		t.Fatalf("the file holds %q, want the one line the child wrote", got)
+	}
+
+	d := lkDriver(t, agentrt.Config{Store: st, Agent: lkAppendScript(), Tools: []agentrt.Tool{lkAppendTool(linesPath, nil)}, LeaseOwner: "parent"}, nil)
+	// The dead child's lease blocks the run until it lapses: at most one
+	// TTL, since the child renewed it until it died.
+	deadline := time.Now().Add(lkWait)
+	var run agentrt.Run
+	for {
+		run, err = d.Resume(ctx, "crash-run")
+		var le *agentrt.RunLeasedError
+		if !errors.As(err, &le) {
+			break
+		}
+		if !le.ExpiresAt.Equal(killed.LeaseExpiresAt) || time.Now().After(deadline) {
+			t.Fatalf("the dead child's lease was renewed or never lapsed: %v", err)
+		}
+		time.Sleep(min(time.Until(le.ExpiresAt)+time.Millisecond, 50*time.Millisecond))
+	}
+	if err != nil || run.Status != agentrt.RunWaiting {
+		t.Fatalf("resume after the crash: %s, %v; want waiting", run.Status, err)
+	}
+	a := lkPending(t, st, "crash-run")
+	if a.Kind != agentrt.InterruptedSideEffect || a.StepID != steps[0].ID || !strings.Contains(string(a.Presentation), "outcome is unknown") {
+		t.Fatalf("approval %s for step %s: %s", a.Kind, a.StepID, a.Presentation)
+	}
+	if got := lines(); len(got) != 1 {
+		t.Fatalf("the resume ran the call again: the file holds %q", got)
+	}
+	tk := lkEvents(t, st, "crash-run", agentrt.EventLeaseTakenOver)
+	if len(tk) != 1 || lkPayload(t, tk[0])["previous_owner"] != killed.LeaseOwner {
+		t.Fatalf("takeover events %v", tk)
+	}
+
+	if err := d.Approve(ctx, "crash-run", a.ID, "op", "the line may be missing"); err != nil {
+		t.Fatal(err)
+	}
+	run, err = d.Resume(ctx, "crash-run")
+	if err != nil || run.Status != agentrt.RunCompleted {
+		t.Fatalf("resume after approval: %s, %v", run.Status, err)
+	}
+	if got := lines(); len(got) != 2 || got[0] != "line" || got[1] != "line" {
+		t.Fatalf("the file holds %q, want the child's line and one approved re-run", got)
+	}
+	if s := lkSteps(t, st, "crash-run"); len(s) != 2 || s[0].Status != agentrt.StepDone {
+		t.Fatalf("steps after the re-run: %d, first %s", len(s), s[0].Status)
+	}
+	if _, err := d.Resume(ctx, "crash-run"); !errors.Is(err, agentrt.ErrRunState) {
+		t.Fatalf("resume of the completed run: %v", err)
+	}
+	if got := lines(); len(got) != 2 {
+		t.Fatalf("the file holds %d lines after a refused resume", len(got))
+	}
+}

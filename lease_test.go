@@ -1,0 +1,669 @@
+package agentrt_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/sqlite"
+)
+
+// The lease, interruption and gate tests share the helpers below, named lk…
+// so they stay apart from the other test files' helpers. Leases are judged
+// by a wall clock each test moves by hand (agentrt.SetTestWallClock): no test
+// sleeps for a lease to lapse.
+
+// lkWall is a lease clock moved by hand.
+type lkWall struct{ ns atomic.Int64 }
+
+func lkNewWall() *lkWall {
+	w := &lkWall{}
+	w.ns.Store(time.Now().UnixNano())
+	return w
+}
+
+func (w *lkWall) Now() time.Time          { return time.Unix(0, w.ns.Load()) }
+func (w *lkWall) Advance(d time.Duration) { w.ns.Add(int64(d)) }
+
+// lkWait bounds every wait on another goroutine.
+const lkWait = 20 * time.Second
+
+// lkOpen opens a fresh database file and returns it with its path.
+func lkOpen(t testing.TB) (*sqlite.Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "agentrt.db")
+	return lkOpenAgain(t, path), path
+}
+
+// lkOpenAgain opens a second handle on a database, as another process
+// would.
+func lkOpenAgain(t testing.TB, path string) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatalf("sqlite.Open: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// lkTool is a tool that records every call it receives.
+type lkTool struct {
+	spec agentrt.ToolSpec
+	fn   func(ctx context.Context, call agentrt.ToolCall) (agentrt.ToolResult, error)
+
+	mu    sync.Mutex
+	calls []agentrt.ToolCall
+}
+
+const lkSchema = `{"type":"object","properties":{"n":{"type":"integer"},"text":{"type":"string"}},"additionalProperties":false}`
+
+func lkNewTool(name string, se agentrt.SideEffect, fn func(ctx context.Context, call agentrt.ToolCall) (agentrt.ToolResult, error)) *lkTool {
+	if fn == nil {
+		fn = func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+			return agentrt.ToolResult{Content: json.RawMessage(`{"ok":true}`), Summary: "ok"}, nil
+		}
+	}
+	return &lkTool{spec: agentrt.ToolSpec{Name: name, Description: name + " for tests", InputSchema: json.RawMessage(lkSchema),
+		SideEffect: se, Timeout: time.Minute}, fn: fn}
+}
+
+func (l *lkTool) Spec() agentrt.ToolSpec { return l.spec }
+
+func (l *lkTool) Call(ctx context.Context, call agentrt.ToolCall) (agentrt.ToolResult, error) {
+	l.mu.Lock()
+	call.Args = append(json.RawMessage(nil), call.Args...)
+	l.calls = append(l.calls, call)
+	l.mu.Unlock()
+	return l.fn(ctx, call)
+}
+
+// args returns the arguments of every call, in order.
+func (l *lkTool) args() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]string, len(l.calls))
+	for i, c := range l.calls {
+		out[i] = string(c.Args)
+	}
+	return out
+}
+
+// lkCall is a tool_call decision.
+func lkCall(tool, args string) agentrt.Decision {
+	return agentrt.Decision{Kind: agentrt.KindToolCall, Tool: tool, Args: json.RawMessage(args), Reason: "test"}
+}
+
+func lkComplete() agentrt.Decision {
+	return agentrt.Decision{Kind: agentrt.KindComplete, Result: json.RawMessage(`{"done":true}`)}
+}
+
+// lkScript decides from the list by step index; past its end it fails the
+// test and completes.
+func lkScript(t testing.TB, ds ...agentrt.Decision) agentrt.AgentFunc {
+	return func(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
+		n := len(in.Steps)
+		if n >= len(ds) {
+			t.Errorf("agent asked for step %d; the script has %d", n, len(ds))
+			return lkComplete(), nil
+		}
+		return ds[n], nil
+	}
+}
+
+// lkNever is an agent that must not be asked.
+func lkNever(t testing.TB) agentrt.AgentFunc {
+	return func(context.Context, agentrt.StepInput) (agentrt.Decision, error) {
+		t.Error("an agent that must not be asked was asked to decide")
+		return lkComplete(), nil
+	}
+}
+
+// lkDriver builds a driver whose leases are judged by wall (nil: the real
+// clock).
+func lkDriver(t testing.TB, cfg agentrt.Config, wall *lkWall) *agentrt.Driver {
+	t.Helper()
+	if cfg.Policy == nil {
+		cfg.Policy = agentrt.DefaultPolicy()
+	}
+	d, err := agentrt.NewDriver(cfg)
+	if err != nil {
+		t.Fatalf("NewDriver: %v", err)
+	}
+	if wall != nil {
+		agentrt.SetTestWallClock(d, wall.Now)
+	}
+	return d
+}
+
+type lkOutcome struct {
+	run agentrt.Run
+	err error
+}
+
+// lkGo runs f on its own goroutine; the result arrives on the channel.
+func lkGo(f func() (agentrt.Run, error)) <-chan lkOutcome {
+	ch := make(chan lkOutcome, 1)
+	go func() {
+		r, err := f()
+		ch <- lkOutcome{r, err}
+	}()
+	return ch
+}
+
+func lkAwait(t testing.TB, ch <-chan lkOutcome, what string) lkOutcome {
+	t.Helper()
+	select {
+	case o := <-ch:
+		return o
+	case <-time.After(lkWait):
+		t.Fatalf("%s did not return within %s", what, lkWait)
+		return lkOutcome{}
+	}
+}
+
+func lkSignal(t testing.TB, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(lkWait):
+		t.Fatalf("%s did not happen within %s", what, lkWait)
+	}
+}
+
+func lkRun(t testing.TB, st agentrt.StoreReader, id string) agentrt.Run {
+	t.Helper()
+	r, err := st.GetRun(context.Background(), id)
+	if err != nil {
+		t.Fatalf("GetRun %s: %v", id, err)
+	}
+	return r
+}
+
+func lkSteps(t testing.TB, st agentrt.StoreReader, id string) []agentrt.Step {
+	t.Helper()
+	s, err := st.ListSteps(context.Background(), id)
+	if err != nil {
+		t.Fatalf("ListSteps %s: %v", id, err)
+	}
+	return s
+}
+
+func lkApprovals(t testing.TB, st agentrt.StoreReader, id string) []agentrt.Approval {
+	t.Helper()
+	a, err := st.ListApprovals(context.Background(), id)
+	if err != nil {
+		t.Fatalf("ListApprovals %s: %v", id, err)
+	}
+	return a
+}
+
+// lkEvents returns the run's events of the given types (all when none).
+func lkEvents(t testing.TB, st agentrt.StoreReader, id string, types ...agentrt.EventType) []agentrt.Event {
+	t.Helper()
+	evs, err := st.ListEvents(context.Background(), id)
+	if err != nil {
+		t.Fatalf("ListEvents %s: %v", id, err)
+	}
+	if len(types) == 0 {
+		return evs
+	}
+	var out []agentrt.Event
+	for _, e := range evs {
+		for _, typ := range types {
+			if e.Type == typ {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+func lkPayload(t testing.TB, e agentrt.Event) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(e.Payload, &m); err != nil {
+		t.Fatalf("event %s payload: %v", e.Type, err)
+	}
+	return m
+}
+
+// lkSnap is every row of every table, as text. Equal snapshots mean
+// nothing was written in between.
+func lkSnap(t testing.TB, st *sqlite.Store) map[string][]string {
+	t.Helper()
+	snap := map[string][]string{}
+	for _, table := range []string{"runs", "steps", "approvals", "model_calls", "tool_specs", "events"} {
+		rows, err := st.DB().Query("SELECT * FROM " + table + " ORDER BY rowid")
+		if err != nil {
+			t.Fatalf("snapshot %s: %v", table, err)
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatalf("snapshot %s: %v", table, err)
+			}
+			var b strings.Builder
+			for i, v := range vals {
+				if raw, ok := v.([]byte); ok {
+					v = string(raw)
+				}
+				fmt.Fprintf(&b, "%s=%v|", cols[i], v)
+			}
+			snap[table] = append(snap[table], b.String())
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatalf("snapshot %s: %v", table, err)
+		}
+		rows.Close()
+	}
+	return snap
+}
+
+func lkUnchanged(t testing.TB, st *sqlite.Store, before map[string][]string, what string) {
+	t.Helper()
+	after := lkSnap(t, st)
+	if reflect.DeepEqual(before, after) {
+		return
+	}
+	for table := range after {
+		if !reflect.DeepEqual(before[table], after[table]) {
+			t.Errorf("%s changed table %s:\nbefore:\n  %s\nafter:\n  %s", what, table,
+				strings.Join(before[table], "\n  "), strings.Join(after[table], "\n  "))
+		}
+	}
+	t.FailNow()
+}
+
+// lkLeased requires err to be a *RunLeasedError naming owner, matching both
+// ErrRunLeased and ErrRunState.
+func lkLeased(t testing.TB, err error, runID, owner string, expires time.Time) {
+	t.Helper()
+	var le *agentrt.RunLeasedError
+	if !errors.As(err, &le) {
+		t.Fatalf("got %v, want a *RunLeasedError", err)
+	}
+	if !errors.Is(err, agentrt.ErrRunLeased) || !errors.Is(err, agentrt.ErrRunState) {
+		t.Fatalf("%v does not match both ErrRunLeased and ErrRunState", err)
+	}
+	if le.RunID != runID || le.Owner != owner {
+		t.Fatalf("leased error names run %q owner %q, want %q %q", le.RunID, le.Owner, runID, owner)
+	}
+	if !expires.IsZero() && !le.ExpiresAt.Equal(expires) {
+		t.Fatalf("leased error expiry %s, want %s", le.ExpiresAt, expires)
+	}
+}
+
+// A driver is deciding a step, its lease live, when a second process asks
+// to resume the run, by Resume and by a gate's Attach. Both are refused with
+// ErrRunLeased naming the holder and its expiry; no clock is read and no row
+// changes. The holder's own driver is refused a second call too, and the
+// run then completes as if nobody had asked.
+func TestLease_ResumeOfALiveRunIsRefused(t *testing.T) {
+	ctx := context.Background()
+	st, path := lkOpen(t)
+	deciding, release := make(chan struct{}), make(chan struct{})
+	agentA := agentrt.AgentFunc(func(context.Context, agentrt.StepInput) (agentrt.Decision, error) {
+		close(deciding)
+		<-release
+		return lkComplete(), nil
+	})
+	dA := lkDriver(t, agentrt.Config{Store: st, Agent: agentA, LeaseOwner: "holder", LeaseTTL: time.Minute}, nil)
+	done := lkGo(func() (agentrt.Run, error) { return dA.StartWithID(ctx, "run-1", "goal", agentrt.DefaultLimits()) })
+	lkSignal(t, deciding, "the holder deciding")
+
+	other := lkOpenAgain(t, path)
+	held := lkRun(t, other, "run-1")
+	if held.Status != agentrt.RunRunning || !strings.HasPrefix(held.LeaseOwner, "holder/") || held.Generation != 1 {
+		t.Fatalf("running run: status %s owner %q generation %d", held.Status, held.LeaseOwner, held.Generation)
+	}
+	if !held.LeaseExpiresAt.After(time.Now()) {
+		t.Fatalf("live lease expires at %s, in the past", held.LeaseExpiresAt)
+	}
+	before := lkSnap(t, other)
+
+	var clockReads atomic.Int64
+	now := func() time.Time { clockReads.Add(1); return time.Now() }
+	dB := lkDriver(t, agentrt.Config{Store: other, Agent: lkNever(t), Now: now, LeaseOwner: "other"}, nil)
+	run, err := dB.Resume(ctx, "run-1")
+	lkLeased(t, err, "run-1", held.LeaseOwner, held.LeaseExpiresAt)
+	if run.Status != agentrt.RunRunning {
+		t.Errorf("refused Resume returned run status %s", run.Status)
+	}
+	g, err := agentrt.NewGate(agentrt.GateConfig{Store: other, Policy: agentrt.DefaultPolicy(), Now: now, LeaseOwner: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := g.Attach(ctx, "run-1")
+	lkLeased(t, err, "run-1", held.LeaseOwner, held.LeaseExpiresAt)
+	if s != nil {
+		t.Errorf("refused Attach returned a session")
+	}
+	if n := clockReads.Load(); n != 0 {
+		t.Errorf("refused resumes read Config.Now %d times, want 0", n)
+	}
+	lkUnchanged(t, other, before, "a refused resume")
+
+	// The holder's own driver refuses a second, concurrent call on the run.
+	_, err = dA.Resume(ctx, "run-1")
+	if !errors.Is(err, agentrt.ErrRunLeased) || !errors.Is(err, agentrt.ErrRunState) {
+		t.Fatalf("second call on the holder's driver: %v, want ErrRunLeased", err)
+	}
+	lkUnchanged(t, other, before, "a refused second call")
+
+	close(release)
+	out := lkAwait(t, done, "the holder's run")
+	if out.err != nil || out.run.Status != agentrt.RunCompleted {
+		t.Fatalf("holder's run: %s, %v", out.run.Status, out.err)
+	}
+	final := lkRun(t, other, "run-1")
+	if final.LeaseOwner != "" || final.Generation != 1 {
+		t.Errorf("completed run keeps lease %q, generation %d", final.LeaseOwner, final.Generation)
+	}
+	if evs := lkEvents(t, other, "run-1", agentrt.EventLeaseTakenOver); len(evs) != 0 {
+		t.Errorf("a refused resume recorded %d takeovers", len(evs))
+	}
+}
+
+// A driver ran a tool at step 0 and is deciding step 1 when another
+// process, by whose clock the lease lapsed, takes the run over. The first
+// driver's decision is refused at its next write: it returns ErrLeaseLost,
+// its decision is not recorded, and the tool never runs for it again. In a
+// second case the takeover happens while the tool runs: the late outcome is
+// not recorded over the new owner's record.
+func TestLease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall(t *testing.T) {
+	ctx := context.Background()
+	const ttl = time.Minute
+
+	t.Run("while deciding", func(t *testing.T) {
+		st, path := lkOpen(t)
+		write := lkNewTool("write", agentrt.LocalMutation, nil)
+		deciding, takenOver := make(chan struct{}), make(chan struct{})
+		agentA := agentrt.AgentFunc(func(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
+			if len(in.Steps) == 0 {
+				return lkCall("write", `{"n":0}`), nil
+			}
+			close(deciding)
+			<-takenOver
+			return lkCall("write", `{"n":1}`), nil
+		})
+		dA := lkDriver(t, agentrt.Config{Store: st, Agent: agentA, Tools: []agentrt.Tool{write}, LeaseTTL: ttl, LeaseOwner: "a"}, nil)
+		doneA := lkGo(func() (agentrt.Run, error) { return dA.StartWithID(ctx, "run-1", "goal", agentrt.DefaultLimits()) })
+		lkSignal(t, deciding, "step 1 deciding")
+		ownerA := lkRun(t, st, "run-1").LeaseOwner
+
+		// B's clock is past A's lease; B decides step 2 once A has given up.
+		wallB := lkNewWall()
+		wallB.Advance(2 * ttl)
+		bDeciding, aGone := make(chan struct{}), make(chan struct{})
+		agentB := agentrt.AgentFunc(func(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
+			close(bDeciding)
+			<-aGone
+			return lkComplete(), nil
+		})
+		stB := lkOpenAgain(t, path)
+		dB := lkDriver(t, agentrt.Config{Store: stB, Agent: agentB, Tools: []agentrt.Tool{write}, LeaseTTL: ttl, LeaseOwner: "b"}, wallB)
+		doneB := lkGo(func() (agentrt.Run, error) { return dB.Resume(ctx, "run-1") })
+		lkSignal(t, bDeciding, "the new owner deciding")
+
+		close(takenOver)
+		outA := lkAwait(t, doneA, "the first owner's loop")
+		if !errors.Is(outA.err, agentrt.ErrLeaseLost) {
+			t.Fatalf("first owner returned %v, want ErrLeaseLost", outA.err)
+		}
+		close(aGone)
+		outB := lkAwait(t, doneB, "the new owner's loop")
+		if outB.err != nil || outB.run.Status != agentrt.RunCompleted {
+			t.Fatalf("new owner: %s, %v", outB.run.Status, outB.err)
+		}
+
+		if got := write.args(); !reflect.DeepEqual(got, []string{`{"n":0}`}) {
+			t.Errorf("tool calls %v, want only step 0's", got)
+		}
+		steps := lkSteps(t, st, "run-1")
+		if len(steps) != 3 {
+			t.Fatalf("%d steps, want 3", len(steps))
+		}
+		if steps[1].Status != agentrt.StepInterrupted || steps[1].Decision != nil {
+			t.Errorf("step 1: status %s decision %+v; want interrupted with no decision recorded", steps[1].Status, steps[1].Decision)
+		}
+		tk := lkEvents(t, st, "run-1", agentrt.EventLeaseTakenOver)
+		if len(tk) != 1 {
+			t.Fatalf("%d lease.taken_over events, want 1", len(tk))
+		}
+		p := lkPayload(t, tk[0])
+		if p["previous_owner"] != ownerA || p["owner"] == ownerA || !strings.HasPrefix(p["owner"].(string), "b/") {
+			t.Errorf("lease.taken_over payload %v", p)
+		}
+		if n := len(lkEvents(t, st, "run-1", agentrt.EventToolStarted)); n != 1 {
+			t.Errorf("%d tool starts, want 1", n)
+		}
+		if r := lkRun(t, st, "run-1"); r.Generation != 2 || r.LeaseOwner != "" {
+			t.Errorf("run generation %d lease %q; want 2 and released", r.Generation, r.LeaseOwner)
+		}
+	})
+
+	t.Run("while a tool runs", func(t *testing.T) {
+		st, path := lkOpen(t)
+		inTool, finishTool := make(chan struct{}), make(chan struct{})
+		write := lkNewTool("write", agentrt.LocalMutation, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+			close(inTool)
+			<-finishTool
+			return agentrt.ToolResult{Content: json.RawMessage(`{"late":true}`)}, nil
+		})
+		dA := lkDriver(t, agentrt.Config{Store: st, Agent: lkScript(t, lkCall("write", `{"n":0}`), lkCall("write", `{"n":1}`)),
+			Tools: []agentrt.Tool{write}, LeaseTTL: ttl}, nil)
+		doneA := lkGo(func() (agentrt.Run, error) { return dA.StartWithID(ctx, "run-1", "goal", agentrt.DefaultLimits()) })
+		lkSignal(t, inTool, "the tool running")
+
+		wallB := lkNewWall()
+		wallB.Advance(2 * ttl)
+		dB := lkDriver(t, agentrt.Config{Store: lkOpenAgain(t, path), Agent: lkNever(t), Tools: []agentrt.Tool{write}, LeaseTTL: ttl}, wallB)
+		run, err := dB.Resume(ctx, "run-1")
+		if err != nil || run.Status != agentrt.RunWaiting {
+			t.Fatalf("takeover of an executing step: %s, %v; want it waiting for an operator", run.Status, err)
+		}
+		before := lkSnap(t, st)
+
+		close(finishTool)
+		outA := lkAwait(t, doneA, "the first owner's loop")
+		if !errors.Is(outA.err, agentrt.ErrLeaseLost) {
+			t.Fatalf("first owner returned %s, %v; want ErrLeaseLost", outA.run.Status, outA.err)
+		}
+		lkUnchanged(t, st, before, "the first owner's late outcome")
+		if got := write.args(); len(got) != 1 {
+			t.Errorf("tool ran %d times, want 1", len(got))
+		}
+	})
+}
+
+// A loop's lease lapses by its own wall clock while its agent decides, and
+// nobody takes the run. The loop starts no tool call, no model request, and
+// no further step: it returns ErrLeaseLost, frees the run, and another
+// process resumes it at once, deciding anew.
+func TestLease_LapsedLeaseStartsNoSideEffect(t *testing.T) {
+	ctx := context.Background()
+	const ttl = time.Minute
+
+	t.Run("tool call", func(t *testing.T) {
+		st, _ := lkOpen(t)
+		wall := lkNewWall()
+		write := lkNewTool("write", agentrt.LocalMutation, nil)
+		agent := agentrt.AgentFunc(func(context.Context, agentrt.StepInput) (agentrt.Decision, error) {
+			wall.Advance(ttl)
+			return lkCall("write", `{"n":1}`), nil
+		})
+		d := lkDriver(t, agentrt.Config{Store: st, Agent: agent, Tools: []agentrt.Tool{write}, LeaseTTL: ttl}, wall)
+		_, err := d.StartWithID(ctx, "run-1", "goal", agentrt.DefaultLimits())
+		if !errors.Is(err, agentrt.ErrLeaseLost) {
+			t.Fatalf("lapsed loop returned %v, want ErrLeaseLost", err)
+		}
+		if n := len(write.args()); n != 0 {
+			t.Fatalf("a lapsed loop called the tool %d times", n)
+		}
+		if n := len(lkEvents(t, st, "run-1", agentrt.EventToolStarted)); n != 0 {
+			t.Fatalf("a lapsed loop recorded %d tool starts", n)
+		}
+		run := lkRun(t, st, "run-1")
+		if run.Status != agentrt.RunRunning || run.LeaseOwner != "" {
+			t.Fatalf("lapsed run: %s leased to %q; want RUNNING and free", run.Status, run.LeaseOwner)
+		}
+
+		// Freed, the run is taken at once (no wait for the lapsed expiry),
+		// and the step cut off before its tool is simply decided again.
+		d2 := lkDriver(t, agentrt.Config{Store: st, Agent: lkScript(t, lkCall("write", `{"n":1}`), lkComplete()), Tools: []agentrt.Tool{write}}, nil)
+		run, err = d2.Resume(ctx, "run-1")
+		if err != nil || run.Status != agentrt.RunCompleted {
+			t.Fatalf("resume: %s, %v", run.Status, err)
+		}
+		if n := len(write.args()); n != 0 {
+			t.Fatalf("the call a lapsed loop was allowed ran %d times after the resume", n)
+		}
+		if s := lkSteps(t, st, "run-1"); s[0].Status != agentrt.StepInterrupted {
+			t.Errorf("step 0 is %s, want interrupted", s[0].Status)
+		}
+	})
+
+	t.Run("model request", func(t *testing.T) {
+		st, _ := lkOpen(t)
+		wall := lkNewWall()
+		var dispatched atomic.Int64
+		model := lkModel{generate: func(context.Context, agentrt.ModelRequest) (agentrt.ModelResponse, error) {
+			dispatched.Add(1)
+			return agentrt.ModelResponse{StopReason: agentrt.StopEndTurn, Text: "hi", Usage: agentrt.Usage{InputTokens: 1, OutputTokens: 1}}, nil
+		}}
+		var modelErr error
+		agent := agentrt.AgentFunc(func(ctx context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
+			wall.Advance(ttl)
+			_, modelErr = in.Model.Generate(ctx, agentrt.ModelRequest{Messages: []agentrt.Message{{Role: agentrt.RoleUser,
+				Content: []agentrt.ContentBlock{{Type: agentrt.BlockText, Text: "hello"}}}}, MaxOutputTokens: 16})
+			if modelErr != nil {
+				return agentrt.Decision{}, modelErr
+			}
+			return lkComplete(), nil
+		})
+		d := lkDriver(t, agentrt.Config{Store: st, Agent: agent, LeaseTTL: ttl,
+			Model: &agentrt.ModelConfig{Model: model, Prices: agentrt.PriceTable{"lk-model": {}}}}, wall)
+		_, err := d.StartWithID(ctx, "run-1", "goal", agentrt.DefaultLimits())
+		if !errors.Is(err, agentrt.ErrLeaseLost) || !errors.Is(modelErr, agentrt.ErrLeaseLost) {
+			t.Fatalf("lapsed loop returned %v; the model call %v; want ErrLeaseLost for both", err, modelErr)
+		}
+		if n := dispatched.Load(); n != 0 {
+			t.Fatalf("a lapsed loop dispatched %d model requests", n)
+		}
+		calls, err := st.ListModelCalls(ctx, "run-1")
+		if err != nil || len(calls) != 0 {
+			t.Fatalf("model calls recorded: %d, %v; want none", len(calls), err)
+		}
+		if r := lkRun(t, st, "run-1"); r.Status != agentrt.RunRunning {
+			t.Errorf("run is %s; a lost lease must not end it", r.Status)
+		}
+	})
+
+	t.Run("next step", func(t *testing.T) {
+		st, _ := lkOpen(t)
+		wall := lkNewWall()
+		write := lkNewTool("write", agentrt.LocalMutation, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+			wall.Advance(ttl) // a long call, with no heartbeat to renew the lease by this clock
+			return agentrt.ToolResult{}, nil
+		})
+		var asked atomic.Int64
+		script := lkScript(t, lkCall("write", `{"n":1}`), lkCall("write", `{"n":2}`))
+		agent := agentrt.AgentFunc(func(ctx context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
+			asked.Add(1)
+			return script(ctx, in)
+		})
+		d := lkDriver(t, agentrt.Config{Store: st, Agent: agent, Tools: []agentrt.Tool{write}, LeaseTTL: ttl}, wall)
+		_, err := d.StartWithID(ctx, "run-1", "goal", agentrt.DefaultLimits())
+		if !errors.Is(err, agentrt.ErrLeaseLost) {
+			t.Fatalf("lapsed loop returned %v, want ErrLeaseLost", err)
+		}
+		if n := len(write.args()); n != 1 {
+			t.Errorf("tool ran %d times, want 1", n)
+		}
+		if n := asked.Load(); n != 1 {
+			t.Errorf("agent asked %d times, want 1", n)
+		}
+		steps := lkSteps(t, st, "run-1")
+		if len(steps) != 1 || steps[0].Status != agentrt.StepDone {
+			t.Errorf("steps after the lapse: %d, first %s; want the one step, done", len(steps), steps[0].Status)
+		}
+	})
+}
+
+// Two drivers given the same LeaseOwner, as two processes started from one
+// configuration would be, are two owners: each lease names its own, and
+// neither can resume the other's live run. A driver restarted under the
+// name waits out its previous life's lease like anyone else.
+func TestLease_SameLeaseOwnerNameIsTwoOwners(t *testing.T) {
+	ctx := context.Background()
+	st, path := lkOpen(t)
+	stB := lkOpenAgain(t, path)
+	var deciding sync.WaitGroup
+	deciding.Add(2)
+	release := make(chan struct{})
+	blocked := agentrt.AgentFunc(func(context.Context, agentrt.StepInput) (agentrt.Decision, error) {
+		deciding.Done()
+		<-release
+		return lkComplete(), nil
+	})
+	dA := lkDriver(t, agentrt.Config{Store: st, Agent: blocked, LeaseOwner: "worker"}, nil)
+	dB := lkDriver(t, agentrt.Config{Store: stB, Agent: blocked, LeaseOwner: "worker"}, nil)
+	doneA := lkGo(func() (agentrt.Run, error) { return dA.StartWithID(ctx, "run-a", "goal", agentrt.DefaultLimits()) })
+	doneB := lkGo(func() (agentrt.Run, error) { return dB.StartWithID(ctx, "run-b", "goal", agentrt.DefaultLimits()) })
+	waited := make(chan struct{})
+	go func() { deciding.Wait(); close(waited) }()
+	lkSignal(t, waited, "both drivers deciding")
+
+	a, b := lkRun(t, st, "run-a"), lkRun(t, st, "run-b")
+	for _, r := range []agentrt.Run{a, b} {
+		if !strings.HasPrefix(r.LeaseOwner, "worker/") || len(r.LeaseOwner) <= len("worker/") {
+			t.Fatalf("run %s owner %q, want the name and a suffix", r.ID, r.LeaseOwner)
+		}
+	}
+	if a.LeaseOwner == b.LeaseOwner {
+		t.Fatalf("two drivers named worker share the owner %q", a.LeaseOwner)
+	}
+	before := lkSnap(t, st)
+	_, err := dB.Resume(ctx, "run-a")
+	lkLeased(t, err, "run-a", a.LeaseOwner, a.LeaseExpiresAt)
+	_, err = dA.Resume(ctx, "run-b")
+	lkLeased(t, err, "run-b", b.LeaseOwner, b.LeaseExpiresAt)
+
+	// A restart under the same name is a new owner.
+	restarted := lkDriver(t, agentrt.Config{Store: lkOpenAgain(t, path), Agent: lkNever(t), LeaseOwner: "worker"}, nil)
+	_, err = restarted.Resume(ctx, "run-a")
+	lkLeased(t, err, "run-a", a.LeaseOwner, a.LeaseExpiresAt)
+	lkUnchanged(t, st, before, "refused resumes under a shared name")
+
+	close(release)
+	for _, ch := range []<-chan lkOutcome{doneA, doneB} {
+		if out := lkAwait(t, ch, "a worker's run"); out.err != nil || out.run.Status != agentrt.RunCompleted {
+			t.Fatalf("worker run: %s, %v", out.run.Status, out.err)
+		}
+	}
+}
+
+// lkModel is a Model whose replies a test chooses.
+type lkModel struct {
+	generate func(ctx context.Context, req agentrt.ModelRequest) (agentrt.ModelResponse, error)
+}
+
+func (m lkModel) Name() string { return "lk-model" }
+func (m lkModel) Generate(ctx context.Context, req agentrt.ModelRequest) (agentrt.ModelResponse, error) {
+	return m.generate(ctx, req)
+}
