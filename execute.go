@@ -106,7 +106,10 @@ func (s *session) execute(ctx context.Context) (Observation, error) {
 	if err := s.finish(rctx, i, ac, obs, end); err != nil {
 		return Observation{}, err
 	}
-	crashPoint(pointToolFinished, s.runID, st.Index)
+	if s.deferred == nil {
+		// A deferred end reaches this point when its commit does.
+		crashPoint(pointToolFinished, s.runID, st.Index)
+	}
 	out := *obs
 	if !s.deferEnds {
 		// A gate's caller gets its own copy; the Driver's loop reads nothing.
@@ -270,7 +273,7 @@ func (s *session) finish(ctx context.Context, i int, ac *allowedCall, obs *Obser
 		// slice or open step, which the next step reuses.
 		stCopy := Step{ID: st.ID}
 		toolName := ac.tool.spec.Name
-		s.deferred = &deferredEnd{active: dur, fn: func(tx Tx) error {
+		s.deferred = &deferredEnd{active: dur, index: st.Index, fn: func(tx Tx) error {
 			if err := event(tx, s.runID, stCopy.ID, now, EventToolFinished, fin); err != nil {
 				return err
 			}

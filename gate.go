@@ -194,12 +194,27 @@ func (gs *Session) Input(ctx context.Context) (StepInput, error) {
 	if err := gs.s.load(ctx); err != nil {
 		return StepInput{}, err
 	}
+	var in StepInput
 	if gs.open != nil {
-		in := gs.s.input(gs.s.run, gs.open.st.idx)
+		in = gs.s.input(gs.s.run, gs.open.st.idx)
 		in.Model = gs.open.model()
-		return in, nil
+	} else {
+		in = gs.s.input(gs.s.run, len(gs.s.steps))
 	}
-	return gs.s.input(gs.s.run, len(gs.s.steps)), nil
+	// A gate's caller may ask again and again: each answer is a fresh copy,
+	// so nothing it changes shows in the next.
+	if in.Steps != nil {
+		in.Steps = copySteps(in.Steps)
+	}
+	if in.Approvals != nil {
+		in.Approvals = copyApprovals(in.Approvals)
+	}
+	tools := make([]ToolSpec, len(in.Tools))
+	for i := range in.Tools {
+		tools[i] = copySpec(in.Tools[i])
+	}
+	in.Tools = tools
+	return in, nil
 }
 
 // usable says why no call may be made, or nil.

@@ -117,8 +117,6 @@ func checkDecidable(run Run, a Approval, shown bool, shownHash string, now time.
 	return VerifyApproval(a)
 }
 
-var errExpiredNow = errors.New("expired")
-
 func (o Operator) decide(ctx context.Context, runID, approvalID, shownHash string, shown, approve bool, by, note string) error {
 	now := o.now()
 	status := ApprovalRejected

@@ -75,6 +75,7 @@ type deferredEnd struct {
 	// active, the step's duration, to the run with the same statement).
 	fn     func(tx Tx) error
 	active time.Duration
+	index  int                             // the step's index, for the crash point once it is durable
 	late   func(ctx context.Context) error // records the outcome after a cancel
 }
 
@@ -106,6 +107,7 @@ func (s *session) write(ctx context.Context, fn func(tx Tx) error) error {
 		}
 		return err
 	}
+	crashPoint(pointToolFinished, s.runID, d.index)
 	s.e.deliver(evs)
 	return nil
 }
@@ -279,7 +281,9 @@ func (s *session) close() {
 		return
 	}
 	s.closed = true
-	if s.deferred != nil && !s.lease.isLost() {
+	// A deferred step end is written even when the lease looks lost
+	// locally: the write is fenced, so it lands only if no one took over.
+	if s.deferred != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
 		_ = s.flush(ctx)
 		cancel()
@@ -332,16 +336,6 @@ func (s *session) damaged() string {
 		}
 	}
 	return ""
-}
-
-// refresh reads the run row: model calls and operators change it.
-func (s *session) refresh(ctx context.Context) (Run, error) {
-	run, err := s.e.store.GetRun(ctx, s.runID)
-	if err != nil {
-		return s.run, err
-	}
-	s.run = run
-	return run, nil
 }
 
 // step returns the cached step at position i for reading or changing: its

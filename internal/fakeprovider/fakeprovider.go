@@ -165,7 +165,7 @@ func completion(i int, model string, t *Turn) []byte {
 	if len(t.ToolCalls) > 0 {
 		calls := make([]toolCall, len(t.ToolCalls))
 		for j, c := range t.ToolCalls {
-			calls[j] = toolCall{ID: fmt.Sprintf("call_%d_%d", i, j), Type: "function", Function: function{Name: c.Name, Arguments: c.Arguments}}
+			calls[j] = toolCall{ID: fmt.Sprintf("call_%d_%d", i, j), Type: "function", Function: function(c)}
 		}
 		msg["tool_calls"] = calls
 	}

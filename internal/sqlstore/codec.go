@@ -46,5 +46,3 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
-
-func nullTimeText(t time.Time) string { return timeText(t) }

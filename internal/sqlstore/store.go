@@ -271,7 +271,7 @@ func (s *Store) commit(batch []*request) {
 			}
 		}
 		mark := t.mark()
-		r.err, r.panicked = runFn(r.fn, t)
+		r.panicked, r.err = runFn(r.fn, t)
 		if r.err != nil || r.panicked != nil {
 			t.reset(mark)
 			if !shared {
@@ -304,11 +304,11 @@ func (s *Store) commit(batch []*request) {
 	s.headKnown, s.headSeq, s.headHash = t.headRead, t.headSeq, t.headHash
 }
 
-func runFn(fn func(agentrt.Tx) error, t *tx) (err error, p any) {
+func runFn(fn func(agentrt.Tx) error, t *tx) (p any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			p = v
 		}
 	}()
-	return fn(t), nil
+	return nil, fn(t)
 }
