@@ -122,48 +122,51 @@ func BenchmarkCommitFloor(b *testing.B) {
 	}
 }
 
-// BenchmarkConcurrentRuns runs 32 runs at once on one database file; the
-// figure is aggregate steps per second.
+// BenchmarkConcurrentRuns runs 1 and then 32 runs at once on one database
+// file, each of 20 steps; the figure is aggregate steps per second, and the
+// ratio of the two is the group-commit speed-up.
 func BenchmarkConcurrentRuns(b *testing.B) {
-	const runs, n = 32, 20
-	s := benchStore(b)
-	limits := agentrt.DefaultLimits()
-	limits.MaxSteps = n + 1
-	d, err := agentrt.NewDriver(agentrt.Config{Store: s, Agent: benchAgent{n}, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echoTool(false)}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	b.Run(fmt.Sprintf("runs=%d", runs), func(b *testing.B) {
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			var wg sync.WaitGroup
-			errs := make(chan error, runs)
-			for r := 0; r < runs; r++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					run, err := d.Start(ctx, "bench", limits)
-					if err == nil && run.Status != agentrt.RunCompleted {
-						err = fmt.Errorf("run ended %s: %s", run.Status, run.ReasonDetail)
-					}
-					if err != nil {
-						errs <- err
-					}
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
+	for _, runs := range []int{1, 32} {
+		b.Run(fmt.Sprintf("runs=%d", runs), func(b *testing.B) {
+			const n = 20
+			s := benchStore(b)
+			limits := agentrt.DefaultLimits()
+			limits.MaxSteps = n + 1
+			d, err := agentrt.NewDriver(agentrt.Config{Store: s, Agent: benchAgent{n}, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echoTool(false)}})
+			if err != nil {
 				b.Fatal(err)
 			}
-		}
-		b.StopTimer()
-		b.ReportMetric(float64(b.N*runs*n)/b.Elapsed().Seconds(), "steps/s")
-		st := s.Stats()
-		b.ReportMetric(float64(st.Updates)/float64(st.Commits), "updates/commit")
-	})
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				var wg sync.WaitGroup
+				errs := make(chan error, runs)
+				for r := 0; r < runs; r++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						run, err := d.Start(ctx, "bench", limits)
+						if err == nil && run.Status != agentrt.RunCompleted {
+							err = fmt.Errorf("run ended %s: %s", run.Status, run.ReasonDetail)
+						}
+						if err != nil {
+							errs <- err
+						}
+					}()
+				}
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N*runs*n)/b.Elapsed().Seconds(), "steps/s")
+			st := s.Stats()
+			b.ReportMetric(float64(st.Updates)/float64(st.Commits), "updates/commit")
+		})
+	}
 }
 
 func BenchmarkCanonicalJSON(b *testing.B) {

@@ -64,10 +64,20 @@ type Reconciliation struct {
 	Pause *PolicyDecision
 }
 
+// newRandomID makes a 128-bit id: 48 bits of milliseconds since the epoch,
+// then 80 random bits. Ids made later sort later (within a millisecond, in
+// any order), so new rows land at the end of the id indexes instead of on a
+// random page: fewer pages written per commit. 80 random bits keep ids
+// unguessable and unique across processes.
 func newRandomID() string {
 	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	if _, err := rand.Read(b[6:]); err != nil {
 		panic("agentrt: crypto/rand failed: " + err.Error())
+	}
+	ms := uint64(time.Now().UnixMilli())
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
 	}
 	return hex.EncodeToString(b[:])
 }

@@ -95,7 +95,7 @@ func newEngine(cfg Config) (*engine, error) {
 	if e.leaseTTL == 0 {
 		e.leaseTTL = DefaultLeaseTTL
 	}
-	suffix := newRandomID()[:12]
+	suffix := newRandomID()[20:] // 48 of the 80 random bits
 	if cfg.LeaseOwner != "" {
 		e.owner = cfg.LeaseOwner + "/" + suffix
 	} else {

@@ -38,8 +38,23 @@ func (s *session) execute(ctx context.Context) (Observation, error) {
 		started.ApprovalID = ac.approval.ID
 	}
 	pe := s.policyEvent(ac.tool, ac.policy, !ac.resumed)
+	// Encoded here, outside the transaction: the writer that commits it may
+	// be carrying other runs' transactions too.
+	polJSON, err := json.Marshal(&ac.policy)
+	if err != nil {
+		return Observation{}, &JSONError{What: "policy decision", Reason: "will not encode: " + err.Error()}
+	}
+	peJSON, err := json.Marshal(pe.v)
+	if err != nil {
+		return Observation{}, &JSONError{What: "step.policy event", Reason: "will not encode: " + err.Error()}
+	}
+	startedJSON, err := json.Marshal(started)
+	if err != nil {
+		return Observation{}, &JSONError{What: "step.tool_started event", Reason: "will not encode: " + err.Error()}
+	}
 	startTx := func(tx Tx, now time.Time, from StepStatus) error {
 		u := StepUpdate{ID: st.ID, From: []StepStatus{from}, Status: StepExecuting, Policy: &ac.policy, Fence: s.fence()}
+		u.Encoded[1] = polJSON
 		if ac.resumed {
 			u.StartedAt = now
 		} else if s.e.policyID != "" {
@@ -48,13 +63,12 @@ func (s *session) execute(ctx context.Context) (Observation, error) {
 		if err := tx.StepUpdate(u); err != nil {
 			return err
 		}
-		if err := event(tx, s.runID, st.ID, now, pe.typ, pe.v); err != nil {
+		if err := event(tx, s.runID, st.ID, now, pe.typ, json.RawMessage(peJSON)); err != nil {
 			return err
 		}
-		return event(tx, s.runID, st.ID, now, EventToolStarted, started)
+		return event(tx, s.runID, st.ID, now, EventToolStarted, json.RawMessage(startedJSON))
 	}
 	var now time.Time
-	var err error
 	if ac.resumed {
 		now, err = s.enter(ctx, map[string]string{"approval_id": ac.approval.ID}, func(tx Tx, now time.Time) error {
 			return startTx(tx, now, StepAwaitingApproval)
@@ -273,11 +287,29 @@ func (s *session) finish(ctx context.Context, i int, ac *allowedCall, obs *Obser
 		// slice or open step, which the next step reuses.
 		stCopy := Step{ID: st.ID}
 		toolName := ac.tool.spec.Name
+		// Encoded now, outside the transaction that will carry them.
+		finJSON, ferr := json.Marshal(fin)
+		obsJSON, oerr := json.Marshal(obs)
+		if ferr != nil || oerr != nil {
+			return s.lost(ctx, &JSONError{What: "tool outcome", Reason: "will not encode"})
+		}
+		var failedJSON []byte
+		if status == StepFailed {
+			failedJSON, _ = json.Marshal(stepFailed{obs.Summary, string(obs.Kind), obs.ContentHash})
+		}
 		s.deferred = &deferredEnd{active: dur, index: st.Index, fn: func(tx Tx) error {
-			if err := event(tx, s.runID, stCopy.ID, now, EventToolFinished, fin); err != nil {
+			if err := event(tx, s.runID, stCopy.ID, now, EventToolFinished, json.RawMessage(finJSON)); err != nil {
 				return err
 			}
-			return s.endStepTx(tx, &stCopy, []StepStatus{StepExecuting}, status, obs, nil, now, obs.Summary)
+			u := StepUpdate{ID: stCopy.ID, From: []StepStatus{StepExecuting}, Status: status, Observation: obs, FinishedAt: now}
+			u.Encoded[2] = obsJSON
+			if err := tx.StepUpdate(u); err != nil {
+				return err
+			}
+			if failedJSON != nil {
+				return event(tx, s.runID, stCopy.ID, now, EventStepFailed, json.RawMessage(failedJSON))
+			}
+			return nil
 		}, late: func(ctx context.Context) error {
 			run, err := s.e.store.GetRun(ctx, s.runID)
 			if err != nil || !run.Status.Terminal() {

@@ -86,6 +86,7 @@ func (s *session) begin(ctx context.Context) (int, error) {
 	}
 	now := s.e.now()
 	st := Step{ID: s.e.newID(), RunID: s.runID, Index: run.StepCount, Status: StepDeciding, StartedAt: now}
+	startedJSON, _ := json.Marshal(stepStarted{st.Index}) // an int: always encodes
 	err := s.write(ctx, func(tx Tx) error {
 		if _, err := s.guard(tx, RunUpdate{CheckStepCount: true, StepCount: run.StepCount, IncStepCount: true}); err != nil {
 			return err
@@ -93,7 +94,7 @@ func (s *session) begin(ctx context.Context) (int, error) {
 		if err := tx.StepInsert(st); err != nil {
 			return err
 		}
-		return event(tx, s.runID, st.ID, now, EventStepStarted, stepStarted{st.Index})
+		return event(tx, s.runID, st.ID, now, EventStepStarted, json.RawMessage(startedJSON))
 	})
 	if err != nil {
 		return -1, s.lost(ctx, err)
@@ -387,13 +388,21 @@ func (s *session) propose(ctx context.Context, raw Decision) (Verdict, error) {
 	if tool != nil {
 		specHash = tool.hash
 	}
+	// Encoded once, outside the transaction: the column and the event hold
+	// the same bytes.
+	decJSON, err := json.Marshal(&d)
+	if err != nil {
+		return Verdict{}, s.failInternal(ctx, []RunStatus{RunRunning}, "decision will not encode: "+err.Error())
+	}
 	err = s.write(ctx, func(tx Tx) error {
 		// The step's compare-and-set names the run's lease in the same
 		// statement.
-		if err := tx.StepUpdate(StepUpdate{ID: st.ID, From: []StepStatus{StepDeciding}, Decision: &d, SpecHash: specHash, Fence: s.fence()}); err != nil {
+		u := StepUpdate{ID: st.ID, From: []StepStatus{StepDeciding}, Decision: &d, SpecHash: specHash, Fence: s.fence()}
+		u.Encoded[0] = decJSON
+		if err := tx.StepUpdate(u); err != nil {
 			return err
 		}
-		return event(tx, s.runID, st.ID, now, EventStepDecided, &d)
+		return event(tx, s.runID, st.ID, now, EventStepDecided, json.RawMessage(decJSON))
 	})
 	if err != nil {
 		if lerr := s.lost(ctx, err); lerr != nil {

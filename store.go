@@ -134,6 +134,10 @@ type StepUpdate struct {
 	// Fence, when its RunID is set, also requires the run RUNNING under
 	// this lease owner and fencing generation, in the same statement.
 	Fence RunFence
+	// Encoded, when set, holds the JSON of Decision, Policy or Observation
+	// already encoded by the caller (outside the transaction), in that
+	// order; an entry for a nil field is ignored.
+	Encoded [3][]byte
 }
 
 // RunFence names the lease a write must still hold.

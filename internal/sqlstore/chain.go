@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	agentrt "github.com/agentrt/agentrt"
 )
@@ -65,7 +66,15 @@ func (t *tx) readHead() error {
 	return nil
 }
 
+// EventAppend chains the event onto the head. A lone Update inserts it at
+// once, checking inside the insert that the head it remembers from its last
+// commit is still the head. An optimistic group-commit batch reads the head
+// under the write lock once and queues its rows, which flushEvents inserts
+// many to a statement before the commit.
 func (t *tx) EventAppend(e agentrt.Event) (agentrt.Event, error) {
+	if t.queue && !t.headTrusted {
+		t.headRead = false
+	}
 	if err := t.readHead(); err != nil {
 		return agentrt.Event{}, err
 	}
@@ -78,11 +87,14 @@ func (t *tx) EventAppend(e agentrt.Event) (agentrt.Event, error) {
 	for {
 		seq := t.headSeq + 1
 		h := eventHash(t.headHash, seq, e.RunID, e.StepID, at, string(e.Type), &digest)
-		if t.headTrusted {
-			if _, err := t.exec(insertEvent, seq, e.RunID, e.StepID, at, string(e.Type), string(payload), h); err != nil {
+		switch {
+		case t.queue:
+			t.rows = append(t.rows, eventRow{seq: seq, runID: e.RunID, stepID: e.StepID, at: at, typ: string(e.Type), payload: string(payload), hash: h})
+		case t.headTrusted:
+			if _, err := t.exec(insertEvents(1), seq, e.RunID, e.StepID, at, string(e.Type), string(payload), h); err != nil {
 				return agentrt.Event{}, err
 			}
-		} else {
+		default:
 			// The head came from the store's memory of its last commit: the
 			// insert applies only if no other writer moved the chain since.
 			res, err := t.exec(insertEventIfHead, seq, e.RunID, e.StepID, at, string(e.Type), string(payload), h, t.headSeq)
@@ -108,10 +120,47 @@ func (t *tx) EventAppend(e agentrt.Event) (agentrt.Event, error) {
 	}
 }
 
-const insertEvent = `INSERT INTO events (seq, run_id, step_id, at, type, payload_json, hash) VALUES (?, ?, ?, ?, ?, ?, ?)`
-
 const insertEventIfHead = `INSERT INTO events (seq, run_id, step_id, at, type, payload_json, hash)
 	SELECT ?, ?, ?, ?, ?, ?, ? WHERE COALESCE((SELECT seq FROM events ORDER BY seq DESC LIMIT 1), 0) = ?`
+
+// eventRow is an event waiting to be inserted.
+type eventRow struct {
+	seq                                   int64
+	runID, stepID, at, typ, payload, hash string
+}
+
+// maxEventRows bounds one multi-row insert (7 parameters a row).
+const maxEventRows = 128
+
+// flushEvents inserts the queued event rows, many to a statement.
+func (t *tx) flushEvents() error {
+	rows := t.rows
+	for len(rows) > 0 {
+		n := min(len(rows), maxEventRows)
+		args := make([]any, 0, 7*n)
+		for _, r := range rows[:n] {
+			args = append(args, r.seq, r.runID, r.stepID, r.at, r.typ, r.payload, r.hash)
+		}
+		if _, err := t.exec(insertEvents(n), args...); err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	clear(t.rows)
+	t.rows = t.rows[:0]
+	return nil
+}
+
+var insertEventsText [maxEventRows + 1]string
+
+func insertEvents(n int) string {
+	if insertEventsText[n] == "" {
+		q := "INSERT INTO events (seq, run_id, step_id, at, type, payload_json, hash) VALUES " +
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?), ", n), ", ")
+		insertEventsText[n] = q
+	}
+	return insertEventsText[n]
+}
 
 // ChainHead returns the newest event's seq and hash.
 func (s *Store) ChainHead(ctx context.Context) (int64, string, error) {

@@ -73,8 +73,8 @@ type Store struct {
 	readOnly bool
 	closeFn  func() error
 
-	// The chain head as of this store's last commit; only the group commit
-	// leader touches it.
+	// The chain head as of this store's last commit, and a buffer of
+	// events; only the group commit leader touches them.
 	headKnown bool
 	headSeq   int64
 	headHash  string
@@ -211,7 +211,23 @@ func (s *Store) Update(ctx context.Context, fn func(agentrt.Tx) error) ([]agentr
 
 // commit runs a batch in one transaction. It uses a background context: a
 // write the engine decided to make is not abandoned because a caller gave up.
+//
+// A batch first runs without savepoints: each is two more statements per
+// Update, and a compare-and-set rarely fails. If one Update's fn fails, the
+// whole transaction is rolled back and the batch runs again with each
+// Update in its own savepoint, so that Update's writes are undone and no
+// other's are.
 func (s *Store) commit(batch []*request) {
+	if len(batch) > 1 && s.runBatch(batch, false) {
+		return
+	}
+	s.runBatch(batch, len(batch) > 1)
+}
+
+// runBatch runs batch in one transaction and commits it. It returns false
+// only when, without savepoints, an fn of a shared batch failed: then
+// nothing was kept and the batch must run again with savepoints.
+func (s *Store) runBatch(batch []*request, savepoints bool) bool {
 	fail := func(err error) {
 		for _, r := range batch {
 			if r.err == nil && r.panicked == nil {
@@ -225,7 +241,7 @@ func (s *Store) commit(batch []*request) {
 		c, err := s.db.Conn(ctx)
 		if err != nil {
 			fail(fmt.Errorf("agentrt: writer connection: %w", err))
-			return
+			return true
 		}
 		s.wconn = c
 	}
@@ -249,25 +265,26 @@ func (s *Store) commit(batch []*request) {
 	}
 	if err != nil {
 		fail(fmt.Errorf("agentrt: begin transaction: %w", err))
-		return
+		return true
 	}
 	abort := func(err error) {
 		exec("ROLLBACK")
 		fail(err)
 	}
-	t := &tx{s: s, headRead: s.headKnown, headSeq: s.headSeq, headHash: s.headHash, events: s.evbuf[:0]}
+	t := &tx{s: s, events: s.evbuf[:0], headRead: s.headKnown, headSeq: s.headSeq, headHash: s.headHash}
+	shared := len(batch) > 1
+	t.queue = shared && !savepoints
+	s.headKnown = false // until this transaction's outcome is known
 	defer func() {
 		// Keep the buffer for the next commit; take copied what callers keep.
 		clear(t.events)
 		s.evbuf = t.events[:0]
 	}()
-	s.headKnown = false // until this transaction's outcome is known
-	shared := len(batch) > 1
 	for i, r := range batch {
-		if shared {
+		if savepoints {
 			if err := exec(fmt.Sprintf("SAVEPOINT sp%d", i)); err != nil {
 				abort(fmt.Errorf("agentrt: savepoint: %w", err))
-				return
+				return true
 			}
 		}
 		mark := t.mark()
@@ -276,32 +293,50 @@ func (s *Store) commit(batch []*request) {
 			t.reset(mark)
 			if !shared {
 				exec("ROLLBACK")
-				return
+				return true
+			}
+			if !savepoints {
+				// Undo everything and run the batch again, isolated.
+				exec("ROLLBACK")
+				for _, b := range batch {
+					b.err, b.panicked, b.events = nil, nil, nil
+				}
+				return false
 			}
 			if err := exec(fmt.Sprintf("ROLLBACK TO sp%d", i)); err != nil {
 				abort(fmt.Errorf("agentrt: rollback to savepoint: %w", err))
-				return
+				return true
 			}
 		}
-		if shared {
+		if savepoints {
 			if err := exec(fmt.Sprintf("RELEASE sp%d", i)); err != nil {
 				abort(fmt.Errorf("agentrt: release savepoint: %w", err))
-				return
+				return true
 			}
 		}
 		if r.err == nil && r.panicked == nil {
 			r.events = t.take(mark)
 		}
 	}
+	if t.queue {
+		if err := t.flushEvents(); err != nil {
+			exec("ROLLBACK")
+			for _, b := range batch {
+				b.err, b.panicked, b.events = nil, nil, nil
+			}
+			return false
+		}
+	}
 	if err := exec("COMMIT"); err != nil {
 		abort(fmt.Errorf("agentrt: commit: %w", err))
-		return
+		return true
 	}
+	s.headKnown, s.headSeq, s.headHash = t.headRead, t.headSeq, t.headHash
 	s.stats.Lock()
 	s.stats.Commits++
 	s.stats.Updates += int64(len(batch))
 	s.stats.Unlock()
-	s.headKnown, s.headSeq, s.headHash = t.headRead, t.headSeq, t.headHash
+	return true
 }
 
 func runFn(fn func(agentrt.Tx) error, t *tx) (p any, err error) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	agentrt "github.com/agentrt/agentrt"
 )
@@ -16,13 +17,16 @@ type tx struct {
 	s *Store
 
 	events []agentrt.Event
-	// The chain head: known from the store's last commit or read in this
-	// transaction. headTrusted means it was checked under this
-	// transaction's write lock.
+	// The chain head: remembered from the store's last commit or read in
+	// this transaction; headTrusted means checked under this transaction's
+	// write lock. In queue mode (an optimistic batch) event rows wait in
+	// rows for one insert.
 	headRead    bool
 	headTrusted bool
 	headSeq     int64
 	headHash    string
+	queue       bool
+	rows        []eventRow
 
 	// The last time formatted: a transaction writes one time to many rows.
 	lastTime time.Time
@@ -43,6 +47,7 @@ func (t *tx) timeText(at time.Time) string {
 
 type txMark struct {
 	events      int
+	rows        int
 	headRead    bool
 	headTrusted bool
 	headSeq     int64
@@ -50,11 +55,12 @@ type txMark struct {
 }
 
 func (t *tx) mark() txMark {
-	return txMark{events: len(t.events), headRead: t.headRead, headTrusted: t.headTrusted, headSeq: t.headSeq, headHash: t.headHash}
+	return txMark{events: len(t.events), rows: len(t.rows), headRead: t.headRead, headTrusted: t.headTrusted, headSeq: t.headSeq, headHash: t.headHash}
 }
 
 func (t *tx) reset(m txMark) {
 	t.events = t.events[:m.events]
+	t.rows = t.rows[:m.rows]
 	t.headRead, t.headTrusted, t.headSeq, t.headHash = m.headRead, m.headTrusted, m.headSeq, m.headHash
 }
 
@@ -287,6 +293,23 @@ func (t *tx) StepInsert(st agentrt.Step) error {
 	return err
 }
 
+// pre drops a value whose JSON the caller encoded already.
+func pre[T any](v *T, encoded []byte) *T {
+	if encoded != nil {
+		return nil
+	}
+	return v
+}
+
+// use prefers the caller's encoding, which it shares: the engine never
+// writes to bytes it has handed to a write.
+func use(col string, encoded []byte) string {
+	if len(encoded) > 0 {
+		return unsafe.String(&encoded[0], len(encoded))
+	}
+	return col
+}
+
 func encodeStepCols(d *agentrt.Decision, p *agentrt.PolicyDecision, o *agentrt.Observation) (dec, pol, obs string, err error) {
 	if d != nil {
 		if dec, err = encodeJSON(d); err != nil {
@@ -307,10 +330,11 @@ func encodeStepCols(d *agentrt.Decision, p *agentrt.PolicyDecision, o *agentrt.O
 }
 
 func (t *tx) StepUpdate(p agentrt.StepUpdate) error {
-	dec, pol, obs, err := encodeStepCols(p.Decision, p.Policy, p.Observation)
+	dec, pol, obs, err := encodeStepCols(pre(p.Decision, p.Encoded[0]), pre(p.Policy, p.Encoded[1]), pre(p.Observation, p.Encoded[2]))
 	if err != nil {
 		return err
 	}
+	dec, pol, obs = use(dec, p.Encoded[0]), use(pol, p.Encoded[1]), use(obs, p.Encoded[2])
 	var keyBuf [16]byte
 	key := append(keyBuf[:0], 's', flag(p.Status != ""), flag(p.Decision != nil), flag(p.Policy != nil),
 		flag(p.ClearOutcome), flag(p.Observation != nil), flag(!p.StartedAt.IsZero()), flag(!p.FinishedAt.IsZero()),
