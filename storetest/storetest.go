@@ -289,11 +289,18 @@ func chainVerifies(t *testing.T, s agentrt.Store) {
 		})
 		must(t, err)
 	}
+	// A payload over MaxPageText is hashed in chunks by the verifier.
+	big := `{"v":"` + strings.Repeat("b", 3*agentrt.MaxPageText+17) + `"}`
+	_, err := update(t, s, func(tx agentrt.Tx) error {
+		_, err := tx.EventAppend(agentrt.Event{RunID: "r1", At: t0, Type: agentrt.EventToolFinished, Payload: json.RawMessage(big)})
+		return err
+	})
+	must(t, err)
 	rep, err := s.VerifyEvents(ctx, 0, 0)
 	must(t, err)
 	seq, head, err := s.ChainHead(ctx)
 	must(t, err)
-	if !rep.Intact() || rep.Checked != 21 || rep.To != 21 || seq != 21 || rep.Hash != head {
+	if !rep.Intact() || rep.Checked != 22 || rep.To != 22 || seq != 22 || rep.Hash != head {
 		t.Fatalf("verify = %+v, head = %d %s", rep, seq, head)
 	}
 	h10, err := s.EventHash(ctx, 10)

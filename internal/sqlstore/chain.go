@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -28,6 +29,14 @@ func appendNetstring[T string | []byte](buf []byte, b T) []byte {
 
 // eventHash computes an event's chain hash from its stored fields.
 func eventHash(prev string, seq int64, runID, stepID, at, typ string, payloadDigest *[32]byte) string {
+	var out [64]byte
+	eventHashInto(&out, prev, seq, runID, stepID, at, typ, payloadDigest)
+	return string(out[:])
+}
+
+// eventHashInto writes the hex chain hash into out; the verifier calls it
+// with the bytes it scanned, allocating nothing.
+func eventHashInto[T string | []byte](out *[64]byte, prev T, seq int64, runID, stepID, at, typ T, payloadDigest *[32]byte) {
 	var stack [512]byte
 	buf := stack[:0]
 	buf = appendNetstring(buf, prev)
@@ -41,7 +50,7 @@ func eventHash(prev string, seq int64, runID, stepID, at, typ string, payloadDig
 	hex.Encode(hexd[:], payloadDigest[:])
 	buf = appendNetstring(buf, hexd[:])
 	sum := sha256.Sum256(buf)
-	return hex.EncodeToString(sum[:])
+	hex.Encode(out[:], sum[:])
 }
 
 func (t *tx) readHead() error {
@@ -183,7 +192,7 @@ func (s *Store) EventHash(ctx context.Context, seq int64) (string, error) {
 	return h, err
 }
 
-const verifyPage = 512
+const verifyPage = 4096
 
 // VerifyEvents recomputes the chain over [from, to] and reports the first
 // break. Long payloads are hashed in chunks so a hostile row cannot make the
@@ -215,13 +224,23 @@ func (s *Store) VerifyEvents(ctx context.Context, from, to int64) (agentrt.Verif
 		}
 		prev, prevSeq = h, seq
 	}
-	q := s.d.Rebind(`SELECT seq, substr(run_id, 1, 4096), length(CAST(run_id AS BLOB)), substr(step_id, 1, 4096),
-		length(CAST(step_id AS BLOB)), substr(at, 1, 4096), length(CAST(at AS BLOB)), substr(type, 1, 4096),
-		length(CAST(type AS BLOB)), CASE WHEN length(CAST(payload_json AS BLOB)) <= 65536 THEN CAST(payload_json AS BLOB) ELSE NULL END,
-		length(CAST(payload_json AS BLOB)), substr(hash, 1, 128)
+	// Fields longer than the runtime ever writes are not read: the row is
+	// reported as broken. A payload over MaxPageText is hashed in chunks.
+	// octet_length reads a value's size without copying it; a field longer
+	// than the runtime ever writes comes back NULL and the row is reported.
+	q := s.d.Rebind(`SELECT seq,
+		CASE WHEN octet_length(run_id) <= 4096 THEN run_id END, CASE WHEN octet_length(step_id) <= 4096 THEN step_id END,
+		CASE WHEN octet_length(at) <= 4096 THEN at END, CASE WHEN octet_length(type) <= 4096 THEN type END,
+		CASE WHEN octet_length(payload_json) <= 65536 THEN payload_json END, octet_length(payload_json), substr(hash, 1, 128),
+		octet_length(run_id) > 4096 OR octet_length(step_id) > 4096 OR octet_length(at) > 4096 OR octet_length(type) > 4096
 		FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq LIMIT ?`)
 	cur := from
 	first := true
+	var prevBuf, want [64]byte
+	prevB := append(prevBuf[:0], prev...)
+	var seq, lPayload int64
+	var runID, stepID, at, typ, payload, stored sql.RawBytes
+	var big bool
 	for cur <= to {
 		rows, err := s.rdb.QueryContext(ctx, q, cur, to, verifyPage)
 		if err != nil {
@@ -230,35 +249,31 @@ func (s *Store) VerifyEvents(ctx context.Context, from, to int64) (agentrt.Verif
 		n := 0
 		for rows.Next() {
 			n++
-			var seq int64
-			var runID, stepID, at, typ, stored string
-			var lRun, lStep, lAt, lType, lPayload int64
-			var payload []byte
-			if err := rows.Scan(&seq, &runID, &lRun, &stepID, &lStep, &at, &lAt, &typ, &lType, &payload, &lPayload, &stored); err != nil {
+			if err := rows.Scan(&seq, &runID, &stepID, &at, &typ, &payload, &lPayload, &stored, &big); err != nil {
 				rows.Close()
 				return rep, err
 			}
-			brk := func(detail, expected, found string) agentrt.VerifyReport {
-				rep.Break = &agentrt.ChainBreak{Seq: seq, Expected: expected, Found: truncate(found, 128), Detail: detail}
+			brk := func(detail, expected string, found []byte) agentrt.VerifyReport {
+				rep.Break = &agentrt.ChainBreak{Seq: seq, Expected: expected, Found: truncate(string(found), 128), Detail: detail}
 				return rep
 			}
 			if first && from == 1 && seq != 1 && prevSeq == 0 {
 				rows.Close()
-				return brk(fmt.Sprintf("the chain starts at event %d, not 1: events before it are missing", seq), "", ""), nil
+				return brk(fmt.Sprintf("the chain starts at event %d, not 1: events before it are missing", seq), "", nil), nil
 			}
 			if !first || from > 1 {
 				if prevSeq != 0 && seq != prevSeq+1 {
 					rows.Close()
-					return brk(fmt.Sprintf("an event is missing before event %d (previous is %d)", seq, prevSeq), "", ""), nil
+					return brk(fmt.Sprintf("an event is missing before event %d (previous is %d)", seq, prevSeq), "", nil), nil
 				}
 			}
 			first = false
-			if lRun > 4096 || lStep > 4096 || lAt > 4096 || lType > 4096 {
+			if big {
 				rows.Close()
-				return brk("an event field is longer than any the runtime writes", "", ""), nil
+				return brk("an event field is longer than any the runtime writes", "", nil), nil
 			}
 			var digest [32]byte
-			if payload != nil {
+			if lPayload <= agentrt.MaxPageText {
 				digest = sha256.Sum256(payload)
 			} else {
 				d, err := s.streamDigest(ctx, seq, lPayload)
@@ -268,14 +283,14 @@ func (s *Store) VerifyEvents(ctx context.Context, from, to int64) (agentrt.Verif
 				}
 				copy(digest[:], d)
 			}
-			want := eventHash(prev, seq, runID, stepID, at, typ, &digest)
-			if want != stored {
+			eventHashInto(&want, prevB, seq, []byte(runID), []byte(stepID), []byte(at), []byte(typ), &digest)
+			if !bytes.Equal(want[:], stored) {
 				rows.Close()
-				return brk("stored hash does not match the event's fields and the hash before it", want, stored), nil
+				return brk("stored hash does not match the event's fields and the hash before it", string(want[:]), stored), nil
 			}
-			prev, prevSeq = stored, seq
+			prevB = append(prevBuf[:0], stored...)
+			prevSeq = seq
 			rep.Checked++
-			rep.Hash = stored
 			cur = seq + 1
 		}
 		err = rows.Err()
@@ -286,6 +301,9 @@ func (s *Store) VerifyEvents(ctx context.Context, from, to int64) (agentrt.Verif
 		if n == 0 {
 			break
 		}
+	}
+	if rep.Checked > 0 {
+		rep.Hash = string(prevB)
 	}
 	if prevSeq < to {
 		rep.Break = &agentrt.ChainBreak{Seq: prevSeq + 1, Detail: fmt.Sprintf("events %d to %d are missing", prevSeq+1, to)}
