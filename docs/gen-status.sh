@@ -4,7 +4,7 @@
 # CI runs every test; a defined test that fails fails CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-defined=$(grep -rhoE '^func (Test|Fuzz)[A-Za-z0-9_]+' --include='*_test.go' . | sed 's/^func //' | sort -u)
+defined=$(grep -rhoE '^func (Test|Fuzz|Benchmark|Example)[A-Za-z0-9_]+' --include='*_test.go' . | sed 's/^func //' | sort -u)
 while IFS= read -r line; do
 	if [[ "$line" == *"| @ |"* ]]; then
 		name=$(awk -F'|' '{gsub(/ /,"",$4); print $4}' <<<"$line")
