@@ -70,8 +70,19 @@ func newEngine(cfg Config) (*engine, error) {
 	if cfg.Policy == nil {
 		return nil, &ConfigError{Field: "Config.Policy", Reason: "is required"}
 	}
-	if cfg.Model != nil && cfg.Model.Model == nil {
-		return nil, &ConfigError{Field: "Config.Model.Model", Reason: "is required when Config.Model is set"}
+	if m := cfg.Model; m != nil {
+		if m.Model == nil {
+			return nil, &ConfigError{Field: "Config.Model.Model", Reason: "is required when Config.Model is set"}
+		}
+		for _, f := range []struct {
+			name string
+			v    int64
+		}{{"Config.Model.CallTimeout", int64(m.CallTimeout)}, {"Config.Model.MaxRetries", int64(m.MaxRetries)},
+			{"Config.Model.Backoff", int64(m.Backoff)}, {"Config.Model.MaxRetryAfter", int64(m.MaxRetryAfter)}} {
+			if f.v < 0 {
+				return nil, &ConfigError{Field: f.name, Reason: fmt.Sprintf("must not be negative, got %d", f.v)}
+			}
+		}
 	}
 	if cfg.LeaseTTL < 0 {
 		return nil, &ConfigError{Field: "Config.LeaseTTL", Reason: "must not be negative"}

@@ -88,7 +88,7 @@ type TransientError struct {
 	RetryAfter time.Duration
 }
 
-func (e *TransientError) Error() string { return "transient model error: " + e.Err.Error() }
+func (e *TransientError) Error() string { return "transient model error: " + errText(e.Err) }
 func (e *TransientError) Unwrap() error { return e.Err }
 
 // ServedError is a reply the provider served (and billed) but that cannot be
@@ -98,7 +98,16 @@ type ServedError struct {
 	Err   error
 }
 
-func (e *ServedError) Error() string { return "served but unusable model reply: " + e.Err.Error() }
+func (e *ServedError) Error() string { return "served but unusable model reply: " + errText(e.Err) }
+
+// errText is err's message, or a placeholder for a nil error, so an error
+// built without a cause still prints.
+func errText(err error) string {
+	if err == nil {
+		return "(no cause given)"
+	}
+	return err.Error()
+}
 func (e *ServedError) Unwrap() error { return e.Err }
 
 // Price is what a model costs, in micros per million tokens.

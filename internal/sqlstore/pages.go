@@ -289,6 +289,13 @@ func (s *Store) ListApprovalsPage(ctx context.Context, runID string, status agen
 		a.Capability = capJSON(c.head, c.length)
 		pr := p.text["presentation_json"]
 		a.Presentation = capJSON(pr.head, pr.length)
+		// A stand-in is never mistaken for the value: DecodeError says so.
+		if c.Over() {
+			bad = append(bad, fmt.Sprintf("capability (%d bytes) not read whole", c.length))
+		}
+		if pr.Over() {
+			bad = append(bad, fmt.Sprintf("presentation (%d bytes) not read whole", pr.length))
+		}
 		for _, v := range []struct {
 			n string
 			r json.RawMessage

@@ -1,0 +1,44 @@
+package agentrt_test
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/replay"
+	"github.com/agentrt/agentrt/scripted"
+	"github.com/agentrt/agentrt/sqlite"
+)
+
+// A negative model setting is refused by NewDriver, naming the field.
+func TestNewDriver_NegativeModelSettingsAreRefused(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "a.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for field, mc := range map[string]agentrt.ModelConfig{
+		"CallTimeout":   {CallTimeout: -time.Second},
+		"MaxRetries":    {MaxRetries: -1},
+		"Backoff":       {Backoff: -time.Millisecond},
+		"MaxRetryAfter": {MaxRetryAfter: -time.Minute},
+	} {
+		mc.Model = &replay.Scripted{}
+		_, err := agentrt.NewDriver(agentrt.Config{Store: st, Agent: &scripted.Agent{}, Policy: agentrt.DefaultPolicy(), Model: &mc})
+		if !errors.Is(err, agentrt.ErrInvalidConfig) || !strings.Contains(err.Error(), "Config.Model."+field) {
+			t.Errorf("%s: %v, want ErrInvalidConfig naming the field", field, err)
+		}
+	}
+}
+
+// Errors built without a cause still print rather than panic.
+func TestModelErrors_PrintWithoutACause(t *testing.T) {
+	for _, err := range []error{&agentrt.ServedError{}, &agentrt.TransientError{}} {
+		if msg := err.Error(); !strings.Contains(msg, "no cause") {
+			t.Errorf("%T printed %q", err, msg)
+		}
+	}
+}
