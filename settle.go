@@ -70,16 +70,7 @@ func (s *session) settle(ctx context.Context, end ending) error {
 	var runBefore Run
 	err := s.write(ctx, func(tx Tx) error {
 		var err error
-		if from[0] == RunRunning {
-			runBefore, err = s.guard(tx, update)
-		} else {
-			runBefore, err = tx.RunGet(s.runID)
-			if err == nil {
-				u := update
-				u.ID, u.From = s.runID, from
-				err = tx.RunUpdate(u)
-			}
-		}
+		runBefore, err = s.transition(tx, from, update)
 		if err != nil {
 			return err
 		}
@@ -125,6 +116,21 @@ func (s *session) settle(ctx context.Context, end ending) error {
 	return nil
 }
 
+// transition applies update to the run inside tx: from RUNNING under this
+// session's lease (guard), or from another status by compare-and-set on it.
+// It returns the run as it was before.
+func (s *session) transition(tx Tx, from []RunStatus, update RunUpdate) (Run, error) {
+	if from[0] == RunRunning {
+		return s.guard(tx, update)
+	}
+	run, err := tx.RunGet(s.runID)
+	if err != nil {
+		return run, err
+	}
+	update.ID, update.From = s.runID, from
+	return run, tx.RunUpdate(update)
+}
+
 // verdictEnded settles and reports the run's end as a verdict.
 func (s *session) verdictEnded(ctx context.Context, end ending) (Verdict, error) {
 	if err := s.settle(ctx, end); err != nil {
@@ -149,16 +155,7 @@ func (s *session) failInternal(ctx context.Context, from []RunStatus, detail str
 	var before Run
 	err := s.write(ctx, func(tx Tx) error {
 		var err error
-		if from[0] == RunRunning {
-			before, err = s.guard(tx, update)
-		} else {
-			before, err = tx.RunGet(s.runID)
-			if err == nil {
-				u := update
-				u.ID, u.From = s.runID, from
-				err = tx.RunUpdate(u)
-			}
-		}
+		before, err = s.transition(tx, from, update)
 		if err != nil {
 			return err
 		}
@@ -220,16 +217,7 @@ func (s *session) pause(ctx context.Context, tool *regTool, req ToolRequest, pd 
 	var before Run
 	err = s.write(ctx, func(tx Tx) error {
 		var err error
-		if from[0] == RunRunning {
-			before, err = s.guard(tx, update)
-		} else {
-			before, err = tx.RunGet(s.runID)
-			if err == nil {
-				u := update
-				u.ID, u.From = s.runID, from
-				err = tx.RunUpdate(u)
-			}
-		}
+		before, err = s.transition(tx, from, update)
 		if err != nil {
 			return err
 		}
