@@ -53,7 +53,7 @@ func (s *session) execute(ctx context.Context) (Observation, error) {
 		return Observation{}, &JSONError{What: "step.tool_started event", Reason: "will not encode: " + err.Error()}
 	}
 	startTx := func(tx Tx, now time.Time, from StepStatus) error {
-		u := StepUpdate{ID: st.ID, From: []StepStatus{from}, Status: StepExecuting, Policy: &ac.policy, Fence: s.fence()}
+		u := StepUpdate{ID: st.ID, From: statusList(from), Status: StepExecuting, Policy: &ac.policy, Fence: s.fence()}
 		u.Encoded[1] = polJSON
 		if ac.resumed {
 			u.StartedAt = now
@@ -252,11 +252,11 @@ func (s *session) finish(ctx context.Context, i int, ac *allowedCall, obs *Obser
 		}{&detail})
 		settling = &ending{status: RunFailed, reason: ReasonToolAbort, detail: detail,
 			pre:  []pendingEvent{{typ: EventToolFinished, at: finished}},
-			step: &stepEnd{idx: i, from: []StepStatus{StepExecuting}, obs: obs}}
+			step: &stepEnd{idx: i, from: onlyExecuting, obs: obs}}
 	case toolComplete:
 		settling = &ending{status: RunCompleted, reason: ReasonGoalCompleted, result: obs.Content,
 			pre:  []pendingEvent{{typ: EventToolFinished, at: finished}},
-			step: &stepEnd{idx: i, from: []StepStatus{StepExecuting}, status: StepDone, obs: obs}}
+			step: &stepEnd{idx: i, from: onlyExecuting, status: StepDone, obs: obs}}
 	}
 	if settling != nil {
 		if err := s.settle(ctx, *settling); err != nil {
@@ -278,7 +278,7 @@ func (s *session) finish(ctx context.Context, i int, ac *allowedCall, obs *Obser
 		if err := event(tx, s.runID, st.ID, now, EventToolFinished, fin); err != nil {
 			return err
 		}
-		return s.endStepTx(tx, st, []StepStatus{StepExecuting}, status, obs, nil, now, obs.Summary)
+		return s.endStepTx(tx, st, onlyExecuting, status, obs, nil, now, obs.Summary)
 	}
 	if s.deferEnds {
 		// The Driver's loop commits this end with its next write, whose
@@ -301,7 +301,7 @@ func (s *session) finish(ctx context.Context, i int, ac *allowedCall, obs *Obser
 			if err := event(tx, s.runID, stCopy.ID, now, EventToolFinished, json.RawMessage(finJSON)); err != nil {
 				return err
 			}
-			u := StepUpdate{ID: stCopy.ID, From: []StepStatus{StepExecuting}, Status: status, Observation: obs, FinishedAt: now}
+			u := StepUpdate{ID: stCopy.ID, From: onlyExecuting, Status: status, Observation: obs, FinishedAt: now}
 			u.Encoded[2] = obsJSON
 			if err := tx.StepUpdate(u); err != nil {
 				return err

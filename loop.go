@@ -79,7 +79,7 @@ func (s *session) begin(ctx context.Context) (int, error) {
 		return -1, err
 	}
 	if d := s.damaged(); d != "" {
-		return -1, s.failInternal(ctx, []RunStatus{RunRunning}, "a stored row will not decode: "+d)
+		return -1, s.failInternal(ctx, onlyRunning, "a stored row will not decode: "+d)
 	}
 	if ended, err := s.checkLimits(ctx, run); ended || err != nil {
 		return -1, err
@@ -280,7 +280,7 @@ func (s *session) agentFailed(ctx context.Context, err error) error {
 		reason = ReasonModelUnavailable
 	}
 	end := ending{status: RunFailed, reason: reason, detail: detail,
-		step: &stepEnd{idx: s.cur.idx, from: []StepStatus{StepDeciding}, obs: failure(ObsInvalidDecision, "agent error: "+detail)}}
+		step: &stepEnd{idx: s.cur.idx, from: onlyDeciding, obs: failure(ObsInvalidDecision, "agent error: "+detail)}}
 	if reason != ReasonAgentError {
 		end.post = []pendingEvent{{typ: EventLimitExceeded, v: map[string]string{"reason": string(reason), "detail": detail}}}
 	}
@@ -381,7 +381,7 @@ func (s *session) propose(ctx context.Context, raw Decision) (Verdict, error) {
 	}
 	rec, err := stored(&d)
 	if err != nil {
-		return Verdict{}, s.failInternal(ctx, []RunStatus{RunRunning}, err.Error())
+		return Verdict{}, s.failInternal(ctx, onlyRunning, err.Error())
 	}
 	now := s.e.now()
 	var specHash string
@@ -392,12 +392,12 @@ func (s *session) propose(ctx context.Context, raw Decision) (Verdict, error) {
 	// the same bytes.
 	decJSON, err := json.Marshal(&d)
 	if err != nil {
-		return Verdict{}, s.failInternal(ctx, []RunStatus{RunRunning}, "decision will not encode: "+err.Error())
+		return Verdict{}, s.failInternal(ctx, onlyRunning, "decision will not encode: "+err.Error())
 	}
 	err = s.write(ctx, func(tx Tx) error {
 		// The step's compare-and-set names the run's lease in the same
 		// statement.
-		u := StepUpdate{ID: st.ID, From: []StepStatus{StepDeciding}, Decision: &d, SpecHash: specHash, Fence: s.fence()}
+		u := StepUpdate{ID: st.ID, From: onlyDeciding, Decision: &d, SpecHash: specHash, Fence: s.fence()}
 		u.Encoded[0] = decJSON
 		if err := tx.StepUpdate(u); err != nil {
 			return err
@@ -425,10 +425,10 @@ func (s *session) propose(ctx context.Context, raw Decision) (Verdict, error) {
 			result = json.RawMessage("{}")
 		}
 		return s.verdictEnded(ctx, ending{status: RunCompleted, reason: ReasonGoalCompleted, result: result,
-			step: &stepEnd{idx: i, from: []StepStatus{StepDeciding}, status: StepDone}})
+			step: &stepEnd{idx: i, from: onlyDeciding, status: StepDone}})
 	case KindFail:
 		return s.verdictEnded(ctx, ending{status: RunFailed, reason: ReasonGoalFailed, detail: d.Message,
-			step: &stepEnd{idx: i, from: []StepStatus{StepDeciding}, status: StepDone}})
+			step: &stepEnd{idx: i, from: onlyDeciding, status: StepDone}})
 	}
 	args := d.Args
 	if len(args) == 0 {
@@ -462,8 +462,8 @@ func (s *session) evaluate(ctx context.Context, tool *regTool, req ToolRequest, 
 // approval being resumed, or nil.
 func (s *session) apply(ctx context.Context, tool *regTool, req ToolRequest, pd PolicyDecision, perr error, grant *Approval) (Verdict, error) {
 	i := s.cur.idx
-	from := []RunStatus{RunRunning}
-	stepFrom := []StepStatus{StepDeciding}
+	from := onlyRunning
+	stepFrom := onlyDeciding
 	if grant != nil {
 		from = []RunStatus{RunWaiting}
 		stepFrom = []StepStatus{StepAwaitingApproval}
@@ -579,7 +579,7 @@ func (s *session) deny(ctx context.Context, pd *PolicyDecision, obs *Observation
 				return err
 			}
 		}
-		return s.endStepTx(tx, st, []StepStatus{StepDeciding}, StepFailed, obs, pd, now, detail)
+		return s.endStepTx(tx, st, onlyDeciding, StepFailed, obs, pd, now, detail)
 	})
 	if err != nil {
 		if lerr := s.lost(ctx, err); lerr != nil {

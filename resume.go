@@ -202,7 +202,7 @@ func (s *session) resumeInterrupted(ctx context.Context) (Verdict, error) {
 		if cur.LeaseOwner != "" && cur.LeaseOwner != s.lease.owner && s.e.wall().Before(cur.LeaseExpiresAt) {
 			return &RunLeasedError{RunID: s.runID, Owner: cur.LeaseOwner, ExpiresAt: cur.LeaseExpiresAt}
 		}
-		if err := tx.RunUpdate(RunUpdate{ID: s.runID, From: []RunStatus{RunRunning}, CheckLease: true, Owner: run.LeaseOwner,
+		if err := tx.RunUpdate(RunUpdate{ID: s.runID, From: onlyRunning, CheckLease: true, Owner: run.LeaseOwner,
 			Generation: run.Generation, SetLease: true, LeaseOwner: s.lease.owner, LeaseExpiresAt: exp, BumpGeneration: true}); err != nil {
 			return err
 		}
@@ -243,7 +243,7 @@ func (s *session) resumeInterrupted(ctx context.Context) (Verdict, error) {
 		crashPoint(pointInterrupted, s.runID, s.steps[inflight[n-1]].Index)
 	}
 	if d := s.damaged(); d != "" {
-		if err := s.failInternal(ctx, []RunStatus{RunRunning}, "a stored row will not decode: "+d); err != nil {
+		if err := s.failInternal(ctx, onlyRunning, "a stored row will not decode: "+d); err != nil {
 			return Verdict{}, err
 		}
 		return Verdict{Outcome: VerdictEnded, Run: copyRun(s.run)}, nil
@@ -322,7 +322,7 @@ func (s *session) interruptedPause(ctx context.Context, idx int) (Verdict, error
 		Kind: InterruptedSideEffect, Capability: capab, Presentation: pres}
 	s.cur = &openStep{idx: idx, decided: true}
 	req := ToolRequest{RunID: s.runID, StepID: st.ID, Spec: tool.spec, Args: args}
-	return s.pause(ctx, tool, req, pd, s.policyEvent(tool, pd, false), []RunStatus{RunRunning})
+	return s.pause(ctx, tool, req, pd, s.policyEvent(tool, pd, false), onlyRunning)
 }
 
 // reconcileInterrupted asks the consumer's journal what became of the
@@ -338,7 +338,7 @@ func (s *session) reconcileInterrupted(ctx context.Context, unknown int) (v Verd
 		rec, err = s.e.reconcile(ctx, s.view(s.run, -1))
 	}()
 	if err != nil {
-		if e := s.failInternal(ctx, []RunStatus{RunRunning}, "reconcile error: "+err.Error()); e != nil {
+		if e := s.failInternal(ctx, onlyRunning, "reconcile error: "+err.Error()); e != nil {
 			return Verdict{}, e
 		}
 		return Verdict{Outcome: VerdictEnded, Run: copyRun(s.run)}, nil
@@ -352,7 +352,7 @@ func (s *session) reconcileInterrupted(ctx context.Context, unknown int) (v Verd
 			result = json.RawMessage("{}")
 		}
 		if err := checkJSONAs("reconciliation result", result); err != nil {
-			if e := s.failInternal(ctx, []RunStatus{RunRunning}, err.Error()); e != nil {
+			if e := s.failInternal(ctx, onlyRunning, err.Error()); e != nil {
 				return Verdict{}, e
 			}
 			return Verdict{Outcome: VerdictEnded, Run: copyRun(s.run)}, nil
@@ -368,7 +368,7 @@ func (s *session) reconcileInterrupted(ctx context.Context, unknown int) (v Verd
 		}
 		pd := copyPolicy(*rec.Pause)
 		if pd.Outcome != RequireApproval {
-			if e := s.failInternal(ctx, []RunStatus{RunRunning}, "reconciliation pause is not a require_approval decision"); e != nil {
+			if e := s.failInternal(ctx, onlyRunning, "reconciliation pause is not a require_approval decision"); e != nil {
 				return Verdict{}, e
 			}
 			return Verdict{Outcome: VerdictEnded, Run: copyRun(s.run)}, nil
@@ -388,7 +388,7 @@ func (s *session) reconcileInterrupted(ctx context.Context, unknown int) (v Verd
 				*raw = json.RawMessage("{}")
 			}
 			if err := CheckJSON(*raw); err != nil {
-				if e := s.failInternal(ctx, []RunStatus{RunRunning}, "reconciliation pause: "+err.Error()); e != nil {
+				if e := s.failInternal(ctx, onlyRunning, "reconciliation pause: "+err.Error()); e != nil {
 					return Verdict{}, e
 				}
 				return Verdict{Outcome: VerdictEnded, Run: copyRun(s.run)}, nil
@@ -396,10 +396,10 @@ func (s *session) reconcileInterrupted(ctx context.Context, unknown int) (v Verd
 		}
 		s.cur = &openStep{idx: unknown, decided: true}
 		req := ToolRequest{RunID: s.runID, StepID: st.ID, Spec: tool.spec, Args: args}
-		return s.pause(ctx, tool, req, pd, s.policyEvent(tool, pd, false), []RunStatus{RunRunning})
+		return s.pause(ctx, tool, req, pd, s.policyEvent(tool, pd, false), onlyRunning)
 	default:
 		detail := fmt.Sprintf("unknown reconciliation outcome %q", rec.Outcome)
-		if e := s.failInternal(ctx, []RunStatus{RunRunning}, detail); e != nil {
+		if e := s.failInternal(ctx, onlyRunning, detail); e != nil {
 			return Verdict{}, e
 		}
 		return Verdict{Outcome: VerdictEnded, Run: copyRun(s.run)}, nil

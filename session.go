@@ -151,7 +151,7 @@ func (s *session) guard(tx Tx, extra RunUpdate) (Run, error) {
 	gen := s.lease.generation()
 	extra.AddActive += s.pendingActive
 	extra.ID = s.runID
-	extra.From = []RunStatus{RunRunning}
+	extra.From = onlyRunning
 	extra.CheckLease = true
 	extra.Owner = s.lease.owner
 	extra.Generation = gen
@@ -201,7 +201,7 @@ func (s *session) guardRead(tx Tx, extra RunUpdate) (Run, error) {
 		return run, ErrLeaseLost
 	}
 	exp := s.lease.expiry()
-	extra.ID, extra.From = s.runID, []RunStatus{RunRunning}
+	extra.ID, extra.From = s.runID, onlyRunning
 	extra.CheckLease, extra.Owner, extra.Generation = true, s.lease.owner, gen
 	extra.SetLease, extra.LeaseOwner, extra.LeaseExpiresAt = true, s.lease.owner, exp
 	if err := tx.RunUpdate(extra); err != nil {
@@ -293,7 +293,7 @@ func (s *session) close() {
 	if s.lease.generation() > 0 && s.run.Status == RunRunning {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_, _ = s.e.store.Update(ctx, func(tx Tx) error {
-			return tx.RunUpdate(RunUpdate{ID: s.runID, From: []RunStatus{RunRunning}, CheckLease: true,
+			return tx.RunUpdate(RunUpdate{ID: s.runID, From: onlyRunning, CheckLease: true,
 				Owner: s.lease.owner, Generation: s.lease.generation(), SetLease: true})
 		})
 		cancel()

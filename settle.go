@@ -50,7 +50,7 @@ func (s *session) settle(ctx context.Context, end ending) error {
 	now := s.e.now()
 	from := end.from
 	if len(from) == 0 {
-		from = []RunStatus{RunRunning}
+		from = onlyRunning
 	}
 	var st *Step
 	var stStatus StepStatus

@@ -72,3 +72,25 @@ type Step struct {
 	// names is left empty.
 	DecodeError string `json:"decode_error,omitempty"`
 }
+
+// Status lists the engine's compare-and-sets name often, shared so that
+// naming one allocates nothing. They are never written to.
+var (
+	onlyRunning   = []RunStatus{RunRunning}
+	onlyDeciding  = []StepStatus{StepDeciding}
+	onlyExecuting = []StepStatus{StepExecuting}
+	onlyAwaiting  = []StepStatus{StepAwaitingApproval}
+)
+
+// statusList is the shared one-element list for s.
+func statusList(s StepStatus) []StepStatus {
+	switch s {
+	case StepDeciding:
+		return onlyDeciding
+	case StepExecuting:
+		return onlyExecuting
+	case StepAwaitingApproval:
+		return onlyAwaiting
+	}
+	return []StepStatus{s}
+}
