@@ -12,9 +12,9 @@ import (
 // OpenTelemetry) belong in nested modules.
 func TestDeps_CoreModuleStaysLean(t *testing.T) {
 	allowed := map[string]bool{
-		"modernc.org/sqlite":                      true,
+		"modernc.org/sqlite":                       true,
 		"github.com/santhosh-tekuri/jsonschema/v6": true,
-		"golang.org/x/text":                       true, // the schema validator's messages
+		"golang.org/x/text":                        true, // the schema validator's messages
 	}
 	forbidden := []string{"github.com/jackc/pgx", "github.com/modelcontextprotocol", "go.opentelemetry.io"}
 	f, err := os.Open("go.mod")
