@@ -500,3 +500,65 @@ func TestResume_GrantNotResumedWithinTheTTLExpires(t *testing.T) {
 		})
 	}
 }
+
+// Two processes resume one approved run at once and today's policy asks for
+// a different approval: one re-pauses the step, the other gets ErrRunState,
+// and exactly one new approval is added.
+func TestResume_ConcurrentRepauseAddsOneApproval(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	_, a := pausedRun(t, e, `{"path":"/report"}`)
+	if err := e.operator().Approve(ctx, "run-1", a.ID, "op", ""); err != nil {
+		t.Fatalf("Approve: %v", err)
+	}
+	var resume atomic.Bool
+	resume.Store(true)
+	arrived := make(chan struct{})
+	release := make(chan struct{})
+	secondLook := agentrt.PolicyFunc(func(ctx context.Context, req agentrt.ToolRequest, view agentrt.RunView) (agentrt.PolicyDecision, error) {
+		return agentrt.NeedApproval("second-look", "asks again today", nil, map[string]string{"why": "policy changed"})
+	})
+	drivers := make([]*agentrt.Driver, 2)
+	for i := range drivers {
+		st := reopen(t, e.store)
+		send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
+		cfg := e.config(script(), gatedPolicy{inner: secondLook, resume: &resume, arrived: arrived, release: release}, send)
+		cfg.Store = st
+		drivers[i] = e.driverFor(cfg)
+	}
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, d := range drivers {
+		wg.Add(1)
+		go func(i int, d *agentrt.Driver) {
+			defer wg.Done()
+			_, errs[i] = d.Resume(ctx, "run-1")
+		}(i, d)
+	}
+	<-arrived
+	<-arrived
+	resume.Store(false)
+	close(release)
+	wg.Wait()
+	won := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case errors.Is(err, agentrt.ErrRunState):
+		default:
+			t.Fatalf("Resume %d: %v", i, err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("want one resumer to re-pause and one ErrRunState, got %v", errs)
+	}
+	apps := mustApprovals(t, e.store, "run-1")
+	if len(apps) != 2 || apps[1].Kind != "second-look" || apps[1].Status != agentrt.ApprovalPending {
+		t.Fatalf("approvals after the race: %+v; want the granted one and one new pending", apps)
+	}
+	run, err := e.store.GetRun(ctx, "run-1")
+	if err != nil || run.Status != agentrt.RunWaiting {
+		t.Fatalf("run = %s, %v; want WAITING_FOR_APPROVAL", run.Status, err)
+	}
+}

@@ -3,6 +3,7 @@ package agentrt
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -213,6 +214,12 @@ func (s *session) pause(ctx context.Context, tool *regTool, req ToolRequest, pd 
 	if from[0] == RunRunning {
 		active = activeFor(st, now)
 		update.AddActive = active
+	} else {
+		// A re-pause on resume moves no status, so it is fenced by the
+		// generation the resumer read: of two racing to re-pause one step,
+		// one adds the approval and the other gets ErrRunState.
+		update.CheckLease, update.Owner, update.Generation = true, "", s.run.Generation
+		update.BumpGeneration = true
 	}
 	var before Run
 	err = s.write(ctx, func(tx Tx) error {
@@ -239,6 +246,14 @@ func (s *session) pause(ctx context.Context, tool *regTool, req ToolRequest, pd 
 			"presentation": a.Presentation, "hash": a.Hash})
 	})
 	if err != nil {
+		if from[0] != RunRunning && errors.Is(err, ErrRunState) {
+			// Another resumer re-paused or moved the run first.
+			if run, rerr := s.e.store.GetRun(context.WithoutCancel(ctx), s.runID); rerr == nil {
+				s.run = run
+			}
+			s.cur = nil
+			return Verdict{}, err
+		}
 		if lerr := s.lost(ctx, err); lerr != nil {
 			return Verdict{}, lerr
 		}
