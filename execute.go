@@ -37,7 +37,8 @@ func (s *session) execute(ctx context.Context) (Observation, error) {
 	if ac.approval != nil {
 		started.ApprovalID = ac.approval.ID
 	}
-	pe := s.policyEvent(ac.tool, ac.policy, !ac.resumed)
+	// Loop and resume alike record the evaluation with its view and policy id.
+	pe := s.policyEvent(ac.tool, ac.policy, true)
 	// Encoded here, outside the transaction: the writer that commits it may
 	// be carrying other runs' transactions too.
 	polJSON, err := json.Marshal(&ac.policy)
@@ -57,7 +58,8 @@ func (s *session) execute(ctx context.Context) (Observation, error) {
 		u.Encoded[1] = polJSON
 		if ac.resumed {
 			u.StartedAt = now
-		} else if s.e.policyID != "" {
+		}
+		if s.e.policyID != "" {
 			u.PolicyID = s.e.policyID
 		}
 		if err := tx.StepUpdate(u); err != nil {
@@ -102,7 +104,7 @@ func (s *session) execute(ctx context.Context) (Observation, error) {
 	st.Status = StepExecuting
 	p, _ := stored(&ac.policy)
 	st.Policy = p
-	if !ac.resumed && s.e.policyID != "" {
+	if s.e.policyID != "" {
 		st.PolicyID = s.e.policyID
 	}
 

@@ -473,7 +473,7 @@ func (s *session) apply(ctx context.Context, tool *regTool, req ToolRequest, pd 
 			step: &stepEnd{idx: i, from: stepFrom, obs: failure(ObsInvalidDecision, "internal: policy error: "+perr.Error())}})
 	}
 	pd = copyPolicy(pd)
-	policyEvent := s.policyEvent(tool, pd, grant == nil)
+	policyEvent := s.policyEvent(tool, pd, true)
 	switch pd.Outcome {
 	case Allow:
 		return s.allow(tool, req, pd, grant)
