@@ -17,8 +17,10 @@ type Store interface {
 	StoreReader
 	// Update runs fn in one write transaction and commits it. fn may run
 	// inside a transaction shared with other concurrent Updates (group
-	// commit), each in its own savepoint: an error from fn rolls back only
-	// fn's writes. Update returns the events fn appended, for delivery to
+	// commit): an error from fn rolls back only fn's writes. To do that the
+	// store may run a batch again (then with a savepoint per Update), so fn
+	// may be called more than once and must do nothing outside tx that it
+	// cannot repeat. Update returns the events fn appended, for delivery to
 	// observers after the commit; on error nothing fn wrote is kept.
 	Update(ctx context.Context, fn func(Tx) error) ([]Event, error)
 	// RenewLease extends the lease of a RUNNING run held by owner at
