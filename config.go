@@ -31,7 +31,7 @@ type Config struct {
 	Reconcile func(ctx context.Context, view RunView) (Reconciliation, error)
 	// Now is the clock recorded times come from; zero means time.Now.
 	Now func() time.Time
-	// NewID makes run, step and approval ids; zero means 128 random bits in hex.
+	// NewID makes run, step and approval ids; zero means 128-bit hex ids: 48 bits of milliseconds, then 80 random bits.
 	NewID func() string
 	// LeaseTTL is how long a run's lease lasts unrenewed; zero means
 	// DefaultLeaseTTL.

@@ -28,7 +28,7 @@ type GateConfig struct {
 	Reconcile func(ctx context.Context, view RunView) (Reconciliation, error)
 	// Now is the clock recorded times come from; zero means time.Now.
 	Now func() time.Time
-	// NewID makes step and approval ids; zero means 128 random bits in hex.
+	// NewID makes step and approval ids; zero means 128-bit hex ids: 48 bits of milliseconds, then 80 random bits.
 	NewID func() string
 	// LeaseTTL is how long a run's lease lasts unrenewed; zero means
 	// DefaultLeaseTTL.
