@@ -146,8 +146,11 @@ func (m *Model) String() string {
 	if m == nil {
 		return "anthropic.Model(nil)"
 	}
-	return fmt.Sprintf("anthropic.Model{Name:%q Model:%q BaseURL:%q APIKey:%q}",
-		m.name, m.model, providers.RedactURL(m.baseURL), providers.KeyField(m.key()))
+	return m.identity().String()
+}
+
+func (m *Model) identity() providers.Identity {
+	return providers.Identity{Provider: "anthropic", Name: m.name, Model: m.model, BaseURL: m.baseURL, Key: m.key()}
 }
 
 // GoString is String, so %#v redacts too.
@@ -161,9 +164,7 @@ func (m *Model) MarshalJSON() ([]byte, error) {
 	if m == nil {
 		return []byte("null"), nil
 	}
-	return json.Marshal(struct {
-		Name, Model, BaseURL, APIKey string
-	}{m.name, m.model, providers.RedactURL(m.baseURL), providers.KeyField(m.key())})
+	return m.identity().MarshalJSON()
 }
 
 // Generate sends req and maps the reply. It does not retry.

@@ -162,8 +162,11 @@ func (m *Model) String() string {
 	if m == nil {
 		return "ollama.Model(nil)"
 	}
-	return fmt.Sprintf("ollama.Model{Name:%q Model:%q BaseURL:%q APIKey:%q}",
-		m.name, m.model, providers.RedactURL(m.baseURL), providers.KeyField(m.key()))
+	return m.identity().String()
+}
+
+func (m *Model) identity() providers.Identity {
+	return providers.Identity{Provider: "ollama", Name: m.name, Model: m.model, BaseURL: m.baseURL, Key: m.key()}
 }
 
 // GoString is String, so %#v redacts too.
@@ -177,9 +180,7 @@ func (m *Model) MarshalJSON() ([]byte, error) {
 	if m == nil {
 		return []byte("null"), nil
 	}
-	return json.Marshal(struct {
-		Name, Model, BaseURL, APIKey string
-	}{m.name, m.model, providers.RedactURL(m.baseURL), providers.KeyField(m.key())})
+	return m.identity().MarshalJSON()
 }
 
 // Generate sends req and maps the reply. It does not retry.

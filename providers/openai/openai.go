@@ -139,8 +139,11 @@ func (m *Model) String() string {
 	if m == nil {
 		return "openai.Model(nil)"
 	}
-	return fmt.Sprintf("openai.Model{Name:%q Model:%q BaseURL:%q APIKey:%q}",
-		m.name, m.model, providers.RedactURL(m.baseURL), providers.KeyField(m.key()))
+	return m.identity().String()
+}
+
+func (m *Model) identity() providers.Identity {
+	return providers.Identity{Provider: "openai", Name: m.name, Model: m.model, BaseURL: m.baseURL, Key: m.key()}
 }
 
 // GoString is String, so %#v redacts too.
@@ -154,9 +157,7 @@ func (m *Model) MarshalJSON() ([]byte, error) {
 	if m == nil {
 		return []byte("null"), nil
 	}
-	return json.Marshal(struct {
-		Name, Model, BaseURL, APIKey string
-	}{m.name, m.model, providers.RedactURL(m.baseURL), providers.KeyField(m.key())})
+	return m.identity().MarshalJSON()
 }
 
 // Generate sends req and maps the reply. It does not retry.
