@@ -328,3 +328,39 @@ func (e *env) decideError(runID, approvalID string, err error) int {
 }
 
 func background() context.Context { return context.Background() }
+
+// runPage is what show and events share: a run id, one page of it, and the
+// database opened read-only once every argument has been checked.
+type runPage struct {
+	st            *sqlite.Store
+	path, runID   string
+	limit, offset int
+}
+
+// openRunPage parses "<run> [-limit N] [-offset N]", checks them, and opens
+// the database read-only. A code other than ExitOK means stop with it.
+func (e *env) openRunPage(c *command, g *global, args []string, limitHelp, offsetHelp string) (runPage, int) {
+	fs := e.flags(c, g)
+	limit := fs.Int("limit", defaultDetail, fmt.Sprintf("%s, 1 to %d", limitHelp, maxLimit))
+	offset := fs.Int("offset", 0, offsetHelp)
+	pos, code, ok := e.parse(c, fs, args)
+	if !ok {
+		return runPage{}, code
+	}
+	runID, code := e.runArg(c, pos)
+	if code != ExitOK {
+		return runPage{}, code
+	}
+	if code := checkPage(c, e, *limit, *offset); code != ExitOK {
+		return runPage{}, code
+	}
+	path, code := g.requireDB(e, c)
+	if code != ExitOK {
+		return runPage{}, code
+	}
+	st, code := e.open(path, true)
+	if code != ExitOK {
+		return runPage{}, code
+	}
+	return runPage{st: st, path: path, runID: runID, limit: *limit, offset: *offset}, ExitOK
+}

@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/trace"
@@ -18,28 +17,11 @@ var eventsCommand = &command{
 }
 
 func runEvents(e *env, g *global, c *command, args []string) int {
-	fs := e.flags(c, g)
-	limit := fs.Int("limit", defaultDetail, fmt.Sprintf("how many events to print, 1 to %d", maxLimit))
-	offset := fs.Int("offset", 0, "how many of the run's first events to skip")
-	pos, code, ok := e.parse(c, fs, args)
-	if !ok {
-		return code
-	}
-	runID, code := e.runArg(c, pos)
+	rp, code := e.openRunPage(c, g, args, "how many events to print", "how many of the run's first events to skip")
 	if code != ExitOK {
 		return code
 	}
-	if code := checkPage(c, e, *limit, *offset); code != ExitOK {
-		return code
-	}
-	path, code := g.requireDB(e, c)
-	if code != ExitOK {
-		return code
-	}
-	st, code := e.open(path, true)
-	if code != ExitOK {
-		return code
-	}
+	st, path, runID, limit, offset := rp.st, rp.path, rp.runID, rp.limit, rp.offset
 	defer st.Close()
 
 	if _, err := st.GetRunCapped(background(), runID); errors.Is(err, agentrt.ErrNotFound) {
@@ -47,12 +29,12 @@ func runEvents(e *env, g *global, c *command, args []string) int {
 	} else if err != nil {
 		return e.fail("reading run %s: %v", runID, err)
 	}
-	evs, total, err := st.ListEventsPage(background(), runID, *limit, *offset)
+	evs, total, err := st.ListEventsPage(background(), runID, limit, offset)
 	if err != nil {
 		return e.fail("reading the events of run %s: %v", runID, err)
 	}
 	p := &printer{w: e.stdout}
-	more := total - *offset - len(evs)
+	more := total - offset - len(evs)
 	if g.json {
 		obs, werr := trace.JSONLWithErr(e.stdout)
 		for _, ev := range evs {
@@ -68,17 +50,17 @@ func runEvents(e *env, g *global, c *command, args []string) int {
 			Returned  int  `json:"returned"`
 			Limit     int  `json:"limit"`
 			Offset    int  `json:"offset"`
-		}{true, more > 0, total, len(evs), *limit, *offset})
+		}{true, more > 0, total, len(evs), limit, offset})
 		return e.done(p, ExitOK)
 	}
 	if err := writeTrail(e, evs); err != nil {
 		p.err = err
 	}
 	if len(evs) == 0 {
-		p.printf("no events from offset %d; the run has %d\n", *offset, total)
+		p.printf("no events from offset %d; the run has %d\n", offset, total)
 	}
 	if more > 0 {
-		p.printf("... %d more event(s) of %d; rerun with -offset %d\n", more, total, *offset+len(evs))
+		p.printf("... %d more event(s) of %d; rerun with -offset %d\n", more, total, offset+len(evs))
 	}
 	return e.done(p, ExitOK)
 }

@@ -17,31 +17,14 @@ var showCommand = &command{
 }
 
 func runShow(e *env, g *global, c *command, args []string) int {
-	fs := e.flags(c, g)
-	limit := fs.Int("limit", defaultDetail, fmt.Sprintf("how many steps and approvals to show, 1 to %d", maxLimit))
-	offset := fs.Int("offset", 0, "how many steps and approvals to skip")
-	pos, code, ok := e.parse(c, fs, args)
-	if !ok {
-		return code
-	}
-	runID, code := e.runArg(c, pos)
+	rp, code := e.openRunPage(c, g, args, "how many steps and approvals to show", "how many steps and approvals to skip")
 	if code != ExitOK {
 		return code
 	}
-	if code := checkPage(c, e, *limit, *offset); code != ExitOK {
-		return code
-	}
-	path, code := g.requireDB(e, c)
-	if code != ExitOK {
-		return code
-	}
-	st, code := e.open(path, true)
-	if code != ExitOK {
-		return code
-	}
+	st, path, runID, limit, offset := rp.st, rp.path, rp.runID, rp.limit, rp.offset
 	defer st.Close()
 
-	page, err := view.DetailPage(background(), st, runID, *limit, *offset)
+	page, err := view.DetailPage(background(), st, runID, limit, offset)
 	if errors.Is(err, agentrt.ErrNotFound) {
 		return e.fail("no run %s in %s", runID, path)
 	}
@@ -65,7 +48,7 @@ func runShow(e *env, g *global, c *command, args []string) int {
 			StepsTruncated bool `json:"steps_truncated"`
 			Limit          int  `json:"limit"`
 			Offset         int  `json:"offset"`
-		}{b, *offset+len(b.Steps) < b.StepsTotal, *limit, *offset})
+		}{b, offset+len(b.Steps) < b.StepsTotal, limit, offset})
 		return e.done(p, ExitOK)
 	}
 	writeRunHeader(p, page.Run)
@@ -85,7 +68,7 @@ func runShow(e *env, g *global, c *command, args []string) int {
 	p.printf("\n")
 	if len(page.Steps) == 0 {
 		if page.StepsTotal > 0 {
-			p.printf("no steps from offset %d; there are %d\n", *offset, page.StepsTotal)
+			p.printf("no steps from offset %d; there are %d\n", offset, page.StepsTotal)
 		} else {
 			p.printf("no steps\n")
 		}
@@ -102,8 +85,8 @@ func runShow(e *env, g *global, c *command, args []string) int {
 			tp.err = tw.Flush()
 		}
 		p.err = tp.err
-		if more := page.StepsTotal - *offset - len(page.Steps); more > 0 {
-			p.printf("... %d more step(s) of %d; rerun with -offset %d\n", more, page.StepsTotal, *offset+len(page.Steps))
+		if more := page.StepsTotal - offset - len(page.Steps); more > 0 {
+			p.printf("... %d more step(s) of %d; rerun with -offset %d\n", more, page.StepsTotal, offset+len(page.Steps))
 		}
 	}
 	if len(page.Approvals) > 0 {
@@ -119,8 +102,8 @@ func runShow(e *env, g *global, c *command, args []string) int {
 			tp.err = tw.Flush()
 		}
 		p.err = tp.err
-		if more := page.ApprovalsTotal - *offset - len(page.Approvals); more > 0 {
-			p.printf("... %d more approval(s) of %d; rerun with -offset %d\n", more, page.ApprovalsTotal, *offset+len(page.Approvals))
+		if more := page.ApprovalsTotal - offset - len(page.Approvals); more > 0 {
+			p.printf("... %d more approval(s) of %d; rerun with -offset %d\n", more, page.ApprovalsTotal, offset+len(page.Approvals))
 		}
 	}
 	return e.done(p, ExitOK)
