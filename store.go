@@ -9,6 +9,12 @@ import (
 // MaxPageText caps every text column a page read returns, in bytes.
 const MaxPageText = 64 << 10
 
+// MaxStoredValue is the hard bound on any one stored value a read will load,
+// in bytes: above anything agentrt writes, so a larger value can only come
+// from a crafted or damaged file. Reads report such a value by its size as
+// not read whole; verification reports it as a break.
+const MaxStoredValue = 16 << 20
+
 // Store is the storage seam between the engine and a backend. It is
 // implemented by the sqlite package (and later postgres) and exercised by
 // storetest.Exercise. It is not a user extension point: its methods may change
