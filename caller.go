@@ -2,7 +2,6 @@ package agentrt
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,40 +28,6 @@ const (
 	// maxErrorText bounds the error text stored with an attempt.
 	maxErrorText = 4096
 )
-
-// EstimateInputTokens estimates the input tokens of req as the length of its
-// JSON encoding over three, plus one. Tokenizers average three to four bytes
-// of English or code per token, so the estimate errs high: a projection built
-// on it refuses a call rather than lets one cross a limit. The accounting
-// caller charges it, with the output cap, for an attempt whose real usage is
-// unknown.
-func EstimateInputTokens(req ModelRequest) int64 {
-	n := int64(0)
-	if b, err := json.Marshal(req); err == nil {
-		n = int64(len(b))
-	} else {
-		// A block whose raw input is not JSON will not encode; count its
-		// bytes anyway, since the adapter may still send them.
-		n = rawSize(req)
-	}
-	return n/3 + 1
-}
-
-// rawSize is a generous byte count of req for when it will not encode.
-func rawSize(req ModelRequest) int64 {
-	const overhead = 64 // keys, quotes and punctuation around each value
-	n := int64(len(req.System)) + overhead
-	for _, m := range req.Messages {
-		n += int64(len(m.Role)) + overhead
-		for _, b := range m.Content {
-			n += int64(len(b.Type)+len(b.Text)+len(b.ToolUseID)+len(b.Name)+len(b.Input)+len(b.Content)) + overhead
-		}
-	}
-	for _, t := range req.Tools {
-		n += int64(len(t.Name)+len(t.Description)+len(t.InputSchema)+len(t.SideEffect)) + overhead
-	}
-	return n
-}
 
 // caller returns the accounted model handle for the step at position i.
 func (s *session) caller(i int) ModelCaller {
@@ -116,7 +81,11 @@ type attemptOutcome struct {
 // fails with *ModelUnavailableError, and a lost lease with ErrLeaseLost.
 func (c *modelCaller) Generate(ctx context.Context, req ModelRequest) (ModelResponse, error) {
 	req = c.clamp(req)
-	est := Usage{InputTokens: EstimateInputTokens(req), OutputTokens: max(req.MaxOutputTokens, 0)}
+	in, err := c.projectInput(ctx, req)
+	if err != nil {
+		return ModelResponse{}, err
+	}
+	est := Usage{InputTokens: in, OutputTokens: max(req.MaxOutputTokens, 0)}
 	name := c.cfg.Model.Name()
 	price, priced := c.cfg.Prices[name]
 	retries := max(c.cfg.MaxRetries, 0)

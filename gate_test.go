@@ -12,6 +12,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/testhook"
 )
 
 // lkClock is a Config.Now clock moved by hand.
@@ -46,7 +47,7 @@ func lkGate(t testing.TB, cfg agentrt.GateConfig, wall *lkWall) *agentrt.Gate {
 		t.Fatalf("NewGate: %v", err)
 	}
 	if wall != nil {
-		agentrt.SetTestGateWallClock(g, wall.Now)
+		testhook.SetWallClock(g, wall.Now)
 	}
 	return g
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/testhook"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
@@ -24,7 +25,7 @@ func lkCrash(t testing.TB, runID, point string, step int, st *sqlite.Store) <-ch
 	t.Helper()
 	crashed := make(chan struct{})
 	var fired atomic.Bool
-	restore := agentrt.SetTestHook(func(p, id string, i int) {
+	restore := testhook.Set(func(p, id string, i int) {
 		if id != runID || p != point || (step >= 0 && i != step) || !fired.CompareAndSwap(false, true) {
 			return
 		}

@@ -14,12 +14,13 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/testhook"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
 // The lease, interruption and gate tests share the helpers below, named lk…
 // so they stay apart from the other test files' helpers. Leases are judged
-// by a wall clock each test moves by hand (agentrt.SetTestWallClock): no test
+// by a wall clock each test moves by hand (testhook.SetWallClock): no test
 // sleeps for a lease to lapse.
 
 // lkWall is a lease clock moved by hand.
@@ -140,7 +141,7 @@ func lkDriver(t testing.TB, cfg agentrt.Config, wall *lkWall) *agentrt.Driver {
 		t.Fatalf("NewDriver: %v", err)
 	}
 	if wall != nil {
-		agentrt.SetTestWallClock(d, wall.Now)
+		testhook.SetWallClock(d, wall.Now)
 	}
 	return d
 }

@@ -925,22 +925,43 @@ func TestModel_CostIsFlooredInWideArithmetic(t *testing.T) {
 	}
 }
 
-// The input estimate is the request's JSON length over three, plus one.
-func TestModel_EstimateInputTokensIsTheEncodedLengthOverThree(t *testing.T) {
+// The input projection bounds the tokens a byte-level BPE tokenizer can
+// make of the request (it was the JSON length over three, which text at one
+// token per byte crosses): the JSON length plus the allowances docs/limits.md
+// states, 1024 per request, 32 per message, 16 per block and 128 per tool,
+// with a tool's schema and a tool use's input counted three times, even
+// when the input is not JSON.
+func TestModel_EstimateInputTokensIsAnUpperBound(t *testing.T) {
 	req := mcReq(20)
 	b, err := json.Marshal(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := agentrt.EstimateInputTokens(req), int64(len(b))/3+1; got != want {
-		t.Fatalf("estimate %d, want %d", got, want)
+	if got, want := agentrt.EstimateInputTokens(req), int64(len(b))+1024+32+16; got != want {
+		t.Fatalf("projection %d, want %d", got, want)
 	}
-	// A tool input that is not JSON still counts its bytes.
+	// Text at one token per byte stays within it.
+	hostile := mcReq(20)
+	hostile.Messages[0].Content[0].Text = hostileText(30_000)
+	if got := agentrt.EstimateInputTokens(hostile); got < 30_000 {
+		t.Fatalf("projection of 30,000 bytes of emoji and rare ideographs: %d", got)
+	}
+	// A tool's schema is counted three times, with the tool's allowance.
+	schema := json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)
+	tooled := mcReq(20)
+	tooled.Tools = []agentrt.ToolSpec{{Name: "read", Description: "Read a file.", InputSchema: schema}}
+	if b, err = json.Marshal(tooled); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := agentrt.EstimateInputTokens(tooled), int64(len(b))+1024+32+16+128+2*int64(len(schema)); got != want {
+		t.Fatalf("projection with a tool %d, want %d", got, want)
+	}
+	// A tool input that is not JSON still counts its bytes, three times.
 	bad := mcReq(20)
 	bad.Messages = append(bad.Messages, agentrt.Message{Role: agentrt.RoleAssistant, Content: []agentrt.ContentBlock{
 		{Type: agentrt.BlockToolUse, Name: "echo", Input: json.RawMessage(strings.Repeat("x", 3000))}}})
-	if got := agentrt.EstimateInputTokens(bad); got < 1000 {
-		t.Fatalf("estimate of a request with 3000 bytes of raw input: %d", got)
+	if got := agentrt.EstimateInputTokens(bad); got < 9000 {
+		t.Fatalf("projection of a request with 3000 bytes of raw input: %d", got)
 	}
 }
 

@@ -13,8 +13,9 @@
 // validation and reports every disagreement as one table. Fuzz generates
 // valid and boundary-invalid arguments from a tool's schema.
 //
-// Run installs a process-wide hook in the engine (agentrt.SetTestHook) and
-// moves lease clocks (agentrt.SetTestWallClock); it serialises itself, and
-// only the run it creates is affected, so it may share a test binary with
-// other tests.
+// Run installs a process-wide crash hook in the engine and moves the lease
+// clocks of the drivers and gates it builds, through a package internal to
+// this module, so no consumer can do either to a driver of its own; it
+// serialises itself, and only the run it creates is affected, so it may
+// share a test binary with other tests.
 package testkit

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/testhook"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
@@ -25,25 +26,25 @@ type Point string
 
 const (
 	// AfterStepStarted: a step is recorded, deciding.
-	AfterStepStarted Point = "step.started"
+	AfterStepStarted Point = testhook.StepStarted
 	// AfterDecided: the decision is recorded and not yet judged.
-	AfterDecided Point = "step.decided"
+	AfterDecided Point = testhook.Decided
 	// AfterAllowed: the policy allowed the call; nothing is started.
-	AfterAllowed Point = "policy.allowed"
+	AfterAllowed Point = testhook.Allowed
 	// AfterToolStarted: the tool start is recorded; the tool has not run.
-	AfterToolStarted Point = "step.tool_started"
+	AfterToolStarted Point = testhook.ToolStarted
 	// AfterToolEffect: the tool returned; its outcome is not recorded.
-	AfterToolEffect Point = "tool.effect"
+	AfterToolEffect Point = testhook.ToolEffect
 	// AfterToolFinished: the tool's outcome is recorded.
-	AfterToolFinished Point = "step.tool_finished"
+	AfterToolFinished Point = testhook.ToolFinished
 	// AfterResumed: a resume moved the run back to RUNNING (for an
 	// approved call, together with its tool start).
-	AfterResumed Point = "run.resumed"
+	AfterResumed Point = testhook.Resumed
 	// AfterAttachAllowed: a resume found the approved call allowed; the
 	// run still waits and nothing is started.
-	AfterAttachAllowed Point = "attach.allowed"
+	AfterAttachAllowed Point = testhook.AttachAllowed
 	// AfterInterrupted: a takeover marked in-flight steps interrupted.
-	AfterInterrupted Point = "step.interrupted"
+	AfterInterrupted Point = testhook.Interrupted
 )
 
 // Points lists every crash point.
@@ -174,7 +175,7 @@ func Run(t testing.TB, sc Scenario, crashes ...Crash) Result {
 	for i, tl := range sc.Tools {
 		tools[i] = &recorded{Tool: tl, k: k}
 	}
-	restore := agentrt.SetTestHook(k.hook)
+	restore := testhook.Set(k.hook)
 	defer restore()
 
 	path := filepath.Join(t.TempDir(), "testkit.db")
@@ -366,7 +367,7 @@ func (k *kit) drive(ctx context.Context, sc Scenario, st agentrt.Store, tools []
 		if err != nil {
 			return err
 		}
-		agentrt.SetTestWallClock(d, wall)
+		testhook.SetWallClock(d, wall)
 		if first {
 			_, err = d.StartWithID(ctx, k.runID, sc.Goal, sc.Limits)
 		} else {
@@ -379,7 +380,7 @@ func (k *kit) drive(ctx context.Context, sc Scenario, st agentrt.Store, tools []
 	if err != nil {
 		return err
 	}
-	agentrt.SetTestGateWallClock(g, wall)
+	testhook.SetWallClock(g, wall)
 	var s *agentrt.Session
 	if first {
 		if s, err = g.Begin(ctx, k.runID, sc.Goal, sc.Limits); err != nil {
