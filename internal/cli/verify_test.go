@@ -25,7 +25,12 @@ func TestVerify_DeletedEventNamesTheLastEventChecked(t *testing.T) {
 	if head < gone+2 {
 		t.Fatalf("the fixture has %d events; the test deletes seq %d from its middle", head, gone)
 	}
-	exec(t, rawDB(t, f.path), "DELETE FROM events WHERE seq = ?", gone)
+	db := rawDB(t, f.path)
+	var lastHash string
+	if err := db.QueryRow("SELECT hash FROM events WHERE seq = ?", gone-1).Scan(&lastHash); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, db, "DELETE FROM events WHERE seq = ?", gone)
 
 	old := verifyWindow
 	defer func() { verifyWindow = old }()
@@ -48,10 +53,11 @@ func TestVerify_DeletedEventNamesTheLastEventChecked(t *testing.T) {
 		}
 		j := f.run(t, nil, append([]string{"-json"}, args...)...)
 		var rep struct {
-			Checked int64 `json:"checked"`
-			Last    int64 `json:"last"`
+			Checked int64  `json:"checked"`
+			Last    int64  `json:"last"`
+			Hash    string `json:"hash"`
 		}
-		if err := json.Unmarshal([]byte(j.stdout), &rep); err != nil || rep.Checked != gone-first || rep.Last != gone-1 {
+		if err := json.Unmarshal([]byte(j.stdout), &rep); err != nil || rep.Checked != gone-first || rep.Last != gone-1 || rep.Hash != lastHash {
 			t.Errorf("%s: -json checked %d last %d (%v), want %d and %d: %s", name, rep.Checked, rep.Last, err, gone-first, gone-1, j.stdout)
 		}
 	}
