@@ -15,6 +15,10 @@ const (
 	// KindTruncated is deliberately invalid: a model reply cut off by its output
 	// cap. The driver records it as an invalid decision and never acts on it.
 	KindTruncated DecisionKind = "truncated"
+	// KindRefused is deliberately invalid: a model reply that stopped because
+	// the model refused. Any tool use it carried is dropped, and the driver
+	// records it as an invalid decision and never acts on it.
+	KindRefused DecisionKind = "refused"
 	// KindNoToolCall is deliberately invalid: a model reply with no tool use.
 	KindNoToolCall DecisionKind = "no_tool_call"
 )

@@ -251,9 +251,10 @@ func TestDriver_InvalidArgumentsAreRecordedOutOfBand(t *testing.T) {
 	requireEvents(t, e.store, "run-1", evStart, evInvalid, evInvalid, evInvalid, evInvalid, evComplete)
 }
 
-// A reply cut off by its output cap and a reply with no tool use become the
-// deliberately invalid kinds; neither they nor an unknown kind is acted on,
-// even when one carries a tool and arguments that would pass.
+// A reply cut off by its output cap, a refused reply and a reply with no
+// tool use become the deliberately invalid kinds; neither they nor an
+// unknown kind is acted on, even when one carries a tool and arguments that
+// would pass.
 func TestDriver_PseudoDecisionKindsAreInvalid(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
@@ -263,6 +264,11 @@ func TestDriver_PseudoDecisionKindsAreInvalid(t *testing.T) {
 	if cut.Kind != agentrt.KindTruncated || cut.Tool != "" || cut.Args != nil {
 		t.Fatalf("render.Decide of a cut-off reply = %+v", cut)
 	}
+	refused := render.Decide(agentrt.ModelResponse{Text: "I won't", StopReason: agentrt.StopRefusal,
+		ToolUses: []agentrt.ToolUse{{ID: "t2", Name: "write", Args: json.RawMessage(`{"path":"/a"}`)}}})
+	if refused.Kind != agentrt.KindRefused || refused.Kind.Actionable() || refused.Tool != "" || refused.Args != nil {
+		t.Fatalf("render.Decide of a refused reply = %+v", refused)
+	}
 	none := render.Decide(agentrt.ModelResponse{Text: "shall I?", StopReason: agentrt.StopEndTurn})
 	if none.Kind != agentrt.KindNoToolCall {
 		t.Fatalf("render.Decide of a tool-less reply = %+v", none)
@@ -270,8 +276,10 @@ func TestDriver_PseudoDecisionKindsAreInvalid(t *testing.T) {
 	valid := json.RawMessage(`{"path":"/a"}`)
 	agent := script(
 		cut,
+		refused,
 		none,
 		agentrt.Decision{Kind: agentrt.KindTruncated, Tool: "write", Args: valid},
+		agentrt.Decision{Kind: agentrt.KindRefused, Tool: "write", Args: valid},
 		agentrt.Decision{Kind: agentrt.KindNoToolCall, Tool: "write", Args: valid},
 		agentrt.Decision{Kind: "shell", Tool: "write", Args: valid},
 		complete(`{}`),
@@ -288,7 +296,8 @@ func TestDriver_PseudoDecisionKindsAreInvalid(t *testing.T) {
 		t.Fatalf("policy asked %d times, write ran %d times; want neither", policy.n(), write.n())
 	}
 	steps := mustSteps(t, e.store, "run-1")
-	for i, kind := range []agentrt.DecisionKind{agentrt.KindTruncated, agentrt.KindNoToolCall, agentrt.KindTruncated, agentrt.KindNoToolCall, "shell"} {
+	for i, kind := range []agentrt.DecisionKind{agentrt.KindTruncated, agentrt.KindRefused, agentrt.KindNoToolCall,
+		agentrt.KindTruncated, agentrt.KindRefused, agentrt.KindNoToolCall, "shell"} {
 		st := steps[i]
 		if st.Decision == nil || st.Decision.Kind != kind || st.Status != agentrt.StepFailed || st.Policy != nil {
 			t.Fatalf("step %d = %+v decision %+v, want a failed %s", i, st, st.Decision, kind)
@@ -298,7 +307,10 @@ func TestDriver_PseudoDecisionKindsAreInvalid(t *testing.T) {
 	if steps[0].Decision.Reason != "I will write" {
 		t.Fatalf("cut-off reply's text not kept as its reason: %+v", steps[0].Decision)
 	}
-	requireEvents(t, e.store, "run-1", evStart, evInvalid, evInvalid, evInvalid, evInvalid, evInvalid, evComplete)
+	if steps[1].Decision.Reason != "I won't" || !strings.Contains(steps[1].Observation.Summary, "refused") {
+		t.Fatalf("refused reply's text not kept as its reason, or its observation does not say refused: %+v %+v", steps[1].Decision, steps[1].Observation)
+	}
+	requireEvents(t, e.store, "run-1", evStart, evInvalid, evInvalid, evInvalid, evInvalid, evInvalid, evInvalid, evInvalid, evComplete)
 }
 
 // A destructive request under the default policy is denied: the tool does not

@@ -359,6 +359,8 @@ func (s *session) invalidReason(d Decision, argsErr, resultErr string) string {
 		return ""
 	case KindTruncated:
 		return "the model's reply was cut off by its output cap; no partial tool call is executed"
+	case KindRefused:
+		return "the model refused; no tool call in its reply is executed"
 	case KindNoToolCall:
 		return "the model's reply contained no tool call"
 	default:

@@ -181,11 +181,15 @@ type ModelCallFinish struct {
 
 // VerifyReport is what VerifyEvents found.
 type VerifyReport struct {
-	From    int64       `json:"from"`
-	To      int64       `json:"to"`
-	Checked int64       `json:"checked"`
-	Hash    string      `json:"hash"` // hash of the last event checked
-	Break   *ChainBreak `json:"break,omitempty"`
+	From    int64 `json:"from"`
+	To      int64 `json:"to"`
+	Checked int64 `json:"checked"`
+	// Last is the seq of the last event checked intact, and Hash its hash;
+	// both are zero when none was. Before a break, Last is the event just
+	// before it, not To.
+	Last  int64       `json:"last"`
+	Hash  string      `json:"hash"`
+	Break *ChainBreak `json:"break,omitempty"`
 }
 
 // Intact reports whether no break was found.

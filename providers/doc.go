@@ -2,7 +2,8 @@
 // reader, an HTTP client that never follows a redirect, endpoint and loopback
 // checks that keep an API key on the machine over plain http, status and
 // transport classification into the runtime's error vocabulary, usage
-// validation, and price tables.
+// validation, price tables, and Secret, the type every adapter's Config
+// holds its key in so that no encoding of the Config shows it.
 //
 // It depends only on the standard library and the root package. The adapters
 // themselves live in providers/openai, providers/anthropic and

@@ -13,18 +13,18 @@ type Identity struct {
 	Name     string // accounting name
 	Model    string // model id on the wire
 	BaseURL  string
-	Key      string // only KeyField of it is ever printed
+	Key      Secret
 }
 
 // String is the %v, %+v, %#v and %s form.
 func (id Identity) String() string {
 	return fmt.Sprintf("%s.Model{Name:%q Model:%q BaseURL:%q APIKey:%q}",
-		id.Provider, id.Name, id.Model, RedactURL(id.BaseURL), KeyField(id.Key))
+		id.Provider, id.Name, id.Model, RedactURL(id.BaseURL), id.Key.String())
 }
 
 // MarshalJSON encodes the identity with the key redacted.
 func (id Identity) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Name, Model, BaseURL, APIKey string
-	}{id.Name, id.Model, RedactURL(id.BaseURL), KeyField(id.Key)})
+	}{id.Name, id.Model, RedactURL(id.BaseURL), id.Key.String()})
 }

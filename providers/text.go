@@ -121,15 +121,6 @@ func SynthesizeToolUseID(i int) string {
 	return fmt.Sprintf("call_%d_%d_%d", time.Now().UnixNano(), toolUseSeq.Add(1), i)
 }
 
-// KeyField is how an encoding shows an API key: Redacted when one is set, ""
-// when none is.
-func KeyField(key string) string {
-	if key == "" {
-		return ""
-	}
-	return Redacted
-}
-
 // FormatString writes s for any fmt verb: %q quotes it and every other verb
 // writes it as is. Adapters' Format methods use it so %v, %+v, %#v and %s of
 // a value holding a key all print its redacted form.

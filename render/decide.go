@@ -23,8 +23,8 @@ const (
 
 // Decide turns a model reply into a decision:
 //
-//   - refused (StopRefusal): a fail decision, since asking again gets the
-//     same answer;
+//   - refused (StopRefusal): a refused decision, which the driver records as
+//     invalid, so nothing in a refused reply executes;
 //   - over the context window: a fail decision, since a nudge only makes the
 //     conversation longer;
 //   - cut off (StopMaxTokens): a truncated decision, which the driver records
@@ -38,11 +38,7 @@ func Decide(resp agentrt.ModelResponse) agentrt.Decision {
 	text := strings.TrimSpace(resp.Text)
 	switch resp.StopReason {
 	case agentrt.StopRefusal:
-		msg := "the model refused to continue"
-		if text != "" {
-			msg += ": " + text
-		}
-		return agentrt.Decision{Kind: agentrt.KindFail, Message: Truncate(msg, ReasonBytes)}
+		return agentrt.Decision{Kind: agentrt.KindRefused, Reason: Truncate(text, ReasonBytes)}
 	case StopContextWindowExceeded:
 		return agentrt.Decision{Kind: agentrt.KindFail, Message: "the conversation no longer fits the model's context window"}
 	case agentrt.StopMaxTokens:

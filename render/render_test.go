@@ -195,14 +195,15 @@ func TestMessages_AppendingToATurnLeavesTheNextAlone(t *testing.T) {
 	}
 }
 
-// Each stop reason maps to its decision, and a cut-off call never executes.
+// Each stop reason maps to its decision, and a cut-off or refused call never
+// executes.
 func TestDecide_StopReasonsAndToolCall(t *testing.T) {
 	call := []agentrt.ToolUse{{ID: "c", Name: "rm", Args: json.RawMessage(`{"path":"/"}`)}}
 	cases := []struct {
 		resp agentrt.ModelResponse
 		kind agentrt.DecisionKind
 	}{
-		{agentrt.ModelResponse{StopReason: agentrt.StopRefusal, Text: "No.", ToolUses: call}, agentrt.KindFail},
+		{agentrt.ModelResponse{StopReason: agentrt.StopRefusal, Text: " No. ", ToolUses: call}, agentrt.KindRefused},
 		{agentrt.ModelResponse{StopReason: StopContextWindowExceeded}, agentrt.KindFail},
 		{agentrt.ModelResponse{StopReason: agentrt.StopMaxTokens, Text: "part", ToolUses: call}, agentrt.KindTruncated},
 		{agentrt.ModelResponse{StopReason: agentrt.StopEndTurn, Text: "  done  "}, agentrt.KindNoToolCall},
@@ -218,8 +219,8 @@ func TestDecide_StopReasonsAndToolCall(t *testing.T) {
 			t.Errorf("case %d: a %s decision carries a call: %+v", i, d.Kind, d)
 		}
 	}
-	if d := Decide(cases[0].resp); d.Message != "the model refused to continue: No." {
-		t.Errorf("refusal message = %q", d.Message)
+	if d := Decide(cases[0].resp); d.Reason != "No." || d.Message != "" {
+		t.Errorf("refusal = %+v, want the text as its reason", d)
 	}
 	if d := Decide(cases[3].resp); d.Reason != "done" {
 		t.Errorf("no tool call reason = %q", d.Reason)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"sync"
 	"time"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/agentrt/agentrt"
@@ -195,38 +194,5 @@ func appendJSONL(e agentrt.Event) []byte {
 		_ = enc.Encode(rec) // a struct of strings always encodes
 	}
 	line := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	return append(appendTerminalSafeJSON(make([]byte, 0, len(line)+1), line), '\n')
-}
-
-// appendTerminalSafeJSON appends the compact JSON text src with each rune that
-// Sanitize would not print as itself replaced by a JSON \u escape. Compact JSON
-// has no raw whitespace, and its non-ASCII bytes are all inside strings, so the
-// escapes land inside strings and the decoded values do not change.
-func appendTerminalSafeJSON(dst, src []byte) []byte {
-	var st runState
-	for i := 0; i < len(src); {
-		r, size := utf8.DecodeRune(src[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = appendJSONEscape(dst, utf8.RuneError)
-			st.marks, st.base = 0, false
-			i++
-			continue
-		}
-		if st.next(r) == actKeep {
-			dst = append(dst, src[i:i+size]...)
-		} else {
-			dst = appendJSONEscape(dst, r)
-		}
-		i += size
-	}
-	return dst
-}
-
-func appendJSONEscape(dst []byte, r rune) []byte {
-	if r > 0xFFFF {
-		r1, r2 := utf16.EncodeRune(r)
-		return appendJSONEscape(appendJSONEscape(dst, r1), r2)
-	}
-	const hex = "0123456789abcdef"
-	return append(dst, '\\', 'u', hex[r>>12&0xF], hex[r>>8&0xF], hex[r>>4&0xF], hex[r&0xF])
+	return append(AppendTerminalSafeJSON(make([]byte, 0, len(line)+1), line), '\n')
 }

@@ -36,8 +36,10 @@ const maxMarks = 4
 //     U+1FC00–U+1FFFD, which Unicode reserves for future emoji;
 //     and these invisible characters of other categories: U+034F (combining
 //     grapheme joiner), the Hangul fillers U+115F, U+1160, U+3164 and U+FFA0,
-//     the Khmer inherent vowels U+17B4 and U+17B5, and the ideographic
-//     variation selectors U+E0100–U+E01EF.
+//     the Khmer inherent vowels U+17B4 and U+17B5, the ideographic
+//     variation selectors U+E0100–U+E01EF, and the Mongolian free variation
+//     selectors U+180B–U+180D and U+180F, which are nonspacing marks and so
+//     would otherwise ride, up to four at a time, invisibly on any base.
 //   - A variation selector U+FE00–U+FE0F is kept only when it directly follows
 //     a character printed as itself that is not a combining mark, so "❤️" and
 //     the keycap "1️⃣" survive. Any other, such as a second selector in a row,
@@ -184,7 +186,7 @@ func mustEscape(r rune) bool {
 	case r == 0x034F, r == 0x115F, r == 0x1160, r == 0x17B4, r == 0x17B5,
 		r == 0x3164, r == 0xFFA0:
 		return true
-	case r >= 0xE0100 && r <= 0xE01EF:
+	case r >= 0xE0100 && r <= 0xE01EF, r >= 0x180B && r <= 0x180D, r == 0x180F:
 		return true
 	case unicode.IsGraphic(r):
 		return false

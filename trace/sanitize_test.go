@@ -48,6 +48,10 @@ func TestSanitize_ZeroWidthAndInvisibleEscaped(t *testing.T) {
 		{"\u2060\u2061\u2062\u2063\u2064", `\u{2060}\u{2061}\u{2062}\u{2063}\u{2064}`},
 		{"\uFEFFstart", `\u{FEFF}start`},
 		{"a\u180Eb", `a\u{180E}b`},
+		// Mongolian free variation selectors are nonspacing marks, so up to
+		// four would ride invisibly on any base.
+		{"a\u180B\u180C\u180D\u180Fb", `a\u{180B}\u{180C}\u{180D}\u{180F}b`},
+		{"\u1820\u180B", "\u1820" + `\u{180B}`},
 		{"ad\u00ADmin", `ad\u{00AD}min`},
 		{"a\u034Fb", `a\u{034F}b`},
 		{"\u115F\u1160\u3164\uFFA0", `\u{115F}\u{1160}\u{3164}\u{FFA0}`},
@@ -296,6 +300,8 @@ func forbidden(r rune) string {
 		return "tag"
 	case r >= 0xE0100 && r <= 0xE01EF:
 		return "ideographic variation selector"
+	case r >= 0x180B && r <= 0x180D, r == 0x180F:
+		return "Mongolian free variation selector"
 	case unicode.Is(unicode.Cf, r):
 		return "format character"
 	case unicode.Is(unicode.Co, r):
@@ -368,6 +374,7 @@ func FuzzSanitize(f *testing.F) {
 		"Z" + strings.Repeat("\u0336", 20), strings.Repeat("\u0301", 9),
 		"❤\uFE0F\uFE0F", "👨\u200D👩\u200D👧", "🇺🇸 👍🏽 1\uFE0F\u20E3",
 		"a\xffb\xe2\x80", "नमस्ते שָׁלוֹם مَرْحَبًا", "\uE000\uFDD0\U0001FAE9",
+		"x\u180B\u180C\u180D\u180F", "\u1820\u180B\u1821",
 	} {
 		f.Add(s)
 	}

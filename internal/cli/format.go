@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/agentrt/agentrt"
@@ -108,9 +107,10 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// writeJSON writes v as one line of JSON. Every non-ASCII character that
-// Sanitize would not print as itself is written as a \u escape, so the line
-// is safe on a terminal and decodes to the same values.
+// writeJSON writes v as one line of JSON through
+// trace.AppendTerminalSafeJSON, the encoder every JSON line agentrt writes
+// goes through, so the line is safe on a terminal, escapes what Sanitize
+// escapes, and decodes to the same values.
 func writeJSON(p *printer, v any) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -121,48 +121,8 @@ func writeJSON(p *printer, v any) {
 		}
 		return
 	}
-	p.write(terminalSafeJSON(buf.Bytes()))
-}
-
-// terminalSafeJSON escapes, inside the strings of compact JSON, each
-// non-ASCII rune Sanitize would escape and each combining mark past the
-// fourth in a row. The encoder has already escaped ASCII controls, and
-// non-ASCII bytes only occur inside strings, so the values do not change.
-func terminalSafeJSON(src []byte) []byte {
-	dst := make([]byte, 0, len(src))
-	marks := 0
-	for i := 0; i < len(src); {
-		r, size := utf8.DecodeRune(src[i:])
-		if r < utf8.RuneSelf {
-			dst = append(dst, src[i])
-			marks = 0
-			i++
-			continue
-		}
-		esc := r == utf8.RuneError && size == 1
-		if !esc && unicode.In(r, unicode.Mn, unicode.Mc, unicode.Me) {
-			marks++
-			esc = marks > 4
-		} else {
-			marks = 0
-			esc = esc || trace.Sanitize(string(r)) != string(r)
-		}
-		if esc {
-			dst = appendJSONEscape(dst, r)
-		} else {
-			dst = append(dst, src[i:i+size]...)
-		}
-		i += size
-	}
-	return dst
-}
-
-func appendJSONEscape(dst []byte, r rune) []byte {
-	if r > 0xFFFF {
-		r1, r2 := utf16.EncodeRune(r)
-		return appendJSONEscape(appendJSONEscape(dst, r1), r2)
-	}
-	return fmt.Appendf(dst, `\u%04x`, r)
+	line := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	p.write(append(trace.AppendTerminalSafeJSON(make([]byte, 0, len(line)+1), line), '\n'))
 }
 
 // Bounds on what one approval block prints, so a request cannot push the

@@ -49,9 +49,11 @@ type verifyReport struct {
 		Seq  int64  `json:"seq"`
 		Hash string `json:"hash"`
 	} `json:"head"`
-	From      int64               `json:"from"`
-	To        int64               `json:"to"`
-	Checked   int64               `json:"checked"`
+	From    int64 `json:"from"`
+	To      int64 `json:"to"`
+	Checked int64 `json:"checked"`
+	// Last is the seq of the last event checked intact, Hash its hash.
+	Last      int64               `json:"last"`
 	Hash      string              `json:"hash,omitempty"`
 	Intact    bool                `json:"intact"`
 	Break     *agentrt.ChainBreak `json:"break,omitempty"`
@@ -156,8 +158,8 @@ func verifyChain(e *env, st agentrt.StoreReader, from, to int64, kept *keptHead)
 			return rep, err
 		}
 		rep.Checked += r.Checked
-		if r.Hash != "" {
-			rep.Hash = r.Hash
+		if r.Checked > 0 {
+			rep.Last, rep.Hash = r.Last, r.Hash
 		}
 		if r.Break != nil {
 			rep.Break = r.Break
@@ -208,7 +210,9 @@ func writeVerify(p *printer, rep verifyReport) {
 			p.printf("  found     %s\n", dash(clip(rep.Break.Found, 128)))
 		}
 		if rep.Checked > 0 {
-			p.printf("intact before it: %d event(s), seq %d to %d\n", rep.Checked, rep.From, rep.Break.Seq-1)
+			// Last, not the seq before the break: after a deleted event
+			// that seq is the one missing.
+			p.printf("intact before it: %d event(s), seq %d to %d\n", rep.Checked, rep.Last-rep.Checked+1, rep.Last)
 		}
 	case rep.Head.Seq > 0 && rep.From > rep.Head.Seq:
 		p.printf("nothing checked: -from %d is past the head, seq %d\n", rep.From, rep.Head.Seq)
@@ -216,7 +220,7 @@ func writeVerify(p *printer, rep verifyReport) {
 		p.printf("intact: no events\n")
 	default:
 		p.printf("intact: %d event(s), seq %d to %d\n", rep.Checked, rep.From, rep.To)
-		p.printf("last checked: seq %d hash %s\n", rep.To, clip(rep.Hash, 128))
+		p.printf("last checked: seq %d hash %s\n", rep.Last, clip(rep.Hash, 128))
 	}
 	if r := rep.Requested; r != nil && !r.Reached {
 		p.printf("not reached: -to %d; the last event is seq %d\n", r.To, rep.Head.Seq)

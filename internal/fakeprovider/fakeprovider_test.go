@@ -34,7 +34,7 @@ func TestServer_ReplaysTheScriptThroughTheOpenAIAdapter(t *testing.T) {
 	if !strings.HasPrefix(s.URL(), "http://127.0.0.1:") {
 		t.Fatalf("URL = %s", s.URL())
 	}
-	m, err := openai.New(openai.Config{BaseURL: s.URL(), APIKey: key, Model: "fake-model"})
+	m, err := openai.New(openai.Config{BaseURL: s.URL(), APIKey: providers.NewSecret(key), Model: "fake-model"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestServer_ChecksTheKey(t *testing.T) {
 	s := New([]Turn{{Text: "hi"}})
 	defer s.Close()
 	s.SetKey(key)
-	wrong, _ := openai.New(openai.Config{BaseURL: s.URL(), APIKey: "sk-wrong", Model: "m"})
+	wrong, _ := openai.New(openai.Config{BaseURL: s.URL(), APIKey: providers.NewSecret("sk-wrong"), Model: "m"})
 	_, err := wrong.Generate(context.Background(), userTurn("x"))
 	var se *providers.StatusError
 	if !errors.As(err, &se) || se.Status != http.StatusUnauthorized {
@@ -91,7 +91,7 @@ func TestServer_ChecksTheKey(t *testing.T) {
 	if _, err = none.Generate(context.Background(), userTurn("x")); !errors.As(err, &se) || se.Status != http.StatusUnauthorized {
 		t.Fatalf("no key: %v", err)
 	}
-	right, _ := openai.New(openai.Config{BaseURL: s.URL(), APIKey: key, Model: "m"})
+	right, _ := openai.New(openai.Config{BaseURL: s.URL(), APIKey: providers.NewSecret(key), Model: "m"})
 	if r, err := right.Generate(context.Background(), userTurn("x")); err != nil || r.Text != "hi" {
 		t.Fatalf("right key: %+v %v", r, err)
 	}

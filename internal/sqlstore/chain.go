@@ -254,6 +254,9 @@ func (s *Store) VerifyEvents(ctx context.Context, from, to int64) (agentrt.Verif
 				return rep, err
 			}
 			brk := func(detail, expected string, found []byte) agentrt.VerifyReport {
+				if rep.Checked > 0 {
+					rep.Last, rep.Hash = prevSeq, string(prevB)
+				}
 				rep.Break = &agentrt.ChainBreak{Seq: seq, Expected: expected, Found: truncate(string(found), 128), Detail: detail}
 				return rep
 			}
@@ -303,7 +306,7 @@ func (s *Store) VerifyEvents(ctx context.Context, from, to int64) (agentrt.Verif
 		}
 	}
 	if rep.Checked > 0 {
-		rep.Hash = string(prevB)
+		rep.Last, rep.Hash = prevSeq, string(prevB)
 	}
 	if prevSeq < to {
 		rep.Break = &agentrt.ChainBreak{Seq: prevSeq + 1, Detail: fmt.Sprintf("events %d to %d are missing", prevSeq+1, to)}

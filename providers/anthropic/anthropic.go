@@ -3,6 +3,7 @@ package anthropic
 import (
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"net/http"
 	"os"
@@ -31,7 +32,9 @@ type Config struct {
 	BaseURL string
 	// APIKey is sent as x-api-key. Required for DefaultBaseURL; zero sends no
 	// key, for a local gateway that needs none.
-	APIKey string
+	// Make one with providers.NewSecret; no encoding of a Config, or of
+	// anything holding one, shows it.
+	APIKey providers.Secret
 	// Model is the model id sent on the wire. Required.
 	Model string
 	// Name is the accounting name that keys prices. Zero means Model.
@@ -48,7 +51,7 @@ type Config struct {
 // ANTHROPIC_MODEL.
 func ConfigFromEnv() Config {
 	return Config{
-		APIKey:  os.Getenv("ANTHROPIC_API_KEY"),
+		APIKey:  providers.NewSecret(os.Getenv("ANTHROPIC_API_KEY")),
 		BaseURL: os.Getenv("ANTHROPIC_BASE_URL"),
 		Model:   os.Getenv("ANTHROPIC_MODEL"),
 	}
@@ -60,7 +63,7 @@ func FromEnv() (*Model, error) { return New(ConfigFromEnv()) }
 // String prints the configuration with the key redacted.
 func (c Config) String() string {
 	return fmt.Sprintf("anthropic.Config{BaseURL:%q APIKey:%q Model:%q Name:%q HTTPClient:%t MaxOutputTokens:%d}",
-		providers.RedactURL(c.BaseURL), providers.KeyField(c.APIKey), c.Model, c.Name, c.HTTPClient != nil, c.MaxOutputTokens)
+		providers.RedactURL(c.BaseURL), c.APIKey.String(), c.Model, c.Name, c.HTTPClient != nil, c.MaxOutputTokens)
 }
 
 // GoString is String, so %#v redacts too.
@@ -69,17 +72,29 @@ func (c Config) GoString() string { return c.String() }
 // Format prints String for every verb.
 func (c Config) Format(f fmt.State, verb rune) { providers.FormatString(f, verb, c.String()) }
 
+// configView is what every encoding of a Config shows: the URL redacted,
+// the key as providers.Redacted, and the client as whether one is set.
+type configView struct {
+	BaseURL         string
+	APIKey          string
+	Model           string
+	Name            string
+	HTTPClient      bool
+	MaxOutputTokens int64
+}
+
+func (c Config) view() configView {
+	return configView{providers.RedactURL(c.BaseURL), c.APIKey.String(), c.Model, c.Name, c.HTTPClient != nil, c.MaxOutputTokens}
+}
+
 // MarshalJSON encodes the configuration with the key redacted and the client
 // reduced to whether one is set.
-func (c Config) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		BaseURL         string
-		APIKey          string
-		Model           string
-		Name            string
-		HTTPClient      bool
-		MaxOutputTokens int64
-	}{providers.RedactURL(c.BaseURL), providers.KeyField(c.APIKey), c.Model, c.Name, c.HTTPClient != nil, c.MaxOutputTokens})
+func (c Config) MarshalJSON() ([]byte, error) { return json.Marshal(c.view()) }
+
+// MarshalXML encodes what MarshalJSON does, as elements; without it
+// encoding/xml would refuse the client's function field.
+func (c Config) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
+	return e.EncodeElement(c.view(), start)
 }
 
 var _ agentrt.Model = (*Model)(nil)
@@ -90,11 +105,9 @@ type Model struct {
 	model    string
 	baseURL  string
 	endpoint string
-	// key is a closure so that no reflection-based printer, of a Model or of
-	// anything holding one, can reach the string.
-	key    func() string
-	client *http.Client
-	maxOut int64
+	key      providers.Secret
+	client   *http.Client
+	maxOut   int64
 }
 
 // New validates cfg and returns a Model. It refuses an empty model, a
@@ -111,10 +124,10 @@ func New(cfg Config) (*Model, error) {
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	if base == DefaultBaseURL && cfg.APIKey == "" {
+	if base == DefaultBaseURL && !cfg.APIKey.IsSet() {
 		return nil, &agentrt.ConfigError{Field: "anthropic.Config.APIKey", Reason: "is required for " + DefaultBaseURL}
 	}
-	client, err := providers.ClientFor(cfg.HTTPClient, base, cfg.APIKey != "")
+	client, err := providers.ClientFor(cfg.HTTPClient, base, cfg.APIKey.IsSet())
 	if err != nil {
 		return nil, err
 	}
@@ -126,13 +139,12 @@ func New(cfg Config) (*Model, error) {
 	if maxOut == 0 {
 		maxOut = DefaultMaxOutputTokens
 	}
-	key := cfg.APIKey
 	return &Model{
 		name:     name,
 		model:    cfg.Model,
 		baseURL:  base,
 		endpoint: base + "/v1/messages",
-		key:      func() string { return key },
+		key:      cfg.APIKey,
 		client:   client,
 		maxOut:   maxOut,
 	}, nil
@@ -150,7 +162,7 @@ func (m *Model) String() string {
 }
 
 func (m *Model) identity() providers.Identity {
-	return providers.Identity{Provider: "anthropic", Name: m.name, Model: m.model, BaseURL: m.baseURL, Key: m.key()}
+	return providers.Identity{Provider: "anthropic", Name: m.name, Model: m.model, BaseURL: m.baseURL, Key: m.key}
 }
 
 // GoString is String, so %#v redacts too.
@@ -175,7 +187,7 @@ func (m *Model) Generate(ctx context.Context, req agentrt.ModelRequest) (agentrt
 	}
 	header := http.Header{}
 	header.Set("anthropic-version", APIVersion)
-	key := m.key()
+	key := m.key.Reveal()
 	if key != "" {
 		header.Set("x-api-key", key)
 	}

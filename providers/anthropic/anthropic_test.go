@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/providers"
+	"github.com/agentrt/agentrt/providers/internal/leaktest"
 )
 
 const testKey = "sk-ant-api03-test-0123456789abcdef"
@@ -70,7 +70,7 @@ func (f *fakeAPI) body(t *testing.T, i int) map[string]any {
 
 func newModel(t *testing.T, base string) *Model {
 	t.Helper()
-	m, err := New(Config{BaseURL: base, APIKey: testKey, Model: "claude-test"})
+	m, err := New(Config{BaseURL: base, APIKey: providers.NewSecret(testKey), Model: "claude-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,20 +89,20 @@ func simpleRequest() agentrt.ModelRequest {
 
 // New requires a model, a key for the default endpoint, and names itself.
 func TestNew_RequiresAModelAndNamesItself(t *testing.T) {
-	if _, err := New(Config{APIKey: testKey}); !errors.Is(err, agentrt.ErrInvalidConfig) {
+	if _, err := New(Config{APIKey: providers.NewSecret(testKey)}); !errors.Is(err, agentrt.ErrInvalidConfig) {
 		t.Fatalf("no model: %v", err)
 	}
 	if _, err := New(Config{Model: "m"}); !errors.Is(err, agentrt.ErrInvalidConfig) {
 		t.Fatalf("no key for the default endpoint: %v", err)
 	}
-	if _, err := New(Config{Model: "m", APIKey: testKey, MaxOutputTokens: -1}); !errors.Is(err, agentrt.ErrInvalidConfig) {
+	if _, err := New(Config{Model: "m", APIKey: providers.NewSecret(testKey), MaxOutputTokens: -1}); !errors.Is(err, agentrt.ErrInvalidConfig) {
 		t.Fatalf("negative cap: %v", err)
 	}
-	m, err := New(Config{Model: "claude-x", APIKey: testKey})
+	m, err := New(Config{Model: "claude-x", APIKey: providers.NewSecret(testKey)})
 	if err != nil || m.Name() != "claude-x" || m.endpoint != DefaultBaseURL+"/v1/messages" {
 		t.Fatalf("model = %v, %v", m, err)
 	}
-	if m, _ = New(Config{Model: "claude-x", APIKey: testKey, Name: "anthropic:claude-x"}); m.Name() != "anthropic:claude-x" {
+	if m, _ = New(Config{Model: "claude-x", APIKey: providers.NewSecret(testKey), Name: "anthropic:claude-x"}); m.Name() != "anthropic:claude-x" {
 		t.Fatalf("name override = %q", m.Name())
 	}
 }
@@ -319,31 +319,20 @@ func TestGenerate_UnusableUsageIsChargedNothing(t *testing.T) {
 	}
 }
 
-// Neither Config nor Model shows the key in any encoding, and errors never
-// repeat it.
+// Neither Config nor Model shows the key in any encoding, nor does any
+// encoding of a struct, slice or map holding one in an exported or
+// unexported field, by value or by pointer; errors never repeat it.
 func TestConfigAndModel_EncodeWithoutTheKey(t *testing.T) {
-	cfg := Config{APIKey: testKey, Model: "claude-test", HTTPClient: &http.Client{}}
+	cfg := Config{APIKey: providers.NewSecret(testKey), Model: "claude-test", HTTPClient: &http.Client{}}
 	m, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var outs []string
-	for _, v := range []any{cfg, &cfg, m, struct{ C Config }{cfg}, struct{ M *Model }{m}} {
-		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q"} {
-			outs = append(outs, fmt.Sprintf(verb, v))
-		}
-		j, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		outs = append(outs, string(j))
+	for _, v := range leaktest.Holders(cfg, m) {
+		outs = append(outs, leaktest.Encodings(t, v.V, v.Must...)...)
 	}
-	outs = append(outs, fmt.Sprintf("%+v", struct{ m *Model }{m}))
-	var logs strings.Builder
-	slog.New(slog.NewTextHandler(&logs, nil)).Info("x", "cfg", cfg, "model", m)
-	slog.New(slog.NewJSONHandler(&logs, nil)).Info("x", "cfg", cfg, "model", m)
-	outs = append(outs, logs.String())
-	if _, err := New(Config{BaseURL: "http://api.example.com", APIKey: testKey, Model: "m"}); err == nil {
+	if _, err := New(Config{BaseURL: "http://api.example.com", APIKey: providers.NewSecret(testKey), Model: "m"}); err == nil {
 		t.Fatal("a key over plain http to a remote host must be refused")
 	} else {
 		outs = append(outs, err.Error())
@@ -351,10 +340,14 @@ func TestConfigAndModel_EncodeWithoutTheKey(t *testing.T) {
 	f := serve(t, 400, nil, `{"type":"error","error":{"type":"invalid_request_error","message":"bad key `+testKey+`"}}`)
 	_, err = newModel(t, f.URL).Generate(context.Background(), simpleRequest())
 	outs = append(outs, err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err))
-	for _, o := range outs {
-		if strings.Contains(o, testKey) || strings.Contains(o, "0123456789abcdef") {
-			t.Fatalf("an encoding shows the key: %s", o)
-		}
+	if o := leaktest.Leak(outs, testKey); o != "" {
+		t.Fatalf("an encoding shows the key: %s", o)
+	}
+	if o := leaktest.Leak(outs, "0123456789abcdef"); o != "" {
+		t.Fatalf("an encoding shows part of the key: %s", o)
+	}
+	if m.key.Reveal() != testKey {
+		t.Fatal("the model no longer holds the key it sends")
 	}
 	if !strings.Contains(cfg.String(), `APIKey:"[redacted]"`) || !strings.Contains(m.String(), `APIKey:"[redacted]"`) {
 		t.Fatalf("the key's presence should show redacted: %s / %s", cfg, m)
@@ -364,11 +357,11 @@ func TestConfigAndModel_EncodeWithoutTheKey(t *testing.T) {
 // A key over plain http goes only to a loopback host.
 func TestNew_RefusesAKeyOverPlainHTTPToARemoteHost(t *testing.T) {
 	for _, base := range []string{"http://api.example.com", "http://192.168.0.9:8080", "ftp://localhost"} {
-		if _, err := New(Config{BaseURL: base, APIKey: testKey, Model: "m"}); !errors.Is(err, providers.ErrEndpoint) {
+		if _, err := New(Config{BaseURL: base, APIKey: providers.NewSecret(testKey), Model: "m"}); !errors.Is(err, providers.ErrEndpoint) {
 			t.Errorf("%s: %v, want ErrEndpoint", base, err)
 		}
 	}
-	if _, err := New(Config{BaseURL: "http://[::1]:8080/", APIKey: testKey, Model: "m"}); err != nil {
+	if _, err := New(Config{BaseURL: "http://[::1]:8080/", APIKey: providers.NewSecret(testKey), Model: "m"}); err != nil {
 		t.Errorf("loopback: %v", err)
 	}
 }
@@ -382,7 +375,7 @@ func TestFromEnv_ReadsTheDocumentedVariables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Name() != "claude-env" || m.endpoint != "http://127.0.0.1:9/v1/messages" || m.key() != testKey {
+	if m.Name() != "claude-env" || m.endpoint != "http://127.0.0.1:9/v1/messages" || m.key.Reveal() != testKey {
 		t.Fatalf("model = %v", m)
 	}
 }

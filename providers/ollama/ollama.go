@@ -3,6 +3,7 @@ package ollama
 import (
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"net/http"
 	"os"
@@ -28,7 +29,9 @@ type Config struct {
 	BaseURL string
 	// APIKey is sent as "Authorization: Bearer" to a hosted server. Zero sends
 	// none.
-	APIKey string
+	// Make one with providers.NewSecret; no encoding of a Config, or of
+	// anything holding one, shows it.
+	APIKey providers.Secret
 	// Model is the model name sent on the wire. Required.
 	Model string
 	// Name is the accounting name that keys prices. Zero means Model.
@@ -65,7 +68,7 @@ func ConfigFromEnv() Config {
 	return Config{
 		BaseURL: Host(os.Getenv("OLLAMA_HOST")),
 		Model:   os.Getenv("OLLAMA_MODEL"),
-		APIKey:  os.Getenv("OLLAMA_API_KEY"),
+		APIKey:  providers.NewSecret(os.Getenv("OLLAMA_API_KEY")),
 	}
 }
 
@@ -75,7 +78,7 @@ func FromEnv() (*Model, error) { return New(ConfigFromEnv()) }
 // String prints the configuration with the key redacted.
 func (c Config) String() string {
 	return fmt.Sprintf("ollama.Config{BaseURL:%q APIKey:%q Model:%q Name:%q HTTPClient:%t MaxOutputTokens:%d NumCtx:%d}",
-		providers.RedactURL(c.BaseURL), providers.KeyField(c.APIKey), c.Model, c.Name, c.HTTPClient != nil, c.MaxOutputTokens, c.NumCtx)
+		providers.RedactURL(c.BaseURL), c.APIKey.String(), c.Model, c.Name, c.HTTPClient != nil, c.MaxOutputTokens, c.NumCtx)
 }
 
 // GoString is String, so %#v redacts too.
@@ -84,18 +87,30 @@ func (c Config) GoString() string { return c.String() }
 // Format prints String for every verb.
 func (c Config) Format(f fmt.State, verb rune) { providers.FormatString(f, verb, c.String()) }
 
+// configView is what every encoding of a Config shows: the URL redacted,
+// the key as providers.Redacted, and the client as whether one is set.
+type configView struct {
+	BaseURL         string
+	APIKey          string
+	Model           string
+	Name            string
+	HTTPClient      bool
+	MaxOutputTokens int64
+	NumCtx          int
+}
+
+func (c Config) view() configView {
+	return configView{providers.RedactURL(c.BaseURL), c.APIKey.String(), c.Model, c.Name, c.HTTPClient != nil, c.MaxOutputTokens, c.NumCtx}
+}
+
 // MarshalJSON encodes the configuration with the key redacted and the client
 // reduced to whether one is set.
-func (c Config) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		BaseURL         string
-		APIKey          string
-		Model           string
-		Name            string
-		HTTPClient      bool
-		MaxOutputTokens int64
-		NumCtx          int
-	}{providers.RedactURL(c.BaseURL), providers.KeyField(c.APIKey), c.Model, c.Name, c.HTTPClient != nil, c.MaxOutputTokens, c.NumCtx})
+func (c Config) MarshalJSON() ([]byte, error) { return json.Marshal(c.view()) }
+
+// MarshalXML encodes what MarshalJSON does, as elements; without it
+// encoding/xml would refuse the client's function field.
+func (c Config) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
+	return e.EncodeElement(c.view(), start)
 }
 
 var _ agentrt.Model = (*Model)(nil)
@@ -106,7 +121,7 @@ type Model struct {
 	model    string
 	baseURL  string
 	endpoint string
-	key      func() string
+	key      providers.Secret
 	client   *http.Client
 	maxOut   int64
 	numCtx   int
@@ -129,7 +144,7 @@ func New(cfg Config) (*Model, error) {
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	client, err := providers.ClientFor(cfg.HTTPClient, base, cfg.APIKey != "")
+	client, err := providers.ClientFor(cfg.HTTPClient, base, cfg.APIKey.IsSet())
 	if err != nil {
 		return nil, err
 	}
@@ -141,13 +156,12 @@ func New(cfg Config) (*Model, error) {
 	if numCtx == 0 {
 		numCtx = DefaultNumCtx
 	}
-	key := cfg.APIKey
 	return &Model{
 		name:     name,
 		model:    cfg.Model,
 		baseURL:  base,
 		endpoint: base + "/api/chat",
-		key:      func() string { return key },
+		key:      cfg.APIKey,
 		client:   client,
 		maxOut:   cfg.MaxOutputTokens,
 		numCtx:   numCtx,
@@ -166,7 +180,7 @@ func (m *Model) String() string {
 }
 
 func (m *Model) identity() providers.Identity {
-	return providers.Identity{Provider: "ollama", Name: m.name, Model: m.model, BaseURL: m.baseURL, Key: m.key()}
+	return providers.Identity{Provider: "ollama", Name: m.name, Model: m.model, BaseURL: m.baseURL, Key: m.key}
 }
 
 // GoString is String, so %#v redacts too.
@@ -190,7 +204,7 @@ func (m *Model) Generate(ctx context.Context, req agentrt.ModelRequest) (agentrt
 		return agentrt.ModelResponse{}, err
 	}
 	header := http.Header{}
-	key := m.key()
+	key := m.key.Reveal()
 	if key != "" {
 		header.Set("Authorization", "Bearer "+key)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/providers"
+	"github.com/agentrt/agentrt/providers/internal/leaktest"
 )
 
 const testKey = "ollama-key-0123456789abcdef"
@@ -58,7 +59,7 @@ func (f *fakeAPI) requests() int {
 
 func newModel(t *testing.T, base, key string) *Model {
 	t.Helper()
-	m, err := New(Config{BaseURL: base, APIKey: key, Model: "llama-test"})
+	m, err := New(Config{BaseURL: base, APIKey: providers.NewSecret(key), Model: "llama-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestNew_RequiresAModelAndNormalisesTheHost(t *testing.T) {
 	if _, err := New(Config{Model: "m", BaseURL: Host("file:///tmp/x")}); !errors.Is(err, providers.ErrEndpoint) {
 		t.Errorf("file URL: %v", err)
 	}
-	if _, err := New(Config{Model: "m", BaseURL: "http://10.0.0.2:11434", APIKey: testKey}); !errors.Is(err, providers.ErrEndpoint) {
+	if _, err := New(Config{Model: "m", BaseURL: "http://10.0.0.2:11434", APIKey: providers.NewSecret(testKey)}); !errors.Is(err, providers.ErrEndpoint) {
 		t.Errorf("key over plain http to a remote host: %v", err)
 	}
 }
@@ -257,7 +258,7 @@ func TestFromEnv_ReadsTheDocumentedVariables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.endpoint != "http://127.0.0.1:11500/api/chat" || m.Name() != "qwen3" || m.key() != testKey {
+	if m.endpoint != "http://127.0.0.1:11500/api/chat" || m.Name() != "qwen3" || m.key.Reveal() != testKey {
 		t.Fatalf("model = %v", m)
 	}
 	j, _ := json.Marshal(ConfigFromEnv())
@@ -265,5 +266,40 @@ func TestFromEnv_ReadsTheDocumentedVariables(t *testing.T) {
 		if strings.Contains(s, testKey) {
 			t.Fatalf("the key shows: %s", s)
 		}
+	}
+}
+
+// Neither Config nor Model shows the key in any encoding, nor does any
+// encoding of a struct, slice or map holding one in an exported or
+// unexported field, by value or by pointer; errors never repeat it.
+func TestConfigAndModel_EncodeWithoutTheKey(t *testing.T) {
+	cfg := Config{BaseURL: "https://ollama.example.com", APIKey: providers.NewSecret(testKey), Model: "llama-test", HTTPClient: &http.Client{}}
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outs []string
+	for _, v := range leaktest.Holders(cfg, m) {
+		outs = append(outs, leaktest.Encodings(t, v.V, v.Must...)...)
+	}
+	if _, err := New(Config{BaseURL: "http://ollama.example.com", APIKey: providers.NewSecret(testKey), Model: "m"}); err == nil {
+		t.Fatal("a key over plain http to a remote host must be refused")
+	} else {
+		outs = append(outs, err.Error())
+	}
+	f := serve(t, 401, nil, `{"error":"bad key `+testKey+`"}`)
+	_, err = newModel(t, f.URL, testKey).Generate(context.Background(), simpleRequest())
+	outs = append(outs, err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err))
+	if o := leaktest.Leak(outs, testKey); o != "" {
+		t.Fatalf("an encoding shows the key: %s", o)
+	}
+	if o := leaktest.Leak(outs, "0123456789abcdef"); o != "" {
+		t.Fatalf("an encoding shows part of the key: %s", o)
+	}
+	if m.key.Reveal() != testKey {
+		t.Fatal("the model no longer holds the key it sends")
+	}
+	if !strings.Contains(cfg.String(), `APIKey:"[redacted]"`) || !strings.Contains(m.String(), `APIKey:"[redacted]"`) {
+		t.Fatalf("the key's presence should show redacted: %s / %s", cfg, m)
 	}
 }

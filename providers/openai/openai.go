@@ -3,6 +3,7 @@ package openai
 import (
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"net/http"
 	"os"
@@ -25,7 +26,9 @@ type Config struct {
 	BaseURL string
 	// APIKey is sent as "Authorization: Bearer". Zero sends no Authorization
 	// header, for local servers that need none.
-	APIKey string
+	// Make one with providers.NewSecret; no encoding of a Config, or of
+	// anything holding one, shows it.
+	APIKey providers.Secret
 	// Model is the model id sent on the wire. Required.
 	Model string
 	// Name is the accounting name that keys prices. Zero means Model.
@@ -43,7 +46,7 @@ type Config struct {
 // ConfigFromEnv reads OPENAI_API_KEY, OPENAI_BASE_URL and OPENAI_MODEL.
 func ConfigFromEnv() Config {
 	return Config{
-		APIKey:  os.Getenv("OPENAI_API_KEY"),
+		APIKey:  providers.NewSecret(os.Getenv("OPENAI_API_KEY")),
 		BaseURL: os.Getenv("OPENAI_BASE_URL"),
 		Model:   os.Getenv("OPENAI_MODEL"),
 	}
@@ -55,7 +58,7 @@ func FromEnv() (*Model, error) { return New(ConfigFromEnv()) }
 // String prints the configuration with the key redacted.
 func (c Config) String() string {
 	return fmt.Sprintf("openai.Config{BaseURL:%q APIKey:%q Model:%q Name:%q HTTPClient:%t MaxOutputTokens:%d}",
-		providers.RedactURL(c.BaseURL), providers.KeyField(c.APIKey), c.Model, c.Name, c.HTTPClient != nil, c.MaxOutputTokens)
+		providers.RedactURL(c.BaseURL), c.APIKey.String(), c.Model, c.Name, c.HTTPClient != nil, c.MaxOutputTokens)
 }
 
 // GoString is String, so %#v redacts too.
@@ -64,17 +67,29 @@ func (c Config) GoString() string { return c.String() }
 // Format prints String for every verb.
 func (c Config) Format(f fmt.State, verb rune) { providers.FormatString(f, verb, c.String()) }
 
+// configView is what every encoding of a Config shows: the URL redacted,
+// the key as providers.Redacted, and the client as whether one is set.
+type configView struct {
+	BaseURL         string
+	APIKey          string
+	Model           string
+	Name            string
+	HTTPClient      bool
+	MaxOutputTokens int64
+}
+
+func (c Config) view() configView {
+	return configView{providers.RedactURL(c.BaseURL), c.APIKey.String(), c.Model, c.Name, c.HTTPClient != nil, c.MaxOutputTokens}
+}
+
 // MarshalJSON encodes the configuration with the key redacted and the client
 // reduced to whether one is set.
-func (c Config) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		BaseURL         string
-		APIKey          string
-		Model           string
-		Name            string
-		HTTPClient      bool
-		MaxOutputTokens int64
-	}{providers.RedactURL(c.BaseURL), providers.KeyField(c.APIKey), c.Model, c.Name, c.HTTPClient != nil, c.MaxOutputTokens})
+func (c Config) MarshalJSON() ([]byte, error) { return json.Marshal(c.view()) }
+
+// MarshalXML encodes what MarshalJSON does, as elements; without it
+// encoding/xml would refuse the client's function field.
+func (c Config) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
+	return e.EncodeElement(c.view(), start)
 }
 
 var _ agentrt.Model = (*Model)(nil)
@@ -85,9 +100,7 @@ type Model struct {
 	model    string
 	baseURL  string
 	endpoint string
-	// key is a closure so that no reflection-based printer, of a Model or of
-	// anything holding one, can reach the string.
-	key      func() string
+	key      providers.Secret
 	client   *http.Client
 	maxOut   int64
 	maxField string
@@ -106,7 +119,7 @@ func New(cfg Config) (*Model, error) {
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	client, err := providers.ClientFor(cfg.HTTPClient, base, cfg.APIKey != "")
+	client, err := providers.ClientFor(cfg.HTTPClient, base, cfg.APIKey.IsSet())
 	if err != nil {
 		return nil, err
 	}
@@ -114,13 +127,12 @@ func New(cfg Config) (*Model, error) {
 	if name == "" {
 		name = cfg.Model
 	}
-	key := cfg.APIKey
 	m := &Model{
 		name:     name,
 		model:    cfg.Model,
 		baseURL:  base,
 		endpoint: base + "/chat/completions",
-		key:      func() string { return key },
+		key:      cfg.APIKey,
 		client:   client,
 		maxOut:   cfg.MaxOutputTokens,
 		maxField: "max_tokens",
@@ -143,7 +155,7 @@ func (m *Model) String() string {
 }
 
 func (m *Model) identity() providers.Identity {
-	return providers.Identity{Provider: "openai", Name: m.name, Model: m.model, BaseURL: m.baseURL, Key: m.key()}
+	return providers.Identity{Provider: "openai", Name: m.name, Model: m.model, BaseURL: m.baseURL, Key: m.key}
 }
 
 // GoString is String, so %#v redacts too.
@@ -167,7 +179,7 @@ func (m *Model) Generate(ctx context.Context, req agentrt.ModelRequest) (agentrt
 		return agentrt.ModelResponse{}, err
 	}
 	header := http.Header{}
-	key := m.key()
+	key := m.key.Reveal()
 	if key != "" {
 		header.Set("Authorization", "Bearer "+key)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/providers"
+	"github.com/agentrt/agentrt/providers/internal/leaktest"
 )
 
 const testKey = "sk-test-0123456789abcdef"
@@ -70,7 +70,7 @@ func (f *fakeAPI) body(t *testing.T, i int) map[string]any {
 
 func newModel(t *testing.T, base, key string) *Model {
 	t.Helper()
-	m, err := New(Config{BaseURL: base + "/v1", APIKey: key, Model: "gpt-test"})
+	m, err := New(Config{BaseURL: base + "/v1", APIKey: providers.NewSecret(key), Model: "gpt-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,46 +345,29 @@ func TestGenerate_UnusableUsageIsChargedNothing(t *testing.T) {
 	}
 }
 
-// Neither Config nor Model shows the key in any encoding, and errors never
-// repeat it.
+// Neither Config nor Model shows the key in any encoding, nor does any
+// encoding of a struct, slice or map holding one in an exported or
+// unexported field, by value or by pointer; errors never repeat it.
 func TestConfigAndModel_EncodeWithoutTheKey(t *testing.T) {
-	cfg := Config{BaseURL: "https://api.example.com/v1", APIKey: testKey, Model: "gpt-test", HTTPClient: &http.Client{}}
+	cfg := Config{BaseURL: "https://api.example.com/v1", APIKey: providers.NewSecret(testKey), Model: "gpt-test", HTTPClient: &http.Client{}}
 	m, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	type holder struct {
-		cfg   Config
-		model *Model
-		M     *Model
-		C     Config
-	}
-	h := holder{cfg: cfg, model: m, M: m, C: cfg}
 	var outs []string
-	for _, v := range []any{cfg, &cfg, m, h.M, h.C} {
-		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q"} {
-			outs = append(outs, fmt.Sprintf(verb, v))
-		}
-		j, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		outs = append(outs, string(j))
+	for _, v := range append(leaktest.Holders(cfg, m), leaktest.Value{V: struct{ K providers.Secret }{cfg.APIKey}, Must: []string{"json", "gob", "template"}}) {
+		outs = append(outs, leaktest.Encodings(t, v.V, v.Must...)...)
 	}
-	outs = append(outs, fmt.Sprintf("%+v", h.model), fmt.Sprintf("%v", struct{ M *Model }{m}))
-	var logs strings.Builder
-	slog.New(slog.NewTextHandler(&logs, nil)).Info("x", "cfg", cfg, "model", m)
-	slog.New(slog.NewJSONHandler(&logs, nil)).Info("x", "cfg", cfg, "model", m)
-	outs = append(outs, logs.String())
-	_, err = New(Config{BaseURL: "http://example.com/v1", APIKey: testKey, Model: "m"})
+	_, err = New(Config{BaseURL: "http://example.com/v1", APIKey: providers.NewSecret(testKey), Model: "m"})
 	if err == nil {
 		t.Fatal("a key over plain http to a remote host must be refused")
 	}
 	outs = append(outs, err.Error())
-	for _, o := range outs {
-		if strings.Contains(o, testKey) || strings.Contains(o, "0123456789abcdef") {
-			t.Fatalf("an encoding shows the key: %s", o)
-		}
+	if o := leaktest.Leak(outs, testKey); o != "" {
+		t.Fatalf("an encoding shows the key: %s", o)
+	}
+	if o := leaktest.Leak(outs, "0123456789abcdef"); o != "" {
+		t.Fatalf("an encoding shows part of the key: %s", o)
 	}
 	if !strings.Contains(cfg.String(), providers.Redacted) || !strings.Contains(m.String(), providers.Redacted) {
 		t.Fatalf("the key's presence should show as %s: %s / %s", providers.Redacted, cfg, m)
@@ -394,17 +377,20 @@ func TestConfigAndModel_EncodeWithoutTheKey(t *testing.T) {
 	if err := json.Unmarshal(j, &back); err != nil || back["APIKey"] != providers.Redacted || back["HTTPClient"] != true {
 		t.Fatalf("json = %s", j)
 	}
+	if m.key.Reveal() != testKey {
+		t.Fatal("the model no longer holds the key it sends")
+	}
 }
 
 // A key over plain http goes only to a loopback host.
 func TestNew_RefusesAKeyOverPlainHTTPToARemoteHost(t *testing.T) {
 	for _, base := range []string{"http://api.example.com/v1", "http://10.0.0.2:8000/v1", "http://localhost.:8000"} {
-		if _, err := New(Config{BaseURL: base, APIKey: testKey, Model: "m"}); !errors.Is(err, providers.ErrEndpoint) {
+		if _, err := New(Config{BaseURL: base, APIKey: providers.NewSecret(testKey), Model: "m"}); !errors.Is(err, providers.ErrEndpoint) {
 			t.Errorf("%s: %v, want ErrEndpoint", base, err)
 		}
 	}
 	for _, base := range []string{"http://localhost:8000/v1", "http://127.0.0.1:8000/v1", "https://api.example.com/v1"} {
-		if _, err := New(Config{BaseURL: base, APIKey: testKey, Model: "m"}); err != nil {
+		if _, err := New(Config{BaseURL: base, APIKey: providers.NewSecret(testKey), Model: "m"}); err != nil {
 			t.Errorf("%s: %v", base, err)
 		}
 	}
@@ -423,7 +409,7 @@ func TestFromEnv_ReadsTheDocumentedVariables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Name() != "gpt-env" || m.baseURL != DefaultBaseURL || m.key() != testKey || m.maxField != "max_completion_tokens" {
+	if m.Name() != "gpt-env" || m.baseURL != DefaultBaseURL || m.key.Reveal() != testKey || m.maxField != "max_completion_tokens" {
 		t.Fatalf("model = %v", m)
 	}
 	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1/")
