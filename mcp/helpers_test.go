@@ -98,7 +98,8 @@ func sdkServer(name string, build func(*sdk.Server)) Server {
 }
 
 // rawHandler answers one request of a raw server: the result's JSON text,
-// or answer false to never answer.
+// "ERROR <json string>" for an error response, or answer false to never
+// answer. initialize is answered for it unless it returns "hang".
 type rawHandler func(method string, params json.RawMessage) (result string, answer bool)
 
 // rawServer is a Server whose other end is raw JSON-RPC lines this test
@@ -140,10 +141,14 @@ func serveRaw(conn net.Conn, handle rawHandler) {
 			continue // a notification or a response
 		}
 		res, ok := handle(req.Method, req.Params)
-		if !ok && req.Method == "initialize" && res == "" {
+		if !ok && req.Method == "initialize" && res != "hang" {
 			res, ok = initResult, true
 		}
 		if !ok {
+			continue
+		}
+		if msg, isErr := strings.CutPrefix(res, "ERROR "); isErr {
+			go rc.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":%s}}`, req.ID, msg))
 			continue
 		}
 		go rc.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, res))
@@ -256,5 +261,3 @@ func must(t *testing.T, ok bool, format string, args ...any) {
 		t.Fatalf(format, args...)
 	}
 }
-
-var _ = strings.Contains

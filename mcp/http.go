@@ -69,6 +69,16 @@ func (l *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if err != nil {
 		return nil, err
 	}
+	// A redirect ends here, so no error on the way up can print where it
+	// pointed beyond the host.
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		resp.Body.Close()
+		host := ""
+		if loc, err := resp.Location(); err == nil {
+			host = loc.Host
+		}
+		return nil, &RedirectError{Host: host}
+	}
 	// The long-lived GET stream is bounded per event; every other body whole.
 	stream := req.Method == http.MethodGet
 	if !stream && resp.ContentLength > MaxResponseBodyBytes {
