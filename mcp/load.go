@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
@@ -132,8 +133,8 @@ func Load(ctx context.Context, srv Server, m *Manifest, rules Rules) ([]agentrt.
 			return out{}, c.phaseError(ctx, "list tools", err)
 		}
 		tools, rep := c.register(l, m, rules)
-		if loadHook != nil {
-			loadHook(ctx)
+		if h := loadHook.Load(); h != nil {
+			(*h)(ctx)
 		}
 		if len(tools) == 0 {
 			c.Close()
@@ -147,7 +148,7 @@ func Load(ctx context.Context, srv Server, m *Manifest, rules Rules) ([]agentrt.
 }
 
 // loadHook, set only by tests, runs inside Load's deadline after the checks.
-var loadHook func(ctx context.Context)
+var loadHook atomic.Pointer[func(ctx context.Context)]
 
 // register runs the checks on every tool and builds the ones that pass.
 func (c *Connection) register(l *listing, m *Manifest, rules Rules) ([]agentrt.Tool, *Report) {

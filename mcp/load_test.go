@@ -237,8 +237,9 @@ func TestLoad_TheChecksFallInsideTheConnectTimeout(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	var stuck *Connection
-	loadHook = func(ctx context.Context) { <-release }
-	defer func() { loadHook = nil }()
+	hook := func(ctx context.Context) { <-release }
+	loadHook.Store(&hook)
+	defer loadHook.Store(nil)
 	srv.ConnectTimeout = 3 * time.Second // long enough to start node, short for a test
 	done := make(chan error, 1)
 	go func() {
