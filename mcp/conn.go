@@ -1,0 +1,182 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentrt/agentrt/trace"
+)
+
+// Connection is one client session, shared by every tool loaded from one
+// server. There is no reconnect: once the session drops, every call fails.
+// Close is idempotent and safe to call while a call is in flight.
+type Connection struct {
+	srv  Server
+	cs   *sdk.ClientSession
+	tap  *tap
+	proc *process // nil unless stdio
+
+	closeOnce sync.Once
+	closed    chan struct{}
+
+	watch *watcher
+}
+
+// Close ends the session and, for a stdio server, kills its process group.
+func (c *Connection) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		if c.cs != nil {
+			_ = c.cs.Close()
+		}
+		if c.proc != nil {
+			c.proc.close()
+		}
+		if c.watch != nil {
+			c.watch.stop()
+		}
+	})
+	return nil
+}
+
+// serverError carries text a server chose. Its message is sanitized for a
+// terminal; it still unwraps to the original.
+type serverError struct{ err error }
+
+func (e *serverError) Error() string { return trace.Sanitize(e.err.Error()) }
+func (e *serverError) Unwrap() error { return e.err }
+
+// phaseError names the step that failed (connect, which includes
+// initialize, or list tools), and says "timed out after" when the step's
+// own deadline fired.
+func (c *Connection) phaseError(ctx context.Context, step string, err error) error {
+	var out error
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, ErrListing) {
+		out = fmt.Errorf("mcp: server %q: %s: %w after %s", c.srv.Name, step, ErrConnectTimeout, c.srv.connectTimeout())
+	} else {
+		out = fmt.Errorf("mcp: server %q: %s: %w", c.srv.Name, step, &serverError{err})
+	}
+	if c.proc != nil {
+		if t := c.proc.stderrTail(); t != "" {
+			out = fmt.Errorf("%w; stderr: %q", out, trace.Sanitize(t))
+		}
+	}
+	return out
+}
+
+// connect starts or dials the server and initializes a session. ctx bounds
+// only the handshake; the session outlives it.
+func connect(ctx context.Context, srv *Server) (*Connection, error) {
+	if err := srv.validate(); err != nil {
+		return nil, err
+	}
+	c := &Connection{srv: *srv, tap: newTap(), closed: make(chan struct{})}
+	c.watch = newWatcher(c)
+	var t sdk.Transport
+	switch {
+	case srv.transport != nil:
+		t = &tapTransport{inner: srv.transport(), tap: c.tap}
+	case len(srv.Command) > 0:
+		p, err := startProcess(srv)
+		if err != nil {
+			return nil, fmt.Errorf("mcp: server %q: start %q: %w", srv.Name, trace.Sanitize(srv.Command[0]), err)
+		}
+		c.proc = p
+		rw := pipeRWC{p}
+		t = &tapTransport{inner: &sdk.IOTransport{Reader: rw, Writer: rw}, tap: c.tap}
+	default:
+		t = &sdk.StreamableClientTransport{
+			Endpoint:   srv.Endpoint,
+			HTTPClient: httpClient(srv.HTTPClient, c.tap),
+			MaxRetries: -1,
+		}
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: clientName, Version: clientVersion}, &sdk.ClientOptions{
+		Logger:                 srv.Logger,
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { c.watch.notify() },
+	})
+	type result struct {
+		cs  *sdk.ClientSession
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		cs, err := client.Connect(ctx, t, &sdk.ClientSessionOptions{ProtocolVersion: protocolVersion})
+		done <- result{cs, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		// A server that never answers initialize: the SDK may not notice
+		// the deadline while it waits on a read, so end the process here.
+		if c.proc != nil {
+			c.proc.close()
+		}
+		r = <-done
+		if r.err == nil {
+			_ = r.cs.Close()
+			r.err = ctx.Err()
+		}
+	}
+	if r.err != nil {
+		err := c.phaseError(ctx, "connect", r.err)
+		if c.proc != nil {
+			c.proc.close()
+		}
+		return nil, err
+	}
+	c.cs = r.cs
+	return c, nil
+}
+
+// withTimeout runs fn under srv's connect deadline. If the deadline (or the
+// caller's cancellation) comes first, the connection fn reported opening is
+// closed, so whatever fn is still doing fails, and an error is returned at
+// once: a server cannot hold Load past ConnectTimeout, even in a check that
+// takes no context.
+func withTimeout[T any](parent context.Context, srv *Server, what string, fn func(ctx context.Context, opened func(*Connection)) (T, error)) (T, error) {
+	d := srv.connectTimeout()
+	ctx, cancel := context.WithTimeout(parent, d)
+	defer cancel()
+	type result struct {
+		v   T
+		err error
+	}
+	var mu sync.Mutex
+	var conn *Connection
+	abandoned := false
+	opened := func(c *Connection) {
+		mu.Lock()
+		defer mu.Unlock()
+		conn = c
+		if abandoned {
+			c.Close()
+		}
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := fn(ctx, opened)
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+	}
+	mu.Lock()
+	abandoned = true
+	if conn != nil {
+		conn.Close()
+	}
+	mu.Unlock()
+	var zero T
+	if err := parent.Err(); err != nil {
+		return zero, fmt.Errorf("mcp: server %q: %s: %w", srv.Name, what, err)
+	}
+	return zero, fmt.Errorf("mcp: server %q: %s: %w after %s", srv.Name, what, ErrConnectTimeout, d)
+}

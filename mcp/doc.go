@@ -1,0 +1,36 @@
+// Package mcp loads the tools of a Model Context Protocol server as
+// agentrt tools, under the operator's classification and a pin of what the
+// server presented when it was reviewed.
+//
+// The server is untrusted: it classifies nothing. A tool registers only when
+// the operator has written a [Rule] naming its side-effect class, and only
+// while the server still presents exactly the input schema, description and
+// output schema recorded by [Pin] in a [Manifest]. The pin is taken from the
+// raw tools/list bytes the server sent, captured below the SDK, because the
+// SDK's typed Tool drops fields it does not know and re-encodes numbers.
+// Annotations may refuse a registration and never relax one.
+//
+// A schema may not reach outside itself: an outside $ref, $dynamicRef, $id
+// or $schema anywhere in the document refuses the tool. Parameters the
+// operator denies or fixes are removed from the schema the model sees and
+// refused at call.
+//
+// A server cannot hang or flood the client: [Server.ConnectTimeout] bounds
+// connecting, initializing, listing and every check [Load] makes; listings
+// are bounded in pages and tools; HTTP follows no redirect and bodies are
+// capped; results are capped at [Server.MaxContentBytes]. A stdio server
+// runs with a minimal environment in its own process group, which Close
+// kills whole.
+//
+// Beyond the pin at Load, a [Connection] re-lists when the server announces
+// notifications/tools/list_changed, and refuses every later call to a tool
+// that no longer matches its pin. A result whose structured content fails
+// the pinned output schema is a tool error, never a result.
+//
+// What the pin does not cover: what a server does when called, and what a
+// stdio server can reach. It runs as the operator, with the operator's files
+// and network. See docs/mcp.md.
+//
+// Out of scope: resources, prompts, sampling, elicitation, tasks, and the
+// server side of MCP.
+package mcp

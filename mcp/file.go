@@ -1,0 +1,123 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	agentrt "github.com/agentrt/agentrt"
+)
+
+// FileRule is the JSON form of a Rule in a rules file, keyed by the
+// server's tool name. Timeout is a Go duration ("5s").
+type FileRule struct {
+	SideEffect        agentrt.SideEffect         `json:"side_effect"`
+	Timeout           string                     `json:"timeout,omitempty"`
+	Terminal          bool                       `json:"terminal,omitempty"`
+	Description       string                     `json:"description,omitempty"`
+	Deny              []string                   `json:"deny,omitempty"`
+	Fixed             map[string]json.RawMessage `json:"fixed,omitempty"`
+	Rename            string                     `json:"rename,omitempty"`
+	AllowHintMismatch bool                       `json:"allow_hint_mismatch,omitempty"`
+}
+
+// ReadRules reads a rules file through ReadOwned: a JSON object of
+// FileRules. A repeated key or an unknown field is refused, because whoever
+// writes the file chooses how every tool is classified. Errors name the
+// path.
+func ReadRules(path string) (Rules, error) {
+	b, err := ReadOwned(path)
+	if err != nil {
+		return nil, err
+	}
+	var fr map[string]FileRule
+	if err := decodeStrict(b, &fr); err != nil {
+		return nil, fmt.Errorf("mcp: rules %s: %w", path, err)
+	}
+	rules := Rules{}
+	for name, r := range fr {
+		rule := Rule{SideEffect: r.SideEffect, Terminal: r.Terminal, Description: r.Description,
+			Deny: r.Deny, Fixed: r.Fixed, Rename: r.Rename, AllowHintMismatch: r.AllowHintMismatch}
+		if r.Timeout != "" {
+			d, err := time.ParseDuration(r.Timeout)
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("mcp: rules %s: tool %q: timeout %q is not a positive duration", path, name, r.Timeout)
+			}
+			rule.Timeout = d
+		}
+		if !rule.SideEffect.Valid() {
+			return nil, fmt.Errorf("mcp: rules %s: tool %q: side_effect must be read_only, local_mutation, remote_mutation or destructive, got %q", path, name, r.SideEffect)
+		}
+		rules[name] = rule
+	}
+	return rules, nil
+}
+
+// ReadManifest reads a manifest written by WriteManifest (or any JSON
+// encoding of a Manifest) through ReadOwned.
+func ReadManifest(path string) (*Manifest, error) {
+	b, err := ReadOwned(path)
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := decodeStrict(b, &m); err != nil {
+		return nil, fmt.Errorf("mcp: manifest %s: %w", path, err)
+	}
+	return &m, nil
+}
+
+// WriteManifest writes m as indented JSON, owner-only (0600), replacing
+// path.
+func WriteManifest(path string, m *Manifest) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dirOf(path), ".manifest-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func dirOf(path string) string {
+	for i := len(path) - 1; i >= 0; i-- {
+		if os.IsPathSeparator(path[i]) {
+			return path[:i+1]
+		}
+	}
+	return "."
+}
+
+// decodeStrict refuses JSON the core would refuse (a repeated key among
+// them, so no reader can see a different file), unknown fields and
+// trailing data.
+func decodeStrict(b []byte, v any) error {
+	if err := agentrt.CheckJSON(b); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("trailing data")
+	}
+	return nil
+}

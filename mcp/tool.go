@@ -1,0 +1,360 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/trace"
+)
+
+// tool is one registered MCP tool.
+type tool struct {
+	conn  *Connection
+	name  string // the server's name for it
+	spec  agentrt.ToolSpec
+	deny  []string
+	fixed map[string]json.RawMessage
+	pin   PinnedTool
+	out   *jsonschema.Schema // the pinned output schema, nil if none
+}
+
+func (t *tool) Spec() agentrt.ToolSpec {
+	s := t.spec
+	s.InputSchema = append(json.RawMessage(nil), s.InputSchema...)
+	return s
+}
+
+// truncMarker ends text cut to fit the cap.
+const truncMarker = "\n[truncated]"
+
+// Call checks the arguments against the operator's deny and fixed lists,
+// calls the server under the tool's timeout, and maps the result to
+// content capped at MaxContentBytes. A server's failure is an error (an
+// observation for the agent), never ErrAbortRun.
+func (t *tool) Call(ctx context.Context, call agentrt.ToolCall) (agentrt.ToolResult, error) {
+	srv := t.conn.srv.Name
+	fail := func(format string, args ...any) (agentrt.ToolResult, error) {
+		return agentrt.ToolResult{}, fmt.Errorf("mcp: server %q: tool %q: "+format, append([]any{srv, trace.Sanitize(t.name)}, args...)...)
+	}
+	select {
+	case <-t.conn.closed:
+		return fail("%w", ErrClosed)
+	default:
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.spec.Timeout)
+	defer cancel()
+	if err := t.conn.watch.check(ctx, t.name); err != nil {
+		return agentrt.ToolResult{}, err
+	}
+	args, err := t.arguments(call.Args)
+	if err != nil {
+		return fail("%v", err)
+	}
+	s := &slot{}
+	res, err := t.conn.cs.CallTool(withSlot(ctx, s), &sdk.CallToolParams{Name: t.name, Arguments: args})
+	t.conn.tap.drop(s)
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fail("no answer within %s", t.spec.Timeout)
+		}
+		return fail("%w", &serverError{err})
+	}
+	if res.NeedsInput() {
+		return fail("the server asked for more input, which this adapter does not support")
+	}
+	r, err := readResult(s.result(), res)
+	if err != nil {
+		return fail("%v", err)
+	}
+	return t.result(r)
+}
+
+// arguments checks the model's arguments against the operator's lists and
+// injects the fixed values.
+func (t *tool) arguments(raw json.RawMessage) (json.RawMessage, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	var args map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &args); err != nil || args == nil {
+		return nil, fmt.Errorf("arguments must be a JSON object")
+	}
+	for _, d := range t.deny {
+		if _, ok := args[d]; ok {
+			return nil, fmt.Errorf("parameter %q is denied by the operator", d)
+		}
+	}
+	if len(t.fixed) == 0 {
+		return raw, nil
+	}
+	for k, v := range t.fixed {
+		if _, ok := args[k]; ok {
+			return nil, fmt.Errorf("parameter %q is fixed by the operator", k)
+		}
+		args[k] = v
+	}
+	return json.Marshal(args)
+}
+
+// callResult is a tools/call result read from the raw bytes (or, if none
+// were captured, from the SDK's value).
+type callResult struct {
+	text       []string
+	structured json.RawMessage // nil when absent
+	isError    bool
+}
+
+func readResult(raw json.RawMessage, res *sdk.CallToolResult) (*callResult, error) {
+	r := &callResult{isError: res.IsError}
+	if raw == nil {
+		for _, c := range res.Content {
+			r.text = append(r.text, contentText(c))
+		}
+		if res.StructuredContent != nil {
+			b, err := json.Marshal(res.StructuredContent)
+			if err != nil {
+				return nil, fmt.Errorf("structured content will not encode: %v", err)
+			}
+			r.structured = b
+		}
+		return r, nil
+	}
+	if err := agentrt.CheckJSON(raw); err != nil {
+		return nil, fmt.Errorf("the result is refused: %v", err)
+	}
+	var f map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return nil, fmt.Errorf("the result is not an object")
+	}
+	if v, ok := f["structuredContent"]; ok && !isNull(v) {
+		r.structured = v
+	}
+	var blocks []map[string]json.RawMessage
+	if v, ok := f["content"]; ok && !isNull(v) {
+		if err := json.Unmarshal(v, &blocks); err != nil {
+			return nil, fmt.Errorf("the result's content is not an array of objects")
+		}
+	}
+	for _, b := range blocks {
+		var typ, text string
+		_ = json.Unmarshal(b["type"], &typ)
+		if typ == "text" {
+			if err := json.Unmarshal(b["text"], &text); err != nil {
+				return nil, fmt.Errorf("a text block has no text")
+			}
+			r.text = append(r.text, text)
+			continue
+		}
+		r.text = append(r.text, placeholder(typ))
+	}
+	return r, nil
+}
+
+func placeholder(typ string) string {
+	switch typ {
+	case "image":
+		return "[image omitted]"
+	case "audio":
+		return "[audio omitted]"
+	case "resource_link":
+		return "[resource link omitted]"
+	case "resource":
+		return "[embedded resource omitted]"
+	}
+	return "[content omitted]"
+}
+
+func contentText(c sdk.Content) string {
+	switch c := c.(type) {
+	case *sdk.TextContent:
+		return c.Text
+	case *sdk.ImageContent:
+		return placeholder("image")
+	case *sdk.AudioContent:
+		return placeholder("audio")
+	case *sdk.ResourceLink:
+		return placeholder("resource_link")
+	case *sdk.EmbeddedResource:
+		return placeholder("resource")
+	}
+	return placeholder("")
+}
+
+// result maps a call result to what is recorded. Structured content that
+// fits is the content, canonically encoded; structured content that fails
+// the pinned output schema is an error; structured content over the cap is
+// dropped, never cut, in favour of the text.
+func (t *tool) result(r *callResult) (agentrt.ToolResult, error) {
+	srv, max := t.conn.srv.Name, t.conn.srv.maxContent()
+	summary := fmt.Sprintf("%s/%s: ", srv, trace.Sanitize(t.name))
+	text := strings.Join(r.text, "\n")
+	if r.isError {
+		capped, _ := capText(text, max)
+		var msg string
+		_ = json.Unmarshal(capped, &msg)
+		return agentrt.ToolResult{}, fmt.Errorf("%s%d bytes, error: %s", summary, len(text), trace.Sanitize(msg))
+	}
+	dropped := 0
+	if r.structured != nil {
+		c, err := agentrt.CanonicalJSON(r.structured)
+		if err != nil {
+			return agentrt.ToolResult{}, fmt.Errorf("%sstructured content refused: %v", summary, err)
+		}
+		if t.out != nil {
+			if path, reason, ok := validateOutput(t.out, c); !ok {
+				return agentrt.ToolResult{}, fmt.Errorf("%sstructured content does not match the pinned output schema at %s: %s", summary, path, reason)
+			}
+		}
+		if len(c) <= max {
+			return agentrt.ToolResult{Content: c, Summary: fmt.Sprintf("%s%d bytes", summary, len(c))}, nil
+		}
+		dropped = len(c)
+	} else if t.out != nil {
+		return agentrt.ToolResult{}, fmt.Errorf("%sthe tool has an output schema but its result carries no structured content", summary)
+	}
+	if dropped > 0 && len(r.text) == 0 {
+		text = "[structured content dropped: too large]"
+	}
+	content, cut := capText(text, max)
+	sum := fmt.Sprintf("%s%d bytes", summary, len(content))
+	if cut {
+		sum += ", truncated"
+	}
+	if dropped > 0 {
+		sum += fmt.Sprintf(", structured content of %d bytes dropped for the text", dropped)
+	}
+	return agentrt.ToolResult{Content: content, Summary: sum}, nil
+}
+
+// capText encodes s as a JSON string of at most max bytes (escapes and the
+// truncation marker included), cutting at a rune boundary if it must. An
+// invalid byte counts as the six bytes of the \ufffd it encodes to. A cap
+// smaller than the encoded marker is raised to fit it.
+func capText(s string, max int) (json.RawMessage, bool) {
+	if n := 2 + encodedLen(truncMarker); max < n {
+		max = n
+	}
+	if 2+encodedLen(s) <= max {
+		b, _ := json.Marshal(s)
+		return b, false
+	}
+	budget := max - 2 - encodedLen(truncMarker)
+	used, cut := 0, 0
+	for cut < len(s) {
+		r, size := utf8.DecodeRuneInString(s[cut:])
+		n := runeLen(r, size)
+		if used+n > budget {
+			break
+		}
+		used += n
+		cut += size
+	}
+	b, _ := json.Marshal(s[:cut] + truncMarker)
+	return b, true
+}
+
+func encodedLen(s string) int {
+	n := 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		n += runeLen(r, size)
+		i += size
+	}
+	return n
+}
+
+// runeLen is how many bytes encoding/json writes for one decoded rune (HTML
+// escaping on, as the canonical form has it).
+func runeLen(r rune, size int) int {
+	switch {
+	case r == utf8.RuneError && size == 1:
+		return 6 // \ufffd
+	case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t' || r == '\b' || r == '\f':
+		return 2
+	case r < 0x20 || r == '<' || r == '>' || r == '&' || r == '\u2028' || r == '\u2029':
+		return 6
+	}
+	return size
+}
+
+// compileOutput compiles a pinned output schema, first through the core's
+// compiler (which refuses what reaches outside, again), then for
+// validation, with a loader that fetches nothing.
+func compileOutput(schema json.RawMessage) (*jsonschema.Schema, error) {
+	if _, err := agentrt.CompileTool(agentrt.ToolSpec{Name: "output", SideEffect: agentrt.ReadOnly, Timeout: 1, InputSchema: schema}); err != nil {
+		return nil, err
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	c.UseLoader(jsonschema.SchemeURLLoader{})
+	const loc = "mcp:///output-schema.json"
+	if err := c.AddResource(loc, doc); err != nil {
+		return nil, err
+	}
+	return safeCompile(c, loc)
+}
+
+func safeCompile(c *jsonschema.Compiler, loc string) (s *jsonschema.Schema, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("the schema compiler failed: %v", r)
+		}
+	}()
+	return c.Compile(loc)
+}
+
+// validateOutput checks canonical structured content against the output
+// schema and returns the first failing path (a JSON pointer) and its
+// reason. A panic in the validator is a failure.
+func validateOutput(s *jsonschema.Schema, content json.RawMessage) (path, reason string, ok bool) {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(content))
+	if err != nil {
+		return "the top level", "it cannot be read", false
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			path, reason, ok = "the top level", fmt.Sprintf("the validator failed: %v", r), false
+		}
+	}()
+	err = s.Validate(v)
+	if err == nil {
+		return "", "", true
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return "the top level", trace.Sanitize(err.Error()), false
+	}
+	for len(ve.Causes) > 0 {
+		ve = ve.Causes[0]
+	}
+	return pointer(ve.InstanceLocation), trace.Sanitize(ve.ErrorKind.LocalizedString(printer)), false
+}
+
+var printer = message.NewPrinter(language.English)
+
+func pointer(tokens []string) string {
+	if len(tokens) == 0 {
+		return "the top level"
+	}
+	var b strings.Builder
+	for _, tok := range tokens {
+		b.WriteByte('/')
+		tok = strings.ReplaceAll(tok, "~", "~0")
+		b.WriteString(strings.ReplaceAll(tok, "/", "~1"))
+	}
+	return b.String()
+}
