@@ -22,7 +22,7 @@ import (
 type benchAgent struct{ n int }
 
 func (a benchAgent) Decide(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
-	i := len(in.Steps)
+	i := in.Steps.Len()
 	if i >= a.n-1 {
 		return agentrt.Decision{Kind: agentrt.KindComplete, Result: json.RawMessage(`{"done":true}`)}, nil
 	}
@@ -265,7 +265,7 @@ func BenchmarkDriverPeakHeap(b *testing.B) {
 	}
 	var atEnd uint64
 	agent := agentrt.AgentFunc(func(ctx context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
-		if i := len(in.Steps); i < n-1 {
+		if i := in.Steps.Len(); i < n-1 {
 			return agentrt.Decision{Kind: agentrt.KindToolCall, Tool: "read", Args: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))}, nil
 		}
 		runtime.GC()
