@@ -2,19 +2,19 @@ package agentrt
 
 import "context"
 
-// StepInput is what an agent is handed for one step. Everything in it is the
-// agent's own copy: nothing the agent does to it reaches the driver, the
-// store or the policy. To keep a step's cost independent of the run's
-// length, the copies are kept per consumer and refreshed when a row changes,
-// so a change the agent makes to a step it was handed may show again in its
-// own later views of that unchanged step.
+// StepInput is what an agent is handed for one step. Nothing the agent does
+// to it reaches the driver, the store, the policy, or any later StepInput,
+// its own included. Run and Tools are the agent's own copies; Steps and
+// Approvals share the record read-only, so a step's cost does not grow with
+// the run's length and the run's history is held once, however many
+// consumers read it.
 type StepInput struct {
 	// Run as read when the step started.
 	Run Run
 	// Steps before this one, in index order.
-	Steps []Step
+	Steps Steps
 	// Approvals of the run, in creation order.
-	Approvals []Approval
+	Approvals Approvals
 	// Tools registered with the driver, sorted by name.
 	Tools []ToolSpec
 	// Model is the accounted handle to the configured model; nil without

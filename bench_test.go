@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"runtime"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +22,7 @@ import (
 type benchAgent struct{ n int }
 
 func (a benchAgent) Decide(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
-	i := len(in.Steps)
+	i := in.Steps.Len()
 	if i >= a.n-1 {
 		return agentrt.Decision{Kind: agentrt.KindComplete, Result: json.RawMessage(`{"done":true}`)}, nil
 	}
@@ -220,4 +222,117 @@ func BenchmarkVerifyEvents(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N*events)/b.Elapsed().Seconds(), "events/s")
+}
+
+// heapContent is a JSON document of about n bytes.
+func heapContent(n int) json.RawMessage {
+	var b strings.Builder
+	b.WriteString(`{"rows":[`)
+	for i := 0; b.Len() < n-64; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d,"value":"%s"}`, i, strings.Repeat("v", 80))
+	}
+	b.WriteString(`]}`)
+	return json.RawMessage(b.String())
+}
+
+// heapMetrics reads the live heap (as marked by the last GC) and every
+// allocated heap object not yet swept, garbage included.
+func heapMetrics() (live, objects uint64) {
+	ms := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(ms)
+	return ms[0].Value.Uint64(), ms[1].Value.Uint64()
+}
+
+// BenchmarkDriverPeakHeap runs 1,000 steps whose observations are 100 KB
+// each and reports what the driver holds: peak-live-B is the live heap at
+// the last step (after a forced GC, when the history is at its longest,
+// or the highest live figure any GC of the run marked, if higher),
+// peak-heap-B the most heap in use at any sample, garbage included, both
+// above the heap before the run; stored-B is the run's steps as the store
+// encodes them, and the ratios are to it.
+func BenchmarkDriverPeakHeap(b *testing.B) {
+	const n = 1000
+	content := heapContent(100 << 10)
+	tool := agentrt.ToolFunc{
+		ToolSpec: agentrt.ToolSpec{Name: "read", Description: "Read.", SideEffect: agentrt.ReadOnly, Timeout: time.Minute,
+			InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Fn: func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+			return agentrt.ToolResult{Content: content, Summary: "rows"}, nil
+		},
+	}
+	var atEnd uint64
+	agent := agentrt.AgentFunc(func(ctx context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
+		if i := in.Steps.Len(); i < n-1 {
+			return agentrt.Decision{Kind: agentrt.KindToolCall, Tool: "read", Args: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))}, nil
+		}
+		runtime.GC()
+		atEnd, _ = heapMetrics()
+		return agentrt.Decision{Kind: agentrt.KindComplete, Result: json.RawMessage(`{}`)}, nil
+	})
+	s := benchStore(b)
+	limits := agentrt.DefaultLimits()
+	limits.MaxSteps = n + 1
+	d, err := agentrt.NewDriver(agentrt.Config{Store: s, Agent: agent, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{tool}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var peakLive, peakHeap, stored float64
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		runtime.GC()
+		base, baseObjects := heapMetrics()
+		var maxLive, maxObjects uint64
+		done, sampled := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(sampled)
+			tick := time.NewTicker(time.Millisecond)
+			defer tick.Stop()
+			for {
+				live, objects := heapMetrics()
+				maxLive, maxObjects = max(maxLive, live), max(maxObjects, objects)
+				select {
+				case <-done:
+					return
+				case <-tick.C:
+				}
+			}
+		}()
+		b.StartTimer()
+		id := fmt.Sprintf("heap-%d", i)
+		r, err := d.StartWithID(ctx, id, "bench", limits)
+		b.StopTimer()
+		close(done)
+		<-sampled
+		if err != nil || r.Status != agentrt.RunCompleted {
+			b.Fatalf("run: %v %s %s", err, r.Status, r.ReasonDetail)
+		}
+		steps, err := s.ListSteps(ctx, id)
+		if err != nil || len(steps) != n {
+			b.Fatalf("steps: %d, %v", len(steps), err)
+		}
+		var sum int
+		for _, st := range steps {
+			raw, err := json.Marshal(st)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sum += len(raw)
+		}
+		stored = float64(sum)
+		peakLive = max(peakLive, float64(max(atEnd, maxLive))-float64(base))
+		peakHeap = max(peakHeap, float64(maxObjects)-float64(baseObjects))
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(peakLive, "peak-live-B")
+	b.ReportMetric(peakHeap, "peak-heap-B")
+	b.ReportMetric(stored, "stored-B")
+	b.ReportMetric(peakLive/stored, "live/stored")
+	b.ReportMetric(peakHeap/stored, "heap/stored")
 }

@@ -63,7 +63,7 @@ func lkAppendTool(path string, then func()) agentrt.Tool {
 
 func lkAppendScript() agentrt.AgentFunc {
 	return func(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
-		if len(in.Steps) == 0 {
+		if in.Steps.Len() == 0 {
 			return lkCall("append", `{"text":"line"}`), nil
 		}
 		return lkComplete(), nil

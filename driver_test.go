@@ -323,7 +323,7 @@ func TestDriver_PolicyDenyIsObservation(t *testing.T) {
 	var sawDenial bool
 	inner := script(call("rm", `{"path":"/"}`), call("read", `{"path":"/a"}`), complete(`{}`))
 	agent := agentrt.AgentFunc(func(ctx context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
-		if len(in.Steps) == 1 && in.Steps[0].Observation != nil && in.Steps[0].Observation.Kind == agentrt.ObsPolicyDenied {
+		if in.Steps.Len() == 1 && in.Steps.At(0).Observation != nil && in.Steps.At(0).Observation.Kind == agentrt.ObsPolicyDenied {
 			sawDenial = true
 		}
 		return inner.Decide(ctx, in)
@@ -403,7 +403,7 @@ func TestDriver_StepLimit(t *testing.T) {
 	e := newEnv(t)
 	read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
 	agent := &countingAgent{inner: agentrt.AgentFunc(func(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
-		return call("read", fmt.Sprintf(`{"path":"/%d"}`, len(in.Steps))), nil
+		return call("read", fmt.Sprintf(`{"path":"/%d"}`, in.Steps.Len())), nil
 	})}
 	d := e.driver(agent, agentrt.DefaultPolicy(), read)
 
@@ -627,38 +627,6 @@ func TestDriver_ConsumersCannotCorruptEachOther(t *testing.T) {
 			b[i] = 'X'
 		}
 	}
-	scrubSteps := func(steps []agentrt.Step) {
-		for i := range steps {
-			st := &steps[i]
-			if st.Decision != nil {
-				scrub(st.Decision.Args)
-				scrub(st.Decision.Result)
-				st.Decision.Tool = "evil"
-			}
-			if st.Policy != nil {
-				scrub(st.Policy.Capability)
-				st.Policy.Outcome = agentrt.Allow
-			}
-			if st.Observation != nil {
-				scrub(st.Observation.Content)
-				st.Observation.Kind = agentrt.ObsToolResult
-			}
-			st.Status = agentrt.StepDone
-		}
-		if len(steps) > 0 {
-			steps[0] = agentrt.Step{ID: "forged"}
-		}
-	}
-	scrubApprovals := func(as []agentrt.Approval) {
-		for i := range as {
-			a := &as[i]
-			scrub(a.Capability)
-			scrub(a.Presentation)
-			scrub(a.Request.Args)
-			scrub(a.Request.Spec.InputSchema)
-			a.Hash, a.Status = "forged", agentrt.ApprovalApproved
-		}
-	}
 	// compare fails when what a consumer was handed differs from the store.
 	compare := func(who string, steps []agentrt.Step, approvals []agentrt.Approval) {
 		fresh := mustSteps(t, e.store, "run-1")
@@ -673,15 +641,14 @@ func TestDriver_ConsumersCannotCorruptEachOther(t *testing.T) {
 	var lastArgs json.RawMessage
 	agent := agentrt.AgentFunc(func(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
 		scrub(lastArgs) // the bytes it handed back last time
-		compare("the agent", in.Steps, in.Approvals)
+		compare("the agent", in.Steps.Records(), in.Approvals.Records())
 		if len(in.Tools) != 2 || string(in.Tools[0].InputSchema) != schemaCopy {
 			fail("the agent was handed tools %+v", in.Tools)
 		}
-		d := decisions[len(in.Steps)]
+		d := decisions[in.Steps.Len()]
 		d.Args = append(json.RawMessage(nil), d.Args...)
 		lastArgs = d.Args
-		scrubSteps(in.Steps)
-		scrubApprovals(in.Approvals)
+		scribbleAll(&in.Steps, &in.Approvals)
 		for i := range in.Tools {
 			scrub(in.Tools[i].InputSchema)
 			in.Tools[i].Name = "evil"
@@ -693,7 +660,7 @@ func TestDriver_ConsumersCannotCorruptEachOther(t *testing.T) {
 	var lastCap json.RawMessage
 	policy := agentrt.PolicyFunc(func(ctx context.Context, req agentrt.ToolRequest, view agentrt.RunView) (agentrt.PolicyDecision, error) {
 		scrub(lastCap)
-		compare("the policy", view.Steps, view.Approvals)
+		compare("the policy", view.Steps.Records(), view.Approvals.Records())
 		if string(req.Spec.InputSchema) != string(policySchema) {
 			fail("the policy was handed schema %s", req.Spec.InputSchema)
 		}
@@ -706,8 +673,7 @@ func TestDriver_ConsumersCannotCorruptEachOther(t *testing.T) {
 		scrub(req.Args)
 		scrub(req.Spec.InputSchema)
 		req.Spec.Name = "evil"
-		scrubSteps(view.Steps)
-		scrubApprovals(view.Approvals)
+		scribbleAll(&view.Steps, &view.Approvals)
 		view.Run.Goal, view.Run.Status = "evil", agentrt.RunCompleted
 		return pd, err
 	})
@@ -824,12 +790,12 @@ func TestDriver_CachedViewEqualsReloadedView(t *testing.T) {
 		}
 	}
 	agent := agentrt.AgentFunc(func(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
-		check("the agent", in.Run, in.Steps, in.Approvals, true)
+		check("the agent", in.Run, in.Steps.Records(), in.Approvals.Records(), true)
 		tick()
-		return decisions[len(in.Steps)], nil
+		return decisions[in.Steps.Len()], nil
 	})
 	policy := agentrt.PolicyFunc(func(ctx context.Context, req agentrt.ToolRequest, view agentrt.RunView) (agentrt.PolicyDecision, error) {
-		check("the policy", view.Run, view.Steps, view.Approvals, false)
+		check("the policy", view.Run, view.Steps.Records(), view.Approvals.Records(), false)
 		return agentrt.DefaultPolicy().Evaluate(ctx, req, view)
 	})
 	d := e.driver(agent, policy, read, broken, send, rm)
@@ -1204,10 +1170,10 @@ func TestDriver_LimitsEndTheRunBeforeTheNextStep(t *testing.T) {
 	}
 	byStep := func(ds ...agentrt.Decision) *countingAgent {
 		return &countingAgent{inner: agentrt.AgentFunc(func(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
-			if len(in.Steps) < len(ds) {
-				return ds[len(in.Steps)], nil
+			if in.Steps.Len() < len(ds) {
+				return ds[in.Steps.Len()], nil
 			}
-			return call("read", fmt.Sprintf(`{"path":"/%d"}`, len(in.Steps))), nil
+			return call("read", fmt.Sprintf(`{"path":"/%d"}`, in.Steps.Len())), nil
 		})}
 	}
 	t.Run("consecutive failures", func(t *testing.T) {

@@ -398,7 +398,6 @@ func (s *session) expireGrant(ctx context.Context, g *Approval, now time.Time) e
 	for k := range s.approvals {
 		if s.approvals[k].ID == g.ID {
 			s.approvals[k].Status = ApprovalExpired
-			s.changedApprovals()
 		}
 	}
 	s.run = before

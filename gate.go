@@ -201,14 +201,12 @@ func (gs *Session) Input(ctx context.Context) (StepInput, error) {
 	} else {
 		in = gs.s.input(gs.s.run, len(gs.s.steps))
 	}
-	// A gate's caller may ask again and again: each answer is a fresh copy,
-	// so nothing it changes shows in the next.
-	if in.Steps != nil {
-		in.Steps = copySteps(in.Steps)
-	}
-	if in.Approvals != nil {
-		in.Approvals = copyApprovals(in.Approvals)
-	}
+	// A gate's caller may keep an answer while it goes on: each holds its
+	// own list of the rows, which the session changes by replacing what
+	// they point to, so a kept answer stays as it was. The JSON is shared
+	// (immutable).
+	in.Steps = Steps{append([]Step(nil), in.Steps.s...)}
+	in.Approvals = Approvals{append([]Approval(nil), in.Approvals.a...)}
 	tools := make([]ToolSpec, len(in.Tools))
 	for i := range in.Tools {
 		tools[i] = copySpec(in.Tools[i])

@@ -652,11 +652,11 @@ func TestGate_MisuseIsRefused(t *testing.T) {
 		t.Fatalf("Step after refused calls: %v, %v", next, err)
 	}
 	in, err := s.Input(ctx)
-	if err != nil || len(in.Steps) != 1 || in.Run.ID != "run-1" || len(in.Tools) != 1 {
+	if err != nil || in.Steps.Len() != 1 || in.Run.ID != "run-1" || len(in.Tools) != 1 {
 		t.Fatalf("Input: %+v, %v", in, err)
 	}
-	in.Steps[0].Decision.Tool = "changed"
-	if again, _ := s.Input(ctx); again.Steps[0].Decision.Tool != "note" {
+	in.Steps.At(0).Decision.Tool = "changed"
+	if again, _ := s.Input(ctx); again.Steps.At(0).Decision.Tool != "note" {
 		t.Fatal("Input handed out the session's own step")
 	}
 	s.Close()

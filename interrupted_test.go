@@ -93,7 +93,10 @@ func TestResume_InterruptedStepIsReconciledAndContinued(t *testing.T) {
 		cfg := agentrt.Config{Store: e.st, Agent: agent, Tools: []agentrt.Tool{send}, LeaseTTL: ttl,
 			Reconcile: func(_ context.Context, v agentrt.RunView) (agentrt.Reconciliation, error) {
 				mu.Lock()
-				e.views = append(e.views, v)
+				// A view's lists show the record as it is: keep copies.
+				kept := v
+				kept.Steps, kept.Approvals = agentrt.NewSteps(v.Steps.Records()...), agentrt.NewApprovals(v.Approvals.Records()...)
+				e.views = append(e.views, kept)
 				mu.Unlock()
 				return reconcile(v), nil
 			}}
@@ -107,13 +110,13 @@ func TestResume_InterruptedStepIsReconciledAndContinued(t *testing.T) {
 			t.Fatalf("Reconcile called %d times, want 1", len(e.views))
 		}
 		v := e.views[0]
-		if len(v.Steps) != 1 || v.Steps[0].ID != e.step0.ID || v.Steps[0].Status != agentrt.StepInterrupted {
+		if v.Steps.Len() != 1 || v.Steps.At(0).ID != e.step0.ID || v.Steps.At(0).Status != agentrt.StepInterrupted {
 			t.Fatalf("reconciliation view steps %+v", v.Steps)
 		}
-		if d := v.Steps[0].Decision; d == nil || d.Tool != "send" || string(d.Args) != `{"text":"hello"}` {
-			t.Fatalf("reconciliation view decision %+v", v.Steps[0].Decision)
+		if d := v.Steps.At(0).Decision; d == nil || d.Tool != "send" || string(d.Args) != `{"text":"hello"}` {
+			t.Fatalf("reconciliation view decision %+v", v.Steps.At(0).Decision)
 		}
-		if c := string(v.Steps[0].Observation.Content); !strings.Contains(c, `"previous_status":"executing"`) {
+		if c := string(v.Steps.At(0).Observation.Content); !strings.Contains(c, `"previous_status":"executing"`) {
 			t.Fatalf("interrupted observation %s", c)
 		}
 		if v.Run.Status != agentrt.RunRunning {
@@ -168,7 +171,7 @@ func TestResume_InterruptedStepIsReconciledAndContinued(t *testing.T) {
 		var e *env
 		e, d := crash(t, "lk-rec-waiting", func(v agentrt.RunView) agentrt.Reconciliation {
 			pd, err := agentrt.NeedApproval("journal_unsure", "the journal has no record of the message",
-				map[string]string{"step": v.Steps[0].ID}, map[string]string{"notice": "the message may not have been sent"})
+				map[string]string{"step": v.Steps.At(0).ID}, map[string]string{"notice": "the message may not have been sent"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -437,7 +440,7 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 			script := lkScript(t, lkCall("append", "{}"), lkComplete())
 			agent := agentrt.AgentFunc(func(ctx context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
 				asked.Add(1)
-				if len(in.Steps) != 1 || in.Steps[0].ID != step0.ID || in.Steps[0].Status != agentrt.StepInterrupted {
+				if in.Steps.Len() != 1 || in.Steps.At(0).ID != step0.ID || in.Steps.At(0).Status != agentrt.StepInterrupted {
 					t.Errorf("the agent deciding anew sees steps %+v", in.Steps)
 				}
 				return script(ctx, in)

@@ -112,7 +112,7 @@ func lkComplete() agentrt.Decision {
 // test and completes.
 func lkScript(t testing.TB, ds ...agentrt.Decision) agentrt.AgentFunc {
 	return func(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
-		n := len(in.Steps)
+		n := in.Steps.Len()
 		if n >= len(ds) {
 			t.Errorf("agent asked for step %d; the script has %d", n, len(ds))
 			return lkComplete(), nil
@@ -395,7 +395,7 @@ func TestLease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall(t *testing.T) {
 		write := lkNewTool("write", agentrt.LocalMutation, nil)
 		deciding, takenOver := make(chan struct{}), make(chan struct{})
 		agentA := agentrt.AgentFunc(func(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
-			if len(in.Steps) == 0 {
+			if in.Steps.Len() == 0 {
 				return lkCall("write", `{"n":0}`), nil
 			}
 			close(deciding)

@@ -310,7 +310,7 @@ func TestModel_TokenAndCostLimitsProjected(t *testing.T) {
 			var secondErr error
 			agent := agentrt.AgentFunc(func(ctx context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
 				_, err := in.Model.Generate(ctx, req)
-				if len(in.Steps) == 0 {
+				if in.Steps.Len() == 0 {
 					if err != nil {
 						t.Errorf("first call: %v", err)
 					}

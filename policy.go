@@ -40,12 +40,16 @@ type ToolRequest struct {
 	Args   json.RawMessage `json:"args"`
 }
 
-// RunView is the run as recorded, handed to a policy or a reconciliation as a
-// copy: Steps are the steps before the current one.
+// RunView is the run as recorded, handed to a policy or a reconciliation.
+// Run is the consumer's own copy. Steps (the steps before the current one)
+// and Approvals share the record read-only: a view costs nothing to hand
+// over however long the run, and nothing a consumer writes to what it was
+// handed reaches the record, another consumer, or any later view, its own
+// included.
 type RunView struct {
 	Run       Run
-	Steps     []Step
-	Approvals []Approval
+	Steps     Steps
+	Approvals Approvals
 }
 
 // PolicyDecision is a policy's judgement. Kind, Capability and Presentation

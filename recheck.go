@@ -322,14 +322,9 @@ func (rc *rechecker) view(i int, recorded PolicyOutcome) RunView {
 	run.StepCount = st.Index + 1
 	run.Reason, run.ReasonDetail, run.Result, run.FinishedAt = "", "", nil, time.Time{}
 	run.LeaseOwner, run.LeaseExpiresAt = "", time.Time{}
-	v := RunView{Run: run}
-	if i > 0 {
-		v.Steps = copySteps(rc.steps[:i])
-	}
-	if len(apps) > 0 {
-		v.Approvals = copyApprovals(apps)
-	}
-	return v
+	// The steps are the rechecker's own, read only; apps is built for
+	// this view.
+	return RunView{Run: run, Steps: Steps{rc.steps[:i:i]}, Approvals: Approvals{apps}}
 }
 
 // evaluate asks the policy, recovering a panic as an error.

@@ -23,15 +23,8 @@ type session struct {
 	approvals []Approval
 	loaded    bool
 
-	// Versions of the cached rows, bumped whenever one may change, and a
-	// mirror per consumer (agent, policy) holding that consumer's own copies:
-	// a handout costs the rows that changed since the last one, not the run.
-	stepVer      []uint64
-	argsHashes   []string // per step, the arguments' content hash (loop detection)
-	approvalsVer uint64
-	agentView    mirror
-	agentTools   []ToolSpec
-	policyView   mirror
+	argsHashes []string // per step, the arguments' content hash (loop detection)
+	agentTools []ToolSpec
 	// deferred is a step end the Driver's loop commits with the next write;
 	// deferEnds is set by the Driver's loop (a Gate records each end at once).
 	deferred      *deferredEnd
@@ -315,8 +308,6 @@ func (s *session) load(ctx context.Context) error {
 		return err
 	}
 	s.steps, s.approvals, s.loaded = steps, apps, true
-	s.stepVer = nil
-	s.changedApprovals()
 	return nil
 }
 
@@ -338,78 +329,24 @@ func (s *session) damaged() string {
 	return ""
 }
 
-// step returns the cached step at position i for reading or changing: its
-// version is bumped so the consumers' mirrors copy it again.
-func (s *session) step(i int) *Step {
-	for len(s.stepVer) < len(s.steps) {
-		s.stepVer = append(s.stepVer, 1)
-	}
-	s.stepVer[i]++
-	return &s.steps[i]
-}
+// step returns the cached step at position i for reading or changing. A
+// change replaces the step's JSON, never writes into it: views share it
+// (see shared).
+func (s *session) step(i int) *Step { return &s.steps[i] }
 
-// mirror is one consumer's copies of the run's steps and approvals.
-type mirror struct {
-	steps        []Step
-	ver          []uint64
-	approvals    []Approval
-	approvalsVer uint64
-}
-
-// sync brings the first n steps of m (and its approvals) up to date with
-// the cache, copying only what changed.
-func (s *session) sync(m *mirror, n int) {
-	for len(s.stepVer) < len(s.steps) {
-		s.stepVer = append(s.stepVer, 1)
-	}
-	if n > len(s.steps) {
-		n = len(s.steps)
-	}
-	for i := 0; i < n; i++ {
-		if i >= len(m.steps) {
-			m.steps = append(m.steps, copyStep(s.steps[i]))
-			m.ver = append(m.ver, s.stepVer[i])
-			continue
-		}
-		if m.ver[i] != s.stepVer[i] {
-			m.steps[i] = copyStep(s.steps[i])
-			m.ver[i] = s.stepVer[i]
-		}
-	}
-	if len(m.steps) > len(s.steps) {
-		m.steps, m.ver = m.steps[:len(s.steps)], m.ver[:len(s.steps)]
-	}
-	if m.approvalsVer != s.approvalsVer || len(m.approvals) != len(s.approvals) {
-		m.approvals = copyApprovals(s.approvals)
-		m.approvalsVer = s.approvalsVer
-	}
-}
-
-// changedApprovals marks the cached approvals changed.
-func (s *session) changedApprovals() { s.approvalsVer++ }
-
-// view builds a policy's or reconciler's copy of the run before step index
-// upto (-1: all steps).
+// view builds a policy's or reconciler's view of the run before step index
+// upto (-1: all steps). The steps and approvals are the cache itself, read
+// only, so a view costs the same however long the run.
 func (s *session) view(run Run, upto int) RunView {
-	v := RunView{Run: copyRun(run)}
 	n := len(s.steps)
 	if upto >= 0 && upto < n {
 		n = upto
 	}
-	s.sync(&s.policyView, n)
-	if n > 0 {
-		v.Steps = s.policyView.steps[:n:n]
-	}
-	if len(s.approvals) > 0 {
-		a := s.policyView.approvals
-		v.Approvals = a[:len(a):len(a)]
-	}
-	return v
+	return RunView{Run: copyRun(run), Steps: Steps{s.steps[:n:n]}, Approvals: Approvals{s.approvals[:len(s.approvals):len(s.approvals)]}}
 }
 
-// input builds an agent's copy of the run for the step at position i.
+// input builds an agent's view of the run for the step at position i.
 func (s *session) input(run Run, i int) StepInput {
-	s.sync(&s.agentView, i)
 	// The agent's own copy of the registered specs: compared (no
 	// allocation) each step and copied again only where the agent changed
 	// it.
@@ -424,15 +361,9 @@ func (s *session) input(run Run, i int) StepInput {
 			*t = copySpec(sp)
 		}
 	}
-	in := StepInput{Run: copyRun(run), Tools: s.agentTools[:len(s.agentTools):len(s.agentTools)]}
-	if i > 0 {
-		in.Steps = s.agentView.steps[:i:i]
-	}
-	if len(s.approvals) > 0 {
-		a := s.agentView.approvals
-		in.Approvals = a[:len(a):len(a)]
-	}
-	return in
+	return StepInput{Run: copyRun(run), Steps: Steps{s.steps[:i:i]},
+		Approvals: Approvals{s.approvals[:len(s.approvals):len(s.approvals)]},
+		Tools:     s.agentTools[:len(s.agentTools):len(s.agentTools)]}
 }
 
 func sameSpec(a, b ToolSpec) bool {

@@ -270,7 +270,6 @@ func (s *session) pause(ctx context.Context, tool *regTool, req ToolRequest, pd 
 	}
 	ca, _ := stored(&a)
 	s.approvals = append(s.approvals, *ca)
-	s.changedApprovals()
 	s.run = before
 	s.run.Status = RunWaiting
 	s.run.LeaseOwner, s.run.LeaseExpiresAt = "", time.Time{}

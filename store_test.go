@@ -96,7 +96,7 @@ func TestStore_UndecodableRowsDoNotWedgeTheRun(t *testing.T) {
 		dctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		agent := agentrt.AgentFunc(func(c context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
-			if len(in.Steps) == 0 {
+			if in.Steps.Len() == 0 {
 				return call("read", `{"path":"/a"}`), nil
 			}
 			cancel() // the process gives up mid-decision

@@ -50,7 +50,7 @@ type Options struct {
 	MaxContentBytes int
 	// ToolUseID names the tool use synthesized for a step. Nil, or an empty
 	// name returned, means "step_<index>".
-	ToolUseID func(step agentrt.Step) string
+	ToolUseID func(step agentrt.StepView) string
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -75,7 +75,7 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-func defaultToolUseID(st agentrt.Step) string { return "step_" + strconv.Itoa(st.Index) }
+func defaultToolUseID(st agentrt.StepView) string { return "step_" + strconv.Itoa(st.Index) }
 
 // Messages renders in as a conversation: the opening as a user turn, then
 // for each step with a decision an assistant turn and the user turn that
@@ -88,8 +88,8 @@ func Messages(in agentrt.StepInput, opts Options) ([]agentrt.Message, error) {
 		return nil, err
 	}
 	decided := 0
-	for i := range in.Steps {
-		if in.Steps[i].Decision != nil {
+	for _, st := range in.Steps.All() {
+		if st.Decision != nil {
 			decided++
 		}
 	}
@@ -97,18 +97,17 @@ func Messages(in agentrt.StepInput, opts Options) ([]agentrt.Message, error) {
 	msgs = append(msgs, agentrt.Message{Role: agentrt.RoleUser, Content: []agentrt.ContentBlock{{Type: agentrt.BlockText, Text: o.Opening}}})
 	firstFull := decided - o.RecentResults
 	n := 0
-	for i := range in.Steps {
-		st := &in.Steps[i]
+	for _, st := range in.Steps.All() {
 		if st.Decision == nil {
 			continue
 		}
-		id := o.ToolUseID(*st)
+		id := o.ToolUseID(st)
 		if id == "" {
-			id = defaultToolUseID(*st)
+			id = defaultToolUseID(st)
 		}
 		msgs = append(msgs,
 			agentrt.Message{Role: agentrt.RoleAssistant, Content: assistantBlocks(st.Decision, id)},
-			agentrt.Message{Role: agentrt.RoleUser, Content: []agentrt.ContentBlock{answer(st, id, n >= firstFull, o.MaxContentBytes)}},
+			agentrt.Message{Role: agentrt.RoleUser, Content: []agentrt.ContentBlock{answer(&st, id, n >= firstFull, o.MaxContentBytes)}},
 		)
 		n++
 	}
@@ -119,13 +118,13 @@ func Messages(in agentrt.StepInput, opts Options) ([]agentrt.Message, error) {
 // call the tool use. Arguments that are not a JSON object (invalid ones are
 // kept apart by the runtime) are shown as {}; the answer says why nothing
 // ran.
-func assistantBlocks(d *agentrt.Decision, id string) []agentrt.ContentBlock {
+func assistantBlocks(d *agentrt.DecisionView, id string) []agentrt.ContentBlock {
 	blocks := make([]agentrt.ContentBlock, 0, 2)
 	if d.Reason != "" {
 		blocks = append(blocks, agentrt.ContentBlock{Type: agentrt.BlockText, Text: d.Reason})
 	}
 	if toolUse(d) {
-		args := d.Args
+		args := d.Args.Raw()
 		if !isObject(args) {
 			args = json.RawMessage(`{}`)
 		}
@@ -140,7 +139,7 @@ func assistantBlocks(d *agentrt.Decision, id string) []agentrt.ContentBlock {
 // toolUse reports whether a decision is shown as a tool use. A tool call
 // without a tool name is not: providers refuse a nameless tool use, and one
 // in the history would make every later request fail.
-func toolUse(d *agentrt.Decision) bool {
+func toolUse(d *agentrt.DecisionView) bool {
 	return d.Kind == agentrt.KindToolCall && d.Tool != ""
 }
 
@@ -151,7 +150,7 @@ func isObject(raw json.RawMessage) bool {
 
 // answer is the user block answering a step: a tool result for a tool call,
 // a text nudge for anything else.
-func answer(st *agentrt.Step, id string, full bool, maxBytes int) agentrt.ContentBlock {
+func answer(st *agentrt.StepView, id string, full bool, maxBytes int) agentrt.ContentBlock {
 	d, obs := st.Decision, st.Observation
 	if !toolUse(d) {
 		return agentrt.ContentBlock{Type: agentrt.BlockText, Text: nudge(d.Kind, obs)}
@@ -176,7 +175,7 @@ func answer(st *agentrt.Step, id string, full bool, maxBytes int) agentrt.Conten
 }
 
 // nudge answers a decision that was not a tool call.
-func nudge(kind agentrt.DecisionKind, obs *agentrt.Observation) string {
+func nudge(kind agentrt.DecisionKind, obs *agentrt.ObservationView) string {
 	switch kind {
 	case agentrt.KindNoToolCall:
 		return NoToolCallText

@@ -31,7 +31,7 @@ func result(content, summary string) *agentrt.Observation {
 // sequence holds one step of every kind the renderer answers differently,
 // and a last step still being decided.
 func sequence() agentrt.StepInput {
-	return agentrt.StepInput{Steps: []agentrt.Step{
+	return agentrt.StepInput{Steps: agentrt.NewSteps([]agentrt.Step{
 		toolStep(0, "list", `{"dir":"."}`, "Look around first.", result(`["a.txt","b.txt"]`, "2 files")),
 		toolStep(1, "rm", `{"path":"/"}`, "", &agentrt.Observation{Kind: agentrt.ObsPolicyDenied, Summary: "denied: destructive"}),
 		{Index: 2, Decision: &agentrt.Decision{Kind: agentrt.KindToolCall, Tool: "read", InvalidArgs: `{"path":`, Reason: "Reading."},
@@ -46,7 +46,7 @@ func sequence() agentrt.StepInput {
 		{Index: 8, Decision: &agentrt.Decision{Kind: agentrt.KindComplete, Result: json.RawMessage(`{}`)},
 			Observation: &agentrt.Observation{Kind: agentrt.ObsInvalidDecision, Summary: "result does not match the schema"}},
 		{Index: 9, Status: agentrt.StepDeciding},
-	}}
+	}...)}
 }
 
 // The whole sequence renders as the golden conversation.
@@ -91,12 +91,12 @@ func TestMessages_WholeSequence(t *testing.T) {
 // The step being decided and a step interrupted while deciding are skipped
 // and take no place in the window.
 func TestMessages_SkipsTheStepBeingDecided(t *testing.T) {
-	in := agentrt.StepInput{Steps: []agentrt.Step{
+	in := agentrt.StepInput{Steps: agentrt.NewSteps([]agentrt.Step{
 		toolStep(0, "a", `{}`, "", result(`"old"`, "old summary")),
 		{Index: 1, Status: agentrt.StepInterrupted},
 		toolStep(2, "b", `{}`, "", result(`"new"`, "new summary")),
 		{Index: 3, Status: agentrt.StepDeciding},
-	}}
+	}...)}
 	msgs, err := Messages(in, Options{Opening: "go", RecentResults: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -114,12 +114,13 @@ func TestMessages_SkipsTheStepBeingDecided(t *testing.T) {
 
 // Results outside the recent window, or over the cap, show their summary.
 func TestMessages_RecentWindowAndContentCap(t *testing.T) {
-	var in agentrt.StepInput
+	var steps []agentrt.Step
 	for i := 0; i < 5; i++ {
-		in.Steps = append(in.Steps, toolStep(i, "t", `{}`, "", result(fmt.Sprintf(`"content %d"`, i), fmt.Sprintf("summary %d", i))))
+		steps = append(steps, toolStep(i, "t", `{}`, "", result(fmt.Sprintf(`"content %d"`, i), fmt.Sprintf("summary %d", i))))
 	}
-	in.Steps[4].Observation.Content = json.RawMessage(`"` + strings.Repeat("x", 40) + `"`)
-	msgs, err := Messages(in, Options{Opening: "go", RecentResults: 3, MaxContentBytes: 30, ToolUseID: func(st agentrt.Step) string { return fmt.Sprintf("call-%d", st.Index) }})
+	steps[4].Observation.Content = json.RawMessage(`"` + strings.Repeat("x", 40) + `"`)
+	in := agentrt.StepInput{Steps: agentrt.NewSteps(steps...)}
+	msgs, err := Messages(in, Options{Opening: "go", RecentResults: 3, MaxContentBytes: 30, ToolUseID: func(st agentrt.StepView) string { return fmt.Sprintf("call-%d", st.Index) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func TestMessages_RecentWindowAndContentCap(t *testing.T) {
 // An interrupted result asks the model to request the call again rather than
 // assuming an outcome.
 func TestMessages_InterruptedResultAsksAgain(t *testing.T) {
-	in := agentrt.StepInput{Steps: []agentrt.Step{toolStep(0, "fetch", `{}`, "", &agentrt.Observation{Kind: agentrt.ObsInterrupted, Content: json.RawMessage(`"stale"`), Summary: "x"})}}
+	in := agentrt.StepInput{Steps: agentrt.NewSteps([]agentrt.Step{toolStep(0, "fetch", `{}`, "", &agentrt.Observation{Kind: agentrt.ObsInterrupted, Content: json.RawMessage(`"stale"`), Summary: "x"})}...)}
 	msgs, _ := Messages(in, Options{Opening: "go"})
 	b := msgs[2].Content[0]
 	if b.Type != agentrt.BlockToolResult || b.Content != InterruptedText || !b.IsError {
@@ -318,12 +319,12 @@ func TestAgent_DecidesThroughTheStepsModel(t *testing.T) {
 // A tool call without a tool name is shown as text with a nudge, never as a
 // nameless tool use a provider would refuse; an empty hook id falls back.
 func TestMessages_NamelessToolCallIsNotAToolUse(t *testing.T) {
-	in := agentrt.StepInput{Steps: []agentrt.Step{
+	in := agentrt.StepInput{Steps: agentrt.NewSteps([]agentrt.Step{
 		{Index: 0, Decision: &agentrt.Decision{Kind: agentrt.KindToolCall, Args: json.RawMessage(`{}`)},
 			Observation: &agentrt.Observation{Kind: agentrt.ObsInvalidDecision, Summary: "unknown tool \"\""}},
 		toolStep(1, "list", `{}`, "", result(`[]`, "empty")),
-	}}
-	msgs, err := Messages(in, Options{Opening: "go", ToolUseID: func(agentrt.Step) string { return "" }})
+	}...)}
+	msgs, err := Messages(in, Options{Opening: "go", ToolUseID: func(agentrt.StepView) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}

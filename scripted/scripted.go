@@ -18,7 +18,7 @@ type Agent struct {
 // Decide returns the decision for the next step, or an error once the script
 // is exhausted.
 func (a *Agent) Decide(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
-	n := len(in.Steps)
+	n := in.Steps.Len()
 	if n >= len(a.Decisions) {
 		return agentrt.Decision{}, fmt.Errorf("scripted agent: no decision for step %d (script has %d)", n, len(a.Decisions))
 	}

@@ -138,7 +138,7 @@ func judge(p agentrt.Policy, schemas map[string]*agentrt.ToolSchema, c PolicyCas
 	}
 	view := c.View
 	if view.Run.ID == "" {
-		view.Run = agentrt.Run{ID: "testkit-policy", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), StepCount: len(view.Steps) + 1}
+		view.Run = agentrt.Run{ID: "testkit-policy", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), StepCount: view.Steps.Len() + 1}
 	}
 	req := agentrt.ToolRequest{RunID: view.Run.ID, StepID: fmt.Sprintf("testkit-step-%d", i), Spec: spec, Args: pargs}
 	defer func() {

@@ -85,13 +85,13 @@ func TestCheckPolicy_ViewAndPolicyFormReachThePolicy(t *testing.T) {
 	var gotArgs string
 	var gotSteps int
 	p := agentrt.PolicyFunc(func(_ context.Context, req agentrt.ToolRequest, v agentrt.RunView) (agentrt.PolicyDecision, error) {
-		gotArgs, gotSteps = string(req.Args), len(v.Steps)
-		if len(v.Steps) > 2 {
+		gotArgs, gotSteps = string(req.Args), v.Steps.Len()
+		if v.Steps.Len() > 2 {
 			return agentrt.PolicyDecision{Outcome: agentrt.Deny, Reason: "too many steps"}, nil
 		}
 		return agentrt.PolicyDecision{Outcome: agentrt.Allow}, nil
 	})
-	view := agentrt.RunView{Run: agentrt.Run{ID: "r", Status: agentrt.RunRunning}, Steps: make([]agentrt.Step, 3)}
+	view := agentrt.RunView{Run: agentrt.Run{ID: "r", Status: agentrt.RunRunning}, Steps: agentrt.NewSteps(make([]agentrt.Step, 3)...)}
 	testkit.CheckPolicy(t, p, policyTools(), []testkit.PolicyCase{
 		{Tool: "read", Args: "{\n \"path\" : \"<x>\" }", View: view, Want: agentrt.Deny, Reason: "too many"},
 	})

@@ -70,7 +70,7 @@ func plan(tools ...string) agentrt.AgentFunc {
 	return func(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
 		for _, name := range tools {
 			done := false
-			for _, s := range in.Steps {
+			for _, s := range in.Steps.All() {
 				if s.Decision != nil && s.Decision.Tool == name && s.Status == agentrt.StepDone {
 					done = true
 				}

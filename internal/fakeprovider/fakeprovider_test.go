@@ -127,8 +127,8 @@ func TestServer_DrivesARenderAgent(t *testing.T) {
 		d.Reason != "Reading both. [1 further tool call(s) not executed: read_more]" {
 		t.Fatalf("decision 0 = %+v, %v", d, err)
 	}
-	in.Steps = []agentrt.Step{{Index: 0, Status: agentrt.StepDone, Decision: &d,
-		Observation: &agentrt.Observation{Kind: agentrt.ObsToolResult, Content: json.RawMessage(`"contents of a"`), Summary: "a"}}}
+	in.Steps = agentrt.NewSteps(agentrt.Step{Index: 0, Status: agentrt.StepDone, Decision: &d,
+		Observation: &agentrt.Observation{Kind: agentrt.ObsToolResult, Content: json.RawMessage(`"contents of a"`), Summary: "a"}})
 	if d, err = a.Decide(context.Background(), in); err != nil || string(d.Args) != `{"path":` {
 		t.Fatalf("decision 1 = %+v, %v", d, err)
 	}
