@@ -194,7 +194,7 @@ func open(path string, existing, readOnly bool) (st *Store, err error) {
 	}
 	first := w
 	if readOnly {
-		first, err = sql.Open("sqlite", dsn(path, "ro", false))
+		first, err = openReader(dsn(path, "ro", false))
 		if err != nil {
 			return nil, err
 		}
@@ -224,7 +224,7 @@ func open(path string, existing, readOnly bool) (st *Store, err error) {
 	}
 	r := first
 	if !readOnly {
-		r, err = sql.Open("sqlite", dsn(path, "rw", false))
+		r, err = openReader(dsn(path, "rw", false))
 		if err != nil {
 			return nil, err
 		}
