@@ -10,10 +10,13 @@ import (
 	agentrt "github.com/agentrt/agentrt"
 )
 
-// secureFiles holds the database and its sidecars to the owner-only rules. A
-// missing database is created 0600 (O_EXCL, so concurrent first opens are
-// safe) when create is set. A writer tightens a file others can only read.
-func secureFiles(path string, create, writer bool) error {
+// secureFiles holds the database and its sidecars to the owner-only rules:
+// each must be a regular file group and others cannot write, and a sidecar
+// must have the database's owner. A missing database is created 0600 (O_EXCL, so concurrent
+// first opens are safe) when create is set. With tighten set, a file others
+// can only read is made owner-only; open sets it only once nothing will
+// refuse the file.
+func secureFiles(path string, create, tighten bool) error {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && create:
@@ -39,7 +42,7 @@ func secureFiles(path string, create, writer bool) error {
 	if !fi.Mode().IsRegular() {
 		return &agentrt.InsecureModeError{Path: path, Mode: uint32(fi.Mode().Perm()), Reason: "it is not a regular file"}
 	}
-	if err := checkMode(path, fi, writer); err != nil {
+	if err := checkMode(path, fi, tighten); err != nil {
 		return err
 	}
 	dbUID, _ := owner(fi)
@@ -58,19 +61,21 @@ func secureFiles(path string, create, writer bool) error {
 		if uid, ok := owner(sfi); ok && uid != dbUID {
 			return &agentrt.InsecureModeError{Path: side, Mode: uint32(sfi.Mode().Perm()), Reason: fmt.Sprintf("it is owned by user %d, not by the database's owner %d", uid, dbUID)}
 		}
-		if err := checkMode(side, sfi, writer); err != nil {
+		if err := checkMode(side, sfi, tighten); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func checkMode(path string, fi fs.FileInfo, writer bool) error {
+// checkMode refuses a file group or others can write. With tighten set, it
+// makes one others can only read owner-only if the user owns it.
+func checkMode(path string, fi fs.FileInfo, tighten bool) error {
 	perm := fi.Mode().Perm()
 	if perm&0o022 != 0 {
 		return &agentrt.InsecureModeError{Path: path, Mode: uint32(perm), Reason: "it is writable by group or others"}
 	}
-	if perm&0o044 != 0 && writer {
+	if perm&0o044 != 0 && tighten {
 		if uid, ok := owner(fi); ok && uid == uint32(os.Getuid()) {
 			if err := os.Chmod(path, perm&^0o077); err != nil {
 				return fmt.Errorf("agentrt: cannot make %s owner-only: %w", path, err)

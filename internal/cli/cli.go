@@ -289,8 +289,19 @@ func openRefusal(path string, err error) string {
 		return fmt.Sprintf("refusing %s because %s (mode %04o), and anyone who can write a runs database can approve anything in it, so make it owner-only with chmod 600 and owned by the account that runs agentrt.",
 			trace.Sanitize(ins.Path), trace.Sanitize(ins.Reason), ins.Mode)
 	case errors.As(err, &uns):
-		return fmt.Sprintf("refusing %s because it holds a %s named %q, and agentrt never opens a database that could run its author's SQL.",
-			trace.Sanitize(uns.Path), trace.Sanitize(uns.Type), trace.Sanitize(trace.Truncate(uns.Name, 80)))
+		typ, name := trace.Sanitize(uns.Type), trace.Sanitize(trace.Truncate(uns.Name, 80))
+		article := "a"
+		if strings.HasPrefix(typ, "i") {
+			article = "an" // index, the only kind sqlite_schema names that takes one
+		}
+		what := fmt.Sprintf("it holds %s %s named %q that agentrt's migrations do not create", article, typ, name)
+		switch uns.Difference {
+		case agentrt.SchemaAltered:
+			what = fmt.Sprintf("its %s %q is not the one agentrt's migrations create", typ, name)
+		case agentrt.SchemaMissing:
+			what = fmt.Sprintf("it lacks the %s %q that agentrt's migrations create", typ, name)
+		}
+		return fmt.Sprintf("refusing %s because %s, and agentrt never opens a database that could run its author's SQL.", trace.Sanitize(uns.Path), what)
 	case errors.As(err, &ver):
 		if ver.Database > ver.Build {
 			return fmt.Sprintf("refusing %s because its schema version %d is newer than this agentrt's %d, so use an agentrt built from a newer release.",
