@@ -32,7 +32,8 @@ var (
 	// ErrUnsafeSchema: the database schema is not exactly the one this
 	// build's migrations create, so it could run its author's SQL.
 	ErrUnsafeSchema = errors.New("agentrt: database schema is not the migrations'")
-	// ErrInsecureMode: a database file is writable by others or not the owner's.
+	// ErrInsecureMode: a database file is writable by others or another
+	// account owns it.
 	ErrInsecureMode = errors.New("agentrt: database file has an insecure mode")
 	// ErrSymlink: OpenExisting was given a symbolic link.
 	ErrSymlink = errors.New("agentrt: database path is a symbolic link")
@@ -142,6 +143,22 @@ const (
 	// SchemaMissing: the migrations create the object and the file lacks it.
 	SchemaMissing SchemaDifference = "missing"
 )
+
+// OwnerError names a database file, or one of its sidecars, that an account
+// other than the one opening it owns. The owner can rewrite the file, and so
+// forge any approval in it, whatever its mode; it matches ErrInsecureMode.
+type OwnerError struct {
+	Path  string
+	Owner uint32 // the file's owner
+	User  uint32 // the effective user that refused it
+}
+
+func (e *OwnerError) Error() string {
+	return fmt.Sprintf("agentrt: %s is owned by user %d, not by you (user %d): its owner can forge any approval in it, so run agentrt as that user or chown the file to yours", e.Path, e.Owner, e.User)
+}
+
+// Is matches ErrInsecureMode.
+func (e *OwnerError) Is(target error) bool { return target == ErrInsecureMode }
 
 // SymlinkError names the link refused by OpenExisting.
 type SymlinkError struct{ Path string }

@@ -11,8 +11,8 @@ import (
 )
 
 // secureFiles holds the database and its sidecars to the owner-only rules:
-// each must be a regular file group and others cannot write, and a sidecar
-// must have the database's owner. A missing database is created 0600 (O_EXCL, so concurrent
+// each must be a regular file the effective user owns that group and others
+// cannot write. A missing database is created 0600 (O_EXCL, so concurrent
 // first opens are safe) when create is set. With tighten set, a file others
 // can only read is made owner-only; open sets it only once nothing will
 // refuse the file.
@@ -42,10 +42,12 @@ func secureFiles(path string, create, tighten bool) error {
 	if !fi.Mode().IsRegular() {
 		return &agentrt.InsecureModeError{Path: path, Mode: uint32(fi.Mode().Perm()), Reason: "it is not a regular file"}
 	}
+	if err := checkOwner(path, fi); err != nil {
+		return err
+	}
 	if err := checkMode(path, fi, tighten); err != nil {
 		return err
 	}
-	dbUID, _ := owner(fi)
 	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
 		side := path + suffix
 		sfi, err := os.Lstat(side)
@@ -58,8 +60,8 @@ func secureFiles(path string, create, tighten bool) error {
 		if !sfi.Mode().IsRegular() {
 			return &agentrt.InsecureModeError{Path: side, Mode: uint32(sfi.Mode().Perm()), Reason: "it is not a regular file"}
 		}
-		if uid, ok := owner(sfi); ok && uid != dbUID {
-			return &agentrt.InsecureModeError{Path: side, Mode: uint32(sfi.Mode().Perm()), Reason: fmt.Sprintf("it is owned by user %d, not by the database's owner %d", uid, dbUID)}
+		if err := checkOwner(side, sfi); err != nil {
+			return err
 		}
 		if err := checkMode(side, sfi, tighten); err != nil {
 			return err
@@ -68,18 +70,28 @@ func secureFiles(path string, create, tighten bool) error {
 	return nil
 }
 
-// checkMode refuses a file group or others can write. With tighten set, it
-// makes one others can only read owner-only if the user owns it.
+// checkOwner refuses a file another account owns: its owner can rewrite it,
+// and so forge any approval in it, whatever its mode says now. This holds
+// for root too, which could write it.
+func checkOwner(path string, fi fs.FileInfo) error {
+	if uid, ok := owner(fi); ok {
+		if me := uint32(os.Geteuid()); uid != me {
+			return &agentrt.OwnerError{Path: path, Owner: uid, User: me}
+		}
+	}
+	return nil
+}
+
+// checkMode refuses a file group or others can write, after checkOwner has
+// found it the effective user's.
 func checkMode(path string, fi fs.FileInfo, tighten bool) error {
 	perm := fi.Mode().Perm()
 	if perm&0o022 != 0 {
 		return &agentrt.InsecureModeError{Path: path, Mode: uint32(perm), Reason: "it is writable by group or others"}
 	}
 	if perm&0o044 != 0 && tighten {
-		if uid, ok := owner(fi); ok && uid == uint32(os.Getuid()) {
-			if err := os.Chmod(path, perm&^0o077); err != nil {
-				return fmt.Errorf("agentrt: cannot make %s owner-only: %w", path, err)
-			}
+		if err := os.Chmod(path, perm&^0o077); err != nil {
+			return fmt.Errorf("agentrt: cannot make %s owner-only: %w", path, err)
 		}
 	}
 	return nil
