@@ -3,6 +3,7 @@ package agentrt
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -28,9 +29,11 @@ var (
 	ErrApprovalChanged = errors.New("agentrt: approval differs from the one shown")
 	// ErrSchemaVersion: the database schema is not this build's.
 	ErrSchemaVersion = errors.New("agentrt: database schema version mismatch")
-	// ErrUnsafeSchema: the database holds a trigger or a view.
-	ErrUnsafeSchema = errors.New("agentrt: database holds a trigger or view")
-	// ErrInsecureMode: a database file is writable by others or not the owner's.
+	// ErrUnsafeSchema: the database schema is not exactly the one this
+	// build's migrations create, so it could run its author's SQL.
+	ErrUnsafeSchema = errors.New("agentrt: database schema is not the migrations'")
+	// ErrInsecureMode: a database file is writable by others or another
+	// account owns it.
 	ErrInsecureMode = errors.New("agentrt: database file has an insecure mode")
 	// ErrSymlink: OpenExisting was given a symbolic link.
 	ErrSymlink = errors.New("agentrt: database path is a symbolic link")
@@ -92,19 +95,70 @@ func (e *InsecureModeError) Error() string {
 // Is matches ErrInsecureMode.
 func (e *InsecureModeError) Is(target error) bool { return target == ErrInsecureMode }
 
-// UnsafeSchemaError names the trigger or view found in a database.
+// UnsafeSchemaError names the first object in a database's schema that is
+// not as this build's migrations create it. Triggers and views are reported
+// before tables and indexes, then objects by name.
 type UnsafeSchemaError struct {
-	Path string
-	Type string // "trigger" or "view"
-	Name string
+	Path       string
+	Type       string // as sqlite_schema names it: "trigger", "view", "table" or "index"
+	Name       string
+	Difference SchemaDifference
 }
 
 func (e *UnsafeSchemaError) Error() string {
-	return fmt.Sprintf("agentrt: refusing %s: it holds a %s named %q, and agentrt never opens a database that can run its author's SQL", e.Path, e.Type, e.Name)
+	var what string
+	switch e.Difference {
+	case SchemaAltered:
+		what = fmt.Sprintf("its %s %q is not the one agentrt's migrations create", e.Type, e.Name)
+	case SchemaMissing:
+		what = fmt.Sprintf("it lacks the %s %q that agentrt's migrations create", e.Type, e.Name)
+	default:
+		what = fmt.Sprintf("it holds %s %s named %q that agentrt's migrations do not create", article(e.Type), e.Type, e.Name)
+	}
+	return fmt.Sprintf("agentrt: refusing %s: %s, and agentrt never opens a database that could run its author's SQL", e.Path, what)
+}
+
+func article(noun string) string {
+	if noun != "" && strings.ContainsRune("aeiou", rune(noun[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 // Is matches ErrUnsafeSchema.
 func (e *UnsafeSchemaError) Is(target error) bool { return target == ErrUnsafeSchema }
+
+// SchemaDifference says how an object in a refused schema differs from the
+// migrations'.
+type SchemaDifference string
+
+const (
+	// SchemaExtra: the file holds an object the migrations do not create,
+	// such as a trigger, a view, a table or an index of the author's.
+	SchemaExtra SchemaDifference = "extra"
+	// SchemaAltered: the object is the migrations', but its definition is
+	// not, such as a table with a generated column, a CHECK constraint or a
+	// DEFAULT expression of the author's.
+	SchemaAltered SchemaDifference = "altered"
+	// SchemaMissing: the migrations create the object and the file lacks it.
+	SchemaMissing SchemaDifference = "missing"
+)
+
+// OwnerError names a database file, or one of its sidecars, that an account
+// other than the one opening it owns. The owner can rewrite the file, and so
+// forge any approval in it, whatever its mode; it matches ErrInsecureMode.
+type OwnerError struct {
+	Path  string
+	Owner uint32 // the file's owner
+	User  uint32 // the effective user that refused it
+}
+
+func (e *OwnerError) Error() string {
+	return fmt.Sprintf("agentrt: %s is owned by user %d, not by you (user %d): its owner can forge any approval in it, so run agentrt as that user or chown the file to yours", e.Path, e.Owner, e.User)
+}
+
+// Is matches ErrInsecureMode.
+func (e *OwnerError) Is(target error) bool { return target == ErrInsecureMode }
 
 // SymlinkError names the link refused by OpenExisting.
 type SymlinkError struct{ Path string }

@@ -10,10 +10,13 @@ import (
 	agentrt "github.com/agentrt/agentrt"
 )
 
-// secureFiles holds the database and its sidecars to the owner-only rules. A
-// missing database is created 0600 (O_EXCL, so concurrent first opens are
-// safe) when create is set. A writer tightens a file others can only read.
-func secureFiles(path string, create, writer bool) error {
+// secureFiles holds the database and its sidecars to the owner-only rules:
+// each must be a regular file the effective user owns that group and others
+// cannot write. A missing database is created 0600 (O_EXCL, so concurrent
+// first opens are safe) when create is set. With tighten set, a file others
+// can only read is made owner-only; open sets it only once nothing will
+// refuse the file.
+func secureFiles(path string, create, tighten bool) error {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && create:
@@ -39,10 +42,12 @@ func secureFiles(path string, create, writer bool) error {
 	if !fi.Mode().IsRegular() {
 		return &agentrt.InsecureModeError{Path: path, Mode: uint32(fi.Mode().Perm()), Reason: "it is not a regular file"}
 	}
-	if err := checkMode(path, fi, writer); err != nil {
+	if err := checkOwner(path, fi); err != nil {
 		return err
 	}
-	dbUID, _ := owner(fi)
+	if err := checkMode(path, fi, tighten); err != nil {
+		return err
+	}
 	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
 		side := path + suffix
 		sfi, err := os.Lstat(side)
@@ -55,26 +60,38 @@ func secureFiles(path string, create, writer bool) error {
 		if !sfi.Mode().IsRegular() {
 			return &agentrt.InsecureModeError{Path: side, Mode: uint32(sfi.Mode().Perm()), Reason: "it is not a regular file"}
 		}
-		if uid, ok := owner(sfi); ok && uid != dbUID {
-			return &agentrt.InsecureModeError{Path: side, Mode: uint32(sfi.Mode().Perm()), Reason: fmt.Sprintf("it is owned by user %d, not by the database's owner %d", uid, dbUID)}
+		if err := checkOwner(side, sfi); err != nil {
+			return err
 		}
-		if err := checkMode(side, sfi, writer); err != nil {
+		if err := checkMode(side, sfi, tighten); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func checkMode(path string, fi fs.FileInfo, writer bool) error {
+// checkOwner refuses a file another account owns: its owner can rewrite it,
+// and so forge any approval in it, whatever its mode says now. This holds
+// for root too, which could write it.
+func checkOwner(path string, fi fs.FileInfo) error {
+	if uid, ok := owner(fi); ok {
+		if me := uint32(os.Geteuid()); uid != me {
+			return &agentrt.OwnerError{Path: path, Owner: uid, User: me}
+		}
+	}
+	return nil
+}
+
+// checkMode refuses a file group or others can write, after checkOwner has
+// found it the effective user's.
+func checkMode(path string, fi fs.FileInfo, tighten bool) error {
 	perm := fi.Mode().Perm()
 	if perm&0o022 != 0 {
 		return &agentrt.InsecureModeError{Path: path, Mode: uint32(perm), Reason: "it is writable by group or others"}
 	}
-	if perm&0o044 != 0 && writer {
-		if uid, ok := owner(fi); ok && uid == uint32(os.Getuid()) {
-			if err := os.Chmod(path, perm&^0o077); err != nil {
-				return fmt.Errorf("agentrt: cannot make %s owner-only: %w", path, err)
-			}
+	if perm&0o044 != 0 && tighten {
+		if err := os.Chmod(path, perm&^0o077); err != nil {
+			return fmt.Errorf("agentrt: cannot make %s owner-only: %w", path, err)
 		}
 	}
 	return nil

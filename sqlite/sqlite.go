@@ -125,12 +125,15 @@ func dsn(path string, mode string, writer bool) string {
 
 // Open opens the database at path for a driver, creating it owner-only if it
 // does not exist and applying any missing migrations. A database newer than
-// this build is refused with a *agentrt.SchemaVersionError.
+// this build is refused with a *agentrt.SchemaVersionError, a schema that is
+// not exactly the one the migrations create with a
+// *agentrt.UnsafeSchemaError, and a file another account owns or others can
+// write with agentrt.ErrInsecureMode. A refused file is left unchanged.
 func Open(path string) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("agentrt: sqlite.Open needs a database path")
 	}
-	if err := secureFiles(path, true, true); err != nil {
+	if err := secureFiles(path, true, false); err != nil {
 		return nil, err
 	}
 	return open(path, false, false)
@@ -138,8 +141,10 @@ func Open(path string) (*Store, error) {
 
 // OpenExisting opens a database an operator names. It refuses a symbolic link
 // (ErrSymlink) and anything that is not a regular file, never creates, never
-// migrates, and refuses any schema version but this build's. A read-only store
-// never writes or changes a file's mode.
+// migrates, and refuses any schema version but this build's and any schema
+// but the one its migrations create. It checks everything before it writes,
+// so a refused file is left unchanged. A read-only store never writes or
+// changes a file's mode.
 func OpenExisting(path string, readOnly bool) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("agentrt: a database path is required")
@@ -157,12 +162,15 @@ func OpenExisting(path string, readOnly bool) (*Store, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, &agentrt.InsecureModeError{Path: path, Mode: uint32(fi.Mode().Perm()), Reason: "it is not a regular file"}
 	}
-	if err := secureFiles(path, false, !readOnly); err != nil {
+	if err := secureFiles(path, false, false); err != nil {
 		return nil, err
 	}
 	return open(path, true, readOnly)
 }
 
+// open checks the schema before anything writes: the writer's first
+// statement that could change the file (tightening its mode, switching it
+// to WAL, migrating) runs only once nothing will refuse it.
 func open(path string, existing, readOnly bool) (st *Store, err error) {
 	var closers []*sql.DB
 	defer func() {
@@ -175,9 +183,6 @@ func open(path string, existing, readOnly bool) (st *Store, err error) {
 	mode := "rwc"
 	if existing {
 		mode = "rw"
-	}
-	if readOnly {
-		mode = "ro"
 	}
 	var w *sql.DB
 	if !readOnly {
@@ -192,45 +197,50 @@ func open(path string, existing, readOnly bool) (st *Store, err error) {
 		w.SetConnMaxLifetime(0)
 		w.SetMaxIdleConns(2)
 	}
-	first := w
+	var r *sql.DB
 	if readOnly {
-		first, err = sql.Open("sqlite", dsn(path, "ro", false))
-		if err != nil {
-			return nil, err
-		}
-		closers = append(closers, first)
+		r, err = openReader(dsn(path, "ro", false))
+	} else {
+		r, err = openReader(dsn(path, "rw", false))
 	}
-	ctx := context.Background()
-	if err := checkSafeSchema(ctx, first, path); err != nil {
+	if err != nil {
 		return nil, err
 	}
+	closers = append(closers, r)
+	r.SetMaxOpenConns(4)
+	ctx := context.Background()
+	check := r
 	if !readOnly {
+		check = w
+	}
+	version, err := checkSchema(ctx, check, path)
+	if err != nil {
+		return nil, err
+	}
+	if existing && version != SchemaVersion {
+		if version == 0 {
+			return nil, errNotAgentrt(path)
+		}
+		return nil, &agentrt.SchemaVersionError{Path: path, Database: version, Build: SchemaVersion}
+	}
+	if !readOnly {
+		// Nothing refuses the file now: tighten a mode others can read.
+		if err := secureFiles(path, false, true); err != nil {
+			return nil, err
+		}
 		if err := enableWAL(ctx, w); err != nil {
 			return nil, fmt.Errorf("agentrt: %s: %w", path, err)
 		}
-		if existing {
-			if err := checkVersion(ctx, w, path, true); err != nil {
+		if !existing {
+			if err := migrate(ctx, w, path); err != nil {
 				return nil, err
 			}
-		} else if err := migrate(ctx, w, path); err != nil {
-			return nil, err
 		}
 		// WAL sidecars now exist; hold them to the same rules.
 		if err := secureFiles(path, false, true); err != nil {
 			return nil, err
 		}
-	} else if err := checkVersion(ctx, first, path, true); err != nil {
-		return nil, err
 	}
-	r := first
-	if !readOnly {
-		r, err = sql.Open("sqlite", dsn(path, "rw", false))
-		if err != nil {
-			return nil, err
-		}
-		closers = append(closers, r)
-	}
-	r.SetMaxOpenConns(4)
 	var lease *sql.DB
 	if !readOnly {
 		lease, err = sql.Open("sqlite", dsn(path, "rw", true))
@@ -256,18 +266,6 @@ func open(path string, existing, readOnly bool) (st *Store, err error) {
 	return &Store{Store: s, path: path}, nil
 }
 
-func checkSafeSchema(ctx context.Context, db *sql.DB, path string) error {
-	var typ, name string
-	err := db.QueryRowContext(ctx, "SELECT type, name FROM sqlite_master WHERE type IN ('trigger', 'view') LIMIT 1").Scan(&typ, &name)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("agentrt: %s is not a readable SQLite database: %w", path, err)
-	}
-	return &agentrt.UnsafeSchemaError{Path: path, Type: typ, Name: name}
-}
-
 func enableWAL(ctx context.Context, db *sql.DB) error {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -286,24 +284,10 @@ func enableWAL(ctx context.Context, db *sql.DB) error {
 	}
 }
 
-func checkVersion(ctx context.Context, db *sql.DB, path string, exact bool) error {
-	var n int
-	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").Scan(&n); err != nil {
-		return fmt.Errorf("agentrt: %s is not a readable SQLite database: %w", path, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("agentrt: %s is not an agentrt database (it has no schema_migrations table): %w", path, agentrt.ErrSchemaVersion)
-	}
-	var v sql.NullInt64
-	if err := db.QueryRowContext(ctx, "SELECT MAX(version) FROM schema_migrations").Scan(&v); err != nil {
-		return err
-	}
-	if int(v.Int64) > SchemaVersion || (exact && int(v.Int64) != SchemaVersion) {
-		return &agentrt.SchemaVersionError{Path: path, Database: int(v.Int64), Build: SchemaVersion}
-	}
-	return nil
-}
-
+// migrate applies the missing migrations in one write transaction. It
+// checks the schema again inside that transaction, under the write lock, so
+// a file another opener migrated or changed since open's check is held to
+// the same rule, and checks the result.
 func migrate(ctx context.Context, db *sql.DB, path string) error {
 	ms, err := migrations()
 	if err != nil {
@@ -314,26 +298,39 @@ func migrate(ctx context.Context, db *sql.DB, path string) error {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"); err != nil {
+	v, err := checkSchema(ctx, tx, path)
+	if err != nil {
 		return err
 	}
-	var v sql.NullInt64
-	if err := tx.QueryRowContext(ctx, "SELECT MAX(version) FROM schema_migrations").Scan(&v); err != nil {
-		return err
+	if v == SchemaVersion {
+		return nil
 	}
-	if int(v.Int64) > SchemaVersion {
-		return &agentrt.SchemaVersionError{Path: path, Database: int(v.Int64), Build: SchemaVersion}
-	}
-	for _, m := range ms {
-		if m.version <= int(v.Int64) {
-			continue
-		}
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			return fmt.Errorf("agentrt: migration %s: %w", m.name, err)
-		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)", m.version, time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+	if v == 0 {
+		if _, err := tx.ExecContext(ctx, migrationsTable); err != nil {
 			return err
 		}
 	}
+	for _, m := range ms {
+		if m.version <= v {
+			continue
+		}
+		if err := applyMigration(ctx, tx, m); err != nil {
+			return fmt.Errorf("agentrt: migration %s: %w", m.name, err)
+		}
+	}
+	if v, err := checkSchema(ctx, tx, path); err != nil {
+		return err
+	} else if v != SchemaVersion {
+		return fmt.Errorf("agentrt: %s: the migrations left schema version %d, not %d", path, v, SchemaVersion)
+	}
 	return tx.Commit()
+}
+
+// applyMigration runs one migration and records it.
+func applyMigration(ctx context.Context, ex execQuerier, m migration) error {
+	if _, err := ex.ExecContext(ctx, m.sql); err != nil {
+		return err
+	}
+	_, err := ex.ExecContext(ctx, "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)", m.version, time.Now().UTC().Format(time.RFC3339Nano))
+	return err
 }

@@ -279,18 +279,33 @@ func (e *env) open(path string, readOnly bool) (*sqlite.Store, int) {
 func openRefusal(path string, err error) string {
 	p := trace.Sanitize(path)
 	var ins *agentrt.InsecureModeError
+	var own *agentrt.OwnerError
 	var uns *agentrt.UnsafeSchemaError
 	var sym *agentrt.SymlinkError
 	var ver *agentrt.SchemaVersionError
 	switch {
 	case errors.As(err, &sym):
 		return fmt.Sprintf("refusing %s because it is a symbolic link, and agentrt opens only the database file itself, so name that file.", trace.Sanitize(sym.Path))
+	case errors.As(err, &own):
+		return fmt.Sprintf("refusing %s because it is owned by user %d, not by you (user %d), and whoever owns a runs database can forge any approval in it, so run agentrt as its owner or chown it to your account.",
+			trace.Sanitize(own.Path), own.Owner, own.User)
 	case errors.As(err, &ins):
 		return fmt.Sprintf("refusing %s because %s (mode %04o), and anyone who can write a runs database can approve anything in it, so make it owner-only with chmod 600 and owned by the account that runs agentrt.",
 			trace.Sanitize(ins.Path), trace.Sanitize(ins.Reason), ins.Mode)
 	case errors.As(err, &uns):
-		return fmt.Sprintf("refusing %s because it holds a %s named %q, and agentrt never opens a database that could run its author's SQL.",
-			trace.Sanitize(uns.Path), trace.Sanitize(uns.Type), trace.Sanitize(trace.Truncate(uns.Name, 80)))
+		typ, name := trace.Sanitize(uns.Type), trace.Sanitize(trace.Truncate(uns.Name, 80))
+		article := "a"
+		if strings.HasPrefix(typ, "i") {
+			article = "an" // index, the only kind sqlite_schema names that takes one
+		}
+		what := fmt.Sprintf("it holds %s %s named %q that agentrt's migrations do not create", article, typ, name)
+		switch uns.Difference {
+		case agentrt.SchemaAltered:
+			what = fmt.Sprintf("its %s %q is not the one agentrt's migrations create", typ, name)
+		case agentrt.SchemaMissing:
+			what = fmt.Sprintf("it lacks the %s %q that agentrt's migrations create", typ, name)
+		}
+		return fmt.Sprintf("refusing %s because %s, and agentrt never opens a database that could run its author's SQL.", trace.Sanitize(uns.Path), what)
 	case errors.As(err, &ver):
 		if ver.Database > ver.Build {
 			return fmt.Sprintf("refusing %s because its schema version %d is newer than this agentrt's %d, so use an agentrt built from a newer release.",

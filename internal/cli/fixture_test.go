@@ -21,9 +21,16 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if out := os.Getenv(measureEnv); out != "" {
+		os.Exit(measureChild(out, os.Args[1:]))
+	}
 	// Golden output prints local times; pin the zone.
 	time.Local = time.UTC
-	os.Exit(m.Run())
+	code := m.Run()
+	if agentrtBinary.path != "" {
+		os.RemoveAll(filepath.Dir(agentrtBinary.path))
+	}
+	os.Exit(code)
 }
 
 // clock is a fake clock that moves one second each time it is read.
