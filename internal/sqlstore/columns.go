@@ -197,55 +197,45 @@ func (r *row) time(name string) time.Time {
 }
 
 // jsonFields selects, from a JSON column that is over MaxPageText but within
-// MaxStoredValue, the named top-level fields, as a JSON array of
-// [head, size] pairs, each head at most n characters: what a page prints of
-// a row it does not read whole. A column that is not JSON text selects NULL
-// rather than failing the page, as json_extract alone would.
-func jsonFields(column string, n int, fields ...string) string {
-	var parts []string
-	for _, f := range fields {
-		x := fmt.Sprintf("CAST(json_extract(%s, '$.%s') AS TEXT)", column, f)
-		parts = append(parts, fmt.Sprintf("substr(%s, 1, %d), octet_length(%s)", x, n, x))
+// MaxStoredValue, the named top-level fields as a JSON array: what a page
+// prints of a row it does not read whole. One json_extract names every
+// field, because SQLite loads the value again for each mention of the
+// column. A column that is not JSON text selects NULL rather than failing
+// the page, as json_extract alone would.
+func jsonFields(column string, fields ...string) string {
+	paths := make([]string, len(fields))
+	for i, f := range fields {
+		paths[i] = "'$." + f + "'"
 	}
-	return fmt.Sprintf("CASE WHEN typeof(%[1]s) = 'text' AND octet_length(%[1]s) > %[2]d AND octet_length(%[1]s) <= %[3]d AND json_valid(%[1]s) THEN json_array(%[4]s) END",
-		column, agentrt.MaxPageText, agentrt.MaxStoredValue, strings.Join(parts, ", "))
+	return fmt.Sprintf("CASE WHEN typeof(%[1]s) = 'text' AND octet_length(%[1]s) > %[2]d AND octet_length(%[1]s) <= %[3]d AND json_valid(%[1]s) THEN json_extract(%[1]s, %[4]s) END",
+		column, agentrt.MaxPageText, agentrt.MaxStoredValue, strings.Join(paths, ", "))
 }
 
-// decodeFields reads what jsonFields selected: each field capped with its
-// size, "" for a field the value does not have. ok is false when there was
-// nothing to read.
-func decodeFields(s sql.NullString, n int) ([]string, bool) {
+// decodeFields reads what jsonFields selected: each field as text capped at
+// n bytes with a marker, "" for a field the value does not have. ok is false
+// when there was nothing to read.
+func decodeFields(s sql.NullString, want, n int) ([]string, bool) {
 	if !s.Valid {
 		return nil, false
 	}
-	var vals []*string
-	var sizes []*int64
 	var arr []json.RawMessage
-	if err := json.Unmarshal([]byte(s.String), &arr); err != nil || len(arr)%2 != 0 {
+	if err := json.Unmarshal([]byte(s.String), &arr); err != nil || len(arr) != want {
 		return nil, false
 	}
-	for k := 0; k < len(arr); k += 2 {
-		var v *string
-		var z *int64
-		if json.Unmarshal(arr[k], &v) != nil || json.Unmarshal(arr[k+1], &z) != nil {
-			return nil, false
+	out := make([]string, len(arr))
+	for k, v := range arr {
+		var str string
+		if json.Unmarshal(v, &str) != nil {
+			if string(v) == "null" {
+				continue
+			}
+			str = string(v)
 		}
-		vals, sizes = append(vals, v), append(sizes, z)
-	}
-	out := make([]string, len(vals))
-	for k, v := range vals {
-		if v == nil {
-			continue
-		}
-		size := int64(len(*v))
-		if sizes[k] != nil {
-			size = *sizes[k]
-		}
-		h := *v
+		h := str
 		if len(h) > n {
 			h = h[:n]
 		}
-		out[k] = capText([]byte(h), size)
+		out[k] = capText([]byte(h), int64(len(str)))
 	}
 	return out, true
 }

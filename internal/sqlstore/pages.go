@@ -108,9 +108,9 @@ var (
 	policyFields      = []string{"outcome", "reason", "kind"}
 	observationFields = []string{"kind", "summary", "content_hash"}
 	selectStepPage    = "SELECT " + selectCols(stepPageCols) + ", " +
-		jsonFields("decision_json", agentrt.MaxPageText, decisionFields...) + ", " +
-		jsonFields("policy_json", agentrt.MaxPageText, policyFields...) + ", " +
-		jsonFields("observation_json", agentrt.MaxPageText, observationFields...) + " FROM steps"
+		jsonFields("decision_json", decisionFields...) + ", " +
+		jsonFields("policy_json", policyFields...) + ", " +
+		jsonFields("observation_json", observationFields...) + " FROM steps"
 )
 
 // ListStepsPage reads one page of a run's steps. A decision, policy or
@@ -139,12 +139,12 @@ func (s *Store) ListStepsPage(ctx context.Context, runID string, limit, offset i
 		st := agentrt.Step{ID: r.str("id"), RunID: r.str("run_id"), Index: r.int("idx"),
 			Status: agentrt.StepStatus(r.str("status")), SpecHash: r.str("spec_hash"), PolicyID: r.str("policy_id")}
 		var over []string
-		small := func(name, column string, fields sql.NullString, n int) ([]string, string) {
+		small := func(name, column string, fields sql.NullString, want, n int) ([]string, string) {
 			v, size, ok := r.raw(column)
 			if ok && size <= agentrt.MaxPageText {
 				return nil, v
 			}
-			f, read := decodeFields(fields, n)
+			f, read := decodeFields(fields, want, n)
 			switch {
 			case size > agentrt.MaxStoredValue:
 				over = append(over, fmt.Sprintf("%s (%s) not read", name, tooBig(size)))
@@ -156,17 +156,17 @@ func (s *Store) ListStepsPage(ctx context.Context, runID string, limit, offset i
 			return f, ""
 		}
 		decS, polS, obsS := "", "", ""
-		if f, v := small("decision", "decision_json", decF, agentrt.MaxPageText); f != nil {
+		if f, v := small("decision", "decision_json", decF, len(decisionFields), agentrt.MaxPageText); f != nil {
 			st.Decision = &agentrt.Decision{Kind: agentrt.DecisionKind(f[0]), Tool: f[1], Reason: f[2], Message: f[3]}
 		} else {
 			decS = v
 		}
-		if f, v := small("policy", "policy_json", polF, agentrt.MaxPageText); f != nil {
+		if f, v := small("policy", "policy_json", polF, len(policyFields), agentrt.MaxPageText); f != nil {
 			st.Policy = &agentrt.PolicyDecision{Outcome: agentrt.PolicyOutcome(f[0]), Reason: f[1], Kind: f[2]}
 		} else {
 			polS = v
 		}
-		if f, v := small("observation", "observation_json", obsF, agentrt.MaxPageText); f != nil {
+		if f, v := small("observation", "observation_json", obsF, len(observationFields), agentrt.MaxPageText); f != nil {
 			st.Observation = &agentrt.Observation{Kind: agentrt.ObservationKind(f[0]), Summary: f[1], ContentHash: f[2]}
 		} else {
 			obsS = v
