@@ -140,4 +140,112 @@ func TestStore_UndecodableRowsDoNotWedgeTheRun(t *testing.T) {
 		}
 		requireEnded(t, run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
 	})
+	// A decision over a page's cap that is not JSON: the page read lists
+	// the step by its size rather than failing on the JSON functions.
+	t.Run("large decision that is not JSON", func(t *testing.T) {
+		e := newEnv(t)
+		waiting(t, e)
+		id := mustSteps(t, e.store, "run-1")[0].ID
+		big := damage + strings.Repeat("x", 2*agentrt.MaxPageText)
+		execSQL(t, rawDB(t, e.store), 1, `UPDATE steps SET decision_json = ? WHERE id = ?`, big, id)
+		steps, total, err := e.store.ListStepsPage(ctx, "run-1", 10, 0)
+		if err != nil || total != 2 || len(steps) != 2 {
+			t.Fatalf("ListStepsPage = %d of %d, %v", len(steps), total, err)
+		}
+		if st := steps[0]; st.DecodeError == "" || !strings.Contains(st.DecodeError, "decision") || st.Decision != nil {
+			t.Fatalf("damaged step listed as %+v", st)
+		}
+		if steps[1].DecodeError != "" || steps[1].Decision == nil {
+			t.Fatalf("the sound step is listed as %+v", steps[1])
+		}
+		run, err := e.operator().Cancel(ctx, "run-1", "op", "damaged")
+		if err != nil {
+			t.Fatalf("Cancel: %v", err)
+		}
+		requireEnded(t, run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
+	})
+	// Integer columns holding text, a fraction or a number past int64: the
+	// row is read with DecodeError naming the column, the run can be
+	// cancelled, and a driver fails it rather than continuing.
+	for _, c := range []struct{ name, set string }{
+		{"step_count text", `UPDATE runs SET step_count = 'abc' WHERE id = 'run-1'`},
+		{"step_count huge text", `UPDATE runs SET step_count = printf('%.*c', 100000, 'n') WHERE id = 'run-1'`},
+		{"generation fraction", `UPDATE runs SET generation = 1.5 WHERE id = 'run-1'`},
+		{"input_tokens past int64", `UPDATE runs SET input_tokens = 1e300 WHERE id = 'run-1'`},
+		{"step idx text", `UPDATE steps SET idx = 'x' WHERE run_id = 'run-1' AND idx = 0`},
+	} {
+		column := strings.Fields(c.name)[0]
+		t.Run(c.name+" read and cancelled", func(t *testing.T) {
+			e := newEnv(t)
+			waiting(t, e)
+			execSQL(t, rawDB(t, e.store), 1, c.set)
+			if !damagedInteger(t, e.store, column) {
+				t.Fatalf("no row names %s as damaged", column)
+			}
+			run, err := e.operator().Cancel(ctx, "run-1", "op", "damaged")
+			if err != nil {
+				t.Fatalf("Cancel: %v", err)
+			}
+			requireEnded(t, run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
+		})
+		t.Run(c.name+" resumed", func(t *testing.T) {
+			e := newEnv(t)
+			a := waiting(t, e)
+			if err := e.operator().Approve(ctx, "run-1", a.ID, "op", ""); err != nil {
+				t.Fatalf("Approve: %v", err)
+			}
+			execSQL(t, rawDB(t, e.store), 1, c.set)
+			send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
+			read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
+			agent := script(complete(`{}`), complete(`{}`))
+			run, err := e.driver(agent, agentrt.DefaultPolicy(), read, send).Resume(ctx, "run-1")
+			if err != nil {
+				t.Fatalf("Resume: %v", err)
+			}
+			requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
+			if !strings.Contains(run.ReasonDetail, "will not decode") || !strings.Contains(run.ReasonDetail, column) {
+				t.Fatalf("detail = %q", run.ReasonDetail)
+			}
+			if send.n() != 0 || agent.n.Load() != 0 {
+				t.Fatalf("after the damage: send ran %d, agent asked %d times", send.n(), agent.n.Load())
+			}
+		})
+	}
+}
+
+// damagedInteger reports whether run-1 or one of its steps, read whole and
+// by page, carries a DecodeError naming column.
+func damagedInteger(t *testing.T, st agentrt.StoreReader, column string) bool {
+	t.Helper()
+	ctx := context.Background()
+	run, err := st.GetRun(ctx, "run-1")
+	if err != nil {
+		t.Fatalf("GetRun: %v", err)
+	}
+	capped, err := st.GetRunCapped(ctx, "run-1")
+	if err != nil {
+		t.Fatalf("GetRunCapped: %v", err)
+	}
+	steps, err := st.ListSteps(ctx, "run-1")
+	if err != nil {
+		t.Fatalf("ListSteps: %v", err)
+	}
+	page, _, err := st.ListStepsPage(ctx, "run-1", 10, 0)
+	if err != nil {
+		t.Fatalf("ListStepsPage: %v", err)
+	}
+	if column == "step" {
+		column = "idx"
+	}
+	whole, paged := strings.Contains(run.DecodeError, column), strings.Contains(capped.DecodeError, column)
+	for _, s := range steps {
+		whole = whole || strings.Contains(s.DecodeError, column)
+	}
+	for _, s := range page {
+		paged = paged || strings.Contains(s.DecodeError, column)
+	}
+	if whole != paged {
+		t.Fatalf("a full read says damaged %v, a page read %v", whole, paged)
+	}
+	return whole
 }

@@ -195,8 +195,8 @@ func (s *Store) EventHash(ctx context.Context, seq int64) (string, error) {
 const verifyPage = 4096
 
 // VerifyEvents recomputes the chain over [from, to] and reports the first
-// break. Long payloads are hashed in chunks so a hostile row cannot make the
-// verifier hold it whole.
+// break. A payload over MaxStoredValue is a break, reported by its size
+// without being read, so a hostile row cannot make the verifier hold it.
 func (s *Store) VerifyEvents(ctx context.Context, from, to int64) (agentrt.VerifyReport, error) {
 	headSeq, _, err := s.ChainHead(ctx)
 	if err != nil {
@@ -225,13 +225,13 @@ func (s *Store) VerifyEvents(ctx context.Context, from, to int64) (agentrt.Verif
 		prev, prevSeq = h, seq
 	}
 	// Fields longer than the runtime ever writes are not read: the row is
-	// reported as broken. A payload over MaxPageText is hashed in chunks.
-	// octet_length reads a value's size without copying it; a field longer
-	// than the runtime ever writes comes back NULL and the row is reported.
+	// reported as broken. octet_length reads a value's size without loading
+	// it, so such a field comes back NULL. Every other payload is read once
+	// and hashed, so verifying is linear in the payload's size.
 	q := s.d.Rebind(`SELECT seq,
 		CASE WHEN octet_length(run_id) <= 4096 THEN run_id END, CASE WHEN octet_length(step_id) <= 4096 THEN step_id END,
 		CASE WHEN octet_length(at) <= 4096 THEN at END, CASE WHEN octet_length(type) <= 4096 THEN type END,
-		CASE WHEN octet_length(payload_json) <= 65536 THEN payload_json END, octet_length(payload_json), substr(hash, 1, 128),
+		CASE WHEN octet_length(payload_json) <= ` + strconv.Itoa(agentrt.MaxStoredValue) + ` THEN payload_json END, octet_length(payload_json), substr(hash, 1, 128),
 		octet_length(run_id) > 4096 OR octet_length(step_id) > 4096 OR octet_length(at) > 4096 OR octet_length(type) > 4096
 		FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq LIMIT ?`)
 	cur := from
@@ -275,17 +275,11 @@ func (s *Store) VerifyEvents(ctx context.Context, from, to int64) (agentrt.Verif
 				rows.Close()
 				return brk("an event field is longer than any the runtime writes", "", nil), nil
 			}
-			var digest [32]byte
-			if lPayload <= agentrt.MaxPageText {
-				digest = sha256.Sum256(payload)
-			} else {
-				d, err := s.streamDigest(ctx, seq, lPayload)
-				if err != nil {
-					rows.Close()
-					return rep, err
-				}
-				copy(digest[:], d)
+			if lPayload > agentrt.MaxStoredValue {
+				rows.Close()
+				return brk(fmt.Sprintf("the payload is %d bytes, larger than any event agentrt writes", lPayload), "", nil), nil
 			}
+			digest := sha256.Sum256(payload)
 			eventHashInto(&want, prevB, seq, []byte(runID), []byte(stepID), []byte(at), []byte(typ), &digest)
 			if !bytes.Equal(want[:], stored) {
 				rows.Close()
@@ -312,17 +306,4 @@ func (s *Store) VerifyEvents(ctx context.Context, from, to int64) (agentrt.Verif
 		rep.Break = &agentrt.ChainBreak{Seq: prevSeq + 1, Detail: fmt.Sprintf("events %d to %d are missing", prevSeq+1, to)}
 	}
 	return rep, nil
-}
-
-func (s *Store) streamDigest(ctx context.Context, seq, length int64) ([]byte, error) {
-	h := sha256.New()
-	q := s.d.Rebind("SELECT substr(CAST(payload_json AS BLOB), ?, ?) FROM events WHERE seq = ?")
-	for off := int64(1); off <= length; off += agentrt.MaxPageText {
-		var chunk []byte
-		if err := s.rdb.QueryRowContext(ctx, q, off, agentrt.MaxPageText, seq).Scan(&chunk); err != nil {
-			return nil, err
-		}
-		h.Write(chunk)
-	}
-	return h.Sum(nil), nil
 }

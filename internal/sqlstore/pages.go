@@ -5,124 +5,41 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
-	"time"
 
 	agentrt "github.com/agentrt/agentrt"
 )
 
 // Page reads serve front ends over files that may be hostile: every text
-// column is read capped at MaxPageText, every integer is cast, only the page
-// is decoded, and totals come from COUNT.
+// column is read capped at MaxPageText and only when it fits MaxStoredValue,
+// every integer only when stored as one, only the page is decoded, and
+// totals come from COUNT. A step's JSON columns over MaxPageText are not
+// copied out at all: SQLite's JSON functions read the fields a page prints.
 
-type colKind int
+// headCols turns a full read's columns into a page's: text cut to
+// MaxPageText, except the names given, which are read whole only when they
+// fit MaxPageText.
+func headCols(cols []col, small ...string) []col {
+	out := make([]col, len(cols))
+	for i, c := range cols {
+		switch {
+		case c.kind == colInt:
+		case slices.Contains(small, c.name):
+			c.kind = colSmall
+		default:
+			c.kind = colHead
+		}
+		out[i] = c
+	}
+	return out
+}
 
-const (
-	colText colKind = iota
-	colInt
+var (
+	runPageCols   = headCols(runCols)
+	runPageAt     = colIndex(runPageCols)
+	selectRunPage = "SELECT " + selectCols(runPageCols) + " FROM runs"
 )
-
-type pageCol struct {
-	name string
-	kind colKind
-}
-
-type pageRow struct {
-	text map[string]cappedText
-	ints map[string]int64
-}
-
-type cappedText struct {
-	head   []byte
-	length int64
-}
-
-func (c cappedText) String() string { return capText(c.head, c.length) }
-func (c cappedText) Over() bool     { return c.length > agentrt.MaxPageText }
-
-func pageSelect(cols []pageCol) string {
-	parts := make([]string, 0, len(cols))
-	for _, c := range cols {
-		switch c.kind {
-		case colText:
-			parts = append(parts, capped(c.name))
-		case colInt:
-			parts = append(parts, fmt.Sprintf("CAST(%s AS INTEGER)", c.name))
-		}
-	}
-	return strings.Join(parts, ", ")
-}
-
-func scanPageRow(rows *sql.Rows, cols []pageCol, extra ...any) (pageRow, error) {
-	dest := make([]any, 0, 2*len(cols))
-	texts := make([]cappedText, len(cols))
-	ints := make([]sql.NullInt64, len(cols))
-	lens := make([]sql.NullInt64, len(cols))
-	for i, c := range cols {
-		switch c.kind {
-		case colText:
-			dest = append(dest, &texts[i].head, &lens[i])
-		case colInt:
-			dest = append(dest, &ints[i])
-		}
-	}
-	dest = append(dest, extra...)
-	if err := rows.Scan(dest...); err != nil {
-		return pageRow{}, err
-	}
-	pr := pageRow{text: map[string]cappedText{}, ints: map[string]int64{}}
-	for i, c := range cols {
-		switch c.kind {
-		case colText:
-			texts[i].length = lens[i].Int64
-			pr.text[c.name] = texts[i]
-		case colInt:
-			pr.ints[c.name] = ints[i].Int64
-		}
-	}
-	return pr, nil
-}
-
-func (p pageRow) s(name string) string { return p.text[name].String() }
-
-func (p pageRow) t(name string) time.Time {
-	t, _ := parseTime(p.text[name].String())
-	return t
-}
-
-var runPageCols = []pageCol{
-	{"id", colText}, {"goal", colText}, {"status", colText}, {"reason", colText}, {"reason_detail", colText},
-	{"limits_json", colText}, {"step_count", colInt}, {"created_at", colText}, {"started_at", colText},
-	{"finished_at", colText}, {"result_json", colText}, {"model_calls", colInt}, {"input_tokens", colInt},
-	{"output_tokens", colInt}, {"cached_input_tokens", colInt}, {"estimated_cost_micros", colInt},
-	{"active_ns", colInt}, {"lease_owner", colText}, {"lease_expires_at", colText}, {"generation", colInt},
-}
-
-func runFromPage(p pageRow) agentrt.Run {
-	r := agentrt.Run{
-		ID: p.s("id"), Goal: p.s("goal"), Status: agentrt.RunStatus(p.s("status")),
-		Reason: agentrt.TerminalReason(p.s("reason")), ReasonDetail: p.s("reason_detail"),
-		StepCount: int(p.ints["step_count"]), CreatedAt: p.t("created_at"), StartedAt: p.t("started_at"),
-		FinishedAt: p.t("finished_at"), ModelCalls: int(p.ints["model_calls"]),
-		Usage: agentrt.Usage{InputTokens: p.ints["input_tokens"], OutputTokens: p.ints["output_tokens"],
-			CachedInputTokens: p.ints["cached_input_tokens"]},
-		EstimatedCost: agentrt.Micros(p.ints["estimated_cost_micros"]), ActiveTime: time.Duration(p.ints["active_ns"]),
-		LeaseOwner: p.s("lease_owner"), LeaseExpiresAt: p.t("lease_expires_at"), Generation: p.ints["generation"],
-	}
-	if l := p.text["limits_json"]; !l.Over() {
-		if err := json.Unmarshal(l.head, &r.Limits); err != nil {
-			r.Limits = agentrt.Limits{}
-		}
-	}
-	if res := p.text["result_json"]; res.length > 0 {
-		r.Result = capJSON(res.head, res.length)
-		if !json.Valid(r.Result) {
-			r.Result = nil
-			r.DecodeError = "result: not valid JSON"
-		}
-	}
-	return r
-}
 
 func (s *Store) count(ctx context.Context, q string, args ...any) (int, error) {
 	var n int
@@ -146,25 +63,25 @@ func (s *Store) ListRunsPage(ctx context.Context, limit, offset int) ([]agentrt.
 	if err != nil {
 		return nil, 0, err
 	}
-	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind("SELECT "+pageSelect(runPageCols)+" FROM runs ORDER BY rowid DESC LIMIT ? OFFSET ?"), limit, offset)
+	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(selectRunPage+" ORDER BY rowid DESC LIMIT ? OFFSET ?"), limit, offset)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer rows.Close()
 	var out []agentrt.Run
+	r := newRow(runPageCols, runPageAt)
 	for rows.Next() {
-		p, err := scanPageRow(rows, runPageCols)
-		if err != nil {
+		if err := r.scan(rows); err != nil {
 			return nil, 0, err
 		}
-		out = append(out, runFromPage(p))
+		out = append(out, decodeRun(r))
 	}
 	return out, total, rows.Err()
 }
 
 // GetRunCapped reads one run with its text columns capped.
 func (s *Store) GetRunCapped(ctx context.Context, id string) (agentrt.Run, error) {
-	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind("SELECT "+pageSelect(runPageCols)+" FROM runs WHERE id = ?"), id)
+	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(selectRunPage+" WHERE id = ?"), id)
 	if err != nil {
 		return agentrt.Run{}, err
 	}
@@ -175,22 +92,30 @@ func (s *Store) GetRunCapped(ctx context.Context, id string) (agentrt.Run, error
 		}
 		return agentrt.Run{}, fmt.Errorf("%w: run %s", agentrt.ErrNotFound, truncate(id, 80))
 	}
-	p, err := scanPageRow(rows, runPageCols)
-	if err != nil {
+	r := newRow(runPageCols, runPageAt)
+	if err := r.scan(rows); err != nil {
 		return agentrt.Run{}, err
 	}
-	return runFromPage(p), nil
+	return decodeRun(r), nil
 }
 
-var stepPageCols = []pageCol{
-	{"id", colText}, {"run_id", colText}, {"idx", colInt}, {"status", colText}, {"decision_json", colText},
-	{"policy_json", colText}, {"observation_json", colText}, {"started_at", colText}, {"finished_at", colText},
-	{"spec_hash", colText}, {"policy_id", colText},
-}
+var (
+	stepPageCols = headCols(stepCols, "decision_json", "policy_json", "observation_json")
+	stepPageAt   = colIndex(stepPageCols)
+	// What a page prints of a JSON column it does not read whole: enough
+	// for the kind, the tool, and the summary a step list shows.
+	decisionFields    = []string{"kind", "tool", "reason", "message"}
+	policyFields      = []string{"outcome", "reason", "kind"}
+	observationFields = []string{"kind", "summary", "content_hash"}
+	selectStepPage    = "SELECT " + selectCols(stepPageCols) + ", " +
+		jsonFields("decision_json", decisionFields...) + ", " +
+		jsonFields("policy_json", policyFields...) + ", " +
+		jsonFields("observation_json", observationFields...) + " FROM steps"
+)
 
 // ListStepsPage reads one page of a run's steps. A decision, policy or
-// observation column over the cap is replaced by its identifying fields and
-// DecodeError says it was not read whole.
+// observation column over the cap is read by its size and the fields a page
+// prints, extracted by SQLite, and DecodeError says it was not read whole.
 func (s *Store) ListStepsPage(ctx context.Context, runID string, limit, offset int) ([]agentrt.Step, int, error) {
 	if err := checkPage(limit, offset); err != nil {
 		return nil, 0, err
@@ -199,59 +124,64 @@ func (s *Store) ListStepsPage(ctx context.Context, runID string, limit, offset i
 	if err != nil {
 		return nil, 0, err
 	}
-	// Identifying fields of oversized columns, read by SQLite without
-	// handing the whole value to Go.
-	ident := `, CASE WHEN length(CAST(decision_json AS BLOB)) > ` + fmt.Sprint(agentrt.MaxPageText) + ` THEN substr(json_extract(decision_json, '$.kind'), 1, 64) || ' ' || substr(COALESCE(json_extract(decision_json, '$.tool'), ''), 1, 256) ELSE '' END`
-	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind("SELECT "+pageSelect(stepPageCols)+ident+" FROM steps WHERE run_id = ? ORDER BY idx LIMIT ? OFFSET ?"), runID, limit, offset)
+	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(selectStepPage+" WHERE run_id = ? ORDER BY idx LIMIT ? OFFSET ?"), runID, limit, offset)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer rows.Close()
 	var out []agentrt.Step
+	r := newRow(stepPageCols, stepPageAt)
+	var decF, polF, obsF sql.NullString
 	for rows.Next() {
-		var decIdent sql.NullString
-		p, err := scanPageRow(rows, stepPageCols, &decIdent)
-		if err != nil {
+		if err := r.scan(rows, &decF, &polF, &obsF); err != nil {
 			return nil, 0, err
 		}
-		st := agentrt.Step{ID: p.s("id"), RunID: p.s("run_id"), Index: int(p.ints["idx"]),
-			Status: agentrt.StepStatus(p.s("status")), SpecHash: p.s("spec_hash"), PolicyID: p.s("policy_id")}
+		st := agentrt.Step{ID: r.str("id"), RunID: r.str("run_id"), Index: r.int("idx"),
+			Status: agentrt.StepStatus(r.str("status")), SpecHash: r.str("spec_hash"), PolicyID: r.str("policy_id")}
 		var over []string
-		dec, pol, obs := p.text["decision_json"], p.text["policy_json"], p.text["observation_json"]
-		decS, polS, obsS := string(dec.head), string(pol.head), string(obs.head)
-		if dec.Over() {
-			over = append(over, fmt.Sprintf("decision (%d bytes) not read whole", dec.length))
-			kind, tool, _ := strings.Cut(decIdent.String, " ")
-			d, _ := json.Marshal(agentrt.Decision{Kind: agentrt.DecisionKind(kind), Tool: tool})
-			decS = string(d)
-		}
-		if pol.Over() {
-			over = append(over, fmt.Sprintf("policy (%d bytes) not read whole", pol.length))
-			polS = ""
-		}
-		if obs.Over() {
-			over = append(over, fmt.Sprintf("observation (%d bytes) not read whole", obs.length))
-			o, _ := json.Marshal(agentrt.Observation{Kind: agentrt.ObsToolResult, Summary: "[not read whole]"})
-			obsS = string(o)
-		}
-		decodeStep(&st, decS, polS, obsS, p.s("started_at"), p.s("finished_at"))
-		if len(over) > 0 {
-			msg := strings.Join(over, "; ")
-			if st.DecodeError != "" {
-				msg += "; " + st.DecodeError
+		small := func(name, column string, fields sql.NullString, want, n int) ([]string, string) {
+			v, size, ok := r.raw(column)
+			if ok && size <= agentrt.MaxPageText {
+				return nil, v
 			}
-			st.DecodeError = msg
+			f, read := decodeFields(fields, want, n)
+			switch {
+			case size > agentrt.MaxStoredValue:
+				over = append(over, fmt.Sprintf("%s (%s) not read", name, tooBig(size)))
+			case !read:
+				over = append(over, fmt.Sprintf("%s (%d bytes) not read whole: not valid JSON", name, size))
+			default:
+				over = append(over, fmt.Sprintf("%s (%d bytes) not read whole", name, size))
+			}
+			return f, ""
 		}
+		decS, polS, obsS := "", "", ""
+		if f, v := small("decision", "decision_json", decF, len(decisionFields), agentrt.MaxPageText); f != nil {
+			st.Decision = &agentrt.Decision{Kind: agentrt.DecisionKind(f[0]), Tool: f[1], Reason: f[2], Message: f[3]}
+		} else {
+			decS = v
+		}
+		if f, v := small("policy", "policy_json", polF, len(policyFields), agentrt.MaxPageText); f != nil {
+			st.Policy = &agentrt.PolicyDecision{Outcome: agentrt.PolicyOutcome(f[0]), Reason: f[1], Kind: f[2]}
+		} else {
+			polS = v
+		}
+		if f, v := small("observation", "observation_json", obsF, len(observationFields), agentrt.MaxPageText); f != nil {
+			st.Observation = &agentrt.Observation{Kind: agentrt.ObservationKind(f[0]), Summary: f[1], ContentHash: f[2]}
+		} else {
+			obsS = v
+		}
+		r.bad = append(over, r.bad...)
+		decodeStep(&st, r, decS, polS, obsS)
 		out = append(out, st)
 	}
 	return out, total, rows.Err()
 }
 
-var approvalPageCols = []pageCol{
-	{"id", colText}, {"run_id", colText}, {"step_id", colText}, {"kind", colText}, {"capability_json", colText},
-	{"presentation_json", colText}, {"request_json", colText}, {"hash", colText}, {"status", colText},
-	{"created_at", colText}, {"expires_at", colText}, {"decided_at", colText}, {"decided_by", colText}, {"note", colText},
-}
+var (
+	approvalPageCols = headCols(approvalCols)
+	approvalPageAt   = colIndex(approvalPageCols)
+)
 
 // ListApprovalsPage reads one page of a run's approvals (status "" = all).
 // An oversized request is replaced by its identity; to decide, read the
@@ -270,24 +200,24 @@ func (s *Store) ListApprovalsPage(ctx context.Context, runID string, status agen
 	if err != nil {
 		return nil, 0, err
 	}
-	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind("SELECT "+pageSelect(approvalPageCols)+" FROM approvals"+where+" ORDER BY rowid LIMIT ? OFFSET ?"), append(args, limit, offset)...)
+	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind("SELECT "+selectCols(approvalPageCols)+" FROM approvals"+where+" ORDER BY rowid LIMIT ? OFFSET ?"), append(args, limit, offset)...)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer rows.Close()
 	var out []agentrt.Approval
+	p := newRow(approvalPageCols, approvalPageAt)
 	for rows.Next() {
-		p, err := scanPageRow(rows, approvalPageCols)
-		if err != nil {
+		if err := p.scan(rows); err != nil {
 			return nil, 0, err
 		}
-		a := agentrt.Approval{ID: p.s("id"), RunID: p.s("run_id"), StepID: p.s("step_id"), Kind: p.s("kind"),
-			Hash: p.s("hash"), Status: agentrt.ApprovalStatus(p.s("status")), CreatedAt: p.t("created_at"),
-			ExpiresAt: p.t("expires_at"), DecidedAt: p.t("decided_at"), DecidedBy: p.s("decided_by"), Note: p.s("note")}
-		var bad []string
-		c := p.text["capability_json"]
+		a := agentrt.Approval{ID: p.str("id"), RunID: p.str("run_id"), StepID: p.str("step_id"), Kind: p.str("kind"),
+			Hash: p.str("hash"), Status: agentrt.ApprovalStatus(p.str("status")), CreatedAt: p.time("created_at"),
+			ExpiresAt: p.time("expires_at"), DecidedAt: p.time("decided_at"), DecidedBy: p.str("decided_by"), Note: p.str("note")}
+		bad := p.bad
+		c := pageText(p, "capability_json")
 		a.Capability = capJSON(c.head, c.length)
-		pr := p.text["presentation_json"]
+		pr := pageText(p, "presentation_json")
 		a.Presentation = capJSON(pr.head, pr.length)
 		// A stand-in is never mistaken for the value: DecodeError says so.
 		if c.Over() {
@@ -304,7 +234,7 @@ func (s *Store) ListApprovalsPage(ctx context.Context, runID string, status agen
 				bad = append(bad, v.n+": not valid JSON")
 			}
 		}
-		rq := p.text["request_json"]
+		rq := pageText(p, "request_json")
 		if rq.Over() {
 			bad = append(bad, fmt.Sprintf("request (%d bytes) not read whole", rq.length))
 			a.Request = agentrt.ToolRequest{RunID: a.RunID, StepID: a.StepID}
@@ -321,9 +251,10 @@ func (s *Store) ListApprovalsPage(ctx context.Context, runID string, status agen
 	return out, total, rows.Err()
 }
 
-var eventPageCols = []pageCol{
-	{"seq", colInt}, {"run_id", colText}, {"step_id", colText}, {"at", colText}, {"type", colText}, {"payload_json", colText},
-}
+var (
+	eventPageCols = headCols(eventCols)
+	eventPageAt   = colIndex(eventPageCols)
+)
 
 // ListEventsPage reads one page of a run's events in seq order ("" = all runs).
 func (s *Store) ListEventsPage(ctx context.Context, runID string, limit, offset int) ([]agentrt.Event, int, error) {
@@ -340,19 +271,19 @@ func (s *Store) ListEventsPage(ctx context.Context, runID string, limit, offset 
 	if err != nil {
 		return nil, 0, err
 	}
-	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind("SELECT "+pageSelect(eventPageCols)+" FROM events"+where+" ORDER BY seq LIMIT ? OFFSET ?"), append(args, limit, offset)...)
+	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind("SELECT "+selectCols(eventPageCols)+" FROM events"+where+" ORDER BY seq LIMIT ? OFFSET ?"), append(args, limit, offset)...)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer rows.Close()
 	var out []agentrt.Event
+	p := newRow(eventPageCols, eventPageAt)
 	for rows.Next() {
-		p, err := scanPageRow(rows, eventPageCols)
-		if err != nil {
+		if err := p.scan(rows); err != nil {
 			return nil, 0, err
 		}
-		e := agentrt.Event{Seq: p.ints["seq"], RunID: p.s("run_id"), StepID: p.s("step_id"), At: p.t("at"), Type: agentrt.EventType(p.s("type"))}
-		pl := p.text["payload_json"]
+		e := agentrt.Event{Seq: p.int64("seq"), RunID: p.str("run_id"), StepID: p.str("step_id"), At: p.time("at"), Type: agentrt.EventType(p.str("type"))}
+		pl := pageText(p, "payload_json")
 		e.Payload = capJSON(pl.head, pl.length)
 		if !json.Valid(e.Payload) {
 			b, _ := json.Marshal(map[string]any{"invalid_payload": true, "text": capText(pl.head, pl.length)})
@@ -361,4 +292,17 @@ func (s *Store) ListEventsPage(ctx context.Context, runID string, limit, offset 
 		out = append(out, e)
 	}
 	return out, total, rows.Err()
+}
+
+// cappedText is a colHead column as read: its head and its size.
+type cappedText struct {
+	head   []byte
+	length int64
+}
+
+func (c cappedText) Over() bool { return c.length > int64(len(c.head)) }
+
+func pageText(r *row, name string) cappedText {
+	s, size, _ := r.raw(name)
+	return cappedText{[]byte(s), size}
 }

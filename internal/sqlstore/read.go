@@ -13,86 +13,107 @@ import (
 	agentrt "github.com/agentrt/agentrt"
 )
 
-const runCols = `id, goal, status, reason, reason_detail, limits_json, step_count, created_at, started_at,
-	finished_at, result_json, model_calls, input_tokens, output_tokens, cached_input_tokens,
-	estimated_cost_micros, active_ns, lease_owner, lease_expires_at, generation`
+var (
+	runCols = append(append(textCols(colWhole, "id", "goal", "status", "reason", "reason_detail", "limits_json"),
+		col{"step_count", colInt}), append(textCols(colWhole, "created_at", "started_at", "finished_at", "result_json"),
+		append(intCols("model_calls", "input_tokens", "output_tokens", "cached_input_tokens", "estimated_cost_micros", "active_ns"),
+			append(textCols(colWhole, "lease_owner", "lease_expires_at"), col{"generation", colInt})...)...)...)
+	runAt     = colIndex(runCols)
+	selectRun = "SELECT " + selectCols(runCols) + " FROM runs"
+)
 
-const selectRun = "SELECT " + runCols + " FROM runs"
+func intCols(names ...string) []col { return textCols(colInt, names...) }
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanRun(r scanner) (agentrt.Run, error) {
-	var run agentrt.Run
-	var status, reason, limits, created, started, finished, result, leaseExp string
-	var active int64
-	err := r.Scan(&run.ID, &run.Goal, &status, &reason, &run.ReasonDetail, &limits, &run.StepCount,
-		&created, &started, &finished, &result, &run.ModelCalls, &run.Usage.InputTokens,
-		&run.Usage.OutputTokens, &run.Usage.CachedInputTokens, &run.EstimatedCost, &active,
-		&run.LeaseOwner, &leaseExp, &run.Generation)
+func scanRun(s scanner) (agentrt.Run, error) {
+	r := newRow(runCols, runAt)
+	err := r.scan(s)
 	if errors.Is(err, sql.ErrNoRows) {
-		return run, fmt.Errorf("%w: run", agentrt.ErrNotFound)
+		return agentrt.Run{}, fmt.Errorf("%w: run", agentrt.ErrNotFound)
 	}
 	if err != nil {
-		return run, err
+		return agentrt.Run{}, err
 	}
-	run.Status = agentrt.RunStatus(status)
-	run.Reason = agentrt.TerminalReason(reason)
-	run.ActiveTime = time.Duration(active)
-	var bad []string
-	if err := json.Unmarshal([]byte(limits), &run.Limits); err != nil {
-		bad = append(bad, "limits: "+err.Error())
+	return decodeRun(r), nil
+}
+
+// decodeRun decodes a run row read whole (runCols) or by page
+// (runPageCols).
+func decodeRun(r *row) agentrt.Run {
+	run := agentrt.Run{
+		ID: r.str("id"), Goal: r.str("goal"), Status: agentrt.RunStatus(r.str("status")),
+		Reason: agentrt.TerminalReason(r.str("reason")), ReasonDetail: r.str("reason_detail"),
+		StepCount: r.int("step_count"), CreatedAt: r.time("created_at"), StartedAt: r.time("started_at"),
+		FinishedAt: r.time("finished_at"), ModelCalls: r.int("model_calls"),
+		Usage: agentrt.Usage{InputTokens: r.int64("input_tokens"), OutputTokens: r.int64("output_tokens"),
+			CachedInputTokens: r.int64("cached_input_tokens")},
+		EstimatedCost: agentrt.Micros(r.int64("estimated_cost_micros")), ActiveTime: time.Duration(r.int64("active_ns")),
+		LeaseOwner: r.str("lease_owner"), LeaseExpiresAt: r.time("lease_expires_at"), Generation: r.int64("generation"),
+	}
+	page := r.cols[r.i("goal")].kind == colHead
+	if limits, size, ok := r.raw("limits_json"); !ok || (page && size > agentrt.MaxPageText) {
+		if !page {
+			r.note("limits (%s) not read", tooBig(size))
+		}
+	} else if err := json.Unmarshal([]byte(limits), &run.Limits); err != nil {
+		if !page {
+			r.note("limits: %v", err)
+		}
 		run.Limits = agentrt.Limits{}
 	}
-	for _, f := range []struct {
-		name string
-		s    string
-		t    *time.Time
-	}{{"created_at", created, &run.CreatedAt}, {"started_at", started, &run.StartedAt}, {"finished_at", finished, &run.FinishedAt}, {"lease_expires_at", leaseExp, &run.LeaseExpiresAt}} {
-		t, err := parseTime(f.s)
-		if err != nil {
-			bad = append(bad, f.name+": "+err.Error())
+	result, size, ok := r.raw("result_json")
+	switch {
+	case !ok && page:
+		run.Result = capJSON(nil, size)
+	case !ok:
+		r.note("result (%s) not read", tooBig(size))
+	case page && size > 0:
+		run.Result = capJSON([]byte(result), size)
+		if !json.Valid(run.Result) {
+			run.Result = nil
+			r.note("result: not valid JSON")
 		}
-		*f.t = t
-	}
-	if result != "" {
+	case result != "":
 		if json.Valid([]byte(result)) {
 			run.Result = json.RawMessage(result)
 		} else {
-			bad = append(bad, "result: not valid JSON")
+			r.note("result: not valid JSON")
 		}
 	}
 	if !run.Status.Valid() {
-		bad = append(bad, fmt.Sprintf("status %q is unknown", truncate(status, 64)))
+		r.note("status %q is unknown", truncate(string(run.Status), 64))
 	}
-	if len(bad) > 0 {
-		run.DecodeError = strings.Join(bad, "; ")
-	}
-	return run, nil
+	run.DecodeError = r.decodeError()
+	return run
 }
 
-const stepCols = `id, run_id, idx, status, decision_json, policy_json, observation_json, started_at, finished_at, spec_hash, policy_id`
+var (
+	stepCols = append(append(textCols(colWhole, "id", "run_id"), col{"idx", colInt}),
+		textCols(colWhole, "status", "decision_json", "policy_json", "observation_json", "started_at", "finished_at", "spec_hash", "policy_id")...)
+	stepAt     = colIndex(stepCols)
+	selectStep = "SELECT " + selectCols(stepCols) + " FROM steps"
+)
 
-const selectStep = "SELECT " + stepCols + " FROM steps"
-
-func scanStep(r scanner) (agentrt.Step, error) {
-	var st agentrt.Step
-	var status, dec, pol, obs, started, finished string
-	if err := r.Scan(&st.ID, &st.RunID, &st.Index, &status, &dec, &pol, &obs, &started, &finished, &st.SpecHash, &st.PolicyID); err != nil {
-		return st, err
+func scanStep(s scanner) (agentrt.Step, error) {
+	r := newRow(stepCols, stepAt)
+	if err := r.scan(s); err != nil {
+		return agentrt.Step{}, err
 	}
-	st.Status = agentrt.StepStatus(status)
-	decodeStep(&st, dec, pol, obs, started, finished)
+	st := agentrt.Step{ID: r.str("id"), RunID: r.str("run_id"), Index: r.int("idx"), Status: agentrt.StepStatus(r.str("status")),
+		SpecHash: r.str("spec_hash"), PolicyID: r.str("policy_id")}
+	dec, pol, obs := r.str("decision_json"), r.str("policy_json"), r.str("observation_json")
+	decodeStep(&st, r, dec, pol, obs)
 	return st, nil
 }
 
-// DecodeStepColumns decodes a step's stored column text the way a full read
-// does; the engine's cache uses it so its view equals a fresh load.
-func decodeStep(st *agentrt.Step, dec, pol, obs, started, finished string) {
-	var bad []string
+// decodeStep decodes a step's JSON columns and times and sets DecodeError
+// from everything r noted.
+func decodeStep(st *agentrt.Step, r *row, dec, pol, obs string) {
 	if dec != "" {
 		d := new(agentrt.Decision)
 		if err := json.Unmarshal([]byte(dec), d); err != nil {
-			bad = append(bad, "decision: "+err.Error())
+			r.note("decision: %v", err)
 		} else {
 			st.Decision = d
 		}
@@ -100,7 +121,7 @@ func decodeStep(st *agentrt.Step, dec, pol, obs, started, finished string) {
 	if pol != "" {
 		p := new(agentrt.PolicyDecision)
 		if err := json.Unmarshal([]byte(pol), p); err != nil {
-			bad = append(bad, "policy: "+err.Error())
+			r.note("policy: %v", err)
 		} else {
 			st.Policy = p
 		}
@@ -108,26 +129,19 @@ func decodeStep(st *agentrt.Step, dec, pol, obs, started, finished string) {
 	if obs != "" {
 		o := new(agentrt.Observation)
 		if err := json.Unmarshal([]byte(obs), o); err != nil {
-			bad = append(bad, "observation: "+err.Error())
+			r.note("observation: %v", err)
 		} else {
 			st.Observation = o
 		}
 	}
-	var err error
-	if st.StartedAt, err = parseTime(started); err != nil {
-		bad = append(bad, "started_at: "+err.Error())
-	}
-	if st.FinishedAt, err = parseTime(finished); err != nil {
-		bad = append(bad, "finished_at: "+err.Error())
-	}
+	st.StartedAt = r.time("started_at")
+	st.FinishedAt = r.time("finished_at")
 	switch st.Status {
 	case agentrt.StepDeciding, agentrt.StepAwaitingApproval, agentrt.StepExecuting, agentrt.StepDone, agentrt.StepFailed, agentrt.StepInterrupted:
 	default:
-		bad = append(bad, fmt.Sprintf("status %q is unknown", truncate(string(st.Status), 64)))
+		r.note("status %q is unknown", truncate(string(st.Status), 64))
 	}
-	if len(bad) > 0 {
-		st.DecodeError = strings.Join(bad, "; ")
-	}
+	st.DecodeError = r.decodeError()
 }
 
 func scanSteps(rows *sql.Rows) ([]agentrt.Step, error) {
@@ -143,52 +157,46 @@ func scanSteps(rows *sql.Rows) ([]agentrt.Step, error) {
 	return out, rows.Err()
 }
 
-const approvalCols = `id, run_id, step_id, kind, capability_json, presentation_json, request_json, hash, status,
-	created_at, expires_at, decided_at, decided_by, note`
+var (
+	approvalCols = textCols(colWhole, "id", "run_id", "step_id", "kind", "capability_json", "presentation_json", "request_json", "hash", "status",
+		"created_at", "expires_at", "decided_at", "decided_by", "note")
+	approvalAt     = colIndex(approvalCols)
+	selectApproval = "SELECT " + selectCols(approvalCols) + " FROM approvals"
+)
 
-const selectApproval = "SELECT " + approvalCols + " FROM approvals"
-
-func scanApproval(r scanner) (agentrt.Approval, error) {
-	var a agentrt.Approval
-	var capab, pres, req, status, created, expires, decided string
-	err := r.Scan(&a.ID, &a.RunID, &a.StepID, &a.Kind, &capab, &pres, &req, &a.Hash, &status, &created, &expires, &decided, &a.DecidedBy, &a.Note)
+func scanApproval(s scanner) (agentrt.Approval, error) {
+	r := newRow(approvalCols, approvalAt)
+	err := r.scan(s)
 	if errors.Is(err, sql.ErrNoRows) {
-		return a, fmt.Errorf("%w: approval", agentrt.ErrNotFound)
+		return agentrt.Approval{}, fmt.Errorf("%w: approval", agentrt.ErrNotFound)
 	}
 	if err != nil {
-		return a, err
+		return agentrt.Approval{}, err
 	}
-	a.Status = agentrt.ApprovalStatus(status)
-	var bad []string
+	a := agentrt.Approval{ID: r.str("id"), RunID: r.str("run_id"), StepID: r.str("step_id"), Kind: r.str("kind"),
+		Hash: r.str("hash"), Status: agentrt.ApprovalStatus(r.str("status")), DecidedBy: r.str("decided_by"), Note: r.str("note")}
 	for _, f := range []struct {
-		name string
-		s    string
-		dst  *json.RawMessage
-	}{{"capability", capab, &a.Capability}, {"presentation", pres, &a.Presentation}} {
-		if f.s == "" || !json.Valid([]byte(f.s)) {
-			bad = append(bad, f.name+": not valid JSON")
-			continue
+		name, col string
+		dst       *json.RawMessage
+	}{{"capability", "capability_json", &a.Capability}, {"presentation", "presentation_json", &a.Presentation}} {
+		s, size, ok := r.raw(f.col)
+		switch {
+		case !ok:
+			r.note("%s (%s) not read", f.name, tooBig(size))
+		case s == "" || !json.Valid([]byte(s)):
+			r.note("%s: not valid JSON", f.name)
+		default:
+			*f.dst = json.RawMessage(s)
 		}
-		*f.dst = json.RawMessage(f.s)
 	}
-	if err := json.Unmarshal([]byte(req), &a.Request); err != nil {
-		bad = append(bad, "request: "+err.Error())
+	if req, size, ok := r.raw("request_json"); !ok {
+		r.note("request (%s) not read", tooBig(size))
+	} else if err := json.Unmarshal([]byte(req), &a.Request); err != nil {
+		r.note("request: %v", err)
 		a.Request = agentrt.ToolRequest{}
 	}
-	for _, f := range []struct {
-		name string
-		s    string
-		t    *time.Time
-	}{{"created_at", created, &a.CreatedAt}, {"expires_at", expires, &a.ExpiresAt}, {"decided_at", decided, &a.DecidedAt}} {
-		t, err := parseTime(f.s)
-		if err != nil {
-			bad = append(bad, f.name+": "+err.Error())
-		}
-		*f.t = t
-	}
-	if len(bad) > 0 {
-		a.DecodeError = strings.Join(bad, "; ")
-	}
+	a.CreatedAt, a.ExpiresAt, a.DecidedAt = r.time("created_at"), r.time("expires_at"), r.time("decided_at")
+	a.DecodeError = r.decodeError()
 	return a, nil
 }
 
@@ -205,20 +213,27 @@ func scanApprovals(rows *sql.Rows) ([]agentrt.Approval, error) {
 	return out, rows.Err()
 }
 
-const eventCols = "seq, run_id, step_id, at, type, payload_json"
+var (
+	eventCols = append([]col{{"seq", colInt}}, textCols(colWhole, "run_id", "step_id", "at", "type", "payload_json")...)
+	eventAt   = colIndex(eventCols)
+)
 
+// scanEvents reads events whole. Event has no DecodeError: a payload too
+// big to read is replaced by a JSON object giving its size.
 func scanEvents(rows *sql.Rows) ([]agentrt.Event, error) {
 	defer rows.Close()
 	var out []agentrt.Event
+	r := newRow(eventCols, eventAt)
 	for rows.Next() {
-		var e agentrt.Event
-		var at, typ, payload string
-		if err := rows.Scan(&e.Seq, &e.RunID, &e.StepID, &at, &typ, &payload); err != nil {
+		if err := r.scan(rows); err != nil {
 			return nil, err
 		}
-		e.At, _ = parseTime(at)
-		e.Type = agentrt.EventType(typ)
-		e.Payload = json.RawMessage(payload)
+		e := agentrt.Event{Seq: r.int64("seq"), RunID: r.str("run_id"), StepID: r.str("step_id"), At: r.time("at"), Type: agentrt.EventType(r.str("type"))}
+		if p, size, ok := r.raw("payload_json"); ok {
+			e.Payload = json.RawMessage(p)
+		} else {
+			e.Payload = capJSON(nil, size)
+		}
 		out = append(out, e)
 	}
 	return out, rows.Err()
@@ -280,7 +295,7 @@ func (s *Store) GetApproval(ctx context.Context, runID, approvalID string) (agen
 
 // ListEvents reads a run's events in seq order ("" = all runs).
 func (s *Store) ListEvents(ctx context.Context, runID string) ([]agentrt.Event, error) {
-	q := "SELECT " + eventCols + " FROM events"
+	q := "SELECT " + selectCols(eventCols) + " FROM events"
 	var args []any
 	if runID != "" {
 		q += " WHERE run_id = ?"
@@ -293,28 +308,32 @@ func (s *Store) ListEvents(ctx context.Context, runID string) ([]agentrt.Event, 
 	return scanEvents(rows)
 }
 
-// ListModelCalls reads a run's model attempts in order.
+var (
+	modelCallCols = append(append(textCols(colWhole, "id", "run_id", "step_id"), col{"attempt", colInt}),
+		append(textCols(colWhole, "status", "model"), append(intCols("input_tokens", "output_tokens", "cached_input_tokens", "cost_micros", "latency_ns"),
+			textCols(colWhole, "error", "dispatched_at", "completed_at")...)...)...)
+	modelCallAt = colIndex(modelCallCols)
+)
+
+// ListModelCalls reads a run's model attempts in order. ModelCall has no
+// DecodeError: a column that will not decode is read as its zero value.
 func (s *Store) ListModelCalls(ctx context.Context, runID string) ([]agentrt.ModelCall, error) {
-	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(`SELECT id, run_id, step_id, attempt, status, model, input_tokens,
-		output_tokens, cached_input_tokens, cost_micros, latency_ns, error, dispatched_at, completed_at
-		FROM model_calls WHERE run_id = ? ORDER BY rowid`), runID)
+	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind("SELECT "+selectCols(modelCallCols)+" FROM model_calls WHERE run_id = ? ORDER BY rowid"), runID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []agentrt.ModelCall
+	r := newRow(modelCallCols, modelCallAt)
 	for rows.Next() {
-		var c agentrt.ModelCall
-		var status, disp, comp string
-		var lat int64
-		if err := rows.Scan(&c.ID, &c.RunID, &c.StepID, &c.Attempt, &status, &c.Model, &c.Usage.InputTokens,
-			&c.Usage.OutputTokens, &c.Usage.CachedInputTokens, &c.Cost, &lat, &c.Error, &disp, &comp); err != nil {
+		if err := r.scan(rows); err != nil {
 			return nil, err
 		}
-		c.Status = agentrt.ModelCallStatus(status)
-		c.Latency = time.Duration(lat)
-		c.DispatchedAt, _ = parseTime(disp)
-		c.CompletedAt, _ = parseTime(comp)
+		c := agentrt.ModelCall{ID: r.str("id"), RunID: r.str("run_id"), StepID: r.str("step_id"), Attempt: r.int("attempt"),
+			Status: agentrt.ModelCallStatus(r.str("status")), Model: r.str("model"),
+			Usage: agentrt.Usage{InputTokens: r.int64("input_tokens"), OutputTokens: r.int64("output_tokens"), CachedInputTokens: r.int64("cached_input_tokens")},
+			Cost:  agentrt.Micros(r.int64("cost_micros")), Latency: time.Duration(r.int64("latency_ns")), Error: r.str("error"),
+			DispatchedAt: r.time("dispatched_at"), CompletedAt: r.time("completed_at")}
 		out = append(out, c)
 	}
 	return out, rows.Err()
@@ -322,12 +341,17 @@ func (s *Store) ListModelCalls(ctx context.Context, runID string) ([]agentrt.Mod
 
 // GetSpec reads a stored tool spec by hash.
 func (s *Store) GetSpec(ctx context.Context, hash string) (json.RawMessage, error) {
-	var spec string
-	err := s.rdb.QueryRowContext(ctx, s.d.Rebind("SELECT spec_json FROM tool_specs WHERE hash = ?"), hash).Scan(&spec)
+	var spec sql.NullString
+	var size sql.NullInt64
+	err := s.rdb.QueryRowContext(ctx, s.d.Rebind(fmt.Sprintf("SELECT CASE WHEN octet_length(spec_json) <= %d THEN spec_json END, octet_length(spec_json) FROM tool_specs WHERE hash = ?",
+		agentrt.MaxStoredValue)), hash).Scan(&spec, &size)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: tool spec %s", agentrt.ErrNotFound, truncate(hash, 80))
 	}
-	return json.RawMessage(spec), err
+	if err == nil && !spec.Valid && size.Valid {
+		return nil, fmt.Errorf("agentrt: tool spec %s not read: %s", truncate(hash, 80), tooBig(size.Int64))
+	}
+	return json.RawMessage(spec.String), err
 }
 
 // RenewLease extends a held lease.
@@ -351,28 +375,28 @@ func (s *Store) RenewLease(ctx context.Context, runID, owner string, generation 
 	return nil
 }
 
-// capText turns a capped column into text: the head plus a marker saying
-// how much was cut.
+// capText turns a capped column into text: the head, and when the head is
+// shorter than the value, a marker saying how long the value is.
 func capText(head []byte, length int64) string {
-	s := strings.ToValidUTF8(string(head), "\uFFFD")
-	if length <= agentrt.MaxPageText {
-		return s
+	if int64(len(head)) >= length {
+		return strings.ToValidUTF8(string(head), "\uFFFD")
 	}
 	// Do not end on a partial rune.
-	for len(s) > 0 {
-		r, size := utf8.DecodeLastRuneInString(s)
-		if r != utf8.RuneError || size != 1 {
+	for k := len(head) - 1; k >= 0 && k >= len(head)-utf8.UTFMax; k-- {
+		if utf8.RuneStart(head[k]) {
+			if !utf8.FullRune(head[k:]) {
+				head = head[:k]
+			}
 			break
 		}
-		s = s[:len(s)-1]
 	}
-	return fmt.Sprintf("%s…[truncated: %d bytes]", s, length)
+	return fmt.Sprintf("%s…[truncated: %d bytes]", strings.ToValidUTF8(string(head), "\uFFFD"), length)
 }
 
 // capJSON keeps a JSON column that fits and replaces one that does not with a
 // small object that is still JSON.
 func capJSON(head []byte, length int64) json.RawMessage {
-	if length <= agentrt.MaxPageText {
+	if length <= agentrt.MaxPageText && int64(len(head)) >= length {
 		if length == 0 {
 			return nil
 		}
@@ -388,8 +412,4 @@ func capJSON(head []byte, length int64) json.RawMessage {
 		Head      string `json:"head"`
 	}{true, length, strings.ToValidUTF8(string(h), "\uFFFD")})
 	return b
-}
-
-func capped(col string) string {
-	return fmt.Sprintf("substr(CAST(%s AS BLOB), 1, %d), length(CAST(%s AS BLOB))", col, agentrt.MaxPageText, col)
 }

@@ -1,0 +1,156 @@
+package sqlite_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/sqlite"
+	"github.com/agentrt/agentrt/view"
+)
+
+// BenchmarkOperatorPages reads what agentrt runs and agentrt show read (the
+// default pages: 100 runs, 500 steps) from a database of runs of 1,000
+// steps whose observations are 100 KB each and whose goals are 100 KB. The
+// database is AGENTRT_BENCH_DB_MB megabytes (default 100: one such run;
+// 1024 gives the DESIGN.md figure), built once per benchmark run.
+func BenchmarkOperatorPages(b *testing.B) {
+	mb := 100
+	if v := os.Getenv("AGENTRT_BENCH_DB_MB"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 100 {
+			b.Fatalf("AGENTRT_BENCH_DB_MB=%q: want a number of megabytes >= 100", v)
+		}
+		mb = n
+	}
+	const steps, rowKB = 1000, 100
+	runs := mb / (steps * rowKB / 1000)
+	p := filepath.Join(b.TempDir(), "pages.db")
+	s, err := sqlite.Open(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.Close()
+	db := rawB(b, p)
+	tx, err := db.Begin()
+	if err != nil {
+		b.Fatal(err)
+	}
+	dec, _ := json.Marshal(agentrt.Decision{Kind: agentrt.KindToolCall, Tool: "fetch", Args: json.RawMessage(`{"url":"https://example.com"}`)})
+	pol, _ := json.Marshal(agentrt.PolicyDecision{Outcome: agentrt.Allow})
+	for r := 0; r < runs; r++ {
+		id := fmt.Sprintf("run%03d", r)
+		if _, err := tx.Exec(`INSERT INTO runs (id, goal, status, limits_json, step_count, created_at) VALUES (?, printf('%.*c', ?, 'g'), 'COMPLETED', '{"max_steps":2000}', ?, '2026-01-01T00:00:00Z')`,
+			id, rowKB*1000, steps); err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; i < steps; i++ {
+			// Every other step failed: its kind and summary must survive the page read.
+			kind, status := "tool_result", "done"
+			if i%2 == 1 {
+				kind, status = "tool_error", "failed"
+			}
+			if _, err := tx.Exec(`INSERT INTO steps (id, run_id, idx, status, decision_json, policy_json, observation_json, started_at, finished_at)
+				VALUES (?, ?, ?, ?, ?, ?, '{"kind":"' || ? || '","content":"' || ? || printf('%.*c', ?, 'o') || '","summary":"step ' || ? || '"}', '2026-01-01T00:00:00Z', '2026-01-01T00:00:01Z')`,
+				fmt.Sprintf("%s-%04d", id, i), id, i, status, string(dec), string(pol), kind, i, rowKB*1000, i); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	db.Close()
+	fi, err := os.Stat(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := sqlite.OpenExisting(p, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	mid := fmt.Sprintf("run%03d", runs/2)
+	b.Run("runs", func(b *testing.B) {
+		defer reportCPU(b)()
+		for b.Loop() {
+			if _, _, err := view.RunsPage(ctx, st, 100, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(fi.Size()>>20), "dbMB")
+	})
+	b.Run("show", func(b *testing.B) {
+		var page view.RunDetailPage
+		defer reportCPU(b)()
+		for b.Loop() {
+			page, err = view.DetailPage(ctx, st, mid, 500, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		if len(page.Steps) != 500 || page.Steps[1].Observation != agentrt.ObsToolError || !strings.HasPrefix(page.Steps[1].Summary, "step 1") {
+			b.Fatalf("page read %d steps, the second as %+v", len(page.Steps), page.Steps[1])
+		}
+		b.ReportMetric(float64(fi.Size()>>20), "dbMB")
+	})
+}
+
+// BenchmarkVerifyPayload verifies a chain holding one payload of 4, 8 and
+// 16 MiB (MaxStoredValue): MB/s stays flat when verifying is linear in the
+// payload's size.
+func BenchmarkVerifyPayload(b *testing.B) {
+	for _, mib := range []int{4, 8, 16} {
+		b.Run(fmt.Sprintf("%dMiB", mib), func(b *testing.B) {
+			p := filepath.Join(b.TempDir(), "verify.db")
+			s, err := sqlite.Open(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			payload := json.RawMessage(`{"s":"` + strings.Repeat("v", mib<<20-8) + `"}`)
+			if _, err := s.Update(context.Background(), func(tx agentrt.Tx) error {
+				if err := tx.RunInsert(agentrt.Run{ID: "r", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: time.Now()}); err != nil {
+					return err
+				}
+				_, err := tx.EventAppend(agentrt.Event{RunID: "r", At: time.Now(), Type: agentrt.EventRunCreated, Payload: payload})
+				return err
+			}); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(payload)))
+			defer reportCPU(b)()
+			for b.Loop() {
+				rep, err := s.VerifyEvents(context.Background(), 0, 0)
+				if err != nil || !rep.Intact() {
+					b.Fatalf("%+v %v", rep, err)
+				}
+			}
+		})
+	}
+}
+
+// reportCPU reports the process's CPU time per iteration, a figure the
+// other load on a shared machine disturbs less than wall time.
+func reportCPU(b *testing.B) func() {
+	cpu := func() time.Duration {
+		var r syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &r); err != nil {
+			b.Fatal(err)
+		}
+		return time.Duration(r.Utime.Nano() + r.Stime.Nano())
+	}
+	start := cpu()
+	return func() {
+		b.ReportMetric(float64((cpu()-start).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+	}
+}
