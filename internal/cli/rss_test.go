@@ -15,17 +15,6 @@ import (
 	"github.com/agentrt/agentrt/sqlite"
 )
 
-// buildAgentrt builds the real command once per test binary run.
-func buildAgentrt(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "agentrt")
-	cmd := osexec.Command("go", "build", "-o", bin, "github.com/agentrt/agentrt/cmd/agentrt")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // childRSS runs bin with args and returns its output, exit code and peak
 // RSS in bytes. Linux carries a process's RSS high-water mark across exec,
 // and Go starts a child sharing the parent's memory until it execs, so a
