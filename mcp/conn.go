@@ -87,7 +87,8 @@ func connect(ctx context.Context, srv *Server) (*Connection, error) {
 		}
 		c.proc = p
 		rw := pipeRWC{p}
-		t = &tapTransport{inner: &sdk.IOTransport{Reader: rw, Writer: rw}, tap: c.tap}
+		// One message line is bounded like an HTTP body.
+		t = &tapTransport{inner: &sdk.IOTransport{Reader: rw, Writer: rw, MaxLineLength: MaxResponseBodyBytes}, tap: c.tap}
 	default:
 		t = &sdk.StreamableClientTransport{
 			Endpoint:   srv.Endpoint,

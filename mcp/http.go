@@ -134,7 +134,9 @@ func (b *tapBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.rc.Read(p)
 	b.n += int64(n)
-	if !b.stream && b.n > MaxResponseBodyBytes {
+	// Only the long-lived event stream may exceed the cap in total; its
+	// events are bounded one by one in feed.
+	if !(b.stream && b.mode == bodySSE) && b.n > MaxResponseBodyBytes {
 		b.err = fmt.Errorf("%w: over %d bytes", ErrBodyTooLarge, MaxResponseBodyBytes)
 		return 0, b.err
 	}

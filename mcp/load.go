@@ -265,7 +265,7 @@ func (c *Connection) build(name string, pin PinnedTool, live *liveTool, rule Rul
 		}
 		hidden = append(hidden, k)
 	}
-	schema, err := restrict(doc, hidden)
+	schema, err := restrict(doc, live.InputSchema, hidden)
 	if err != nil {
 		return nil, "", err
 	}

@@ -12,12 +12,12 @@ import (
 )
 
 // ReadOwned reads a file only if it is a regular file (no symbolic link is
-// followed) owned by the current user that neither group nor others can
+// followed, and a FIFO cannot make the open wait) owned by the current user that neither group nor others can
 // write: whoever can write a manifest or rules file chooses how every tool
 // is classified. A refusal is an *agentrt.InsecureModeError (ErrInsecureMode)
 // or an error matching agentrt.ErrSymlink.
 func ReadOwned(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
 			return nil, fmt.Errorf("mcp: refusing %s: it is a symbolic link; name the file itself: %w", path, agentrt.ErrSymlink)

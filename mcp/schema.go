@@ -127,9 +127,12 @@ var combinators = []string{"allOf", "anyOf", "oneOf", "not", "if", "then", "else
 // not be sound: a name that is not a top-level property, patternProperties
 // present, or a name mentioned under a combinator, where removing it from
 // properties would leave it required or constrained elsewhere.
-func restrict(doc any, hidden []string) (json.RawMessage, error) {
+func restrict(doc any, canonical json.RawMessage, hidden []string) (json.RawMessage, error) {
+	if len(hidden) == 0 {
+		return canonical, nil
+	}
 	m := doc.(map[string]any)
-	if len(hidden) > 0 {
+	{
 		props, _ := m["properties"].(map[string]any)
 		for _, h := range hidden {
 			if _, ok := props[h]; !ok {

@@ -115,50 +115,60 @@ type callResult struct {
 	isError    bool
 }
 
+// readResult takes the text from the SDK's typed content (the SDK matches
+// keys exactly, and text survives its decoding unchanged) and the
+// structured content from the raw bytes, where numbers are as the server
+// wrote them. Only the structured value is decoded from the raw result: the
+// rest is skipped in one pass.
 func readResult(raw json.RawMessage, res *sdk.CallToolResult) (*callResult, error) {
 	r := &callResult{isError: res.IsError}
-	if raw == nil {
-		for _, c := range res.Content {
-			r.text = append(r.text, contentText(c))
-		}
-		if res.StructuredContent != nil {
-			b, err := json.Marshal(res.StructuredContent)
-			if err != nil {
-				return nil, fmt.Errorf("structured content will not encode: %v", err)
-			}
-			r.structured = b
-		}
+	for _, c := range res.Content {
+		r.text = append(r.text, contentText(c))
+	}
+	if res.StructuredContent == nil {
 		return r, nil
 	}
-	if err := agentrt.CheckJSON(raw); err != nil {
-		return nil, fmt.Errorf("the result is refused: %v", err)
-	}
-	var f map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &f); err != nil {
-		return nil, fmt.Errorf("the result is not an object")
-	}
-	if v, ok := f["structuredContent"]; ok && !isNull(v) {
-		r.structured = v
-	}
-	var blocks []map[string]json.RawMessage
-	if v, ok := f["content"]; ok && !isNull(v) {
-		if err := json.Unmarshal(v, &blocks); err != nil {
-			return nil, fmt.Errorf("the result's content is not an array of objects")
+	if raw != nil {
+		v, err := topLevel(raw, "structuredContent")
+		if err != nil {
+			return nil, fmt.Errorf("the result cannot be read: %v", err)
+		}
+		if v != nil && !isNull(v) {
+			r.structured = v
+			return r, nil
 		}
 	}
-	for _, b := range blocks {
-		var typ, text string
-		_ = json.Unmarshal(b["type"], &typ)
-		if typ == "text" {
-			if err := json.Unmarshal(b["text"], &text); err != nil {
-				return nil, fmt.Errorf("a text block has no text")
-			}
-			r.text = append(r.text, text)
-			continue
-		}
-		r.text = append(r.text, placeholder(typ))
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		return nil, fmt.Errorf("structured content will not encode: %v", err)
 	}
+	r.structured = b
 	return r, nil
+}
+
+// topLevel returns the value of key in a raw JSON object, matched exactly,
+// or nil when the key is absent.
+func topLevel(raw json.RawMessage, key string) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, fmt.Errorf("not an object")
+	}
+	var found json.RawMessage
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		k, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		if k == key {
+			found = v
+		}
+	}
+	return found, nil
 }
 
 func placeholder(typ string) string {
