@@ -32,21 +32,36 @@ func TestStore_ReadsRefuseAValueLongerThanTheBound(t *testing.T) {
 	if err != nil || len(r.Goal) != agentrt.MaxStoredValue {
 		t.Fatalf("a value at the bound: %d bytes, %v; want it read whole", len(r.Goal), err)
 	}
-	_, err = s.GetRun(ctx, "overTheBound")
-	var se *sqlite3.Error
-	if !errors.As(err, &se) || se.Code()&0xff != sqlite3lib.SQLITE_TOOBIG {
-		t.Fatalf("a value twice the bound: %v, want SQLITE_TOOBIG", err)
+	// The first fence: reads measure a value before selecting it, so one
+	// over the bound is reported by its size, never loaded.
+	over, err := s.GetRun(ctx, "overTheBound")
+	if err != nil || over.DecodeError == "" || over.Goal != "" {
+		t.Fatalf("a value twice the bound: goal of %d bytes, DecodeError %q, %v; want it reported, not read", len(over.Goal), over.DecodeError, err)
 	}
-	if _, _, err := s.ListRunsPage(ctx, 10, 0); !errors.As(err, &se) || se.Code()&0xff != sqlite3lib.SQLITE_TOOBIG {
-		t.Fatalf("a page holding a value twice the bound: %v, want SQLITE_TOOBIG", err)
+	runs, _, err := s.ListRunsPage(ctx, 10, 0)
+	if err != nil || len(runs) != 2 {
+		t.Fatalf("a page holding a value twice the bound: %d runs, %v", len(runs), err)
 	}
-	// A read-only store's connections are read connections too.
+	for _, r := range runs {
+		if len(r.Goal) > agentrt.MaxPageText+1024 {
+			t.Fatalf("a page carried a goal of %d bytes", len(r.Goal))
+		}
+	}
+	// The second fence: a read connection refuses to hold such a value at
+	// all, whatever the query. A read-only store's handle is a read
+	// connection.
 	ro, err := sqlite.OpenExisting(p, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	if _, err := ro.GetRun(ctx, "overTheBound"); !errors.As(err, &se) || se.Code()&0xff != sqlite3lib.SQLITE_TOOBIG {
-		t.Fatalf("a read-only store loaded a value twice the bound: %v", err)
+	var goal string
+	err = ro.DB().QueryRowContext(ctx, "SELECT goal FROM runs WHERE id = 'overTheBound'").Scan(&goal)
+	var se *sqlite3.Error
+	if !errors.As(err, &se) || se.Code()&0xff != sqlite3lib.SQLITE_TOOBIG {
+		t.Fatalf("a read connection loaded a value twice the bound: %d bytes, %v; want SQLITE_TOOBIG", len(goal), err)
+	}
+	if err := ro.DB().QueryRowContext(ctx, "SELECT goal FROM runs WHERE id = 'atTheBound'").Scan(&goal); err != nil || len(goal) != agentrt.MaxStoredValue {
+		t.Fatalf("a read connection refused a value at the bound: %d bytes, %v", len(goal), err)
 	}
 }
