@@ -101,15 +101,17 @@ func VerifyApproval(a Approval) error {
 }
 
 // checkDecidable applies the refusals every decision makes, in order.
+// An approval that has left pending is ErrNotPending whatever its run now
+// is: the approval's own state is the answer the caller can act on.
 func checkDecidable(run Run, a Approval, shown bool, shownHash string, now time.Time) error {
-	if run.Status != RunWaiting {
-		return fmt.Errorf("%w: run %s is %s, not waiting for approval", ErrRunState, run.ID, run.Status)
-	}
 	if a.Status == ApprovalExpired {
 		return fmt.Errorf("%w: approval %s", ErrApprovalExpired, a.ID)
 	}
-	if a.Status != ApprovalPending {
+	if a.Status.Decided() {
 		return fmt.Errorf("%w: approval %s is %s", ErrNotPending, a.ID, a.Status)
+	}
+	if run.Status != RunWaiting {
+		return fmt.Errorf("%w: run %s is %s, not waiting for approval", ErrRunState, run.ID, run.Status)
 	}
 	if shown && (shownHash == "" || shownHash != a.Hash) {
 		return fmt.Errorf("%w: approval %s", ErrApprovalChanged, a.ID)
@@ -205,8 +207,9 @@ func expireTx(tx Tx, run Run, a Approval, now time.Time) error {
 		"status": RunCancelled, "reason": ReasonApprovalExpired, "detail": detail, "steps": run.StepCount})
 }
 
-// Cancel cancels a run that has not ended. It needs no lease: a live loop's
-// next write fails and it returns the cancelled run.
+// Cancel cancels a run that has not ended, and every approval of it still
+// pending, in one transaction. It needs no lease: a live loop's next write
+// fails and it returns the cancelled run.
 func (o Operator) Cancel(ctx context.Context, runID, by, note string) (Run, error) {
 	now := o.now()
 	err := o.write(ctx, func(tx Tx) error {
@@ -220,6 +223,25 @@ func (o Operator) Cancel(ctx context.Context, runID, by, note string) (Run, erro
 		steps, err := tx.StepList(runID)
 		if err != nil {
 			return err
+		}
+		// Nothing is left pending: an approval still waiting is cancelled
+		// with the run, so no one can decide it afterwards.
+		apps, err := tx.ApprovalList(runID)
+		if err != nil {
+			return err
+		}
+		for _, a := range apps {
+			if a.Status != ApprovalPending {
+				continue
+			}
+			if err := tx.ApprovalDecide(ApprovalDecide{ID: a.ID, RunID: runID, From: ApprovalPending,
+				Status: ApprovalCancelled, DecidedAt: now, DecidedBy: by, Note: note}); err != nil {
+				return err
+			}
+			if err := event(tx, runID, a.StepID, now, EventApprovalDecided, map[string]string{
+				"approval_id": a.ID, "status": string(ApprovalCancelled), "by": by, "note": note}); err != nil {
+				return err
+			}
 		}
 		obs := observation(ObsInterrupted, map[string]string{"by": by, "note": note}, "cancelled by operator: "+note)
 		for _, st := range steps {
