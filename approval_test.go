@@ -63,10 +63,10 @@ func TestApproval_ApproveThenResumeExecutesRecordedRequest(t *testing.T) {
 	}
 	requireUnchanged(t, e.store, before, "a Resume before the decision")
 
-	if err := agentrt.Approve(ctx, e.store, nil, "run-1", a.ID, "alice", "ok"); err != nil {
+	if err := agentrt.ApproveShown(ctx, e.store, nil, "run-1", a.ID, a.Hash, "alice", "ok"); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
-	if err := agentrt.Approve(ctx, e.store, nil, "run-1", a.ID, "alice", "again"); !errors.Is(err, agentrt.ErrNotPending) {
+	if err := agentrt.ApproveShown(ctx, e.store, nil, "run-1", a.ID, a.Hash, "alice", "again"); !errors.Is(err, agentrt.ErrNotPending) {
 		t.Fatalf("second Approve = %v, want ErrNotPending", err)
 	}
 	if run := mustRun(t, e.store, "run-1"); run.Status != agentrt.RunWaiting {
@@ -128,8 +128,6 @@ func TestApproval_TamperedRowRefused(t *testing.T) {
 			before := takeSnapshot(t, e.store)
 			op := e.operator()
 			for name, decide := range map[string]func() error{
-				"Approve":      func() error { return op.Approve(ctx, "run-1", a.ID, "op", "") },
-				"Reject":       func() error { return op.Reject(ctx, "run-1", a.ID, "op", "") },
 				"ApproveShown": func() error { return op.ApproveShown(ctx, "run-1", a.ID, stored.Hash, "op", "") },
 				"RejectShown":  func() error { return op.RejectShown(ctx, "run-1", a.ID, stored.Hash, "op", "") },
 			} {
@@ -146,7 +144,7 @@ func TestApproval_TamperedRowRefused(t *testing.T) {
 		t.Run("granted "+edit.name, func(t *testing.T) {
 			e := newEnv(t)
 			_, a := pausedRun(t, e, `{"path":"/report"}`)
-			if err := e.operator().Approve(ctx, "run-1", a.ID, "op", ""); err != nil {
+			if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 				t.Fatalf("Approve: %v", err)
 			}
 			execSQL(t, rawDB(t, e.store), 1, edit.sql, a.ID)
@@ -417,7 +415,7 @@ func TestApprovalHash_ErrorsRatherThanSubstituting(t *testing.T) {
 			t.Fatalf("VerifyApproval = %v, want ErrApprovalHash", err)
 		}
 		before := takeSnapshot(t, e.store)
-		if err := e.operator().Approve(ctx, "run-1", a.ID, "op", ""); !errors.Is(err, agentrt.ErrApprovalHash) {
+		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); !errors.Is(err, agentrt.ErrApprovalHash) {
 			t.Fatalf("Approve = %v, want ErrApprovalHash", err)
 		}
 		requireUnchanged(t, e.store, before, "a refused Approve")
