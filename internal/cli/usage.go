@@ -27,7 +27,11 @@ Deciding: approve and reject print the waiting request first, every field
 with its size, long strings by head and tail, ending with a line agentrt
 writes itself. They ask you to type yes at a terminal, or take -approval ID
 or -yes; they never guess from a pipe. The decision binds to the hash of
-what was printed: if the approval changed since, nothing is decided.
+what was printed: if the approval changed since, nothing is decided. To
+bind it to what you read earlier with show, pass -hash HASH as show printed
+it: if the stored approval no longer has that hash, agentrt exits 1 and
+decides nothing. With -json they print the approval being decided as one
+line before deciding, then what was decided.
 
 Identity: -by is a label, recorded exactly as given. agentrt has no users
 and checks no one: whoever can write the database can approve anything in
@@ -70,6 +74,8 @@ final {"meta":true,...} line.
 waiting until the program that started it resumes it.
   -approval ID  the approval to decide; naming it is the confirmation
   -yes          decide the run's only pending approval without asking
+  -hash HASH    decide only if the approval still has this hash, the one
+                show printed; otherwise exit 1 and decide nothing
   -by WHO       a label for who decided, recorded exactly as given
                 (default $USER); it is not checked: whoever can write the
                 database can approve
@@ -80,6 +86,8 @@ terminal.`,
 the run.
   -approval ID  the approval to decide; naming it is the confirmation
   -yes          decide the run's only pending approval without asking
+  -hash HASH    decide only if the approval still has this hash, the one
+                show printed; otherwise exit 1 and decide nothing
   -by WHO       a label for who decided, recorded exactly as given
                 (default $USER); it is not checked: whoever can write the
                 database can decide
