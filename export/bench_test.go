@@ -111,7 +111,7 @@ func BenchmarkFollow(b *testing.B) {
 		count := 0
 		f := export.Follower{Store: st, Once: true}
 		err := f.Follow(context.Background(), func(agentrt.Event) error {
-			if count++; count%100000 == 0 {
+			if count++; count%10000 == 0 {
 				runtime.ReadMemStats(&ms)
 				peak = max(peak, ms.HeapInuse)
 			}
