@@ -3,20 +3,22 @@ package agentrt_test
 import (
 	"bufio"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 )
 
 // The core module depends on the SQLite driver and the schema validator (and
 // what they bring) and nothing else: heavy dependencies (pgx, the MCP SDK,
-// OpenTelemetry) belong in nested modules.
+// OpenTelemetry, CEL) belong in nested modules.
 func TestDeps_CoreModuleStaysLean(t *testing.T) {
 	allowed := map[string]bool{
 		"modernc.org/sqlite":                       true,
 		"github.com/santhosh-tekuri/jsonschema/v6": true,
 		"golang.org/x/text":                        true, // the schema validator's messages
 	}
-	forbidden := []string{"github.com/jackc/pgx", "github.com/modelcontextprotocol", "go.opentelemetry.io"}
+	forbidden := []string{"github.com/jackc/pgx", "github.com/modelcontextprotocol", "go.opentelemetry.io",
+		"cel.dev/", "github.com/google/cel-go"}
 	f, err := os.Open("go.mod")
 	if err != nil {
 		t.Fatal(err)
@@ -54,5 +56,28 @@ func TestDeps_CoreModuleStaysLean(t *testing.T) {
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// No package of the core module imports CEL, directly or through another
+// package, even where go.work would let the build find it: the declarative
+// policy lives in policy/cel, and the agentrt CLI reaches it only by running
+// agentrt-policy.
+func TestDeps_CoreImportsNoCEL(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on PATH")
+	}
+	cmd := exec.Command(gobin, "list", "-deps", "./...")
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.HasPrefix(pkg, "cel.dev/") || strings.HasPrefix(pkg, "github.com/google/cel-go") ||
+			strings.HasPrefix(pkg, "github.com/agentrt/agentrt/policy/cel") {
+			t.Errorf("the core module's packages depend on %s", pkg)
+		}
 	}
 }
