@@ -120,24 +120,24 @@ func (c *compiler) compile(rule, fieldName string, n *node, wantBool bool) (*exp
 	}
 	ex.usesArgs, ex.usesHash = refs[varArgs], refs[varToolSpecHash]
 	if wantBool {
-		ex.constant = constantBool(checked)
+		ex.constant = constantBool(c.env, checked)
 	}
 	return ex, nil
 }
 
 // constantBool reports the value of a boolean expression that reads no
 // variable, folded by CEL's optimizer; nil when it depends on the request.
-func constantBool(checked *cel.Ast) *bool {
+func constantBool(env *cel.Env, checked *cel.Ast) *bool {
 	for _, r := range checked.NativeRep().ReferenceMap() {
 		if r.Name != "" {
 			return nil
 		}
 	}
-	env, err := newEnv()
+	folder, err := cel.NewConstantFoldingOptimizer()
 	if err != nil {
 		return nil
 	}
-	opt, err := cel.NewStaticOptimizer(cel.NewConstantFoldingOptimizer())
+	opt, err := cel.NewStaticOptimizer(folder)
 	if err != nil {
 		return nil
 	}
