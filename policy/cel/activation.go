@@ -30,8 +30,8 @@ const (
 // file whose rules never read args never decodes them.
 type activation struct {
 	p    *Policy
-	req  *agentrt.ToolRequest
-	view *agentrt.RunView
+	req  agentrt.ToolRequest
+	view agentrt.RunView
 
 	name, side, hash ref.Val
 	args             ref.Val
@@ -41,7 +41,7 @@ type activation struct {
 
 var _ interpreter.Activation = (*activation)(nil)
 
-func (p *Policy) newActivation(req *agentrt.ToolRequest, view *agentrt.RunView) *activation {
+func (p *Policy) newActivation(req agentrt.ToolRequest, view agentrt.RunView) *activation {
 	return &activation{p: p, req: req, view: view}
 }
 
@@ -88,7 +88,7 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		}
 		return a.args, true
 	}
-	steps, calls, usage, cost, active, approvals := runCounters(a.view)
+	steps, calls, usage, cost, active, approvals := runCounters(&a.view)
 	switch name {
 	case varRunSteps:
 		return types.Int(steps), true
@@ -290,58 +290,15 @@ func decodeArgs(raw json.RawMessage, max int) (ref.Val, error) {
 	if len(raw) > max {
 		return nil, fmt.Errorf("the arguments are %d bytes; this policy reads at most %d (limits.args_bytes)", len(raw), max)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("the arguments will not decode: %v", err)
+	v, err := parseArgs(raw)
+	if err != nil {
+		return nil, err
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
 		return nil, errors.New("the arguments are not a JSON object")
 	}
-	if err := numbers(m, 0); err != nil {
-		return nil, err
-	}
 	return types.NewStringInterfaceMap(types.DefaultTypeAdapter, m), nil
-}
-
-// numbers replaces every json.Number in v with an int64 or a float64.
-func numbers(v any, depth int) error {
-	if depth > 10000 {
-		return errors.New("the arguments are nested too deeply")
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			if n, ok := e.(json.Number); ok {
-				f, err := number(n)
-				if err != nil {
-					return err
-				}
-				x[k] = f
-				continue
-			}
-			if err := numbers(e, depth+1); err != nil {
-				return err
-			}
-		}
-	case []any:
-		for i, e := range x {
-			if n, ok := e.(json.Number); ok {
-				f, err := number(n)
-				if err != nil {
-					return err
-				}
-				x[i] = f
-				continue
-			}
-			if err := numbers(e, depth+1); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 func number(n json.Number) (any, error) {

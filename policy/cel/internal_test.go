@@ -2,7 +2,9 @@ package celpolicy
 
 import (
 	"encoding/json"
+	"io"
 	"reflect"
+	"strings"
 	"testing"
 
 	agentrt "github.com/agentrt/agentrt"
@@ -44,4 +46,68 @@ func TestSpecHash_CacheComparesEveryField(t *testing.T) {
 	if a == b {
 		t.Fatal("a changed spec reused the cached hash")
 	}
+}
+
+// The arguments reader agrees with encoding/json on every input: the same
+// values (integers that fit as int64, other numbers as float64) or an
+// error on both sides.
+func FuzzArgs_ParseAgreesWithEncodingJSON(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1}`, `{"a":[1,2.5,"x",true,false,null,{}]}`, `{"a":"\u00e9\n"}`, `{"a":1e400}`,
+		`{"a":-0}`, `{"a":1}{}`, `{"a":01}`, `{"a":"` + "\xff" + `"}`, `{"a":1,"a":2}`, `[]`, ` {"a" : [ ] } `, `{"a":"\ud800"}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		got, gerr := parseArgs([]byte(raw))
+		var want any
+		dec := json.NewDecoder(strings.NewReader(raw))
+		dec.UseNumber()
+		werr := dec.Decode(&want)
+		if werr == nil && dec.More() {
+			werr = errArgsSyntax
+		}
+		if werr == nil {
+			if _, err := dec.Token(); err != io.EOF {
+				werr = errArgsSyntax
+			}
+		}
+		if werr == nil {
+			want, werr = convertNumbers(want)
+		}
+		if werr == nil && agentrt.CheckJSON([]byte(raw)) != nil {
+			// Repeated keys and invalid UTF-8, which encoding/json lets
+			// through, are refused by the runtime before any policy; the
+			// reader may refuse them too.
+			return
+		}
+		if (gerr == nil) != (werr == nil) {
+			t.Fatalf("%q: parseArgs error %v, encoding/json error %v", raw, gerr, werr)
+		}
+		if gerr == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: parseArgs %#v, encoding/json %#v", raw, got, want)
+		}
+	})
+}
+
+func convertNumbers(v any) (any, error) {
+	switch x := v.(type) {
+	case json.Number:
+		return number(x)
+	case map[string]any:
+		for k, e := range x {
+			c, err := convertNumbers(e)
+			if err != nil {
+				return nil, err
+			}
+			x[k] = c
+		}
+	case []any:
+		for i, e := range x {
+			c, err := convertNumbers(e)
+			if err != nil {
+				return nil, err
+			}
+			x[i] = c
+		}
+	}
+	return v, nil
 }

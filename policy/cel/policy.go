@@ -103,7 +103,7 @@ func (p *Policy) PolicyID() string { return p.id }
 // cost is an *EvalError, which the runtime treats as a policy failure: the
 // run ends, and nothing is allowed.
 func (p *Policy) Evaluate(_ context.Context, req agentrt.ToolRequest, view agentrt.RunView) (agentrt.PolicyDecision, error) {
-	act := p.newActivation(&req, &view)
+	act := p.newActivation(req, view)
 	pd, _, err := p.decide(act, nil)
 	return pd, err
 }
@@ -135,7 +135,7 @@ type Explanation struct {
 // Explain judges a request as Evaluate does and says, rule by rule, what
 // was checked.
 func (p *Policy) Explain(req agentrt.ToolRequest, view agentrt.RunView) Explanation {
-	act := p.newActivation(&req, &view)
+	act := p.newActivation(req, view)
 	var tr []RuleTrace
 	pd, r, err := p.decide(act, &tr)
 	ex := Explanation{Decision: pd, Rules: tr, Err: err}
@@ -148,7 +148,7 @@ func (p *Policy) Explain(req agentrt.ToolRequest, view agentrt.RunView) Explanat
 // Decide is Evaluate that also names the rule that decided ("default" when
 // none matched), for tools that show which rule spoke.
 func (p *Policy) Decide(req agentrt.ToolRequest, view agentrt.RunView) (agentrt.PolicyDecision, string, error) {
-	act := p.newActivation(&req, &view)
+	act := p.newActivation(req, view)
 	pd, r, err := p.decide(act, nil)
 	name := ""
 	if r != nil {
