@@ -340,7 +340,7 @@ func (p *Proxy) verdict(ctx context.Context, c *call, r *row, gs *agentrt.Sessio
 			}
 			return p.internal(err, "the call could not be run")
 		}
-		return p.executed(ctx, c, r, gs, st.ID(), obs)
+		return p.executed(ctx, c, r, gs, st.ID(), obs, true)
 	case agentrt.VerdictDenied:
 		p.closeRun(ctx, gs, "the call was refused")
 		o := v.Observation
@@ -534,7 +534,7 @@ func (p *Proxy) recover(ctx context.Context, c *call, r *row) (answer, bool) {
 	if st := executedStep(steps); st != nil {
 		// The tool's outcome is recorded; the proxy stopped before it
 		// closed the run.
-		return p.executed(ctx, c, r, gs, st.ID, *st.Observation)
+		return p.executed(ctx, c, r, gs, st.ID, *st.Observation, false)
 	}
 	p.closeRun(ctx, gs, "abandoned before its tool started; run afresh")
 	nr := &row{Session: r.Session, Key: r.Key, Tool: r.Tool, SideEffect: r.SideEffect, RunID: p.newRunID(),
@@ -631,19 +631,27 @@ func classify(o agentrt.Observation, ce *mcp.CallError, mutating bool) classifie
 }
 
 // executed settles a call whose tool ran, closing its run; an unknown
-// outcome asks an operator in a new run.
-func (p *Proxy) executed(ctx context.Context, c *call, r *row, gs *agentrt.Session, stepID string, obs agentrt.Observation) (answer, bool) {
+// outcome asks an operator in a new run. here says this call ran it; a
+// call that found it recorded (after a crash, or another call's) is told
+// it already ran.
+func (p *Proxy) executed(ctx context.Context, c *call, r *row, gs *agentrt.Session, stepID string, obs agentrt.Observation, here bool) (answer, bool) {
 	cl := classify(obs, p.stage(stepID), c.t.mutating())
+	told := func(a answer) answer {
+		if here || !cl.outcome.Executed() {
+			return a
+		}
+		return duplicateText(0, cl.outcome, cl.detail)
+	}
 	switch cl.outcome {
 	case OutcomeSucceeded:
 		p.closeRun(ctx, gs, "done")
-		return p.settle(ctx, c, r, OutcomeSucceeded, "", answer{content: obs.Content})
+		return p.settle(ctx, c, r, OutcomeSucceeded, "", told(answer{content: obs.Content}))
 	case OutcomeFailed:
 		p.closeRun(ctx, gs, "the server reported a failure")
-		return p.settle(ctx, c, r, OutcomeFailed, cl.detail, failedText(cl.detail))
+		return p.settle(ctx, c, r, OutcomeFailed, cl.detail, told(failedText(cl.detail)))
 	case OutcomeUnrecorded:
 		p.closeRun(ctx, gs, "the result could not be recorded")
-		return p.settle(ctx, c, r, OutcomeUnrecorded, cl.detail, unrecordedText(cl.detail))
+		return p.settle(ctx, c, r, OutcomeUnrecorded, cl.detail, told(unrecordedText(cl.detail)))
 	case OutcomeDenied:
 		p.closeRun(ctx, gs, "refused before it reached the server")
 		if r.Interrupted != "" {
@@ -762,7 +770,7 @@ func (p *Proxy) settleRecord(ctx context.Context, c *call, r *row) (answer, bool
 	}
 	unknownLine := r.Interrupted != "" || (last != nil && last.Kind == agentrt.InterruptedSideEffect)
 	if st := executedStep(steps); st != nil {
-		return p.executed(ctx, c, r, nil, st.ID, *st.Observation)
+		return p.executed(ctx, c, r, nil, st.ID, *st.Observation, false)
 	}
 	switch run.Reason {
 	case agentrt.ReasonApprovalRejected:

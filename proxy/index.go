@@ -322,6 +322,16 @@ func (ix *Index) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Refuse before writing anything: switching to WAL writes the header.
+	tx, err := ix.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	_, err = ix.version(ctx, tx)
+	tx.Rollback()
+	if err != nil {
+		return err
+	}
 	if _, err := ix.w.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
 		return fmt.Errorf("proxy: index %s: %w", ix.path, err)
 	}

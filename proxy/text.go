@@ -153,7 +153,11 @@ func duplicateText(ago time.Duration, outcome Outcome, detail string) answer {
 	case OutcomeUnrecorded:
 		what = "its result could not be recorded"
 	}
-	return says(StatusDuplicate, "this exact call already ran %s ago (%s). It was not run again.", ago.Round(time.Second), what)
+	when := "already ran"
+	if ago >= time.Second {
+		when = fmt.Sprintf("already ran %s ago", ago.Round(time.Second))
+	}
+	return says(StatusDuplicate, "this exact call %s (%s). It was not run again.", when, what)
 }
 
 func blockedByUnknownText() answer {
