@@ -296,3 +296,39 @@ func (p *Proxy) newServer() *sdk.Server {
 		})
 	return s
 }
+
+// Check loads every server as New would, without opening the database or
+// the index, and closes the connections again: the load report an
+// operator reads before starting a host. It fails with ErrNoTools when no
+// tool registers, and when the status tool's name clashes with a tool's.
+func Check(ctx context.Context, cfg *Config) ([]*mcp.Report, error) {
+	if err := checkFiles(cfg, false); err != nil {
+		return nil, err
+	}
+	var reps []*mcp.Report
+	names := map[string]bool{}
+	for _, s := range cfg.Servers {
+		m, err := mcp.ReadManifest(s.Manifest)
+		if err != nil {
+			return reps, fmt.Errorf("proxy: server %q: %w (run `agentrt-proxy pin`)", s.Name, err)
+		}
+		_, rep, err := mcp.Load(ctx, s.Server(), m, s.MCPRules())
+		if rep == nil {
+			return reps, err
+		}
+		reps = append(reps, rep)
+		if rep.Connection != nil {
+			rep.Connection.Close()
+		}
+		for _, g := range rep.Registered {
+			names[g.Name] = true
+		}
+	}
+	if len(names) == 0 {
+		return reps, ErrNoTools
+	}
+	if names[cfg.StatusTool] {
+		return reps, &agentrt.ConfigError{Field: "status_tool", Reason: fmt.Sprintf("%q is also the name of a proxied tool; choose another", cfg.StatusTool)}
+	}
+	return reps, nil
+}
