@@ -338,6 +338,11 @@ func (p *Proxy) verdict(ctx context.Context, c *call, r *row, gs *agentrt.Sessio
 			if errors.Is(err, agentrt.ErrApprovalExpired) {
 				return p.settleRecord(ctx, c, r)
 			}
+			if errors.Is(err, agentrt.ErrRunState) || errors.Is(err, agentrt.ErrRunLeased) {
+				// Another call (another proxy on this index) started it
+				// first; nothing ran here. Match again.
+				return answer{}, true
+			}
 			return p.internal(err, "the call could not be run")
 		}
 		return p.executed(ctx, c, r, gs, st.ID(), obs, true)

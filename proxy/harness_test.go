@@ -55,6 +55,10 @@ func newUpstream(t testing.TB) *upstream {
 				_ = json.Unmarshal(req.Params.Arguments, &a)
 				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "content of " + a.Path}}}, nil
 			})
+		s.AddTool(&sdk.Tool{Name: "big", Description: "Returns a lot.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: strings.Repeat("x", 1<<20)}}}, nil
+			})
 		s.AddTool(&sdk.Tool{Name: "write", Description: "Writes a file.", InputSchema: json.RawMessage(writeSchema)},
 			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 				var a struct{ Path, Content, Mode, Owner string }

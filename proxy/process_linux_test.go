@@ -360,3 +360,88 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// An approval decided with the real agentrt while the host's call is held
+// is collected by that call, without the host retrying.
+func TestProcess_ApprovalDecidedWhileTheHostWaitsCompletesTheCall(t *testing.T) {
+	s := newProcSetup(t)
+	s.setHold(t, "120s")
+	h := s.start(t)
+	target := filepath.Join(s.sandbox, "held.txt")
+	type result struct {
+		text string
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		txt, _, err := h.call("fs_write_file", fmt.Sprintf(`{"path":%q,"content":"held"}`, target))
+		done <- result{txt, err}
+	}()
+	waitFor(t, "the approval line", func() bool { return decideLine.MatchString(h.stderr.String()) })
+	run, id, _ := h.lastApproval()
+	s.agentrt(t, "approve", run, "-approval", id)
+	r := <-done
+	mustf(t, r.err == nil && !startsWithStatus(r.text), "the held call: %q %v", r.text, r.err)
+	b, err := os.ReadFile(target)
+	mustf(t, err == nil && string(b) == "held", "file %q %v", b, err)
+}
+
+// Two hosts, each with its own agentrt-proxy, on one database and session:
+// an identical call from either collects the same approval, and the write
+// runs once.
+func TestProcess_TwoProxiesOnOneDatabaseShareTheIndex(t *testing.T) {
+	s := newProcSetup(t)
+	a, b := s.start(t), s.start(t)
+	target := filepath.Join(s.sandbox, "shared.txt")
+	write := fmt.Sprintf(`{"path":%q,"content":"once"}`, target)
+	a.expect(StatusPendingApproval, "fs_write_file", write)
+	b.expect(StatusPendingApproval, "fs_write_file", write)
+	mustf(t, !decideLine.MatchString(b.stderr.String()), "the second proxy opened its own approval: %s", b.stderr)
+	run, id, _ := a.lastApproval()
+	s.agentrt(t, "approve", run, "-approval", id)
+
+	type result struct {
+		text string
+		err  error
+	}
+	results := make(chan result, 2)
+	for _, h := range []*host{a, b} {
+		go func() {
+			txt, _, err := h.call("fs_write_file", write)
+			results <- result{txt, err}
+		}()
+	}
+	ran := 0
+	for range 2 {
+		r := <-results
+		mustf(t, r.err == nil, "call: %v", r.err)
+		switch {
+		case !startsWithStatus(r.text):
+			ran++
+		case strings.HasPrefix(r.text, string(StatusInProgress)+":"), strings.HasPrefix(r.text, string(StatusDuplicate)+":"):
+		default:
+			t.Fatalf("unexpected answer %q", r.text)
+		}
+	}
+	mustf(t, ran == 1 && s.toolStarts(t) == 1, "ran %d times in answers, %d tool starts", ran, s.toolStarts(t))
+	a.expect(StatusDuplicate, "fs_write_file", write)
+	b.expect(StatusDuplicate, "fs_write_file", write)
+	got, _ := os.ReadFile(target)
+	mustf(t, string(got) == "once", "file %q", got)
+}
+
+// setHold rewrites the configuration's hold.
+func (s *procSetup) setHold(t *testing.T, hold string) {
+	t.Helper()
+	b, err := os.ReadFile(s.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["hold"] = hold
+	out, _ := json.MarshalIndent(doc, "", "  ")
+	writeFile(t, s.config, string(out))
+}

@@ -102,9 +102,10 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 		}
 	}
 	p = &Proxy{cfg: cfg, opts: opts, tools: map[string]*ptool{}}
+	opened := p
 	defer func() {
 		if err != nil {
-			p.Close()
+			opened.Close()
 		}
 	}()
 	if p.store, err = sqlite.Open(cfg.Database); err != nil {
