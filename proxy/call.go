@@ -54,6 +54,18 @@ func (p *Proxy) callTool(ctx context.Context, c *call) answer {
 		return p.refusedJSON(ctx, c)
 	}
 	c.key = keyOf(c.t.name, canon)
+	if !c.t.mutating() && c.t.outcome(p.cfg.Policy) == agentrt.Allow {
+		// An allowed read has nothing to match: no approval to collect, no
+		// repeat to refuse, no block. It runs at once, and its row is
+		// written for the status tool after the answer, off its path.
+		r := &row{Session: p.cfg.Session, Key: c.key, Tool: c.t.name, SideEffect: c.t.spec.SideEffect, RunID: p.newRunID(),
+			CreatedAt: p.now(), State: stateBegun}
+		a, again := p.fresh(ctx, c, r)
+		if again {
+			return unavailableText("it could not be recorded; call again")
+		}
+		return a
+	}
 	for range maxAttempts {
 		a, again := p.attempt(ctx, c)
 		if !again {
@@ -825,7 +837,7 @@ func (p *Proxy) settle(ctx context.Context, c *call, r *row, o Outcome, detail s
 	case o.Executed() && c.t.mutating(), o == OutcomeRejected, o == OutcomeExpired:
 		open = w > 0
 	}
-	_, err := p.ix.set(ctx, r, func(n *row) {
+	change := func(n *row) {
 		n.State, n.Outcome, n.Detail, n.SettledAt, n.Blocking = stateDone, o, trace.Truncate(detail, boundReason), now, false
 		n.Open = open
 		if open {
@@ -833,7 +845,16 @@ func (p *Proxy) settle(ctx context.Context, c *call, r *row, o Outcome, detail s
 		} else {
 			n.ClosedAt = now
 		}
-	})
+	}
+	if r.ID == 0 {
+		// A row never claimed (an allowed read): recorded closed, later.
+		n := *r
+		change(&n)
+		n.Open, n.OpenUntil, n.ClosedAt = false, time.Time{}, now
+		p.ix.insertLater(&n)
+		return a, false
+	}
+	_, err := p.ix.set(ctx, r, change)
 	if err != nil {
 		if errors.Is(err, errStale) {
 			// Settled by someone else first; what they settled answers.

@@ -116,7 +116,7 @@ func (u *upstream) effectsNow() []string {
 
 // harness is a proxy on an upstream, and a host connected to it.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	dir    string
 	cfg    *Config
 	cfgDoc map[string]any
@@ -189,7 +189,7 @@ func rules(doc map[string]any, tool string) map[string]any {
 	return doc["servers"].([]any)[0].(map[string]any)["rules"].(map[string]any)[tool].(map[string]any)
 }
 
-func newHarness(t *testing.T, edit func(doc map[string]any)) *harness {
+func newHarness(t testing.TB, edit func(doc map[string]any)) *harness {
 	t.Helper()
 	h := &harness{t: t, dir: t.TempDir(), up: newUpstream(t), stderr: &syncBuffer{},
 		clock: &clock{t: time.Now().UTC()}, events: make(chan agentrt.Event, 4096)}

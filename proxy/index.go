@@ -601,6 +601,16 @@ func (ix *Index) insertClosed(ctx context.Context, r *row) error {
 	return ix.update(ctx, func(tx *sql.Tx) error { return insertRow(tx, r) })
 }
 
+// insertLater queues a closed row without waiting for its commit; Close
+// commits what is queued.
+func (ix *Index) insertLater(r *row) {
+	req := &ixReq{ctx: context.Background(), fn: func(tx *sql.Tx) error { return insertRow(tx, r) }, done: make(chan error, 1)}
+	select {
+	case ix.reqs <- req:
+	case <-ix.quit:
+	}
+}
+
 // recent lists the session's rows created at or after since, newest first,
 // at most limit.
 func (ix *Index) recent(ctx context.Context, session string, since time.Time, limit int) ([]*row, error) {

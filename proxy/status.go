@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -29,6 +30,12 @@ func (p *Proxy) status(ctx context.Context, raw json.RawMessage) answer {
 		if err := decodeStrict(raw, &in); err != nil {
 			return invalidText("the status tool takes only an optional approval_id string")
 		}
+	}
+	// Rows queued for writing (allowed reads) are committed first, so the
+	// report includes every call this proxy answered.
+	if err := p.ix.update(ctx, func(*sql.Tx) error { return nil }); err != nil {
+		a, _ := p.internal(err, "the record could not be read")
+		return a
 	}
 	now := p.now()
 	rows, err := p.ix.recent(ctx, p.cfg.Session, now.Add(-StatusWindow), StatusLimit)
