@@ -172,14 +172,16 @@ func (h *host) expect(want Status, tool, args string) string {
 
 var decideLine = regexp.MustCompile(`approval (\S+) \((\S+)\) for (\S+) waits; decide with: agentrt -db "([^"]+)" approve (\S+) -approval (\S+)`)
 
-// lastApproval is the last approval the proxy's stderr opened: run, id,
-// kind.
-func (h *host) lastApproval() (run, id, kind string) {
+// lastApproval is the last approval the proxy's stderr opened (run, id,
+// kind), once at least n have been: stderr is copied from a pipe of its
+// own, so it may arrive after the answer on stdout.
+func (h *host) lastApproval(n int) (run, id, kind string) {
 	h.t.Helper()
-	ms := decideLine.FindAllStringSubmatch(h.stderr.String(), -1)
-	if len(ms) == 0 {
-		h.t.Fatalf("no approval line on stderr: %s", h.stderr)
-	}
+	var ms [][]string
+	waitFor(h.t, "the approval line on stderr", func() bool {
+		ms = decideLine.FindAllStringSubmatch(h.stderr.String(), -1)
+		return len(ms) >= n
+	})
 	m := ms[len(ms)-1]
 	return m[5], m[1], m[2]
 }
@@ -246,7 +248,7 @@ func TestProcess_HostDrivesTheRealBinaryAgainstTheFilesystemServer(t *testing.T)
 	_, err = os.Stat(target)
 	mustf(t, os.IsNotExist(err), "the write ran before approval: %v", err)
 
-	run, id, _ := h.lastApproval()
+	run, id, _ := h.lastApproval(1)
 	out := s.agentrt(t, "approve", run, "-approval", id)
 	mustf(t, strings.Contains(out, "approved"), "agentrt approve: %s", out)
 
@@ -288,7 +290,7 @@ func TestProcess_KillMidWriteLeavesAnUnknownOutcome(t *testing.T) {
 	target := filepath.Join(s.sandbox, "b.txt")
 	write := fmt.Sprintf(`{"path":%q,"content":"b"}`, target)
 	h.expect(StatusPendingApproval, "fs_write_file", write)
-	run, id, _ := h.lastApproval()
+	run, id, _ := h.lastApproval(1)
 	s.agentrt(t, "approve", run, "-approval", id)
 
 	// Stop the server so the write reaches it and is never answered.
@@ -306,8 +308,7 @@ func TestProcess_KillMidWriteLeavesAnUnknownOutcome(t *testing.T) {
 	if err := h.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-done
-	h.cmd.Wait()
+	<-done // the host sees its connection end; the SDK reaps the process
 	waitFor(t, "the stopped server to die with the proxy", func() bool {
 		return syscall.Kill(kids[0], 0) != nil
 	})
@@ -335,7 +336,7 @@ func TestProcess_KillMidWriteLeavesAnUnknownOutcome(t *testing.T) {
 	_, err = os.Stat(target)
 	mustf(t, os.IsNotExist(err), "written before the operator decided: %v", err)
 
-	run2, id2, kind := h2.lastApproval()
+	run2, id2, kind := h2.lastApproval(1)
 	mustf(t, kind == agentrt.InterruptedSideEffect, "kind %s", kind)
 	show := s.agentrt(t, "show", run2)
 	mustf(t, strings.Contains(show, "outcome unknown"), "show: %s", show)
@@ -350,7 +351,7 @@ func TestProcess_KillMidWriteLeavesAnUnknownOutcome(t *testing.T) {
 
 // waitFor polls cond until it holds, failing after a deadline: a
 // condition with a deadline, never a fixed sleep.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
@@ -377,8 +378,7 @@ func TestProcess_ApprovalDecidedWhileTheHostWaitsCompletesTheCall(t *testing.T) 
 		txt, _, err := h.call("fs_write_file", fmt.Sprintf(`{"path":%q,"content":"held"}`, target))
 		done <- result{txt, err}
 	}()
-	waitFor(t, "the approval line", func() bool { return decideLine.MatchString(h.stderr.String()) })
-	run, id, _ := h.lastApproval()
+	run, id, _ := h.lastApproval(1)
 	s.agentrt(t, "approve", run, "-approval", id)
 	r := <-done
 	mustf(t, r.err == nil && !startsWithStatus(r.text), "the held call: %q %v", r.text, r.err)
@@ -397,7 +397,7 @@ func TestProcess_TwoProxiesOnOneDatabaseShareTheIndex(t *testing.T) {
 	a.expect(StatusPendingApproval, "fs_write_file", write)
 	b.expect(StatusPendingApproval, "fs_write_file", write)
 	mustf(t, !decideLine.MatchString(b.stderr.String()), "the second proxy opened its own approval: %s", b.stderr)
-	run, id, _ := a.lastApproval()
+	run, id, _ := a.lastApproval(1)
 	s.agentrt(t, "approve", run, "-approval", id)
 
 	type result struct {
