@@ -631,15 +631,6 @@ func (ix *Index) recent(ctx context.Context, session string, since time.Time, li
 	return out, rows.Err()
 }
 
-// byRun reads the row of a run, or nil.
-func (ix *Index) byRun(ctx context.Context, runID string) (*row, error) {
-	r, err := scanRow(ix.r.QueryRowContext(ctx, `SELECT `+rowColumns+` FROM proxy_calls WHERE run_id = ?`, runID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	return r, err
-}
-
 // sessionRuns lists the run ids of a session's rows (or every session's
 // when session is empty), newest first, at most limit.
 func (ix *Index) sessionRuns(ctx context.Context, session string, limit int) ([]string, error) {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -180,6 +179,3 @@ func unrecordedText(reason string) answer {
 func unavailableText(why string) answer {
 	return says(StatusUnavailable, "the call could not be handled now (%s). It did not run.", why)
 }
-
-// oneLine joins lines for a single line of prose.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
