@@ -29,11 +29,15 @@ action must pass here.
 agentrt-proxy is a stdio MCP server that an MCP host starts instead of the
 real servers. Each call runs through agentrt's gate: the pinned schema, the
 policy, an approval bound to the exact request, a lease, and the outcome
-recorded. It opens no network listener, offers no tool that approves, and
-writes only the protocol on stdout.
+recorded. It opens no network listener unless -listen asks for one,
+offers no tool that approves, and writes only the protocol on stdout.
 
 usage:
   agentrt-proxy -config FILE            serve one host over stdin and stdout
+  agentrt-proxy -config FILE -listen 127.0.0.1:PORT [-token-file FILE] [-stdio=false]
+                                        also serve streamable HTTP on loopback, every
+                                        request with the bearer token (printed to stderr
+                                        unless read from an owner-only -token-file)
   agentrt-proxy pin -config FILE        pin each server's tools (manifests 0600)
   agentrt-proxy check -config FILE      load every server and report; fails if nothing registers
   agentrt-proxy recheck -config FILE [-run ID | -session S] [-limit N] [-current-tools] [-json]
