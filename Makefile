@@ -1,5 +1,10 @@
 # agentrt: the targets a contributor and CI use. `make help` lists them.
 GO ?= go
+# go.work and every go.mod name the toolchain (go1.27.3); auto lets the go
+# command fetch it through the module proxy when the local go is older.
+# A go.env that says GOTOOLCHAIN=local would otherwise ignore those lines.
+GOTOOLCHAIN ?= auto
+export GOTOOLCHAIN
 STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 # Every module go.work ties (the core and the nested modules).
 MODULES = $(shell $(GO) list -m -f '{{.Dir}}')
