@@ -11,7 +11,7 @@ MODULES = $(shell $(GO) list -m -f '{{.Dir}}')
 # The pinned npm MCP servers the mcp tests and examples/mcp run.
 MCP_SERVERS = mcp/testdata/servers
 
-.PHONY: help demo test bench lint fuzz mcp-servers
+.PHONY: help demo test bench lint fuzz vuln mcp-servers
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -35,6 +35,9 @@ FUZZTIME ?= 30s
 fuzz: ## Fuzz Sanitize and CheckJSON for FUZZTIME each (default 30s).
 	$(GO) test -run '^$$' -fuzz '^FuzzSanitize$$' -fuzztime $(FUZZTIME) ./trace
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckJSON$$' -fuzztime $(FUZZTIME) ./internal/canon
+
+vuln: ## govulncheck every module against a local database built from the pinned golang.org/x/vulndb (offline).
+	bash .ci/vuln
 
 mcp-servers: ## Install the pinned MCP servers from their lock file (npm ci --ignore-scripts), when missing or stale.
 	@if [ ! -f $(MCP_SERVERS)/node_modules/.package-lock.json ] || \
