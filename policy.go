@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // PolicyOutcome is what a policy decided about a request.
@@ -52,14 +53,19 @@ type RunView struct {
 	Approvals Approvals
 }
 
-// PolicyDecision is a policy's judgement. Kind, Capability and Presentation
-// matter for RequireApproval only.
+// PolicyDecision is a policy's judgement. Kind, Capability, Presentation and
+// TTL matter for RequireApproval only.
 type PolicyDecision struct {
 	Outcome      PolicyOutcome   `json:"outcome"`
 	Reason       string          `json:"reason,omitempty"`
 	Kind         string          `json:"kind,omitempty"`
 	Capability   json.RawMessage `json:"capability,omitempty"`
 	Presentation json.RawMessage `json:"presentation,omitempty"`
+	// TTL, when positive, bounds how long the approval may stay pending.
+	// It can only shorten the run's Limits.ApprovalTTL, never lengthen it:
+	// the shorter of the two applies. Zero or negative means the limit
+	// alone. It is not part of the approval's hash.
+	TTL time.Duration `json:"ttl,omitempty"`
 }
 
 // Policy judges requests. The agent has no handle to it.
