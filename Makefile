@@ -11,7 +11,7 @@ MODULES = $(shell $(GO) list -m -f '{{.Dir}}')
 # The pinned npm MCP servers the mcp tests and examples/mcp run.
 MCP_SERVERS = mcp/testdata/servers
 
-.PHONY: help demo test bench lint fuzz vuln mcp-servers
+.PHONY: help demo test bench lint fuzz vuln release reproduce mcp-servers
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -38,6 +38,12 @@ fuzz: ## Fuzz Sanitize and CheckJSON for FUZZTIME each (default 30s).
 
 vuln: ## govulncheck every module against a local database built from the pinned golang.org/x/vulndb (offline).
 	bash .ci/vuln
+
+release: ## Build agentrt (and agentrt-proxy, once proxy/ has it) for linux and darwin, amd64 and arm64, into dist/ with SHA256SUMS.
+	bash .ci/release dist
+
+reproduce: ## Build the release twice, in two directories, and fail unless the SHA256SUMS match (CI does linux/amd64).
+	bash .ci/reproduce
 
 mcp-servers: ## Install the pinned MCP servers from their lock file (npm ci --ignore-scripts), when missing or stale.
 	@if [ ! -f $(MCP_SERVERS)/node_modules/.package-lock.json ] || \
