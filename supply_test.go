@@ -414,3 +414,114 @@ func TestSupply_ToolInstallCheckRefusesUnpinned(t *testing.T) {
 		}
 	}
 }
+
+// pinnedUse is a step's action pinned to a full commit, or a local action.
+var pinnedUse = regexp.MustCompile(`^(\./\S+|[\w.-]+/[\w./-]+@[0-9a-f]{40})$`)
+
+// workflowProblems says what in a GitHub workflow could let a job write to
+// the repository, leave the token in the checkout, or run an action whose
+// code can change under the same reference. It reads the YAML by lines, as
+// the workflows here are written: a top-level permissions block, and each
+// checkout step's with block.
+func workflowProblems(text string) []string {
+	var problems []string
+	lines := strings.Split(text, "\n")
+	permIndent := -1 // the indent of the permissions block being read, or -1
+	for i, line := range lines {
+		trimmed := strings.TrimSpace(line)
+		indent := len(line) - len(strings.TrimLeft(line, " "))
+		if permIndent >= 0 && trimmed != "" && !strings.HasPrefix(trimmed, "#") && indent <= permIndent {
+			permIndent = -1
+		}
+		if v, ok := strings.CutPrefix(trimmed, "permissions:"); ok {
+			permIndent = indent
+			if v = strings.TrimSpace(v); v != "" && v != "{}" && v != "read-all" {
+				problems = append(problems, fmt.Sprintf("line %d: permissions: %s", i+1, v))
+			}
+		} else if permIndent >= 0 && strings.Contains(trimmed, "write") {
+			problems = append(problems, fmt.Sprintf("line %d grants write: %s", i+1, trimmed))
+		}
+		use, ok := strings.CutPrefix(strings.TrimPrefix(trimmed, "- "), "uses:")
+		if !ok {
+			continue
+		}
+		use = strings.TrimSpace(use)
+		if c := strings.Index(use, " #"); c >= 0 {
+			use = strings.TrimSpace(use[:c])
+		}
+		if !pinnedUse.MatchString(use) {
+			problems = append(problems, fmt.Sprintf("line %d: %s is not pinned to a commit", i+1, use))
+		}
+		if strings.HasPrefix(use, "actions/checkout@") {
+			indent := len(line) - len(strings.TrimLeft(line, " -"))
+			found := false
+			for _, next := range lines[i+1:] {
+				t := strings.TrimSpace(next)
+				if t == "" || strings.HasPrefix(t, "#") {
+					continue
+				}
+				if len(next)-len(strings.TrimLeft(next, " ")) < indent || strings.HasPrefix(t, "- ") {
+					break
+				}
+				if strings.ReplaceAll(t, " ", "") == "persist-credentials:false" {
+					found = true
+				}
+			}
+			if !found {
+				problems = append(problems, fmt.Sprintf("line %d: checkout without persist-credentials: false", i+1))
+			}
+		}
+	}
+	if !strings.Contains("\n"+text, "\npermissions:") {
+		problems = append(problems, "no top-level permissions: the token gets the repository's default, which may write")
+	}
+	return problems
+}
+
+// Every GitHub workflow runs with a read-only token, checks out without
+// persisting credentials, and pins each action by commit.
+func TestSupply_WorkflowsAreLockedDown(t *testing.T) {
+	files, err := filepath.Glob(".github/workflows/*.y*ml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no workflow in .github/workflows")
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range workflowProblems(string(b)) {
+			t.Errorf("%s: %s", f, p)
+		}
+	}
+}
+
+// The workflow check refuses each thing it looks for.
+func TestSupply_WorkflowCheckRefusesWhatItLooksFor(t *testing.T) {
+	const sha = "11bd71901bbe5b1630ceea73d27597364c9af683"
+	good := "on: push\npermissions:\n  contents: read\njobs:\n  ci:\n    steps:\n" +
+		"      - uses: actions/checkout@" + sha + " # v4.2.2\n        with:\n          persist-credentials: false\n" +
+		"      - uses: actions/setup-go@" + sha + "\n      - run: bash .ci/run\n"
+	if p := workflowProblems(good); len(p) != 0 {
+		t.Fatalf("a locked-down workflow: %q", p)
+	}
+	for name, bad := range map[string]string{
+		"no permissions": strings.Replace(good, "permissions:\n  contents: read\n", "", 1),
+		"write":          strings.Replace(good, "contents: read", "contents: write", 1),
+		"write-all":      strings.Replace(good, "permissions:\n  contents: read\n", "permissions: write-all\n", 1),
+		"job write":      strings.Replace(good, "    steps:\n", "    permissions:\n      packages: write\n    steps:\n", 1),
+		"tag":            strings.Replace(good, "actions/setup-go@"+sha, "actions/setup-go@v5", 1),
+		"short sha":      strings.Replace(good, "actions/setup-go@"+sha, "actions/setup-go@"+sha[:7], 1),
+		"credentials":    strings.Replace(good, "persist-credentials: false", "persist-credentials: true", 1),
+		"no with":        strings.Replace(good, "        with:\n          persist-credentials: false\n", "", 1),
+		"next step's with": strings.Replace(good, "        with:\n          persist-credentials: false\n      - uses: actions/setup-go@"+sha+"\n",
+			"      - uses: actions/setup-go@"+sha+"\n        with:\n          persist-credentials: false\n", 1),
+	} {
+		if len(workflowProblems(bad)) == 0 {
+			t.Errorf("%s: workflowProblems passes\n%s", name, bad)
+		}
+	}
+}
