@@ -34,7 +34,9 @@ writes only the protocol on stdout.
 
 usage:
   agentrt-proxy -config FILE            serve one host over stdin and stdout
-  agentrt-proxy pin -config FILE        pin each server's tools (manifests 0600)
+  agentrt-proxy pin -config FILE [-diff [-yes]]
+                                        pin each server's tools (manifests 0600); -diff shows
+                                        what changed since the last pin before writing
   agentrt-proxy check -config FILE      load every server and report; fails if nothing registers
   agentrt-proxy recheck -config FILE [-run ID | -session S] [-limit N] [-current-tools] [-json]
                                         ask today's policy about recorded calls
@@ -59,7 +61,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "serve":
 		return serve(ctx, args, stdin, stdout, stderr)
 	case "pin":
-		return pin(ctx, args, stdout, stderr)
+		return pin(ctx, args, stdin, stdout, stderr)
 	case "check":
 		return check(ctx, args, stdout, stderr)
 	case "recheck":
