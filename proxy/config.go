@@ -12,6 +12,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/mcp"
+	celpolicy "github.com/agentrt/agentrt/policy/cel"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -66,6 +67,12 @@ type Config struct {
 	// Policy maps each side-effect class to allow, require_approval or
 	// deny, merged over agentrt.DefaultPolicy.
 	Policy agentrt.SideEffectPolicy
+	// PolicyFile, when set, is a declarative policy file (policy/cel) that
+	// decides every call instead of Policy; a rule's own outcome is then
+	// refused. Empty means the class map decides.
+	PolicyFile string
+	// filePolicy is PolicyFile as LoadConfig read and compiled it, once.
+	filePolicy *celpolicy.Policy
 	// Hold is how long a call that needs a decision waits for it; zero
 	// answers at once.
 	Hold time.Duration
@@ -167,6 +174,7 @@ type fileConfig struct {
 	Session      string            `json:"session"`
 	Servers      []fileServer      `json:"servers"`
 	Policy       map[string]string `json:"policy"`
+	PolicyFile   string            `json:"policy_file"`
 	Hold         *duration         `json:"hold"`
 	RepeatWindow *duration         `json:"repeat_window"`
 	MaxPending   *int              `json:"max_pending"`
@@ -255,6 +263,12 @@ func LoadConfig(path string) (*Config, error) {
 	if err := checkReach(cfg); err != nil {
 		return nil, fmt.Errorf("proxy: config %s: %w", abs, err)
 	}
+	if cfg.PolicyFile != "" {
+		// Read once here, so what is checked is what decides.
+		if cfg.filePolicy, err = celpolicy.Load(cfg.PolicyFile); err != nil {
+			return nil, fmt.Errorf("proxy: config %s: policy_file: %w", abs, err)
+		}
+	}
 	return cfg, nil
 }
 
@@ -339,6 +353,9 @@ func (fc *fileConfig) resolve(path string) (*Config, error) {
 		}
 		cfg.Policy[se] = out
 	}
+	if fc.PolicyFile != "" {
+		cfg.PolicyFile = rel(fc.PolicyFile)
+	}
 	if len(fc.Servers) == 0 {
 		return nil, bad("servers", "must name at least one server")
 	}
@@ -348,6 +365,13 @@ func (fc *fileConfig) resolve(path string) (*Config, error) {
 		s, err := fs.resolve(field, rel)
 		if err != nil {
 			return nil, err
+		}
+		if cfg.PolicyFile != "" {
+			for _, name := range sortedKeys(s.Rules) {
+				if s.Rules[name].Outcome != "" {
+					return nil, bad(fmt.Sprintf("%s.rules.%s.outcome", field, name), "cannot be set while policy_file decides every call; say it in the policy file")
+				}
+			}
 		}
 		if names[s.Name] {
 			return nil, bad(field+".name", "%q names a server twice", s.Name)
