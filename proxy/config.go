@@ -12,6 +12,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/mcp"
+	celpolicy "github.com/agentrt/agentrt/policy/cel"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -66,6 +67,12 @@ type Config struct {
 	// Policy maps each side-effect class to allow, require_approval or
 	// deny, merged over agentrt.DefaultPolicy.
 	Policy agentrt.SideEffectPolicy
+	// PolicyFile, when set, is a declarative policy file (policy/cel) that
+	// decides every call instead of Policy; a rule's own outcome is then
+	// refused. Empty means the class map decides.
+	PolicyFile string
+	// filePolicy is PolicyFile as LoadConfig read and compiled it, once.
+	filePolicy *celpolicy.Policy
 	// Hold is how long a call that needs a decision waits for it; zero
 	// answers at once.
 	Hold time.Duration
@@ -128,6 +135,11 @@ type ToolRule struct {
 	Outcome agentrt.PolicyOutcome
 	// RepeatWindow, when set, replaces the configuration's for this tool.
 	RepeatWindow *time.Duration
+	// Suggestion, when set, marks a rule `agentrt-proxy init` wrote from
+	// the server's hints and says why: it is not the operator's word yet,
+	// so the tool is not offered until `agentrt-proxy review` makes it a
+	// rule. Empty means the operator classified the tool.
+	Suggestion string
 }
 
 // mcpRule is the rule handed to mcp.Load. Every proxied tool is terminal:
@@ -147,10 +159,14 @@ func (s ServerConfig) Server() mcp.Server {
 	return srv
 }
 
-// MCPRules are the rules handed to mcp.Load.
+// MCPRules are the rules handed to mcp.Load. A suggestion is not a rule:
+// its tool is left unclassified.
 func (s ServerConfig) MCPRules() mcp.Rules {
 	out := mcp.Rules{}
 	for k, r := range s.Rules {
+		if r.Suggestion != "" {
+			continue
+		}
 		out[k] = r.mcpRule()
 	}
 	return out
@@ -163,6 +179,7 @@ type fileConfig struct {
 	Session      string            `json:"session"`
 	Servers      []fileServer      `json:"servers"`
 	Policy       map[string]string `json:"policy"`
+	PolicyFile   string            `json:"policy_file"`
 	Hold         *duration         `json:"hold"`
 	RepeatWindow *duration         `json:"repeat_window"`
 	MaxPending   *int              `json:"max_pending"`
@@ -196,6 +213,7 @@ type fileRule struct {
 	AllowHintMismatch bool                       `json:"allow_hint_mismatch"`
 	Outcome           agentrt.PolicyOutcome      `json:"outcome"`
 	RepeatWindow      *duration                  `json:"repeat_window"`
+	Suggestion        string                     `json:"suggestion"`
 }
 
 // duration is a Go duration string ("15s") that must not be negative.
@@ -250,6 +268,12 @@ func LoadConfig(path string) (*Config, error) {
 	}
 	if err := checkReach(cfg); err != nil {
 		return nil, fmt.Errorf("proxy: config %s: %w", abs, err)
+	}
+	if cfg.PolicyFile != "" {
+		// Read once here, so what is checked is what decides.
+		if cfg.filePolicy, err = celpolicy.Load(cfg.PolicyFile); err != nil {
+			return nil, fmt.Errorf("proxy: config %s: policy_file: %w", abs, err)
+		}
 	}
 	return cfg, nil
 }
@@ -335,6 +359,9 @@ func (fc *fileConfig) resolve(path string) (*Config, error) {
 		}
 		cfg.Policy[se] = out
 	}
+	if fc.PolicyFile != "" {
+		cfg.PolicyFile = rel(fc.PolicyFile)
+	}
 	if len(fc.Servers) == 0 {
 		return nil, bad("servers", "must name at least one server")
 	}
@@ -344,6 +371,13 @@ func (fc *fileConfig) resolve(path string) (*Config, error) {
 		s, err := fs.resolve(field, rel)
 		if err != nil {
 			return nil, err
+		}
+		if cfg.PolicyFile != "" {
+			for _, name := range sortedKeys(s.Rules) {
+				if s.Rules[name].Outcome != "" {
+					return nil, bad(fmt.Sprintf("%s.rules.%s.outcome", field, name), "cannot be set while policy_file decides every call; say it in the policy file")
+				}
+			}
 		}
 		if names[s.Name] {
 			return nil, bad(field+".name", "%q names a server twice", s.Name)
@@ -396,7 +430,8 @@ func (fs *fileServer) resolve(field string, rel func(string) string) (s ServerCo
 			return s, bad(rf+".outcome", "must be allow, require_approval or deny, got %q", trace.Sanitize(string(fr.Outcome)))
 		}
 		r := ToolRule{SideEffect: fr.SideEffect, Timeout: fr.Timeout.or(0), Description: fr.Description, Deny: fr.Deny,
-			Fixed: fr.Fixed, Rename: fr.Rename, AllowHintMismatch: fr.AllowHintMismatch, Outcome: fr.Outcome}
+			Fixed: fr.Fixed, Rename: fr.Rename, AllowHintMismatch: fr.AllowHintMismatch, Outcome: fr.Outcome,
+			Suggestion: fr.Suggestion}
 		if fr.Timeout != nil && r.Timeout == 0 {
 			return s, bad(rf+".timeout", "must be positive")
 		}

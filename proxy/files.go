@@ -52,6 +52,9 @@ func checkFiles(cfg *Config, opened bool) error {
 	for _, s := range cfg.Servers {
 		must = append(must, s.Manifest)
 	}
+	if cfg.PolicyFile != "" {
+		must = append(must, cfg.PolicyFile)
+	}
 	if opened {
 		must = append(must, cfg.Database, cfg.Index)
 	}

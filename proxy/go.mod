@@ -2,6 +2,8 @@ module github.com/agentrt/agentrt/proxy
 
 go 1.26.0
 
+toolchain go1.27.3
+
 require (
 	github.com/agentrt/agentrt v0.0.0-00010101000000-000000000000
 	github.com/agentrt/agentrt/mcp v0.0.0-00010101000000-000000000000
@@ -10,6 +12,18 @@ require (
 )
 
 require (
+	cel.dev/cel-go v0.33.2 // indirect
+	cel.dev/expr v0.25.1 // indirect
+	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
+	go.yaml.in/yaml/v3 v3.0.4 // indirect
+	golang.org/x/exp v0.0.0-20240823005443-9b4947da3948 // indirect
+	google.golang.org/genproto/googleapis/api v0.0.0-20240826202546-f6391c0de4c7 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20240826202546-f6391c0de4c7 // indirect
+	google.golang.org/protobuf v1.36.10 // indirect
+)
+
+require (
+	github.com/agentrt/agentrt/policy/cel v0.0.0-00010101000000-000000000000
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/google/uuid v1.6.0 // indirect
@@ -23,7 +37,7 @@ require (
 	golang.org/x/oauth2 v0.35.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/text v0.14.0 // indirect
+	golang.org/x/text v0.22.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
@@ -36,3 +50,5 @@ replace (
 	github.com/agentrt/agentrt => ../
 	github.com/agentrt/agentrt/mcp => ../mcp
 )
+
+replace github.com/agentrt/agentrt/policy/cel => ../policy/cel

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	celpolicy "github.com/agentrt/agentrt/policy/cel"
+	"github.com/agentrt/agentrt/trace"
 )
 
 // ptool is one proxied tool: what the model sees and what the operator
@@ -50,6 +52,9 @@ type capability struct {
 	Args        json.RawMessage            `json:"args"`
 	Fixed       map[string]json.RawMessage `json:"fixed"`
 	Interrupted *interruption              `json:"interrupted,omitempty"`
+	// Policy is the capability a policy file's rule asked for, bound with
+	// the rest.
+	Policy json.RawMessage `json:"policy,omitempty"`
 }
 
 type presentation struct {
@@ -57,6 +62,8 @@ type presentation struct {
 	Question string `json:"question"`
 	Reason   string `json:"reason"`
 	Notice   string `json:"notice,omitempty"`
+	// PolicyShows is the presentation a policy file's rule built.
+	PolicyShows json.RawMessage `json:"policy_shows,omitempty"`
 }
 
 const unknownNotice = "This exact call was started before and its outcome is unknown: it may already have taken effect. Approving runs it again with these arguments; rejecting leaves it unrun, and unblocks the tool."
@@ -64,6 +71,13 @@ const unknownNotice = "This exact call was started before and its outcome is unk
 // decision builds the require_approval decision for a request; args are in
 // policy form.
 func (t *ptool) decision(args json.RawMessage, in *interruption) (agentrt.PolicyDecision, error) {
+	return t.decisionFor(args, in, nil)
+}
+
+// decisionFor is decision with what a policy file's require_approval added:
+// its kind, reason, TTL, capability and presentation. The proxy's own
+// capability (server, tool, arguments, fixed values) is always bound.
+func (t *ptool) decisionFor(args json.RawMessage, in *interruption, file *agentrt.PolicyDecision) (agentrt.PolicyDecision, error) {
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
@@ -82,7 +96,20 @@ func (t *ptool) decision(args json.RawMessage, in *interruption) (agentrt.Policy
 		p.Reason = "interrupted while executing; outcome unknown (" + in.Ended + ")"
 		p.Notice = unknownNotice
 	}
-	return agentrt.NeedApproval(kind, p.Reason, c, p)
+	var ttl time.Duration
+	if file != nil && in == nil {
+		if file.Kind != "" {
+			kind = file.Kind
+		}
+		if file.Reason != "" {
+			p.Reason = file.Reason
+		}
+		c.Policy, p.PolicyShows, ttl = file.Capability, file.Presentation, file.TTL
+		p.capability = c
+	}
+	d, err := agentrt.NeedApproval(kind, p.Reason, c, p)
+	d.TTL = ttl
+	return d, err
 }
 
 // classPolicy decides by the tool's own outcome, else its class.
@@ -100,8 +127,10 @@ func (t *ptool) outcome(classes agentrt.SideEffectPolicy) agentrt.PolicyOutcome 
 // everything it decides from, so a re-check names which policy decided.
 type gatePolicy struct {
 	classes agentrt.SideEffectPolicy
-	tools   map[string]*ptool
-	id      string
+	// file, when set, decides instead of classes and the rules' outcomes.
+	file  agentrt.IdentifiedPolicy
+	tools map[string]*ptool
+	id    string
 }
 
 type reaskKey struct{}
@@ -127,15 +156,31 @@ func newGatePolicy(cfg *Config, tools map[string]*ptool) (*gatePolicy, error) {
 	for _, s := range cfg.Servers {
 		sid := serverID{Name: s.Name, Rules: map[string]ruleID{}}
 		for name, r := range s.Rules {
+			if r.Suggestion != "" {
+				continue // not offered, so nothing is decided from it
+			}
 			sid.Rules[name] = ruleID{SideEffect: r.SideEffect, Outcome: r.Outcome, Fixed: r.Fixed, Rename: r.Rename}
 		}
 		servers = append(servers, sid)
 	}
 	sort.Slice(servers, func(i, j int) bool { return servers[i].Name < servers[j].Name })
+	var file agentrt.IdentifiedPolicy
+	var fileID string
+	if cfg.PolicyFile != "" {
+		fp := cfg.filePolicy
+		if fp == nil {
+			var err error
+			if fp, err = celpolicy.Load(cfg.PolicyFile); err != nil {
+				return nil, fmt.Errorf("proxy: policy_file: %w", err)
+			}
+		}
+		file, fileID = fp, fp.PolicyID()
+	}
 	b, err := json.Marshal(struct {
 		Policy  agentrt.SideEffectPolicy `json:"policy"`
+		File    string                   `json:"policy_file,omitempty"`
 		Servers []serverID               `json:"servers"`
-	}{cfg.Policy, servers})
+	}{cfg.Policy, fileID, servers})
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +189,7 @@ func newGatePolicy(cfg *Config, tools map[string]*ptool) (*gatePolicy, error) {
 		return nil, err
 	}
 	sum := sha256.Sum256(c)
-	return &gatePolicy{classes: cfg.Policy, tools: tools, id: "agentrt-proxy/sha256:" + hex.EncodeToString(sum[:])}, nil
+	return &gatePolicy{classes: cfg.Policy, file: file, tools: tools, id: "agentrt-proxy/sha256:" + hex.EncodeToString(sum[:])}, nil
 }
 
 // PolicyID names the policy by a hash of what it decides from.
@@ -159,6 +204,9 @@ func (g *gatePolicy) Evaluate(ctx context.Context, req agentrt.ToolRequest, view
 	if t == nil {
 		return agentrt.PolicyDecision{Outcome: agentrt.Deny, Reason: "not a proxied tool"}, nil
 	}
+	if g.file != nil {
+		return g.evaluateFile(ctx, t, req, view)
+	}
 	out := t.outcome(g.classes)
 	if out == agentrt.Deny {
 		return agentrt.PolicyDecision{Outcome: agentrt.Deny, Reason: fmt.Sprintf("%s is deny", t.spec.SideEffect)}, nil
@@ -170,6 +218,32 @@ func (g *gatePolicy) Evaluate(ctx context.Context, req agentrt.ToolRequest, view
 		return agentrt.PolicyDecision{Outcome: agentrt.Allow, Reason: fmt.Sprintf("%s is allow", t.spec.SideEffect)}, nil
 	}
 	return t.decision(req.Args, nil)
+}
+
+// evaluateFile lets the policy file decide. A deny or abort stands, and so
+// does an evaluation error (the run fails; nothing runs). A re-run of an
+// unknown outcome still waits for an operator, whatever the file allows. A
+// require_approval is bound to the proxy's capability as well as the
+// file's, so a changed fixed value still asks again.
+func (g *gatePolicy) evaluateFile(ctx context.Context, t *ptool, req agentrt.ToolRequest, view agentrt.RunView) (agentrt.PolicyDecision, error) {
+	pd, err := g.file.Evaluate(ctx, req, view)
+	if err != nil {
+		return agentrt.PolicyDecision{}, err
+	}
+	switch pd.Outcome {
+	case agentrt.Deny, agentrt.Abort:
+		return pd, nil
+	}
+	if in := interruptionOf(ctx, req, view); in != nil {
+		return t.decision(req.Args, in)
+	}
+	switch pd.Outcome {
+	case agentrt.Allow:
+		return pd, nil
+	case agentrt.RequireApproval:
+		return t.decisionFor(req.Args, nil, &pd)
+	}
+	return agentrt.PolicyDecision{}, fmt.Errorf("proxy: the policy file answered %q, not an outcome", trace.Sanitize(string(pd.Outcome)))
 }
 
 // interruptionOf finds the interruption a request re-runs: on a proposal,

@@ -42,6 +42,9 @@ func protectedFiles(cfg *Config) []string {
 	for _, s := range cfg.Servers {
 		out = append(out, s.Manifest)
 	}
+	if cfg.PolicyFile != "" {
+		out = append(out, cfg.PolicyFile)
+	}
 	return out
 }
 

@@ -20,11 +20,18 @@ import (
 // and one run. With edit and extra empty the file is an honest database.
 func craft(t *testing.T, path string, edit func(string) string, extra ...string) {
 	t.Helper()
+	craftAt(t, path, sqlite.SchemaVersion, edit, extra...)
+}
+
+// craftAt is craft at an older schema version: migrations 1 to version.
+func craftAt(t *testing.T, path string, version int, edit func(string) string, extra ...string) {
+	t.Helper()
 	files, err := filepath.Glob("migrations/*.sql")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("migrations: %v", err)
+	if err != nil || len(files) < version {
+		t.Fatalf("migrations: %d files, %v", len(files), err)
 	}
 	sort.Strings(files)
+	files = files[:version]
 	ddl, err := os.ReadFile(files[0])
 	if err != nil {
 		t.Fatal(err)
