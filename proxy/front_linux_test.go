@@ -121,7 +121,7 @@ func frontAnnounced(t *testing.T, stderr *syncBuffer) (url, token string) {
 // startFront runs agentrt-proxy with -listen and -stdio=false as an HTTP
 // host's operator would, its token in an owner-only file; it returns the
 // URL and the token, and stops the proxy with SIGTERM when the test ends.
-func startFront(t *testing.T, proxyBin, config string) (url, token string, stderr *syncBuffer) {
+func startFront(t *testing.T, proxyBin, config string, more ...string) (url, token string, stderr *syncBuffer) {
 	t.Helper()
 	tok, err := NewFrontToken()
 	if err != nil {
@@ -132,7 +132,7 @@ func startFront(t *testing.T, proxyBin, config string) (url, token string, stder
 		t.Fatal(err)
 	}
 	stderr = &syncBuffer{}
-	cmd := exec.Command(proxyBin, "-config", config, "-listen", "127.0.0.1:0", "-token-file", tokenFile, "-stdio=false")
+	cmd := exec.Command(proxyBin, append([]string{"-config", config, "-listen", "127.0.0.1:0", "-token-file", tokenFile, "-stdio=false"}, more...)...)
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -43,7 +43,7 @@ Bring a host's servers under the proxy:
 
 usage:
   agentrt-proxy -config FILE            serve one host over stdin and stdout
-  agentrt-proxy -config FILE -listen 127.0.0.1:PORT [-token-file FILE] [-stdio=false]
+  agentrt-proxy -config FILE -listen 127.0.0.1:PORT [-token-file FILE] [-max-sessions N] [-stdio=false]
                                         also serve streamable HTTP on loopback, every
                                         request with the bearer token (printed to stderr
                                         unless read from an owner-only -token-file)

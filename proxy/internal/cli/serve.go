@@ -19,16 +19,18 @@ import (
 func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var listen, tokenFile string
 	var stdio bool
+	var maxSessions int
 	path, code, ok := flags("serve", args, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&listen, "listen", "", "also serve streamable HTTP on this loopback address")
 		fs.StringVar(&tokenFile, "token-file", "", "read the front's bearer token from this owner-only file")
 		fs.BoolVar(&stdio, "stdio", true, "serve a host over stdin and stdout")
+		fs.IntVar(&maxSessions, "max-sessions", proxy.DefaultFrontMaxSessions, "the most HTTP sessions open at once")
 	})
 	if !ok {
 		return code
 	}
-	if listen == "" && (tokenFile != "" || !stdio) {
-		fmt.Fprintf(stderr, "agentrt-proxy serve: -token-file and -stdio=false need -listen\n")
+	if listen == "" && (tokenFile != "" || !stdio || maxSessions != proxy.DefaultFrontMaxSessions) {
+		fmt.Fprintf(stderr, "agentrt-proxy serve: -token-file, -max-sessions and -stdio=false need -listen\n")
 		return ExitUsage
 	}
 	var fc proxy.FrontConfig
@@ -38,6 +40,11 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 			fmt.Fprintf(stderr, "agentrt-proxy serve: %s\n", trace.Sanitize(err.Error()))
 			return ExitUsage
 		}
+		if maxSessions < 1 {
+			fmt.Fprintf(stderr, "agentrt-proxy serve: -max-sessions must be at least 1, got %d\n", maxSessions)
+			return ExitUsage
+		}
+		fc.MaxSessions = maxSessions
 		if tokenFile != "" {
 			if fc.Token, err = proxy.ReadFrontToken(tokenFile); err != nil {
 				return fail(stderr, "serve", err)
