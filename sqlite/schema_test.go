@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -113,8 +115,13 @@ func TestStore_RefusesAnySchemaButTheMigrations(t *testing.T) {
 	// refusals above are for the edits and nothing else.
 	p := filepath.Join(t.TempDir(), "honest.db")
 	craft(t, p, nil)
-	for name, open := range opens(p) {
-		st, err := open()
+	// Open first: it migrates the crafted version-1 file to this build's
+	// version, which OpenExisting alone never opens. Map order would
+	// otherwise let OpenExisting go first and refuse it by its version.
+	all := opens(p)
+	names := slices.Sorted(maps.Keys(all))
+	for _, name := range names {
+		st, err := all[name]()
 		if err != nil {
 			t.Fatalf("%s refused an honest database: %v", name, err)
 		}
