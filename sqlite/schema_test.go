@@ -4,10 +4,9 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,7 +20,19 @@ import (
 // and one run. With edit and extra empty the file is an honest database.
 func craft(t *testing.T, path string, edit func(string) string, extra ...string) {
 	t.Helper()
-	ddl, err := os.ReadFile("migrations/0001_init.sql")
+	craftAt(t, path, sqlite.SchemaVersion, edit, extra...)
+}
+
+// craftAt is craft at an older schema version: migrations 1 to version.
+func craftAt(t *testing.T, path string, version int, edit func(string) string, extra ...string) {
+	t.Helper()
+	files, err := filepath.Glob("migrations/*.sql")
+	if err != nil || len(files) < version {
+		t.Fatalf("migrations: %d files, %v", len(files), err)
+	}
+	sort.Strings(files)
+	files = files[:version]
+	ddl, err := os.ReadFile(files[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,13 +42,21 @@ func craft(t *testing.T, path string, edit func(string) string, extra ...string)
 			t.Fatal("the edit changed nothing")
 		}
 	}
-	db := raw(t, path)
-	stmts := []string{
-		"CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
-		text,
-		"INSERT INTO schema_migrations (version, applied_at) VALUES (1, '2026-01-01T00:00:00Z')",
-		`INSERT INTO runs (id, status, created_at) VALUES ('r1', 'RUNNING', '2026-01-01T00:00:00Z')`,
+	// The first migration as edited, then every later one as written, so
+	// the file is at this build's version and only the edit differs.
+	stmts := []string{"CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)", text}
+	for _, f := range files[1:] {
+		later, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stmts = append(stmts, string(later))
 	}
+	for v := 1; v <= len(files); v++ {
+		stmts = append(stmts, fmt.Sprintf("INSERT INTO schema_migrations (version, applied_at) VALUES (%d, '2026-01-01T00:00:00Z')", v))
+	}
+	stmts = append(stmts, `INSERT INTO runs (id, status, created_at) VALUES ('r1', 'RUNNING', '2026-01-01T00:00:00Z')`)
+	db := raw(t, path)
 	for _, q := range append(stmts, extra...) {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%.60s: %v", q, err)
@@ -76,16 +95,16 @@ func TestStore_RefusesAnySchemaButTheMigrations(t *testing.T) {
 			typ: "table", obj: "runs", diff: agentrt.SchemaAltered},
 		{name: "check constraint", edit: replace("status TEXT NOT NULL,\n\treason", "status TEXT NOT NULL CHECK (length("+huge+") > 0),\n\treason"),
 			typ: "table", obj: "runs", diff: agentrt.SchemaAltered},
-		{name: "default expression", edit: replace("step_id TEXT NOT NULL DEFAULT '',\n\tat", "step_id TEXT NOT NULL DEFAULT ("+huge+"),\n\tat"),
-			typ: "table", obj: "events", diff: agentrt.SchemaAltered},
+		{name: "default expression", edit: replace("decided_by TEXT NOT NULL DEFAULT '',", "decided_by TEXT NOT NULL DEFAULT ("+huge+"),"),
+			typ: "table", obj: "approvals", diff: agentrt.SchemaAltered},
 		{name: "expression index", extra: []string{"CREATE INDEX evil ON runs (CASE status WHEN 'RUNNING' THEN '' ELSE " + huge + " END)"},
 			typ: "index", obj: "evil", diff: agentrt.SchemaExtra},
 		{name: "extra table", extra: []string{"CREATE TABLE extra (x TEXT)"},
 			typ: "table", obj: "extra", diff: agentrt.SchemaExtra},
 		{name: "statistics", extra: []string{"ANALYZE"},
 			typ: "table", obj: "sqlite_stat1", diff: agentrt.SchemaExtra},
-		{name: "missing index", edit: replace("CREATE INDEX events_run ON events (run_id, seq);", ""),
-			typ: "index", obj: "events_run", diff: agentrt.SchemaMissing},
+		{name: "missing index", edit: replace("CREATE INDEX approvals_run ON approvals (run_id);", ""),
+			typ: "index", obj: "approvals_run", diff: agentrt.SchemaMissing},
 		{name: "altered migrations table", extra: []string{"ALTER TABLE schema_migrations ADD COLUMN x TEXT GENERATED ALWAYS AS (" + huge + ") VIRTUAL"},
 			typ: "table", obj: "schema_migrations", diff: agentrt.SchemaAltered},
 	} {
@@ -115,13 +134,8 @@ func TestStore_RefusesAnySchemaButTheMigrations(t *testing.T) {
 	// refusals above are for the edits and nothing else.
 	p := filepath.Join(t.TempDir(), "honest.db")
 	craft(t, p, nil)
-	// Open first: it migrates the crafted version-1 file to this build's
-	// version, which OpenExisting alone never opens. Map order would
-	// otherwise let OpenExisting go first and refuse it by its version.
-	all := opens(p)
-	names := slices.Sorted(maps.Keys(all))
-	for _, name := range names {
-		st, err := all[name]()
+	for name, open := range opens(p) {
+		st, err := open()
 		if err != nil {
 			t.Fatalf("%s refused an honest database: %v", name, err)
 		}
