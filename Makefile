@@ -6,7 +6,7 @@ MODULES = $(shell $(GO) list -m -f '{{.Dir}}')
 # The pinned npm MCP servers the mcp tests and examples/mcp run.
 MCP_SERVERS = mcp/testdata/servers
 
-.PHONY: help demo test bench lint fuzz mcp-servers
+.PHONY: help demo test bench lint fuzz mcp-servers chromium
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -14,7 +14,7 @@ help: ## List the targets.
 demo: ## Run the main job on the embedded default: no network, no keys.
 	$(GO) run ./cmd/agentrt demo -auto-approve
 
-test: mcp-servers ## Run every test of every module in go.work, with the race detector.
+test: mcp-servers chromium ## Run every test of every module in go.work, with the race detector.
 	@set -e; for d in $(MODULES); do echo "== $$d"; (cd $$d && $(GO) test -race -count=1 -timeout 20m ./...); done
 
 bench: ## Run the benchmarks (full run; figures go in docs/performance.md).
@@ -36,4 +36,10 @@ mcp-servers: ## Install the pinned MCP servers from their lock file (npm ci --ig
 	    [ $(MCP_SERVERS)/package-lock.json -nt $(MCP_SERVERS)/node_modules/.package-lock.json ]; then \
 		echo "== npm ci --ignore-scripts in $(MCP_SERVERS)"; \
 		cd $(MCP_SERVERS) && npm ci --ignore-scripts --no-audit --no-fund; \
+	fi
+
+chromium: ## Install Debian's chromium for the console's browser tests, when missing (apt-get, as root).
+	@if ! command -v chromium >/dev/null 2>&1; then \
+		echo "== apt-get install chromium (the console's browser tests)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	fi

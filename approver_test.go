@@ -12,6 +12,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -312,7 +313,7 @@ func TestResume_PinnedKeysExcludeKeysEnrolledOnlyInTheDatabase(t *testing.T) {
 // assertion makes a WebAuthn assertion over st as an authenticator would:
 // authenticator data for rpID with the flags given, client data at origin
 // with the statement's challenge, an ECDSA P-256 signature over both.
-func assertion(t *testing.T, key *ecdsa.PrivateKey, ap agentrt.Approver, st agentrt.Statement, rpID, origin, typ string, flags byte) agentrt.DecisionSignature {
+func assertion(t testing.TB, key *ecdsa.PrivateKey, ap agentrt.Approver, st agentrt.Statement, rpID, origin, typ string, flags byte) agentrt.DecisionSignature {
 	t.Helper()
 	ch, err := st.Challenge()
 	if err != nil {
@@ -406,5 +407,75 @@ func TestApprovers_InvitationIsOneTimeAndExpires(t *testing.T) {
 	}
 	if _, err := e.operator().EnrollInvited(ctx, "not-a-token", n); !errors.Is(err, agentrt.ErrInvite) {
 		t.Fatalf("an unknown token = %v, want ErrInvite", err)
+	}
+}
+
+// benchDecisions makes n runs each waiting on one approval, written
+// straight into the store, and a passkey approver to sign them.
+func benchDecisions(b *testing.B, n int) (*env, []agentrt.Approval, *ecdsa.PrivateKey, agentrt.Approver) {
+	e := newEnv(b)
+	ctx := context.Background()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	ap, err := e.operator().EnrollApprover(ctx, agentrt.NewApprover{Name: "alice", Kind: agentrt.ApproverPasskey, PublicKey: der,
+		CredentialID: "Y3JlZA", RPID: "localhost", Origin: "http://localhost:7380", By: "admin"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := agentrt.ToolRequest{Spec: agentrt.ToolSpec{Name: "send", InputSchema: json.RawMessage(pathSchema)}, Args: json.RawMessage(`{"path":"/r"}`)}
+	h, err := agentrt.ApprovalHash("send", json.RawMessage(`{}`), json.RawMessage(`{}`), req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var as []agentrt.Approval
+	_, err = e.store.Update(ctx, func(tx agentrt.Tx) error {
+		for i := 0; i < n; i++ {
+			run := fmt.Sprintf("run-%d", i)
+			if err := tx.RunInsert(agentrt.Run{ID: run, Status: agentrt.RunWaiting, CreatedAt: e.clock.Now(), Limits: agentrt.DefaultLimits()}); err != nil {
+				return err
+			}
+			a := agentrt.Approval{ID: fmt.Sprintf("ap-%d", i), RunID: run, StepID: "s", Kind: "send", Capability: json.RawMessage(`{}`),
+				Presentation: json.RawMessage(`{}`), Request: req, Hash: h, Status: agentrt.ApprovalPending, CreatedAt: e.clock.Now()}
+			if err := tx.ApprovalInsert(a); err != nil {
+				return err
+			}
+			as = append(as, a)
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e, as, key, ap
+}
+
+// BenchmarkDecide_Unsigned is a durable ApproveShown: the commit alone.
+func BenchmarkDecide_Unsigned(b *testing.B) {
+	e, as, _, _ := benchDecisions(b, b.N)
+	op := e.operator()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := op.ApproveShown(context.Background(), as[i].RunID, as[i].ID, as[i].Hash, "op", ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecide_SignedPasskey is the same decision with a passkey's
+// assertion over its statement, verified with the standard library inside
+// the deciding transaction: the difference from BenchmarkDecide_Unsigned is
+// what a signature costs.
+func BenchmarkDecide_SignedPasskey(b *testing.B) {
+	e, as, key, ap := benchDecisions(b, b.N)
+	op := e.operator()
+	sigs := make([]agentrt.DecisionSignature, b.N)
+	for i := range sigs {
+		sigs[i] = assertion(b, key, ap, statement(e, as[i], agentrt.StatementApprove, ""), "localhost", ap.Origin, "webauthn.get", 0x05)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := op.ApproveShown(context.Background(), as[i].RunID, as[i].ID, as[i].Hash, "", "", agentrt.WithSignature(sigs[i])); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
