@@ -158,9 +158,22 @@ func DefaultPolicy() SideEffectPolicy {
 	}
 }
 
+// ApprovalOption adjusts the decision NeedApproval builds.
+type ApprovalOption func(*PolicyDecision)
+
+// ExpiresAfter sets the decision's TTL: the approval expires ttl after it
+// starts waiting unless the run's Limits.ApprovalTTL is shorter, so a
+// policy can let a payment wait 15 minutes and a file write a day in one
+// run. Zero or negative leaves the run's limit alone. The TTL is not part
+// of the approval's hash.
+func ExpiresAfter(ttl time.Duration) ApprovalOption {
+	return func(pd *PolicyDecision) { pd.TTL = ttl }
+}
+
 // NeedApproval builds a require_approval decision. A nil capability or
-// presentation is {}; a value that will not encode is an error.
-func NeedApproval(kind, reason string, capability, presentation any) (PolicyDecision, error) {
+// presentation is {}; a value that will not encode is an error. Options
+// apply in order.
+func NeedApproval(kind, reason string, capability, presentation any, opts ...ApprovalOption) (PolicyDecision, error) {
 	enc := func(what string, v any) (json.RawMessage, error) {
 		if v == nil {
 			return json.RawMessage("{}"), nil
@@ -185,5 +198,11 @@ func NeedApproval(kind, reason string, capability, presentation any) (PolicyDeci
 	if err != nil {
 		return PolicyDecision{}, err
 	}
-	return PolicyDecision{Outcome: RequireApproval, Reason: reason, Kind: kind, Capability: c, Presentation: p}, nil
+	pd := PolicyDecision{Outcome: RequireApproval, Reason: reason, Kind: kind, Capability: c, Presentation: p}
+	for _, o := range opts {
+		if o != nil {
+			o(&pd)
+		}
+	}
+	return pd, nil
 }

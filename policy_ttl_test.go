@@ -48,3 +48,67 @@ func TestPolicy_ApprovalTTLOnlyShortensTheLimit(t *testing.T) {
 		})
 	}
 }
+
+// A policy built with NeedApproval and ExpiresAfter gives each kind its own
+// wait: in runs with the same limits a payment expires 15 minutes after it
+// asks while a file write waits a day, and the run's ApprovalTTL still caps
+// both. A payment resumed past its TTL is expired, never rejected.
+func TestNeedApproval_ExpiresAfterSetsTheTTLPerKind(t *testing.T) {
+	ctx := context.Background()
+	byKind := agentrt.PolicyFunc(func(_ context.Context, req agentrt.ToolRequest, _ agentrt.RunView) (agentrt.PolicyDecision, error) {
+		if req.Spec.Name == "pay" {
+			return agentrt.NeedApproval("payment", "payments need a person", nil, nil, agentrt.ExpiresAfter(15*time.Minute))
+		}
+		return agentrt.NeedApproval("file_write", "writes need a person", nil, nil, agentrt.ExpiresAfter(24*time.Hour))
+	})
+	cases := []struct {
+		tool  string
+		limit time.Duration
+		want  time.Duration
+	}{
+		{"pay", 0, 15 * time.Minute},
+		{"write", 0, 24 * time.Hour},
+		{"pay", time.Hour, 15 * time.Minute},
+		{"write", time.Hour, time.Hour},
+	}
+	for _, c := range cases {
+		e := newEnv(t)
+		tool := newTool(c.tool, agentrt.RemoteMutation, pathSchema, nil)
+		d := e.driver(script(call(c.tool, `{"path":"/x"}`), complete(`{}`)), byKind, tool)
+		if run, err := d.StartWithID(ctx, "run-1", "g", limits(func(l *agentrt.Limits) { l.ApprovalTTL = c.limit })); err != nil || run.Status != agentrt.RunWaiting {
+			t.Fatalf("%s: Start = %s, %v", c.tool, run.Status, err)
+		}
+		a := pendingApproval(t, e.store, "run-1")
+		if got := a.ExpiresAt.Sub(a.CreatedAt); got != c.want {
+			t.Fatalf("%s under limit %s: approval waits %s, want %s", c.tool, c.limit, got, c.want)
+		}
+		if c.tool != "pay" || c.limit != 0 {
+			continue
+		}
+		e.clock.Advance(15 * time.Minute)
+		run, err := d.Resume(ctx, "run-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := mustApprovals(t, e.store, "run-1")[0]
+		if run.Status != agentrt.RunCancelled || run.Reason != agentrt.ReasonApprovalExpired || got.Status != agentrt.ApprovalExpired {
+			t.Fatalf("payment past its TTL: run %s/%s, approval %s; want cancelled/approval_expired, expired", run.Status, run.Reason, got.Status)
+		}
+		if tool.n() != 0 {
+			t.Fatal("an expired payment ran")
+		}
+	}
+}
+
+// An option given as nil is skipped, and NeedApproval without options
+// leaves the TTL to the run's limit.
+func TestNeedApproval_NoOptionLeavesTheTTLToTheLimit(t *testing.T) {
+	pd, err := agentrt.NeedApproval("k", "r", nil, nil, nil)
+	if err != nil || pd.TTL != 0 {
+		t.Fatalf("NeedApproval = %+v, %v; want no TTL", pd, err)
+	}
+	pd, err = agentrt.NeedApproval("k", "r", nil, nil, agentrt.ExpiresAfter(time.Minute), agentrt.ExpiresAfter(2*time.Minute))
+	if err != nil || pd.TTL != 2*time.Minute {
+		t.Fatalf("NeedApproval = %+v, %v; want the last option's TTL", pd, err)
+	}
+}

@@ -2,6 +2,8 @@ module github.com/agentrt/agentrt/policy/cel
 
 go 1.26.0
 
+toolchain go1.27.3
+
 require (
 	cel.dev/cel-go v0.33.2
 	github.com/agentrt/agentrt v0.0.0-00010101000000-000000000000
