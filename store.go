@@ -52,6 +52,9 @@ type StoreReader interface {
 	// Page reads return one page, every text column capped at MaxPageText,
 	// and the total from COUNT.
 	ListRunsPage(ctx context.Context, limit, offset int) ([]Run, int, error)
+	// ListRunsByStatusPage is ListRunsPage of one status (status "" is every
+	// run); a status that is not a RunStatus is an error.
+	ListRunsByStatusPage(ctx context.Context, status RunStatus, limit, offset int) ([]Run, int, error)
 	GetRunCapped(ctx context.Context, id string) (Run, error)
 	ListStepsPage(ctx context.Context, runID string, limit, offset int) ([]Step, int, error)
 	ListApprovalsPage(ctx context.Context, runID string, status ApprovalStatus, limit, offset int) ([]Approval, int, error)

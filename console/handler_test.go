@@ -156,3 +156,50 @@ func BenchmarkInbox_10000Waiting(b *testing.B) {
 		}
 	}
 }
+
+// The runs page shows one status alone when asked (?status=), pages within
+// it with the filter kept in the links, shows every run without it, and
+// refuses a status that is not one.
+func TestHandler_RunsPageFiltersByStatus(t *testing.T) {
+	st := openStore(t)
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	runs := map[string]agentrt.RunStatus{"run-done-1": agentrt.RunCompleted, "run-done-2": agentrt.RunCompleted, "run-done-3": agentrt.RunCompleted,
+		"run-live": agentrt.RunRunning, "run-failed": agentrt.RunFailed}
+	for _, id := range []string{"run-done-1", "run-live", "run-done-2", "run-failed", "run-done-3"} {
+		r := agentrt.Run{ID: id, Goal: "goal of " + id, Status: runs[id], Limits: agentrt.DefaultLimits(), CreatedAt: t0, StartedAt: t0}
+		if _, err := st.Update(context.Background(), func(tx agentrt.Tx) error { return tx.RunInsert(r) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := console.DefaultConfig(st, "http://localhost:7380")
+	cfg.PageSize = 2
+	h, err := console.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cookie := console.NewTestSession(h, "alice")
+	get := func(path string) (int, string) {
+		req := httptest.NewRequest("GET", path, nil)
+		req.AddCookie(cookie)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	code, body := get("/runs?status=COMPLETED")
+	if code != http.StatusOK || !strings.Contains(body, "goal of run-done-3") || !strings.Contains(body, "goal of run-done-2") ||
+		strings.Contains(body, "goal of run-live") || strings.Contains(body, "goal of run-failed") || strings.Contains(body, "goal of run-done-1") {
+		t.Fatalf("completed, page 1: %d\n%s", code, body)
+	}
+	if !strings.Contains(body, `href="/runs?status=COMPLETED&amp;page=2"`) || !strings.Contains(body, "(3)") {
+		t.Fatalf("completed, page 1 does not page within the status:\n%s", body)
+	}
+	if code, body = get("/runs?status=COMPLETED&page=2"); code != http.StatusOK || !strings.Contains(body, "goal of run-done-1") || strings.Contains(body, "goal of run-done-2") {
+		t.Fatalf("completed, page 2: %d\n%s", code, body)
+	}
+	if code, body = get("/runs"); code != http.StatusOK || !strings.Contains(body, "(5)") {
+		t.Fatalf("every run: %d\n%s", code, body)
+	}
+	if code, _ = get("/runs?status=DONE"); code != http.StatusBadRequest {
+		t.Fatalf("a status that is not one: %d, want 400", code)
+	}
+}

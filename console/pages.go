@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"time"
@@ -214,18 +215,33 @@ func (h *Handler) pageApproval(w http.ResponseWriter, r *http.Request, s *sessio
 	h.render(w, "approval.html", page{Title: "Approval " + a.ID, CSRF: s.csrf, Who: s.name, Data: p}, true)
 }
 
+// runFilters are the statuses the runs page can show alone, in the order
+// its links list them.
+var runFilters = []agentrt.RunStatus{agentrt.RunWaiting, agentrt.RunRunning, agentrt.RunCompleted, agentrt.RunFailed, agentrt.RunCancelled}
+
 func (h *Handler) pageRuns(w http.ResponseWriter, r *http.Request, s *session) {
 	n := pageNumber(r)
-	runs, total, err := view.RunsPage(r.Context(), h.cfg.Store, h.cfg.PageSize, (n-1)*h.cfg.PageSize)
+	status := agentrt.RunStatus(r.URL.Query().Get("status"))
+	if status != "" && !status.Valid() {
+		http.Error(w, "not a run status", http.StatusBadRequest)
+		return
+	}
+	runs, total, err := view.RunsByStatusPage(r.Context(), h.cfg.Store, status, h.cfg.PageSize, (n-1)*h.cfg.PageSize)
 	if err != nil {
 		http.Error(w, "reading runs failed", http.StatusInternalServerError)
 		return
 	}
+	base := "/runs?"
+	if status != "" {
+		base = "/runs?status=" + url.QueryEscape(string(status)) + "&"
+	}
 	h.render(w, "runs.html", page{Title: "Runs", CSRF: s.csrf, Who: s.name, Live: true,
 		Data: struct {
-			Runs  []view.RunSummary
-			Pager pager
-		}{runs, newPager("/runs?", n, h.cfg.PageSize, total)}}, false)
+			Runs    []view.RunSummary
+			Pager   pager
+			Status  agentrt.RunStatus
+			Filters []agentrt.RunStatus
+		}{runs, newPager(base, n, h.cfg.PageSize, total), status, runFilters}}, false)
 }
 
 // timelineEntry is one event of a run as its timeline lists it.

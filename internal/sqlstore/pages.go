@@ -57,14 +57,27 @@ func checkPage(limit, offset int) error {
 
 // ListRunsPage reads one page of runs, newest first.
 func (s *Store) ListRunsPage(ctx context.Context, limit, offset int) ([]agentrt.Run, int, error) {
+	return s.ListRunsByStatusPage(ctx, "", limit, offset)
+}
+
+// ListRunsByStatusPage is ListRunsPage of the runs in one status; status ""
+// is every run.
+func (s *Store) ListRunsByStatusPage(ctx context.Context, status agentrt.RunStatus, limit, offset int) ([]agentrt.Run, int, error) {
 	if err := checkPage(limit, offset); err != nil {
 		return nil, 0, err
 	}
-	total, err := s.count(ctx, "SELECT COUNT(*) FROM runs")
+	if status != "" && !status.Valid() {
+		return nil, 0, fmt.Errorf("agentrt: %q is not a run status", string(status))
+	}
+	where, args := "", []any{}
+	if status != "" {
+		where, args = " WHERE status = ?", []any{string(status)}
+	}
+	total, err := s.count(ctx, "SELECT COUNT(*) FROM runs"+where, args...)
 	if err != nil {
 		return nil, 0, err
 	}
-	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(selectRunPage+" ORDER BY rowid DESC LIMIT ? OFFSET ?"), limit, offset)
+	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(selectRunPage+where+" ORDER BY rowid DESC LIMIT ? OFFSET ?"), append(args, limit, offset)...)
 	if err != nil {
 		return nil, 0, err
 	}
