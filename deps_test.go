@@ -3,6 +3,7 @@ package agentrt_test
 import (
 	"bufio"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -111,5 +112,25 @@ func TestDeps_SecurityNamesExactlyTheDirectSet(t *testing.T) {
 	slices.Sort(got)
 	if !slices.Equal(got, direct) {
 		t.Errorf("SECURITY.md names %q as the direct dependencies; go.mod has %q", got, direct)
+	}
+}
+
+// No package of the core module imports a nested module or pgx, even
+// through go.work, which would let such an import build here while a
+// consumer of the core alone could not build it: the CLI opens Postgres
+// through the opener registry the postgres module's own main fills.
+func TestDeps_CoreImportsNoNestedModule(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	nested := []string{"github.com/agentrt/agentrt/postgres", "github.com/agentrt/agentrt/mcp", "github.com/agentrt/agentrt/examples/mcp",
+		"github.com/jackc/"}
+	for _, pkg := range strings.Fields(string(out)) {
+		for _, bad := range nested {
+			if pkg == bad || strings.HasPrefix(pkg, strings.TrimSuffix(bad, "/")+"/") {
+				t.Errorf("the core module imports %s", pkg)
+			}
+		}
 	}
 }
