@@ -9,15 +9,29 @@ import (
 type ApprovalStatus string
 
 const (
-	// ApprovalPending: waiting for an operator. Left by Approve, Reject or expiry.
+	// ApprovalPending: waiting for an operator. Entered by a pause; left by
+	// ApproveShown (approved), RejectShown (rejected), the first decision or
+	// Resume past ApprovalTTL (expired), or Cancel of its run (cancelled).
 	ApprovalPending ApprovalStatus = "pending"
 	// ApprovalApproved: granted; a Resume may execute the request once.
+	// Entered by ApproveShown; left only past GrantTTL (expired) before
+	// Resume or Execute runs it.
 	ApprovalApproved ApprovalStatus = "approved"
-	// ApprovalRejected: refused; the run was cancelled.
+	// ApprovalRejected: terminal; refused by RejectShown, which cancelled the
+	// run in the same transaction.
 	ApprovalRejected ApprovalStatus = "rejected"
-	// ApprovalExpired: past ApprovalTTL while pending, or past GrantTTL once granted.
+	// ApprovalExpired: terminal; past ApprovalTTL while pending, or past
+	// GrantTTL once granted, which cancelled the run.
 	ApprovalExpired ApprovalStatus = "expired"
+	// ApprovalCancelled: terminal; still pending when an operator's Cancel
+	// ended its run, in the cancel's transaction, so nothing is left to
+	// decide. DecidedBy and Note are the cancel's.
+	ApprovalCancelled ApprovalStatus = "cancelled"
 )
+
+// Decided reports whether the approval has left pending: nothing can
+// decide it any more.
+func (s ApprovalStatus) Decided() bool { return s != ApprovalPending }
 
 // InterruptedSideEffect is the approval kind the runtime itself asks for when a
 // call to a tool that is not read-only was cut off by a crash.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	agentrt "github.com/agentrt/agentrt"
 )
@@ -62,10 +63,10 @@ func TestApproval_ApproveThenResumeExecutesRecordedRequest(t *testing.T) {
 	}
 	requireUnchanged(t, e.store, before, "a Resume before the decision")
 
-	if err := agentrt.Approve(ctx, e.store, nil, "run-1", a.ID, "alice", "ok"); err != nil {
+	if err := agentrt.ApproveShown(ctx, e.store, nil, "run-1", a.ID, a.Hash, "alice", "ok"); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
-	if err := agentrt.Approve(ctx, e.store, nil, "run-1", a.ID, "alice", "again"); !errors.Is(err, agentrt.ErrNotPending) {
+	if err := agentrt.ApproveShown(ctx, e.store, nil, "run-1", a.ID, a.Hash, "alice", "again"); !errors.Is(err, agentrt.ErrNotPending) {
 		t.Fatalf("second Approve = %v, want ErrNotPending", err)
 	}
 	if run := mustRun(t, e.store, "run-1"); run.Status != agentrt.RunWaiting {
@@ -127,8 +128,6 @@ func TestApproval_TamperedRowRefused(t *testing.T) {
 			before := takeSnapshot(t, e.store)
 			op := e.operator()
 			for name, decide := range map[string]func() error{
-				"Approve":      func() error { return op.Approve(ctx, "run-1", a.ID, "op", "") },
-				"Reject":       func() error { return op.Reject(ctx, "run-1", a.ID, "op", "") },
 				"ApproveShown": func() error { return op.ApproveShown(ctx, "run-1", a.ID, stored.Hash, "op", "") },
 				"RejectShown":  func() error { return op.RejectShown(ctx, "run-1", a.ID, stored.Hash, "op", "") },
 			} {
@@ -145,7 +144,7 @@ func TestApproval_TamperedRowRefused(t *testing.T) {
 		t.Run("granted "+edit.name, func(t *testing.T) {
 			e := newEnv(t)
 			_, a := pausedRun(t, e, `{"path":"/report"}`)
-			if err := e.operator().Approve(ctx, "run-1", a.ID, "op", ""); err != nil {
+			if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 				t.Fatalf("Approve: %v", err)
 			}
 			execSQL(t, rawDB(t, e.store), 1, edit.sql, a.ID)
@@ -416,9 +415,83 @@ func TestApprovalHash_ErrorsRatherThanSubstituting(t *testing.T) {
 			t.Fatalf("VerifyApproval = %v, want ErrApprovalHash", err)
 		}
 		before := takeSnapshot(t, e.store)
-		if err := e.operator().Approve(ctx, "run-1", a.ID, "op", ""); !errors.Is(err, agentrt.ErrApprovalHash) {
+		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); !errors.Is(err, agentrt.ErrApprovalHash) {
 			t.Fatalf("Approve = %v, want ErrApprovalHash", err)
 		}
 		requireUnchanged(t, e.store, before, "a refused Approve")
+	})
+}
+
+// A pending approval lives for Limits.ApprovalTTL on the run's clock: a
+// decision a moment before the deadline applies; one at the deadline, or a
+// Resume after it, records the approval as expired and cancels the run as
+// approval_expired in one transaction, running nothing; and deciding it
+// after that is ErrNotPending with nothing written.
+func TestApproval_PendingApprovalExpiresAfterTheTTL(t *testing.T) {
+	ctx := context.Background()
+	const ttl = time.Hour
+	pause := func(t *testing.T) (*env, *counted, *agentrt.Driver, agentrt.Approval) {
+		e := newEnv(t)
+		send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
+		d := e.driver(script(call("send", `{"path":"/report"}`), complete(`{}`)), agentrt.DefaultPolicy(), send)
+		run, err := d.StartWithID(ctx, "run-1", "g", limits(func(l *agentrt.Limits) { l.ApprovalTTL = ttl }))
+		if err != nil || run.Status != agentrt.RunWaiting {
+			t.Fatalf("Start = %s, %v", run.Status, err)
+		}
+		a := pendingApproval(t, e.store, "run-1")
+		if want := e.clock.Now().Add(ttl); !a.ExpiresAt.Equal(want) {
+			t.Fatalf("ExpiresAt = %s, want %s", a.ExpiresAt, want)
+		}
+		return e, send, d, a
+	}
+	expired := func(t *testing.T, e *env, send *counted, a agentrt.Approval) {
+		t.Helper()
+		requireEnded(t, mustRun(t, e.store, "run-1"), agentrt.RunCancelled, agentrt.ReasonApprovalExpired)
+		got, _ := e.store.GetApproval(ctx, "run-1", a.ID)
+		if got.Status != agentrt.ApprovalExpired || got.DecidedBy != "" || !got.DecidedAt.Equal(e.clock.Now()) {
+			t.Fatalf("approval = %+v", got)
+		}
+		if st := mustSteps(t, e.store, "run-1")[0]; st.Status != agentrt.StepFailed {
+			t.Fatalf("step is %s", st.Status)
+		}
+		if send.n() != 0 {
+			t.Fatalf("send ran %d times", send.n())
+		}
+		requireEvents(t, e.store, "run-1", evStart, evPause, []E{apprDecided, runFinished})
+		before := takeSnapshot(t, e.store)
+		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "late", ""); !errors.Is(err, agentrt.ErrNotPending) {
+			t.Fatalf("ApproveShown of the expired approval = %v, want ErrNotPending", err)
+		}
+		requireUnchanged(t, e.store, before, "a decision on an expired approval")
+	}
+	t.Run("decided just before the deadline", func(t *testing.T) {
+		e, send, d, a := pause(t)
+		e.clock.Advance(ttl - time.Nanosecond)
+		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "alice", ""); err != nil {
+			t.Fatalf("ApproveShown within the TTL: %v", err)
+		}
+		run, err := d.Resume(ctx, "run-1")
+		if err != nil || send.n() != 1 {
+			t.Fatalf("Resume = %s, %v; send ran %d times", run.Status, err, send.n())
+		}
+		requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	})
+	t.Run("decided at the deadline", func(t *testing.T) {
+		e, send, _, a := pause(t)
+		e.clock.Advance(ttl)
+		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "alice", ""); !errors.Is(err, agentrt.ErrApprovalExpired) {
+			t.Fatalf("ApproveShown at the deadline = %v, want ErrApprovalExpired", err)
+		}
+		expired(t, e, send, a)
+	})
+	t.Run("resumed after the deadline", func(t *testing.T) {
+		e, send, d, a := pause(t)
+		e.clock.Advance(ttl + time.Second)
+		run, err := d.Resume(ctx, "run-1")
+		if err != nil {
+			t.Fatalf("Resume after the deadline: %v", err)
+		}
+		requireEnded(t, run, agentrt.RunCancelled, agentrt.ReasonApprovalExpired)
+		expired(t, e, send, a)
 	})
 }

@@ -183,10 +183,11 @@ func (c *modelCaller) dispatch(ctx context.Context, attempt int, name string, re
 			CallID          string `json:"call_id"`
 			Attempt         int    `json:"attempt"`
 			Model           string `json:"model"`
+			Provider        string `json:"provider,omitempty"`
 			MaxOutputTokens int64  `json:"max_output_tokens"`
 			Estimate        Usage  `json:"estimate"`
 			EstimatedCost   Micros `json:"estimated_cost_micros"`
-		}{call.ID, attempt, name, req.MaxOutputTokens, est, estCost})
+		}{call.ID, attempt, name, c.provider(), req.MaxOutputTokens, est, estCost})
 	})
 	if err != nil {
 		return call, err
@@ -382,6 +383,9 @@ func (c *modelCaller) record(ctx context.Context, call ModelCall, out attemptOut
 	}
 	payload := modelCallEvent{CallID: call.ID, Attempt: call.Attempt, Status: out.status, Model: call.Model,
 		Usage: charged, Cost: cost, LatencyMS: latency.Milliseconds(), Error: fin.Error}
+	if out.status == ModelOK {
+		payload.StopReason = clipText(out.resp.StopReason, maxStopReason)
+	}
 	var run Run
 	err := s.write(rctx, func(tx Tx) error {
 		var err error
@@ -436,8 +440,22 @@ type modelCallEvent struct {
 	Cost      Micros          `json:"cost_micros"`
 	LatencyMS int64           `json:"latency_ms"`
 	Error     string          `json:"error,omitempty"`
+	// StopReason is why the provider stopped generating, as the adapter
+	// reported it (completed attempts only).
+	StopReason string `json:"stop_reason,omitempty"`
 	// Late marks an outcome recorded after the run left this session.
 	Late bool `json:"late,omitempty"`
+}
+
+// maxStopReason bounds the provider-chosen stop reason an event records.
+const maxStopReason = 64
+
+// provider names the model's provider when the Model says (ModelProvider).
+func (c *modelCaller) provider() string {
+	if p, ok := c.cfg.Model.(ModelProvider); ok {
+		return clipText(p.Provider(), maxStopReason)
+	}
+	return ""
 }
 
 // retryWait is how long to wait before the attempt after attempt: the

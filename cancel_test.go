@@ -3,8 +3,10 @@ package agentrt_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	agentrt "github.com/agentrt/agentrt"
 )
@@ -187,4 +189,46 @@ func TestCancel_ToolOutcomeIsAppendedLate(t *testing.T) {
 			requireEvents(t, e.store, "run-1", evStart, []E{stepStarted, stepDecided, stepPolicy, toolStarted, stepFailed, runFinished, toolFinished})
 		})
 	}
+}
+
+// An operator cancels a run waiting on an approval: in the cancel's
+// transaction the pending approval becomes cancelled, recorded with who
+// cancelled and why, so nothing is left pending. Deciding it afterwards,
+// either way, is ErrNotPending and writes nothing.
+func TestCancel_LeavesNoApprovalPending(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	_, a := pausedRun(t, e, `{"path":"/report"}`)
+	e.clock.Advance(time.Minute)
+	at := e.clock.Now()
+	run, err := e.operator().Cancel(ctx, "run-1", "alice", "not today")
+	if err != nil {
+		t.Fatalf("Cancel: %v", err)
+	}
+	requireEnded(t, run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
+	got, err := e.store.GetApproval(ctx, "run-1", a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != agentrt.ApprovalCancelled || got.DecidedBy != "alice" || got.Note != "not today" || !got.DecidedAt.Equal(at) || got.Hash != a.Hash {
+		t.Fatalf("approval after the cancel = %+v", got)
+	}
+	if !got.Status.Decided() || agentrt.ApprovalPending.Decided() {
+		t.Fatalf("Decided: cancelled %v, pending %v", got.Status.Decided(), agentrt.ApprovalPending.Decided())
+	}
+	requireEvents(t, e.store, "run-1", evStart, evPause, []E{apprDecided, stepFailed, runFinished})
+	dec := eventsOf(t, e.store, "run-1", apprDecided)
+	if p := payload(t, dec[0]); p["approval_id"] != a.ID || p["status"] != string(agentrt.ApprovalCancelled) || p["by"] != "alice" {
+		t.Fatalf("approval.decided = %s", dec[0].Payload)
+	}
+
+	before := takeSnapshot(t, e.store)
+	op := e.operator()
+	if err := op.ApproveShown(ctx, "run-1", a.ID, a.Hash, "bob", ""); !errors.Is(err, agentrt.ErrNotPending) {
+		t.Fatalf("ApproveShown after the cancel = %v, want ErrNotPending", err)
+	}
+	if err := op.RejectShown(ctx, "run-1", a.ID, a.Hash, "bob", ""); !errors.Is(err, agentrt.ErrNotPending) {
+		t.Fatalf("RejectShown after the cancel = %v, want ErrNotPending", err)
+	}
+	requireUnchanged(t, e.store, before, "decisions after the cancel")
 }

@@ -200,7 +200,7 @@ func TestCrash_SIGKILLAfterTheEffectWaitsForAnOperator(t *testing.T) {
 		t.Fatalf("takeover events %v", tk)
 	}
 
-	if err := d.Approve(ctx, "crash-run", a.ID, "op", "the line may be missing"); err != nil {
+	if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, "crash-run", a.ID, a.Hash, "op", "the line may be missing"); err != nil {
 		t.Fatal(err)
 	}
 	run, err = d.Resume(ctx, "crash-run")

@@ -2,10 +2,14 @@ package agentrt_test
 
 import (
 	"bufio"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
-	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -115,22 +119,62 @@ func TestDeps_SecurityNamesExactlyTheDirectSet(t *testing.T) {
 	}
 }
 
-// No package of the core module imports a nested module or pgx, even
-// through go.work, which would let such an import build here while a
-// consumer of the core alone could not build it: the CLI opens Postgres
-// through the opener registry the postgres module's own main fills.
-func TestDeps_CoreImportsNoNestedModule(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "./...").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
+// No package of the core module imports OpenTelemetry or a nested module:
+// go.mod alone would not catch an import that go.work satisfies. Every Go
+// file outside a directory with its own go.mod is parsed for its imports.
+func TestDeps_CoreImportsNoNestedModuleOrOpenTelemetry(t *testing.T) {
+	forbidden := []string{"go.opentelemetry.io", "github.com/jackc/pgx", "github.com/modelcontextprotocol"}
+	nested := map[string]bool{}
+	// walk visits the core module's files: a directory with its own go.mod
+	// is a nested module, recorded and skipped.
+	walk := func(file func(path string) error) error {
+		return filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() {
+				return file(path)
+			}
+			if path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != "." {
+				nested["github.com/agentrt/agentrt/"+filepath.ToSlash(path)] = true
+				return filepath.SkipDir
+			}
+			return nil
+		})
 	}
-	nested := []string{"github.com/agentrt/agentrt/postgres", "github.com/agentrt/agentrt/mcp", "github.com/agentrt/agentrt/examples/mcp",
-		"github.com/jackc/"}
-	for _, pkg := range strings.Fields(string(out)) {
-		for _, bad := range nested {
-			if pkg == bad || strings.HasPrefix(pkg, strings.TrimSuffix(bad, "/")+"/") {
-				t.Errorf("the core module imports %s", pkg)
+	if err := walk(func(string) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	err := walk(func(path string) error {
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			for _, bad := range forbidden {
+				if strings.HasPrefix(p, bad) {
+					t.Errorf("%s imports %s", path, p)
+				}
+			}
+			for mod := range nested {
+				if p == mod || strings.HasPrefix(p, mod+"/") {
+					t.Errorf("%s imports the nested module %s", path, p)
+				}
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !nested["github.com/agentrt/agentrt/export/otel"] {
+		t.Fatal("export/otel was not found as a nested module; the walk is not looking where it should")
 	}
 }

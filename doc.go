@@ -9,9 +9,11 @@
 // event in a hash chain that VerifyEvents can check.
 //
 // A Driver owns the loop: it asks an Agent for a Decision, records it, validates
-// it, asks the Policy, and executes the Tool. Operators decide approvals and
-// cancel runs with Approve, Reject, ApproveShown, RejectShown and Cancel, which
-// need only a Store.
+// it, asks the Policy, and executes the Tool. Operators decide approvals with
+// ApproveShown and RejectShown, passing the hash of the approval they were
+// shown, and cancel runs with Cancel; these need only a Store, and an
+// Operator runs them on a clock of its choosing. There is no way to decide an
+// approval unbound to what the decider read.
 //
 // A Gate holds the same bounds for a loop the caller owns: the caller proposes
 // each decision through a Session, and the gate records, validates, judges and

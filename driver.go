@@ -215,16 +215,6 @@ func (d *Driver) Resume(ctx context.Context, runID string) (Run, error) {
 	return s.drive(ctx, d.agent)
 }
 
-// Approve grants a pending approval on the driver's clock.
-func (d *Driver) Approve(ctx context.Context, runID, approvalID, by, note string) error {
-	return d.e.operator().Approve(ctx, runID, approvalID, by, note)
-}
-
-// Reject refuses a pending approval on the driver's clock.
-func (d *Driver) Reject(ctx context.Context, runID, approvalID, by, note string) error {
-	return d.e.operator().Reject(ctx, runID, approvalID, by, note)
-}
-
 // Cancel cancels a run on the driver's clock.
 func (d *Driver) Cancel(ctx context.Context, runID, by, note string) (Run, error) {
 	return d.e.operator().Cancel(ctx, runID, by, note)

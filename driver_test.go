@@ -687,7 +687,7 @@ func TestDriver_ConsumersCannotCorruptEachOther(t *testing.T) {
 	if err := agentrt.VerifyApproval(a); err != nil {
 		t.Fatalf("stored approval: %v", err)
 	}
-	if err := d.Approve(ctx, "run-1", a.ID, "op", ""); err != nil {
+	if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
 	run, err = d.Resume(ctx, "run-1")
@@ -808,7 +808,7 @@ func TestDriver_CachedViewEqualsReloadedView(t *testing.T) {
 	}
 	e.clock.Advance(time.Hour)
 	a := pendingApproval(t, e.store, "run-1")
-	if err := d.Approve(ctx, "run-1", a.ID, "op", "fine"); err != nil {
+	if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", "fine"); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
 	run, err = d.Resume(ctx, "run-1")
@@ -1218,8 +1218,9 @@ func TestDriver_LimitsEndTheRunBeforeTheNextStep(t *testing.T) {
 			t.Fatalf("Start = %s, %v", run.Status, err)
 		}
 		e.clock.Advance(time.Hour)
-		if err := d.Approve(ctx, "run-1", pendingApproval(t, e.store, "run-1").ID, "op", ""); err != nil {
-			t.Fatalf("Approve: %v", err)
+		a := pendingApproval(t, e.store, "run-1")
+		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
+			t.Fatalf("ApproveShown: %v", err)
 		}
 		run, err = d.Resume(ctx, "run-1")
 		if err != nil {
@@ -1240,8 +1241,9 @@ func TestDriver_LimitsEndTheRunBeforeTheNextStep(t *testing.T) {
 			t.Fatalf("Start = %s, %v", run.Status, err)
 		}
 		e.clock.Advance(2 * time.Hour)
-		if err := d.Approve(ctx, "run-1", pendingApproval(t, e.store, "run-1").ID, "op", ""); err != nil {
-			t.Fatalf("Approve: %v", err)
+		a := pendingApproval(t, e.store, "run-1")
+		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
+			t.Fatalf("ApproveShown: %v", err)
 		}
 		run, err = d.Resume(ctx, "run-1")
 		if err != nil {

@@ -198,3 +198,36 @@ func (e *ConfigError) Error() string {
 
 // Is matches ErrInvalidConfig.
 func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// GrantMismatchError says what of a granted approval differs from what the
+// event chain recorded for it: the step's decision (its tool and canonical
+// arguments) or the hash in the approval's approval.requested event. A row
+// rewritten with its hash recomputed verifies against itself; it does not
+// match the chain. It matches ErrApprovalHash.
+type GrantMismatchError struct {
+	RunID      string
+	ApprovalID string
+	// Field is "tool", "arguments" or "hash"; "decision" or "request"
+	// when the chain holds no readable step.decided or approval.requested
+	// event for the grant.
+	Field string
+	// Recorded is what the chain holds, Granted what the approval row
+	// holds: tool names, canonical arguments, or hashes.
+	Recorded string
+	Granted  string
+}
+
+func (e *GrantMismatchError) Error() string {
+	switch e.Field {
+	case "decision", "request":
+		return fmt.Sprintf("agentrt: approval %s of run %s: the event chain holds no readable record of its %s; nothing was executed", e.ApprovalID, e.RunID, e.Field)
+	case "arguments":
+		return fmt.Sprintf("agentrt: approval %s of run %s grants arguments that differ from the step's decision recorded in the event chain; nothing was executed", e.ApprovalID, e.RunID)
+	case "tool":
+		return fmt.Sprintf("agentrt: approval %s of run %s grants tool %q, but the step's decision recorded in the event chain names %q; nothing was executed", e.ApprovalID, e.RunID, e.Granted, e.Recorded)
+	}
+	return fmt.Sprintf("agentrt: approval %s of run %s has %s %s, but its approval.requested event recorded %s; nothing was executed", e.ApprovalID, e.RunID, e.Field, e.Granted, e.Recorded)
+}
+
+// Is matches ErrApprovalHash.
+func (e *GrantMismatchError) Is(target error) bool { return target == ErrApprovalHash }

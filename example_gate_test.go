@@ -92,8 +92,9 @@ func ExampleGate() {
 			fmt.Printf("step %d: denied as %s\n", step.Index(), v.Observation.Kind)
 		case agentrt.VerdictPending:
 			fmt.Printf("step %d: %s waits for approval (%s)\n", step.Index(), v.Approval.Request.Spec.Name, v.Approval.Kind)
-			// An operator, perhaps in another process, approves.
-			if err := (agentrt.Operator{Store: store}).Approve(ctx, "example-run", v.Approval.ID, "ops", "fine"); err != nil {
+			// An operator, perhaps in another process, approves what
+			// they were shown, bound to its hash.
+			if err := agentrt.ApproveShown(ctx, store, nil, "example-run", v.Approval.ID, v.Approval.Hash, "ops", "fine"); err != nil {
 				fmt.Println(err)
 				return
 			}

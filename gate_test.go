@@ -127,7 +127,7 @@ func TestGate_ApprovedStepExecutesTheRecordedRequest(t *testing.T) {
 	if string(stored.Request.Args) != `{"text":"v1"}` || stored.Request.Spec.Name != "deploy" {
 		t.Fatalf("the stored approval changed with the verdict: %s %s", stored.Request.Spec.Name, stored.Request.Args)
 	}
-	if err := (agentrt.Operator{Store: st}).Approve(ctx, "run-1", stored.ID, "op", "ship it"); err != nil {
+	if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, "run-1", stored.ID, stored.Hash, "op", "ship it"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -198,7 +198,8 @@ func TestGate_GrantTTLHoldsUntilExecute(t *testing.T) {
 		g := lkGate(t, agentrt.GateConfig{Store: st, Tools: []agentrt.Tool{deploy}, Now: clock.Now}, nil)
 		_, step := lkBegin(t, g, id, limits)
 		lkPropose(t, step, lkCall("deploy", `{"text":"v1"}`), agentrt.VerdictPending)
-		if err := (agentrt.Operator{Store: st, Now: clock.Now}).Approve(ctx, id, lkPending(t, st, id).ID, "op", ""); err != nil {
+		a := lkPending(t, st, id)
+		if err := (agentrt.Operator{Store: st, Now: clock.Now}).ApproveShown(ctx, id, a.ID, a.Hash, "op", ""); err != nil {
 			t.Fatal(err)
 		}
 		return clock, g, deploy, st
@@ -370,7 +371,7 @@ func TestGate_AbandonedDuringExecutePausesForAnOperator(t *testing.T) {
 	}
 	lkUnchanged(t, stB, before, "the abandoned session's late outcome")
 
-	if err := (agentrt.Operator{Store: stB}).Approve(ctx, "run-1", v.Approval.ID, "op", "again"); err != nil {
+	if err := (agentrt.Operator{Store: stB}).ApproveShown(ctx, "run-1", v.Approval.ID, v.Approval.Hash, "op", "again"); err != nil {
 		t.Fatal(err)
 	}
 	s2, v2, err := gB.Attach(ctx, "run-1")
@@ -566,7 +567,8 @@ func TestPolicy_GateProposeAndAttachHandedTheSameBytes(t *testing.T) {
 	_, step := lkBegin(t, g, "run-1", agentrt.DefaultLimits())
 	spelled := "{ \"text\" : \"<b>&</b> \\u00e9\\u2028\",\n  \"n\" : 10 }"
 	lkPropose(t, step, lkCall("note", spelled), agentrt.VerdictPending)
-	if err := (agentrt.Operator{Store: st}).Approve(ctx, "run-1", lkPending(t, st, "run-1").ID, "op", ""); err != nil {
+	a := lkPending(t, st, "run-1")
+	if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 		t.Fatal(err)
 	}
 	s, v, err := g.Attach(ctx, "run-1")

@@ -195,7 +195,7 @@ func TestResume_InterruptedStepIsReconciledAndContinued(t *testing.T) {
 		if n := len(e.send.args()); n != 1 {
 			t.Fatalf("send ran %d times before approval, want 1", n)
 		}
-		if err := d.Approve(ctx, "lk-rec-waiting", apps[0].ID, "op", "resend"); err != nil {
+		if err := (agentrt.Operator{Store: e.st}).ApproveShown(ctx, "lk-rec-waiting", apps[0].ID, apps[0].Hash, "op", "resend"); err != nil {
 			t.Fatal(err)
 		}
 		run, err = d.Resume(ctx, "lk-rec-waiting")
@@ -313,7 +313,7 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 		}
 		lkUnchanged(t, st, before, "a resume of an undecided pause")
 
-		if err := d.Approve(ctx, id, a.ID, "op", "run it again"); err != nil {
+		if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, id, a.ID, a.Hash, "op", "run it again"); err != nil {
 			t.Fatal(err)
 		}
 		run, err = d.Resume(ctx, id)
@@ -345,7 +345,7 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 			t.Fatal(err)
 		}
 		a := requireOperatorPause(t, st, id, step0)
-		if err := d.Reject(ctx, id, a.ID, "op", "it went through"); err != nil {
+		if err := (agentrt.Operator{Store: st}).RejectShown(ctx, id, a.ID, a.Hash, "op", "it went through"); err != nil {
 			t.Fatal(err)
 		}
 		if r := lkRun(t, st, id); r.Status != agentrt.RunCancelled || r.Reason != agentrt.ReasonApprovalRejected {
@@ -372,7 +372,7 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 			t.Fatal(err)
 		}
 		a := requireOperatorPause(t, st, id, step0)
-		if err := d.Approve(ctx, id, a.ID, "op", ""); err != nil {
+		if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, id, a.ID, a.Hash, "op", ""); err != nil {
 			t.Fatal(err)
 		}
 		if run, err := d.Resume(ctx, id); err != nil || run.Status != agentrt.RunCompleted {
@@ -413,7 +413,7 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 		if n := len(lkEvents(t, st, id, agentrt.EventLeaseTakenOver)); n != 2 {
 			t.Errorf("%d takeovers recorded, want 2", n)
 		}
-		if err := d2.Approve(ctx, id, a.ID, "op", ""); err != nil {
+		if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, id, a.ID, a.Hash, "op", ""); err != nil {
 			t.Fatal(err)
 		}
 		if run, err := d2.Resume(ctx, id); err != nil || run.Status != agentrt.RunCompleted {

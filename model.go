@@ -14,6 +14,15 @@ type Model interface {
 	Generate(ctx context.Context, req ModelRequest) (ModelResponse, error)
 }
 
+// ModelProvider is an optional capability of a Model: the provider it
+// sends requests to, named as the OpenTelemetry GenAI conventions name it
+// in gen_ai.provider.name ("openai", "anthropic", "ollama"). The caller
+// records it in each model.dispatched event, so an exporter can say where a
+// request went without knowing the adapter.
+type ModelProvider interface {
+	Provider() string
+}
+
 // ModelCaller is an agent's only handle to a model: every call through it is
 // accounted and limited.
 type ModelCaller interface {

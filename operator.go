@@ -7,8 +7,11 @@ import (
 	"time"
 )
 
-// Operator decides approvals and cancels runs on a chosen clock, with only a
-// Store: a process that will not resume the run can still decide it.
+// Operator holds what ApproveShown, RejectShown and Cancel need: a Store, an
+// Observer, and the clock decisions are recorded on. Its methods are the
+// package functions of the same names on a chosen clock, not another way to
+// decide: a process that will not resume the run can still decide it, and a
+// test or a harness records on its own clock.
 type Operator struct {
 	Store    Store
 	Observer Observer
@@ -38,24 +41,24 @@ func (o Operator) write(ctx context.Context, fn func(Tx) error) error {
 	return nil
 }
 
-// Approve grants a pending approval. The run stays WAITING until Resume.
-func Approve(ctx context.Context, store Store, obs Observer, runID, approvalID, by, note string) error {
-	return Operator{Store: store, Observer: obs}.Approve(ctx, runID, approvalID, by, note)
-}
-
-// Reject refuses a pending approval and cancels the run.
-func Reject(ctx context.Context, store Store, obs Observer, runID, approvalID, by, note string) error {
-	return Operator{Store: store, Observer: obs}.Reject(ctx, runID, approvalID, by, note)
-}
-
-// ApproveShown grants an approval only if its stored hash is still shownHash,
-// the hash of what the operator read; the comparison is inside the deciding
-// transaction and the update is conditional on it.
+// ApproveShown grants a pending approval only if its stored hash is still
+// shownHash, the hash of what the approver read (Approval.Hash of the
+// approval they were shown); the comparison is inside the deciding
+// transaction and the update is conditional on it. It is the one way to
+// grant: there is no form that decides whatever the row holds now. The run
+// stays WAITING until Resume.
+//
+// A stored approval that is no longer shownHash is ErrApprovalChanged; one
+// that does not match its own hash is ErrApprovalHash; one already decided,
+// cancelled or expired is ErrNotPending; one past its ApprovalTTL is
+// recorded as expired, its run cancelled, and ErrApprovalExpired returned.
 func ApproveShown(ctx context.Context, store Store, obs Observer, runID, approvalID, shownHash, by, note string) error {
 	return Operator{Store: store, Observer: obs}.ApproveShown(ctx, runID, approvalID, shownHash, by, note)
 }
 
-// RejectShown is Reject bound to the hash the operator was shown.
+// RejectShown refuses a pending approval only if its stored hash is still
+// shownHash, and cancels the run in the same transaction. It refuses as
+// ApproveShown does.
 func RejectShown(ctx context.Context, store Store, obs Observer, runID, approvalID, shownHash, by, note string) error {
 	return Operator{Store: store, Observer: obs}.RejectShown(ctx, runID, approvalID, shownHash, by, note)
 }
@@ -65,24 +68,14 @@ func Cancel(ctx context.Context, store Store, obs Observer, runID, by, note stri
 	return Operator{Store: store, Observer: obs}.Cancel(ctx, runID, by, note)
 }
 
-// Approve grants a pending approval.
-func (o Operator) Approve(ctx context.Context, runID, approvalID, by, note string) error {
-	return o.decide(ctx, runID, approvalID, "", false, true, by, note)
-}
-
-// Reject refuses a pending approval and cancels the run.
-func (o Operator) Reject(ctx context.Context, runID, approvalID, by, note string) error {
-	return o.decide(ctx, runID, approvalID, "", false, false, by, note)
-}
-
-// ApproveShown grants an approval only if it is still the one shown.
+// ApproveShown is the package function ApproveShown on o's clock.
 func (o Operator) ApproveShown(ctx context.Context, runID, approvalID, shownHash, by, note string) error {
-	return o.decide(ctx, runID, approvalID, shownHash, true, true, by, note)
+	return o.decide(ctx, runID, approvalID, shownHash, true, by, note)
 }
 
-// RejectShown refuses an approval only if it is still the one shown.
+// RejectShown is the package function RejectShown on o's clock.
 func (o Operator) RejectShown(ctx context.Context, runID, approvalID, shownHash, by, note string) error {
-	return o.decide(ctx, runID, approvalID, shownHash, true, false, by, note)
+	return o.decide(ctx, runID, approvalID, shownHash, false, by, note)
 }
 
 // VerifyApproval recomputes an approval's hash from its stored fields.
@@ -101,23 +94,25 @@ func VerifyApproval(a Approval) error {
 }
 
 // checkDecidable applies the refusals every decision makes, in order.
-func checkDecidable(run Run, a Approval, shown bool, shownHash string, now time.Time) error {
-	if run.Status != RunWaiting {
-		return fmt.Errorf("%w: run %s is %s, not waiting for approval", ErrRunState, run.ID, run.Status)
-	}
+// An approval that has left pending is ErrNotPending whatever its run now
+// is: the approval's own state is the answer the caller can act on.
+func checkDecidable(run Run, a Approval, shownHash string) error {
 	if a.Status == ApprovalExpired {
 		return fmt.Errorf("%w: approval %s", ErrApprovalExpired, a.ID)
 	}
-	if a.Status != ApprovalPending {
+	if a.Status.Decided() {
 		return fmt.Errorf("%w: approval %s is %s", ErrNotPending, a.ID, a.Status)
 	}
-	if shown && (shownHash == "" || shownHash != a.Hash) {
+	if run.Status != RunWaiting {
+		return fmt.Errorf("%w: run %s is %s, not waiting for approval", ErrRunState, run.ID, run.Status)
+	}
+	if shownHash == "" || shownHash != a.Hash {
 		return fmt.Errorf("%w: approval %s", ErrApprovalChanged, a.ID)
 	}
 	return VerifyApproval(a)
 }
 
-func (o Operator) decide(ctx context.Context, runID, approvalID, shownHash string, shown, approve bool, by, note string) error {
+func (o Operator) decide(ctx context.Context, runID, approvalID, shownHash string, approve bool, by, note string) error {
 	now := o.now()
 	status := ApprovalRejected
 	if approve {
@@ -133,18 +128,14 @@ func (o Operator) decide(ctx context.Context, runID, approvalID, shownHash strin
 		if err != nil {
 			return fmt.Errorf("%w: approval %s of run %s", ErrNotFound, approvalID, runID)
 		}
-		if err := checkDecidable(run, a, shown, shownHash, now); err != nil {
+		if err := checkDecidable(run, a, shownHash); err != nil {
 			return err
 		}
 		if !a.ExpiresAt.IsZero() && !now.Before(a.ExpiresAt) {
 			expired = true
 			return expireTx(tx, run, a, now)
 		}
-		hash := a.Hash
-		if shown {
-			hash = shownHash
-		}
-		if err := tx.ApprovalDecide(ApprovalDecide{ID: a.ID, RunID: runID, From: ApprovalPending, Hash: hash,
+		if err := tx.ApprovalDecide(ApprovalDecide{ID: a.ID, RunID: runID, From: ApprovalPending, Hash: shownHash,
 			Status: status, DecidedAt: now, DecidedBy: by, Note: note}); err != nil {
 			return fmt.Errorf("%w: approval %s changed while deciding", ErrApprovalChanged, a.ID)
 		}
@@ -205,8 +196,9 @@ func expireTx(tx Tx, run Run, a Approval, now time.Time) error {
 		"status": RunCancelled, "reason": ReasonApprovalExpired, "detail": detail, "steps": run.StepCount})
 }
 
-// Cancel cancels a run that has not ended. It needs no lease: a live loop's
-// next write fails and it returns the cancelled run.
+// Cancel cancels a run that has not ended, and every approval of it still
+// pending, in one transaction. It needs no lease: a live loop's next write
+// fails and it returns the cancelled run.
 func (o Operator) Cancel(ctx context.Context, runID, by, note string) (Run, error) {
 	now := o.now()
 	err := o.write(ctx, func(tx Tx) error {
@@ -220,6 +212,25 @@ func (o Operator) Cancel(ctx context.Context, runID, by, note string) (Run, erro
 		steps, err := tx.StepList(runID)
 		if err != nil {
 			return err
+		}
+		// Nothing is left pending: an approval still waiting is cancelled
+		// with the run, so no one can decide it afterwards.
+		apps, err := tx.ApprovalList(runID)
+		if err != nil {
+			return err
+		}
+		for _, a := range apps {
+			if a.Status != ApprovalPending {
+				continue
+			}
+			if err := tx.ApprovalDecide(ApprovalDecide{ID: a.ID, RunID: runID, From: ApprovalPending,
+				Status: ApprovalCancelled, DecidedAt: now, DecidedBy: by, Note: note}); err != nil {
+				return err
+			}
+			if err := event(tx, runID, a.StepID, now, EventApprovalDecided, map[string]string{
+				"approval_id": a.ID, "status": string(ApprovalCancelled), "by": by, "note": note}); err != nil {
+				return err
+			}
 		}
 		obs := observation(ObsInterrupted, map[string]string{"by": by, "note": note}, "cancelled by operator: "+note)
 		for _, st := range steps {

@@ -59,7 +59,7 @@ func TestPolicy_UnknownOutcomeFailsLoopAndResume(t *testing.T) {
 			t.Fatalf("Start = %s, %v; want a pause", run.Status, err)
 		}
 		a := pendingApproval(t, e.store, "run-1")
-		if err := d.Approve(ctx, "run-1", a.ID, "op", ""); err != nil {
+		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 			t.Fatalf("Approve: %v", err)
 		}
 		resumed.Store(true)
@@ -111,7 +111,7 @@ func TestPolicy_LoopAndResumeHandedTheSameBytes(t *testing.T) {
 		t.Fatalf("Start = %s, %v; want a pause", run.Status, err)
 	}
 	a := pendingApproval(t, e.store, "run-1")
-	if err := agentrt.Approve(ctx, e.store, nil, "run-1", a.ID, "op", ""); err != nil {
+	if err := agentrt.ApproveShown(ctx, e.store, nil, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
 	other := reopen(t, e.store)

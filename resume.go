@@ -111,6 +111,9 @@ func (s *session) resumeApproved(ctx context.Context) (Verdict, error) {
 	if err := VerifyApproval(*grant); err != nil {
 		return Verdict{}, err
 	}
+	if err := s.checkGrantRecorded(ctx, st, grant); err != nil {
+		return Verdict{}, err
+	}
 	s.cur = &openStep{idx: idx, decided: true}
 	if ttl := s.run.Limits.GrantTTL; ttl > 0 && now.After(grant.DecidedAt.Add(ttl)) {
 		g := *grant
@@ -130,6 +133,69 @@ func (s *session) resumeApproved(ctx context.Context) (Verdict, error) {
 	g := copyApproval(*grant)
 	pd, perr := s.evaluate(ctx, tool, req, s.view(s.run, idx))
 	return s.apply(ctx, tool, req, pd, perr, &g)
+}
+
+// checkGrantRecorded refuses a grant that is not what the event chain
+// recorded for it. The approval row binds itself by its hash, but whoever
+// can write the row can recompute that hash; the chain also holds the step's
+// decision (step.decided) and the hash the pause asked for
+// (approval.requested), and a forger who rewrites those rewrites the chain
+// from the pause on, which a head kept since exposes. The earliest of each
+// event counts, so events appended after a kept head change nothing.
+func (s *session) checkGrantRecorded(ctx context.Context, st *Step, g *Approval) error {
+	evs, err := s.e.store.ListEvents(ctx, s.runID)
+	if err != nil {
+		return err
+	}
+	mismatch := func(field, recorded, granted string) error {
+		return &GrantMismatchError{RunID: s.runID, ApprovalID: g.ID, Field: field, Recorded: recorded, Granted: granted}
+	}
+	var decided, requested *Event
+	for i := range evs {
+		ev := &evs[i]
+		if ev.StepID != st.ID {
+			continue
+		}
+		switch ev.Type {
+		case EventStepDecided:
+			if decided == nil {
+				decided = ev
+			}
+		case EventApprovalRequest:
+			var p struct {
+				ApprovalID string `json:"approval_id"`
+			}
+			if requested == nil && json.Unmarshal(ev.Payload, &p) == nil && p.ApprovalID == g.ID {
+				requested = ev
+			}
+		}
+	}
+	var d Decision
+	if decided == nil || json.Unmarshal(decided.Payload, &d) != nil {
+		return mismatch("decision", "", "")
+	}
+	if d.Tool != g.Request.Spec.Name {
+		return mismatch("tool", d.Tool, g.Request.Spec.Name)
+	}
+	args := d.Args
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	recorded, rerr := CanonicalJSON(args)
+	granted, gerr := CanonicalJSON(g.Request.Args)
+	if rerr != nil || gerr != nil || string(recorded) != string(granted) {
+		return mismatch("arguments", string(recorded), string(granted))
+	}
+	var p struct {
+		Hash string `json:"hash"`
+	}
+	if requested == nil || requested.Seq < decided.Seq || json.Unmarshal(requested.Payload, &p) != nil {
+		return mismatch("request", "", "")
+	}
+	if p.Hash != g.Hash {
+		return mismatch("hash", p.Hash, g.Hash)
+	}
+	return nil
 }
 
 // resumeInvalid records that an approved request no longer passes: the run

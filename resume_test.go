@@ -35,7 +35,7 @@ func TestResume_OnlyTheLatestApprovalOfAStepGrants(t *testing.T) {
 	}
 	a1 := pendingApproval(t, e.store, "run-1")
 	op := e.operator()
-	if err := op.Approve(ctx, "run-1", a1.ID, "op", ""); err != nil {
+	if err := op.ApproveShown(ctx, "run-1", a1.ID, a1.Hash, "op", ""); err != nil {
 		t.Fatalf("Approve a1: %v", err)
 	}
 
@@ -59,7 +59,7 @@ func TestResume_OnlyTheLatestApprovalOfAStepGrants(t *testing.T) {
 			t.Fatalf("Resume %d while the latest approval is pending = %v, want ErrRunState", i, err)
 		}
 	}
-	if err := op.Approve(ctx, "run-1", a1.ID, "op", ""); !errors.Is(err, agentrt.ErrNotPending) {
+	if err := op.ApproveShown(ctx, "run-1", a1.ID, a1.Hash, "op", ""); !errors.Is(err, agentrt.ErrNotPending) {
 		t.Fatalf("Approve a1 again = %v, want ErrNotPending", err)
 	}
 	requireUnchanged(t, e.store, before, "refused resumes")
@@ -69,7 +69,7 @@ func TestResume_OnlyTheLatestApprovalOfAStepGrants(t *testing.T) {
 
 	// a2 granted, but the policy asks for a1's approval: that is not the
 	// grant, so it asks again.
-	if err := op.Approve(ctx, "run-1", a2.ID, "op", ""); err != nil {
+	if err := op.ApproveShown(ctx, "run-1", a2.ID, a2.Hash, "op", ""); err != nil {
 		t.Fatalf("Approve a2: %v", err)
 	}
 	run, err = d.Resume(ctx, "run-1")
@@ -80,7 +80,7 @@ func TestResume_OnlyTheLatestApprovalOfAStepGrants(t *testing.T) {
 		t.Fatalf("send ran %d times without its latest approval granted", send.n())
 	}
 	a3 := pendingApproval(t, e.store, "run-1")
-	if err := op.Approve(ctx, "run-1", a3.ID, "op", ""); err != nil {
+	if err := op.ApproveShown(ctx, "run-1", a3.ID, a3.Hash, "op", ""); err != nil {
 		t.Fatalf("Approve a3: %v", err)
 	}
 	run, err = d.Resume(ctx, "run-1")
@@ -112,7 +112,7 @@ func TestResume_ApprovedArgumentsMeetTheCurrentSchema(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	_, a := pausedRun(t, e, `{"path":"/etc/hosts"}`)
-	if err := e.operator().Approve(ctx, "run-1", a.ID, "op", ""); err != nil {
+	if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
 	stricter := newTool("send", agentrt.RemoteMutation,
@@ -156,7 +156,7 @@ func TestResume_ChangedSpecIsAnotherRequest(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	_, a := pausedRun(t, e, `{"path":"/report"}`)
-	if err := e.operator().Approve(ctx, "run-1", a.ID, "op", ""); err != nil {
+	if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
 	changed := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
@@ -199,7 +199,7 @@ func TestResume_ConcurrentResumeExecutesOnce(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	_, a := pausedRun(t, e, `{"path":"/report"}`)
-	if err := e.operator().Approve(ctx, "run-1", a.ID, "op", ""); err != nil {
+	if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
 	var executions atomic.Int64
@@ -308,7 +308,7 @@ func TestResume_CrashAfterResumeKeepsTheApprovedRequest(t *testing.T) {
 	t.Run("before the resume commits", func(t *testing.T) {
 		e := newEnv(t)
 		_, a := pausedRun(t, e, `{"path":"/report"}`)
-		if err := e.operator().Approve(ctx, "run-1", a.ID, "op", ""); err != nil {
+		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 			t.Fatalf("Approve: %v", err)
 		}
 		before := takeSnapshot(t, e.store)
@@ -342,7 +342,7 @@ func TestResume_CrashAfterResumeKeepsTheApprovedRequest(t *testing.T) {
 	t.Run("after the resume commits", func(t *testing.T) {
 		e := newEnv(t)
 		_, a := pausedRun(t, e, `{"path":"/report"}`)
-		if err := e.operator().Approve(ctx, "run-1", a.ID, "op", ""); err != nil {
+		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 			t.Fatalf("Approve: %v", err)
 		}
 		cs := &crashingStore{Store: e.store}
@@ -391,7 +391,7 @@ func TestResume_CrashAfterResumeKeepsTheApprovedRequest(t *testing.T) {
 		if a2.Kind != agentrt.InterruptedSideEffect || a2.StepID != a.StepID || string(a2.Request.Args) != `{"path":"/report"}` {
 			t.Fatalf("interruption approval = %+v", a2)
 		}
-		if err := e.operator().Approve(ctx, "run-1", a2.ID, "op", "re-run it"); err != nil {
+		if err := e.operator().ApproveShown(ctx, "run-1", a2.ID, a2.Hash, "op", "re-run it"); err != nil {
 			t.Fatalf("Approve: %v", err)
 		}
 		// The re-run is a request like any other: the policy, asked again,
@@ -407,7 +407,7 @@ func TestResume_CrashAfterResumeKeepsTheApprovedRequest(t *testing.T) {
 		if a3.Kind != string(agentrt.RemoteMutation) || a3.StepID != a.StepID || string(a3.Request.Args) != `{"path":"/report"}` {
 			t.Fatalf("policy approval of the re-run = %+v", a3)
 		}
-		if err := e.operator().Approve(ctx, "run-1", a3.ID, "op", ""); err != nil {
+		if err := e.operator().ApproveShown(ctx, "run-1", a3.ID, a3.Hash, "op", ""); err != nil {
 			t.Fatalf("Approve: %v", err)
 		}
 		run, err = d2.Resume(ctx, "run-1")
@@ -462,7 +462,7 @@ func TestResume_GrantNotResumedWithinTheTTLExpires(t *testing.T) {
 			a := pendingApproval(t, e.store, "run-1")
 			e.clock.Advance(30 * time.Second)
 			decidedAt := e.clock.Now()
-			if err := d.Approve(ctx, "run-1", a.ID, "alice", "go"); err != nil {
+			if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "alice", "go"); err != nil {
 				t.Fatalf("Approve: %v", err)
 			}
 			e.clock.Advance(c.wait)
@@ -508,7 +508,7 @@ func TestResume_ConcurrentRepauseAddsOneApproval(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	_, a := pausedRun(t, e, `{"path":"/report"}`)
-	if err := e.operator().Approve(ctx, "run-1", a.ID, "op", ""); err != nil {
+	if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
 	var resume atomic.Bool

@@ -81,6 +81,11 @@ type StoreReader interface {
 	ListStepsPage(ctx context.Context, runID string, limit, offset int) ([]Step, int, error)
 	ListApprovalsPage(ctx context.Context, runID string, status ApprovalStatus, limit, offset int) ([]Approval, int, error)
 	ListEventsPage(ctx context.Context, runID string, limit, offset int) ([]Event, int, error)
+	// ListEventsAfter reads at most limit events with seq > after, in commit
+	// order, of one run or (runID "") of all: a follower's read. It never counts,
+	// a page may end early to bound its bytes (only an empty page means
+	// caught up), and a payload over MaxStoredValue reads as a stand-in.
+	ListEventsAfter(ctx context.Context, runID string, after int64, limit int) ([]Event, error)
 
 	// VerifyEvents checks the hash chain from seq from to seq to (from < 1:
 	// the first; to < 1: the head) and reports the first event that does not

@@ -65,7 +65,7 @@ func TestStore_UndecodableRowsDoNotWedgeTheRun(t *testing.T) {
 	t.Run("resumed while waiting", func(t *testing.T) {
 		e := newEnv(t)
 		a := waiting(t, e)
-		if err := e.operator().Approve(ctx, "run-1", a.ID, "op", ""); err != nil {
+		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 			t.Fatalf("Approve: %v", err)
 		}
 		id := corrupt(t, e)
@@ -130,7 +130,7 @@ func TestStore_UndecodableRowsDoNotWedgeTheRun(t *testing.T) {
 			t.Fatalf("ListApprovals = %+v", as)
 		}
 		before := takeSnapshot(t, e.store)
-		if err := e.operator().Approve(ctx, "run-1", a.ID, "op", ""); !errors.Is(err, agentrt.ErrApprovalHash) {
+		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); !errors.Is(err, agentrt.ErrApprovalHash) {
 			t.Fatalf("Approve of a damaged approval = %v, want ErrApprovalHash", err)
 		}
 		requireUnchanged(t, e.store, before, "a refused Approve")
@@ -191,7 +191,7 @@ func TestStore_UndecodableRowsDoNotWedgeTheRun(t *testing.T) {
 		t.Run(c.name+" resumed", func(t *testing.T) {
 			e := newEnv(t)
 			a := waiting(t, e)
-			if err := e.operator().Approve(ctx, "run-1", a.ID, "op", ""); err != nil {
+			if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 				t.Fatalf("Approve: %v", err)
 			}
 			execSQL(t, rawDB(t, e.store), 1, c.set)

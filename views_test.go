@@ -219,7 +219,7 @@ func TestDriver_ConsumersCannotCorruptTheirOwnLaterViews(t *testing.T) {
 		t.Fatalf("Start = %s %q, %v; want a pause", run.Status, run.ReasonDetail, err)
 	}
 	a := pendingApproval(t, e.store, "run-1")
-	if err := d.Approve(ctx, "run-1", a.ID, "op", ""); err != nil {
+	if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
 	run, err = d.Resume(ctx, "run-1")

@@ -38,37 +38,39 @@ func BenchmarkOperatorPages(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s.Close()
-	db := rawB(b, p)
-	tx, err := db.Begin()
-	if err != nil {
-		b.Fatal(err)
-	}
-	dec, _ := json.Marshal(agentrt.Decision{Kind: agentrt.KindToolCall, Tool: "fetch", Args: json.RawMessage(`{"url":"https://example.com"}`)})
-	pol, _ := json.Marshal(agentrt.PolicyDecision{Outcome: agentrt.Allow})
+	// Written through the store, as a driver writes them, so that each row
+	// carries what agentrt records beside its JSON.
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	dec := &agentrt.Decision{Kind: agentrt.KindToolCall, Tool: "fetch", Args: json.RawMessage(`{"url":"https://example.com"}`)}
+	pol := &agentrt.PolicyDecision{Outcome: agentrt.Allow}
+	content := json.RawMessage(`"` + strings.Repeat("o", rowKB*1000) + `"`)
 	for r := 0; r < runs; r++ {
 		id := fmt.Sprintf("run%03d", r)
-		if _, err := tx.Exec(`INSERT INTO runs (id, goal, status, limits_json, step_count, created_at) VALUES (?, printf('%.*c', ?, 'g'), 'COMPLETED', '{"max_steps":2000}', ?, '2026-01-01T00:00:00Z')`,
-			id, rowKB*1000, steps); err != nil {
+		if _, err := s.Update(context.Background(), func(tx agentrt.Tx) error {
+			limits := agentrt.DefaultLimits()
+			limits.MaxSteps = 2000
+			if err := tx.RunInsert(agentrt.Run{ID: id, Goal: strings.Repeat("g", rowKB*1000), Status: agentrt.RunCompleted,
+				Limits: limits, StepCount: steps, CreatedAt: at}); err != nil {
+				return err
+			}
+			for i := 0; i < steps; i++ {
+				// Every other step failed: its kind and summary must survive the page read.
+				kind, status := agentrt.ObsToolResult, agentrt.StepDone
+				if i%2 == 1 {
+					kind, status = agentrt.ObsToolError, agentrt.StepFailed
+				}
+				if err := tx.StepInsert(agentrt.Step{ID: fmt.Sprintf("%s-%04d", id, i), RunID: id, Index: i, Status: status,
+					Decision: dec, Policy: pol, Observation: &agentrt.Observation{Kind: kind, Content: content, Summary: fmt.Sprintf("step %d", i)},
+					StartedAt: at, FinishedAt: at.Add(time.Second)}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
 			b.Fatal(err)
 		}
-		for i := 0; i < steps; i++ {
-			// Every other step failed: its kind and summary must survive the page read.
-			kind, status := "tool_result", "done"
-			if i%2 == 1 {
-				kind, status = "tool_error", "failed"
-			}
-			if _, err := tx.Exec(`INSERT INTO steps (id, run_id, idx, status, decision_json, policy_json, observation_json, started_at, finished_at)
-				VALUES (?, ?, ?, ?, ?, ?, '{"kind":"' || ? || '","content":"' || ? || printf('%.*c', ?, 'o') || '","summary":"step ' || ? || '"}', '2026-01-01T00:00:00Z', '2026-01-01T00:00:01Z')`,
-				fmt.Sprintf("%s-%04d", id, i), id, i, status, string(dec), string(pol), kind, i, rowKB*1000, i); err != nil {
-				b.Fatal(err)
-			}
-		}
 	}
-	if err := tx.Commit(); err != nil {
-		b.Fatal(err)
-	}
-	db.Close()
+	s.Close()
 	fi, err := os.Stat(p)
 	if err != nil {
 		b.Fatal(err)

@@ -292,7 +292,8 @@ func (k *kit) answer(t testing.TB, ctx context.Context, sc Scenario, st agentrt.
 	}
 	switch answer {
 	case Approve:
-		if err := op.Approve(ctx, k.runID, latest.ID, "testkit", "approved by the scenario"); err != nil {
+		// Bound to the approval the scenario was handed.
+		if err := op.ApproveShown(ctx, k.runID, latest.ID, latest.Hash, "testkit", "approved by the scenario"); err != nil {
 			t.Errorf("testkit: approve %s: %v", latest.ID, err)
 			return false
 		}
@@ -300,7 +301,7 @@ func (k *kit) answer(t testing.TB, ctx context.Context, sc Scenario, st agentrt.
 		res.Resumes++
 		return true
 	case Reject:
-		if err := op.Reject(ctx, k.runID, latest.ID, "testkit", "rejected by the scenario"); err != nil {
+		if err := op.RejectShown(ctx, k.runID, latest.ID, latest.Hash, "testkit", "rejected by the scenario"); err != nil {
 			t.Errorf("testkit: reject %s: %v", latest.ID, err)
 		}
 	}

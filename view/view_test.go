@@ -257,7 +257,7 @@ func TestPendingApproval_SelectionRule(t *testing.T) {
 	}
 
 	// A decided approval named is not pending.
-	if err := agentrt.Approve(ctx, f.st, nil, r.ID, only.ID, "op", ""); err != nil {
+	if err := agentrt.ApproveShown(ctx, f.st, nil, r.ID, only.ID, only.Hash, "op", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := view.PendingApproval(ctx, f.st, r.ID, only.ID); !errors.Is(err, agentrt.ErrNotPending) {
@@ -268,7 +268,7 @@ func TestPendingApproval_SelectionRule(t *testing.T) {
 	g := newFixture(t)
 	w := waiting(t, g, "approve then look")
 	a, _ := view.PendingApproval(ctx, g.st, w.ID, "")
-	if err := agentrt.Approve(ctx, g.st, nil, w.ID, a.ID, "op", ""); err != nil {
+	if err := agentrt.ApproveShown(ctx, g.st, nil, w.ID, a.ID, a.Hash, "op", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := view.PendingApproval(ctx, g.st, w.ID, ""); !errors.Is(err, view.ErrNoPendingApproval) {

@@ -16,7 +16,7 @@ import (
 var approveCommand = &command{
 	name:    "approve",
 	summary: "show a waiting approval, then grant it",
-	usage:   "<run> [-approval ID | -yes] [-by WHO] [-note TEXT]",
+	usage:   "<run> [-approval ID | -yes] [-hash HASH] [-by WHO] [-note TEXT]",
 	run:     func(e *env, g *global, c *command, args []string) int { return runDecide(e, g, c, args, true) },
 }
 
@@ -24,18 +24,21 @@ var approveCommand = &command{
 type decideFlags struct {
 	approval string
 	yes      bool
+	hash     string
 	by       string
 	note     string
 }
 
 // runDecide is approve and reject: print the approval the operator means,
 // read whole, make sure they meant it, then decide bound to the hash of
-// what was printed.
+// what was printed, or, with -hash, to the hash the operator read earlier
+// (from show), which the stored approval must still have.
 func runDecide(e *env, g *global, c *command, args []string, approve bool) int {
 	fs := e.flags(c, g)
 	var f decideFlags
 	fs.StringVar(&f.approval, "approval", "", "the approval to decide; naming it is the confirmation")
 	fs.BoolVar(&f.yes, "yes", false, "decide the run's only pending approval without asking")
+	fs.StringVar(&f.hash, "hash", "", "decide only if the approval still has this hash, as show printed it")
 	fs.StringVar(&f.by, "by", "", "a label for who decided, recorded as given (default $USER)")
 	fs.StringVar(&f.note, "note", "", "a note recorded with the decision")
 	pos, code, ok := e.parse(c, fs, args)
@@ -55,6 +58,12 @@ func runDecide(e *env, g *global, c *command, args []string, approve bool) int {
 	if f.approval != "" {
 		if msg := checkID("-approval", f.approval); msg != "" {
 			return e.usageError(c, msg)
+		}
+	}
+	if f.hash != "" {
+		f.hash = strings.ToLower(f.hash)
+		if !hashPattern.MatchString(f.hash) {
+			return e.usageError(c, "-hash must be the 64 hex digits show prints after hash")
 		}
 	}
 	if !byGiven {
@@ -85,15 +94,25 @@ func runDecide(e *env, g *global, c *command, args []string, approve bool) int {
 	if err != nil {
 		return e.selectError(runID, f.approval, err)
 	}
+	// The operator read the approval earlier; it is decided only if it is
+	// still that one, and nothing of what it has become is printed.
+	if f.hash != "" && f.hash != a.Hash {
+		return e.fail("approval %s no longer has hash %s, the one given with -hash, so it changed since it was read; nothing was decided", clip(a.ID, 64), f.hash)
+	}
 	// The hash of what is printed, computed from the fields printed; a
 	// record whose stored hash disagrees was altered and is not decided.
 	shown, herr := agentrt.ApprovalHash(a.Kind, a.Capability, a.Presentation, a.Request)
 	p := &printer{w: e.stdout}
-	if !g.json {
+	if g.json {
+		// The approval being decided, as read, before the decision.
+		writeJSON(p, struct {
+			Deciding agentrt.Approval `json:"deciding"`
+		}{view.BoundApproval(a)})
+	} else {
 		writeApproval(p, a, blockOptions{})
-		if p.err != nil {
-			return e.done(p, ExitFailure)
-		}
+	}
+	if p.err != nil {
+		return e.done(p, ExitFailure)
 	}
 	if herr != nil || shown != a.Hash {
 		return e.fail("approval %s does not match its own hash, so its record was altered; nothing was decided", a.ID)
@@ -120,6 +139,8 @@ func runDecide(e *env, g *global, c *command, args []string, approve bool) int {
 		}
 	}
 
+	// With -hash, f.hash equals shown here; either way the decision is
+	// conditional on it inside the deciding transaction.
 	op := agentrt.Operator{Store: st, Now: e.now}
 	if !g.json {
 		op.Observer = trace.Writer(e.stderr)

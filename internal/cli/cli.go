@@ -104,7 +104,7 @@ type command struct {
 
 // commands are listed in this order by help.
 var commands = []*command{
-	runsCommand, showCommand, eventsCommand, approveCommand, rejectCommand, cancelCommand,
+	runsCommand, showCommand, eventsCommand, followCommand, approveCommand, rejectCommand, cancelCommand,
 	verifyCommand, versionCommand, demoCommand, resumeCommand,
 }
 

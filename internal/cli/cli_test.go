@@ -277,7 +277,10 @@ func TestDecide_JSONIncludesTheDecidedHash(t *testing.T) {
 		Approval    agentrt.Approval `json:"approval"`
 		DecidedHash string           `json:"decided_hash"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+	// The last line says what was decided; the line before it, the
+	// approval as read before the decision.
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &out); err != nil {
 		t.Fatal(err)
 	}
 	if out.DecidedHash == "" || out.DecidedHash != out.Approval.Hash || out.Approval.Status != agentrt.ApprovalRejected || out.Run.Status != agentrt.RunCancelled {
@@ -562,3 +565,154 @@ func TestEvents_ExitsNonZeroWhenOutputFails(t *testing.T) {
 type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }
+
+// rows is every row of every table of the database at path, as text, so two
+// equal results mean nothing was written in between.
+func rows(t *testing.T, path string) []string {
+	t.Helper()
+	db := rawDB(t, path)
+	var out []string
+	for _, table := range []string{"runs", "steps", "approvals", "model_calls", "tool_specs", "events"} {
+		rs, err := db.Query("SELECT * FROM " + table + " ORDER BY rowid")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rs.Columns()
+		for rs.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rs.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprintf("%s %q", table, vals))
+		}
+		if err := rs.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rs.Close()
+	}
+	return out
+}
+
+// requireRowsUnchanged fails unless the database holds what before held.
+func requireRowsUnchanged(t *testing.T, path string, before []string, what string) {
+	t.Helper()
+	if after := rows(t, path); strings.Join(after, "\n") != strings.Join(before, "\n") {
+		t.Fatalf("%s wrote to the database:\nbefore %d rows, after %d", what, len(before), len(after))
+	}
+}
+
+// approve and reject with -hash decide only if the stored approval still has
+// the hash show printed. The approval is changed after show (to another
+// request just as well formed, with a hash of its own): -approval ID alone
+// would decide what the row holds now, but with the printed -hash the
+// command exits 1 with one sentence and writes nothing. With the current
+// hash it decides, bound to that hash. A -hash that is not a hash is a
+// usage error.
+func TestDecide_HashFlagBindsToTheHashShowPrinted(t *testing.T) {
+	hashLine := regexp.MustCompile(`(?m)^  hash +([0-9a-f]{64})$`)
+	for _, verb := range []string{"approve", "reject"} {
+		t.Run(verb, func(t *testing.T) {
+			f := newFixture(t)
+			r := f.run(t, nil, "-db", f.path, "show", f.small)
+			m := hashLine.FindStringSubmatch(r.stdout)
+			if r.code != ExitOK || m == nil {
+				t.Fatalf("show: exit %d, no hash printed: %s", r.code, r.stderr)
+			}
+			printed := m[1]
+
+			st, err := sqlite.OpenExisting(f.path, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := st.GetApproval(context.Background(), f.small, f.smallApproval)
+			st.Close()
+			if err != nil || a.Hash != printed {
+				t.Fatalf("stored hash %s, printed %s, %v", a.Hash, printed, err)
+			}
+			pres := json.RawMessage(`{"tool":"write","args":{"path":"innocent.txt"}}`)
+			changed, err := agentrt.ApprovalHash(a.Kind, a.Capability, pres, a.Request)
+			if err != nil {
+				t.Fatal(err)
+			}
+			exec(t, rawDB(t, f.path), "UPDATE approvals SET presentation_json = ?, hash = ? WHERE id = ?", string(pres), changed, a.ID)
+
+			for _, args := range [][]string{
+				{verb, f.small, "-approval", f.smallApproval, "-hash", printed, "-by", "op"},
+				{"-json", verb, f.small, "-yes", "-hash", printed, "-by", "op"},
+			} {
+				before := rows(t, f.path)
+				r = f.run(t, nil, append([]string{"-db", f.path}, args...)...)
+				line := strings.TrimSuffix(r.stderr, "\n")
+				if r.code != ExitFailure || r.stdout != "" || strings.Contains(line, "\n") ||
+					!strings.Contains(line, "no longer has hash "+printed) || !strings.HasSuffix(line, "nothing was decided") {
+					t.Fatalf("%v: exit %d, stdout %q, stderr %q; want exit 1 with one sentence", args, r.code, r.stdout, r.stderr)
+				}
+				requireRowsUnchanged(t, f.path, before, strings.Join(args, " "))
+			}
+
+			before := rows(t, f.path)
+			r = f.run(t, nil, "-db", f.path, verb, f.small, "-approval", f.smallApproval, "-hash", "not-a-hash", "-by", "op")
+			if r.code != ExitUsage {
+				t.Fatalf("-hash not-a-hash: exit %d, want %d; stderr %q", r.code, ExitUsage, r.stderr)
+			}
+			requireRowsUnchanged(t, f.path, before, "a usage error")
+
+			r = f.run(t, nil, "-db", f.path, "-json", verb, f.small, "-approval", f.smallApproval, "-hash", changed, "-by", "op")
+			if r.code != ExitOK {
+				t.Fatalf("with the current hash: exit %d, stderr %q", r.code, r.stderr)
+			}
+			lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+			var decided struct {
+				Approval    agentrt.Approval `json:"approval"`
+				DecidedHash string           `json:"decided_hash"`
+			}
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &decided); err != nil {
+				t.Fatal(err)
+			}
+			want := agentrt.ApprovalApproved
+			if verb == "reject" {
+				want = agentrt.ApprovalRejected
+			}
+			if decided.DecidedHash != changed || decided.Approval.Hash != changed || decided.Approval.Status != want {
+				t.Fatalf("decided %+v", decided)
+			}
+		})
+	}
+}
+
+// With -json, approve and reject print the approval being decided, as read
+// before the decision, on a line of its own before the line saying what was
+// decided.
+func TestDecide_JSONPrintsTheApprovalBeforeDeciding(t *testing.T) {
+	f := newFixture(t)
+	r := f.run(t, nil, "-db", f.path, "-json", "approve", f.small, "-yes", "-by", "op")
+	if r.code != ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want the approval and then the decision", len(lines))
+	}
+	var first struct {
+		Deciding *agentrt.Approval `json:"deciding"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || first.Deciding == nil {
+		t.Fatalf("first line %.200s: %v", lines[0], err)
+	}
+	var second struct {
+		Approval    agentrt.Approval `json:"approval"`
+		DecidedHash string           `json:"decided_hash"`
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &second); err != nil {
+		t.Fatal(err)
+	}
+	d := first.Deciding
+	if d.ID != f.smallApproval || d.Status != agentrt.ApprovalPending || d.Hash != second.DecidedHash ||
+		second.Approval.ID != d.ID || second.Approval.Status != agentrt.ApprovalApproved {
+		t.Fatalf("deciding %s %s %s; decided %s %s %s", d.ID, d.Status, d.Hash, second.Approval.ID, second.Approval.Status, second.DecidedHash)
+	}
+}

@@ -12,7 +12,7 @@ usage: agentrt [-db PATH] [-json] <command> [arguments]
 
   -db PATH   the runs database (default $AGENTRT_DB). agentrt opens an
              existing database only: it never creates or migrates one, and
-             runs, show, events and verify open it read-only.
+             runs, show, events, follow and verify open it read-only.
   -json      write JSON Lines instead of text.
 
 Both may also follow the command. Text output escapes everything a model,
@@ -27,7 +27,11 @@ Deciding: approve and reject print the waiting request first, every field
 with its size, long strings by head and tail, ending with a line agentrt
 writes itself. They ask you to type yes at a terminal, or take -approval ID
 or -yes; they never guess from a pipe. The decision binds to the hash of
-what was printed: if the approval changed since, nothing is decided.
+what was printed: if the approval changed since, nothing is decided. To
+bind it to what you read earlier with show, pass -hash HASH as show printed
+it: if the stored approval no longer has that hash, agentrt exits 1 and
+decides nothing. With -json they print the approval being decided as one
+line before deciding, then what was decided.
 
 Identity: -by is a label, recorded exactly as given. agentrt has no users
 and checks no one: whoever can write the database can approve anything in
@@ -66,10 +70,23 @@ prints, then one page of its steps and approvals.
 final {"meta":true,...} line.
   -limit N   events to print, 1 to 1000 (default 500)
   -offset N  events to skip (default 0)`,
+	"follow": `Prints events as they commit, every run's in commit order, one line each as
+events prints them, or with -json one JSON object each. It opens the
+database read-only and never writes to it. Ctrl-C stops it cleanly.
+  -run ID       print only this run's events
+  -cursor FILE  keep the seq of the last event printed in FILE (owner-only,
+                replaced atomically) and resume after it: nothing is
+                printed twice across clean stops, and after a crash at
+                most one page (500 events) is printed again
+  -once         stop once every committed event is printed
+On a terminal it says when it has caught up and, on stopping, the seq and
+chain hash it stopped at, which agentrt verify -head can check later.`,
 	"approve": `Prints the approval the run is waiting on, then grants it; the run stays
 waiting until the program that started it resumes it.
   -approval ID  the approval to decide; naming it is the confirmation
   -yes          decide the run's only pending approval without asking
+  -hash HASH    decide only if the approval still has this hash, the one
+                show printed; otherwise exit 1 and decide nothing
   -by WHO       a label for who decided, recorded exactly as given
                 (default $USER); it is not checked: whoever can write the
                 database can approve
@@ -80,6 +97,8 @@ terminal.`,
 the run.
   -approval ID  the approval to decide; naming it is the confirmation
   -yes          decide the run's only pending approval without asking
+  -hash HASH    decide only if the approval still has this hash, the one
+                show printed; otherwise exit 1 and decide nothing
   -by WHO       a label for who decided, recorded exactly as given
                 (default $USER); it is not checked: whoever can write the
                 database can decide

@@ -15,7 +15,8 @@ import (
 // column is read capped at MaxPageText and only when it fits MaxStoredValue,
 // every integer only when stored as one, only the page is decoded, and
 // totals come from COUNT. A step's JSON columns over MaxPageText are not
-// copied out at all: SQLite's JSON functions read the fields a page prints.
+// copied out at all: a page reads the fields it prints of them from the
+// printed-fields columns beside them (fields.go).
 
 // headCols turns a full read's columns into a page's: text cut to
 // MaxPageText, except the names given, which are read whole only when they
@@ -102,20 +103,18 @@ func (s *Store) GetRunCapped(ctx context.Context, id string) (agentrt.Run, error
 var (
 	stepPageCols = headCols(stepCols, "decision_json", "policy_json", "observation_json")
 	stepPageAt   = colIndex(stepPageCols)
-	// What a page prints of a JSON column it does not read whole: enough
-	// for the kind, the tool, and the summary a step list shows.
-	decisionFields    = []string{"kind", "tool", "reason", "message"}
-	policyFields      = []string{"outcome", "reason", "kind"}
-	observationFields = []string{"kind", "summary", "content_hash"}
-	selectStepPage    = "SELECT " + selectCols(stepPageCols) + ", " +
-		jsonFields("decision_json", decisionFields...) + ", " +
-		jsonFields("policy_json", policyFields...) + ", " +
-		jsonFields("observation_json", observationFields...) + " FROM steps"
+	// A JSON column over MaxPageText is read by its size and the fields a
+	// page prints (fields.go), never loaded.
+	selectStepPage = "SELECT " + selectCols(stepPageCols) + ", " +
+		pageFields("decision_fields", "decision_json", decisionFields...) + ", " +
+		pageFields("policy_fields", "policy_json", policyFields...) + ", " +
+		pageFields("observation_fields", "observation_json", observationFields...) + " FROM steps"
 )
 
 // ListStepsPage reads one page of a run's steps. A decision, policy or
 // observation column over the cap is read by its size and the fields a page
-// prints, extracted by SQLite, and DecodeError says it was not read whole.
+// prints, as the writer recorded them or else extracted by SQLite, and
+// DecodeError says it was not read whole.
 func (s *Store) ListStepsPage(ctx context.Context, runID string, limit, offset int) ([]agentrt.Step, int, error) {
 	if err := checkPage(limit, offset); err != nil {
 		return nil, 0, err

@@ -291,10 +291,11 @@ func (t *tx) StepInsert(st agentrt.Step) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.exec(`INSERT INTO steps (id, run_id, idx, status, decision_json, policy_json, observation_json,
-		started_at, finished_at, spec_hash, policy_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		st.ID, st.RunID, st.Index, string(st.Status), dec, pol, obs,
-		t.timeText(st.StartedAt), t.timeText(st.FinishedAt), st.SpecHash, st.PolicyID)
+	_, err = t.exec(`INSERT INTO steps (id, run_id, idx, status, started_at, finished_at, spec_hash, policy_id,
+		decision_fields, policy_fields, observation_fields, decision_json, policy_json, observation_json)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		st.ID, st.RunID, st.Index, string(st.Status), t.timeText(st.StartedAt), t.timeText(st.FinishedAt), st.SpecHash, st.PolicyID,
+		decisionFieldsOf(st.Decision, dec), policyFieldsOf(st.Policy, pol), observationFieldsOf(st.Observation, obs), dec, pol, obs)
 	if err != nil && isConstraint(err) {
 		return fmt.Errorf("%w: step %d of run %s already exists", agentrt.ErrRunState, st.Index, st.RunID)
 	}
@@ -349,7 +350,7 @@ func (t *tx) StepUpdate(p agentrt.StepUpdate) error {
 		flag(p.SpecHash != ""), flag(p.PolicyID != ""), byte('0'+len(p.From)), flag(p.Fence.RunID != ""))
 	cachedQ, cached := queryFor(key)
 	var set []string
-	args := make([]any, 0, 12)
+	args := make([]any, 0, 16)
 	add := func(col string, v any) {
 		if !cached {
 			set = append(set, col)
@@ -359,17 +360,21 @@ func (t *tx) StepUpdate(p agentrt.StepUpdate) error {
 	if p.Status != "" {
 		add("status = ?", string(p.Status))
 	}
+	// A JSON column and the fields a page prints of it change together.
 	if p.Decision != nil {
 		add("decision_json = ?", dec)
+		add("decision_fields = ?", decisionFieldsOf(p.Decision, dec))
 	}
 	if p.Policy != nil {
 		add("policy_json = ?", pol)
+		add("policy_fields = ?", policyFieldsOf(p.Policy, pol))
 	}
 	if p.ClearOutcome && !cached {
-		set = append(set, "observation_json = ''", "finished_at = ''", "policy_id = ''")
+		set = append(set, "observation_json = ''", "observation_fields = NULL", "finished_at = ''", "policy_id = ''")
 	}
 	if p.Observation != nil {
 		add("observation_json = ?", obs)
+		add("observation_fields = ?", observationFieldsOf(p.Observation, obs))
 	}
 	if !p.StartedAt.IsZero() {
 		add("started_at = ?", t.timeText(p.StartedAt))

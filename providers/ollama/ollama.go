@@ -171,6 +171,9 @@ func New(cfg Config) (*Model, error) {
 // Name is the accounting name.
 func (m *Model) Name() string { return m.name }
 
+// Provider is "ollama", as gen_ai.provider.name spells it (agentrt.ModelProvider).
+func (m *Model) Provider() string { return "ollama" }
+
 // String prints the model with the key redacted.
 func (m *Model) String() string {
 	if m == nil {

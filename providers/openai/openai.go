@@ -146,6 +146,9 @@ func New(cfg Config) (*Model, error) {
 // Name is the accounting name.
 func (m *Model) Name() string { return m.name }
 
+// Provider is "openai", as gen_ai.provider.name spells it (agentrt.ModelProvider).
+func (m *Model) Provider() string { return "openai" }
+
 // String prints the model with the key redacted.
 func (m *Model) String() string {
 	if m == nil {

@@ -1,0 +1,209 @@
+package export
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/trace"
+)
+
+// Sink receives each event once it is committed, in seq order. An error
+// stops the Follower with the cursor before that event, so the next Follow
+// offers it again.
+type Sink func(agentrt.Event) error
+
+// Bounds and defaults of Follower's settings.
+const (
+	DefaultInterval = 250 * time.Millisecond
+	MaxInterval     = time.Minute
+	DefaultPageSize = 500
+	MaxPageSize     = 10000
+)
+
+// Follower delivers the events of a store to a Sink in commit order, from
+// where its Cursor says it stopped.
+type Follower struct {
+	// Store is read with ListEventsAfter and, by Head, EventHash. Open it
+	// read-only: the Follower never writes to it. Required.
+	Store agentrt.StoreReader
+	// RunID limits delivery to one run; "" delivers every run's events.
+	RunID string
+	// Cursor is where delivery resumes and what each page saves. Nil starts
+	// at the beginning and remembers nothing.
+	Cursor Cursor
+	// Interval is how long to wait before looking again once caught up.
+	// Zero is DefaultInterval; at most MaxInterval.
+	Interval time.Duration
+	// PageSize is how many events one read returns at most. Zero is
+	// DefaultPageSize; at most MaxPageSize. A hard kill re-delivers at most
+	// one page.
+	PageSize int
+	// Once returns once every event committed so far is delivered, instead
+	// of waiting for more.
+	Once bool
+	// CaughtUp, when set, is called with the last delivered seq each time
+	// the Follower reaches the end of what is committed after having been
+	// behind (and the first time it gets there), before it waits.
+	CaughtUp func(seq int64)
+}
+
+// settings validates f and fills in its defaults.
+func (f *Follower) settings() (interval time.Duration, pageSize int, err error) {
+	if f.Store == nil {
+		return 0, 0, errors.New("export: Follower needs a Store")
+	}
+	interval, pageSize = f.Interval, f.PageSize
+	switch {
+	case interval < 0 || interval > MaxInterval:
+		return 0, 0, fmt.Errorf("export: Follower.Interval must be from 0 to %v, got %v", MaxInterval, interval)
+	case pageSize < 0 || pageSize > MaxPageSize:
+		return 0, 0, fmt.Errorf("export: Follower.PageSize must be from 0 to %d, got %d", MaxPageSize, pageSize)
+	}
+	if interval == 0 {
+		interval = DefaultInterval
+	}
+	if pageSize == 0 {
+		pageSize = DefaultPageSize
+	}
+	return interval, pageSize, nil
+}
+
+func (f *Follower) load() (int64, error) {
+	if f.Cursor == nil {
+		return 0, nil
+	}
+	seq, err := f.Cursor.Load()
+	if err != nil {
+		return 0, err
+	}
+	if seq < 0 {
+		return 0, fmt.Errorf("export: cursor holds a negative seq %d", seq)
+	}
+	return seq, nil
+}
+
+func (f *Follower) save(seq int64) error {
+	if f.Cursor == nil {
+		return nil
+	}
+	if err := f.Cursor.Save(seq); err != nil {
+		return fmt.Errorf("export: saving the cursor at seq %d: %w", seq, err)
+	}
+	return nil
+}
+
+// Follow delivers events to sink until ctx is cancelled (then it returns
+// nil), until it has caught up when Once is set (nil), or until the sink,
+// the store or the cursor fails (that error). Whichever way it stops, the
+// cursor names the last event the sink accepted.
+func (f *Follower) Follow(ctx context.Context, sink Sink) (err error) {
+	interval, pageSize, err := f.settings()
+	if err != nil {
+		return err
+	}
+	if sink == nil {
+		return errors.New("export: Follow needs a sink")
+	}
+	seq, err := f.load()
+	if err != nil {
+		return err
+	}
+	saved := seq
+	defer func() {
+		// The cursor is saved on the way out whatever stopped us, so a clean
+		// stop re-delivers nothing.
+		if seq != saved {
+			if serr := f.save(seq); err == nil {
+				err = serr
+			}
+		}
+	}()
+	behind := true
+	var timer *time.Timer
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		page, err := f.Store.ListEventsAfter(ctx, f.RunID, seq, pageSize)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("export: reading events after seq %d: %w", seq, err)
+		}
+		for _, e := range page {
+			if e.Seq <= seq {
+				return fmt.Errorf("export: the store returned seq %d after seq %d", e.Seq, seq)
+			}
+			if err := sink(e); err != nil {
+				return fmt.Errorf("export: the sink refused event %d: %w", e.Seq, err)
+			}
+			seq = e.Seq
+			if ctx.Err() != nil {
+				return nil
+			}
+		}
+		if len(page) > 0 {
+			if err := f.save(seq); err != nil {
+				return err
+			}
+			saved = seq
+			behind = true
+			continue
+		}
+		// Only an empty page means caught up: a page may end early to
+		// bound its bytes.
+		if behind && f.CaughtUp != nil {
+			f.CaughtUp(seq)
+		}
+		behind = false
+		if f.Once {
+			return nil
+		}
+		if timer == nil {
+			timer = time.NewTimer(interval)
+			defer timer.Stop()
+		} else {
+			timer.Reset(interval)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		}
+	}
+}
+
+// Head returns the last delivered seq, as the cursor holds it, and that
+// event's stored chain hash: (0, "") when nothing was delivered or there
+// is no cursor. It moves only as events are delivered, and
+// VerifyEvents(0, seq) checks the chain up to it.
+func (f *Follower) Head(ctx context.Context) (seq int64, hash string, err error) {
+	if f.Store == nil {
+		return 0, "", errors.New("export: Follower needs a Store")
+	}
+	seq, err = f.load()
+	if err != nil || seq == 0 {
+		return 0, "", err
+	}
+	hash, err = f.Store.EventHash(ctx, seq)
+	if err != nil {
+		return 0, "", fmt.Errorf("export: the hash of delivered event %d: %w", seq, err)
+	}
+	return seq, hash, nil
+}
+
+// JSONL returns a Sink that writes each event to w as one line of JSON,
+// exactly as trace.JSONL does, and reports a failed write as the sink's
+// error, so the Follower stops before the event it could not write.
+func JSONL(w io.Writer) Sink {
+	obs, werr := trace.JSONLWithErr(w)
+	return func(e agentrt.Event) error {
+		obs(e)
+		return werr()
+	}
+}

@@ -1,0 +1,777 @@
+package otel
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/export"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Scope is the instrumentation scope of every span the Exporter makes.
+const Scope = "github.com/agentrt/agentrt/export/otel"
+
+// SemConvVersion is the version of the OpenTelemetry semantic conventions
+// whose gen_ai.* attributes the model and tool spans carry.
+const SemConvVersion = "1.41.0"
+
+// Span names. Model and tool spans follow the GenAI conventions and add the
+// model or tool name when it is a plain identifier.
+const (
+	SpanRun      = "agentrt.run"
+	SpanStep     = "agentrt.step"
+	SpanModel    = "chat"
+	SpanTool     = "execute_tool"
+	SpanApproval = "agentrt.approval"
+	SpanLateTool = "agentrt.tool.late"
+	SpanEvent    = "agentrt.event"
+)
+
+// Config configures an Exporter.
+type Config struct {
+	// TracerProvider makes the spans. It must give the Exporter's spans
+	// their derived ids: build it with NewTracerProvider or Provider, or
+	// add sdktrace.WithIDGenerator(IDGenerator{}). Required.
+	TracerProvider trace.TracerProvider
+	// Store, when set, supplies the start time of a span whose first event
+	// was handled by an earlier process (a restart). Without it such a span
+	// starts at the event that reopened it, marked span.start_unknown.
+	Store agentrt.StoreReader
+	// MaxText bounds every text attribute, in bytes. Zero is
+	// DefaultMaxText; at least 64.
+	MaxText int
+}
+
+// Exporter maps events to spans. Spans stay open in memory from their first
+// event to their last; a span still open when the process stops is made
+// again, with the same ids, by the next event that needs it.
+type Exporter struct {
+	tracer  trace.Tracer
+	store   agentrt.StoreReader
+	maxText int
+
+	mu   sync.Mutex
+	runs map[string]*runState
+}
+
+// runState is what is open of one run.
+type runState struct {
+	// reopened: the run's span was made again here, its start handled by
+	// an earlier process, so its open step may be unknown.
+	reopened bool
+	span     trace.Span
+	step     *stepState // the step in progress
+	open     map[string]trace.Span
+	steps    map[string]*stepState
+}
+
+type stepState struct {
+	id   string
+	span trace.Span
+	last time.Time
+}
+
+// NewExporter validates cfg and returns an Exporter.
+func NewExporter(cfg Config) (*Exporter, error) {
+	if cfg.TracerProvider == nil {
+		return nil, errors.New("otel: Config.TracerProvider is required")
+	}
+	if cfg.MaxText == 0 {
+		cfg.MaxText = DefaultMaxText
+	}
+	if cfg.MaxText < 64 {
+		return nil, fmt.Errorf("otel: Config.MaxText must be at least 64, got %d", cfg.MaxText)
+	}
+	return &Exporter{
+		tracer:  cfg.TracerProvider.Tracer(Scope, trace.WithSchemaURL(semconv.SchemaURL)),
+		store:   cfg.Store,
+		maxText: cfg.MaxText,
+		runs:    map[string]*runState{},
+	}, nil
+}
+
+// Sink returns the Exporter as an export.Sink.
+func (x *Exporter) Sink(ctx context.Context) export.Sink {
+	return func(e agentrt.Event) error { return x.Handle(ctx, e) }
+}
+
+// payload is the union of the fields events carry. Fields a payload lacks
+// stay zero.
+type payload struct {
+	Goal   string                     `json:"goal"`
+	Limits map[string]json.RawMessage `json:"limits"`
+	Index  *int64                     `json:"index"`
+
+	Kind          string          `json:"kind"`
+	Tool          string          `json:"tool"`
+	Args          json.RawMessage `json:"args"`
+	Reason        string          `json:"reason"`
+	Result        json.RawMessage `json:"result"`
+	Message       string          `json:"message"`
+	Origin        string          `json:"origin"`
+	InvalidArgs   string          `json:"invalid_args"`
+	InvalidResult string          `json:"invalid_result"`
+	InvalidBase64 bool            `json:"invalid_base64"`
+
+	Outcome  string `json:"outcome"`
+	PolicyID string `json:"policy_id"`
+	SpecHash string `json:"spec_hash"`
+
+	DurationMS  *int64          `json:"duration_ms"`
+	Summary     string          `json:"summary"`
+	ContentHash string          `json:"content_hash"`
+	Error       string          `json:"error"`
+	Observation json.RawMessage `json:"observation"`
+	Late        bool            `json:"late"`
+
+	Status         string `json:"status"`
+	Detail         string `json:"detail"`
+	By             string `json:"by"`
+	Note           string `json:"note"`
+	Steps          *int64 `json:"steps"`
+	PreviousStatus string `json:"previous_status"`
+	After          string `json:"after"`
+
+	ApprovalID   string          `json:"approval_id"`
+	Hash         string          `json:"hash"`
+	Capability   json.RawMessage `json:"capability"`
+	Presentation json.RawMessage `json:"presentation"`
+
+	CallID          string `json:"call_id"`
+	Attempt         int64  `json:"attempt"`
+	Model           string `json:"model"`
+	Provider        string `json:"provider"`
+	MaxOutputTokens *int64 `json:"max_output_tokens"`
+	Usage           struct {
+		InputTokens       int64 `json:"input_tokens"`
+		OutputTokens      int64 `json:"output_tokens"`
+		CachedInputTokens int64 `json:"cached_input_tokens"`
+	} `json:"usage"`
+	CostMicros int64  `json:"cost_micros"`
+	LatencyMS  int64  `json:"latency_ms"`
+	StopReason string `json:"stop_reason"`
+
+	PreviousOwner     string `json:"previous_owner"`
+	PreviousExpiresAt string `json:"previous_expires_at"`
+	Owner             string `json:"owner"`
+
+	Repeats         int64  `json:"repeats"`
+	ArgsHash        string `json:"args_hash"`
+	ObservationHash string `json:"observation_hash"`
+
+	// A payload the store would not load whole: {"truncated":true,...}.
+	Truncated bool  `json:"truncated"`
+	Length    int64 `json:"length"`
+}
+
+// attrs collects attributes, cutting every text value at MaxText.
+type attrs struct {
+	max int
+	kv  []attribute.KeyValue
+}
+
+func (a *attrs) str(k, v string) {
+	if v != "" {
+		a.kv = append(a.kv, attribute.String(k, truncate(v, a.max)))
+	}
+}
+
+// json adds a JSON value as compact text; a JSON string as its text.
+func (a *attrs) json(k string, v json.RawMessage) {
+	if len(v) == 0 {
+		return
+	}
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		a.str(k, s)
+		return
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, v) == nil {
+		a.str(k, b.String())
+		return
+	}
+	a.str(k, string(v))
+}
+
+func (a *attrs) int(k string, v int64) { a.kv = append(a.kv, attribute.Int64(k, v)) }
+
+func (a *attrs) bool(k string, v bool) {
+	if v {
+		a.kv = append(a.kv, attribute.Bool(k, true))
+	}
+}
+
+func (a *attrs) add(kv ...attribute.KeyValue) { a.kv = append(a.kv, kv...) }
+
+// Handle maps one event. It returns an error only when the TracerProvider
+// does not give spans their derived ids.
+func (x *Exporter) Handle(ctx context.Context, e agentrt.Event) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var p payload
+	bad := json.Unmarshal(e.Payload, &p) != nil
+	a := &attrs{max: x.maxText}
+	a.int("event.seq", e.Seq)
+	if bad {
+		a.bool("payload.invalid", true)
+	}
+	if p.Truncated && p.Length > 0 {
+		a.bool("payload.truncated", true)
+		a.int("payload.length", p.Length)
+	}
+	switch e.Type {
+	case agentrt.EventRunCreated:
+		a.str("run.id", e.RunID)
+		a.str("run.goal", p.Goal)
+		for k, v := range p.Limits {
+			var n int64
+			if json.Unmarshal(v, &n) == nil {
+				a.int("limits."+truncate(k, 64), n)
+			}
+		}
+		_, err := x.runSpan(ctx, e, true, a)
+		return err
+	case agentrt.EventRunFinished:
+		rs, err := x.runSpan(ctx, e, false, nil)
+		if err != nil {
+			return err
+		}
+		if rs.step == nil && rs.reopened {
+			if err := x.reopenLastStep(ctx, rs, e); err != nil {
+				return err
+			}
+		}
+		x.endStep(rs)
+		for k, s := range rs.open {
+			s.End(trace.WithTimestamp(e.At))
+			delete(rs.open, k)
+		}
+		a.str("run.status", p.Status)
+		a.str("run.reason", p.Reason)
+		a.str("run.detail", p.Detail)
+		a.str("run.by", p.By)
+		if p.Steps != nil {
+			a.int("run.steps", *p.Steps)
+		}
+		rs.span.SetAttributes(a.kv...)
+		switch agentrt.RunStatus(p.Status) {
+		case agentrt.RunCompleted:
+			rs.span.SetStatus(codes.Ok, "")
+		case agentrt.RunFailed:
+			rs.span.SetStatus(codes.Error, truncate(p.Reason, x.maxText))
+		}
+		rs.span.End(trace.WithTimestamp(e.At))
+		delete(x.runs, e.RunID)
+		return nil
+	case agentrt.EventStepStarted:
+		rs, err := x.runSpan(ctx, e, false, nil)
+		if err != nil {
+			return err
+		}
+		if rs.step == nil && rs.reopened {
+			// The step before may have been opened by an earlier process.
+			if err := x.reopenLastStep(ctx, rs, e); err != nil {
+				return err
+			}
+		}
+		x.endStep(rs)
+		a.str("step.id", e.StepID)
+		if p.Index != nil {
+			a.int("step.index", *p.Index)
+		}
+		st, err := x.startStep(ctx, rs, e, e.At, a)
+		if err != nil {
+			return err
+		}
+		rs.step = st
+		return nil
+	}
+
+	if e.StepID == "" {
+		// A run-level event: a span event on the run.
+		rs, err := x.runSpan(ctx, e, false, nil)
+		if err != nil {
+			return err
+		}
+		x.describe(e, &p, a)
+		rs.span.AddEvent(eventName(e.Type), trace.WithTimestamp(e.At), trace.WithAttributes(a.kv...))
+		return nil
+	}
+	rs, err := x.runSpan(ctx, e, false, nil)
+	if err != nil {
+		return err
+	}
+	st, err := x.step(ctx, rs, e)
+	if err != nil {
+		return err
+	}
+	st.last = e.At
+	switch e.Type {
+	case agentrt.EventStepDecided:
+		a.str("decision.kind", p.Kind)
+		a.str("decision.tool", p.Tool)
+		a.json("decision.args", p.Args)
+		a.str("decision.reason", p.Reason)
+		a.json("decision.result", p.Result)
+		a.str("decision.message", p.Message)
+		a.str("decision.origin", p.Origin)
+		a.str("decision.invalid_args", p.InvalidArgs)
+		a.str("decision.invalid_result", p.InvalidResult)
+		a.bool("decision.invalid_base64", p.InvalidBase64)
+		st.span.SetAttributes(a.kv[1:]...)
+		st.span.AddEvent(string(e.Type), trace.WithTimestamp(e.At), trace.WithAttributes(a.kv[:1]...))
+	case agentrt.EventStepPolicy:
+		a.str("policy.outcome", p.Outcome)
+		a.str("policy.reason", p.Reason)
+		a.str("policy.kind", p.Kind)
+		a.str("policy.id", p.PolicyID)
+		a.str("policy.spec_hash", p.SpecHash)
+		st.span.SetAttributes(a.kv[1:]...)
+		st.span.AddEvent(string(e.Type), trace.WithTimestamp(e.At), trace.WithAttributes(a.kv...))
+	case agentrt.EventToolStarted:
+		a.str("tool.name", p.Tool)
+		a.add(semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolTypeKey.String("function"))
+		a.str(string(semconv.GenAIToolNameKey), p.Tool)
+		a.str(string(semconv.GenAIToolCallIDKey), e.StepID)
+		name := SpanTool
+		if safeName(p.Tool) {
+			name += " " + p.Tool
+		}
+		s, err := x.start(ctx, e.RunID, kindTool, e.StepID, SpanID(kindStep, e.StepID), name, trace.SpanKindInternal, e.At, a.kv)
+		if err != nil {
+			return err
+		}
+		rs.open[kindTool+"\x00"+e.StepID] = s
+	case agentrt.EventToolFinished:
+		a.str("tool.name", p.Tool)
+		if p.DurationMS != nil {
+			a.int("tool.duration_ms", *p.DurationMS)
+		}
+		a.str("tool.summary", p.Summary)
+		a.str("tool.content_hash", p.ContentHash)
+		a.str("tool.error", p.Error)
+		a.json("tool.observation", p.Observation)
+		if p.Late {
+			a.add(semconv.GenAIOperationNameExecuteTool)
+			a.str(string(semconv.GenAIToolNameKey), p.Tool)
+			a.str(string(semconv.GenAIToolCallIDKey), e.StepID)
+			s, err := x.start(ctx, e.RunID, kindLateTool, e.StepID, SpanID(kindStep, e.StepID), SpanLateTool, trace.SpanKindInternal, e.At, a.kv)
+			if err != nil {
+				return err
+			}
+			s.End(trace.WithTimestamp(e.At))
+			return nil
+		}
+		key := kindTool + "\x00" + e.StepID
+		s := rs.open[key]
+		if s == nil {
+			// Started before a restart.
+			b := &attrs{max: x.maxText}
+			b.add(semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolTypeKey.String("function"))
+			b.str(string(semconv.GenAIToolNameKey), p.Tool)
+			b.str(string(semconv.GenAIToolCallIDKey), e.StepID)
+			start, known := x.eventStart(ctx, e, agentrt.EventToolStarted)
+			if !known && p.DurationMS != nil {
+				start = e.At.Add(-time.Duration(*p.DurationMS) * time.Millisecond)
+			}
+			b.bool("span.start_unknown", !known)
+			name := SpanTool
+			if safeName(p.Tool) {
+				name += " " + p.Tool
+			}
+			if s, err = x.start(ctx, e.RunID, kindTool, e.StepID, SpanID(kindStep, e.StepID), name, trace.SpanKindInternal, start, b.kv); err != nil {
+				return err
+			}
+		}
+		delete(rs.open, key)
+		s.SetAttributes(a.kv[1:]...)
+		if p.Error != "" {
+			s.SetAttributes(semconv.ErrorTypeKey.String("tool_error"))
+			s.SetStatus(codes.Error, truncate(p.Error, x.maxText))
+		}
+		s.End(trace.WithTimestamp(e.At))
+	case agentrt.EventStepFailed:
+		a.str("step.detail", p.Detail)
+		a.json("step.observation", p.Observation)
+		a.str("step.content_hash", p.ContentHash)
+		st.span.SetAttributes(a.kv[1:]...)
+		st.span.SetStatus(codes.Error, truncate(p.Detail, x.maxText))
+		st.span.AddEvent(string(e.Type), trace.WithTimestamp(e.At), trace.WithAttributes(a.kv[:1]...))
+		x.endStepAt(rs, st, e.At)
+	case agentrt.EventStepInterrupted:
+		a.str("step.previous_status", p.PreviousStatus)
+		a.json("step.observation", p.Observation)
+		// Not the step's end: a takeover may run its call again, on the
+		// same step.
+		st.span.AddEvent(string(e.Type), trace.WithTimestamp(e.At), trace.WithAttributes(a.kv...))
+	case agentrt.EventApprovalRequest:
+		a.str("approval.id", p.ApprovalID)
+		a.str("approval.kind", p.Kind)
+		a.str("approval.reason", p.Reason)
+		a.str("approval.hash", p.Hash)
+		a.json("approval.capability", p.Capability)
+		a.json("approval.presentation", p.Presentation)
+		s, err := x.start(ctx, e.RunID, kindApproval, p.ApprovalID, SpanID(kindStep, e.StepID), SpanApproval, trace.SpanKindInternal, e.At, a.kv)
+		if err != nil {
+			return err
+		}
+		rs.open[kindApproval+"\x00"+p.ApprovalID] = s
+	case agentrt.EventApprovalDecided:
+		key := kindApproval + "\x00" + p.ApprovalID
+		s := rs.open[key]
+		if s == nil {
+			start, known := e.At, false
+			if x.store != nil {
+				if ap, err := x.store.GetApproval(ctx, e.RunID, p.ApprovalID); err == nil && !ap.CreatedAt.IsZero() {
+					start, known = ap.CreatedAt, true
+				}
+			}
+			b := &attrs{max: x.maxText}
+			b.str("approval.id", p.ApprovalID)
+			b.bool("span.start_unknown", !known)
+			if s, err = x.start(ctx, e.RunID, kindApproval, p.ApprovalID, SpanID(kindStep, e.StepID), SpanApproval, trace.SpanKindInternal, start, b.kv); err != nil {
+				return err
+			}
+		}
+		delete(rs.open, key)
+		a.str("approval.status", p.Status)
+		a.str("approval.by", p.By)
+		a.str("approval.note", p.Note)
+		s.SetAttributes(a.kv...)
+		s.End(trace.WithTimestamp(e.At))
+	case agentrt.EventModelDispatched:
+		x.modelStart(&p, a)
+		name := SpanModel
+		if safeName(p.Model) {
+			name += " " + p.Model
+		}
+		s, err := x.start(ctx, e.RunID, kindModel, p.CallID, SpanID(kindStep, e.StepID), name, trace.SpanKindClient, e.At, a.kv)
+		if err != nil {
+			return err
+		}
+		rs.open[kindModel+"\x00"+p.CallID] = s
+	case agentrt.EventModelCompleted, agentrt.EventModelFailed:
+		key := kindModel + "\x00" + p.CallID
+		s := rs.open[key]
+		if s == nil {
+			start, known := e.At.Add(-time.Duration(p.LatencyMS)*time.Millisecond), false
+			if x.store != nil {
+				if calls, err := x.store.ListModelCalls(ctx, e.RunID); err == nil {
+					for _, c := range calls {
+						if c.ID == p.CallID {
+							start, known = c.DispatchedAt, true
+						}
+					}
+				}
+			}
+			b := &attrs{max: x.maxText}
+			x.modelStart(&p, b)
+			b.bool("span.start_unknown", !known)
+			name := SpanModel
+			if safeName(p.Model) {
+				name += " " + p.Model
+			}
+			if s, err = x.start(ctx, e.RunID, kindModel, p.CallID, SpanID(kindStep, e.StepID), name, trace.SpanKindClient, start, b.kv); err != nil {
+				return err
+			}
+		}
+		delete(rs.open, key)
+		a.str("model.status", p.Status)
+		a.int("model.input_tokens", p.Usage.InputTokens)
+		a.int("model.output_tokens", p.Usage.OutputTokens)
+		a.int("model.cached_input_tokens", p.Usage.CachedInputTokens)
+		a.int("model.cost_micros", p.CostMicros)
+		a.int("model.latency_ms", p.LatencyMS)
+		a.str("model.error", p.Error)
+		a.bool("model.late", p.Late)
+		a.add(semconv.GenAIUsageInputTokens(int(p.Usage.InputTokens)), semconv.GenAIUsageOutputTokens(int(p.Usage.OutputTokens)))
+		if p.StopReason != "" {
+			a.add(semconv.GenAIResponseFinishReasons(truncate(p.StopReason, 64)))
+		}
+		s.SetAttributes(a.kv[1:]...)
+		if e.Type == agentrt.EventModelFailed {
+			s.SetAttributes(semconv.ErrorTypeKey.String(truncate(p.Status, 64)))
+			s.SetStatus(codes.Error, truncate(p.Error, x.maxText))
+		}
+		s.End(trace.WithTimestamp(e.At))
+	default:
+		x.describe(e, &p, a)
+		st.span.AddEvent(eventName(e.Type), trace.WithTimestamp(e.At), trace.WithAttributes(a.kv...))
+	}
+	return nil
+}
+
+// startWindow is how far back, in seqs, eventStart looks.
+const startWindow = 1000
+
+// eventStart finds when e's step had an event of type typ (its start), read
+// back from the store within startWindow seqs of e.
+func (x *Exporter) eventStart(ctx context.Context, e agentrt.Event, typ agentrt.EventType) (time.Time, bool) {
+	if x.store == nil {
+		return e.At, false
+	}
+	evs, err := x.store.ListEventsAfter(ctx, e.RunID, max(0, e.Seq-startWindow), startWindow)
+	if err != nil {
+		return e.At, false
+	}
+	at, found := e.At, false
+	for _, ev := range evs {
+		if ev.Seq >= e.Seq {
+			break
+		}
+		if ev.Type == typ && ev.StepID == e.StepID {
+			at, found = ev.At, true
+		}
+	}
+	return at, found
+}
+
+// reopenLastStep makes again the span of the step a run ended in, when an
+// earlier process opened it: the last step.started before e, unless that
+// step already failed. It ends at the step's last event.
+func (x *Exporter) reopenLastStep(ctx context.Context, rs *runState, e agentrt.Event) error {
+	if x.store == nil {
+		return nil
+	}
+	evs, err := x.store.ListEventsAfter(ctx, e.RunID, max(0, e.Seq-startWindow), startWindow)
+	if err != nil {
+		return nil
+	}
+	var started *agentrt.Event
+	var last time.Time
+	for i := range evs {
+		ev := &evs[i]
+		if ev.Seq >= e.Seq {
+			break
+		}
+		switch {
+		case ev.Type == agentrt.EventStepStarted:
+			started, last = ev, ev.At
+		case started != nil && ev.StepID == started.StepID:
+			last = ev.At
+			if ev.Type == agentrt.EventStepFailed {
+				started = nil
+			}
+		}
+	}
+	if started == nil {
+		return nil
+	}
+	a := &attrs{max: x.maxText}
+	a.str("step.id", started.StepID)
+	var p payload
+	if json.Unmarshal(started.Payload, &p) == nil && p.Index != nil {
+		a.int("step.index", *p.Index)
+	}
+	st, err := x.startStep(ctx, rs, *started, started.At, a)
+	if err != nil {
+		return err
+	}
+	st.last = last
+	rs.step = st
+	return nil
+}
+
+// modelStart adds what a model span knows from its dispatch.
+func (x *Exporter) modelStart(p *payload, a *attrs) {
+	a.str("model.call_id", p.CallID)
+	a.int("model.attempt", p.Attempt)
+	a.str("model.name", p.Model)
+	a.add(semconv.GenAIOperationNameChat)
+	a.str(string(semconv.GenAIRequestModelKey), p.Model)
+	a.str(string(semconv.GenAIProviderNameKey), p.Provider)
+	if p.MaxOutputTokens != nil && *p.MaxOutputTokens > 0 {
+		a.add(semconv.GenAIRequestMaxTokens(int(*p.MaxOutputTokens)))
+	}
+}
+
+// describe adds the attributes of events that are span events.
+func (x *Exporter) describe(e agentrt.Event, p *payload, a *attrs) {
+	switch e.Type {
+	case agentrt.EventRunResumed:
+		a.str("resumed.after", p.After)
+	case agentrt.EventLeaseTakenOver:
+		a.str("lease.previous_owner", p.PreviousOwner)
+		a.str("lease.previous_expires_at", p.PreviousExpiresAt)
+		a.str("lease.owner", p.Owner)
+	case agentrt.EventLimitExceeded:
+		a.str("limit.reason", p.Reason)
+		a.str("limit.detail", p.Detail)
+	case agentrt.EventLoopDetected:
+		a.int("loop.repeats", p.Repeats)
+		a.str("loop.tool", p.Tool)
+		a.str("loop.args_hash", p.ArgsHash)
+		a.str("loop.observation_hash", p.ObservationHash)
+	case agentrt.EventRunStarted:
+	default:
+		a.str("event.type", string(e.Type))
+	}
+}
+
+// eventName is the span event's name: the event type for the types the
+// runtime writes, SpanEvent for any other (its type is an attribute).
+func eventName(t agentrt.EventType) string {
+	switch t {
+	case agentrt.EventRunStarted, agentrt.EventRunResumed, agentrt.EventLeaseTakenOver, agentrt.EventLimitExceeded,
+		agentrt.EventLoopDetected, agentrt.EventStepDecided, agentrt.EventStepPolicy, agentrt.EventStepFailed,
+		agentrt.EventStepInterrupted:
+		return string(t)
+	}
+	return SpanEvent
+}
+
+// runSpan returns the run's state, opening its span at run.created (fresh)
+// or, for a run whose creation an earlier process handled, at the run's
+// creation time as the store has it.
+func (x *Exporter) runSpan(ctx context.Context, e agentrt.Event, fresh bool, a *attrs) (*runState, error) {
+	if rs := x.runs[e.RunID]; rs != nil {
+		if fresh {
+			// A re-delivered run.created: the span is already open.
+			rs.span.SetAttributes(a.kv[1:]...)
+		}
+		return rs, nil
+	}
+	start := e.At
+	if a == nil {
+		a = &attrs{max: x.maxText}
+		a.str("run.id", e.RunID)
+	}
+	if !fresh {
+		known := false
+		if x.store != nil {
+			if r, err := x.store.GetRunCapped(ctx, e.RunID); err == nil && !r.CreatedAt.IsZero() {
+				start, known = r.CreatedAt, true
+			}
+		}
+		a.bool("span.start_unknown", !known)
+	}
+	ctx = withIDs(context.Background(), TraceID(e.RunID), SpanID(kindRun, e.RunID))
+	s := x.tracerStart(ctx, SpanRun, trace.SpanKindInternal, start, a.kv, true)
+	if err := checkIDs(s, TraceID(e.RunID), SpanID(kindRun, e.RunID)); err != nil {
+		return nil, err
+	}
+	rs := &runState{reopened: !fresh, span: s, open: map[string]trace.Span{}, steps: map[string]*stepState{}}
+	x.runs[e.RunID] = rs
+	return rs, nil
+}
+
+// step returns the open span of e's step, making it again (start time from
+// the store) when an earlier process opened it.
+func (x *Exporter) step(ctx context.Context, rs *runState, e agentrt.Event) (*stepState, error) {
+	if rs.step != nil && rs.step.id == e.StepID {
+		return rs.step, nil
+	}
+	if st := rs.steps[e.StepID]; st != nil {
+		return st, nil
+	}
+	// The step.started event's time, not the row's started_at, which an
+	// approved call's execution moves.
+	start, known := x.eventStart(ctx, e, agentrt.EventStepStarted)
+	a := &attrs{max: x.maxText}
+	a.str("step.id", e.StepID)
+	if x.store != nil {
+		for off := 0; ; off += 200 {
+			steps, total, err := x.store.ListStepsPage(ctx, e.RunID, 200, off)
+			if err != nil {
+				break
+			}
+			found := false
+			for _, s := range steps {
+				if s.ID == e.StepID {
+					found = true
+					if !known && !s.StartedAt.IsZero() {
+						start, known = s.StartedAt, true
+					}
+					a.int("step.index", int64(s.Index))
+				}
+			}
+			if found || off+len(steps) >= total || len(steps) == 0 {
+				break
+			}
+		}
+	}
+	a.bool("span.start_unknown", !known)
+	st, err := x.startStep(ctx, rs, e, start, a)
+	if err != nil {
+		return nil, err
+	}
+	if rs.step == nil {
+		rs.step = st
+	} else {
+		rs.steps[e.StepID] = st
+	}
+	return st, nil
+}
+
+func (x *Exporter) startStep(ctx context.Context, rs *runState, e agentrt.Event, at time.Time, a *attrs) (*stepState, error) {
+	s, err := x.start(ctx, e.RunID, kindStep, e.StepID, SpanID(kindRun, e.RunID), SpanStep, trace.SpanKindInternal, at, a.kv)
+	if err != nil {
+		return nil, err
+	}
+	return &stepState{id: e.StepID, span: s, last: at}, nil
+}
+
+// endStep ends the step in progress at its last event.
+func (x *Exporter) endStep(rs *runState) {
+	if rs.step != nil {
+		x.endStepAt(rs, rs.step, rs.step.last)
+	}
+	for id, st := range rs.steps {
+		st.span.End(trace.WithTimestamp(st.last))
+		delete(rs.steps, id)
+	}
+}
+
+func (x *Exporter) endStepAt(rs *runState, st *stepState, at time.Time) {
+	st.span.End(trace.WithTimestamp(at))
+	if rs.step == st {
+		rs.step = nil
+	}
+	delete(rs.steps, st.id)
+}
+
+// start opens a child span of parent in the run's trace with the derived
+// span id of (kind, id).
+func (x *Exporter) start(_ context.Context, runID, kind, id string, parent trace.SpanID, name string, sk trace.SpanKind, at time.Time, kv []attribute.KeyValue) (trace.Span, error) {
+	tid, sid := TraceID(runID), SpanID(kind, id)
+	psc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: parent, TraceFlags: trace.FlagsSampled})
+	ctx := trace.ContextWithSpanContext(context.Background(), psc)
+	ctx = withIDs(ctx, tid, sid)
+	s := x.tracerStart(ctx, name, sk, at, kv, false)
+	if err := checkIDs(s, tid, sid); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (x *Exporter) tracerStart(ctx context.Context, name string, sk trace.SpanKind, at time.Time, kv []attribute.KeyValue, root bool) trace.Span {
+	opts := []trace.SpanStartOption{trace.WithTimestamp(at), trace.WithSpanKind(sk), trace.WithAttributes(kv...)}
+	if root {
+		opts = append(opts, trace.WithNewRoot())
+	}
+	_, s := x.tracer.Start(ctx, name, opts...)
+	return s
+}
+
+// ErrIDs is returned when the TracerProvider does not give the Exporter's
+// spans their derived ids, so traces would not survive a restart.
+var ErrIDs = errors.New("otel: the TracerProvider does not use otel.IDGenerator; build it with otel.NewTracerProvider or otel.Provider")
+
+func checkIDs(s trace.Span, tid trace.TraceID, sid trace.SpanID) error {
+	sc := s.SpanContext()
+	if sc.TraceID() != tid || sc.SpanID() != sid {
+		s.End()
+		return ErrIDs
+	}
+	return nil
+}

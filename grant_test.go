@@ -1,0 +1,108 @@
+package agentrt_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	agentrt "github.com/agentrt/agentrt"
+)
+
+// forgeGrant rewrites one column of run-1's approval directly in the SQLite
+// file, then recomputes and stores the approval's hash, so the row verifies
+// against itself and the event chain is untouched.
+func forgeGrant(t *testing.T, e *env, approvalID, q string, args ...any) agentrt.Approval {
+	t.Helper()
+	ctx := context.Background()
+	db := rawDB(t, e.store)
+	execSQL(t, db, 1, q, append(args, approvalID)...)
+	a, err := e.store.GetApproval(ctx, "run-1", approvalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := agentrt.ApprovalHash(a.Kind, a.Capability, a.Presentation, a.Request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	execSQL(t, db, 1, `UPDATE approvals SET hash = ? WHERE id = ?`, h, approvalID)
+	a, err = e.store.GetApproval(ctx, "run-1", approvalID)
+	if err != nil || agentrt.VerifyApproval(a) != nil {
+		t.Fatalf("the forged approval does not verify: %v", err)
+	}
+	rep, err := e.store.VerifyEvents(ctx, 0, 0)
+	if err != nil || !rep.Intact() {
+		t.Fatalf("VerifyEvents after the forgery = %+v, %v; the chain should be intact", rep, err)
+	}
+	return a
+}
+
+// Whoever can write the database rewrites a granted approval's request (its
+// arguments, or the tool it names) and recomputes the approval's hash: the
+// row verifies and the chain is intact, but the step's decision recorded in
+// the chain still says the original. Resume, by a Driver or a Gate's Attach,
+// refuses with ErrApprovalHash naming what differs, runs nothing, asks no
+// policy, and writes nothing. A rewrite of another field (the presentation)
+// leaves the request alone but the hash no longer the one the chain's
+// approval.requested recorded, and is refused the same way.
+func TestResume_GrantMustEqualWhatTheChainRecorded(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name  string
+		field string
+		q     string
+		args  []any
+	}{
+		{"arguments", "arguments", `UPDATE approvals SET request_json = json_set(request_json, '$.args.path', '/etc/shadow') WHERE id = ?`, nil},
+		{"tool", "tool", `UPDATE approvals SET request_json = json_set(request_json, '$.spec.name', 'wipe') WHERE id = ?`, nil},
+		{"hash", "hash", `UPDATE approvals SET presentation_json = ? WHERE id = ?`, []any{`{"note":"something else"}`}},
+	}
+	for _, c := range cases {
+		for _, via := range []string{"driver", "gate"} {
+			t.Run(c.name+" via "+via, func(t *testing.T) {
+				e := newEnv(t)
+				_, a := pausedRun(t, e, `{"path":"/report"}`)
+				if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
+					t.Fatalf("ApproveShown: %v", err)
+				}
+				forged := forgeGrant(t, e, a.ID, c.q, c.args...)
+				before := takeSnapshot(t, e.store)
+
+				send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
+				wipe := newTool("wipe", agentrt.RemoteMutation, pathSchema, nil)
+				policy := recording(agentrt.PolicyFunc(func(context.Context, agentrt.ToolRequest, agentrt.RunView) (agentrt.PolicyDecision, error) {
+					return agentrt.PolicyDecision{Outcome: agentrt.Allow}, nil
+				}))
+				var err error
+				switch via {
+				case "driver":
+					d := e.driver(script(complete(`{}`)), policy, send, wipe)
+					_, err = d.Resume(ctx, "run-1")
+				case "gate":
+					g, gerr := agentrt.NewGate(agentrt.GateConfig{Store: e.store, Policy: policy, Tools: tools(send, wipe), Now: e.clock.Now})
+					if gerr != nil {
+						t.Fatal(gerr)
+					}
+					var s *agentrt.Session
+					s, _, err = g.Attach(ctx, "run-1")
+					if s != nil {
+						t.Fatalf("Attach of a forged grant opened a session")
+					}
+				}
+				if !errors.Is(err, agentrt.ErrApprovalHash) {
+					t.Fatalf("Resume of a forged grant = %v, want ErrApprovalHash", err)
+				}
+				var mm *agentrt.GrantMismatchError
+				if !errors.As(err, &mm) || mm.Field != c.field || mm.ApprovalID != a.ID || mm.Recorded == mm.Granted {
+					t.Fatalf("error %v (%+v), want a GrantMismatchError naming %s", err, mm, c.field)
+				}
+				if c.field == "hash" && (mm.Recorded != a.Hash || mm.Granted != forged.Hash) {
+					t.Fatalf("hash mismatch names %s and %s, want %s and %s", mm.Recorded, mm.Granted, a.Hash, forged.Hash)
+				}
+				if send.n() != 0 || wipe.n() != 0 || policy.n() != 0 {
+					t.Fatalf("send ran %d times, wipe %d, policy asked %d; want nothing", send.n(), wipe.n(), policy.n())
+				}
+				requireUnchanged(t, e.store, before, "a refused Resume of a forged grant")
+			})
+		}
+	}
+}

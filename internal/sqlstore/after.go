@@ -1,0 +1,95 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	agentrt "github.com/agentrt/agentrt"
+)
+
+// The follower's read: events after a seq, in seq order, which is commit
+// order because every append takes seq = head + 1 under the write lock.
+// It serves a loop that may run for months over a growing table, so it is
+// bounded three ways: by a row limit, by the bytes of payload one page may
+// hold, and by MaxStoredValue for any one payload. It never counts.
+
+// afterTextCap bounds the short text columns (ids, time, type) a page reads.
+const afterTextCap = 1024
+
+// afterPageBytes is how much payload one page may carry before it ends
+// early; a page always holds at least one event.
+const afterPageBytes = agentrt.MaxStoredValue
+
+// afterHead is how much of an oversized payload the stand-in keeps.
+const afterHead = 512
+
+// The SQL is written to run unchanged on SQLite and Postgres: substr and
+// octet_length on text are in both.
+var eventsAfterSelect = fmt.Sprintf(`SELECT seq, substr(run_id, 1, %[1]d), substr(step_id, 1, %[1]d), substr(at, 1, 64),
+	substr(type, 1, %[1]d),
+	CASE WHEN octet_length(payload_json) > %[2]d THEN substr(payload_json, 1, %[3]d) ELSE payload_json END,
+	octet_length(payload_json)
+	FROM events`, afterTextCap, agentrt.MaxStoredValue, afterHead)
+
+// ListEventsAfter reads at most limit events with seq > after, in seq
+// order, of one run or, when runID is "", of every run. A page may end
+// early to stay within its byte budget, so only an empty page means the
+// reader has caught up. A payload longer than agentrt.MaxStoredValue is not
+// loaded: it reads as {"truncated":true,"length":N,"head":"..."}.
+func (s *Store) ListEventsAfter(ctx context.Context, runID string, after int64, limit int) ([]agentrt.Event, error) {
+	if after < 0 || limit <= 0 {
+		return nil, fmt.Errorf("agentrt: reading events after a seq needs after >= 0 and limit > 0, got after %d limit %d", after, limit)
+	}
+	q := eventsAfterSelect + " WHERE seq > ?"
+	args := []any{after}
+	if runID != "" {
+		q += " AND run_id = ?"
+		args = append(args, runID)
+	}
+	q += " ORDER BY seq LIMIT ?"
+	args = append(args, limit)
+	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(q), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make([]agentrt.Event, 0, min(limit, 1024))
+	var budget int64
+	for rows.Next() {
+		var e agentrt.Event
+		var stepID sql.NullString
+		var at, typ string
+		var payload []byte
+		var length int64
+		if err := rows.Scan(&e.Seq, &e.RunID, &stepID, &at, &typ, &payload, &length); err != nil {
+			return nil, err
+		}
+		e.StepID = stepID.String
+		e.At, _ = parseTime(at)
+		e.Type = agentrt.EventType(typ)
+		if length > agentrt.MaxStoredValue {
+			e.Payload = oversized(payload, length)
+		} else {
+			e.Payload = payload
+		}
+		out = append(out, e)
+		if budget += length; budget >= afterPageBytes {
+			break
+		}
+	}
+	return out, rows.Err()
+}
+
+// oversized is the stand-in for a payload too long to load. It is still
+// JSON, so every consumer can print or map it.
+func oversized(head []byte, length int64) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Truncated bool   `json:"truncated"`
+		Length    int64  `json:"length"`
+		Head      string `json:"head"`
+	}{true, length, strings.ToValidUTF8(string(head), "\uFFFD")})
+	return b
+}
