@@ -67,6 +67,11 @@ func (s *session) begin(ctx context.Context) (int, error) {
 	if run.Status != RunRunning {
 		return -1, nil
 	}
+	// A stopping worker lets the run go at a step boundary: the session's
+	// close releases the lease, and another worker claims the run.
+	if stopRequested(ctx) {
+		return -1, nil
+	}
 	if run.LeaseOwner != s.lease.owner || run.Generation != s.lease.generation() {
 		s.lease.markLost()
 		return -1, ErrLeaseLost

@@ -55,6 +55,8 @@ func (s *session) attach(ctx context.Context) (Verdict, error) {
 		return s.resumeApproved(ctx)
 	case run.Status == RunRunning:
 		return s.resumeInterrupted(ctx)
+	case run.Status == RunEnqueued:
+		return s.startEnqueued(ctx)
 	default:
 		return Verdict{Run: copyRun(run)}, fmt.Errorf("%w: run %s has unknown status %q", ErrRunState, s.runID, run.Status)
 	}

@@ -247,11 +247,7 @@ func (e *engine) begin(ctx context.Context, id, goal string, limits Limits) (*se
 		if err := tx.RunInsert(run); err != nil {
 			return err
 		}
-		if err := event(tx, id, "", now, EventRunCreated, struct {
-			Goal   string          `json:"goal"`
-			Limits Limits          `json:"limits"`
-			Tools  json.RawMessage `json:"tools"`
-		}{goal, limits, e.toolList}); err != nil {
+		if err := event(tx, id, "", now, EventRunCreated, runCreated{Goal: goal, Limits: limits, Tools: e.toolList}); err != nil {
 			return err
 		}
 		for _, t := range e.tools {
