@@ -249,6 +249,12 @@ func (s *session) trailingRepeats() (int, callSig) {
 // the run with the reason its type names; a cancelled context leaves the step
 // in flight for Resume to find.
 func (s *session) decide(ctx context.Context, agent Agent, i int) (dec Decision, err error) {
+	// The agent is asked only under a live lease: the step's start may
+	// have waited on the database past the lease this process trusts (a
+	// partition), and an agent's decision is a model request.
+	if err := s.requireLive(); err != nil {
+		return dec, err
+	}
 	in := s.input(s.run, i)
 	if s.e.model != nil {
 		in.Model = s.caller(i)

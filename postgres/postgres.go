@@ -123,6 +123,11 @@ type Options struct {
 	// ReadOnly opens for reading: nothing is created or migrated, and an
 	// older or newer schema is refused.
 	ReadOnly bool
+	// IdleInTransaction bounds how long the server keeps a write
+	// transaction whose client went silent (zero: 5s): a writer cut off
+	// mid-transaction holds the chain head, and so every other writer,
+	// until then. A DSN that sets idle_in_transaction_session_timeout wins.
+	IdleInTransaction time.Duration
 }
 
 // Open connects to the database at dsn (a postgres:// URL or key=value
@@ -157,6 +162,10 @@ func openStore(ctx context.Context, dsn string, o Options, existing bool) (st *S
 	cfg.MaxConns = 8
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
+	}
+	idle := 5 * time.Second
+	if o.IdleInTransaction > 0 {
+		idle = o.IdleInTransaction
 	}
 	cfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
 	cfg.ConnConfig.RuntimeParams["application_name"] = "agentrt"
@@ -197,7 +206,13 @@ func openStore(ctx context.Context, dsn string, o Options, existing bool) (st *S
 		// The writer holds one connection for the store's life (its
 		// prepared statements stay bound to it); the lease renewer has its
 		// own, so a renewal never waits behind a commit.
-		writer = stdlib.OpenDB(*cfg.ConnConfig.Copy())
+		// A writer cut off mid-transaction holds the chain head's lock
+		// until the server ends its session: bound how long that can be.
+		wcfg := cfg.ConnConfig.Copy()
+		if _, ok := wcfg.RuntimeParams["idle_in_transaction_session_timeout"]; !ok {
+			wcfg.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.Itoa(int(idle.Milliseconds()))
+		}
+		writer = stdlib.OpenDB(*wcfg)
 		writer.SetMaxOpenConns(2)
 		writer.SetMaxIdleConns(2)
 		closers = append(closers, writer.Close)

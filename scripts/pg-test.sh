@@ -2,7 +2,8 @@
 # A throwaway PostgreSQL cluster for the tests.
 #
 #   scripts/pg-test.sh run -- CMD...   start a cluster, run CMD with TEST_PG_DSN
-#                                      (and TEST_PG_BIN, TEST_PG_DATA) set, then
+#                                      (and TEST_PG_BIN, TEST_PG_DATA; the
+#                                      server logs to DATA/../server.log) set, then
 #                                      stop and remove the cluster; exits with
 #                                      CMD's status (with TEST_PG_DSN set
 #                                      already, it just runs CMD)
@@ -79,11 +80,16 @@ start() {
 	fi
 	as_pg "$bin/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --no-locale >"$dir/initdb.log" 2>&1 ||
 		{ cat "$dir/initdb.log" >&2; die "initdb failed"; }
+	echo "include = '$dir/agentrt.conf'" >>"$dir/data/postgresql.conf"
 	for i in 1 2 3 4 5; do
 		port=$(free_port)
-		if as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-			-o "-c listen_addresses=127.0.0.1 -p $port -k $dir/sock -c max_connections=300 -c fsync=on -c synchronous_commit=on" \
-			start >/dev/null 2>&1; then
+		# The settings go in the cluster's own config, so a plain
+		# `pg_ctl -D DATA -l LOG start` (a test restarting the cluster)
+		# starts it as it was.
+		printf "%s\n" "listen_addresses = '127.0.0.1'" "port = $port" "unix_socket_directories = '$dir/sock'" \
+			"max_connections = 300" "fsync = on" "synchronous_commit = on" >"$dir/agentrt.conf"
+		if [ "$(id -u)" = 0 ]; then chown postgres: "$dir/agentrt.conf"; fi
+		if as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 start >/dev/null 2>&1; then
 			echo "$bin" >"$dir/bin"
 			echo "$port" >"$dir/port"
 			PG_DIR=$dir

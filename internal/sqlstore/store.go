@@ -258,10 +258,41 @@ func (s *Store) Update(ctx context.Context, fn func(agentrt.Tx) error) ([]agentr
 // Update in its own savepoint, so that Update's writes are undone and no
 // other's are.
 func (s *Store) commit(batch []*request) {
-	if len(batch) > 1 && s.runBatch(batch, false) {
-		return
+	if !(len(batch) > 1 && s.runBatch(batch, false)) {
+		s.runBatch(batch, len(batch) > 1)
 	}
-	s.runBatch(batch, len(batch) > 1)
+	for _, r := range batch {
+		if r.err != nil {
+			s.checkWriter()
+			return
+		}
+	}
+}
+
+// checkWriter drops the writer's connection, and the statements prepared
+// on it, when it no longer answers (a database restart, a server that ended
+// the session), so the next batch opens a fresh one. It runs only after a
+// batch failed, so the happy path pays nothing for it.
+func (s *Store) checkWriter() (dropped bool) {
+	if s.wconn == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	err := s.wconn.PingContext(ctx)
+	cancel()
+	if err == nil {
+		return false
+	}
+	s.stmtMu.Lock()
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmts = map[string]*sql.Stmt{}
+	s.wconn.Close()
+	s.wconn = nil
+	s.stmtMu.Unlock()
+	s.headKnown = false
+	return true
 }
 
 // runBatch runs batch in one transaction and commits it. It returns false
@@ -296,8 +327,21 @@ func (s *Store) runBatch(batch []*request, savepoints bool) bool {
 		return err
 	}
 	var err error
+	reconnected := false
 	for attempt := 0; ; attempt++ {
 		err = exec(s.d.Begin)
+		if err != nil && !reconnected && s.checkWriter() {
+			// The connection died since the last batch (a database
+			// restart): nothing was begun, so begin again on a new one.
+			reconnected = true
+			c, cerr := s.db.Conn(ctx)
+			if cerr != nil {
+				fail(fmt.Errorf("agentrt: writer connection: %w", cerr))
+				return true
+			}
+			s.wconn = c
+			continue
+		}
 		if err == nil || s.d.Busy == nil || !s.d.Busy(err) || attempt > 50 {
 			break
 		}
