@@ -1,12 +1,17 @@
 # agentrt: the targets a contributor and CI use. `make help` lists them.
 GO ?= go
+# go.work and every go.mod name the toolchain (go1.27.3); auto lets the go
+# command fetch it through the module proxy when the local go is older.
+# A go.env that says GOTOOLCHAIN=local would otherwise ignore those lines.
+GOTOOLCHAIN ?= auto
+export GOTOOLCHAIN
 STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 # Every module go.work ties (the core and the nested modules).
 MODULES = $(shell $(GO) list -m -f '{{.Dir}}')
 # The pinned npm MCP servers the mcp tests and examples/mcp run.
 MCP_SERVERS = mcp/testdata/servers
 
-.PHONY: help demo test test-modules bench bench-modules lint fuzz mcp-servers fault
+.PHONY: help demo test test-modules bench bench-modules lint fuzz fault vuln release reproduce mcp-servers host-tools
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -14,7 +19,7 @@ help: ## List the targets.
 demo: ## Run the main job on the embedded default: no network, no keys.
 	$(GO) run ./cmd/agentrt demo -auto-approve
 
-test: mcp-servers ## Run every test of every module in go.work, with the race detector, on a throwaway PostgreSQL cluster.
+test: mcp-servers host-tools ## Run every test of every module in go.work, with the race detector, on a throwaway PostgreSQL cluster.
 	@scripts/pg-test.sh run -- $(MAKE) --no-print-directory test-modules
 
 test-modules: ## The loop `make test` runs (set TEST_PG_DSN to use a cluster of your own).
@@ -42,9 +47,21 @@ fuzz: ## Fuzz Sanitize and CheckJSON for FUZZTIME each (default 30s).
 	$(GO) test -run '^$$' -fuzz '^FuzzSanitize$$' -fuzztime $(FUZZTIME) ./trace
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckJSON$$' -fuzztime $(FUZZTIME) ./internal/canon
 
+vuln: ## govulncheck every module against a local database built from the pinned golang.org/x/vulndb (offline).
+	bash .ci/vuln
+
+release: ## Build agentrt (and agentrt-proxy, once proxy/ has it) for linux and darwin, amd64 and arm64, into dist/ with SHA256SUMS.
+	bash .ci/release dist
+
+reproduce: ## Build the release twice, in two directories, and fail unless the SHA256SUMS match (CI does linux/amd64).
+	bash .ci/reproduce
+
 mcp-servers: ## Install the pinned MCP servers from their lock file (npm ci --ignore-scripts), when missing or stale.
 	@if [ ! -f $(MCP_SERVERS)/node_modules/.package-lock.json ] || \
 	    [ $(MCP_SERVERS)/package-lock.json -nt $(MCP_SERVERS)/node_modules/.package-lock.json ]; then \
 		echo "== npm ci --ignore-scripts in $(MCP_SERVERS)"; \
 		cd $(MCP_SERVERS) && npm ci --ignore-scripts --no-audit --no-fund; \
 	fi
+
+host-tools: ## Install the system tools the tests run (openssl, for the documented notification check) when missing.
+	@command -v openssl >/dev/null 2>&1 || { echo "== apt-get install -y openssl"; apt-get update -qq && apt-get install -y -qq openssl; }

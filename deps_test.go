@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -78,7 +79,8 @@ func wantDirect() []string {
 func TestDeps_CoreModuleStaysLean(t *testing.T) {
 	forbidden := []string{"github.com/jackc/pgx", "github.com/modelcontextprotocol", "go.opentelemetry.io",
 		// what the MCP SDK brings, which the mcp module holds
-		"github.com/google/jsonschema-go", "github.com/segmentio/encoding", "github.com/yosida95/uritemplate", "golang.org/x/oauth2"}
+		"github.com/google/jsonschema-go", "github.com/segmentio/encoding", "github.com/yosida95/uritemplate", "golang.org/x/oauth2",
+		"cel.dev/", "github.com/google/cel-go"}
 	all, direct := requires(t)
 	for _, mod := range all {
 		for _, bad := range forbidden {
@@ -123,7 +125,7 @@ func TestDeps_SecurityNamesExactlyTheDirectSet(t *testing.T) {
 // go.mod alone would not catch an import that go.work satisfies. Every Go
 // file outside a directory with its own go.mod is parsed for its imports.
 func TestDeps_CoreImportsNoNestedModuleOrOpenTelemetry(t *testing.T) {
-	forbidden := []string{"go.opentelemetry.io", "github.com/jackc/pgx", "github.com/modelcontextprotocol"}
+	forbidden := []string{"go.opentelemetry.io", "github.com/jackc/pgx", "github.com/modelcontextprotocol", "cel.dev/", "github.com/google/cel-go"}
 	nested := map[string]bool{}
 	// walk visits the core module's files: a directory with its own go.mod
 	// is a nested module, recorded and skipped.
@@ -176,5 +178,28 @@ func TestDeps_CoreImportsNoNestedModuleOrOpenTelemetry(t *testing.T) {
 	}
 	if !nested["github.com/agentrt/agentrt/export/otel"] {
 		t.Fatal("export/otel was not found as a nested module; the walk is not looking where it should")
+	}
+}
+
+// No package of the core module imports CEL, directly or through another
+// package, even where go.work would let the build find it: the declarative
+// policy lives in policy/cel, and the agentrt CLI reaches it only by running
+// agentrt-policy.
+func TestDeps_CoreImportsNoCEL(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on PATH")
+	}
+	cmd := exec.Command(gobin, "list", "-deps", "./...")
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.HasPrefix(pkg, "cel.dev/") || strings.HasPrefix(pkg, "github.com/google/cel-go") ||
+			strings.HasPrefix(pkg, "github.com/agentrt/agentrt/policy/cel") {
+			t.Errorf("the core module's packages depend on %s", pkg)
+		}
 	}
 }

@@ -2,6 +2,8 @@ module github.com/agentrt/agentrt
 
 go 1.26.0
 
+toolchain go1.27.3
+
 require (
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 	golang.org/x/text v0.14.0

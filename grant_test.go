@@ -106,3 +106,48 @@ func TestResume_GrantMustEqualWhatTheChainRecorded(t *testing.T) {
 		}
 	}
 }
+
+// wholeRunUnread is a store that fails any read of a run's whole event log,
+// so a resume that loads the history of a long run to check one grant is
+// caught.
+type wholeRunUnread struct {
+	agentrt.Store
+	t testing.TB
+}
+
+func (s wholeRunUnread) ListEvents(ctx context.Context, runID string) ([]agentrt.Event, error) {
+	s.t.Errorf("ListEvents(%q): a resume read the run's whole event log", runID)
+	return s.Store.ListEvents(ctx, runID)
+}
+
+// A grant is checked against what the chain recorded for its own step only:
+// a resume reads that step's events a page at a time, never the run's whole
+// log, which on a long run of big observations would hold the history in
+// memory again. The check still refuses a forged grant the same way.
+func TestResume_GrantCheckReadsOnlyItsStepsEvents(t *testing.T) {
+	ctx := context.Background()
+	for _, forge := range []bool{false, true} {
+		e := newEnv(t)
+		_, a := pausedRun(t, e, `{"path":"/report"}`)
+		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
+			t.Fatalf("ApproveShown: %v", err)
+		}
+		if forge {
+			forgeGrant(t, e, a.ID, `UPDATE approvals SET request_json = json_set(request_json, '$.args.path', '/etc/shadow') WHERE id = ?`)
+		}
+		send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
+		cfg := e.config(script(complete(`{}`)), agentrt.DefaultPolicy(), send)
+		cfg.Store = wholeRunUnread{Store: e.store, t: t}
+		run, err := e.driverFor(cfg).Resume(ctx, "run-1")
+		if forge {
+			var gm *agentrt.GrantMismatchError
+			if !errors.Is(err, agentrt.ErrApprovalHash) || !errors.As(err, &gm) || gm.Field != "arguments" || send.n() != 0 {
+				t.Fatalf("forged grant: Resume = %v, send ran %d times; want ErrApprovalHash on the arguments and nothing run", err, send.n())
+			}
+			continue
+		}
+		if err != nil || send.n() != 1 {
+			t.Fatalf("Resume = %s, %v; send ran %d times, want once", run.Status, err, send.n())
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // PolicyOutcome is what a policy decided about a request.
@@ -52,14 +53,19 @@ type RunView struct {
 	Approvals Approvals
 }
 
-// PolicyDecision is a policy's judgement. Kind, Capability and Presentation
-// matter for RequireApproval only.
+// PolicyDecision is a policy's judgement. Kind, Capability, Presentation and
+// TTL matter for RequireApproval only.
 type PolicyDecision struct {
 	Outcome      PolicyOutcome   `json:"outcome"`
 	Reason       string          `json:"reason,omitempty"`
 	Kind         string          `json:"kind,omitempty"`
 	Capability   json.RawMessage `json:"capability,omitempty"`
 	Presentation json.RawMessage `json:"presentation,omitempty"`
+	// TTL, when positive, bounds how long the approval may stay pending.
+	// It can only shorten the run's Limits.ApprovalTTL, never lengthen it:
+	// the shorter of the two applies. Zero or negative means the limit
+	// alone. It is not part of the approval's hash.
+	TTL time.Duration `json:"ttl,omitempty"`
 }
 
 // Policy judges requests. The agent has no handle to it.
@@ -146,9 +152,22 @@ func DefaultPolicy() SideEffectPolicy {
 	}
 }
 
+// ApprovalOption adjusts the decision NeedApproval builds.
+type ApprovalOption func(*PolicyDecision)
+
+// ExpiresAfter sets the decision's TTL: the approval expires ttl after it
+// starts waiting unless the run's Limits.ApprovalTTL is shorter, so a
+// policy can let a payment wait 15 minutes and a file write a day in one
+// run. Zero or negative leaves the run's limit alone. The TTL is not part
+// of the approval's hash.
+func ExpiresAfter(ttl time.Duration) ApprovalOption {
+	return func(pd *PolicyDecision) { pd.TTL = ttl }
+}
+
 // NeedApproval builds a require_approval decision. A nil capability or
-// presentation is {}; a value that will not encode is an error.
-func NeedApproval(kind, reason string, capability, presentation any) (PolicyDecision, error) {
+// presentation is {}; a value that will not encode is an error. Options
+// apply in order.
+func NeedApproval(kind, reason string, capability, presentation any, opts ...ApprovalOption) (PolicyDecision, error) {
 	enc := func(what string, v any) (json.RawMessage, error) {
 		if v == nil {
 			return json.RawMessage("{}"), nil
@@ -173,5 +192,11 @@ func NeedApproval(kind, reason string, capability, presentation any) (PolicyDeci
 	if err != nil {
 		return PolicyDecision{}, err
 	}
-	return PolicyDecision{Outcome: RequireApproval, Reason: reason, Kind: kind, Capability: c, Presentation: p}, nil
+	pd := PolicyDecision{Outcome: RequireApproval, Reason: reason, Kind: kind, Capability: c, Presentation: p}
+	for _, o := range opts {
+		if o != nil {
+			o(&pd)
+		}
+	}
+	return pd, nil
 }

@@ -144,31 +144,39 @@ func (s *session) resumeApproved(ctx context.Context) (Verdict, error) {
 // (approval.requested), and a forger who rewrites those rewrites the chain
 // from the pause on, which a head kept since exposes. The earliest of each
 // event counts, so events appended after a kept head change nothing.
+// stepEventsPage is how many of a step's events a grant check reads at once.
+const stepEventsPage = 64
+
 func (s *session) checkGrantRecorded(ctx context.Context, st *Step, g *Approval) error {
-	evs, err := s.e.store.ListEvents(ctx, s.runID)
-	if err != nil {
-		return err
-	}
 	mismatch := func(field, recorded, granted string) error {
 		return &GrantMismatchError{RunID: s.runID, ApprovalID: g.ID, Field: field, Recorded: recorded, Granted: granted}
 	}
+	// Only this step's events are read, a page at a time, so a resume of a
+	// long run does not load the run's whole history.
 	var decided, requested *Event
-	for i := range evs {
-		ev := &evs[i]
-		if ev.StepID != st.ID {
-			continue
+	for after := int64(0); decided == nil || requested == nil; {
+		evs, err := s.e.store.ListStepEvents(ctx, s.runID, st.ID, after, stepEventsPage)
+		if err != nil {
+			return err
 		}
-		switch ev.Type {
-		case EventStepDecided:
-			if decided == nil {
-				decided = ev
-			}
-		case EventApprovalRequest:
-			var p struct {
-				ApprovalID string `json:"approval_id"`
-			}
-			if requested == nil && json.Unmarshal(ev.Payload, &p) == nil && p.ApprovalID == g.ID {
-				requested = ev
+		if len(evs) == 0 {
+			break
+		}
+		after = evs[len(evs)-1].Seq
+		for i := range evs {
+			ev := &evs[i]
+			switch ev.Type {
+			case EventStepDecided:
+				if decided == nil {
+					decided = ev
+				}
+			case EventApprovalRequest:
+				var p struct {
+					ApprovalID string `json:"approval_id"`
+				}
+				if requested == nil && json.Unmarshal(ev.Payload, &p) == nil && p.ApprovalID == g.ID {
+					requested = ev
+				}
 			}
 		}
 	}

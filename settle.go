@@ -183,6 +183,16 @@ func (s *session) failInternal(ctx context.Context, from []RunStatus, detail str
 	return nil
 }
 
+// approvalTTL is the shorter positive one of the run's limit and the
+// policy's own bound; zero means no expiry. A policy can only shorten the
+// limit the run was started with.
+func approvalTTL(limit, policy time.Duration) time.Duration {
+	if policy > 0 && (limit <= 0 || policy < limit) {
+		return policy
+	}
+	return limit
+}
+
 // pause moves the run to WAITING on an approval bound to the request, in one
 // transaction with the step and its events.
 func (s *session) pause(ctx context.Context, tool *regTool, req ToolRequest, pd PolicyDecision, policyEvent pendingEvent, from []RunStatus) (Verdict, error) {
@@ -199,7 +209,7 @@ func (s *session) pause(ctx context.Context, tool *regTool, req ToolRequest, pd 
 	rq := ToolRequest{RunID: s.runID, StepID: st.ID, Spec: copySpec(tool.spec), Args: args}
 	a := Approval{ID: s.e.newID(), RunID: s.runID, StepID: st.ID, Kind: pd.Kind, Capability: copyRaw(pd.Capability),
 		Presentation: copyRaw(pd.Presentation), Request: rq, Status: ApprovalPending, CreatedAt: now}
-	if ttl := s.run.Limits.ApprovalTTL; ttl > 0 {
+	if ttl := approvalTTL(s.run.Limits.ApprovalTTL, pd.TTL); ttl > 0 {
 		a.ExpiresAt = now.Add(ttl)
 	}
 	h, err := ApprovalHash(a.Kind, a.Capability, a.Presentation, a.Request)

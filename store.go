@@ -86,6 +86,10 @@ type StoreReader interface {
 	// a page may end early to bound its bytes (only an empty page means
 	// caught up), and a payload over MaxStoredValue reads as a stand-in.
 	ListEventsAfter(ctx context.Context, runID string, after int64, limit int) ([]Event, error)
+	// ListStepEvents reads at most limit events of one step with seq > after,
+	// in commit order, under the same bounds: a resume's read of what the
+	// chain recorded for the step it continues, whatever the run's length.
+	ListStepEvents(ctx context.Context, runID, stepID string, after int64, limit int) ([]Event, error)
 
 	// VerifyEvents checks the hash chain from seq from to seq to (from < 1:
 	// the first; to < 1: the head) and reports the first event that does not

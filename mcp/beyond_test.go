@@ -170,3 +170,64 @@ func TestConnection_UnchangedRelistChangesNothing(t *testing.T) {
 	rep.Connection.watch.mu.Unlock()
 	must(t, changed == 0, "an unchanged re-list refused %d tools", changed)
 }
+
+// A caller that must not repeat a side effect blindly learns from every
+// failed call how far it got: refused here, sent with no answer, answered
+// with an error, or answered with something this adapter refuses.
+func TestCall_ErrorsSayHowFarTheCallGot(t *testing.T) {
+	page := `{"tools":[{"name":"t","inputSchema":{"type":"object","properties":{"mode":{"type":"string"},"x":{"type":"string"}}}}]}`
+	srv := rawServer("raw", func(method string, params json.RawMessage) (string, bool) {
+		switch method {
+		case "tools/list":
+			return page, true
+		case "tools/call":
+			var p struct {
+				Arguments struct {
+					Mode string `json:"mode"`
+				} `json:"arguments"`
+			}
+			_ = json.Unmarshal(params, &p)
+			switch p.Arguments.Mode {
+			case "rpc":
+				return `ERROR "the disk is full"`, true
+			case "flagged":
+				return `{"content":[{"type":"text","text":"no such file"}],"isError":true}`, true
+			case "refused":
+				return `{"content":[{"type":"text","text":"a"}],"structuredContent":{"k":1,"k":2}}`, true
+			case "hang":
+				return "", false
+			}
+			return `{"content":[{"type":"text","text":"ok"}]}`, true
+		}
+		return "", false
+	})
+	srv.DefaultTimeout = 200 * time.Millisecond
+	m := pin(t, srv)
+	tools, rep := load(t, srv, m, Rules{"t": {SideEffect: agentrt.LocalMutation, Deny: []string{"x"}}})
+	tl := toolNamed(tools, "raw_t")
+	must(t, tl != nil, "not registered: %v", rep)
+	cases := []struct {
+		args    string
+		outcome CallOutcome
+		message string
+	}{
+		{`{"x":"1"}`, CallNotSent, ""},
+		{`[1]`, CallNotSent, ""},
+		{`{"mode":"rpc"}`, CallServerError, "the disk is full"},
+		{`{"mode":"flagged"}`, CallServerError, "no such file"},
+		{`{"mode":"refused"}`, CallUnreadable, ""},
+		{`{"mode":"hang"}`, CallNoAnswer, ""},
+	}
+	for _, c := range cases {
+		_, err := tl.Call(context.Background(), agentrt.ToolCall{Args: json.RawMessage(c.args)})
+		var ce *CallError
+		must(t, errors.As(err, &ce), "%s: %T %v is not a *CallError", c.args, err, err)
+		must(t, ce.Outcome == c.outcome && ce.Message == c.message, "%s: outcome %q message %q, want %q %q (%v)", c.args, ce.Outcome, ce.Message, c.outcome, c.message, err)
+	}
+	res, err := tl.Call(context.Background(), agentrt.ToolCall{Args: json.RawMessage(`{}`)})
+	must(t, err == nil && string(res.Content) == `"ok"`, "a good call: %s %v", res.Content, err)
+	rep.Connection.Close()
+	_, err = tl.Call(context.Background(), agentrt.ToolCall{Args: json.RawMessage(`{}`)})
+	var ce *CallError
+	must(t, errors.As(err, &ce) && ce.Outcome == CallNotSent && errors.Is(err, ErrClosed), "after Close: %v", err)
+}

@@ -2,6 +2,8 @@ module github.com/agentrt/agentrt/mcp
 
 go 1.26.0
 
+toolchain go1.27.3
+
 require (
 	github.com/agentrt/agentrt v0.0.0-00010101000000-000000000000
 	github.com/modelcontextprotocol/go-sdk v1.8.0

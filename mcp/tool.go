@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
@@ -38,44 +39,95 @@ func (t *tool) Spec() agentrt.ToolSpec {
 // truncMarker ends text cut to fit the cap.
 const truncMarker = "\n[truncated]"
 
+// CallOutcome says how far a failed call got: whether the server can have
+// acted on it. A caller that must not repeat a side effect blindly (a
+// proxy, a journal) branches on it; the error's text stays for people.
+type CallOutcome string
+
+const (
+	// CallNotSent: refused before the request left this process (a denied
+	// or fixed parameter, arguments that are not an object, a closed
+	// connection, a tool changed since its pin). The server cannot have
+	// acted on it. Left only by a new call.
+	CallNotSent CallOutcome = "not_sent"
+	// CallNoAnswer: the request was sent and no answer came (the tool's
+	// timeout, the connection ended, the client is closing). The server may
+	// or may not have acted.
+	CallNoAnswer CallOutcome = "no_answer"
+	// CallServerError: the server answered with an error, a JSON-RPC error
+	// or a result flagged isError. The server says what it did.
+	CallServerError CallOutcome = "server_error"
+	// CallUnreadable: the server answered with a result this adapter
+	// refuses (not acceptable JSON, against the pinned output schema, or a
+	// request for more input). The server acted as far as it did; its
+	// answer is not recorded.
+	CallUnreadable CallOutcome = "unreadable"
+)
+
+// CallError is the error every failed Call of a loaded tool returns. Its
+// text is the adapter's sentence, sanitized where a server chose it.
+type CallError struct {
+	Outcome CallOutcome
+	// Message is the server's own error text, as it sent it (unsanitized,
+	// capped at MaxContentBytes), for CallServerError; empty otherwise.
+	Message string
+	err     error
+}
+
+func (e *CallError) Error() string { return e.err.Error() }
+func (e *CallError) Unwrap() error { return e.err }
+
+// localWireCodes are the JSON-RPC error codes the SDK makes up itself for
+// a call that never got an answer (client closing, server closing,
+// rejected by the transport), not codes a server sent.
+var localWireCodes = map[int64]bool{-32003: true, -32004: true, -32005: true}
+
 // Call checks the arguments against the operator's deny and fixed lists,
 // calls the server under the tool's timeout, and maps the result to
 // content capped at MaxContentBytes. A server's failure is an error (an
-// observation for the agent), never ErrAbortRun.
+// observation for the agent), never ErrAbortRun. Every error is a
+// *CallError saying how far the call got.
 func (t *tool) Call(ctx context.Context, call agentrt.ToolCall) (agentrt.ToolResult, error) {
 	srv := t.conn.srv.Name
-	fail := func(format string, args ...any) (agentrt.ToolResult, error) {
-		return agentrt.ToolResult{}, fmt.Errorf("mcp: server %q: tool %q: "+format, append([]any{srv, trace.Sanitize(t.name)}, args...)...)
+	fail := func(outcome CallOutcome, format string, args ...any) (agentrt.ToolResult, error) {
+		err := fmt.Errorf("mcp: server %q: tool %q: "+format, append([]any{srv, trace.Sanitize(t.name)}, args...)...)
+		return agentrt.ToolResult{}, &CallError{Outcome: outcome, err: err}
 	}
 	select {
 	case <-t.conn.closed:
-		return fail("%w", ErrClosed)
+		return fail(CallNotSent, "%w", ErrClosed)
 	default:
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.spec.Timeout)
 	defer cancel()
 	if err := t.conn.watch.check(ctx, t.name); err != nil {
-		return agentrt.ToolResult{}, err
+		return agentrt.ToolResult{}, &CallError{Outcome: CallNotSent, err: err}
 	}
 	args, err := t.arguments(call.Args)
 	if err != nil {
-		return fail("%v", err)
+		return fail(CallNotSent, "%v", err)
 	}
 	s := &slot{}
 	res, err := t.conn.cs.CallTool(withSlot(ctx, s), &sdk.CallToolParams{Name: t.name, Arguments: args})
 	t.conn.tap.drop(s)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return fail("no answer within %s", t.spec.Timeout)
+			return fail(CallNoAnswer, "no answer within %s", t.spec.Timeout)
 		}
-		return fail("%w", &serverError{err})
+		var we *jsonrpc.Error
+		if errors.As(err, &we) && !localWireCodes[we.Code] {
+			r, e := fail(CallServerError, "%w", &serverError{err})
+			e.(*CallError).Message = we.Message
+			return r, e
+		}
+		return fail(CallNoAnswer, "%w", &serverError{err})
 	}
 	if res.NeedsInput() {
-		return fail("the server asked for more input, which this adapter does not support")
+		return fail(CallUnreadable, "the server asked for more input, which this adapter does not support")
 	}
 	r, err := readResult(s.result(), res)
 	if err != nil {
-		return fail("%v", err)
+		return fail(CallUnreadable, "%v", err)
 	}
 	return t.result(r)
 }
@@ -213,17 +265,18 @@ func (t *tool) result(r *callResult) (agentrt.ToolResult, error) {
 		capped, _ := capText(text, max)
 		var msg string
 		_ = json.Unmarshal(capped, &msg)
-		return agentrt.ToolResult{}, fmt.Errorf("%s%d bytes, error: %s", summary, len(text), trace.Sanitize(msg))
+		return agentrt.ToolResult{}, &CallError{Outcome: CallServerError, Message: msg,
+			err: fmt.Errorf("%s%d bytes, error: %s", summary, len(text), trace.Sanitize(msg))}
 	}
 	dropped := 0
 	if r.structured != nil {
 		c, err := agentrt.CanonicalJSON(r.structured)
 		if err != nil {
-			return agentrt.ToolResult{}, fmt.Errorf("%sstructured content refused: %v", summary, err)
+			return agentrt.ToolResult{}, unreadable("%sstructured content refused: %v", summary, err)
 		}
 		if t.out != nil {
 			if path, reason, ok := validateOutput(t.out, c); !ok {
-				return agentrt.ToolResult{}, fmt.Errorf("%sstructured content does not match the pinned output schema at %s: %s", summary, path, reason)
+				return agentrt.ToolResult{}, unreadable("%sstructured content does not match the pinned output schema at %s: %s", summary, path, reason)
 			}
 		}
 		if len(c) <= max {
@@ -231,7 +284,7 @@ func (t *tool) result(r *callResult) (agentrt.ToolResult, error) {
 		}
 		dropped = len(c)
 	} else if t.out != nil {
-		return agentrt.ToolResult{}, fmt.Errorf("%sthe tool has an output schema but its result carries no structured content", summary)
+		return agentrt.ToolResult{}, unreadable("%sthe tool has an output schema but its result carries no structured content", summary)
 	}
 	if dropped > 0 && len(r.text) == 0 {
 		text = "[structured content dropped: too large]"
@@ -245,6 +298,10 @@ func (t *tool) result(r *callResult) (agentrt.ToolResult, error) {
 		sum += fmt.Sprintf(", structured content of %d bytes dropped for the text", dropped)
 	}
 	return agentrt.ToolResult{Content: content, Summary: sum}, nil
+}
+
+func unreadable(format string, args ...any) error {
+	return &CallError{Outcome: CallUnreadable, err: fmt.Errorf(format, args...)}
 }
 
 // capText encodes s as a JSON string of at most max bytes (escapes and the

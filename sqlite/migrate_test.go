@@ -65,7 +65,7 @@ func TestOpen_MigratesAVersion1DatabaseKeepingItsSteps(t *testing.T) {
 	bigObs, _ := json.Marshal(agentrt.Observation{Kind: agentrt.ObsToolError, Summary: "disk " + strings.Repeat("f", 300) + "ull",
 		Content: json.RawMessage(`"` + strings.Repeat("o", 2*agentrt.MaxPageText) + `"`)})
 	bigDec, _ := json.Marshal(agentrt.Decision{Kind: agentrt.KindToolCall, Tool: "write", Args: json.RawMessage(`{"s":"` + strings.Repeat("a", 2*agentrt.MaxPageText) + `"}`)})
-	craft(t, p, nil,
+	craftAt(t, p, 1, nil,
 		`INSERT INTO steps (id, run_id, idx, status, decision_json, policy_json, observation_json, started_at, finished_at, spec_hash, policy_id)
 			VALUES ('s0', 'r1', 0, 'done', '{"kind":"tool_call","tool":"read"}', '{"outcome":"allow"}', '{"kind":"tool_result","summary":"ok"}',
 			'2026-01-01T00:00:00Z', '2026-01-01T00:00:01Z', 'h0', 'p0')`,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,7 +20,19 @@ import (
 // and one run. With edit and extra empty the file is an honest database.
 func craft(t *testing.T, path string, edit func(string) string, extra ...string) {
 	t.Helper()
-	ddl, err := os.ReadFile("migrations/0001_init.sql")
+	craftAt(t, path, sqlite.SchemaVersion, edit, extra...)
+}
+
+// craftAt is craft at an older schema version: migrations 1 to version.
+func craftAt(t *testing.T, path string, version int, edit func(string) string, extra ...string) {
+	t.Helper()
+	files, err := filepath.Glob("migrations/*.sql")
+	if err != nil || len(files) < version {
+		t.Fatalf("migrations: %d files, %v", len(files), err)
+	}
+	sort.Strings(files)
+	files = files[:version]
+	ddl, err := os.ReadFile(files[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,13 +42,21 @@ func craft(t *testing.T, path string, edit func(string) string, extra ...string)
 			t.Fatal("the edit changed nothing")
 		}
 	}
-	db := raw(t, path)
-	stmts := []string{
-		"CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
-		text,
-		"INSERT INTO schema_migrations (version, applied_at) VALUES (1, '2026-01-01T00:00:00Z')",
-		`INSERT INTO runs (id, status, created_at) VALUES ('r1', 'RUNNING', '2026-01-01T00:00:00Z')`,
+	// The first migration as edited, then every later one as written, so
+	// the file is at this build's version and only the edit differs.
+	stmts := []string{"CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)", text}
+	for _, f := range files[1:] {
+		later, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stmts = append(stmts, string(later))
 	}
+	for v := 1; v <= len(files); v++ {
+		stmts = append(stmts, fmt.Sprintf("INSERT INTO schema_migrations (version, applied_at) VALUES (%d, '2026-01-01T00:00:00Z')", v))
+	}
+	stmts = append(stmts, `INSERT INTO runs (id, status, created_at) VALUES ('r1', 'RUNNING', '2026-01-01T00:00:00Z')`)
+	db := raw(t, path)
 	for _, q := range append(stmts, extra...) {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%.60s: %v", q, err)

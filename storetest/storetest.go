@@ -33,6 +33,7 @@ func Exercise(t *testing.T, open Opener) {
 	t.Run("TotalsSaturate", func(t *testing.T) { totalsSaturate(t, open(t)) })
 	t.Run("PagesAreBounded", func(t *testing.T) { pagesBounded(t, open(t)) })
 	t.Run("EventsAfterAreInCommitOrderAndBounded", func(t *testing.T) { eventsAfter(t, open(t)) })
+	t.Run("StepEventsAreOneStepsInCommitOrder", func(t *testing.T) { stepEvents(t, open(t)) })
 	t.Run("ModelCalls", func(t *testing.T) { modelCalls(t, open(t)) })
 	t.Run("LeaseRenewalIsCompareAndSet", func(t *testing.T) { leaseRenewal(t, open(t)) })
 	t.Run("RunClaimTakesRunnableWorkOldestFirst", func(t *testing.T) { runClaim(t, open(t)) })

@@ -2,6 +2,8 @@ module github.com/agentrt/agentrt/export/otel
 
 go 1.26.0
 
+toolchain go1.27.3
+
 require (
 	github.com/agentrt/agentrt v0.0.0
 	go.opentelemetry.io/otel v1.47.0

@@ -8,6 +8,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -95,12 +96,18 @@ func runMeasured(t *testing.T, bin string, args ...string) (result, int64) {
 	return result{stdout.String(), stderr.String(), code}, rss
 }
 
-// craftDB writes, as a hostile author would, a version-1 runs database from
-// the migration's own text with one definition replaced and the extra
-// statements run, holding one running run r1.
+// craftDB writes, as a hostile author would, a runs database at this
+// build's schema version from the migrations' own text, with one definition
+// of the first replaced and the extra statements run, holding one running
+// run r1.
 func craftDB(t *testing.T, path, old, new string, extra ...string) {
 	t.Helper()
-	ddl, err := os.ReadFile("../../sqlite/migrations/0001_init.sql")
+	files, err := filepath.Glob("../../sqlite/migrations/*.sql")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("migrations: %v", err)
+	}
+	sort.Strings(files)
+	ddl, err := os.ReadFile(files[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,12 +122,18 @@ func craftDB(t *testing.T, path, old, new string, extra ...string) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	stmts := []string{
-		"CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
-		text,
-		"INSERT INTO schema_migrations (version, applied_at) VALUES (1, '2026-01-01T00:00:00Z')",
-		`INSERT INTO runs (id, status, created_at) VALUES ('r1', 'RUNNING', '2026-01-01T00:00:00Z')`,
+	stmts := []string{"CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)", text}
+	for _, f := range files[1:] {
+		later, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stmts = append(stmts, string(later))
 	}
+	for v := 1; v <= len(files); v++ {
+		stmts = append(stmts, fmt.Sprintf("INSERT INTO schema_migrations (version, applied_at) VALUES (%d, '2026-01-01T00:00:00Z')", v))
+	}
+	stmts = append(stmts, `INSERT INTO runs (id, status, created_at) VALUES ('r1', 'RUNNING', '2026-01-01T00:00:00Z')`)
 	for _, q := range append(stmts, extra...) {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%.60s: %v", q, err)

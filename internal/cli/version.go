@@ -15,8 +15,17 @@ var versionCommand = &command{
 	run:     runVersion,
 }
 
-// version is the module version agentrt was built from, or "devel".
+// stamp is the version make release writes in at link time
+// (-ldflags "-X github.com/agentrt/agentrt/internal/cli.stamp=v1.2.3"): the
+// tag a release is built from, or its commit. Empty in any other build.
+var stamp string
+
+// version is the release stamp, else the module version agentrt was built
+// from, else "devel".
 func version() string {
+	if stamp != "" {
+		return stamp
+	}
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		return bi.Main.Version
 	}

@@ -49,6 +49,22 @@ func (s *Store) ListEventsAfter(ctx context.Context, runID string, after int64, 
 		q += " AND run_id = ?"
 		args = append(args, runID)
 	}
+	return s.eventsPage(ctx, q, args, limit)
+}
+
+// ListStepEvents reads at most limit events of one step of one run with
+// seq > after, in seq order, bounded as ListEventsAfter is: what a resume
+// needs of a long run's history without loading the rest of it.
+func (s *Store) ListStepEvents(ctx context.Context, runID, stepID string, after int64, limit int) ([]agentrt.Event, error) {
+	if runID == "" || stepID == "" || after < 0 || limit <= 0 {
+		return nil, fmt.Errorf("agentrt: reading a step's events needs a run, a step, after >= 0 and limit > 0, got run %q step %q after %d limit %d", runID, stepID, after, limit)
+	}
+	return s.eventsPage(ctx, eventsAfterSelect+" WHERE run_id = ? AND step_id = ? AND seq > ?", []any{runID, stepID, after}, limit)
+}
+
+// eventsPage runs q (eventsAfterSelect and its WHERE) in seq order under
+// the page bounds.
+func (s *Store) eventsPage(ctx context.Context, q string, args []any, limit int) ([]agentrt.Event, error) {
 	q += " ORDER BY seq LIMIT ?"
 	args = append(args, limit)
 	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(q), args...)

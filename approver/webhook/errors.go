@@ -1,0 +1,95 @@
+package webhook
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/approver"
+)
+
+// Code names why a request was refused, in the "code" of an error body.
+type Code string
+
+// The codes, by status.
+const (
+	// 400: the body is not a decision or cancel, names another run or
+	// approval than the path, or lacks the hash or who decided.
+	CodeBadRequest Code = "bad_request"
+	// 401: unsigned, badly signed, outside the skew, or replayed.
+	CodeUnauthorized Code = "unauthorized"
+	// 404: no such route, run or approval of this run.
+	CodeNotFound Code = "not_found"
+	// 409: the stored approval is not the one shown.
+	CodeApprovalChanged Code = "approval_changed"
+	// 409: the approval was already decided or cancelled.
+	CodeNotPending Code = "not_pending"
+	// 409: the run is not waiting for an approval.
+	CodeRunNotWaiting Code = "run_not_waiting"
+	// 409: a cancel of a run that already ended.
+	CodeRunFinished Code = "run_finished"
+	// 409: the stored approval does not match its own hash.
+	CodeApprovalHash Code = "approval_hash"
+	// 410: the approval expired; never a rejection.
+	CodeExpired Code = "expired"
+	// 413: the body is over Config.MaxBody.
+	CodeBodyTooLarge Code = "body_too_large"
+	// 429: over Config.Rate, or the replay window is full.
+	CodeRateLimited Code = "rate_limited"
+	// 500: the store failed; the detail goes to the Observer only.
+	CodeInternal Code = "internal"
+)
+
+// Error is the body of every refusal.
+type Error struct {
+	Error string `json:"error"`
+	Code  Code   `json:"code"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(Error{Error: "internal error", Code: CodeInternal})
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// refuse answers with an error body and reports the refusal; detail, when
+// set, goes to the Observer and never to the caller.
+func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, status int, code Code, msg string, detail error) {
+	p := map[string]any{"status": status, "code": code, "method": r.Method, "path": r.URL.Path}
+	if detail != nil {
+		p["detail"] = detail.Error()
+	}
+	h.observe(EventRefused, "", p)
+	writeJSON(w, status, Error{Error: msg, Code: code})
+}
+
+// fail maps an Approver's error to its status and code. The messages are
+// the handler's own, so nothing of the store's text reaches the caller.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error, cancel bool) {
+	switch {
+	case errors.Is(err, approver.ErrDecision):
+		h.refuse(w, r, http.StatusBadRequest, CodeBadRequest, "the decision is incomplete", err)
+	case errors.Is(err, agentrt.ErrNotFound):
+		h.refuse(w, r, http.StatusNotFound, CodeNotFound, "not found", nil)
+	case errors.Is(err, agentrt.ErrApprovalExpired):
+		h.refuse(w, r, http.StatusGone, CodeExpired, "the approval has expired", nil)
+	case errors.Is(err, agentrt.ErrNotPending):
+		h.refuse(w, r, http.StatusConflict, CodeNotPending, "the approval is no longer pending", nil)
+	case errors.Is(err, agentrt.ErrApprovalChanged):
+		h.refuse(w, r, http.StatusConflict, CodeApprovalChanged, "the approval is not the one shown; show it again", nil)
+	case errors.Is(err, agentrt.ErrApprovalHash):
+		h.refuse(w, r, http.StatusConflict, CodeApprovalHash, "the stored approval does not match its hash", err)
+	case errors.Is(err, agentrt.ErrRunState) && cancel:
+		h.refuse(w, r, http.StatusConflict, CodeRunFinished, "the run has already ended", nil)
+	case errors.Is(err, agentrt.ErrRunState):
+		h.refuse(w, r, http.StatusConflict, CodeRunNotWaiting, "the run is not waiting for an approval", nil)
+	default:
+		h.refuse(w, r, http.StatusInternalServerError, CodeInternal, "internal error", err)
+	}
+}

@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"errors"
+
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+)
+
+// The declarative policy commands live in agentrt-policy, built from the
+// policy/cel module, so that the core (and this binary) never links CEL.
+// agentrt runs it, passing the arguments and the streams through.
+
+// policyProgram is the command agentrt runs for policy and recheck.
+const policyProgram = "agentrt-policy"
+
+// policyInstall says how to get agentrt-policy.
+const policyInstall = "go install github.com/agentrt/agentrt/policy/cel/cmd/agentrt-policy@latest"
+
+var policyCommand = &command{
+	name:    "policy",
+	summary: "check, test or explain a declarative policy file (runs agentrt-policy)",
+	usage:   "check|test|explain [arguments]",
+	run:     runPolicy,
+}
+
+var recheckCommand = &command{
+	name:    "recheck",
+	summary: "re-ask a policy file about every decision a run recorded (runs agentrt-policy)",
+	usage:   "-policy FILE <run>",
+	run:     runRecheck,
+}
+
+func init() {
+	commandHelp["policy"] = `Runs agentrt-policy, found next to agentrt or on PATH, with the same
+arguments:
+  policy check FILE             compile FILE; warn on rules that never match
+  policy test FILE CASES        judge a table of requests; exit 1 on a mismatch
+  policy explain FILE -tool T   which rule decides a request, and why
+Run 'agentrt policy help COMMAND' for a command's flags. Install it with
+  ` + policyInstall
+	commandHelp["recheck"] = `Re-asks the policy file about every policy decision the run recorded and
+prints whether each is decided alike; exits 1 when any is not. Runs
+'agentrt-policy recheck -db DB -policy FILE <run>'; the database opens
+read-only and nothing is written.
+  -policy FILE  the policy file to ask`
+}
+
+// findPolicyProgram is where agentrt-policy is: next to the running agentrt,
+// else on PATH. A variable so tests can point it elsewhere.
+var findPolicyProgram = func() (string, error) {
+	if self, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(self), policyProgram)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return osexec.LookPath(policyProgram)
+}
+
+func runPolicy(e *env, g *global, c *command, args []string) int {
+	if g.json {
+		return e.usageError(c, "agentrt policy has no -json output")
+	}
+	if len(args) == 0 {
+		return e.usageError(c, "missing the policy command: check, test or explain")
+	}
+	return e.runPolicyProgram(args)
+}
+
+func runRecheck(e *env, g *global, c *command, args []string) int {
+	if g.json {
+		return e.usageError(c, "agentrt recheck has no -json output")
+	}
+	full := []string{"recheck"}
+	if g.db != "" {
+		full = append(full, "-db", g.db)
+	}
+	return e.runPolicyProgram(append(full, args...))
+}
+
+// runPolicyProgram runs agentrt-policy with args and the command's streams,
+// and exits as it exits.
+func (e *env) runPolicyProgram(args []string) int {
+	path, err := findPolicyProgram()
+	if err != nil {
+		return e.fail("this command needs %s, which is neither next to agentrt nor on PATH, so install it with '%s'.", policyProgram, policyInstall)
+	}
+	cmd := osexec.Command(path, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
+	cmd.Env = os.Environ()
+	if db := e.getenv(dbEnv); db != "" {
+		cmd.Env = append(cmd.Env, dbEnv+"="+db)
+	}
+	err = cmd.Run()
+	var exit *osexec.ExitError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &exit) && exit.ExitCode() >= 0:
+		return exit.ExitCode()
+	}
+	return e.fail("running %s: %v", path, err)
+}

@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakePolicyProgram installs a stand-in agentrt-policy that prints its
+// arguments and its stdin, and exits with the code in its first argument
+// when that is "exit=N".
+func fakePolicyProgram(t *testing.T) {
+	t.Helper()
+	dir := t.TempDir()
+	p := filepath.Join(dir, policyProgram)
+	script := "#!/bin/sh\necho \"args:$*\"\necho \"db:$AGENTRT_DB\"\ncat\necho err >&2\ncase \"$1\" in exit=*) exit \"${1#exit=}\";; esac\nexit 0\n"
+	if err := os.WriteFile(p, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := findPolicyProgram
+	findPolicyProgram = func() (string, error) { return p, nil }
+	t.Cleanup(func() { findPolicyProgram = old })
+}
+
+// agentrt policy and agentrt recheck run agentrt-policy with the arguments
+// as given (recheck also naming the global -db), pass stdin, stdout and
+// stderr through, and exit with its exit code.
+func TestPolicy_RunsAgentrtPolicyWithArgumentsAndStreams(t *testing.T) {
+	fakePolicyProgram(t)
+	r := (*fixture)(nil).runWith(t, func(*env) {}, strings.NewReader("from stdin\n"), "policy", "test", "p.yaml", "cases.yaml")
+	if r.code != ExitOK || r.stdout != "args:test p.yaml cases.yaml\ndb:\nfrom stdin\n" || r.stderr != "err\n" {
+		t.Fatalf("policy test: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = (*fixture)(nil).runWith(t, func(*env) {}, nil, "policy", "exit=1")
+	if r.code != ExitFailure {
+		t.Fatalf("exit %d, want agentrt-policy's 1", r.code)
+	}
+	r = (*fixture)(nil).runWith(t, func(*env) {}, nil, "policy", "exit=2")
+	if r.code != ExitUsage {
+		t.Fatalf("exit %d, want agentrt-policy's 2", r.code)
+	}
+	r = (*fixture)(nil).runWith(t, func(*env) {}, nil, "-db", "/runs.db", "recheck", "-policy", "p.yaml", "run-1")
+	if r.code != ExitOK || !strings.HasPrefix(r.stdout, "args:recheck -db /runs.db -policy p.yaml run-1\n") {
+		t.Fatalf("recheck: exit %d, stdout %q", r.code, r.stdout)
+	}
+	r = (*fixture)(nil).runWith(t, func(e *env) {
+		e.getenv = func(k string) string {
+			if k == dbEnv {
+				return "/from/env.db"
+			}
+			return ""
+		}
+	}, nil, "recheck", "-policy", "p.yaml", "run-1")
+	if !strings.Contains(r.stdout, "db:/from/env.db\n") {
+		t.Fatalf("recheck did not pass AGENTRT_DB on: %q", r.stdout)
+	}
+}
+
+// Without agentrt-policy next to agentrt or on PATH, the command fails in
+// one sentence that says how to install it.
+func TestPolicy_MissingProgramSaysHowToInstallIt(t *testing.T) {
+	old := findPolicyProgram
+	findPolicyProgram = func() (string, error) { return "", os.ErrNotExist }
+	t.Cleanup(func() { findPolicyProgram = old })
+	for _, args := range [][]string{{"policy", "check", "p.yaml"}, {"recheck", "-policy", "p.yaml", "run-1"}} {
+		r := (*fixture)(nil).runWith(t, func(*env) {}, nil, args...)
+		oneSentence(t, r, "go install github.com/agentrt/agentrt/policy/cel/cmd/agentrt-policy@latest")
+	}
+}

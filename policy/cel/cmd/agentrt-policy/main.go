@@ -1,0 +1,14 @@
+// Command agentrt-policy checks, tests and explains declarative policy
+// files, and re-checks a recorded run against one. agentrt runs it for
+// `agentrt policy ...`. See internal/policycli for the commands.
+package main
+
+import (
+	"os"
+
+	"github.com/agentrt/agentrt/policy/cel/internal/policycli"
+)
+
+func main() {
+	os.Exit(policycli.Run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}

@@ -1,0 +1,41 @@
+package policycli
+
+import (
+	"flag"
+	"fmt"
+)
+
+var checkCommand = &command{
+	name:  "check",
+	usage: "[-strict] FILE",
+	help: `Compiles FILE as agentrt would load it (owner-only, strict, every
+expression type-checked) and prints its policy id. Warns about rules that
+can never match, rules an earlier rule shadows, and a default that allows.
+  -strict  exit 1 when there is any warning`,
+	run: runCheck,
+}
+
+func runCheck(e *env, c *command, args []string) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	strict := fs.Bool("strict", false, "exit 1 on any warning")
+	pos, code, ok := e.parse(c, fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		return e.usageError(c, "check takes exactly one policy file")
+	}
+	p, code := e.load(pos[0])
+	if p == nil {
+		return code
+	}
+	ws := p.Warnings()
+	fmt.Fprintf(e.stdout, "%s: compiles; id %s\n", s(pos[0]), p.PolicyID())
+	for _, w := range ws {
+		fmt.Fprintf(e.stdout, "warning: %s:%s\n", s(pos[0]), s(w.String()))
+	}
+	if *strict && len(ws) > 0 {
+		return ExitFailure
+	}
+	return ExitOK
+}

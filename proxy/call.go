@@ -1,0 +1,898 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/mcp"
+	"github.com/agentrt/agentrt/trace"
+)
+
+// call is one host call being handled.
+type call struct {
+	t    *ptool
+	args json.RawMessage // as the host sent them
+	key  string
+	// hold is how long this call may wait for a decision.
+	hold time.Duration
+	// progress, when set, sends one progress notification.
+	progress func(msg string)
+}
+
+// maxAttempts bounds how often one call is matched again after a row or
+// run changed under it (another proxy on the same index, an operator).
+const maxAttempts = 8
+
+// handle answers one host call of a proxied tool.
+func (p *Proxy) handle(ctx context.Context, t *ptool, req *sdk.CallToolRequest) answer {
+	c := &call{t: t, args: req.Params.Arguments, hold: p.cfg.Hold}
+	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+		n := 0
+		c.progress = func(msg string) {
+			n++
+			_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: float64(n), Message: msg})
+		}
+	}
+	return p.callTool(ctx, c)
+}
+
+func (p *Proxy) callTool(ctx context.Context, c *call) answer {
+	if len(bytes.TrimSpace(c.args)) == 0 {
+		c.args = json.RawMessage("{}")
+	}
+	canon, err := agentrt.CanonicalJSON(c.args)
+	if err != nil {
+		return p.refusedJSON(ctx, c)
+	}
+	c.key = keyOf(c.t.name, canon)
+	if !c.t.mutating() && c.t.outcome(p.cfg.Policy) == agentrt.Allow {
+		// An allowed read has nothing to match: no approval to collect, no
+		// repeat to refuse, no block. It runs at once, and its row is
+		// written for the status tool after the answer, off its path.
+		r := &row{Session: p.cfg.Session, Key: c.key, Tool: c.t.name, SideEffect: c.t.spec.SideEffect, RunID: p.newRunID(),
+			CreatedAt: p.now(), State: stateBegun}
+		a, again := p.fresh(ctx, c, r)
+		if again {
+			return unavailableText("it could not be recorded; call again")
+		}
+		return a
+	}
+	for range maxAttempts {
+		a, again := p.attempt(ctx, c)
+		if !again {
+			return a
+		}
+	}
+	p.logf("agentrt-proxy: a call to %s changed under it %d times; answered UNAVAILABLE", quote(c.t.name, boundName), maxAttempts)
+	return unavailableText("it kept changing while being matched; call again")
+}
+
+// claim is what the index said about a call.
+type claim struct {
+	row     *row // the open row: new (fresh) or existing
+	fresh   bool
+	blocked *row // a row whose unknown outcome blocks the tool
+	reask   bool // blocked's question must be asked again first
+	capped  int  // open approvals, when the cap refused a new one
+}
+
+// attempt matches the call once; again asks for another match because
+// something changed under it.
+func (p *Proxy) attempt(ctx context.Context, c *call) (answer, bool) {
+	cl, err := p.claim(ctx, c)
+	if err != nil {
+		return p.internal(err, "the record could not be read")
+	}
+	switch {
+	case cl.blocked != nil:
+		if cl.reask {
+			p.askAgain(ctx, cl.blocked)
+		}
+		return blockedByUnknownText(), false
+	case cl.capped > 0:
+		return blockedByCapText(cl.capped), false
+	case cl.fresh:
+		return p.fresh(ctx, c, cl.row)
+	}
+	return p.existing(ctx, c, cl.row)
+}
+
+// internal logs an error the model must not see and answers UNAVAILABLE.
+func (p *Proxy) internal(err error, why string) (answer, bool) {
+	if errors.Is(err, errStale) {
+		return answer{}, true
+	}
+	p.logf("agentrt-proxy: %s: %s", why, trace.Sanitize(err.Error()))
+	return unavailableText(why), false
+}
+
+// claim finds the open row of the call's key, closing one whose repeat
+// window has passed; or, for a new call, checks the blocks and inserts a
+// row under a new run id. One index transaction.
+func (p *Proxy) claim(ctx context.Context, c *call) (claim, error) {
+	now := p.now()
+	var out claim
+	needsApproval := c.t.outcome(p.cfg.Policy) == agentrt.RequireApproval
+	err := p.ix.update(ctx, func(tx *sql.Tx) error {
+		out = claim{}
+		r, err := openRow(tx, p.cfg.Session, c.key)
+		if err != nil {
+			return err
+		}
+		if r != nil && r.State == stateDone && !r.Outcome.StaysUnknown() && !now.Before(r.OpenUntil) {
+			closed := *r
+			closed.Open, closed.ClosedAt = false, now
+			if err := casRow(tx, &closed, r.State); err != nil {
+				return err
+			}
+			r = nil
+		}
+		if r != nil {
+			out.row = r
+			return nil
+		}
+		if c.t.mutating() {
+			b, reask, err := p.blocker(ctx, tx, c, now)
+			if err != nil {
+				return err
+			}
+			if b != nil {
+				out.blocked, out.reask = b, reask
+				return nil
+			}
+		}
+		if needsApproval {
+			n, err := p.openApprovals(ctx, tx, now)
+			if err != nil {
+				return err
+			}
+			if n >= p.cfg.MaxPending {
+				out.capped = n
+				return nil
+			}
+		}
+		nr := &row{Session: p.cfg.Session, Key: c.key, Tool: c.t.name, SideEffect: c.t.spec.SideEffect, RunID: p.newRunID(),
+			CreatedAt: now, Open: true, State: stateBegun}
+		if err := insertRow(tx, nr); err != nil {
+			return err
+		}
+		out.row, out.fresh = nr, true
+		return nil
+	})
+	return out, err
+}
+
+// blocker finds a row of another key whose unknown outcome blocks the
+// tool, reading each blocking row's approval from the store: approved or
+// rejected, it no longer blocks; expired, it still does and must be asked
+// again.
+func (p *Proxy) blocker(ctx context.Context, tx *sql.Tx, c *call, now time.Time) (*row, bool, error) {
+	rows, err := tx.Query(`SELECT `+rowColumns+` FROM proxy_calls WHERE session = ? AND tool = ? AND blocking = 1 AND request_key <> ?`,
+		p.cfg.Session, c.t.name, c.key)
+	if err != nil {
+		return nil, false, err
+	}
+	var bs []*row
+	for rows.Next() {
+		r, err := scanRow(rows)
+		if err != nil {
+			rows.Close()
+			return nil, false, err
+		}
+		bs = append(bs, r)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, false, err
+	}
+	for _, b := range bs {
+		if b.State != stateWaiting {
+			// Between runs of its question (a re-ask is being begun).
+			return b, false, nil
+		}
+		a, err := p.store.GetApproval(ctx, b.RunID, b.ApprovalID)
+		if err != nil {
+			return b, false, nil
+		}
+		switch {
+		case a.Status == agentrt.ApprovalPending && (a.ExpiresAt.IsZero() || now.Before(a.ExpiresAt)):
+			return b, false, nil
+		case a.Status == agentrt.ApprovalApproved:
+			if _, err := tx.Exec(`UPDATE proxy_calls SET blocking = 0 WHERE id = ?`, b.ID); err != nil {
+				return nil, false, err
+			}
+		case a.Status == agentrt.ApprovalRejected:
+			nb := *b
+			nb.State, nb.Outcome, nb.Blocking, nb.SettledAt = stateDone, OutcomeUnknownRejected, false, now
+			nb.OpenUntil, nb.Detail = now.Add(p.windowOf(b.Tool)), a.Note
+			if err := casRow(tx, &nb, b.State); err != nil {
+				return nil, false, err
+			}
+		default:
+			return b, true, nil
+		}
+	}
+	return nil, false, nil
+}
+
+// openApprovals counts the session's approvals still pending, reading each
+// waiting row's approval from the store, since an operator decides
+// without the index knowing.
+func (p *Proxy) openApprovals(ctx context.Context, tx *sql.Tx, now time.Time) (int, error) {
+	rows, err := tx.Query(`SELECT run_id, approval_id FROM proxy_calls WHERE session = ? AND open = 1 AND state = ?`, p.cfg.Session, string(stateWaiting))
+	if err != nil {
+		return 0, err
+	}
+	type ref struct{ run, approval string }
+	var refs []ref
+	for rows.Next() {
+		var r ref
+		if err := rows.Scan(&r.run, &r.approval); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		refs = append(refs, r)
+	}
+	if err := rows.Close(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range refs {
+		a, err := p.store.GetApproval(ctx, r.run, r.approval)
+		if err == nil && a.Status == agentrt.ApprovalPending && (a.ExpiresAt.IsZero() || now.Before(a.ExpiresAt)) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (p *Proxy) windowOf(tool string) time.Duration {
+	if t := p.tools[tool]; t != nil {
+		return t.window
+	}
+	return p.cfg.RepeatWindow
+}
+
+// existing answers a call whose key has an open row.
+func (p *Proxy) existing(ctx context.Context, c *call, r *row) (answer, bool) {
+	switch r.State {
+	case stateBegun:
+		run, err := p.store.GetRun(ctx, r.RunID)
+		if errors.Is(err, agentrt.ErrNotFound) {
+			// Claimed and never begun (its claimer stopped, or is about to
+			// begin it): begin it under its id; of two that try, the
+			// store lets one.
+			return p.fresh(ctx, c, r)
+		}
+		if err != nil {
+			return p.internal(err, "the record could not be read")
+		}
+		switch {
+		case run.Status == agentrt.RunRunning:
+			if time.Now().Before(run.LeaseExpiresAt) {
+				return inProgressText(), false
+			}
+			return p.recover(ctx, c, r)
+		case run.Status == agentrt.RunWaiting:
+			return p.adoptWaiting(ctx, c, r)
+		default:
+			return p.settleRecord(ctx, c, r)
+		}
+	case stateWaiting:
+		return p.waiting(ctx, c, r)
+	}
+	// Done and open: answer from the outcome.
+	now := p.now()
+	switch {
+	case r.Outcome.StaysUnknown():
+		if now.Before(r.OpenUntil) {
+			if r.Outcome == OutcomeUnknownDenied {
+				return deniedText(r.Detail), false
+			}
+			return rejectedText(r.Detail, r.OpenUntil.Sub(r.SettledAt)), false
+		}
+		return p.reask(ctx, c, r)
+	case r.Outcome == OutcomeRejected:
+		return rejectedText(r.Detail, r.OpenUntil.Sub(r.SettledAt)), false
+	case r.Outcome == OutcomeExpired:
+		return expiredText(), false
+	case r.Outcome.Executed():
+		return duplicateText(now.Sub(r.SettledAt), r.Outcome, r.Detail), false
+	}
+	return p.internal(fmt.Errorf("row %d is open with outcome %q", r.ID, r.Outcome), "the record is not understood")
+}
+
+// fresh begins the row's run and proposes the call.
+func (p *Proxy) fresh(ctx context.Context, c *call, r *row) (answer, bool) {
+	gs, err := p.gate.Begin(ctx, r.RunID, "call "+c.t.name, p.limits())
+	if err != nil {
+		if _, gerr := p.store.GetRun(ctx, r.RunID); gerr == nil {
+			return answer{}, true // another process began it first
+		}
+		return p.internal(err, "the call could not be recorded")
+	}
+	defer gs.Close()
+	st, err := gs.Step(ctx)
+	if err != nil || st == nil {
+		return p.internal(fmt.Errorf("step: %v", err), "the call could not be recorded")
+	}
+	pctx := ctx
+	var in *interruption
+	if r.Interrupted != "" {
+		in = new(interruption)
+		if err := json.Unmarshal([]byte(r.Interrupted), in); err != nil {
+			return p.internal(err, "the record is not understood")
+		}
+		pctx = withReask(ctx, in)
+	}
+	v, err := st.Propose(pctx, agentrt.Decision{Kind: agentrt.KindToolCall, Tool: c.t.name, Args: c.args, Reason: "the host called " + c.t.name})
+	if err != nil {
+		return p.internal(err, "the call could not be recorded")
+	}
+	return p.verdict(ctx, c, r, gs, st, v)
+}
+
+// verdict acts on what the gate made of a proposal or an attach.
+func (p *Proxy) verdict(ctx context.Context, c *call, r *row, gs *agentrt.Session, st *agentrt.OpenStep, v agentrt.Verdict) (answer, bool) {
+	switch v.Outcome {
+	case agentrt.VerdictAllowed:
+		// A host that cancels lets the call finish and be recorded.
+		obs, err := st.Execute(context.WithoutCancel(ctx))
+		if err != nil && obs.Kind == "" {
+			if errors.Is(err, agentrt.ErrApprovalExpired) {
+				return p.settleRecord(ctx, c, r)
+			}
+			if errors.Is(err, agentrt.ErrRunState) || errors.Is(err, agentrt.ErrRunLeased) {
+				// Another call (another proxy on this index) started it
+				// first; nothing ran here. Match again.
+				return answer{}, true
+			}
+			return p.internal(err, "the call could not be run")
+		}
+		return p.executed(ctx, c, r, gs, st.ID(), obs, true)
+	case agentrt.VerdictDenied:
+		p.closeRun(ctx, gs, "the call was refused")
+		o := v.Observation
+		if o != nil && o.Kind == agentrt.ObsInvalidDecision {
+			return p.settle(ctx, c, r, OutcomeInvalid, o.Summary, invalidText(o.Summary))
+		}
+		reason := ""
+		if o != nil {
+			reason = o.Summary
+		}
+		if r.Interrupted != "" {
+			return p.settle(ctx, c, r, OutcomeUnknownDenied, reason, deniedText(reason))
+		}
+		return p.settle(ctx, c, r, OutcomeDenied, reason, deniedText(reason))
+	case agentrt.VerdictPending:
+		return p.opened(ctx, c, r, v.Approval)
+	case agentrt.VerdictEnded:
+		return p.settleRecord(ctx, c, r)
+	}
+	// An open session with no step: an approved request the policy now
+	// denies, recorded as the step's failure.
+	p.closeRun(ctx, gs, "the approved request is no longer allowed")
+	reason := "the policy no longer allows it"
+	if v.Observation != nil {
+		reason = v.Observation.Summary
+	}
+	return p.settle(ctx, c, r, OutcomeDenied, reason, deniedText(reason))
+}
+
+// closeRun ends a run left RUNNING after its one call: one call per run.
+func (p *Proxy) closeRun(ctx context.Context, gs *agentrt.Session, why string) {
+	if gs == nil || gs.Done() {
+		return
+	}
+	st, err := gs.Step(context.WithoutCancel(ctx))
+	if err != nil || st == nil {
+		return
+	}
+	_, _ = st.Propose(context.WithoutCancel(ctx), agentrt.Decision{Kind: agentrt.KindFail, Message: "one call per run: " + why})
+}
+
+// opened records that the run waits on approval a, says so on stderr with
+// the command that decides it, and holds the call for a decision.
+func (p *Proxy) opened(ctx context.Context, c *call, r *row, a *agentrt.Approval) (answer, bool) {
+	if a == nil {
+		return p.internal(errors.New("a pending verdict without an approval"), "the record is not understood")
+	}
+	nr, err := p.ix.set(ctx, r, func(n *row) {
+		n.State, n.ApprovalID, n.Blocking = stateWaiting, a.ID, a.Kind == agentrt.InterruptedSideEffect && c.t.mutating()
+	})
+	if err != nil {
+		return p.internal(err, "the record could not be written")
+	}
+	p.logf("agentrt-proxy: approval %s (%s) for %s waits; decide with: agentrt -db %s approve %s -approval %s (or reject)",
+		quote(a.ID, boundName), quote(a.Kind, boundName), quote(c.t.name, boundName), strconv.Quote(trace.Sanitize(p.cfg.Database)),
+		quote(r.RunID, boundName), quote(a.ID, boundName))
+	return p.holdFor(ctx, c, nr, *a)
+}
+
+// adoptWaiting brings a begun row whose run already waits (its claimer
+// stopped before it wrote so) up to date.
+func (p *Proxy) adoptWaiting(ctx context.Context, c *call, r *row) (answer, bool) {
+	as, err := p.store.ListApprovals(ctx, r.RunID)
+	if err != nil || len(as) == 0 {
+		return p.internal(fmt.Errorf("run %s waits on no approval: %v", r.RunID, err), "the record is not understood")
+	}
+	a := as[len(as)-1]
+	_, err = p.ix.set(ctx, r, func(n *row) {
+		n.State, n.ApprovalID, n.Blocking = stateWaiting, a.ID, a.Kind == agentrt.InterruptedSideEffect && c.t.mutating()
+	})
+	if err != nil {
+		return p.internal(err, "the record could not be written")
+	}
+	return answer{}, true
+}
+
+// waiting answers a call whose row waits on an approval.
+func (p *Proxy) waiting(ctx context.Context, c *call, r *row) (answer, bool) {
+	a, err := p.store.GetApproval(ctx, r.RunID, r.ApprovalID)
+	if err != nil {
+		return p.internal(err, "the record could not be read")
+	}
+	now := p.now()
+	switch {
+	case a.Status == agentrt.ApprovalPending && (a.ExpiresAt.IsZero() || now.Before(a.ExpiresAt)):
+		return p.holdFor(ctx, c, r, a)
+	case a.Status == agentrt.ApprovalRejected:
+		if a.Kind == agentrt.InterruptedSideEffect {
+			return p.settle(ctx, c, r, OutcomeUnknownRejected, a.Note, rejectedText(a.Note, c.t.window))
+		}
+		return p.settle(ctx, c, r, OutcomeRejected, a.Note, rejectedText(a.Note, c.t.window))
+	}
+	// Approved, expired, or pending past its expiry: the gate collects or
+	// expires it.
+	return p.collect(ctx, c, r)
+}
+
+// holdFor waits up to the call's hold for a decision on a, sending
+// progress when the host asked for it, and collects a decision made in
+// time. A call that waits on in vain answers PENDING_APPROVAL (or
+// UNKNOWN_OUTCOME).
+func (p *Proxy) holdFor(ctx context.Context, c *call, r *row, a agentrt.Approval) (answer, bool) {
+	waitText := func() answer {
+		if a.Kind == agentrt.InterruptedSideEffect {
+			return unknownText(a.ID)
+		}
+		return pendingText(a.ID, c.hold)
+	}
+	if c.hold <= 0 {
+		return waitText(), false
+	}
+	deadline := time.NewTimer(c.hold)
+	defer deadline.Stop()
+	poll := time.NewTicker(p.opts.PollInterval)
+	defer poll.Stop()
+	progress := time.NewTicker(p.opts.ProgressInterval)
+	defer progress.Stop()
+	if c.progress != nil {
+		c.progress("waiting for an operator's decision")
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return waitText(), false
+		case <-deadline.C:
+			return waitText(), false
+		case <-progress.C:
+			if c.progress != nil {
+				c.progress("still waiting for an operator's decision")
+			}
+		case <-poll.C:
+			cur, err := p.store.GetApproval(ctx, r.RunID, a.ID)
+			if err != nil {
+				continue
+			}
+			if cur.Status != agentrt.ApprovalPending || (!cur.ExpiresAt.IsZero() && !p.now().Before(cur.ExpiresAt)) {
+				return p.waiting(ctx, c, r)
+			}
+		}
+	}
+}
+
+// collect attaches to a waiting run: an approved request runs, and the
+// gate expires what expired.
+func (p *Proxy) collect(ctx context.Context, c *call, r *row) (answer, bool) {
+	gs, v, err := p.gate.Attach(ctx, r.RunID)
+	if errors.Is(err, agentrt.ErrRunLeased) {
+		return inProgressText(), false
+	}
+	if err != nil {
+		run, gerr := p.store.GetRun(ctx, r.RunID)
+		if gerr == nil && run.Status.Terminal() {
+			return p.settleRecord(ctx, c, r)
+		}
+		if gerr == nil && run.Status == agentrt.RunRunning {
+			return inProgressText(), false
+		}
+		return p.internal(err, "the decision could not be collected")
+	}
+	defer gs.Close()
+	if v.Outcome == agentrt.VerdictPending && v.Approval != nil && v.Approval.ID != r.ApprovalID {
+		// The policy asks for another approval (a fixed value changed):
+		// the row waits on that one now.
+		return p.opened(ctx, c, r, v.Approval)
+	}
+	return p.verdict(ctx, c, r, gs, gs.Current(), v)
+}
+
+// recover takes over a run whose lease lapsed. A mutating call cut off
+// while its tool ran waits for an operator (reconcile); anything else
+// never took effect, or has a recorded outcome.
+func (p *Proxy) recover(ctx context.Context, c *call, r *row) (answer, bool) {
+	gs, v, err := p.gate.Attach(ctx, r.RunID)
+	if errors.Is(err, agentrt.ErrRunLeased) {
+		return inProgressText(), false
+	}
+	if err != nil {
+		return answer{}, true
+	}
+	defer gs.Close()
+	switch v.Outcome {
+	case agentrt.VerdictPending:
+		return p.opened(ctx, c, r, v.Approval)
+	case agentrt.VerdictEnded:
+		return p.settleRecord(ctx, c, r)
+	}
+	steps, err := p.store.ListSteps(ctx, r.RunID)
+	if err != nil {
+		return p.internal(err, "the record could not be read")
+	}
+	if st := executedStep(steps); st != nil {
+		// The tool's outcome is recorded; the proxy stopped before it
+		// closed the run.
+		return p.executed(ctx, c, r, gs, st.ID, *st.Observation, false)
+	}
+	p.closeRun(ctx, gs, "abandoned before its tool started; run afresh")
+	nr := &row{Session: r.Session, Key: r.Key, Tool: r.Tool, SideEffect: r.SideEffect, RunID: p.newRunID(),
+		CreatedAt: p.now(), Open: true, State: stateBegun, UnknownOf: r.UnknownOf, Interrupted: r.Interrupted}
+	if err := p.ix.replace(ctx, r, nr, p.now()); err != nil {
+		return p.internal(err, "the record could not be written")
+	}
+	return p.fresh(ctx, c, nr)
+}
+
+// executedStep is the step whose tool ran (or was cut off while it ran),
+// or nil.
+func executedStep(steps []agentrt.Step) *agentrt.Step {
+	for i := len(steps) - 1; i >= 0; i-- {
+		st := &steps[i]
+		if st.Decision == nil || st.Decision.Kind != agentrt.KindToolCall || st.Observation == nil {
+			continue
+		}
+		switch st.Observation.Kind {
+		case agentrt.ObsToolResult, agentrt.ObsToolError:
+			return st
+		case agentrt.ObsInterrupted:
+			if previous(st.Observation) == agentrt.StepExecuting || outcomeField(st.Observation) == "unknown" {
+				return st
+			}
+		}
+	}
+	return nil
+}
+
+func previous(o *agentrt.Observation) agentrt.StepStatus {
+	var c struct {
+		Previous agentrt.StepStatus `json:"previous_status"`
+	}
+	_ = json.Unmarshal(o.Content, &c)
+	return c.Previous
+}
+
+func outcomeField(o *agentrt.Observation) string {
+	var c struct {
+		Outcome string `json:"outcome"`
+	}
+	_ = json.Unmarshal(o.Content, &c)
+	return c.Outcome
+}
+
+// classified is what came of a tool step.
+type classified struct {
+	outcome Outcome
+	detail  string
+	ended   string // for an unknown outcome: how the call ended
+}
+
+// classify reads a tool step's observation, and how far a failed call got
+// when this process saw it fail. Without that, a failure of a mutating
+// call counts as unknown: the runtime recorded only text.
+func classify(o agentrt.Observation, ce *mcp.CallError, mutating bool) classified {
+	unknown := func(ended string) classified {
+		if !mutating {
+			return classified{outcome: OutcomeFailed, detail: "it did not finish"}
+		}
+		return classified{outcome: OutcomeUnknown, ended: ended}
+	}
+	var f struct {
+		Failure string `json:"failure"`
+		Error   string `json:"error"`
+		Outcome string `json:"outcome"`
+	}
+	_ = json.Unmarshal(o.Content, &f)
+	switch o.Kind {
+	case agentrt.ObsToolResult:
+		return classified{outcome: OutcomeSucceeded}
+	case agentrt.ObsInterrupted:
+		return unknown("cut_off")
+	}
+	switch f.Failure {
+	case "timeout":
+		return unknown("timed_out")
+	case "invalid_content":
+		return classified{outcome: OutcomeUnrecorded, detail: f.Error}
+	}
+	if ce == nil {
+		return unknown("unclassified")
+	}
+	switch ce.Outcome {
+	case mcp.CallNotSent:
+		return classified{outcome: OutcomeDenied, detail: ce.Error()}
+	case mcp.CallServerError:
+		return classified{outcome: OutcomeFailed, detail: ce.Message}
+	case mcp.CallUnreadable:
+		return classified{outcome: OutcomeUnrecorded, detail: ce.Error()}
+	}
+	return unknown("no_answer")
+}
+
+// executed settles a call whose tool ran, closing its run; an unknown
+// outcome asks an operator in a new run. here says this call ran it; a
+// call that found it recorded (after a crash, or another call's) is told
+// it already ran.
+func (p *Proxy) executed(ctx context.Context, c *call, r *row, gs *agentrt.Session, stepID string, obs agentrt.Observation, here bool) (answer, bool) {
+	cl := classify(obs, p.stage(stepID), c.t.mutating())
+	told := func(a answer) answer {
+		if here || !cl.outcome.Executed() {
+			return a
+		}
+		return duplicateText(0, cl.outcome, cl.detail)
+	}
+	switch cl.outcome {
+	case OutcomeSucceeded:
+		p.closeRun(ctx, gs, "done")
+		return p.settle(ctx, c, r, OutcomeSucceeded, "", told(answer{content: obs.Content}))
+	case OutcomeFailed:
+		p.closeRun(ctx, gs, "the server reported a failure")
+		return p.settle(ctx, c, r, OutcomeFailed, cl.detail, told(failedText(cl.detail)))
+	case OutcomeUnrecorded:
+		p.closeRun(ctx, gs, "the result could not be recorded")
+		return p.settle(ctx, c, r, OutcomeUnrecorded, cl.detail, told(unrecordedText(cl.detail)))
+	case OutcomeDenied:
+		p.closeRun(ctx, gs, "refused before it reached the server")
+		if r.Interrupted != "" {
+			return p.settle(ctx, c, r, OutcomeUnknownDenied, cl.detail, refusedText(cl.detail))
+		}
+		return p.settle(ctx, c, r, OutcomeDenied, cl.detail, refusedText(cl.detail))
+	}
+	p.closeRun(ctx, gs, "its outcome is unknown; an operator is asked")
+	st, err := p.stepOf(ctx, r.RunID, stepID)
+	if err != nil {
+		return p.internal(err, "the record could not be read")
+	}
+	in := interruption{RunID: r.RunID, StepID: stepID, StartedAt: st.StartedAt.UTC().Format(time.RFC3339Nano), Ended: cl.ended}
+	return p.askUnknown(ctx, c, r, in)
+}
+
+func (p *Proxy) stepOf(ctx context.Context, runID, stepID string) (agentrt.Step, error) {
+	steps, err := p.store.ListSteps(ctx, runID)
+	if err != nil {
+		return agentrt.Step{}, err
+	}
+	for _, st := range steps {
+		if st.ID == stepID {
+			return st, nil
+		}
+	}
+	return agentrt.Step{}, fmt.Errorf("run %s has no step %s", runID, stepID)
+}
+
+// askUnknown replaces r, whose call's outcome is unknown, with a new run
+// that asks an operator about re-running the recorded request, and blocks
+// the tool while it waits.
+func (p *Proxy) askUnknown(ctx context.Context, c *call, r *row, in interruption) (answer, bool) {
+	b, _ := json.Marshal(in)
+	now := p.now()
+	old := *r
+	old.Outcome, old.SettledAt = OutcomeUnknown, now
+	nr := &row{Session: r.Session, Key: r.Key, Tool: r.Tool, SideEffect: r.SideEffect, RunID: p.newRunID(), CreatedAt: now,
+		Open: true, State: stateBegun, Blocking: true, UnknownOf: in.RunID, Interrupted: string(b)}
+	if err := p.ix.replace(ctx, &old, nr, now); err != nil {
+		return p.internal(err, "the record could not be written")
+	}
+	args, err := p.recordedArgs(ctx, in.RunID, in.StepID)
+	if err != nil {
+		return p.internal(err, "the record could not be read")
+	}
+	rc := *c
+	rc.args = args
+	return p.fresh(ctx, &rc, nr)
+}
+
+// recordedArgs are the arguments a step recorded: what a re-run runs.
+func (p *Proxy) recordedArgs(ctx context.Context, runID, stepID string) (json.RawMessage, error) {
+	st, err := p.stepOf(ctx, runID, stepID)
+	if err != nil {
+		return nil, err
+	}
+	if st.Decision == nil || st.Decision.Kind != agentrt.KindToolCall {
+		return nil, fmt.Errorf("step %s of run %s is not a tool call", stepID, runID)
+	}
+	return st.Decision.Args, nil
+}
+
+// reask asks again about a call whose outcome stays unknown: its question
+// expired, or was rejected and the repeat window has passed.
+func (p *Proxy) reask(ctx context.Context, c *call, r *row) (answer, bool) {
+	var in interruption
+	if err := json.Unmarshal([]byte(r.Interrupted), &in); err != nil || in.RunID == "" {
+		// The row asked about its own run (cut off under the proxy):
+		// find its interruption in its approval.
+		as, err := p.store.ListApprovals(ctx, r.RunID)
+		if err != nil || len(as) == 0 {
+			return p.internal(fmt.Errorf("no interruption recorded for run %s: %v", r.RunID, err), "the record is not understood")
+		}
+		var cp capability
+		if err := json.Unmarshal(as[len(as)-1].Capability, &cp); err != nil || cp.Interrupted == nil {
+			return p.internal(fmt.Errorf("no interruption recorded for run %s", r.RunID), "the record is not understood")
+		}
+		in = *cp.Interrupted
+	}
+	return p.askUnknown(ctx, c, r, in)
+}
+
+// askAgain asks again about a blocking row whose question expired, so the
+// tool is never blocked with nothing for an operator to act on. It waits
+// for nothing.
+func (p *Proxy) askAgain(ctx context.Context, b *row) {
+	t := p.tools[b.Tool]
+	if t == nil {
+		return
+	}
+	c := &call{t: t, key: b.Key}
+	if _, again := p.collect(ctx, c, b); again {
+		return
+	}
+}
+
+// settleRecord settles a row whose run ended, from the run's record: what
+// the proxy would have settled had it not stopped first.
+func (p *Proxy) settleRecord(ctx context.Context, c *call, r *row) (answer, bool) {
+	run, err := p.store.GetRun(ctx, r.RunID)
+	if err != nil {
+		return p.internal(err, "the record could not be read")
+	}
+	steps, err := p.store.ListSteps(ctx, r.RunID)
+	if err != nil {
+		return p.internal(err, "the record could not be read")
+	}
+	as, err := p.store.ListApprovals(ctx, r.RunID)
+	if err != nil {
+		return p.internal(err, "the record could not be read")
+	}
+	var last *agentrt.Approval
+	if len(as) > 0 {
+		last = &as[len(as)-1]
+	}
+	unknownLine := r.Interrupted != "" || (last != nil && last.Kind == agentrt.InterruptedSideEffect)
+	if st := executedStep(steps); st != nil {
+		return p.executed(ctx, c, r, nil, st.ID, *st.Observation, false)
+	}
+	switch run.Reason {
+	case agentrt.ReasonApprovalRejected:
+		note := ""
+		if last != nil {
+			note = last.Note
+		}
+		if unknownLine {
+			return p.settle(ctx, c, r, OutcomeUnknownRejected, note, rejectedText(note, c.t.window))
+		}
+		return p.settle(ctx, c, r, OutcomeRejected, note, rejectedText(note, c.t.window))
+	case agentrt.ReasonApprovalExpired:
+		if unknownLine {
+			return p.reask(ctx, c, r)
+		}
+		return p.settle(ctx, c, r, OutcomeExpired, "", expiredText())
+	}
+	for i := len(steps) - 1; i >= 0; i-- {
+		if o := steps[i].Observation; o != nil && steps[i].Decision != nil && steps[i].Decision.Kind == agentrt.KindToolCall {
+			switch o.Kind {
+			case agentrt.ObsInvalidDecision:
+				return p.settle(ctx, c, r, OutcomeInvalid, o.Summary, invalidText(o.Summary))
+			case agentrt.ObsPolicyDenied:
+				return p.settle(ctx, c, r, OutcomeDenied, o.Summary, deniedText(o.Summary))
+			}
+		}
+	}
+	if unknownLine {
+		// An operator moved a question about an unknown outcome on: ask
+		// again rather than forget it.
+		return p.reask(ctx, c, r)
+	}
+	return p.settle(ctx, c, r, OutcomeNotExecuted, string(run.Reason), unavailableText("it was ended before it ran; call again"))
+}
+
+// settle writes a row's outcome and answers a. A row stays open while it
+// answers identical calls: an executed mutating call, a rejected or
+// expired one, for the repeat window; an outcome that stays unknown until
+// it is asked again.
+func (p *Proxy) settle(ctx context.Context, c *call, r *row, o Outcome, detail string, a answer) (answer, bool) {
+	now := p.now()
+	w := c.t.window
+	open := false
+	switch {
+	case o.StaysUnknown():
+		open = true
+	case o.Executed() && c.t.mutating(), o == OutcomeRejected, o == OutcomeExpired:
+		open = w > 0
+	}
+	change := func(n *row) {
+		n.State, n.Outcome, n.Detail, n.SettledAt, n.Blocking = stateDone, o, trace.Truncate(detail, boundReason), now, false
+		n.Open = open
+		if open {
+			n.OpenUntil = now.Add(w)
+		} else {
+			n.ClosedAt = now
+		}
+	}
+	if r.ID == 0 {
+		// A row never claimed (an allowed read): recorded closed, later.
+		n := *r
+		change(&n)
+		n.Open, n.OpenUntil, n.ClosedAt = false, time.Time{}, now
+		p.ix.insertLater(&n)
+		return a, false
+	}
+	_, err := p.ix.set(ctx, r, change)
+	if err != nil {
+		if errors.Is(err, errStale) {
+			// Settled by someone else first; what they settled answers.
+			return answer{}, true
+		}
+		return p.internal(err, "the record could not be written")
+	}
+	return a, false
+}
+
+// refusedJSON records a call whose arguments the runtime refuses as JSON:
+// a run of its own whose decision keeps the bytes out of band, and a row
+// under a key of its own that matches nothing.
+func (p *Proxy) refusedJSON(ctx context.Context, c *call) answer {
+	runID := p.newRunID()
+	gs, err := p.gate.Begin(ctx, runID, "call "+c.t.name, p.limits())
+	if err != nil {
+		a, _ := p.internal(err, "the call could not be recorded")
+		return a
+	}
+	defer gs.Close()
+	st, err := gs.Step(ctx)
+	if err != nil || st == nil {
+		a, _ := p.internal(fmt.Errorf("step: %v", err), "the call could not be recorded")
+		return a
+	}
+	v, err := st.Propose(ctx, agentrt.Decision{Kind: agentrt.KindToolCall, Tool: c.t.name, Args: c.args, Reason: "the host called " + c.t.name})
+	if err != nil {
+		a, _ := p.internal(err, "the call could not be recorded")
+		return a
+	}
+	p.closeRun(ctx, gs, "the arguments were refused")
+	reason := "the arguments are not acceptable JSON"
+	if v.Observation != nil {
+		reason = v.Observation.Summary
+	}
+	now := p.now()
+	_ = p.ix.insertClosed(ctx, &row{Session: p.cfg.Session, Key: "invalid:" + runID, Tool: c.t.name, SideEffect: c.t.spec.SideEffect,
+		RunID: runID, CreatedAt: now, State: stateDone, Outcome: OutcomeInvalid, Detail: trace.Truncate(reason, boundReason), SettledAt: now, ClosedAt: now})
+	return invalidText(reason)
+}

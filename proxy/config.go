@@ -1,0 +1,434 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/mcp"
+	celpolicy "github.com/agentrt/agentrt/policy/cel"
+	"github.com/agentrt/agentrt/trace"
+)
+
+// Defaults for the fields a configuration leaves out.
+const (
+	// DefaultSession names the session when the file names none.
+	DefaultSession = "default"
+	// DefaultHold is how long one call waits for a decision before it
+	// answers PENDING_APPROVAL.
+	DefaultHold = 15 * time.Second
+	// DefaultRepeatWindow is how long an executed, rejected or expired call
+	// answers an identical call instead of running or asking again.
+	DefaultRepeatWindow = 10 * time.Minute
+	// DefaultMaxPending caps the approvals one session holds open.
+	DefaultMaxPending = 5
+	// DefaultApprovalTTL bounds how long an approval may stay pending.
+	DefaultApprovalTTL = 24 * time.Hour
+	// DefaultGrantTTL bounds how long a granted approval waits to be
+	// collected.
+	DefaultGrantTTL = 24 * time.Hour
+	// DefaultStatusTool is the status tool's name.
+	DefaultStatusTool = "gate_status"
+	// MinLeaseTTL is the shortest lease a configuration may ask for: a
+	// lease renewed less often than the store can be reached under load is
+	// a lease lost.
+	MinLeaseTTL = 3 * time.Second
+	// IndexSuffix is appended to the database path to name the index when
+	// the configuration names none.
+	IndexSuffix = ".proxy"
+)
+
+var (
+	nameRE    = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	sessionRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+)
+
+// Config is a validated proxy configuration with every path absolute.
+// LoadConfig builds one from a file; every field has its default filled
+// in, so zero values below mean what they say.
+type Config struct {
+	// Path is the configuration file, absolute.
+	Path string
+	// Database is the runs database (sqlite), created owner-only if absent.
+	Database string
+	// Index is the proxy's own SQLite file: which call is which run.
+	// Default: Database + IndexSuffix.
+	Index string
+	// Session scopes the index: calls match only within one session.
+	Session string
+	// Servers are the upstream MCP servers, in the file's order.
+	Servers []ServerConfig
+	// Policy maps each side-effect class to allow, require_approval or
+	// deny, merged over agentrt.DefaultPolicy.
+	Policy agentrt.SideEffectPolicy
+	// PolicyFile, when set, is a declarative policy file (policy/cel) that
+	// decides every call instead of Policy; a rule's own outcome is then
+	// refused. Empty means the class map decides.
+	PolicyFile string
+	// filePolicy is PolicyFile as LoadConfig read and compiled it, once.
+	filePolicy *celpolicy.Policy
+	// Hold is how long a call that needs a decision waits for it; zero
+	// answers at once.
+	Hold time.Duration
+	// RepeatWindow is how long an identical call is answered from an
+	// executed, rejected or expired one; zero turns it off.
+	RepeatWindow time.Duration
+	// MaxPending caps the approvals open at once in the session; at least 1.
+	MaxPending int
+	// ApprovalTTL bounds a pending approval; zero means no expiry.
+	ApprovalTTL time.Duration
+	// GrantTTL bounds a granted approval not yet collected; zero means no
+	// expiry.
+	GrantTTL time.Duration
+	// StatusTool is the status tool's name.
+	StatusTool string
+	// LeaseTTL is each run's lease; at least MinLeaseTTL.
+	LeaseTTL time.Duration
+}
+
+// ServerConfig is one upstream server.
+type ServerConfig struct {
+	Name string
+	// Command is a stdio server's argv; Endpoint a streamable HTTP URL.
+	// Exactly one is set.
+	Command  []string
+	Endpoint string
+	// Env holds variables given to a stdio server; InheritEnv names
+	// variables copied from the proxy's environment.
+	Env        map[string]string
+	InheritEnv []string
+	// ConnectTimeout and DefaultTimeout are mcp.Server's; zero means its
+	// defaults (a tool with no timeout of its own is then refused).
+	ConnectTimeout time.Duration
+	DefaultTimeout time.Duration
+	// Manifest is the pin file, written by `agentrt-proxy pin`.
+	Manifest string
+	// Rules classify the server's tools, keyed by the server's names.
+	Rules map[string]ToolRule
+	// SkipPathCheck lets a stdio server's arguments name the proxy's own
+	// files or a directory holding one.
+	SkipPathCheck bool
+}
+
+// ToolRule is the operator's word on one tool: an mcp rule, plus the
+// proxy's own per-tool outcome and repeat window.
+type ToolRule struct {
+	SideEffect        agentrt.SideEffect
+	Timeout           time.Duration
+	Description       string
+	Deny              []string
+	Fixed             map[string]json.RawMessage
+	Rename            string
+	AllowHintMismatch bool
+	// Outcome, when set, replaces the class's outcome for this tool.
+	Outcome agentrt.PolicyOutcome
+	// RepeatWindow, when set, replaces the configuration's for this tool.
+	RepeatWindow *time.Duration
+}
+
+// mcpRule is the rule handed to mcp.Load. Every proxied tool is terminal:
+// one call is one run.
+func (r ToolRule) mcpRule() mcp.Rule {
+	return mcp.Rule{SideEffect: r.SideEffect, Timeout: r.Timeout, Terminal: true, Description: r.Description,
+		Deny: r.Deny, Fixed: r.Fixed, Rename: r.Rename, AllowHintMismatch: r.AllowHintMismatch}
+}
+
+// Server is the mcp.Server the configuration describes.
+func (s ServerConfig) Server() mcp.Server {
+	srv := mcp.Server{Name: s.Name, Command: append([]string(nil), s.Command...), Endpoint: s.Endpoint,
+		InheritEnv: append([]string(nil), s.InheritEnv...), ConnectTimeout: s.ConnectTimeout, DefaultTimeout: s.DefaultTimeout}
+	for _, k := range sortedKeys(s.Env) {
+		srv.Env = append(srv.Env, k+"="+s.Env[k])
+	}
+	return srv
+}
+
+// MCPRules are the rules handed to mcp.Load.
+func (s ServerConfig) MCPRules() mcp.Rules {
+	out := mcp.Rules{}
+	for k, r := range s.Rules {
+		out[k] = r.mcpRule()
+	}
+	return out
+}
+
+// The file's JSON form. Every object refuses unknown fields.
+type fileConfig struct {
+	Database     string            `json:"database"`
+	Index        string            `json:"index"`
+	Session      string            `json:"session"`
+	Servers      []fileServer      `json:"servers"`
+	Policy       map[string]string `json:"policy"`
+	PolicyFile   string            `json:"policy_file"`
+	Hold         *duration         `json:"hold"`
+	RepeatWindow *duration         `json:"repeat_window"`
+	MaxPending   *int              `json:"max_pending"`
+	ApprovalTTL  *duration         `json:"approval_ttl"`
+	GrantTTL     *duration         `json:"grant_ttl"`
+	StatusTool   string            `json:"status_tool"`
+	LeaseTTL     *duration         `json:"lease_ttl"`
+}
+
+type fileServer struct {
+	Name           string              `json:"name"`
+	Command        []string            `json:"command"`
+	Endpoint       string              `json:"endpoint"`
+	Env            map[string]string   `json:"env"`
+	InheritEnv     []string            `json:"inherit_env"`
+	ConnectTimeout *duration           `json:"connect_timeout"`
+	DefaultTimeout *duration           `json:"default_timeout"`
+	Manifest       string              `json:"manifest"`
+	Rules          map[string]fileRule `json:"rules"`
+	SkipPathCheck  bool                `json:"skip_path_check"`
+}
+
+type fileRule struct {
+	SideEffect        agentrt.SideEffect         `json:"side_effect"`
+	Timeout           *duration                  `json:"timeout"`
+	Description       string                     `json:"description"`
+	Deny              []string                   `json:"deny"`
+	Fixed             map[string]json.RawMessage `json:"fixed"`
+	Rename            string                     `json:"rename"`
+	AllowHintMismatch bool                       `json:"allow_hint_mismatch"`
+	Outcome           agentrt.PolicyOutcome      `json:"outcome"`
+	RepeatWindow      *duration                  `json:"repeat_window"`
+}
+
+// duration is a Go duration string ("15s") that must not be negative.
+type duration time.Duration
+
+func (d *duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration must be a string such as \"15s\"")
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration such as \"15s\"", s)
+	}
+	if v < 0 {
+		return fmt.Errorf("%q is negative", s)
+	}
+	*d = duration(v)
+	return nil
+}
+
+func (d *duration) or(def time.Duration) time.Duration {
+	if d == nil {
+		return def
+	}
+	return time.Duration(*d)
+}
+
+// LoadConfig reads a configuration file through mcp.ReadOwned (a regular
+// file the current user owns that group and others cannot write, no
+// symbolic link followed), refuses JSON the runtime would refuse (a
+// repeated key among it), unknown fields and trailing data, resolves
+// relative paths against the file's directory, fills in defaults, checks
+// every field, and refuses a stdio server whose arguments reach the
+// proxy's own files.
+func LoadConfig(path string) (*Config, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	b, err := mcp.ReadOwned(abs)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: config %s: %w", abs, err)
+	}
+	var fc fileConfig
+	if err := decodeStrict(b, &fc); err != nil {
+		return nil, fmt.Errorf("proxy: config %s: %w", abs, err)
+	}
+	cfg, err := fc.resolve(abs)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: config %s: %w", abs, err)
+	}
+	if err := checkReach(cfg); err != nil {
+		return nil, fmt.Errorf("proxy: config %s: %w", abs, err)
+	}
+	if cfg.PolicyFile != "" {
+		// Read once here, so what is checked is what decides.
+		if cfg.filePolicy, err = celpolicy.Load(cfg.PolicyFile); err != nil {
+			return nil, fmt.Errorf("proxy: config %s: policy_file: %w", abs, err)
+		}
+	}
+	return cfg, nil
+}
+
+// decodeStrict refuses what the runtime refuses as JSON (so a repeated key
+// cannot make two readers see two files), unknown fields and trailing
+// data.
+func decodeStrict(b []byte, v any) error {
+	if err := agentrt.CheckJSON(b); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("trailing data after the configuration")
+	}
+	return nil
+}
+
+func bad(field, format string, args ...any) error {
+	return &agentrt.ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// resolve fills in defaults, makes paths absolute and checks every field.
+func (fc *fileConfig) resolve(path string) (*Config, error) {
+	dir := filepath.Dir(path)
+	rel := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return filepath.Clean(p)
+		}
+		return filepath.Join(dir, p)
+	}
+	cfg := &Config{
+		Path: path, Session: fc.Session, StatusTool: fc.StatusTool,
+		Hold: fc.Hold.or(DefaultHold), RepeatWindow: fc.RepeatWindow.or(DefaultRepeatWindow),
+		ApprovalTTL: fc.ApprovalTTL.or(DefaultApprovalTTL), GrantTTL: fc.GrantTTL.or(DefaultGrantTTL),
+		LeaseTTL: fc.LeaseTTL.or(agentrt.DefaultLeaseTTL), MaxPending: DefaultMaxPending,
+	}
+	if fc.Database == "" {
+		return nil, bad("database", "is required: the runs database's path")
+	}
+	cfg.Database = rel(fc.Database)
+	cfg.Index = cfg.Database + IndexSuffix
+	if fc.Index != "" {
+		cfg.Index = rel(fc.Index)
+	}
+	if cfg.Index == cfg.Database {
+		return nil, bad("index", "must not be the database itself")
+	}
+	if cfg.Session == "" {
+		cfg.Session = DefaultSession
+	}
+	if !sessionRE.MatchString(cfg.Session) {
+		return nil, bad("session", "must match %s, got %q", sessionRE, trace.Sanitize(cfg.Session))
+	}
+	if cfg.StatusTool == "" {
+		cfg.StatusTool = DefaultStatusTool
+	}
+	if !nameRE.MatchString(cfg.StatusTool) {
+		return nil, bad("status_tool", "must match %s, got %q", nameRE, trace.Sanitize(cfg.StatusTool))
+	}
+	if fc.MaxPending != nil {
+		if *fc.MaxPending < 1 {
+			return nil, bad("max_pending", "must be at least 1, got %d", *fc.MaxPending)
+		}
+		cfg.MaxPending = *fc.MaxPending
+	}
+	if cfg.LeaseTTL < MinLeaseTTL {
+		return nil, bad("lease_ttl", "must be at least %s, got %s", MinLeaseTTL, cfg.LeaseTTL)
+	}
+	cfg.Policy = agentrt.DefaultPolicy()
+	for _, class := range sortedKeys(fc.Policy) {
+		se := agentrt.SideEffect(class)
+		if !se.Valid() {
+			return nil, bad("policy", "names %q, not a side-effect class (read_only, local_mutation, remote_mutation, destructive)", trace.Sanitize(class))
+		}
+		out := agentrt.PolicyOutcome(fc.Policy[class])
+		if !configOutcome(out) {
+			return nil, bad("policy."+class, "must be allow, require_approval or deny, got %q", trace.Sanitize(string(out)))
+		}
+		cfg.Policy[se] = out
+	}
+	if fc.PolicyFile != "" {
+		cfg.PolicyFile = rel(fc.PolicyFile)
+	}
+	if len(fc.Servers) == 0 {
+		return nil, bad("servers", "must name at least one server")
+	}
+	names := map[string]bool{}
+	for i, fs := range fc.Servers {
+		field := fmt.Sprintf("servers[%d]", i)
+		s, err := fs.resolve(field, rel)
+		if err != nil {
+			return nil, err
+		}
+		if cfg.PolicyFile != "" {
+			for _, name := range sortedKeys(s.Rules) {
+				if s.Rules[name].Outcome != "" {
+					return nil, bad(fmt.Sprintf("%s.rules.%s.outcome", field, name), "cannot be set while policy_file decides every call; say it in the policy file")
+				}
+			}
+		}
+		if names[s.Name] {
+			return nil, bad(field+".name", "%q names a server twice", s.Name)
+		}
+		names[s.Name] = true
+		cfg.Servers = append(cfg.Servers, s)
+	}
+	return cfg, nil
+}
+
+func configOutcome(o agentrt.PolicyOutcome) bool {
+	return o == agentrt.Allow || o == agentrt.RequireApproval || o == agentrt.Deny
+}
+
+func (fs *fileServer) resolve(field string, rel func(string) string) (ServerConfig, error) {
+	s := ServerConfig{Name: fs.Name, Command: fs.Command, Endpoint: fs.Endpoint, Env: fs.Env, InheritEnv: fs.InheritEnv,
+		ConnectTimeout: fs.ConnectTimeout.or(0), DefaultTimeout: fs.DefaultTimeout.or(0), SkipPathCheck: fs.SkipPathCheck,
+		Rules: map[string]ToolRule{}}
+	if !nameRE.MatchString(s.Name) {
+		return s, bad(field+".name", "must match %s, got %q", nameRE, trace.Sanitize(s.Name))
+	}
+	if (len(s.Command) > 0) == (s.Endpoint != "") {
+		return s, bad(field, "must set exactly one of command (stdio) and endpoint (streamable HTTP)")
+	}
+	if len(s.Command) > 0 && s.Command[0] == "" {
+		return s, bad(field+".command", "must start with the program to run")
+	}
+	for k := range s.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return s, bad(field+".env", "%q is not a variable name", trace.Sanitize(k))
+		}
+	}
+	if fs.Manifest == "" {
+		return s, bad(field+".manifest", "is required: the pin file `agentrt-proxy pin` writes")
+	}
+	s.Manifest = rel(fs.Manifest)
+	if len(fs.Rules) == 0 {
+		return s, bad(field+".rules", "must classify at least one tool: a tool without a rule is never registered")
+	}
+	for _, name := range sortedKeys(fs.Rules) {
+		fr := fs.Rules[name]
+		rf := fmt.Sprintf("%s.rules.%s", field, name)
+		if !fr.SideEffect.Valid() {
+			return s, bad(rf+".side_effect", "must be read_only, local_mutation, remote_mutation or destructive, got %q", trace.Sanitize(string(fr.SideEffect)))
+		}
+		if fr.Outcome != "" && !configOutcome(fr.Outcome) {
+			return s, bad(rf+".outcome", "must be allow, require_approval or deny, got %q", trace.Sanitize(string(fr.Outcome)))
+		}
+		r := ToolRule{SideEffect: fr.SideEffect, Timeout: fr.Timeout.or(0), Description: fr.Description, Deny: fr.Deny,
+			Fixed: fr.Fixed, Rename: fr.Rename, AllowHintMismatch: fr.AllowHintMismatch, Outcome: fr.Outcome}
+		if fr.Timeout != nil && r.Timeout == 0 {
+			return s, bad(rf+".timeout", "must be positive")
+		}
+		if fr.RepeatWindow != nil {
+			w := time.Duration(*fr.RepeatWindow)
+			r.RepeatWindow = &w
+		}
+		s.Rules[name] = r
+	}
+	return s, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,38 @@
+// Package proxy is agentrt-proxy: a stdio MCP server that an MCP host
+// (Claude Desktop, Claude Code, Cursor, VS Code) starts instead of the real
+// servers, and that puts every tool call it carries under agentrt's
+// controls.
+//
+// Its scope comes first: it governs only the calls that go through it. A
+// host that also gives the model a shell, file access or tools of its own
+// lets the model act outside the proxy, including on the proxy's own
+// database.
+//
+// The proxy loads each upstream server's tools with mcp.Load, so a tool is
+// offered only when the operator classified it and the server still
+// presents what was pinned. Each call the host makes is one agentrt run
+// through a Gate: the arguments are recorded, checked against the pinned
+// schema, judged by the policy (by side-effect class, or the tool's own
+// outcome), executed at most once under a lease, and the outcome recorded.
+// A call that needs approval waits for an operator's decision, bound by hash
+// to that exact request, made with `agentrt approve` or any other front end
+// on the same database.
+//
+// Calls are matched by a request key, the SHA-256 of the tool's name, a NUL
+// byte and agentrt.CanonicalJSON of the arguments, kept in an index of the
+// proxy's own beside the database. An identical call collects the approval
+// an earlier one opened, finds it in progress, or, within the repeat
+// window, is told it already ran (DUPLICATE), was rejected or expired,
+// instead of running or asking again. A mutating call whose outcome is
+// unknown (cut off by a crash or a timeout) is never run again without an
+// operator's approval, and blocks every other mutating call to its tool
+// until an operator decides.
+//
+// What the model is told starts with one status word and never names
+// agentrt, the database, the configuration, a path or a run id; text a
+// server, the model or an operator chose is escaped with trace.Sanitize.
+// The proxy offers no tool that approves, opens no network listener and
+// asks the host nothing (no elicitation, no sampling).
+//
+// See docs/proxy.md.
+package proxy

@@ -1,0 +1,457 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/mcp"
+	"github.com/agentrt/agentrt/sqlite"
+)
+
+// upstream is a real MCP server in this process, reached over streamable
+// HTTP on loopback: its tools are Go functions that count their effects.
+type upstream struct {
+	srv *httptest.Server
+	url string
+
+	mu      sync.Mutex
+	effects []string // one entry per write that took effect: path=content
+	// hang makes a write take effect and then never answer.
+	hang atomic.Bool
+	// gate, when set, makes a write with mode "wait" say it started and
+	// wait for release.
+	started chan string
+	release chan struct{}
+	// failText is what a write with mode "error" reports.
+	failText string
+}
+
+const (
+	readSchema  = `{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`
+	writeSchema = `{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"},"mode":{"type":"string"},"owner":{"type":"string"}},"required":["path"]}`
+)
+
+func newUpstream(t testing.TB) *upstream {
+	u := &upstream{started: make(chan string, 16), release: make(chan struct{}), failText: "the disk is full"}
+	build := func() *sdk.Server {
+		s := sdk.NewServer(&sdk.Implementation{Name: "up", Version: "1"}, nil)
+		s.AddTool(&sdk.Tool{Name: "read", Description: "Reads a file.", InputSchema: json.RawMessage(readSchema)},
+			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				var a struct{ Path string }
+				_ = json.Unmarshal(req.Params.Arguments, &a)
+				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "content of " + a.Path}}}, nil
+			})
+		s.AddTool(&sdk.Tool{Name: "big", Description: "Returns a lot.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: strings.Repeat("x", 1<<20)}}}, nil
+			})
+		s.AddTool(&sdk.Tool{Name: "write", Description: "Writes a file.", InputSchema: json.RawMessage(writeSchema)},
+			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				var a struct{ Path, Content, Mode, Owner string }
+				_ = json.Unmarshal(req.Params.Arguments, &a)
+				switch a.Mode {
+				case "error":
+					return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: u.failText}}, IsError: true}, nil
+				case "refused":
+					u.effect(a.Path, a.Content)
+					return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "done"}}, StructuredContent: json.RawMessage(`{"k":1,"k":2}`)}, nil
+				case "wait":
+					u.started <- a.Path
+					<-u.release
+				}
+				u.effect(a.Path, a.Content+owner(a.Owner))
+				if u.hang.Load() {
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}
+				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "wrote " + a.Path}}}, nil
+			})
+		return s
+	}
+	srv := build()
+	u.srv = httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	u.url = u.srv.URL + "/mcp"
+	t.Cleanup(u.srv.Close)
+	return u
+}
+
+func owner(o string) string {
+	if o == "" {
+		return ""
+	}
+	return " by " + o
+}
+
+func (u *upstream) effect(path, content string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.effects = append(u.effects, path+"="+content)
+}
+
+func (u *upstream) count() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.effects)
+}
+
+func (u *upstream) effectsNow() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]string(nil), u.effects...)
+}
+
+// harness is a proxy on an upstream, and a host connected to it.
+type harness struct {
+	t      testing.TB
+	dir    string
+	cfg    *Config
+	cfgDoc map[string]any
+	up     *upstream
+	p      *Proxy
+	cs     *sdk.ClientSession
+	stderr *syncBuffer
+	clock  *clock
+	events chan agentrt.Event
+	texts  []string // every text the host was shown
+	cancel context.CancelFunc
+	served chan error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// clock is a recorded clock a test moves by hand.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// baseConfig is the harness's configuration: read allowed, write asks for
+// approval, hold off (answers at once).
+func baseConfig(u *upstream) map[string]any {
+	return map[string]any{
+		"database": "runs.db",
+		"session":  "test",
+		"hold":     "0s",
+		"policy":   map[string]any{"local_mutation": "require_approval"},
+		"servers": []any{map[string]any{
+			"name": "up", "endpoint": u.url, "manifest": "up.manifest.json", "default_timeout": "5s",
+			"rules": map[string]any{
+				"read":  map[string]any{"side_effect": "read_only"},
+				"write": map[string]any{"side_effect": "local_mutation"},
+			},
+		}},
+	}
+}
+
+// rules returns the harness configuration's rule for tool, to edit.
+func rules(doc map[string]any, tool string) map[string]any {
+	return doc["servers"].([]any)[0].(map[string]any)["rules"].(map[string]any)[tool].(map[string]any)
+}
+
+func newHarness(t testing.TB, edit func(doc map[string]any)) *harness {
+	t.Helper()
+	h := &harness{t: t, dir: t.TempDir(), up: newUpstream(t), stderr: &syncBuffer{},
+		clock: &clock{t: time.Now().UTC()}, events: make(chan agentrt.Event, 4096)}
+	h.cfgDoc = baseConfig(h.up)
+	if edit != nil {
+		edit(h.cfgDoc)
+	}
+	h.writeConfig()
+	h.pin()
+	h.start()
+	return h
+}
+
+func (h *harness) writeConfig() {
+	h.t.Helper()
+	b, err := json.MarshalIndent(h.cfgDoc, "", "  ")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	path := writeFile(h.t, filepath.Join(h.dir, "proxy.json"), string(b))
+	cfg, err := LoadConfig(path)
+	if err != nil {
+		h.t.Fatalf("config: %v\n%s", err, b)
+	}
+	h.cfg = cfg
+}
+
+func (h *harness) pin() {
+	h.t.Helper()
+	for _, s := range h.cfg.Servers {
+		m, err := mcp.Pin(context.Background(), s.Server())
+		if err != nil {
+			h.t.Fatalf("pin: %v", err)
+		}
+		if err := mcp.WriteManifest(s.Manifest, m); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
+// start opens the proxy and connects a host to it over in-memory
+// transports.
+func (h *harness) start() {
+	h.t.Helper()
+	p, err := New(context.Background(), h.cfg, Options{Stderr: h.stderr, Now: h.clock.Now, PollInterval: 2 * time.Millisecond,
+		ProgressInterval: 20 * time.Millisecond, Observer: func(e agentrt.Event) {
+			select {
+			case h.events <- e:
+			default:
+			}
+		}})
+	if err != nil {
+		h.t.Fatalf("New: %v\nstderr: %s", err, h.stderr)
+	}
+	h.p = p
+	ct, st := sdk.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	h.served = make(chan error, 1)
+	go func() { h.served <- p.Serve(ctx, st) }()
+	client := sdk.NewClient(&sdk.Implementation{Name: "host", Version: "1"}, &sdk.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+			h.progress(req.Params.Message)
+		}})
+	cs, err := client.Connect(context.Background(), ct, nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.cs = cs
+	h.t.Cleanup(h.stop)
+}
+
+var progressSeen = make(chan string, 64)
+
+func (h *harness) progress(msg string) {
+	select {
+	case progressSeen <- msg:
+	default:
+	}
+}
+
+// stop disconnects the host and closes the proxy, as a clean exit would.
+func (h *harness) stop() {
+	if h.p == nil {
+		return
+	}
+	h.cs.Close()
+	h.cancel()
+	<-h.served
+	h.p.Close()
+	h.p = nil
+}
+
+// restart stops the proxy and starts a new one on the same files, after
+// edit changes the configuration.
+func (h *harness) restart(edit func(doc map[string]any)) {
+	h.t.Helper()
+	h.stop()
+	if edit != nil {
+		edit(h.cfgDoc)
+		h.writeConfig()
+	}
+	h.start()
+}
+
+// call makes one host call and returns the text it was shown.
+func (h *harness) call(tool string, args string) *sdk.CallToolResult {
+	h.t.Helper()
+	return h.callCtx(context.Background(), tool, args, nil)
+}
+
+func (h *harness) callCtx(ctx context.Context, tool string, args string, meta sdk.Meta) *sdk.CallToolResult {
+	h.t.Helper()
+	params := &sdk.CallToolParams{Name: tool, Arguments: json.RawMessage(args)}
+	if meta != nil {
+		params.Meta = meta
+	}
+	res, err := h.cs.CallTool(ctx, params)
+	if err != nil {
+		h.t.Fatalf("call %s %s: %v", tool, args, err)
+	}
+	h.texts = append(h.texts, text(res))
+	return res
+}
+
+func text(res *sdk.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// expect calls and checks the answer starts with want ("" for a result
+// that ran), returning the text.
+func (h *harness) expect(want Status, tool, args string) string {
+	h.t.Helper()
+	res := h.call(tool, args)
+	got := text(res)
+	if want == "" {
+		if res.IsError || startsWithStatus(got) {
+			h.t.Fatalf("call %s %s: got %q, want the server's result", tool, args, got)
+		}
+		return got
+	}
+	if !strings.HasPrefix(got, string(want)+":") {
+		h.t.Fatalf("call %s %s: got %q, want %s", tool, args, got, want)
+	}
+	if res.IsError != want.isError() {
+		h.t.Fatalf("call %s %s: isError %v for %s", tool, args, res.IsError, want)
+	}
+	return got
+}
+
+func startsWithStatus(s string) bool {
+	for _, st := range []Status{StatusPendingApproval, StatusInProgress, StatusDenied, StatusInvalid, StatusRejected, StatusExpired,
+		StatusDuplicate, StatusBlocked, StatusUnknownOutcome, StatusFailed, StatusUnrecorded, StatusUnavailable} {
+		if strings.HasPrefix(s, string(st)+":") {
+			return true
+		}
+	}
+	return false
+}
+
+// operator opens the database as agentrt does, a handle of its own.
+func (h *harness) operator() agentrt.Store {
+	h.t.Helper()
+	st, err := sqlite.OpenExisting(h.cfg.Database, false)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// pending lists every pending approval in the database.
+func (h *harness) pending() []agentrt.Approval {
+	h.t.Helper()
+	st := h.p.Store()
+	runs, err := st.ListRuns(context.Background())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []agentrt.Approval
+	for _, r := range runs {
+		as, err := st.ListApprovals(context.Background(), r.ID)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		for _, a := range as {
+			if a.Status == agentrt.ApprovalPending {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+// onlyPending is the one pending approval, of kind.
+func (h *harness) onlyPending(kind string) agentrt.Approval {
+	h.t.Helper()
+	ps := h.pending()
+	if len(ps) != 1 || (kind != "" && ps[0].Kind != kind) {
+		h.t.Fatalf("pending approvals: %+v, want one of kind %q", ps, kind)
+	}
+	return ps[0]
+}
+
+// decide is the one place tests decide: bound to the hash shown, as
+// agentrt approve and reject decide, on the harness's clock.
+func (h *harness) decide(a agentrt.Approval, approve bool, note string) {
+	h.t.Helper()
+	decideOn(h.t, h.operator(), h.clock.Now, a, approve, note)
+}
+
+func decideOn(t testing.TB, st agentrt.Store, now func() time.Time, a agentrt.Approval, approve bool, note string) {
+	t.Helper()
+	op := agentrt.Operator{Store: st, Now: now}
+	var err error
+	if approve {
+		err = op.ApproveShown(context.Background(), a.RunID, a.ID, a.Hash, "operator", note)
+	} else {
+		err = op.RejectShown(context.Background(), a.RunID, a.ID, a.Hash, "operator", note)
+	}
+	if err != nil {
+		t.Fatalf("decide %s: %v", a.ID, err)
+	}
+}
+
+// waitEvent waits for an event of typ on run (any run when empty).
+func (h *harness) waitEvent(typ agentrt.EventType, runID string) agentrt.Event {
+	h.t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case e := <-h.events:
+			if e.Type == typ && (runID == "" || e.RunID == runID) {
+				return e
+			}
+		case <-timeout:
+			h.t.Fatalf("no %s event for run %q", typ, runID)
+		}
+	}
+}
+
+func (h *harness) rows() []*row {
+	h.t.Helper()
+	rs, err := h.p.ix.recent(context.Background(), h.cfg.Session, time.Time{}, 1000)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return rs
+}
+
+func mustf(t testing.TB, ok bool, format string, args ...any) {
+	t.Helper()
+	if !ok {
+		t.Fatalf(format, args...)
+	}
+}
+
+var _ = os.Getpid
+var _ = fmt.Sprintf

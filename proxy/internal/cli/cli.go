@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/agentrt/agentrt/proxy"
+	"github.com/agentrt/agentrt/trace"
+)
+
+// Exit codes.
+const (
+	ExitOK      = 0
+	ExitFailure = 1
+	ExitUsage   = 2
+)
+
+const usage = `agentrt-proxy governs only the tool calls that go through it.
+
+A host that also gives the model a shell, file access or tools of its own
+lets the model act outside the proxy, including on the proxy's own
+database and configuration. Give the host no other way to act if every
+action must pass here.
+
+agentrt-proxy is a stdio MCP server that an MCP host starts instead of the
+real servers. Each call runs through agentrt's gate: the pinned schema, the
+policy, an approval bound to the exact request, a lease, and the outcome
+recorded. It opens no network listener, offers no tool that approves, and
+writes only the protocol on stdout.
+
+usage:
+  agentrt-proxy -config FILE            serve one host over stdin and stdout
+  agentrt-proxy pin -config FILE        pin each server's tools (manifests 0600)
+  agentrt-proxy check -config FILE      load every server and report; fails if nothing registers
+  agentrt-proxy recheck -config FILE [-run ID | -session S] [-limit N] [-current-tools] [-json]
+                                        ask today's policy about recorded calls
+
+Decide approvals with agentrt on the same database:
+  agentrt -db DATABASE approve RUN -approval ID    (or reject)
+
+Exit status: 0 success; 1 failure; 2 usage.
+`
+
+// Run runs one command; ctx ends a serving proxy (SIGINT, SIGTERM).
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help") {
+		io.WriteString(stderr, usage)
+		return ExitOK
+	}
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(ctx, args, stdin, stdout, stderr)
+	case "pin":
+		return pin(ctx, args, stdout, stderr)
+	case "check":
+		return check(ctx, args, stdout, stderr)
+	case "recheck":
+		return recheck(ctx, args, stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "agentrt-proxy: unknown command %q\n\n%s", trace.Sanitize(cmd), usage)
+	return ExitUsage
+}
+
+// flags parses a command's flags; -config is required.
+func flags(name string, args []string, stderr io.Writer, more func(*flag.FlagSet)) (string, int, bool) {
+	fs := flag.NewFlagSet("agentrt-proxy "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	config := fs.String("config", "", "the proxy's configuration file")
+	if more != nil {
+		more(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			io.WriteString(stderr, usage)
+			return "", ExitOK, false
+		}
+		fmt.Fprintf(stderr, "agentrt-proxy %s: %s\n\n%s", name, trace.Sanitize(err.Error()), usage)
+		return "", ExitUsage, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "agentrt-proxy %s: unexpected argument %q\n", name, trace.Sanitize(fs.Arg(0)))
+		return "", ExitUsage, false
+	}
+	if *config == "" {
+		fmt.Fprintf(stderr, "agentrt-proxy %s: -config FILE is required\n", name)
+		return "", ExitUsage, false
+	}
+	return *config, ExitOK, true
+}
+
+func fail(stderr io.Writer, name string, err error) int {
+	fmt.Fprintf(stderr, "agentrt-proxy %s: %s\n", name, trace.Sanitize(err.Error()))
+	return ExitFailure
+}
+
+func loadConfig(name, path string, stderr io.Writer) (*proxy.Config, int) {
+	cfg, err := proxy.LoadConfig(path)
+	if err != nil {
+		return nil, fail(stderr, name, err)
+	}
+	return cfg, ExitOK
+}

@@ -1,0 +1,310 @@
+package proxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	agentrt "github.com/agentrt/agentrt"
+	celpolicy "github.com/agentrt/agentrt/policy/cel"
+	"github.com/agentrt/agentrt/trace"
+)
+
+// ptool is one proxied tool: what the model sees and what the operator
+// said about it.
+type ptool struct {
+	name     string // the name the model sees
+	server   string
+	upstream string // the server's own name
+	spec     agentrt.ToolSpec
+	rule     ToolRule
+	fixed    map[string]json.RawMessage // canonical
+	window   time.Duration
+}
+
+func (t *ptool) mutating() bool { return t.spec.SideEffect != agentrt.ReadOnly }
+
+// interruption is what an approval about an unknown outcome asks about:
+// the call whose effect is unknown and how it ended.
+type interruption struct {
+	RunID     string `json:"run_id"`
+	StepID    string `json:"step_id"`
+	StartedAt string `json:"started_at"`
+	// Ended is cut_off (the proxy stopped while the tool ran), timed_out,
+	// no_answer (the connection ended) or unclassified (the proxy stopped
+	// before it recorded what the failure was).
+	Ended string `json:"ended"`
+}
+
+// capability is what an approval binds beyond the request: the server and
+// tool it reaches, the class, the arguments, the operator's fixed values
+// (which the request does not carry, so a changed value asks again) and,
+// for a re-run of an unknown outcome, the interruption.
+type capability struct {
+	Server      string                     `json:"server"`
+	Tool        string                     `json:"tool"`
+	Name        string                     `json:"name"`
+	SideEffect  agentrt.SideEffect         `json:"side_effect"`
+	Args        json.RawMessage            `json:"args"`
+	Fixed       map[string]json.RawMessage `json:"fixed"`
+	Interrupted *interruption              `json:"interrupted,omitempty"`
+	// Policy is the capability a policy file's rule asked for, bound with
+	// the rest.
+	Policy json.RawMessage `json:"policy,omitempty"`
+}
+
+type presentation struct {
+	capability
+	Question string `json:"question"`
+	Reason   string `json:"reason"`
+	Notice   string `json:"notice,omitempty"`
+	// PolicyShows is the presentation a policy file's rule built.
+	PolicyShows json.RawMessage `json:"policy_shows,omitempty"`
+}
+
+const unknownNotice = "This exact call was started before and its outcome is unknown: it may already have taken effect. Approving runs it again with these arguments; rejecting leaves it unrun, and unblocks the tool."
+
+// decision builds the require_approval decision for a request; args are in
+// policy form.
+func (t *ptool) decision(args json.RawMessage, in *interruption) (agentrt.PolicyDecision, error) {
+	return t.decisionFor(args, in, nil)
+}
+
+// decisionFor is decision with what a policy file's require_approval added:
+// its kind, reason, TTL, capability and presentation. The proxy's own
+// capability (server, tool, arguments, fixed values) is always bound.
+func (t *ptool) decisionFor(args json.RawMessage, in *interruption, file *agentrt.PolicyDecision) (agentrt.PolicyDecision, error) {
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	fixed := t.fixed
+	if fixed == nil {
+		fixed = map[string]json.RawMessage{}
+	}
+	c := capability{Server: t.server, Tool: t.upstream, Name: t.name, SideEffect: t.spec.SideEffect, Args: args, Fixed: fixed, Interrupted: in}
+	p := presentation{capability: c,
+		Question: fmt.Sprintf("Run %s on server %s with these arguments?", t.upstream, t.server),
+		Reason:   fmt.Sprintf("%s needs approval", t.spec.SideEffect)}
+	kind := string(t.spec.SideEffect)
+	if in != nil {
+		kind = agentrt.InterruptedSideEffect
+		p.Question = fmt.Sprintf("Run %s on server %s again with these arguments?", t.upstream, t.server)
+		p.Reason = "interrupted while executing; outcome unknown (" + in.Ended + ")"
+		p.Notice = unknownNotice
+	}
+	var ttl time.Duration
+	if file != nil && in == nil {
+		if file.Kind != "" {
+			kind = file.Kind
+		}
+		if file.Reason != "" {
+			p.Reason = file.Reason
+		}
+		c.Policy, p.PolicyShows, ttl = file.Capability, file.Presentation, file.TTL
+		p.capability = c
+	}
+	d, err := agentrt.NeedApproval(kind, p.Reason, c, p)
+	d.TTL = ttl
+	return d, err
+}
+
+// classPolicy decides by the tool's own outcome, else its class.
+func (t *ptool) outcome(classes agentrt.SideEffectPolicy) agentrt.PolicyOutcome {
+	if t.rule.Outcome != "" {
+		return t.rule.Outcome
+	}
+	if o, ok := classes[t.spec.SideEffect]; ok {
+		return o
+	}
+	return agentrt.Deny
+}
+
+// gatePolicy is the policy every proxied call is judged by. Its id covers
+// everything it decides from, so a re-check names which policy decided.
+type gatePolicy struct {
+	classes agentrt.SideEffectPolicy
+	// file, when set, decides instead of classes and the rules' outcomes.
+	file  agentrt.IdentifiedPolicy
+	tools map[string]*ptool
+	id    string
+}
+
+type reaskKey struct{}
+
+// withReask marks a proposal as the re-run of a call whose outcome is
+// unknown: the policy asks about the interruption rather than the class.
+func withReask(ctx context.Context, in *interruption) context.Context {
+	return context.WithValue(ctx, reaskKey{}, in)
+}
+
+func newGatePolicy(cfg *Config, tools map[string]*ptool) (*gatePolicy, error) {
+	type ruleID struct {
+		SideEffect agentrt.SideEffect         `json:"side_effect"`
+		Outcome    agentrt.PolicyOutcome      `json:"outcome,omitempty"`
+		Fixed      map[string]json.RawMessage `json:"fixed,omitempty"`
+		Rename     string                     `json:"rename,omitempty"`
+	}
+	type serverID struct {
+		Name  string            `json:"name"`
+		Rules map[string]ruleID `json:"rules"`
+	}
+	var servers []serverID
+	for _, s := range cfg.Servers {
+		sid := serverID{Name: s.Name, Rules: map[string]ruleID{}}
+		for name, r := range s.Rules {
+			sid.Rules[name] = ruleID{SideEffect: r.SideEffect, Outcome: r.Outcome, Fixed: r.Fixed, Rename: r.Rename}
+		}
+		servers = append(servers, sid)
+	}
+	sort.Slice(servers, func(i, j int) bool { return servers[i].Name < servers[j].Name })
+	var file agentrt.IdentifiedPolicy
+	var fileID string
+	if cfg.PolicyFile != "" {
+		fp := cfg.filePolicy
+		if fp == nil {
+			var err error
+			if fp, err = celpolicy.Load(cfg.PolicyFile); err != nil {
+				return nil, fmt.Errorf("proxy: policy_file: %w", err)
+			}
+		}
+		file, fileID = fp, fp.PolicyID()
+	}
+	b, err := json.Marshal(struct {
+		Policy  agentrt.SideEffectPolicy `json:"policy"`
+		File    string                   `json:"policy_file,omitempty"`
+		Servers []serverID               `json:"servers"`
+	}{cfg.Policy, fileID, servers})
+	if err != nil {
+		return nil, err
+	}
+	c, err := agentrt.CanonicalJSON(b)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(c)
+	return &gatePolicy{classes: cfg.Policy, file: file, tools: tools, id: "agentrt-proxy/sha256:" + hex.EncodeToString(sum[:])}, nil
+}
+
+// PolicyID names the policy by a hash of what it decides from.
+func (g *gatePolicy) PolicyID() string { return g.id }
+
+// Evaluate denies what the tool's outcome denies; asks about the
+// interruption for a re-run of an unknown outcome (marked on the proposal,
+// or recorded as the step's approval); allows what the outcome allows; and
+// otherwise asks for an approval bound to the capability.
+func (g *gatePolicy) Evaluate(ctx context.Context, req agentrt.ToolRequest, view agentrt.RunView) (agentrt.PolicyDecision, error) {
+	t := g.tools[req.Spec.Name]
+	if t == nil {
+		return agentrt.PolicyDecision{Outcome: agentrt.Deny, Reason: "not a proxied tool"}, nil
+	}
+	if g.file != nil {
+		return g.evaluateFile(ctx, t, req, view)
+	}
+	out := t.outcome(g.classes)
+	if out == agentrt.Deny {
+		return agentrt.PolicyDecision{Outcome: agentrt.Deny, Reason: fmt.Sprintf("%s is deny", t.spec.SideEffect)}, nil
+	}
+	if in := interruptionOf(ctx, req, view); in != nil {
+		return t.decision(req.Args, in)
+	}
+	if out == agentrt.Allow {
+		return agentrt.PolicyDecision{Outcome: agentrt.Allow, Reason: fmt.Sprintf("%s is allow", t.spec.SideEffect)}, nil
+	}
+	return t.decision(req.Args, nil)
+}
+
+// evaluateFile lets the policy file decide. A deny or abort stands, and so
+// does an evaluation error (the run fails; nothing runs). A re-run of an
+// unknown outcome still waits for an operator, whatever the file allows. A
+// require_approval is bound to the proxy's capability as well as the
+// file's, so a changed fixed value still asks again.
+func (g *gatePolicy) evaluateFile(ctx context.Context, t *ptool, req agentrt.ToolRequest, view agentrt.RunView) (agentrt.PolicyDecision, error) {
+	pd, err := g.file.Evaluate(ctx, req, view)
+	if err != nil {
+		return agentrt.PolicyDecision{}, err
+	}
+	switch pd.Outcome {
+	case agentrt.Deny, agentrt.Abort:
+		return pd, nil
+	}
+	if in := interruptionOf(ctx, req, view); in != nil {
+		return t.decision(req.Args, in)
+	}
+	switch pd.Outcome {
+	case agentrt.Allow:
+		return pd, nil
+	case agentrt.RequireApproval:
+		return t.decisionFor(req.Args, nil, &pd)
+	}
+	return agentrt.PolicyDecision{}, fmt.Errorf("proxy: the policy file answered %q, not an outcome", trace.Sanitize(string(pd.Outcome)))
+}
+
+// interruptionOf finds the interruption a request re-runs: on a proposal,
+// from its context; on a resume, from the step's latest approval when that
+// asked about one.
+func interruptionOf(ctx context.Context, req agentrt.ToolRequest, view agentrt.RunView) *interruption {
+	if in, ok := ctx.Value(reaskKey{}).(*interruption); ok && in != nil {
+		return in
+	}
+	var latest *agentrt.Approval
+	for _, a := range view.Approvals.All() {
+		if a.StepID == req.StepID {
+			a := a
+			latest = &a
+		}
+	}
+	if latest == nil || latest.Kind != agentrt.InterruptedSideEffect {
+		return nil
+	}
+	var c capability
+	if err := json.Unmarshal(latest.Capability, &c); err != nil || c.Interrupted == nil {
+		return nil
+	}
+	return c.Interrupted
+}
+
+// reconcile is asked about a run whose lease lapsed: a call that was
+// executing a tool that is not read-only waits for an operator, asked
+// about the interruption; anything else continues, and the proxy runs a
+// call that never reached its tool afresh.
+func (p *Proxy) reconcile(_ context.Context, view agentrt.RunView) (agentrt.Reconciliation, error) {
+	n := view.Steps.Len()
+	if n == 0 {
+		return agentrt.Reconciliation{Outcome: agentrt.ReconcileContinue}, nil
+	}
+	st := view.Steps.At(n - 1)
+	if st.Status != agentrt.StepInterrupted || st.Decision == nil || st.Decision.Kind != agentrt.KindToolCall || interruptedWhile(st.Observation) != agentrt.StepExecuting {
+		return agentrt.Reconciliation{Outcome: agentrt.ReconcileContinue}, nil
+	}
+	t := p.tools[st.Decision.Tool]
+	if t == nil || !t.mutating() {
+		return agentrt.Reconciliation{Outcome: agentrt.ReconcileContinue}, nil
+	}
+	args, err := agentrt.PolicyJSON([]byte(st.Decision.Args))
+	if err != nil {
+		return agentrt.Reconciliation{Outcome: agentrt.ReconcileConflict, Detail: "the interrupted call's arguments will not encode: " + err.Error()}, nil
+	}
+	in := &interruption{RunID: view.Run.ID, StepID: st.ID, StartedAt: st.StartedAt.UTC().Format(time.RFC3339Nano), Ended: "cut_off"}
+	pd, err := t.decision(args, in)
+	if err != nil {
+		return agentrt.Reconciliation{}, err
+	}
+	return agentrt.Reconciliation{Outcome: agentrt.ReconcileWaiting, Pause: &pd, Detail: "interrupted while executing; outcome unknown"}, nil
+}
+
+// interruptedWhile is the status a step was in when a takeover marked it
+// interrupted, from the observation the runtime recorded.
+func interruptedWhile(o *agentrt.ObservationView) agentrt.StepStatus {
+	if o == nil || o.Kind != agentrt.ObsInterrupted {
+		return ""
+	}
+	var c struct {
+		Previous agentrt.StepStatus `json:"previous_status"`
+	}
+	_ = json.Unmarshal([]byte(o.Content), &c)
+	return c.Previous
+}

@@ -1,0 +1,335 @@
+package proxy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/mcp"
+	"github.com/agentrt/agentrt/sqlite"
+	"github.com/agentrt/agentrt/trace"
+)
+
+// Version is the proxy's version, as it introduces itself to a host.
+const Version = "0.1.0"
+
+// serverName is how the proxy introduces itself to a host; it names
+// neither agentrt nor anything of the operator's.
+const serverName = "gated-tools"
+
+// Options are the proxy's process-level settings; zero means the default
+// each field names.
+type Options struct {
+	// Stderr receives one sanitized line per opened approval, and load
+	// reports. Nil discards them.
+	Stderr io.Writer
+	// Now is the clock recorded times come from; nil means time.Now.
+	Now func() time.Time
+	// PollInterval is how often a held call looks for a decision; zero
+	// means 100ms.
+	PollInterval time.Duration
+	// ProgressInterval is how often a held call sends a progress
+	// notification when the host gave a token; zero means 1s.
+	ProgressInterval time.Duration
+	// Observer hears each event of the proxy's runs after its commit; nil
+	// hears nothing.
+	Observer agentrt.Observer
+}
+
+// Proxy is a running proxy: the upstream tools, the store, the index and
+// the gate every call goes through.
+type Proxy struct {
+	cfg    *Config
+	opts   Options
+	store  *sqlite.Store
+	ix     *Index
+	gate   *agentrt.Gate
+	policy *gatePolicy
+	tools  map[string]*ptool
+	order  []*ptool
+	conns  []*mcp.Connection
+	server *sdk.Server
+
+	// reports are what Load said about each server.
+	reports []*mcp.Report
+
+	// stages holds, per step id, how far a failed upstream call got, from
+	// the tool's *mcp.CallError, until the call handling reads it.
+	stages sync.Map
+
+	inflight sync.WaitGroup
+	stderrMu sync.Mutex
+}
+
+// ErrNoTools marks a proxy whose servers registered no tool at all.
+var ErrNoTools = errors.New("proxy: no tool registered")
+
+// New checks the proxy's files, opens the database and the index, checks
+// the files again, loads every server's tools under its manifest and
+// rules, and builds the gate and the MCP server. A server that registers
+// nothing is reported on Stderr and left out; if none registers anything,
+// New fails with ErrNoTools.
+func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
+	if opts.Stderr == nil {
+		opts.Stderr = io.Discard
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = 100 * time.Millisecond
+	}
+	if opts.ProgressInterval <= 0 {
+		opts.ProgressInterval = time.Second
+	}
+	if err := checkFiles(cfg, false); err != nil {
+		return nil, err
+	}
+	manifests := make([]*mcp.Manifest, len(cfg.Servers))
+	for i, s := range cfg.Servers {
+		if manifests[i], err = mcp.ReadManifest(s.Manifest); err != nil {
+			return nil, fmt.Errorf("proxy: server %q: %w (run `agentrt-proxy pin`)", s.Name, err)
+		}
+	}
+	p = &Proxy{cfg: cfg, opts: opts, tools: map[string]*ptool{}}
+	opened := p
+	defer func() {
+		if err != nil {
+			opened.Close()
+		}
+	}()
+	if p.store, err = sqlite.Open(cfg.Database); err != nil {
+		return nil, err
+	}
+	if p.ix, err = OpenIndex(cfg.Index); err != nil {
+		return nil, err
+	}
+	if err := checkFiles(cfg, true); err != nil {
+		return nil, err
+	}
+	var gateTools []agentrt.Tool
+	for i, s := range cfg.Servers {
+		tools, rep, lerr := mcp.Load(ctx, s.Server(), manifests[i], s.MCPRules())
+		if rep != nil {
+			p.reports = append(p.reports, rep)
+			if rep.Connection != nil {
+				p.conns = append(p.conns, rep.Connection)
+			}
+		}
+		if lerr != nil {
+			p.logf("agentrt-proxy: server %s registered nothing: %s", s.Name, trace.Sanitize(lerr.Error()))
+			continue
+		}
+		regs := map[string]mcp.Registration{}
+		for _, g := range rep.Registered {
+			regs[g.Name] = g
+		}
+		for _, tl := range tools {
+			spec := tl.Spec()
+			g := regs[spec.Name]
+			rule := s.Rules[g.Tool]
+			t := &ptool{name: spec.Name, server: s.Name, upstream: g.Tool, spec: spec, rule: rule,
+				fixed: map[string]json.RawMessage{}, window: cfg.RepeatWindow}
+			if rule.RepeatWindow != nil {
+				t.window = *rule.RepeatWindow
+			}
+			for k, v := range rule.Fixed {
+				c, err := agentrt.CanonicalJSON(v)
+				if err != nil {
+					return nil, fmt.Errorf("proxy: server %q: tool %q: fixed %q: %w", s.Name, g.Tool, k, err)
+				}
+				t.fixed[k] = c
+			}
+			if _, dup := p.tools[t.name]; dup {
+				return nil, fmt.Errorf("proxy: two servers offer a tool named %q; rename one", t.name)
+			}
+			p.tools[t.name] = t
+			p.order = append(p.order, t)
+			gateTools = append(gateTools, stagedTool{inner: tl, p: p})
+		}
+	}
+	if len(p.tools) == 0 {
+		return nil, ErrNoTools
+	}
+	if _, clash := p.tools[cfg.StatusTool]; clash {
+		return nil, &agentrt.ConfigError{Field: "status_tool", Reason: fmt.Sprintf("%q is also the name of a proxied tool; choose another", cfg.StatusTool)}
+	}
+	sort.Slice(p.order, func(i, j int) bool { return p.order[i].name < p.order[j].name })
+	if p.policy, err = newGatePolicy(cfg, p.tools); err != nil {
+		return nil, err
+	}
+	p.gate, err = agentrt.NewGate(agentrt.GateConfig{Store: p.store, Policy: p.policy, Tools: gateTools,
+		Observer: opts.Observer, Reconcile: p.reconcile, Now: opts.Now, LeaseTTL: cfg.LeaseTTL, LeaseOwner: "agentrt-proxy:" + cfg.Session})
+	if err != nil {
+		return nil, err
+	}
+	p.server = p.newServer()
+	return p, nil
+}
+
+// Reports are what Load said about each server, in configuration order.
+func (p *Proxy) Reports() []*mcp.Report { return p.reports }
+
+// Store is the runs database the proxy records into.
+func (p *Proxy) Store() agentrt.Store { return p.store }
+
+// Server is the MCP server the host talks to; Serve connects it.
+func (p *Proxy) Server() *sdk.Server { return p.server }
+
+// Serve answers the host over t until the host disconnects or ctx is
+// cancelled, then waits for calls in flight to record their outcome.
+func (p *Proxy) Serve(ctx context.Context, t sdk.Transport) error {
+	ss, err := p.server.Connect(ctx, t, nil)
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- ss.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		ss.Close()
+		<-done
+		err = nil
+	}
+	p.inflight.Wait()
+	return err
+}
+
+// Close ends the upstream connections and closes the stores; calls in
+// flight finish first.
+func (p *Proxy) Close() error {
+	p.inflight.Wait()
+	var errs []error
+	for _, c := range p.conns {
+		errs = append(errs, c.Close())
+	}
+	if p.ix != nil {
+		errs = append(errs, p.ix.Close())
+	}
+	if p.store != nil {
+		errs = append(errs, p.store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (p *Proxy) logf(format string, args ...any) {
+	p.stderrMu.Lock()
+	defer p.stderrMu.Unlock()
+	fmt.Fprintf(p.opts.Stderr, format+"\n", args...)
+}
+
+func (p *Proxy) now() time.Time { return p.opts.Now().UTC() }
+
+// newRunID is <session>.<16 hex>.
+func (p *Proxy) newRunID() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("proxy: crypto/rand failed: " + err.Error())
+	}
+	return p.cfg.Session + "." + hex.EncodeToString(b[:])
+}
+
+// limits are every proxied run's: one call, its approval and its closing.
+func (p *Proxy) limits() agentrt.Limits {
+	return agentrt.Limits{MaxSteps: 3, MaxConsecutiveToolFailures: 3, LoopThreshold: 3,
+		ApprovalTTL: p.cfg.ApprovalTTL, GrantTTL: p.cfg.GrantTTL}
+}
+
+// stagedTool records how far a failed upstream call got, by step, for the
+// call handling to classify the outcome; the runtime records only the
+// error's text, and text is not something to branch on.
+type stagedTool struct {
+	inner agentrt.Tool
+	p     *Proxy
+}
+
+func (s stagedTool) Spec() agentrt.ToolSpec { return s.inner.Spec() }
+
+func (s stagedTool) Call(ctx context.Context, call agentrt.ToolCall) (agentrt.ToolResult, error) {
+	res, err := s.inner.Call(ctx, call)
+	var ce *mcp.CallError
+	if errors.As(err, &ce) {
+		s.p.stages.Store(call.StepID, ce)
+	}
+	return res, err
+}
+
+// stage takes what stagedTool recorded for a step, or nil.
+func (p *Proxy) stage(stepID string) *mcp.CallError {
+	v, ok := p.stages.LoadAndDelete(stepID)
+	if !ok {
+		return nil
+	}
+	return v.(*mcp.CallError)
+}
+
+// newServer registers every proxied tool with its restricted schema, and
+// the status tool. Nothing here approves, elicits or samples.
+func (p *Proxy) newServer() *sdk.Server {
+	s := sdk.NewServer(&sdk.Implementation{Name: serverName, Version: Version}, nil)
+	for _, t := range p.order {
+		t := t
+		tool := &sdk.Tool{Name: t.name, Description: t.spec.Description, InputSchema: json.RawMessage(t.spec.InputSchema)}
+		if t.spec.SideEffect == agentrt.ReadOnly {
+			tool.Annotations = &sdk.ToolAnnotations{ReadOnlyHint: true}
+		}
+		s.AddTool(tool, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			p.inflight.Add(1)
+			defer p.inflight.Done()
+			return p.handle(ctx, t, req).result(), nil
+		})
+	}
+	s.AddTool(&sdk.Tool{Name: p.cfg.StatusTool, Description: statusDescription, InputSchema: json.RawMessage(statusSchema),
+		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return p.status(ctx, req.Params.Arguments).result(), nil
+		})
+	return s
+}
+
+// Check loads every server as New would, without opening the database or
+// the index, and closes the connections again: the load report an
+// operator reads before starting a host. It fails with ErrNoTools when no
+// tool registers, and when the status tool's name clashes with a tool's.
+func Check(ctx context.Context, cfg *Config) ([]*mcp.Report, error) {
+	if err := checkFiles(cfg, false); err != nil {
+		return nil, err
+	}
+	var reps []*mcp.Report
+	names := map[string]bool{}
+	for _, s := range cfg.Servers {
+		m, err := mcp.ReadManifest(s.Manifest)
+		if err != nil {
+			return reps, fmt.Errorf("proxy: server %q: %w (run `agentrt-proxy pin`)", s.Name, err)
+		}
+		_, rep, err := mcp.Load(ctx, s.Server(), m, s.MCPRules())
+		if rep == nil {
+			return reps, err
+		}
+		reps = append(reps, rep)
+		if rep.Connection != nil {
+			rep.Connection.Close()
+		}
+		for _, g := range rep.Registered {
+			names[g.Name] = true
+		}
+	}
+	if len(names) == 0 {
+		return reps, ErrNoTools
+	}
+	if names[cfg.StatusTool] {
+		return reps, &agentrt.ConfigError{Field: "status_tool", Reason: fmt.Sprintf("%q is also the name of a proxied tool; choose another", cfg.StatusTool)}
+	}
+	return reps, nil
+}

@@ -1,0 +1,146 @@
+package proxy
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/mcp"
+	"github.com/agentrt/agentrt/sqlite"
+)
+
+// DefaultRecheckLimit is how many of a session's newest calls Recheck reads
+// when RecheckOptions.Limit is zero.
+const DefaultRecheckLimit = 50
+
+// RecheckOptions choose the calls to re-check. RunID and Session are
+// exclusive; with neither, the configuration's session.
+type RecheckOptions struct {
+	RunID   string
+	Session string
+	// Limit bounds how many calls of a session are read; zero means
+	// DefaultRecheckLimit.
+	Limit int
+	// CurrentTools connects to the servers and hands their current tools
+	// to the re-check, for a step whose spec was not stored. Off, nothing
+	// is connected to.
+	CurrentTools bool
+}
+
+// RecheckSummary is what Recheck found.
+type RecheckSummary struct {
+	// PolicyID names the policy of today, from the configuration.
+	PolicyID string
+	Reports  []agentrt.RecheckReport
+	// Checked counts decisions re-checked; Skipped those not re-checkable;
+	// Differ the runs with at least one decision decided differently.
+	Checked, Skipped, Differ int
+}
+
+// Recheck asks today's policy, built from cfg, about every recorded policy
+// decision of the chosen calls, opening the database and the index
+// read-only. An approval about an unknown outcome is the runtime's and the
+// proxy's own question, not the policy's, and is recognised as such.
+func Recheck(ctx context.Context, cfg *Config, opts RecheckOptions) (*RecheckSummary, error) {
+	if opts.RunID != "" && opts.Session != "" {
+		return nil, &agentrt.ConfigError{Field: "RecheckOptions", Reason: "RunID and Session are exclusive"}
+	}
+	if opts.Limit < 0 {
+		return nil, &agentrt.ConfigError{Field: "RecheckOptions.Limit", Reason: "must not be negative"}
+	}
+	if opts.Limit == 0 {
+		opts.Limit = DefaultRecheckLimit
+	}
+	if err := checkFiles(cfg, true); err != nil {
+		return nil, err
+	}
+	tools := map[string]*ptool{}
+	for _, s := range cfg.Servers {
+		for name, r := range s.Rules {
+			model := r.Rename
+			if model == "" {
+				model = s.Name + "_" + name
+			}
+			t := &ptool{name: model, server: s.Name, upstream: name, rule: r, fixed: map[string]json.RawMessage{},
+				spec: agentrt.ToolSpec{Name: model, SideEffect: r.SideEffect}}
+			for k, v := range r.Fixed {
+				c, err := agentrt.CanonicalJSON(v)
+				if err != nil {
+					return nil, err
+				}
+				t.fixed[k] = c
+			}
+			tools[model] = t
+		}
+	}
+	pol, err := newGatePolicy(cfg, tools)
+	if err != nil {
+		return nil, err
+	}
+	var current []agentrt.Tool
+	if opts.CurrentTools {
+		for _, s := range cfg.Servers {
+			m, err := mcp.ReadManifest(s.Manifest)
+			if err != nil {
+				return nil, err
+			}
+			ts, rep, err := mcp.Load(ctx, s.Server(), m, s.MCPRules())
+			if err != nil {
+				return nil, err
+			}
+			defer rep.Connection.Close()
+			current = append(current, ts...)
+		}
+	}
+	st, err := sqlite.OpenExisting(cfg.Database, true)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	runs := []string{opts.RunID}
+	if opts.RunID == "" {
+		session := opts.Session
+		if session == "" {
+			session = cfg.Session
+		}
+		if runs, err = sessionRuns(ctx, cfg.Index, session, opts.Limit); err != nil {
+			return nil, err
+		}
+	}
+	sum := &RecheckSummary{PolicyID: pol.PolicyID()}
+	for _, id := range runs {
+		rep, err := agentrt.Recheck(ctx, st, id, pol, agentrt.RecheckOptions{Tools: current})
+		if err != nil {
+			return nil, fmt.Errorf("proxy: re-checking run %s: %w", id, err)
+		}
+		sum.Reports = append(sum.Reports, rep)
+		for _, ev := range rep.Evaluations {
+			if ev.Result == agentrt.RecheckNotRecheckable {
+				sum.Skipped++
+			} else {
+				sum.Checked++
+			}
+		}
+		if len(rep.Differences()) > 0 {
+			sum.Differ++
+		}
+	}
+	return sum, nil
+}
+
+// sessionRuns reads the session's newest run ids from the index,
+// read-only.
+func sessionRuns(ctx context.Context, path, session string, limit int) ([]string, error) {
+	if err := checkPrivate(path, false); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", indexDSN(path, false))
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	ix := &Index{path: path, r: db}
+	return ix.sessionRuns(ctx, session, limit)
+}

@@ -1,0 +1,137 @@
+package proxy
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	agentrt "github.com/agentrt/agentrt"
+)
+
+// The status tool reports; it never executes, collects, expires or writes
+// anything.
+const (
+	statusDescription = "Reports what became of this session's tool calls in the last hour: which wait for an operator's approval, which ran, which were refused and why. It runs nothing and decides nothing."
+	statusSchema      = `{"type":"object","properties":{"approval_id":{"type":"string","maxLength":128,"description":"report only the call waiting on this approval"}},"additionalProperties":false}`
+	// StatusWindow is how far back the status tool reports.
+	StatusWindow = time.Hour
+	// StatusLimit is the most calls it reports.
+	StatusLimit = 200
+)
+
+func (p *Proxy) status(ctx context.Context, raw json.RawMessage) answer {
+	var in struct {
+		ApprovalID string `json:"approval_id"`
+	}
+	if len(raw) > 0 {
+		if err := decodeStrict(raw, &in); err != nil {
+			return invalidText("the status tool takes only an optional approval_id string")
+		}
+	}
+	// Rows queued for writing (allowed reads) are committed first, so the
+	// report includes every call this proxy answered.
+	if err := p.ix.update(ctx, func(*sql.Tx) error { return nil }); err != nil {
+		a, _ := p.internal(err, "the record could not be read")
+		return a
+	}
+	now := p.now()
+	rows, err := p.ix.recent(ctx, p.cfg.Session, now.Add(-StatusWindow), StatusLimit)
+	if err != nil {
+		a, _ := p.internal(err, "the record could not be read")
+		return a
+	}
+	var b strings.Builder
+	shown := 0
+	for _, r := range rows {
+		if in.ApprovalID != "" && r.ApprovalID != in.ApprovalID {
+			continue
+		}
+		shown++
+		fmt.Fprintf(&b, "\n- %s %s, %s ago: %s", quote(r.Tool, boundName), p.argsOf(ctx, r), now.Sub(r.CreatedAt).Round(time.Second), p.describe(ctx, r, now))
+	}
+	head := fmt.Sprintf("%d call(s) in the last hour", shown)
+	if in.ApprovalID != "" {
+		head = fmt.Sprintf("%d call(s) in the last hour wait or waited on approval %s", shown, quote(in.ApprovalID, boundName))
+	}
+	if len(rows) == StatusLimit {
+		head += fmt.Sprintf(" (only the newest %d are read)", StatusLimit)
+	}
+	return answer{status: StatusGateStatus, text: string(StatusGateStatus) + ": " + head + "." + b.String()}
+}
+
+// argsOf quotes a call's recorded arguments, bounded.
+func (p *Proxy) argsOf(ctx context.Context, r *row) string {
+	steps, _, err := p.store.ListStepsPage(ctx, r.RunID, 1, 0)
+	if err != nil || len(steps) == 0 || steps[0].Decision == nil {
+		return "(arguments not recorded)"
+	}
+	d := steps[0].Decision
+	if d.InvalidArgs != "" {
+		return "(arguments that were not acceptable JSON)"
+	}
+	return "with " + quote(string(d.Args), 200)
+}
+
+// describe says where a call is, reading the store and writing nothing.
+func (p *Proxy) describe(ctx context.Context, r *row, now time.Time) string {
+	switch r.State {
+	case stateBegun:
+		run, err := p.store.GetRun(ctx, r.RunID)
+		switch {
+		case err != nil:
+			return "starting"
+		case run.Status == agentrt.RunRunning:
+			return "IN PROGRESS"
+		case run.Status == agentrt.RunWaiting:
+			return "PENDING an operator's approval"
+		}
+		return "ended; call again to learn its outcome"
+	case stateWaiting:
+		a, err := p.store.GetApproval(ctx, r.RunID, r.ApprovalID)
+		if err != nil {
+			return "waiting on approval " + quote(r.ApprovalID, boundName)
+		}
+		unknown := a.Kind == agentrt.InterruptedSideEffect
+		switch {
+		case a.Status == agentrt.ApprovalPending && (a.ExpiresAt.IsZero() || now.Before(a.ExpiresAt)):
+			if unknown {
+				return fmt.Sprintf("OUTCOME UNKNOWN: it may have taken effect; an operator decides whether it runs again (approval %s); the tool is blocked meanwhile", quote(a.ID, boundName))
+			}
+			return fmt.Sprintf("PENDING approval %s; it has not run", quote(a.ID, boundName))
+		case a.Status == agentrt.ApprovalApproved:
+			return fmt.Sprintf("APPROVED (approval %s), awaiting collection: calling again with exactly the same arguments runs it", quote(a.ID, boundName))
+		case a.Status == agentrt.ApprovalRejected:
+			return "REJECTED by an operator; it did not run"
+		}
+		if unknown {
+			return "OUTCOME UNKNOWN: its question expired and is asked again at the next call"
+		}
+		return "EXPIRED: no operator decided in time; it did not run"
+	}
+	switch r.Outcome {
+	case OutcomeSucceeded:
+		return "executed: succeeded"
+	case OutcomeFailed:
+		return "executed: the server reported a failure: " + quote(r.Detail, 300)
+	case OutcomeUnrecorded:
+		return "executed: its result could not be recorded"
+	case OutcomeUnknown:
+		return "OUTCOME UNKNOWN: it may have taken effect; an operator was asked about running it again"
+	case OutcomeUnknownRejected:
+		return "OUTCOME UNKNOWN: an operator rejected running it again; it was not run again"
+	case OutcomeUnknownDenied:
+		return "OUTCOME UNKNOWN: the policy does not allow running it again"
+	case OutcomeDenied:
+		return "not executed: refused (" + quote(r.Detail, 300) + ")"
+	case OutcomeInvalid:
+		return "not executed: invalid arguments"
+	case OutcomeRejected:
+		return "not executed: REJECTED by an operator"
+	case OutcomeExpired:
+		return "not executed: EXPIRED"
+	}
+	return "not executed"
+}

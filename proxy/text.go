@@ -1,0 +1,181 @@
+package proxy
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentrt/agentrt/trace"
+)
+
+// Status is the word a proxied call's answer starts with.
+type Status string
+
+// The statuses the model can be told. A result that ran and was recorded
+// carries no status word: it is the server's answer, as data.
+const (
+	// StatusPendingApproval: the call waits for an operator; it has not run.
+	StatusPendingApproval Status = "PENDING_APPROVAL"
+	// StatusInProgress: an identical call is running now.
+	StatusInProgress Status = "IN_PROGRESS"
+	// StatusDenied: the policy (or the operator's rules) refuses it; it did not run.
+	StatusDenied Status = "DENIED"
+	// StatusInvalid: the arguments were refused; it did not run.
+	StatusInvalid Status = "INVALID"
+	// StatusRejected: an operator rejected this exact request.
+	StatusRejected Status = "REJECTED"
+	// StatusExpired: no operator decided in time; it did not run.
+	StatusExpired Status = "EXPIRED"
+	// StatusDuplicate: this exact call already ran within the repeat window.
+	StatusDuplicate Status = "DUPLICATE"
+	// StatusBlocked: refused without asking: the tool is blocked by an
+	// unknown outcome, or too many approvals are open.
+	StatusBlocked Status = "BLOCKED"
+	// StatusUnknownOutcome: an identical call may or may not have taken
+	// effect; it runs again only if an operator approves.
+	StatusUnknownOutcome Status = "UNKNOWN_OUTCOME"
+	// StatusFailed: it ran and the server reported a failure.
+	StatusFailed Status = "FAILED"
+	// StatusUnrecorded: it ran, but its result could not be recorded.
+	StatusUnrecorded Status = "UNRECORDED"
+	// StatusUnavailable: the proxy could not handle the call now; it did
+	// not run.
+	StatusUnavailable Status = "UNAVAILABLE"
+	// StatusGateStatus starts the status tool's answers.
+	StatusGateStatus Status = "GATE_STATUS"
+)
+
+// isError says which statuses are errors to the host.
+func (s Status) isError() bool {
+	switch s {
+	case StatusDenied, StatusInvalid, StatusRejected, StatusExpired, StatusDuplicate, StatusBlocked, StatusFailed, StatusUnavailable:
+		return true
+	}
+	return false
+}
+
+// Bounds on what the prose quotes of text someone else chose.
+const (
+	boundName   = 200      // a tool name, an approval id
+	boundReason = 1000     // a policy's reason, an operator's note, a server's message
+	boundData   = 64 << 10 // what the status tool quotes of arguments
+)
+
+// quote escapes text a server, the model or an operator chose, cut first
+// so an escape is never split.
+func quote(s string, n int) string { return trace.Sanitize(trace.Truncate(s, n)) }
+
+// answer is what one call returns to the host.
+type answer struct {
+	status Status
+	text   string
+	// content is the recorded result of a call that ran; text is then
+	// empty and the result is passed back as the server sent it.
+	content json.RawMessage
+	isError bool
+}
+
+func says(s Status, format string, args ...any) answer {
+	return answer{status: s, text: string(s) + ": " + fmt.Sprintf(format, args...), isError: s.isError()}
+}
+
+// result is the MCP result. A recorded result that is a JSON string is
+// the server's text; an object is also its structured content.
+func (a answer) result() *sdk.CallToolResult {
+	if a.status == "" {
+		var text string
+		if err := json.Unmarshal(a.content, &text); err == nil {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}}
+		}
+		res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(a.content)}}}
+		if len(a.content) > 0 && a.content[0] == '{' {
+			res.StructuredContent = json.RawMessage(a.content)
+		}
+		return res
+	}
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: a.text}}, IsError: a.isError}
+}
+
+func pendingText(approvalID string, waited time.Duration) answer {
+	return says(StatusPendingApproval, "this call needs an operator's approval and has not run. The request is waiting as approval %s. "+
+		"Calling this tool again with exactly the same arguments collects the decision; a call with other arguments is a new request. "+
+		"You may go on with other work meanwhile.", quote(approvalID, boundName))
+}
+
+func unknownText(approvalID string) answer {
+	return says(StatusUnknownOutcome, "an identical call was started before and it is not known whether it took effect. "+
+		"It will not run again unless an operator approves (request %s); until then no other call that changes something may run through this tool. "+
+		"Do not try to reach the same effect another way; calling again with exactly the same arguments collects the decision.", quote(approvalID, boundName))
+}
+
+func inProgressText() answer {
+	return says(StatusInProgress, "an identical call is running now and has not finished. Do not repeat it; call again later with the same arguments to learn its outcome.")
+}
+
+func deniedText(reason string) answer {
+	return says(StatusDenied, "the operator's policy does not allow this call (%s). It did not run.", quote(reason, boundReason))
+}
+
+func refusedText(reason string) answer {
+	return says(StatusDenied, "the call was refused before it reached the server (%s). It did not run.", quote(reason, boundReason))
+}
+
+// schemaLocation is the location the runtime's schema errors name, which
+// says nothing the model needs.
+var schemaLocation = regexp.MustCompile(` with '[a-z]+://[^']*'`)
+
+func invalidText(reason string) answer {
+	reason = schemaLocation.ReplaceAllString(reason, "")
+	return says(StatusInvalid, "the arguments were refused: %s. Nothing ran; correct the arguments and call again.", quote(reason, boundReason))
+}
+
+func rejectedText(note string, window time.Duration) answer {
+	n := ""
+	if note != "" {
+		n = " with the note: " + quote(note, boundReason)
+	}
+	return says(StatusRejected, "an operator rejected this exact request%s. It did not run, and the same request will not be asked again for %s.", n, window.Round(time.Second))
+}
+
+func expiredText() answer {
+	return says(StatusExpired, "no operator decided this request in time. It did not run.")
+}
+
+func duplicateText(ago time.Duration, outcome Outcome, detail string) answer {
+	what := "it succeeded"
+	switch outcome {
+	case OutcomeFailed:
+		what = "the server reported a failure: " + quote(detail, boundReason)
+	case OutcomeUnrecorded:
+		what = "its result could not be recorded"
+	}
+	when := "already ran"
+	if ago >= time.Second {
+		when = fmt.Sprintf("already ran %s ago", ago.Round(time.Second))
+	}
+	return says(StatusDuplicate, "this exact call %s (%s). It was not run again.", when, what)
+}
+
+func blockedByUnknownText() answer {
+	return says(StatusBlocked, "an earlier call to this tool may or may not have taken effect and waits for an operator's decision; "+
+		"until then no other call that changes something runs through this tool. It did not run.")
+}
+
+func blockedByCapText(n int) answer {
+	return says(StatusBlocked, "%d requests already wait for an operator's approval, the most allowed at once; this one was not asked. It did not run.", n)
+}
+
+func failedText(message string) answer {
+	return says(StatusFailed, "the call ran and the server reported an error: %s", quote(message, boundReason))
+}
+
+func unrecordedText(reason string) answer {
+	return says(StatusUnrecorded, "the call ran, but its result could not be recorded (%s). It will not be run again as this exact request.", quote(reason, boundReason))
+}
+
+func unavailableText(why string) answer {
+	return says(StatusUnavailable, "the call could not be handled now (%s). It did not run.", why)
+}
