@@ -16,7 +16,7 @@ const MaxPageText = 64 << 10
 const MaxStoredValue = 16 << 20
 
 // Store is the storage seam between the engine and a backend. It is
-// implemented by the sqlite package (and later postgres) and exercised by
+// implemented by the sqlite and postgres packages and exercised by
 // storetest.Exercise. It is not a user extension point: its methods may change
 // between minor versions as the engine needs.
 type Store interface {
