@@ -11,7 +11,7 @@ MODULES = $(shell $(GO) list -m -f '{{.Dir}}')
 # The pinned npm MCP servers the mcp tests and examples/mcp run.
 MCP_SERVERS = mcp/testdata/servers
 
-.PHONY: help demo test test-modules bench bench-modules lint fuzz fault vuln release reproduce mcp-servers host-tools
+.PHONY: help demo test test-modules bench bench-modules lint fuzz fault vuln release reproduce mcp-servers host-tools chromium
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -19,7 +19,7 @@ help: ## List the targets.
 demo: ## Run the main job on the embedded default: no network, no keys.
 	$(GO) run ./cmd/agentrt demo -auto-approve
 
-test: mcp-servers host-tools ## Run every test of every module in go.work, with the race detector, on a throwaway PostgreSQL cluster.
+test: mcp-servers host-tools chromium ## Run every test of every module in go.work, with the race detector, on a throwaway PostgreSQL cluster.
 	@scripts/pg-test.sh run -- $(MAKE) --no-print-directory test-modules
 
 test-modules: ## The loop `make test` runs (set TEST_PG_DSN to use a cluster of your own).
@@ -65,3 +65,9 @@ mcp-servers: ## Install the pinned MCP servers from their lock file (npm ci --ig
 
 host-tools: ## Install the system tools the tests run (openssl, for the documented notification check) when missing.
 	@command -v openssl >/dev/null 2>&1 || { echo "== apt-get install -y openssl"; apt-get update -qq && apt-get install -y -qq openssl; }
+
+chromium: ## Install Debian's chromium for the console's browser tests, when missing (apt-get, as root).
+	@if ! command -v chromium >/dev/null 2>&1; then \
+		echo "== apt-get install chromium (the console's browser tests)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	fi

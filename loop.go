@@ -489,6 +489,9 @@ func (s *session) apply(ctx context.Context, tool *regTool, req ToolRequest, pd 
 	policyEvent := s.policyEvent(tool, pd, true)
 	switch pd.Outcome {
 	case Allow:
+		if err := s.checkSignedGrant(ctx, grant, pd); err != nil {
+			return Verdict{}, err
+		}
 		return s.allow(tool, req, pd, grant)
 	case RequireApproval:
 		for _, v := range []struct {
@@ -511,6 +514,9 @@ func (s *session) apply(ctx context.Context, tool *regTool, req ToolRequest, pd 
 			// since is another request.
 			h, err := ApprovalHash(pd.Kind, pd.Capability, pd.Presentation, req)
 			if err == nil && h == grant.Hash {
+				if err := s.checkSignedGrant(ctx, grant, pd); err != nil {
+					return Verdict{}, err
+				}
 				return s.allow(tool, req, pd, grant)
 			}
 		}

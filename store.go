@@ -99,6 +99,16 @@ type StoreReader interface {
 	ChainHead(ctx context.Context) (int64, string, error)
 	// EventHash returns the stored hash of the event at seq.
 	EventHash(ctx context.Context, seq int64) (string, error)
+
+	// ListWaitingApprovals reads one page of the pending approvals of
+	// every run, oldest first, columns capped as other page reads, and the
+	// total: the inbox. Decide from a GetApproval read, not from a page.
+	ListWaitingApprovals(ctx context.Context, limit, offset int) ([]Approval, int, error)
+	// ListApprovers reads every approver ever enrolled, removed ones
+	// included, in enrollment order.
+	ListApprovers(ctx context.Context) ([]Approver, error)
+	// GetApprover reads one approver by id.
+	GetApprover(ctx context.Context, id string) (Approver, error)
 }
 
 // Tx is one write transaction (or savepoint) handed to Update's fn. Writes
@@ -122,12 +132,42 @@ type Tx interface {
 	SpecPut(hash string, canonical []byte) error
 	// EventAppend appends an event to the chain and returns it with its seq.
 	EventAppend(e Event) (Event, error)
+	// ApproverInsert enrolls an approver. A name an unremoved approver
+	// holds, or a credential already enrolled, is ErrApproverExists.
+	ApproverInsert(a Approver) error
+	ApproverGet(id string) (Approver, error)
+	// ApproverByName reads the unremoved approver with the name.
+	ApproverByName(name string) (Approver, error)
+	// ApproverRemove marks an unremoved approver removed; one already
+	// removed is ErrRunState.
+	ApproverRemove(p ApproverRemove) error
+	InviteInsert(i ApproverInvite) error
+	// InviteGet reads an invitation by the SHA-256 of its token.
+	InviteGet(tokenHash string) (ApproverInvite, error)
+	// InviteUse marks an unused invitation used by an approver; one
+	// already used is ErrRunState.
+	InviteUse(p InviteUse) error
 	// RunClaim leases up to p.Limit runnable runs to p.Owner, oldest first,
 	// bumping each one's generation, and returns them as they were before:
 	// ENQUEUED runs, RUNNING runs whose lease is free or lapsed, and
 	// WAITING runs with a step awaiting approval and none pending. Rows
 	// another transaction holds are skipped, not waited on.
 	RunClaim(p RunClaim) ([]Run, error)
+}
+
+// ApproverRemove is a compare-and-set on an approver: it must not be
+// removed yet.
+type ApproverRemove struct {
+	ID        string
+	RemovedAt time.Time
+	RemovedBy string
+}
+
+// InviteUse is a compare-and-set on an invitation: it must be unused.
+type InviteUse struct {
+	ID         string
+	UsedAt     time.Time
+	ApproverID string
 }
 
 // RunClaim asks for runnable work. A lease lapses by Now, or by the
@@ -219,6 +259,9 @@ type ApprovalDecide struct {
 	DecidedAt time.Time
 	DecidedBy string
 	Note      string
+	// Signature, when set, is recorded with the approver and credential
+	// it names.
+	Signature *DecisionSignature
 }
 
 // ModelCallFinish records an attempt's outcome; the row must be dispatched.

@@ -286,6 +286,12 @@ func (c *Connection) build(name string, pin PinnedTool, live *liveTool, rule Rul
 	return t, mismatch, nil
 }
 
+// HintDispute says how a server's annotations dispute classifying a tool
+// as class, or "" when they do not: the check Load applies to a rule
+// without AllowHintMismatch. A tool that writes rules (`agentrt-proxy
+// review`) asks it before the operator's choice is refused at load.
+func HintDispute(class agentrt.SideEffect, a *Annotations) string { return hintMismatch(class, a) }
+
 // hintMismatch says how the server's annotations dispute a class, or "".
 // Absent annotations dispute nothing. A read_only class is disputed by a
 // server that does not claim readOnlyHint; any other class short of

@@ -293,3 +293,31 @@ func TestDeny_RemovedFromTheSchemaAndRefusedAtCall(t *testing.T) {
 	_, rep, _ = Load(context.Background(), srv, m, Rules{"read_text_file": {SideEffect: agentrt.ReadOnly, Deny: []string{"nonesuch"}}})
 	must(t, strings.Contains(refusal(rep, "read_text_file"), "not a top-level property"), "deny of nonesuch: %q", refusal(rep, "read_text_file"))
 }
+
+// HintDispute answers as Load's check does: read_only is disputed by a
+// server that does not claim readOnlyHint, a mutating class short of
+// destructive by one that claims destructiveHint, and absent annotations
+// dispute nothing.
+func TestHintDispute_AnswersAsLoadChecks(t *testing.T) {
+	yes, no := true, false
+	ro := &Annotations{ReadOnlyHint: &yes}
+	destructive := &Annotations{ReadOnlyHint: &no, DestructiveHint: &yes}
+	cases := []struct {
+		class   agentrt.SideEffect
+		a       *Annotations
+		dispute bool
+	}{
+		{agentrt.ReadOnly, nil, false},
+		{agentrt.ReadOnly, ro, false},
+		{agentrt.ReadOnly, destructive, true},
+		{agentrt.ReadOnly, &Annotations{}, true},
+		{agentrt.LocalMutation, destructive, true},
+		{agentrt.RemoteMutation, destructive, true},
+		{agentrt.Destructive, destructive, false},
+		{agentrt.RemoteMutation, ro, false},
+	}
+	for _, c := range cases {
+		got := HintDispute(c.class, c.a)
+		must(t, (got != "") == c.dispute, "%s with %+v: %q", c.class, c.a, got)
+	}
+}

@@ -130,6 +130,11 @@ type ToolRule struct {
 	Outcome agentrt.PolicyOutcome
 	// RepeatWindow, when set, replaces the configuration's for this tool.
 	RepeatWindow *time.Duration
+	// Suggestion, when set, marks a rule `agentrt-proxy init` wrote from
+	// the server's hints and says why: it is not the operator's word yet,
+	// so the tool is not offered until `agentrt-proxy review` makes it a
+	// rule. Empty means the operator classified the tool.
+	Suggestion string
 }
 
 // mcpRule is the rule handed to mcp.Load. Every proxied tool is terminal:
@@ -149,10 +154,14 @@ func (s ServerConfig) Server() mcp.Server {
 	return srv
 }
 
-// MCPRules are the rules handed to mcp.Load.
+// MCPRules are the rules handed to mcp.Load. A suggestion is not a rule:
+// its tool is left unclassified.
 func (s ServerConfig) MCPRules() mcp.Rules {
 	out := mcp.Rules{}
 	for k, r := range s.Rules {
+		if r.Suggestion != "" {
+			continue
+		}
 		out[k] = r.mcpRule()
 	}
 	return out
@@ -198,6 +207,7 @@ type fileRule struct {
 	AllowHintMismatch bool                       `json:"allow_hint_mismatch"`
 	Outcome           agentrt.PolicyOutcome      `json:"outcome"`
 	RepeatWindow      *duration                  `json:"repeat_window"`
+	Suggestion        string                     `json:"suggestion"`
 }
 
 // duration is a Go duration string ("15s") that must not be negative.
@@ -411,7 +421,8 @@ func (fs *fileServer) resolve(field string, rel func(string) string) (ServerConf
 			return s, bad(rf+".outcome", "must be allow, require_approval or deny, got %q", trace.Sanitize(string(fr.Outcome)))
 		}
 		r := ToolRule{SideEffect: fr.SideEffect, Timeout: fr.Timeout.or(0), Description: fr.Description, Deny: fr.Deny,
-			Fixed: fr.Fixed, Rename: fr.Rename, AllowHintMismatch: fr.AllowHintMismatch, Outcome: fr.Outcome}
+			Fixed: fr.Fixed, Rename: fr.Rename, AllowHintMismatch: fr.AllowHintMismatch, Outcome: fr.Outcome,
+			Suggestion: fr.Suggestion}
 		if fr.Timeout != nil && r.Timeout == 0 {
 			return s, bad(rf+".timeout", "must be positive")
 		}

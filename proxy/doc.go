@@ -18,6 +18,13 @@
 // to that exact request, made with `agentrt approve` or any other front end
 // on the same database.
 //
+// An existing setup is brought under the proxy with `agentrt-proxy init`,
+// which reads a host's own configuration file, pins every server and
+// writes each tool's rule as a suggestion (Suggest: the class the
+// server's annotations hint at). A suggestion is not a classification:
+// its tool is not offered until `agentrt-proxy review` makes it the
+// operator's rule.
+//
 // Calls are matched by a request key, the SHA-256 of the tool's name, a NUL
 // byte and agentrt.CanonicalJSON of the arguments, kept in an index of the
 // proxy's own beside the database. An identical call collects the approval

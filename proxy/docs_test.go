@@ -122,3 +122,57 @@ func TestDocs_HostSnippetsParse(t *testing.T) {
 		t.Fatalf("the configuration example read as %+v", cfg)
 	}
 }
+
+// The onboarding path docs/proxy.md opens with, and the README's proxy
+// block, are commands agentrt-proxy takes: each one's flags parse (run in
+// an empty HOME and directory, so no real host file is read), and the
+// README shows the path in five commands or fewer.
+func TestDocs_OnboardingCommandsParse(t *testing.T) {
+	s := snippets(t)
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", t.TempDir())
+	t.Chdir(t.TempDir())
+	home := os.Getenv("HOME")
+	runLine := func(where, line string) {
+		t.Helper()
+		line = strings.TrimSpace(strings.SplitN(line, "#", 2)[0])
+		f := strings.Fields(strings.ReplaceAll(line, "~", home))
+		if len(f) < 2 || f[0] != "agentrt-proxy" {
+			t.Fatalf("%s: %q is not an agentrt-proxy command", where, line)
+		}
+		var out, errb bytes.Buffer
+		if code := cli.Run(context.Background(), f[1:], strings.NewReader(""), &out, &errb); code == cli.ExitUsage {
+			t.Fatalf("%s: agentrt-proxy refuses %q as usage: %s", where, line, errb.String())
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(s["onboard"]), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], " init -from ") || !strings.Contains(lines[1], " review ") || !strings.Contains(lines[2], " check ") {
+		t.Fatalf("the onboard snippet is not init, review, check:\n%s", s["onboard"])
+	}
+	for _, l := range lines {
+		runLine("docs/proxy.md onboard", l)
+	}
+	section := string(b)[strings.Index(string(b), "## An MCP host under policy"):]
+	block := regexp.MustCompile("(?s)```sh\n(.*?)```").FindStringSubmatch(section)
+	if block == nil {
+		t.Fatal("the README's proxy section has no sh block")
+	}
+	cmds := strings.Split(strings.TrimSpace(block[1]), "\n")
+	if len(cmds) > 5 {
+		t.Fatalf("the README's proxy path takes %d commands, more than five", len(cmds))
+	}
+	saw := map[string]bool{}
+	for _, l := range cmds {
+		if strings.HasPrefix(l, "(cd proxy && go build") {
+			continue
+		}
+		runLine("README", l)
+		saw[strings.Fields(l)[1]] = true
+	}
+	if !saw["init"] || !saw["review"] || !saw["check"] {
+		t.Fatalf("the README's proxy path is not init, review, check: %q", cmds)
+	}
+}

@@ -156,6 +156,9 @@ func newGatePolicy(cfg *Config, tools map[string]*ptool) (*gatePolicy, error) {
 	for _, s := range cfg.Servers {
 		sid := serverID{Name: s.Name, Rules: map[string]ruleID{}}
 		for name, r := range s.Rules {
+			if r.Suggestion != "" {
+				continue // not offered, so nothing is decided from it
+			}
 			sid.Rules[name] = ruleID{SideEffect: r.SideEffect, Outcome: r.Outcome, Fixed: r.Fixed, Rename: r.Rename}
 		}
 		servers = append(servers, sid)

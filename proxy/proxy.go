@@ -102,6 +102,9 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 		}
 	}
 	p = &Proxy{cfg: cfg, opts: opts, tools: map[string]*ptool{}}
+	for _, st := range cfg.Suggested() {
+		p.logf("%s", suggestionLine(cfg, st))
+	}
 	opened := p
 	defer func() {
 		if err != nil {
@@ -159,7 +162,7 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 		}
 	}
 	if len(p.tools) == 0 {
-		return nil, ErrNoTools
+		return nil, noTools(cfg)
 	}
 	if _, clash := p.tools[cfg.StatusTool]; clash {
 		return nil, &agentrt.ConfigError{Field: "status_tool", Reason: fmt.Sprintf("%q is also the name of a proxied tool; choose another", cfg.StatusTool)}
@@ -326,7 +329,7 @@ func Check(ctx context.Context, cfg *Config) ([]*mcp.Report, error) {
 		}
 	}
 	if len(names) == 0 {
-		return reps, ErrNoTools
+		return reps, noTools(cfg)
 	}
 	if names[cfg.StatusTool] {
 		return reps, &agentrt.ConfigError{Field: "status_tool", Reason: fmt.Sprintf("%q is also the name of a proxied tool; choose another", cfg.StatusTool)}

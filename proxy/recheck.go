@@ -59,6 +59,9 @@ func Recheck(ctx context.Context, cfg *Config, opts RecheckOptions) (*RecheckSum
 	tools := map[string]*ptool{}
 	for _, s := range cfg.Servers {
 		for name, r := range s.Rules {
+			if r.Suggestion != "" {
+				continue // not offered: no call to it is re-checked under it
+			}
 			model := r.Rename
 			if model == "" {
 				model = s.Name + "_" + name

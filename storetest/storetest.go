@@ -36,6 +36,8 @@ func Exercise(t *testing.T, open Opener) {
 	t.Run("StepEventsAreOneStepsInCommitOrder", func(t *testing.T) { stepEvents(t, open(t)) })
 	t.Run("ModelCalls", func(t *testing.T) { modelCalls(t, open(t)) })
 	t.Run("LeaseRenewalIsCompareAndSet", func(t *testing.T) { leaseRenewal(t, open(t)) })
+	t.Run("ApproversAndInvitations", func(t *testing.T) { approvers(t, open(t)) })
+	t.Run("WaitingApprovalsPageOldestFirst", func(t *testing.T) { waitingApprovals(t, open(t)) })
 	t.Run("RunClaimTakesRunnableWorkOldestFirst", func(t *testing.T) { runClaim(t, open(t)) })
 }
 

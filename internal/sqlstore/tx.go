@@ -452,9 +452,20 @@ func (t *tx) ApprovalList(runID string) ([]agentrt.Approval, error) {
 }
 
 func (t *tx) ApprovalDecide(p agentrt.ApprovalDecide) error {
-	q := `UPDATE approvals SET status = ?, decided_at = ?, decided_by = ?, note = ?
-		WHERE id = ? AND run_id = ? AND status = ?`
-	args := []any{string(p.Status), t.timeText(p.DecidedAt), p.DecidedBy, p.Note, p.ID, p.RunID, string(p.From)}
+	q := `UPDATE approvals SET status = ?, decided_at = ?, decided_by = ?, note = ?`
+	args := []any{string(p.Status), t.timeText(p.DecidedAt), p.DecidedBy, p.Note}
+	// A signature is written with the decision it signs and kept by any
+	// later change (a grant expiring), so the row keeps what was signed.
+	if p.Signature != nil {
+		sig, err := encodeJSON(p.Signature)
+		if err != nil {
+			return err
+		}
+		q += ", approver_id = ?, credential_id = ?, signature_json = ?"
+		args = append(args, p.Signature.ApproverID, p.Signature.CredentialID, sig)
+	}
+	q += " WHERE id = ? AND run_id = ? AND status = ?"
+	args = append(args, p.ID, p.RunID, string(p.From))
 	if p.Hash != "" {
 		q += " AND hash = ?"
 		args = append(args, p.Hash)

@@ -72,19 +72,8 @@ func (c Config) GoString() string { return c.String() }
 // Format prints String for every verb.
 func (c Config) Format(f fmt.State, verb rune) { providers.FormatString(f, verb, c.String()) }
 
-// configView is what every encoding of a Config shows: the URL redacted,
-// the key as providers.Redacted, and the client as whether one is set.
-type configView struct {
-	BaseURL         string
-	APIKey          string
-	Model           string
-	Name            string
-	HTTPClient      bool
-	MaxOutputTokens int64
-}
-
-func (c Config) view() configView {
-	return configView{providers.RedactURL(c.BaseURL), c.APIKey.String(), c.Model, c.Name, c.HTTPClient != nil, c.MaxOutputTokens}
+func (c Config) view() providers.ConfigView {
+	return providers.NewConfigView(c.BaseURL, c.APIKey, c.Model, c.Name, c.HTTPClient != nil, c.MaxOutputTokens)
 }
 
 // MarshalJSON encodes the configuration with the key redacted and the client

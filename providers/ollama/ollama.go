@@ -87,20 +87,14 @@ func (c Config) GoString() string { return c.String() }
 // Format prints String for every verb.
 func (c Config) Format(f fmt.State, verb rune) { providers.FormatString(f, verb, c.String()) }
 
-// configView is what every encoding of a Config shows: the URL redacted,
-// the key as providers.Redacted, and the client as whether one is set.
+// configView is the shared view plus ollama's context size.
 type configView struct {
-	BaseURL         string
-	APIKey          string
-	Model           string
-	Name            string
-	HTTPClient      bool
-	MaxOutputTokens int64
-	NumCtx          int
+	providers.ConfigView
+	NumCtx int
 }
 
 func (c Config) view() configView {
-	return configView{providers.RedactURL(c.BaseURL), c.APIKey.String(), c.Model, c.Name, c.HTTPClient != nil, c.MaxOutputTokens, c.NumCtx}
+	return configView{providers.NewConfigView(c.BaseURL, c.APIKey, c.Model, c.Name, c.HTTPClient != nil, c.MaxOutputTokens), c.NumCtx}
 }
 
 // MarshalJSON encodes the configuration with the key redacted and the client

@@ -24,6 +24,9 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, r := range reps {
 		io.WriteString(stdout, r.String())
 	}
+	for _, st := range cfg.Suggested() {
+		fmt.Fprintf(stdout, "suggested %s: %s (%s); not offered until `agentrt-proxy review`\n", st, st.Class, trace.Sanitize(st.Reason))
+	}
 	if err != nil {
 		return fail(stderr, "check", err)
 	}

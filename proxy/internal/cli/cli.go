@@ -32,9 +32,20 @@ policy, an approval bound to the exact request, a lease, and the outcome
 recorded. It opens no network listener, offers no tool that approves, and
 writes only the protocol on stdout.
 
+Bring a host's servers under the proxy:
+  agentrt-proxy init -from HOST [-config FILE] [-write-host-config]
+                                        HOST: claude-desktop, claude-code, cursor, vscode or a
+                                        path; pins every server and suggests each tool's class
+  agentrt-proxy review -config FILE [-accept-read-only] [-accept SERVER.TOOL[=CLASS]] [-drop SERVER.TOOL]
+                                        turn suggestions into rules (a suggested tool is not offered)
+  agentrt-proxy restore-host-config -from HOST
+                                        put back the host file init -write-host-config replaced
+
 usage:
   agentrt-proxy -config FILE            serve one host over stdin and stdout
-  agentrt-proxy pin -config FILE        pin each server's tools (manifests 0600)
+  agentrt-proxy pin -config FILE [-diff [-yes]]
+                                        pin each server's tools (manifests 0600); -diff shows
+                                        what changed since the last pin before writing
   agentrt-proxy check -config FILE      load every server and report; fails if nothing registers
   agentrt-proxy recheck -config FILE [-run ID | -session S] [-limit N] [-current-tools] [-json]
                                         ask today's policy about recorded calls
@@ -59,7 +70,13 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "serve":
 		return serve(ctx, args, stdin, stdout, stderr)
 	case "pin":
-		return pin(ctx, args, stdout, stderr)
+		return pin(ctx, args, stdin, stdout, stderr)
+	case "init":
+		return initCmd(ctx, args, stdout, stderr)
+	case "review":
+		return review(ctx, args, stdin, stdout, stderr)
+	case "restore-host-config":
+		return restoreHostConfig(args, stdout, stderr)
 	case "check":
 		return check(ctx, args, stdout, stderr)
 	case "recheck":

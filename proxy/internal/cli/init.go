@@ -1,0 +1,282 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentrt/agentrt/mcp"
+	"github.com/agentrt/agentrt/proxy"
+	"github.com/agentrt/agentrt/trace"
+)
+
+// Timeouts init writes for every server; the operator may change them.
+const (
+	initConnectTimeout = 30 * time.Second
+	initDefaultTimeout = 60 * time.Second
+)
+
+// initCmd reads a host's server definitions, pins each server that
+// starts, and writes a configuration whose rules are all suggestions:
+// nothing is offered until an operator reviews them. It prints the host
+// configuration that routes through the proxy and, with
+// -write-host-config, writes it after a backup.
+func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fset := flag.NewFlagSet("agentrt-proxy init", flag.ContinueOnError)
+	fset.SetOutput(io.Discard)
+	from := fset.String("from", "", "the host: claude-desktop, claude-code, cursor, vscode, or a path to its configuration file")
+	config := fset.String("config", "", "the configuration to write (default ~/agentrt/proxy.json)")
+	writeHost := fset.Bool("write-host-config", false, "rewrite the host's file to start only the proxy, after a backup")
+	if code, ok := parse("init", fset, args, stderr); !ok {
+		return code
+	}
+	if *from == "" {
+		fmt.Fprintln(stderr, "agentrt-proxy init: -from HOST is required: "+strings.Join(hostIDs, ", ")+", or a path")
+		return ExitUsage
+	}
+	h, err := findHost(*from, true)
+	if err != nil {
+		fmt.Fprintf(stderr, "agentrt-proxy init: %s\n", trace.Sanitize(err.Error()))
+		return ExitUsage
+	}
+	out := *config
+	if out == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return fail(stderr, "init", err)
+		}
+		out = filepath.Join(home, "agentrt", "proxy.json")
+	}
+	if out, err = filepath.Abs(out); err != nil {
+		return fail(stderr, "init", err)
+	}
+	if _, err := os.Lstat(out); err == nil {
+		return fail(stderr, "init", fmt.Errorf("%s exists; init writes a new configuration (remove it, or choose another -config)", out))
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fail(stderr, "init", err)
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return fail(stderr, "init", err)
+	}
+
+	doc, err := readHostFile(h)
+	if err != nil {
+		return fail(stderr, "init", err)
+	}
+	entries, err := doc.entries(h.key)
+	if err != nil {
+		return fail(stderr, "init", fmt.Errorf("%s: %w", h.path, err))
+	}
+	// Every env value is a secret from here on: it goes into the
+	// owner-only configuration and never to stdout or stderr.
+	var secrets []string
+	for _, e := range entries {
+		secrets = append(secrets, envValues(e.Env)...)
+	}
+	stdout, stderr = redact(stdout, secrets), redact(stderr, secrets)
+
+	if err := os.MkdirAll(filepath.Dir(out), 0o700); err != nil {
+		return fail(stderr, "init", err)
+	}
+	fmt.Fprintf(stdout, "reading %d server(s) from %s (%s)\n", len(entries), trace.Sanitize(h.path), h.key)
+	var servers []any
+	names := map[string]bool{}
+	left := 0
+	for _, e := range entries {
+		label := trace.Sanitize(e.Name)
+		if e.Unsupported != "" {
+			fmt.Fprintf(stderr, "agentrt-proxy init: server %s left out: %s\n", label, e.Unsupported)
+			left++
+			continue
+		}
+		if filepath.Base(e.Command) == "agentrt-proxy" {
+			fmt.Fprintf(stdout, "server %s already starts agentrt-proxy; skipped\n", label)
+			continue
+		}
+		name := serverName(e.Name, names)
+		names[name] = true
+		srv := mcp.Server{Name: name, Endpoint: e.URL, ConnectTimeout: initConnectTimeout}
+		if e.Command != "" {
+			srv.Command = append([]string{e.Command}, e.Args...)
+			for _, k := range sortedKeys(e.Env) {
+				srv.Env = append(srv.Env, k+"="+e.Env[k])
+			}
+		}
+		m, err := mcp.Pin(ctx, srv)
+		if err != nil {
+			// mcp escapes what the server chose (its stderr tail among
+			// it); escaping again would only double the backslashes.
+			fmt.Fprintf(stderr, "agentrt-proxy init: server %s left out: it did not start: %s\n", label, err.Error())
+			left++
+			continue
+		}
+		manifest := name + ".manifest.json"
+		if err := mcp.WriteManifest(filepath.Join(filepath.Dir(out), manifest), m); err != nil {
+			return fail(stderr, "init", err)
+		}
+		if name != e.Name {
+			fmt.Fprintf(stdout, "server %s (named %s here): pinned %d tool(s) to %s\n", label, name, len(m.Tools), manifest)
+		} else {
+			fmt.Fprintf(stdout, "server %s: pinned %d tool(s) to %s\n", name, len(m.Tools), manifest)
+		}
+		rules := map[string]any{}
+		for _, tool := range sortedKeys(m.Tools) {
+			class, reason := proxy.Suggest(m.Tools[tool])
+			rules[tool] = map[string]any{"side_effect": string(class), "suggestion": reason}
+			fmt.Fprintf(stdout, "  %s: suggested %s (%s)\n", trace.Sanitize(tool), class, reason)
+		}
+		s := map[string]any{"name": name, "manifest": manifest, "rules": rules,
+			"connect_timeout": initConnectTimeout.String(), "default_timeout": initDefaultTimeout.String()}
+		if e.Command != "" {
+			s["command"] = srv.Command
+			if len(e.Env) > 0 {
+				s["env"] = e.Env
+			}
+		} else {
+			s["endpoint"] = e.URL
+		}
+		if len(rules) == 0 {
+			fmt.Fprintf(stderr, "agentrt-proxy init: server %s left out: it offers no tools\n", label)
+			left++
+			continue
+		}
+		servers = append(servers, s)
+	}
+	if len(servers) == 0 {
+		return fail(stderr, "init", fmt.Errorf("no server was pinned; nothing written"))
+	}
+	cfg := configDoc{"database": "runs.db", "session": sessionFor(h), "servers": servers}
+	if err := cfg.write(out); err != nil {
+		return fail(stderr, "init", err)
+	}
+	fmt.Fprintf(stdout, "wrote %s (owner-only); %d server(s), %d left out\n", trace.Sanitize(out), len(servers), left)
+	fmt.Fprintf(stdout, "every rule is a suggestion, and no tool is offered until you review it:\n  agentrt-proxy review -config %s\n\n", quoteArg(out))
+
+	fmt.Fprintf(stdout, "the host's configuration that routes through the proxy (%s, key %q):\n%s", trace.Sanitize(h.path), h.key, h.hostSnippet(bin, out))
+	if !*writeHost {
+		fmt.Fprintf(stdout, "put it in place yourself, or run init again with -write-host-config (after a backup)\n")
+		return ExitOK
+	}
+	backup, err := writeHostConfig(h, doc.raw, doc.splice(h, bin, out), time.Now())
+	if err != nil {
+		return fail(stderr, "init", err)
+	}
+	fmt.Fprintf(stdout, "rewrote %s to start only the proxy; the original is in %s\n", trace.Sanitize(h.path), trace.Sanitize(backup))
+	fmt.Fprintf(stdout, "restore it with: agentrt-proxy restore-host-config -from %s\n", quoteArg(fromArg(h)))
+	fmt.Fprintf(stdout, "next: review, then `agentrt-proxy check -config %s`, then restart the host\n", quoteArg(out))
+	return ExitOK
+}
+
+// serverName makes a host's key a server name the proxy accepts (it
+// prefixes the tool names the model sees), unique among taken.
+func serverName(key string, taken map[string]bool) string {
+	b := []byte(key)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 {
+		b = []byte("server")
+	}
+	if len(b) > 60 {
+		b = b[:60]
+	}
+	name := string(b)
+	for n := 2; taken[name]; n++ {
+		name = string(b) + "-" + strconv.Itoa(n)
+	}
+	return name
+}
+
+func sessionFor(h *host) string {
+	if h.id == "" {
+		return proxy.DefaultSession
+	}
+	return h.id
+}
+
+func fromArg(h *host) string {
+	if h.id != "" {
+		return h.id
+	}
+	return h.path
+}
+
+// quoteArg quotes a path for a shell when it needs it.
+func quoteArg(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+=:,@", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(trace.Sanitize(s), "'", `'\''`) + "'"
+}
+
+// redactor blanks secrets out of everything written through it. Each
+// Write is redacted whole, and every line the commands print is one
+// Write, so a secret is never split across two.
+type redactor struct {
+	w       io.Writer
+	secrets []string
+}
+
+// minSecret is the shortest value redacted: shorter ones would blank
+// ordinary words and numbers out of the report.
+const minSecret = 6
+
+// redact wraps w so that no form of a secret in which it could be
+// printed (as is, escaped by trace.Sanitize, or quoted) reaches it.
+func redact(w io.Writer, secrets []string) io.Writer {
+	var forms []string
+	for _, s := range secrets {
+		if len(s) < minSecret {
+			continue
+		}
+		q := strconv.Quote(s)
+		forms = append(forms, s, trace.Sanitize(s), q[1:len(q)-1], trace.Sanitize(q[1:len(q)-1]))
+	}
+	if len(forms) == 0 {
+		return w
+	}
+	sort.Slice(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
+	return &redactor{w: w, secrets: forms}
+}
+
+func (r *redactor) Write(p []byte) (int, error) {
+	s := string(p)
+	for _, sec := range r.secrets {
+		s = strings.ReplaceAll(s, sec, "[redacted]")
+	}
+	if _, err := io.WriteString(r.w, s); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// parse parses a command's flags, printing usage on -h.
+func parse(name string, fs *flag.FlagSet, args []string, stderr io.Writer) (int, bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			io.WriteString(stderr, usage)
+			return ExitOK, false
+		}
+		fmt.Fprintf(stderr, "agentrt-proxy %s: %s\n\n%s", name, trace.Sanitize(err.Error()), usage)
+		return ExitUsage, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "agentrt-proxy %s: unexpected argument %q\n", name, trace.Sanitize(fs.Arg(0)))
+		return ExitUsage, false
+	}
+	return ExitOK, true
+}
