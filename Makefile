@@ -11,7 +11,7 @@ MODULES = $(shell $(GO) list -m -f '{{.Dir}}')
 # The pinned npm MCP servers the mcp tests and examples/mcp run.
 MCP_SERVERS = mcp/testdata/servers
 
-.PHONY: help demo test bench lint fuzz vuln release reproduce mcp-servers host-tools chromium
+.PHONY: help demo test test-modules bench bench-modules lint fuzz fault vuln release reproduce mcp-servers host-tools chromium
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -19,11 +19,22 @@ help: ## List the targets.
 demo: ## Run the main job on the embedded default: no network, no keys.
 	$(GO) run ./cmd/agentrt demo -auto-approve
 
-test: mcp-servers host-tools chromium ## Run every test of every module in go.work, with the race detector.
+test: mcp-servers host-tools chromium ## Run every test of every module in go.work, with the race detector, on a throwaway PostgreSQL cluster.
+	@scripts/pg-test.sh run -- $(MAKE) --no-print-directory test-modules
+
+test-modules: ## The loop `make test` runs (set TEST_PG_DSN to use a cluster of your own).
 	@set -e; for d in $(MODULES); do echo "== $$d"; (cd $$d && $(GO) test -race -count=1 -timeout 20m ./...); done
 
-bench: ## Run the benchmarks (full run; figures go in docs/performance.md).
+bench: ## Run the benchmarks, SQLite and PostgreSQL in one run (full run; figures go in docs/performance.md).
+	@scripts/pg-test.sh run -- $(MAKE) --no-print-directory bench-modules
+
+bench-modules: ## The loop `make bench` runs.
 	@set -e; for d in $(MODULES); do (cd $$d && $(GO) test -run '^$$' -bench . -benchmem ./...); done
+
+FAULT_RUNS ?= 10000
+
+fault: ## The killed-worker fault test at FAULT_RUNS runs (default 10,000) on a throwaway PostgreSQL cluster.
+	@scripts/pg-test.sh run -- sh -c 'cd postgres && AGENTRT_FAULT_RUNS=$(FAULT_RUNS) $(GO) test -count=1 -timeout 60m -run "^TestFault_KilledWorkers$$" -v ./faulttest'
 
 lint: ## go vet, gofmt and staticcheck, in every module.
 	@set -e; for d in $(MODULES); do echo "== vet $$d"; (cd $$d && $(GO) vet ./...); done

@@ -57,19 +57,24 @@ type env struct {
 	prog string
 	// demo holds what tests fix about the demo.
 	demo demoOptions
+	// openers open database URLs by scheme (see RunWith).
+	openers map[string]Opener
 }
 
 // Run runs the agentrt command line: args are the arguments after the
 // program name. It returns the exit code.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{
+	return newEnv(stdin, stdout, stderr).run(args)
+}
+
+func newEnv(stdin io.Reader, stdout, stderr io.Writer) *env {
+	return &env{
 		stdin: stdin, stdout: stdout, stderr: stderr,
 		getenv:      os.Getenv,
 		interactive: isTerminalInput,
 		progress:    isTerminalOutput,
 		prog:        programName(),
 	}
-	return e.run(args)
 }
 
 // programName is "go run ./cmd/agentrt" when agentrt was started by go run,

@@ -120,7 +120,7 @@ func runVerify(e *env, g *global, c *command, args []string) int {
 	if code != ExitOK {
 		return code
 	}
-	st, code := e.open(path, true)
+	st, path, code := e.openReader(path)
 	if code != ExitOK {
 		return code
 	}

@@ -363,13 +363,14 @@ func (s *Store) GetSpec(ctx context.Context, hash string) (json.RawMessage, erro
 }
 
 // RenewLease extends a held lease.
-func (s *Store) RenewLease(ctx context.Context, runID, owner string, generation int64, expiresAt time.Time) error {
+func (s *Store) RenewLease(ctx context.Context, p agentrt.LeaseRenewal) error {
 	if s.lease == nil {
 		return ErrReadOnly
 	}
-	res, err := s.lease.ExecContext(ctx, s.d.Rebind(`UPDATE runs SET lease_expires_at = ?
+	expr, arg := s.d.leaseExpiry(p.ExpiresAt, p.TTL)
+	res, err := s.lease.ExecContext(ctx, s.d.Rebind(`UPDATE runs SET lease_expires_at = `+expr+`
 		WHERE id = ? AND status = ? AND lease_owner = ? AND generation = ?`),
-		timeText(expiresAt), runID, string(agentrt.RunRunning), owner, generation)
+		arg, p.RunID, string(agentrt.RunRunning), p.Owner, p.Generation)
 	if err != nil {
 		return err
 	}

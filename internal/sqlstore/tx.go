@@ -28,6 +28,9 @@ type tx struct {
 	queue       bool
 	rows        []eventRow
 
+	// The database's time for this transaction, once read (DatabaseClock).
+	dbNow time.Time
+
 	// The last time formatted: a transaction writes one time to many rows.
 	lastTime time.Time
 	lastText string
@@ -150,9 +153,9 @@ func storeQuery(key []byte, q string) {
 func (t *tx) RunUpdate(p agentrt.RunUpdate) error {
 	// The shape of the statement, one byte per optional clause.
 	var keyBuf [24]byte
-	key := append(keyBuf[:0], 'r',
+	key := append(keyBuf[:0], t.s.d.Name[0], 'r',
 		flag(p.Status != ""), flag(p.Reason != ""), flag(len(p.Result) > 0), flag(!p.StartedAt.IsZero()),
-		flag(!p.FinishedAt.IsZero()), flag(p.SetLease), flag(p.BumpGeneration), flag(p.IncStepCount),
+		flag(!p.FinishedAt.IsZero()), flag(p.SetLease), flag(p.SetLease && p.LeaseOwner != ""), flag(p.BumpGeneration), flag(p.IncStepCount),
 		flag(p.AddActive > 0), flag(p.AddCalls > 0), flag(p.AddUsage.InputTokens > 0), flag(p.AddUsage.OutputTokens > 0),
 		flag(p.AddUsage.CachedInputTokens > 0), flag(p.AddCost > 0), byte('0'+len(p.From)), flag(p.CheckLease), flag(p.CheckStepCount))
 	args := make([]any, 0, 16)
@@ -189,7 +192,12 @@ func (t *tx) RunUpdate(p agentrt.RunUpdate) error {
 	}
 	if p.SetLease {
 		add("lease_owner = ?", p.LeaseOwner)
-		add("lease_expires_at = ?", t.timeText(p.LeaseExpiresAt))
+		if p.LeaseOwner != "" && t.s.d.DatabaseClock {
+			expr, arg := t.s.d.leaseExpiry(p.LeaseExpiresAt, p.LeaseTTL)
+			add("lease_expires_at = "+expr, arg)
+		} else {
+			add("lease_expires_at = ?", t.timeText(p.LeaseExpiresAt))
+		}
 	}
 	if p.BumpGeneration {
 		cols("generation = generation + 1")
@@ -337,7 +345,7 @@ func (t *tx) StepUpdate(p agentrt.StepUpdate) error {
 	}
 	dec, pol, obs = use(dec, p.Encoded[0]), use(pol, p.Encoded[1]), use(obs, p.Encoded[2])
 	var keyBuf [16]byte
-	key := append(keyBuf[:0], 's', flag(p.Status != ""), flag(p.Decision != nil), flag(p.Policy != nil),
+	key := append(keyBuf[:0], t.s.d.Name[0], 's', flag(p.Status != ""), flag(p.Decision != nil), flag(p.Policy != nil),
 		flag(p.ClearOutcome), flag(p.Observation != nil), flag(!p.StartedAt.IsZero()), flag(!p.FinishedAt.IsZero()),
 		flag(p.SpecHash != ""), flag(p.PolicyID != ""), byte('0'+len(p.From)), flag(p.Fence.RunID != ""))
 	cachedQ, cached := queryFor(key)
