@@ -14,7 +14,7 @@ MCP_SERVERS = mcp/testdata/servers
 # the MCP conformance suite, the Inspector's CLI and mcpc.
 PROXY_HOSTS = proxy/testdata/hosts
 
-.PHONY: help demo test bench lint fuzz vuln release reproduce mcp-servers host-tools proxy-hosts
+.PHONY: help demo test test-modules bench bench-modules lint fuzz fault vuln release reproduce mcp-servers host-tools chromium proxy-hosts
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -22,11 +22,22 @@ help: ## List the targets.
 demo: ## Run the main job on the embedded default: no network, no keys.
 	$(GO) run ./cmd/agentrt demo -auto-approve
 
-test: mcp-servers host-tools proxy-hosts ## Run every test of every module in go.work, with the race detector.
+test: mcp-servers host-tools chromium proxy-hosts ## Run every test of every module in go.work, with the race detector, on a throwaway PostgreSQL cluster.
+	@scripts/pg-test.sh run -- $(MAKE) --no-print-directory test-modules
+
+test-modules: ## The loop `make test` runs (set TEST_PG_DSN to use a cluster of your own).
 	@set -e; for d in $(MODULES); do echo "== $$d"; (cd $$d && $(GO) test -race -count=1 -timeout 20m ./...); done
 
-bench: ## Run the benchmarks (full run; figures go in docs/performance.md).
+bench: ## Run the benchmarks, SQLite and PostgreSQL in one run (full run; figures go in docs/performance.md).
+	@scripts/pg-test.sh run -- $(MAKE) --no-print-directory bench-modules
+
+bench-modules: ## The loop `make bench` runs.
 	@set -e; for d in $(MODULES); do (cd $$d && $(GO) test -run '^$$' -bench . -benchmem ./...); done
+
+FAULT_RUNS ?= 10000
+
+fault: ## The killed-worker fault test at FAULT_RUNS runs (default 10,000) on a throwaway PostgreSQL cluster.
+	@scripts/pg-test.sh run -- sh -c 'cd postgres && AGENTRT_FAULT_RUNS=$(FAULT_RUNS) $(GO) test -count=1 -timeout 60m -run "^TestFault_KilledWorkers$$" -v ./faulttest'
 
 lint: ## go vet, gofmt and staticcheck, in every module.
 	@set -e; for d in $(MODULES); do echo "== vet $$d"; (cd $$d && $(GO) vet ./...); done
@@ -57,6 +68,12 @@ mcp-servers: ## Install the pinned MCP servers from their lock file (npm ci --ig
 
 host-tools: ## Install the system tools the tests run (openssl, for the documented notification check) when missing.
 	@command -v openssl >/dev/null 2>&1 || { echo "== apt-get install -y openssl"; apt-get update -qq && apt-get install -y -qq openssl; }
+
+chromium: ## Install Debian's chromium for the console's browser tests, when missing (apt-get, as root).
+	@if ! command -v chromium >/dev/null 2>&1; then \
+		echo "== apt-get install chromium (the console's browser tests)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	fi
 
 proxy-hosts: ## Install Node 22, the MCP conformance suite, the Inspector and mcpc from their lock files (--ignore-scripts), when missing or stale.
 	@set -e; for d in node conformance mcpc; do \

@@ -54,5 +54,12 @@ type Approval struct {
 	DecidedAt    time.Time       `json:"decided_at,omitzero"`
 	DecidedBy    string          `json:"decided_by,omitempty"`
 	Note         string          `json:"note,omitempty"`
-	DecodeError  string          `json:"decode_error,omitempty"`
+	// ApproverID and CredentialID name the enrolled approver and key that
+	// signed the decision, and Signature is what they signed; all empty
+	// for an unsigned decision. DecidedBy is then the approver's enrolled
+	// name.
+	ApproverID   string             `json:"approver_id,omitempty"`
+	CredentialID string             `json:"credential_id,omitempty"`
+	Signature    *DecisionSignature `json:"signature,omitempty"`
+	DecodeError  string             `json:"decode_error,omitempty"`
 }

@@ -124,11 +124,11 @@ func BenchmarkCommitFloor(b *testing.B) {
 	}
 }
 
-// BenchmarkConcurrentRuns runs 1 and then 32 runs at once on one database
+// BenchmarkConcurrentRuns runs 1, 16 and then 32 runs at once on one database
 // file, each of 20 steps; the figure is aggregate steps per second, and the
 // ratio of the two is the group-commit speed-up.
 func BenchmarkConcurrentRuns(b *testing.B) {
-	for _, runs := range []int{1, 32} {
+	for _, runs := range []int{1, 16, 32} {
 		b.Run(fmt.Sprintf("runs=%d", runs), func(b *testing.B) {
 			const n = 20
 			s := benchStore(b)

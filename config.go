@@ -39,6 +39,12 @@ type Config struct {
 	// LeaseOwner names this process in leases; a random suffix is always
 	// added, so two drivers given one name are two owners.
 	LeaseOwner string
+	// PinnedKeys, when set, are the only approver keys a signed grant may
+	// be signed with (LoadPinnedKeys reads them from an owner-only file
+	// outside the database), so that whoever can write the database cannot
+	// enroll a key of their own and sign with it. Nil trusts every key
+	// enrolled in the database.
+	PinnedKeys *PinnedKeys
 }
 
 // ReconcileOutcome is a consumer's answer about an interrupted step.

@@ -80,7 +80,9 @@ func TestDeps_CoreModuleStaysLean(t *testing.T) {
 	forbidden := []string{"github.com/jackc/pgx", "github.com/modelcontextprotocol", "go.opentelemetry.io",
 		// what the MCP SDK brings, which the mcp module holds
 		"github.com/google/jsonschema-go", "github.com/segmentio/encoding", "github.com/yosida95/uritemplate", "golang.org/x/oauth2",
-		"cel.dev/", "github.com/google/cel-go"}
+		"cel.dev/", "github.com/google/cel-go",
+		// the console's ceremonies and its browser tests
+		"github.com/go-webauthn/", "github.com/chromedp/"}
 	all, direct := requires(t)
 	for _, mod := range all {
 		for _, bad := range forbidden {
@@ -125,7 +127,8 @@ func TestDeps_SecurityNamesExactlyTheDirectSet(t *testing.T) {
 // go.mod alone would not catch an import that go.work satisfies. Every Go
 // file outside a directory with its own go.mod is parsed for its imports.
 func TestDeps_CoreImportsNoNestedModuleOrOpenTelemetry(t *testing.T) {
-	forbidden := []string{"go.opentelemetry.io", "github.com/jackc/pgx", "github.com/modelcontextprotocol", "cel.dev/", "github.com/google/cel-go"}
+	forbidden := []string{"go.opentelemetry.io", "github.com/jackc/pgx", "github.com/modelcontextprotocol", "cel.dev/", "github.com/google/cel-go",
+		"github.com/go-webauthn/", "github.com/chromedp/"}
 	nested := map[string]bool{}
 	// walk visits the core module's files: a directory with its own go.mod
 	// is a nested module, recorded and skipped.

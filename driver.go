@@ -37,6 +37,7 @@ type engine struct {
 	wall      func() time.Time // lease clock: the wall clock, never Config.Now
 	leaseTTL  time.Duration
 	owner     string
+	pinned    *PinnedKeys
 
 	mu     sync.Mutex
 	active map[string]bool
@@ -90,7 +91,7 @@ func newEngine(cfg Config) (*engine, error) {
 	e := &engine{
 		store: cfg.Store, policy: cfg.Policy, observer: cfg.Observer, model: cfg.Model,
 		reconcile: cfg.Reconcile, now: cfg.Now, newID: cfg.NewID, wall: time.Now,
-		leaseTTL: cfg.LeaseTTL, tools: map[string]*regTool{}, active: map[string]bool{},
+		leaseTTL: cfg.LeaseTTL, tools: map[string]*regTool{}, active: map[string]bool{}, pinned: cfg.PinnedKeys,
 	}
 	if e.now == nil {
 		e.now = time.Now

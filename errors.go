@@ -45,7 +45,62 @@ var (
 	ErrInvalidConfig = errors.New("agentrt: invalid configuration")
 	// ErrUnusableUsage: a provider reported usage that cannot be charged.
 	ErrUnusableUsage = errors.New("agentrt: unusable usage")
+	// ErrSignature: a signed decision does not verify, names an approver
+	// that is not enrolled or was removed, or says something other than
+	// the decision it came with.
+	ErrSignature = errors.New("agentrt: decision signature is not valid")
+	// ErrUnsignedGrant: the run or its policy requires a signed grant and
+	// the grant has no valid signature by an enrolled, unremoved approver
+	// over the approval's hash; nothing was executed.
+	ErrUnsignedGrant = errors.New("agentrt: grant requires a valid approver signature")
+	// ErrInvite: an enrollment invitation is unknown, used or expired.
+	ErrInvite = errors.New("agentrt: enrollment invitation is not valid")
+	// ErrApproverExists: an unremoved approver already has the name, or
+	// the key is already enrolled.
+	ErrApproverExists = errors.New("agentrt: approver already enrolled")
 )
+
+// SignatureError says why a signed decision was refused. It matches
+// ErrSignature.
+type SignatureError struct {
+	ApprovalID string
+	ApproverID string
+	Reason     string
+}
+
+func (e *SignatureError) Error() string {
+	return fmt.Sprintf("agentrt: the signature on the decision of approval %s does not hold: %s", e.ApprovalID, e.Reason)
+}
+
+// Is matches ErrSignature.
+func (e *SignatureError) Is(target error) bool { return target == ErrSignature }
+
+// UnsignedGrantError says why a grant that must be signed was refused.
+// Nothing was executed and the run is left as it was. It matches
+// ErrUnsignedGrant, and ErrSignature when a signature was there but did not
+// hold.
+type UnsignedGrantError struct {
+	RunID      string
+	ApprovalID string
+	// Required says what required the signature: "run" (its
+	// Limits.RequireSignedGrant) or "policy" (the policy decision's
+	// RequireSignature).
+	Required string
+	Reason   string
+	// Err is the signature's refusal, when there was a signature.
+	Err error
+}
+
+func (e *UnsignedGrantError) Error() string {
+	return fmt.Sprintf("agentrt: approval %s of run %s must be granted with an enrolled approver's signature (required by the %s): %s; nothing was executed",
+		e.ApprovalID, e.RunID, e.Required, e.Reason)
+}
+
+// Is matches ErrUnsignedGrant.
+func (e *UnsignedGrantError) Is(target error) bool { return target == ErrUnsignedGrant }
+
+// Unwrap returns the signature's refusal, if any.
+func (e *UnsignedGrantError) Unwrap() error { return e.Err }
 
 // RunLeasedError says who holds the lease on a run and until when.
 type RunLeasedError struct {

@@ -30,8 +30,31 @@ func newLease(e *engine, runID string) *lease {
 	return &lease{store: e.store, runID: runID, owner: e.owner, ttl: e.leaseTTL, wall: e.wall}
 }
 
-// expiry is the expiry a write taking or renewing the lease records.
+// expiry is the expiry a write taking or renewing the lease records, and
+// the local deadline this process trusts the lease until once the write
+// succeeds. A DatabaseClock store records its own now plus the TTL instead;
+// the wall clock read here, before the write, is no later than that, so
+// trusting the lease until then (less a margin) stays on the safe side
+// whatever the two clocks read.
 func (l *lease) expiry() time.Time { return l.wall().Add(l.ttl) }
+
+// leaseNow is the time a stored lease expiry is judged against inside tx:
+// the database's clock where the store keeps lease time on it, else the
+// wall clock.
+func (e *engine) leaseNow(ctx context.Context, tx Tx) (time.Time, error) {
+	if c, ok := tx.(DatabaseClock); ok {
+		return c.DatabaseNow(ctx)
+	}
+	return e.wall(), nil
+}
+
+// storeNow is leaseNow outside a transaction.
+func (e *engine) storeNow(ctx context.Context) (time.Time, error) {
+	if c, ok := e.store.(DatabaseClock); ok {
+		return c.DatabaseNow(ctx)
+	}
+	return e.wall(), nil
+}
 
 // held records a successful write that took or renewed the lease.
 func (l *lease) held(gen int64, expires time.Time) {
@@ -107,7 +130,7 @@ func (l *lease) beat(stop <-chan struct{}, done chan<- struct{}) {
 		}
 		exp := l.expiry()
 		ctx, cancel := context.WithTimeout(context.Background(), every)
-		err := l.store.RenewLease(ctx, l.runID, l.owner, l.generation(), exp)
+		err := l.store.RenewLease(ctx, LeaseRenewal{RunID: l.runID, Owner: l.owner, Generation: l.generation(), ExpiresAt: exp, TTL: l.ttl})
 		cancel()
 		switch {
 		case err == nil:

@@ -31,6 +31,11 @@ type Limits struct {
 	ApprovalTTL time.Duration `json:"approval_ttl,omitempty"`
 	// GrantTTL bounds how long an approved grant may wait to be executed.
 	GrantTTL time.Duration `json:"grant_ttl,omitempty"`
+	// RequireSignedGrant makes every grant of the run need a signature by
+	// an enrolled, unremoved approver over the approval's hash: an
+	// unsigned ApproveShown is refused, and Resume executes no grant
+	// without one (ErrUnsignedGrant).
+	RequireSignedGrant bool `json:"require_signed_grant,omitempty"`
 }
 
 // DefaultLimits returns 50 steps, 3 consecutive failures and a loop threshold

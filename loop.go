@@ -67,6 +67,11 @@ func (s *session) begin(ctx context.Context) (int, error) {
 	if run.Status != RunRunning {
 		return -1, nil
 	}
+	// A stopping worker lets the run go at a step boundary: the session's
+	// close releases the lease, and another worker claims the run.
+	if stopRequested(ctx) {
+		return -1, nil
+	}
 	if run.LeaseOwner != s.lease.owner || run.Generation != s.lease.generation() {
 		s.lease.markLost()
 		return -1, ErrLeaseLost
@@ -244,6 +249,12 @@ func (s *session) trailingRepeats() (int, callSig) {
 // the run with the reason its type names; a cancelled context leaves the step
 // in flight for Resume to find.
 func (s *session) decide(ctx context.Context, agent Agent, i int) (dec Decision, err error) {
+	// The agent is asked only under a live lease: the step's start may
+	// have waited on the database past the lease this process trusts (a
+	// partition), and an agent's decision is a model request.
+	if err := s.requireLive(); err != nil {
+		return dec, err
+	}
 	in := s.input(s.run, i)
 	if s.e.model != nil {
 		in.Model = s.caller(i)
@@ -478,6 +489,9 @@ func (s *session) apply(ctx context.Context, tool *regTool, req ToolRequest, pd 
 	policyEvent := s.policyEvent(tool, pd, true)
 	switch pd.Outcome {
 	case Allow:
+		if err := s.checkSignedGrant(ctx, grant, pd); err != nil {
+			return Verdict{}, err
+		}
 		return s.allow(tool, req, pd, grant)
 	case RequireApproval:
 		for _, v := range []struct {
@@ -500,6 +514,9 @@ func (s *session) apply(ctx context.Context, tool *regTool, req ToolRequest, pd 
 			// since is another request.
 			h, err := ApprovalHash(pd.Kind, pd.Capability, pd.Presentation, req)
 			if err == nil && h == grant.Hash {
+				if err := s.checkSignedGrant(ctx, grant, pd); err != nil {
+					return Verdict{}, err
+				}
 				return s.allow(tool, req, pd, grant)
 			}
 		}

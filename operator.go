@@ -52,15 +52,15 @@ func (o Operator) write(ctx context.Context, fn func(Tx) error) error {
 // that does not match its own hash is ErrApprovalHash; one already decided,
 // cancelled or expired is ErrNotPending; one past its ApprovalTTL is
 // recorded as expired, its run cancelled, and ErrApprovalExpired returned.
-func ApproveShown(ctx context.Context, store Store, obs Observer, runID, approvalID, shownHash, by, note string) error {
-	return Operator{Store: store, Observer: obs}.ApproveShown(ctx, runID, approvalID, shownHash, by, note)
+func ApproveShown(ctx context.Context, store Store, obs Observer, runID, approvalID, shownHash, by, note string, opts ...DecideOption) error {
+	return Operator{Store: store, Observer: obs}.ApproveShown(ctx, runID, approvalID, shownHash, by, note, opts...)
 }
 
 // RejectShown refuses a pending approval only if its stored hash is still
 // shownHash, and cancels the run in the same transaction. It refuses as
 // ApproveShown does.
-func RejectShown(ctx context.Context, store Store, obs Observer, runID, approvalID, shownHash, by, note string) error {
-	return Operator{Store: store, Observer: obs}.RejectShown(ctx, runID, approvalID, shownHash, by, note)
+func RejectShown(ctx context.Context, store Store, obs Observer, runID, approvalID, shownHash, by, note string, opts ...DecideOption) error {
+	return Operator{Store: store, Observer: obs}.RejectShown(ctx, runID, approvalID, shownHash, by, note, opts...)
 }
 
 // Cancel cancels a run that has not ended.
@@ -69,13 +69,13 @@ func Cancel(ctx context.Context, store Store, obs Observer, runID, by, note stri
 }
 
 // ApproveShown is the package function ApproveShown on o's clock.
-func (o Operator) ApproveShown(ctx context.Context, runID, approvalID, shownHash, by, note string) error {
-	return o.decide(ctx, runID, approvalID, shownHash, true, by, note)
+func (o Operator) ApproveShown(ctx context.Context, runID, approvalID, shownHash, by, note string, opts ...DecideOption) error {
+	return o.decide(ctx, runID, approvalID, shownHash, true, by, note, opts)
 }
 
 // RejectShown is the package function RejectShown on o's clock.
-func (o Operator) RejectShown(ctx context.Context, runID, approvalID, shownHash, by, note string) error {
-	return o.decide(ctx, runID, approvalID, shownHash, false, by, note)
+func (o Operator) RejectShown(ctx context.Context, runID, approvalID, shownHash, by, note string, opts ...DecideOption) error {
+	return o.decide(ctx, runID, approvalID, shownHash, false, by, note, opts)
 }
 
 // VerifyApproval recomputes an approval's hash from its stored fields.
@@ -112,7 +112,11 @@ func checkDecidable(run Run, a Approval, shownHash string) error {
 	return VerifyApproval(a)
 }
 
-func (o Operator) decide(ctx context.Context, runID, approvalID, shownHash string, approve bool, by, note string) error {
+func (o Operator) decide(ctx context.Context, runID, approvalID, shownHash string, approve bool, by, note string, opts []DecideOption) error {
+	var opt decideOptions
+	for _, f := range opts {
+		f(&opt)
+	}
 	now := o.now()
 	status := ApprovalRejected
 	if approve {
@@ -135,12 +139,31 @@ func (o Operator) decide(ctx context.Context, runID, approvalID, shownHash strin
 			expired = true
 			return expireTx(tx, run, a, now)
 		}
+		decidedBy := by
+		payload := map[string]any{"approval_id": a.ID, "status": string(status), "by": by, "note": note}
+		if opt.sig != nil {
+			ap, err := signedBy(tx, opt.sig, runID, a.ID, shownHash, approve, by, note, now)
+			if err != nil {
+				return err
+			}
+			decidedBy = ap.Name
+			payload["by"] = ap.Name
+			payload["approver_id"] = ap.ID
+			payload["credential_id"] = ap.CredentialID
+			payload["signature"] = opt.sig
+		} else if approve {
+			// A run's requirement is known here and refused early; a policy's
+			// is the policy's to state again when Resume asks it, and Resume
+			// refuses the grant then.
+			if run.Limits.RequireSignedGrant {
+				return &UnsignedGrantError{RunID: runID, ApprovalID: a.ID, Required: "run", Reason: "the decision is not signed"}
+			}
+		}
 		if err := tx.ApprovalDecide(ApprovalDecide{ID: a.ID, RunID: runID, From: ApprovalPending, Hash: shownHash,
-			Status: status, DecidedAt: now, DecidedBy: by, Note: note}); err != nil {
+			Status: status, DecidedAt: now, DecidedBy: decidedBy, Note: note, Signature: opt.sig}); err != nil {
 			return fmt.Errorf("%w: approval %s changed while deciding", ErrApprovalChanged, a.ID)
 		}
-		if err := event(tx, runID, a.StepID, now, EventApprovalDecided, map[string]string{
-			"approval_id": a.ID, "status": string(status), "by": by, "note": note}); err != nil {
+		if err := event(tx, runID, a.StepID, now, EventApprovalDecided, payload); err != nil {
 			return err
 		}
 		if approve {
@@ -160,7 +183,7 @@ func (o Operator) decide(ctx context.Context, runID, approvalID, shownHash strin
 			return err
 		}
 		return event(tx, runID, "", now, EventRunFinished, map[string]any{
-			"status": RunCancelled, "reason": ReasonApprovalRejected, "detail": note, "steps": run.StepCount, "by": by})
+			"status": RunCancelled, "reason": ReasonApprovalRejected, "detail": note, "steps": run.StepCount, "by": decidedBy})
 	})
 	if err != nil {
 		return err

@@ -66,6 +66,12 @@ type PolicyDecision struct {
 	// the shorter of the two applies. Zero or negative means the limit
 	// alone. It is not part of the approval's hash.
 	TTL time.Duration `json:"ttl,omitempty"`
+	// RequireSignature, on a require_approval outcome, makes the grant
+	// need a signature by an enrolled, unremoved approver, as
+	// Limits.RequireSignedGrant does for a whole run. It is not part of
+	// the approval's hash; Resume honours it from the decision that paused
+	// the step and from the policy asked again.
+	RequireSignature bool `json:"require_signature,omitempty"`
 }
 
 // Policy judges requests. The agent has no handle to it.

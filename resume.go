@@ -55,6 +55,8 @@ func (s *session) attach(ctx context.Context) (Verdict, error) {
 		return s.resumeApproved(ctx)
 	case run.Status == RunRunning:
 		return s.resumeInterrupted(ctx)
+	case run.Status == RunEnqueued:
+		return s.startEnqueued(ctx)
 	default:
 		return Verdict{Run: copyRun(run)}, fmt.Errorf("%w: run %s has unknown status %q", ErrRunState, s.runID, run.Status)
 	}
@@ -228,9 +230,16 @@ func (s *session) resumeInvalid(ctx context.Context, idx int, why string) (Verdi
 // operator, and is never silently run again.
 func (s *session) resumeInterrupted(ctx context.Context) (Verdict, error) {
 	run := s.run
-	// The lease is judged before any Config.Now reading.
-	if run.LeaseOwner != "" && run.LeaseOwner != s.lease.owner && s.e.wall().Before(run.LeaseExpiresAt) {
-		return Verdict{Run: copyRun(run)}, &RunLeasedError{RunID: s.runID, Owner: run.LeaseOwner, ExpiresAt: run.LeaseExpiresAt}
+	// The lease is judged before any Config.Now reading, on the clock the
+	// store keeps lease time on.
+	if run.LeaseOwner != "" && run.LeaseOwner != s.lease.owner {
+		at, err := s.e.storeNow(ctx)
+		if err != nil {
+			return Verdict{}, err
+		}
+		if at.Before(run.LeaseExpiresAt) {
+			return Verdict{Run: copyRun(run)}, &RunLeasedError{RunID: s.runID, Owner: run.LeaseOwner, ExpiresAt: run.LeaseExpiresAt}
+		}
 	}
 	if err := s.load(ctx); err != nil {
 		return Verdict{}, err
@@ -273,14 +282,20 @@ func (s *session) resumeInterrupted(ctx context.Context) (Verdict, error) {
 		if err != nil {
 			return err
 		}
-		if cur.LeaseOwner != "" && cur.LeaseOwner != s.lease.owner && s.e.wall().Before(cur.LeaseExpiresAt) {
-			return &RunLeasedError{RunID: s.runID, Owner: cur.LeaseOwner, ExpiresAt: cur.LeaseExpiresAt}
+		if cur.LeaseOwner != "" && cur.LeaseOwner != s.lease.owner {
+			at, err := s.e.leaseNow(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if at.Before(cur.LeaseExpiresAt) {
+				return &RunLeasedError{RunID: s.runID, Owner: cur.LeaseOwner, ExpiresAt: cur.LeaseExpiresAt}
+			}
 		}
 		if err := tx.RunUpdate(RunUpdate{ID: s.runID, From: onlyRunning, CheckLease: true, Owner: run.LeaseOwner,
-			Generation: run.Generation, SetLease: true, LeaseOwner: s.lease.owner, LeaseExpiresAt: exp, BumpGeneration: true}); err != nil {
+			Generation: run.Generation, SetLease: true, LeaseOwner: s.lease.owner, LeaseExpiresAt: exp, LeaseTTL: s.lease.ttl, BumpGeneration: true}); err != nil {
 			return err
 		}
-		if run.LeaseOwner != "" {
+		if run.LeaseOwner != "" && run.LeaseOwner != s.lease.owner {
 			if err := event(tx, s.runID, "", now, EventLeaseTakenOver, map[string]any{
 				"previous_owner": run.LeaseOwner, "previous_expires_at": run.LeaseExpiresAt, "owner": s.lease.owner}); err != nil {
 				return err

@@ -289,11 +289,11 @@ func (c *crashingStore) Update(ctx context.Context, fn func(agentrt.Tx) error) (
 	return evs, err
 }
 
-func (c *crashingStore) RenewLease(ctx context.Context, runID, owner string, gen int64, exp time.Time) error {
+func (c *crashingStore) RenewLease(ctx context.Context, p agentrt.LeaseRenewal) error {
 	if c.crashed.Load() {
 		return errCrashed
 	}
-	return c.Store.RenewLease(ctx, runID, owner, gen, exp)
+	return c.Store.RenewLease(ctx, p)
 }
 
 // A process that dies around a resume leaves the approved request as it was

@@ -9,11 +9,19 @@ import (
 type RunStatus string
 
 const (
+	// RunEnqueued: created by Driver.Enqueue and waiting for a Worker to
+	// claim it; no step has run and no lease is held (a claim's lease may
+	// be, until the claimer starts it). Left by a claim that starts it
+	// (RUNNING) or by Cancel.
+	RunEnqueued RunStatus = "ENQUEUED"
 	// RunRunning: a driver or gate session holds the run's lease and is executing
-	// it. Entered by Start, Begin, Resume and takeover; left by a pause or an end.
+	// it. Entered by Start, Begin, Resume, a worker's claim and takeover; left by
+	// a pause or an end. A run whose holder let go or crashed stays RUNNING with
+	// its lease free or lapsed until a Resume or a worker takes it over.
 	RunRunning RunStatus = "RUNNING"
 	// RunWaiting: paused on a hash-bound approval; no lease. Entered by a pause;
-	// left by Resume (after Approve), Reject, Cancel or expiry.
+	// left by Resume (after Approve; a worker resumes it by itself), Reject,
+	// Cancel or expiry.
 	RunWaiting RunStatus = "WAITING_FOR_APPROVAL"
 	// RunCompleted: terminal; the goal was completed.
 	RunCompleted RunStatus = "COMPLETED"
@@ -23,6 +31,12 @@ const (
 	RunCancelled RunStatus = "CANCELLED"
 )
 
+// Runnable reports whether a worker may claim a run in this status (given a
+// free or lapsed lease, and for a waiting run a decided approval).
+func (s RunStatus) Runnable() bool {
+	return s == RunEnqueued || s == RunRunning || s == RunWaiting
+}
+
 // Terminal reports whether no transition leaves the status.
 func (s RunStatus) Terminal() bool {
 	return s == RunCompleted || s == RunFailed || s == RunCancelled
@@ -31,7 +45,7 @@ func (s RunStatus) Terminal() bool {
 // Valid reports whether s is a status the runtime writes.
 func (s RunStatus) Valid() bool {
 	switch s {
-	case RunRunning, RunWaiting, RunCompleted, RunFailed, RunCancelled:
+	case RunEnqueued, RunRunning, RunWaiting, RunCompleted, RunFailed, RunCancelled:
 		return true
 	}
 	return false

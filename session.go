@@ -152,6 +152,7 @@ func (s *session) guard(tx Tx, extra RunUpdate) (Run, error) {
 		extra.SetLease = true
 		extra.LeaseOwner = s.lease.owner
 		extra.LeaseExpiresAt = exp
+		extra.LeaseTTL = s.lease.ttl
 	}
 	if err := tx.RunUpdate(extra); err != nil {
 		if !errors.Is(err, ErrRunState) {
@@ -196,7 +197,7 @@ func (s *session) guardRead(tx Tx, extra RunUpdate) (Run, error) {
 	exp := s.lease.expiry()
 	extra.ID, extra.From = s.runID, onlyRunning
 	extra.CheckLease, extra.Owner, extra.Generation = true, s.lease.owner, gen
-	extra.SetLease, extra.LeaseOwner, extra.LeaseExpiresAt = true, s.lease.owner, exp
+	extra.SetLease, extra.LeaseOwner, extra.LeaseExpiresAt, extra.LeaseTTL = true, s.lease.owner, exp, s.lease.ttl
 	if err := tx.RunUpdate(extra); err != nil {
 		return run, err
 	}
@@ -236,14 +237,17 @@ func (e *engine) begin(ctx context.Context, id, goal string, limits Limits) (*se
 	run := Run{ID: id, Goal: goal, Status: RunRunning, Limits: limits, CreatedAt: now, StartedAt: now,
 		LeaseOwner: e.owner, LeaseExpiresAt: exp, Generation: 1}
 	err := s.write(ctx, func(tx Tx) error {
+		if c, ok := tx.(DatabaseClock); ok {
+			at, err := c.DatabaseNow(ctx)
+			if err != nil {
+				return err
+			}
+			run.LeaseExpiresAt = at.Add(s.lease.ttl)
+		}
 		if err := tx.RunInsert(run); err != nil {
 			return err
 		}
-		if err := event(tx, id, "", now, EventRunCreated, struct {
-			Goal   string          `json:"goal"`
-			Limits Limits          `json:"limits"`
-			Tools  json.RawMessage `json:"tools"`
-		}{goal, limits, e.toolList}); err != nil {
+		if err := event(tx, id, "", now, EventRunCreated, runCreated{Goal: goal, Limits: limits, Tools: e.toolList}); err != nil {
 			return err
 		}
 		for _, t := range e.tools {

@@ -329,7 +329,7 @@ func (s *session) enter(ctx context.Context, resumed any, fn func(tx Tx, now tim
 		before = run
 		gen = run.Generation + 1
 		if err := tx.RunUpdate(RunUpdate{ID: s.runID, From: []RunStatus{RunWaiting}, CheckLease: true, Owner: run.LeaseOwner,
-			Generation: run.Generation, Status: RunRunning, SetLease: true, LeaseOwner: s.lease.owner, LeaseExpiresAt: exp,
+			Generation: run.Generation, Status: RunRunning, SetLease: true, LeaseOwner: s.lease.owner, LeaseExpiresAt: exp, LeaseTTL: s.lease.ttl,
 			BumpGeneration: true}); err != nil {
 			return err
 		}

@@ -16,7 +16,7 @@ const MaxPageText = 64 << 10
 const MaxStoredValue = 16 << 20
 
 // Store is the storage seam between the engine and a backend. It is
-// implemented by the sqlite package (and later postgres) and exercised by
+// implemented by the sqlite and postgres packages and exercised by
 // storetest.Exercise. It is not a user extension point: its methods may change
 // between minor versions as the engine needs.
 type Store interface {
@@ -29,11 +29,36 @@ type Store interface {
 	// cannot repeat. Update returns the events fn appended, for delivery to
 	// observers after the commit; on error nothing fn wrote is kept.
 	Update(ctx context.Context, fn func(Tx) error) ([]Event, error)
-	// RenewLease extends the lease of a RUNNING run held by owner at
-	// generation, outside any transaction, on a connection of its own where
-	// the backend has one. Zero rows affected is ErrLeaseLost.
-	RenewLease(ctx context.Context, runID, owner string, generation int64, expiresAt time.Time) error
+	// RenewLease extends the lease of a RUNNING run held by p.Owner at
+	// p.Generation, outside any transaction, on a connection of its own
+	// where the backend has one. Zero rows affected is ErrLeaseLost.
+	RenewLease(ctx context.Context, p LeaseRenewal) error
 	Close() error
+}
+
+// LeaseRenewal names a lease and its new term. A store that keeps lease
+// time on the database's clock (DatabaseClock) writes the database's now
+// plus TTL and ignores ExpiresAt; any other writes ExpiresAt.
+type LeaseRenewal struct {
+	RunID      string
+	Owner      string
+	Generation int64
+	ExpiresAt  time.Time
+	TTL        time.Duration
+}
+
+// DatabaseClock is an optional capability of a Store, and of the Tx its
+// Update hands out, whose lease times are kept on the database's clock
+// rather than each worker's: Postgres, where workers on many hosts share
+// one database and their clocks need not agree. Such a store writes every
+// lease expiry as its own now plus a TTL (RunUpdate.LeaseTTL,
+// LeaseRenewal.TTL) and judges lapses against it; the engine compares
+// stored expiries only with DatabaseNow. A worker still stops trusting a
+// lease by its own clock, counted from before the write that took it.
+type DatabaseClock interface {
+	// DatabaseNow returns the database's time: inside a Tx, the
+	// transaction's (one time for all it writes).
+	DatabaseNow(ctx context.Context) (time.Time, error)
 }
 
 // StoreReader holds the read methods a front end uses. Full reads decode
@@ -52,6 +77,9 @@ type StoreReader interface {
 	// Page reads return one page, every text column capped at MaxPageText,
 	// and the total from COUNT.
 	ListRunsPage(ctx context.Context, limit, offset int) ([]Run, int, error)
+	// ListRunsByStatusPage is ListRunsPage of one status (status "" is every
+	// run); a status that is not a RunStatus is an error.
+	ListRunsByStatusPage(ctx context.Context, status RunStatus, limit, offset int) ([]Run, int, error)
 	GetRunCapped(ctx context.Context, id string) (Run, error)
 	ListStepsPage(ctx context.Context, runID string, limit, offset int) ([]Step, int, error)
 	ListApprovalsPage(ctx context.Context, runID string, status ApprovalStatus, limit, offset int) ([]Approval, int, error)
@@ -74,6 +102,16 @@ type StoreReader interface {
 	ChainHead(ctx context.Context) (int64, string, error)
 	// EventHash returns the stored hash of the event at seq.
 	EventHash(ctx context.Context, seq int64) (string, error)
+
+	// ListWaitingApprovals reads one page of the pending approvals of
+	// every run, oldest first, columns capped as other page reads, and the
+	// total: the inbox. Decide from a GetApproval read, not from a page.
+	ListWaitingApprovals(ctx context.Context, limit, offset int) ([]Approval, int, error)
+	// ListApprovers reads every approver ever enrolled, removed ones
+	// included, in enrollment order.
+	ListApprovers(ctx context.Context) ([]Approver, error)
+	// GetApprover reads one approver by id.
+	GetApprover(ctx context.Context, id string) (Approver, error)
 }
 
 // Tx is one write transaction (or savepoint) handed to Update's fn. Writes
@@ -97,6 +135,52 @@ type Tx interface {
 	SpecPut(hash string, canonical []byte) error
 	// EventAppend appends an event to the chain and returns it with its seq.
 	EventAppend(e Event) (Event, error)
+	// ApproverInsert enrolls an approver. A name an unremoved approver
+	// holds, or a credential already enrolled, is ErrApproverExists.
+	ApproverInsert(a Approver) error
+	ApproverGet(id string) (Approver, error)
+	// ApproverByName reads the unremoved approver with the name.
+	ApproverByName(name string) (Approver, error)
+	// ApproverRemove marks an unremoved approver removed; one already
+	// removed is ErrRunState.
+	ApproverRemove(p ApproverRemove) error
+	InviteInsert(i ApproverInvite) error
+	// InviteGet reads an invitation by the SHA-256 of its token.
+	InviteGet(tokenHash string) (ApproverInvite, error)
+	// InviteUse marks an unused invitation used by an approver; one
+	// already used is ErrRunState.
+	InviteUse(p InviteUse) error
+	// RunClaim leases up to p.Limit runnable runs to p.Owner, oldest first,
+	// bumping each one's generation, and returns them as they were before:
+	// ENQUEUED runs, RUNNING runs whose lease is free or lapsed, and
+	// WAITING runs with a step awaiting approval and none pending. Rows
+	// another transaction holds are skipped, not waited on.
+	RunClaim(p RunClaim) ([]Run, error)
+}
+
+// ApproverRemove is a compare-and-set on an approver: it must not be
+// removed yet.
+type ApproverRemove struct {
+	ID        string
+	RemovedAt time.Time
+	RemovedBy string
+}
+
+// InviteUse is a compare-and-set on an invitation: it must be unused.
+type InviteUse struct {
+	ID         string
+	UsedAt     time.Time
+	ApproverID string
+}
+
+// RunClaim asks for runnable work. A lease lapses by Now, or by the
+// database's clock in a DatabaseClock store; a claim's lease runs until
+// Now+TTL, or the database's now plus TTL.
+type RunClaim struct {
+	Owner string
+	Limit int
+	Now   time.Time
+	TTL   time.Duration
 }
 
 // RunUpdate is a compare-and-set on a run row. Expectations: the status is
@@ -120,9 +204,12 @@ type RunUpdate struct {
 	StartedAt    time.Time
 	FinishedAt   time.Time
 	// SetLease writes LeaseOwner/LeaseExpiresAt (empty owner releases).
+	// With a LeaseOwner, a DatabaseClock store writes its own now plus
+	// LeaseTTL instead of LeaseExpiresAt.
 	SetLease       bool
 	LeaseOwner     string
 	LeaseExpiresAt time.Time
+	LeaseTTL       time.Duration
 	// BumpGeneration increments the fencing generation.
 	BumpGeneration bool
 	// IncStepCount adds one to step_count.
@@ -175,6 +262,9 @@ type ApprovalDecide struct {
 	DecidedAt time.Time
 	DecidedBy string
 	Note      string
+	// Signature, when set, is recorded with the approver and credential
+	// it names.
+	Signature *DecisionSignature
 }
 
 // ModelCallFinish records an attempt's outcome; the row must be dispatched.

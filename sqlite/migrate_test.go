@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -240,5 +241,117 @@ func TestStore_PageReadsThePrintedFieldsTheWriterRecorded(t *testing.T) {
 	}
 	if _, obs := fields(); obs.Valid {
 		t.Fatalf("clearing the outcome left observation_fields %q", obs.String)
+	}
+}
+
+// A version-2 database whose chain lost its last event is refused by
+// OpenExisting and left at version 2; Open migrates it to this build's
+// version, keeping every event byte for byte and the highest seq ever
+// used, so the chain still verifies, the next event does not reuse the
+// lost seq, and an event of no run (an approver's) can now be appended.
+func TestOpen_MigratesAVersion2DatabaseKeepingItsChain(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src.db")
+	s, err := sqlite.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	_, err = s.Update(ctx, func(tx agentrt.Tx) error {
+		if err := tx.RunInsert(agentrt.Run{ID: "r1", Status: agentrt.RunRunning, CreatedAt: at, Limits: agentrt.DefaultLimits()}); err != nil {
+			return err
+		}
+		for i := 0; i < 3; i++ {
+			if _, err := tx.EventAppend(agentrt.Event{RunID: "r1", At: at, Type: agentrt.EventRunStarted, Payload: json.RawMessage(`{"i":1}`)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	p := filepath.Join(dir, "v2.db")
+	db := raw(t, p)
+	for _, f := range []string{"migrations/0001_init.sql", "migrations/0002_step_columns.sql"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(string(b)); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	for _, q := range []string{
+		"CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
+		"INSERT INTO schema_migrations VALUES (1, '2026-01-01T00:00:00Z'), (2, '2026-01-01T00:00:00Z')",
+		"ATTACH DATABASE '" + src + "' AS src",
+		"INSERT INTO runs SELECT * FROM src.runs",
+		"INSERT INTO events SELECT * FROM src.events",
+		"DETACH DATABASE src",
+		"DELETE FROM events WHERE seq = 3",
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := os.Chmod(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	events := func() string {
+		rows, err := db.Query("SELECT seq, run_id, step_id, at, type, payload_json, hash FROM events ORDER BY seq")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var b strings.Builder
+		for rows.Next() {
+			var seq int64
+			var r, st, a, ty, pl, h string
+			if err := rows.Scan(&seq, &r, &st, &a, &ty, &pl, &h); err != nil {
+				t.Fatal(err)
+			}
+			b.WriteString(strings.Join([]string{r, st, a, ty, pl, h}, "|") + "\n")
+		}
+		return b.String()
+	}
+	before := events()
+
+	_, err = sqlite.OpenExisting(p, false)
+	var ve *agentrt.SchemaVersionError
+	if !errors.As(err, &ve) || ve.Database != 2 || ve.Build != sqlite.SchemaVersion {
+		t.Fatalf("OpenExisting of a version-2 file: %v, want a SchemaVersionError naming 2 and %d", err, sqlite.SchemaVersion)
+	}
+	if v := schemaVersion(t, db); v != 2 {
+		t.Fatalf("OpenExisting left version %d, want 2", v)
+	}
+	m, err := sqlite.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if v := schemaVersion(t, db); v != sqlite.SchemaVersion {
+		t.Fatalf("migrated to version %d, build is %d", v, sqlite.SchemaVersion)
+	}
+	if after := events(); after != before {
+		t.Fatalf("events changed in the migration:\nbefore %s\nafter  %s", before, after)
+	}
+	rep, err := m.VerifyEvents(ctx, 0, 0)
+	if err != nil || !rep.Intact() || rep.Checked != 2 {
+		t.Fatalf("VerifyEvents after the migration = %+v, %v", rep, err)
+	}
+	evs, err := m.Update(ctx, func(tx agentrt.Tx) error {
+		_, err := tx.EventAppend(agentrt.Event{RunID: "", At: at, Type: agentrt.EventApproverEnrolled, Payload: json.RawMessage(`{}`)})
+		return err
+	})
+	if err != nil || len(evs) != 1 || evs[0].Seq != 4 {
+		t.Fatalf("appending an approver event = %v, %v; want seq 4, past the lost 3", evs, err)
+	}
+	m.Close()
+	if _, err := sqlite.OpenExisting(p, true); err != nil {
+		t.Fatalf("OpenExisting of the migrated file: %v", err)
 	}
 }

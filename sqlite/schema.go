@@ -202,7 +202,10 @@ func checkSchema(ctx context.Context, q querier, path string) (int, error) {
 		return 0, errNotAgentrt(path)
 	}
 	if wantTable == nil || *table != *wantTable {
-		return 0, firstDifference(path, got, latest)
+		// The table that says which version to compare with is itself not
+		// the migrations': nothing else in the file can be trusted to name
+		// a version, so it is what the refusal names.
+		return 0, &agentrt.UnsafeSchemaError{Path: path, Type: "table", Name: "schema_migrations", Difference: agentrt.SchemaAltered}
 	}
 	var v sql.NullInt64
 	if err := q.QueryRowContext(ctx, "SELECT MAX(version) FROM main.schema_migrations").Scan(&v); err != nil {

@@ -34,8 +34,12 @@ func Exercise(t *testing.T, open Opener) {
 	t.Run("PagesAreBounded", func(t *testing.T) { pagesBounded(t, open(t)) })
 	t.Run("EventsAfterAreInCommitOrderAndBounded", func(t *testing.T) { eventsAfter(t, open(t)) })
 	t.Run("StepEventsAreOneStepsInCommitOrder", func(t *testing.T) { stepEvents(t, open(t)) })
+	t.Run("RunsByStatusPage", func(t *testing.T) { runsByStatus(t, open(t)) })
 	t.Run("ModelCalls", func(t *testing.T) { modelCalls(t, open(t)) })
 	t.Run("LeaseRenewalIsCompareAndSet", func(t *testing.T) { leaseRenewal(t, open(t)) })
+	t.Run("ApproversAndInvitations", func(t *testing.T) { approvers(t, open(t)) })
+	t.Run("WaitingApprovalsPageOldestFirst", func(t *testing.T) { waitingApprovals(t, open(t)) })
+	t.Run("RunClaimTakesRunnableWorkOldestFirst", func(t *testing.T) { runClaim(t, open(t)) })
 }
 
 func update(t *testing.T, s agentrt.Store, fn func(agentrt.Tx) error) ([]agentrt.Event, error) {
@@ -427,16 +431,125 @@ func leaseRenewal(t *testing.T, s agentrt.Store) {
 	ctx := context.Background()
 	insertRun(t, s, "r1")
 	later := t0.Add(time.Hour)
-	if err := s.RenewLease(ctx, "r1", "owner-b", 1, later); !errors.Is(err, agentrt.ErrLeaseLost) {
+	renew := func(owner string, gen int64) error {
+		return s.RenewLease(ctx, agentrt.LeaseRenewal{RunID: "r1", Owner: owner, Generation: gen, ExpiresAt: later, TTL: time.Hour})
+	}
+	if err := renew("owner-b", 1); !errors.Is(err, agentrt.ErrLeaseLost) {
 		t.Fatalf("renewal by another owner = %v, want ErrLeaseLost", err)
 	}
-	if err := s.RenewLease(ctx, "r1", "owner-a", 2, later); !errors.Is(err, agentrt.ErrLeaseLost) {
+	if err := renew("owner-a", 2); !errors.Is(err, agentrt.ErrLeaseLost) {
 		t.Fatalf("renewal at a stale generation = %v, want ErrLeaseLost", err)
 	}
-	must(t, s.RenewLease(ctx, "r1", "owner-a", 1, later))
+	lo, hi := dbWindow(t, s, func() { must(t, renew("owner-a", 1)) })
 	r, err := s.GetRun(ctx, "r1")
 	must(t, err)
-	if !r.LeaseExpiresAt.Equal(later) {
-		t.Fatalf("lease expiry = %s, want %s", r.LeaseExpiresAt, later)
+	if lo.IsZero() {
+		if !r.LeaseExpiresAt.Equal(later) {
+			t.Fatalf("lease expiry = %s, want %s", r.LeaseExpiresAt, later)
+		}
+		return
+	}
+	// On the database's clock: its now plus the TTL, whatever ExpiresAt said.
+	if r.LeaseExpiresAt.Before(lo.Add(time.Hour).Truncate(time.Microsecond)) || r.LeaseExpiresAt.After(hi.Add(time.Hour)) {
+		t.Fatalf("lease expiry = %s, want the database's now plus an hour, within [%s, %s]", r.LeaseExpiresAt, lo.Add(time.Hour), hi.Add(time.Hour))
+	}
+}
+
+// dbWindow runs fn between two readings of the store's database clock; both
+// are zero for a store that has none.
+func dbWindow(t *testing.T, s agentrt.Store, fn func()) (lo, hi time.Time) {
+	t.Helper()
+	c, ok := s.(agentrt.DatabaseClock)
+	if !ok {
+		fn()
+		return time.Time{}, time.Time{}
+	}
+	ctx := context.Background()
+	lo, err := c.DatabaseNow(ctx)
+	must(t, err)
+	fn()
+	hi, err = c.DatabaseNow(ctx)
+	must(t, err)
+	return lo, hi
+}
+
+func runClaim(t *testing.T, s agentrt.Store) {
+	defer s.Close()
+	ctx := context.Background()
+	past, future := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+	type row struct {
+		id     string
+		status agentrt.RunStatus
+		owner  string
+		exp    time.Time
+		step   agentrt.StepStatus
+		appr   agentrt.ApprovalStatus
+	}
+	rows := []row{
+		{"enqueued", agentrt.RunEnqueued, "", time.Time{}, "", ""},
+		{"live", agentrt.RunRunning, "owner-a", future, "", ""},
+		{"lapsed", agentrt.RunRunning, "owner-a", past, agentrt.StepExecuting, ""},
+		{"released", agentrt.RunRunning, "", time.Time{}, "", ""},
+		{"approved", agentrt.RunWaiting, "", time.Time{}, agentrt.StepAwaitingApproval, agentrt.ApprovalApproved},
+		{"pending", agentrt.RunWaiting, "", time.Time{}, agentrt.StepAwaitingApproval, agentrt.ApprovalPending},
+		{"done", agentrt.RunCompleted, "", time.Time{}, "", ""},
+		{"enqueued-claimed", agentrt.RunEnqueued, "owner-c", future, "", ""},
+	}
+	for _, r := range rows {
+		_, err := update(t, s, func(tx agentrt.Tx) error {
+			run := newRun(r.id)
+			run.Status, run.LeaseOwner, run.LeaseExpiresAt, run.Generation = r.status, r.owner, r.exp, 3
+			if err := tx.RunInsert(run); err != nil {
+				return err
+			}
+			if r.step != "" {
+				if err := tx.StepInsert(agentrt.Step{ID: r.id + "-s", RunID: r.id, Status: r.step, StartedAt: t0}); err != nil {
+					return err
+				}
+			}
+			if r.appr != "" {
+				return tx.ApprovalInsert(agentrt.Approval{ID: r.id + "-a", RunID: r.id, StepID: r.id + "-s", Kind: "k",
+					Capability: json.RawMessage(`{}`), Presentation: json.RawMessage(`{}`), Hash: "h", Status: r.appr, CreatedAt: t0})
+			}
+			return nil
+		})
+		must(t, err)
+	}
+	claim := func(owner string, limit int) []string {
+		var got []agentrt.Run
+		_, err := update(t, s, func(tx agentrt.Tx) error {
+			var err error
+			got, err = tx.RunClaim(agentrt.RunClaim{Owner: owner, Limit: limit, Now: time.Now(), TTL: time.Minute})
+			return err
+		})
+		must(t, err)
+		var ids []string
+		for _, r := range got {
+			if r.Generation != 3 {
+				t.Errorf("claim returned %s at generation %d, want it as it was (3)", r.ID, r.Generation)
+			}
+			ids = append(ids, r.ID)
+		}
+		return ids
+	}
+	if got := claim("owner-b", 2); strings.Join(got, ",") != "enqueued,lapsed" {
+		t.Fatalf("first claim of 2 = %v, want the two oldest runnable runs [enqueued lapsed]", got)
+	}
+	if got := claim("owner-b", 10); strings.Join(got, ",") != "released,approved" {
+		t.Fatalf("second claim = %v, want [released approved]", got)
+	}
+	if got := claim("owner-d", 10); len(got) != 0 {
+		t.Fatalf("a claim while owner-b holds them all = %v, want none", got)
+	}
+	for _, r := range rows {
+		run, err := s.GetRun(ctx, r.id)
+		must(t, err)
+		claimed := r.id == "enqueued" || r.id == "lapsed" || r.id == "released" || r.id == "approved"
+		switch {
+		case claimed && (run.LeaseOwner != "owner-b" || run.Generation != 4 || run.Status != r.status || !run.LeaseExpiresAt.After(time.Now().Add(30*time.Second))):
+			t.Errorf("claimed %s = owner %q generation %d status %s expires %s; want owner-b, 4, %s, a minute on", r.id, run.LeaseOwner, run.Generation, run.Status, run.LeaseExpiresAt, r.status)
+		case !claimed && (run.LeaseOwner != r.owner || run.Generation != 3):
+			t.Errorf("unclaimed %s changed: owner %q generation %d", r.id, run.LeaseOwner, run.Generation)
+		}
 	}
 }

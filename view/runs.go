@@ -70,7 +70,12 @@ func soleOnePending(ctx context.Context, store agentrt.StoreReader, r agentrt.Ru
 // the store. Every read is bounded by the page: the runs, then for each
 // waiting run at most two of its pending approvals.
 func RunsPage(ctx context.Context, store agentrt.StoreReader, limit, offset int) ([]RunSummary, int, error) {
-	runs, total, err := store.ListRunsPage(ctx, limit, offset)
+	return RunsByStatusPage(ctx, store, "", limit, offset)
+}
+
+// RunsByStatusPage is RunsPage of the runs in one status ("" is every run).
+func RunsByStatusPage(ctx context.Context, store agentrt.StoreReader, status agentrt.RunStatus, limit, offset int) ([]RunSummary, int, error) {
+	runs, total, err := store.ListRunsByStatusPage(ctx, status, limit, offset)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -64,20 +64,6 @@ func (r *rig) observe(e agentrt.Event) {
 	r.heard = append(r.heard, e)
 }
 
-func (r *rig) refusals() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, e := range r.heard {
-		if e.Type == webhook.EventRefused {
-			var p struct{ Code string }
-			json.Unmarshal(e.Payload, &p)
-			out = append(out, p.Code)
-		}
-	}
-	return out
-}
-
 // reply is a response read whole.
 type reply struct {
 	status int

@@ -2,11 +2,14 @@ package cli
 
 import (
 	"bufio"
+	"crypto/ed25519"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/trace"
@@ -16,7 +19,7 @@ import (
 var approveCommand = &command{
 	name:    "approve",
 	summary: "show a waiting approval, then grant it",
-	usage:   "<run> [-approval ID | -yes] [-hash HASH] [-by WHO] [-note TEXT]",
+	usage:   "<run> [-approval ID | -yes] [-hash HASH] [-key FILE | -by WHO] [-note TEXT]",
 	run:     func(e *env, g *global, c *command, args []string) int { return runDecide(e, g, c, args, true) },
 }
 
@@ -27,6 +30,7 @@ type decideFlags struct {
 	hash     string
 	by       string
 	note     string
+	key      string
 }
 
 // runDecide is approve and reject: print the approval the operator means,
@@ -41,6 +45,7 @@ func runDecide(e *env, g *global, c *command, args []string, approve bool) int {
 	fs.StringVar(&f.hash, "hash", "", "decide only if the approval still has this hash, as show printed it")
 	fs.StringVar(&f.by, "by", "", "a label for who decided, recorded as given (default $USER)")
 	fs.StringVar(&f.note, "note", "", "a note recorded with the decision")
+	fs.StringVar(&f.key, "key", "", "sign the decision with this enrolled ed25519 key file; decided_by is then its approver's name")
 	pos, code, ok := e.parse(c, fs, args)
 	if !ok {
 		return code
@@ -66,10 +71,18 @@ func runDecide(e *env, g *global, c *command, args []string, approve bool) int {
 			return e.usageError(c, "-hash must be the 64 hex digits show prints after hash")
 		}
 	}
-	if !byGiven {
+	var key ed25519.PrivateKey
+	if f.key != "" {
+		k, err := readPrivateKey(f.key)
+		if err != nil {
+			return e.usageError(c, err.Error())
+		}
+		key = k
+	}
+	if !byGiven && key == nil {
 		f.by = e.getenv("USER")
 	}
-	if f.by == "" {
+	if f.by == "" && key == nil {
 		return e.usageError(c, "no one to record as deciding: pass -by WHO (a label, recorded as given) or set USER")
 	}
 	ask := f.approval == "" && !f.yes
@@ -145,10 +158,18 @@ func runDecide(e *env, g *global, c *command, args []string, approve bool) int {
 	if !g.json {
 		op.Observer = trace.Writer(e.stderr)
 	}
+	var opts []agentrt.DecideOption
+	if key != nil {
+		sig, msg := e.signDecision(st, key, runID, a.ID, shown, verb, f.note)
+		if msg != "" {
+			return e.fail("%s; nothing was decided", msg)
+		}
+		opts = append(opts, agentrt.WithSignature(sig))
+	}
 	if approve {
-		err = op.ApproveShown(ctx, runID, a.ID, shown, f.by, f.note)
+		err = op.ApproveShown(ctx, runID, a.ID, shown, f.by, f.note, opts...)
 	} else {
-		err = op.RejectShown(ctx, runID, a.ID, shown, f.by, f.note)
+		err = op.RejectShown(ctx, runID, a.ID, shown, f.by, f.note, opts...)
 	}
 	if err != nil {
 		return e.decideError(runID, a.ID, err)
@@ -201,4 +222,34 @@ func (e *env) selectError(runID, approvalID string, err error) int {
 		return e.fail("no run %s", runID)
 	}
 	return e.fail("reading run %s: %v", runID, err)
+}
+
+// signDecision signs the statement of a decision with key, as the
+// unremoved approver enrolled with its public half.
+func (e *env) signDecision(st agentrt.StoreReader, key ed25519.PrivateKey, runID, approvalID, hash, verb, note string) (agentrt.DecisionSignature, string) {
+	der, err := x509.MarshalPKIXPublicKey(key.Public())
+	if err != nil {
+		return agentrt.DecisionSignature{}, err.Error()
+	}
+	fp := agentrt.KeyFingerprint(der)
+	aps, err := st.ListApprovers(background())
+	if err != nil {
+		return agentrt.DecisionSignature{}, "reading approvers: " + err.Error()
+	}
+	for _, ap := range aps {
+		if ap.CredentialID != fp || ap.Removed() {
+			continue
+		}
+		now := time.Now()
+		if e.now != nil {
+			now = e.now()
+		}
+		sig, err := agentrt.SignStatement(key, ap, agentrt.Statement{RunID: runID, ApprovalID: approvalID, ApprovalHash: hash,
+			Decision: verb, Note: note, Nonce: agentrt.NewNonce(), Time: now.UTC()})
+		if err != nil {
+			return agentrt.DecisionSignature{}, err.Error()
+		}
+		return sig, ""
+	}
+	return agentrt.DecisionSignature{}, fmt.Sprintf("the key %s is not enrolled (or its approver was removed); enroll it with 'agentrt approvers add NAME -key FILE'", fp)
 }

@@ -57,19 +57,24 @@ type env struct {
 	prog string
 	// demo holds what tests fix about the demo.
 	demo demoOptions
+	// openers open database URLs by scheme (see RunWith).
+	openers map[string]Opener
 }
 
 // Run runs the agentrt command line: args are the arguments after the
 // program name. It returns the exit code.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{
+	return newEnv(stdin, stdout, stderr).run(args)
+}
+
+func newEnv(stdin io.Reader, stdout, stderr io.Writer) *env {
+	return &env{
 		stdin: stdin, stdout: stdout, stderr: stderr,
 		getenv:      os.Getenv,
 		interactive: isTerminalInput,
 		progress:    isTerminalOutput,
 		prog:        programName(),
 	}
-	return e.run(args)
 }
 
 // programName is "go run ./cmd/agentrt" when agentrt was started by go run,
@@ -100,7 +105,7 @@ type command struct {
 // commands are listed in this order by help.
 var commands = []*command{
 	runsCommand, showCommand, eventsCommand, followCommand, approveCommand, rejectCommand, cancelCommand,
-	verifyCommand, versionCommand, demoCommand, resumeCommand, policyCommand, recheckCommand,
+	verifyCommand, approversCommand, serveCommand, versionCommand, demoCommand, resumeCommand, policyCommand, recheckCommand,
 }
 
 func lookup(name string) *command {
@@ -324,6 +329,10 @@ func openRefusal(path string, err error) string {
 // decideError turns a refusal of a decision or a cancel into one line.
 func (e *env) decideError(runID, approvalID string, err error) int {
 	switch {
+	case errors.Is(err, agentrt.ErrUnsignedGrant):
+		return e.fail("%s; nothing was decided; sign the decision with -key FILE", strings.TrimPrefix(err.Error(), "agentrt: "))
+	case errors.Is(err, agentrt.ErrSignature):
+		return e.fail("%s; nothing was decided", strings.TrimPrefix(err.Error(), "agentrt: "))
 	case errors.Is(err, agentrt.ErrApprovalChanged):
 		return e.fail("approval %s changed after it was shown; nothing was decided; run the command again to see it as it is now", approvalID)
 	case errors.Is(err, agentrt.ErrApprovalExpired):

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -136,15 +137,17 @@ func runDemo(e *env, g *global, c *command, args []string) int {
 		return e.decideError(run.ID, a.ID, err)
 	}
 	p.printf("\napproved: approval %s by %s, bound to hash %s, the hash of the block above\n", clip(a.ID, 64), demoOperator, shown)
-	run, err = drv.Resume(ctx, run.ID)
+	// Nobody calls Resume: a worker polling the database claims the
+	// approved run and carries it on, as a pool of workers would.
+	run, err = demoWorker(ctx, st, agent, model, ws, e, run.ID)
 	if err != nil {
-		return e.fail("resuming the demo's run: %v", err)
+		return e.fail("continuing the demo's run: %v", err)
 	}
 	exit := ExitOK
 	if run.Status != agentrt.RunCompleted {
 		exit = ExitFailure
 	}
-	p.printf("resumed: run %s is %s (%s) after %d steps\n", clip(run.ID, 64), run.Status, run.Reason, run.StepCount)
+	p.printf("resumed by a worker: run %s is %s (%s) after %d steps; no one called Resume\n", clip(run.ID, 64), run.Status, run.Reason, run.StepCount)
 	if run.ModelCalls > 0 {
 		p.printf("model: %d call(s), %d tokens in, %d out, estimated $%.4f at the demo's invented prices\n",
 			run.ModelCalls, run.Usage.InputTokens, run.Usage.OutputTokens, float64(run.EstimatedCost)/1e6)
@@ -190,4 +193,35 @@ func trailFrom(e *env, st agentrt.StoreReader, runID string, offset int) error {
 			return nil
 		}
 	}
+}
+
+// demoWorker runs an agentrt.Worker on the demo's database until the run
+// ends or pauses again, and returns the run as it is then.
+func demoWorker(ctx context.Context, st *sqlite.Store, agent agentrt.Agent, model *agentrt.ModelConfig, ws string, e *env, runID string) (agentrt.Run, error) {
+	settled := make(chan struct{}, 1)
+	w, err := agentrt.NewWorker(agentrt.WorkerConfig{Store: st, Agent: agent, Model: model, Policy: demoPolicy{},
+		Tools: demoTools(ws), Now: e.demo.now, NewID: e.demo.newID, LeaseOwner: "agentrt-demo-worker", Concurrency: 1,
+		Observer: func(ev agentrt.Event) {
+			if ev.RunID == runID && (ev.Type == agentrt.EventRunFinished || ev.Type == agentrt.EventApprovalRequest) {
+				select {
+				case settled <- struct{}{}:
+				default:
+				}
+			}
+		}})
+	if err != nil {
+		return agentrt.Run{}, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	select {
+	case <-settled:
+	case <-time.After(time.Minute):
+	}
+	cancel()
+	if err := <-done; err != nil {
+		return agentrt.Run{}, err
+	}
+	return st.GetRun(ctx, runID)
 }

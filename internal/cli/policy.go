@@ -49,14 +49,18 @@ read-only and nothing is written.
 
 // findPolicyProgram is where agentrt-policy is: next to the running agentrt,
 // else on PATH. A variable so tests can point it elsewhere.
-var findPolicyProgram = func() (string, error) {
+var findPolicyProgram = func() (string, error) { return findCompanion(policyProgram) }
+
+// findCompanion finds a program built from a nested module: next to the
+// running agentrt, else on PATH.
+func findCompanion(name string) (string, error) {
 	if self, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(self), policyProgram)
+		p := filepath.Join(filepath.Dir(self), name)
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
 			return p, nil
 		}
 	}
-	return osexec.LookPath(policyProgram)
+	return osexec.LookPath(name)
 }
 
 func runPolicy(e *env, g *global, c *command, args []string) int {
@@ -83,9 +87,16 @@ func runRecheck(e *env, g *global, c *command, args []string) int {
 // runPolicyProgram runs agentrt-policy with args and the command's streams,
 // and exits as it exits.
 func (e *env) runPolicyProgram(args []string) int {
-	path, err := findPolicyProgram()
+	return e.runCompanion(findPolicyProgram, policyProgram, policyInstall, args)
+}
+
+// runCompanion runs the program find locates with args and the command's
+// streams, and exits as it exits; when it is missing, it says how to
+// install it.
+func (e *env) runCompanion(find func() (string, error), name, install string, args []string) int {
+	path, err := find()
 	if err != nil {
-		return e.fail("this command needs %s, which is neither next to agentrt nor on PATH, so install it with '%s'.", policyProgram, policyInstall)
+		return e.fail("this command needs %s, which is neither next to agentrt nor on PATH, so install it with '%s'.", name, install)
 	}
 	cmd := osexec.Command(path, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr

@@ -68,3 +68,13 @@ func TestPolicy_MissingProgramSaysHowToInstallIt(t *testing.T) {
 		oneSentence(t, r, "go install github.com/agentrt/agentrt/policy/cel/cmd/agentrt-policy@latest")
 	}
 }
+
+// Without agentrt-console next to agentrt or on PATH, serve fails in one
+// sentence that says how to install it.
+func TestServe_MissingProgramSaysHowToInstallIt(t *testing.T) {
+	old := findConsoleProgram
+	findConsoleProgram = func() (string, error) { return "", os.ErrNotExist }
+	t.Cleanup(func() { findConsoleProgram = old })
+	r := (*fixture)(nil).runWith(t, func(*env) {}, nil, "serve")
+	oneSentence(t, r, "go install github.com/agentrt/agentrt/console/cmd/agentrt-console@latest")
+}

@@ -11,8 +11,8 @@ import (
 
 var verifyCommand = &command{
 	name:    "verify",
-	summary: "check the event hash chain, and that it still reaches a head kept elsewhere",
-	usage:   "[-from SEQ] [-to SEQ] [-head SEQ:HASH]",
+	summary: "check the event hash chain, that it still reaches a head kept elsewhere, and every signed decision",
+	usage:   "[-from SEQ] [-to SEQ] [-head SEQ:HASH] [-decisions [-pinned FILE]]",
 	run:     runVerify,
 }
 
@@ -68,6 +68,8 @@ type verifyReport struct {
 		Reached bool   `json:"reached"`
 		Matches bool   `json:"matches"`
 	} `json:"kept_head,omitempty"`
+	// Decisions is what -decisions found.
+	Decisions *decisionsReport `json:"decisions,omitempty"`
 	// OK is whether verify exits 0.
 	OK bool `json:"ok"`
 }
@@ -77,6 +79,8 @@ func runVerify(e *env, g *global, c *command, args []string) int {
 	from := fs.Int64("from", 0, "the first seq to check (default the first event)")
 	to := fs.Int64("to", 0, "the last seq to check, which must exist (default the head)")
 	headArg := fs.String("head", "", "a head kept earlier, SEQ:HASH: fail unless the chain still reaches it with that hash")
+	decisions := fs.Bool("decisions", false, "also re-verify every signed decision from the stored public keys")
+	pinnedPath := fs.String("pinned", "", "with -decisions, every signing key must be in this owner-only pinned keys file")
 	pos, code, ok := e.parse(c, fs, args)
 	if !ok {
 		return code
@@ -101,11 +105,22 @@ func runVerify(e *env, g *global, c *command, args []string) int {
 		}
 		kept = &k
 	}
+	if *pinnedPath != "" && !*decisions {
+		return e.usageError(c, "-pinned needs -decisions")
+	}
+	var pinned *agentrt.PinnedKeys
+	if *pinnedPath != "" {
+		p, err := agentrt.LoadPinnedKeys(*pinnedPath)
+		if err != nil {
+			return e.usageError(c, strings.TrimPrefix(err.Error(), "agentrt: "))
+		}
+		pinned = p
+	}
 	path, code := g.requireDB(e, c)
 	if code != ExitOK {
 		return code
 	}
-	st, code := e.open(path, true)
+	st, path, code := e.openReader(path)
 	if code != ExitOK {
 		return code
 	}
@@ -114,6 +129,14 @@ func runVerify(e *env, g *global, c *command, args []string) int {
 	rep, err := verifyChain(e, st, *from, *to, kept)
 	if err != nil {
 		return e.fail("verifying %s: %v", path, err)
+	}
+	if *decisions {
+		d, err := verifyDecisions(st, rep.Head.Seq, pinned)
+		if err != nil {
+			return e.fail("verifying the decisions in %s: %v", path, err)
+		}
+		rep.Decisions = d
+		rep.OK = rep.OK && d.Failure == nil
 	}
 	p := &printer{w: e.stdout}
 	exit := ExitOK
@@ -224,6 +247,14 @@ func writeVerify(p *printer, rep verifyReport) {
 	}
 	if r := rep.Requested; r != nil && !r.Reached {
 		p.printf("not reached: -to %d; the last event is seq %d\n", r.To, rep.Head.Seq)
+	}
+	if d := rep.Decisions; d != nil {
+		if f := d.Failure; f != nil {
+			p.printf("decision NOT verified at seq %d (run %s, approval %s): %s\n", f.Seq, dash(clip(f.RunID, 64)), dash(clip(f.ApprovalID, 64)), clip(f.Reason, textClipBytes))
+			p.printf("  %d signed decision(s) verified before it\n", d.Verified)
+		} else {
+			p.printf("decisions: %d signed of %d verified with %d approver key(s)\n", d.Signed, d.Decisions, d.Approvers)
+		}
 	}
 	if k := rep.KeptHead; k != nil {
 		switch {

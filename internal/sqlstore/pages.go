@@ -57,14 +57,27 @@ func checkPage(limit, offset int) error {
 
 // ListRunsPage reads one page of runs, newest first.
 func (s *Store) ListRunsPage(ctx context.Context, limit, offset int) ([]agentrt.Run, int, error) {
+	return s.ListRunsByStatusPage(ctx, "", limit, offset)
+}
+
+// ListRunsByStatusPage is ListRunsPage of the runs in one status; status ""
+// is every run.
+func (s *Store) ListRunsByStatusPage(ctx context.Context, status agentrt.RunStatus, limit, offset int) ([]agentrt.Run, int, error) {
 	if err := checkPage(limit, offset); err != nil {
 		return nil, 0, err
 	}
-	total, err := s.count(ctx, "SELECT COUNT(*) FROM runs")
+	if status != "" && !status.Valid() {
+		return nil, 0, fmt.Errorf("agentrt: %q is not a run status", string(status))
+	}
+	where, args := "", []any{}
+	if status != "" {
+		where, args = " WHERE status = ?", []any{string(status)}
+	}
+	total, err := s.count(ctx, "SELECT COUNT(*) FROM runs"+where, args...)
 	if err != nil {
 		return nil, 0, err
 	}
-	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(selectRunPage+" ORDER BY rowid DESC LIMIT ? OFFSET ?"), limit, offset)
+	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(selectRunPage+where+" ORDER BY rowid DESC LIMIT ? OFFSET ?"), append(args, limit, offset)...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -203,16 +216,44 @@ func (s *Store) ListApprovalsPage(ctx context.Context, runID string, status agen
 	if err != nil {
 		return nil, 0, err
 	}
+	out, err := scanApprovalPage(rows)
+	return out, total, err
+}
+
+// ListWaitingApprovals reads one page of every run's pending approvals,
+// oldest first: the inbox. The approvals_waiting index serves both the
+// count and the page.
+func (s *Store) ListWaitingApprovals(ctx context.Context, limit, offset int) ([]agentrt.Approval, int, error) {
+	if err := checkPage(limit, offset); err != nil {
+		return nil, 0, err
+	}
+	where := " WHERE status = ?"
+	args := []any{string(agentrt.ApprovalPending)}
+	total, err := s.count(ctx, "SELECT COUNT(*) FROM approvals"+where, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind("SELECT "+selectCols(approvalPageCols)+" FROM approvals"+where+" ORDER BY created_at, rowid LIMIT ? OFFSET ?"), append(args, limit, offset)...)
+	if err != nil {
+		return nil, 0, err
+	}
+	out, err := scanApprovalPage(rows)
+	return out, total, err
+}
+
+// scanApprovalPage decodes a page of approvals read with approvalPageCols.
+func scanApprovalPage(rows *sql.Rows) ([]agentrt.Approval, error) {
 	defer rows.Close()
 	var out []agentrt.Approval
 	p := newRow(approvalPageCols, approvalPageAt)
 	for rows.Next() {
 		if err := p.scan(rows); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		a := agentrt.Approval{ID: p.str("id"), RunID: p.str("run_id"), StepID: p.str("step_id"), Kind: p.str("kind"),
 			Hash: p.str("hash"), Status: agentrt.ApprovalStatus(p.str("status")), CreatedAt: p.time("created_at"),
-			ExpiresAt: p.time("expires_at"), DecidedAt: p.time("decided_at"), DecidedBy: p.str("decided_by"), Note: p.str("note")}
+			ExpiresAt: p.time("expires_at"), DecidedAt: p.time("decided_at"), DecidedBy: p.str("decided_by"), Note: p.str("note"),
+			ApproverID: p.str("approver_id"), CredentialID: p.str("credential_id")}
 		bad := p.bad
 		c := pageText(p, "capability_json")
 		a.Capability = capJSON(c.head, c.length)
@@ -247,7 +288,7 @@ func (s *Store) ListApprovalsPage(ctx context.Context, runID string, status agen
 		}
 		out = append(out, a)
 	}
-	return out, total, rows.Err()
+	return out, rows.Err()
 }
 
 var (

@@ -159,7 +159,7 @@ func scanSteps(rows *sql.Rows) ([]agentrt.Step, error) {
 
 var (
 	approvalCols = textCols(colWhole, "id", "run_id", "step_id", "kind", "capability_json", "presentation_json", "request_json", "hash", "status",
-		"created_at", "expires_at", "decided_at", "decided_by", "note")
+		"created_at", "expires_at", "decided_at", "decided_by", "note", "approver_id", "credential_id", "signature_json")
 	approvalAt     = colIndex(approvalCols)
 	selectApproval = "SELECT " + selectCols(approvalCols) + " FROM approvals"
 )
@@ -174,7 +174,15 @@ func scanApproval(s scanner) (agentrt.Approval, error) {
 		return agentrt.Approval{}, err
 	}
 	a := agentrt.Approval{ID: r.str("id"), RunID: r.str("run_id"), StepID: r.str("step_id"), Kind: r.str("kind"),
-		Hash: r.str("hash"), Status: agentrt.ApprovalStatus(r.str("status")), DecidedBy: r.str("decided_by"), Note: r.str("note")}
+		Hash: r.str("hash"), Status: agentrt.ApprovalStatus(r.str("status")), DecidedBy: r.str("decided_by"), Note: r.str("note"),
+		ApproverID: r.str("approver_id"), CredentialID: r.str("credential_id")}
+	if sig := r.str("signature_json"); sig != "" {
+		a.Signature = new(agentrt.DecisionSignature)
+		if err := json.Unmarshal([]byte(sig), a.Signature); err != nil {
+			r.note("signature: %v", err)
+			a.Signature = nil
+		}
+	}
 	for _, f := range []struct {
 		name, col string
 		dst       *json.RawMessage
@@ -355,13 +363,14 @@ func (s *Store) GetSpec(ctx context.Context, hash string) (json.RawMessage, erro
 }
 
 // RenewLease extends a held lease.
-func (s *Store) RenewLease(ctx context.Context, runID, owner string, generation int64, expiresAt time.Time) error {
+func (s *Store) RenewLease(ctx context.Context, p agentrt.LeaseRenewal) error {
 	if s.lease == nil {
 		return ErrReadOnly
 	}
-	res, err := s.lease.ExecContext(ctx, s.d.Rebind(`UPDATE runs SET lease_expires_at = ?
+	expr, arg := s.d.leaseExpiry(p.ExpiresAt, p.TTL)
+	res, err := s.lease.ExecContext(ctx, s.d.Rebind(`UPDATE runs SET lease_expires_at = `+expr+`
 		WHERE id = ? AND status = ? AND lease_owner = ? AND generation = ?`),
-		timeText(expiresAt), runID, string(agentrt.RunRunning), owner, generation)
+		arg, p.RunID, string(agentrt.RunRunning), p.Owner, p.Generation)
 	if err != nil {
 		return err
 	}

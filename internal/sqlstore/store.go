@@ -29,10 +29,50 @@ type Dialect struct {
 	HeadQuery string
 	// Busy reports whether err means the database was locked.
 	Busy func(error) bool
+
+	// SharedWriters says other processes write the same database at once
+	// (Postgres): the chain head is never trusted from memory, only read
+	// under the lock BeginHead takes.
+	SharedWriters bool
+	// BeginHead, when set, runs right after Begin: it locks the chain head
+	// for the transaction and reads it (seq, hash), so writers from many
+	// processes append to one chain in turn.
+	BeginHead string
+	// DatabaseClock says lease times are kept on the database's clock:
+	// lease expiries are written as the database's now plus a TTL, lapses
+	// are judged against it, and Update hands out a Tx that implements
+	// agentrt.DatabaseClock.
+	DatabaseClock bool
+	// ClaimLock ends a claim's select: " FOR UPDATE SKIP LOCKED" where
+	// claimers from many processes must not wait on each other.
+	ClaimLock string
+	// Translate, when set, rewrites a query written in the shared SQL for
+	// the engine, after placeholders; its results are cached per query.
+	Translate func(string) string
 }
 
-// Rebind rewrites ? placeholders for the dialect.
+// translated caches Translate's work: queries are few and repeat.
+var translated sync.Map // dialect name + "\x00" + query -> string
+
+// Rebind rewrites ? placeholders for the dialect, and translates the query
+// where the dialect says how.
 func (d Dialect) Rebind(q string) string {
+	if !d.Numbered && d.Translate == nil {
+		return q
+	}
+	key := d.Name + "\x00" + q
+	if v, ok := translated.Load(key); ok {
+		return v.(string)
+	}
+	out := d.numbered(q)
+	if d.Translate != nil {
+		out = d.Translate(out)
+	}
+	translated.Store(key, out)
+	return out
+}
+
+func (d Dialect) numbered(q string) string {
 	if !d.Numbered {
 		return q
 	}
@@ -218,10 +258,41 @@ func (s *Store) Update(ctx context.Context, fn func(agentrt.Tx) error) ([]agentr
 // Update in its own savepoint, so that Update's writes are undone and no
 // other's are.
 func (s *Store) commit(batch []*request) {
-	if len(batch) > 1 && s.runBatch(batch, false) {
-		return
+	if !(len(batch) > 1 && s.runBatch(batch, false)) {
+		s.runBatch(batch, len(batch) > 1)
 	}
-	s.runBatch(batch, len(batch) > 1)
+	for _, r := range batch {
+		if r.err != nil {
+			s.checkWriter()
+			return
+		}
+	}
+}
+
+// checkWriter drops the writer's connection, and the statements prepared
+// on it, when it no longer answers (a database restart, a server that ended
+// the session), so the next batch opens a fresh one. It runs only after a
+// batch failed, so the happy path pays nothing for it.
+func (s *Store) checkWriter() (dropped bool) {
+	if s.wconn == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	err := s.wconn.PingContext(ctx)
+	cancel()
+	if err == nil {
+		return false
+	}
+	s.stmtMu.Lock()
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmts = map[string]*sql.Stmt{}
+	s.wconn.Close()
+	s.wconn = nil
+	s.stmtMu.Unlock()
+	s.headKnown = false
+	return true
 }
 
 // runBatch runs batch in one transaction and commits it. It returns false
@@ -256,8 +327,21 @@ func (s *Store) runBatch(batch []*request, savepoints bool) bool {
 		return err
 	}
 	var err error
+	reconnected := false
 	for attempt := 0; ; attempt++ {
 		err = exec(s.d.Begin)
+		if err != nil && !reconnected && s.checkWriter() {
+			// The connection died since the last batch (a database
+			// restart): nothing was begun, so begin again on a new one.
+			reconnected = true
+			c, cerr := s.db.Conn(ctx)
+			if cerr != nil {
+				fail(fmt.Errorf("agentrt: writer connection: %w", cerr))
+				return true
+			}
+			s.wconn = c
+			continue
+		}
 		if err == nil || s.d.Busy == nil || !s.d.Busy(err) || attempt > 50 {
 			break
 		}
@@ -272,6 +356,20 @@ func (s *Store) runBatch(batch []*request, savepoints bool) bool {
 		fail(err)
 	}
 	t := &tx{s: s, events: s.evbuf[:0], headRead: s.headKnown, headSeq: s.headSeq, headHash: s.headHash}
+	if s.d.BeginHead != "" {
+		// The head is read under its lock, and trusted for the transaction.
+		var seq sql.NullInt64
+		var h sql.NullString
+		if err := t.queryRow(s.d.BeginHead).Scan(&seq, &h); err != nil {
+			abort(fmt.Errorf("agentrt: lock the chain head: %w", err))
+			return true
+		}
+		t.headRead, t.headTrusted, t.headSeq, t.headHash = true, true, seq.Int64, h.String
+	}
+	var handed agentrt.Tx = t
+	if s.d.DatabaseClock {
+		handed = clockTx{t}
+	}
 	shared := len(batch) > 1
 	t.queue = shared && !savepoints
 	s.headKnown = false // until this transaction's outcome is known
@@ -288,7 +386,7 @@ func (s *Store) runBatch(batch []*request, savepoints bool) bool {
 			}
 		}
 		mark := t.mark()
-		r.panicked, r.err = runFn(r.fn, t)
+		r.panicked, r.err = runFn(r.fn, handed)
 		if r.err != nil || r.panicked != nil {
 			t.reset(mark)
 			if !shared {
@@ -331,7 +429,9 @@ func (s *Store) runBatch(batch []*request, savepoints bool) bool {
 		abort(fmt.Errorf("agentrt: commit: %w", err))
 		return true
 	}
-	s.headKnown, s.headSeq, s.headHash = t.headRead, t.headSeq, t.headHash
+	if !s.d.SharedWriters {
+		s.headKnown, s.headSeq, s.headHash = t.headRead, t.headSeq, t.headHash
+	}
 	s.stats.Lock()
 	s.stats.Commits++
 	s.stats.Updates += int64(len(batch))
@@ -339,7 +439,7 @@ func (s *Store) runBatch(batch []*request, savepoints bool) bool {
 	return true
 }
 
-func runFn(fn func(agentrt.Tx) error, t *tx) (p any, err error) {
+func runFn(fn func(agentrt.Tx) error, t agentrt.Tx) (p any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			p = v

@@ -28,6 +28,9 @@ type tx struct {
 	queue       bool
 	rows        []eventRow
 
+	// The database's time for this transaction, once read (DatabaseClock).
+	dbNow time.Time
+
 	// The last time formatted: a transaction writes one time to many rows.
 	lastTime time.Time
 	lastText string
@@ -150,9 +153,9 @@ func storeQuery(key []byte, q string) {
 func (t *tx) RunUpdate(p agentrt.RunUpdate) error {
 	// The shape of the statement, one byte per optional clause.
 	var keyBuf [24]byte
-	key := append(keyBuf[:0], 'r',
+	key := append(keyBuf[:0], t.s.d.Name[0], 'r',
 		flag(p.Status != ""), flag(p.Reason != ""), flag(len(p.Result) > 0), flag(!p.StartedAt.IsZero()),
-		flag(!p.FinishedAt.IsZero()), flag(p.SetLease), flag(p.BumpGeneration), flag(p.IncStepCount),
+		flag(!p.FinishedAt.IsZero()), flag(p.SetLease), flag(p.SetLease && p.LeaseOwner != ""), flag(p.BumpGeneration), flag(p.IncStepCount),
 		flag(p.AddActive > 0), flag(p.AddCalls > 0), flag(p.AddUsage.InputTokens > 0), flag(p.AddUsage.OutputTokens > 0),
 		flag(p.AddUsage.CachedInputTokens > 0), flag(p.AddCost > 0), byte('0'+len(p.From)), flag(p.CheckLease), flag(p.CheckStepCount))
 	args := make([]any, 0, 16)
@@ -189,7 +192,12 @@ func (t *tx) RunUpdate(p agentrt.RunUpdate) error {
 	}
 	if p.SetLease {
 		add("lease_owner = ?", p.LeaseOwner)
-		add("lease_expires_at = ?", t.timeText(p.LeaseExpiresAt))
+		if p.LeaseOwner != "" && t.s.d.DatabaseClock {
+			expr, arg := t.s.d.leaseExpiry(p.LeaseExpiresAt, p.LeaseTTL)
+			add("lease_expires_at = "+expr, arg)
+		} else {
+			add("lease_expires_at = ?", t.timeText(p.LeaseExpiresAt))
+		}
 	}
 	if p.BumpGeneration {
 		cols("generation = generation + 1")
@@ -337,7 +345,7 @@ func (t *tx) StepUpdate(p agentrt.StepUpdate) error {
 	}
 	dec, pol, obs = use(dec, p.Encoded[0]), use(pol, p.Encoded[1]), use(obs, p.Encoded[2])
 	var keyBuf [16]byte
-	key := append(keyBuf[:0], 's', flag(p.Status != ""), flag(p.Decision != nil), flag(p.Policy != nil),
+	key := append(keyBuf[:0], t.s.d.Name[0], 's', flag(p.Status != ""), flag(p.Decision != nil), flag(p.Policy != nil),
 		flag(p.ClearOutcome), flag(p.Observation != nil), flag(!p.StartedAt.IsZero()), flag(!p.FinishedAt.IsZero()),
 		flag(p.SpecHash != ""), flag(p.PolicyID != ""), byte('0'+len(p.From)), flag(p.Fence.RunID != ""))
 	cachedQ, cached := queryFor(key)
@@ -444,9 +452,20 @@ func (t *tx) ApprovalList(runID string) ([]agentrt.Approval, error) {
 }
 
 func (t *tx) ApprovalDecide(p agentrt.ApprovalDecide) error {
-	q := `UPDATE approvals SET status = ?, decided_at = ?, decided_by = ?, note = ?
-		WHERE id = ? AND run_id = ? AND status = ?`
-	args := []any{string(p.Status), t.timeText(p.DecidedAt), p.DecidedBy, p.Note, p.ID, p.RunID, string(p.From)}
+	q := `UPDATE approvals SET status = ?, decided_at = ?, decided_by = ?, note = ?`
+	args := []any{string(p.Status), t.timeText(p.DecidedAt), p.DecidedBy, p.Note}
+	// A signature is written with the decision it signs and kept by any
+	// later change (a grant expiring), so the row keeps what was signed.
+	if p.Signature != nil {
+		sig, err := encodeJSON(p.Signature)
+		if err != nil {
+			return err
+		}
+		q += ", approver_id = ?, credential_id = ?, signature_json = ?"
+		args = append(args, p.Signature.ApproverID, p.Signature.CredentialID, sig)
+	}
+	q += " WHERE id = ? AND run_id = ? AND status = ?"
+	args = append(args, p.ID, p.RunID, string(p.From))
 	if p.Hash != "" {
 		q += " AND hash = ?"
 		args = append(args, p.Hash)

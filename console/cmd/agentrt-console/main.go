@@ -1,0 +1,97 @@
+// Command agentrt-console serves the web operator console on a runs
+// database; 'agentrt serve' runs it. It listens on 127.0.0.1:7380 by
+// default; an address that is not loopback needs -tls-cert and -tls-key.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/agentrt/agentrt/console"
+	"github.com/agentrt/agentrt/sqlite"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+
+func run(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("agentrt-console", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	db := fs.String("db", os.Getenv("AGENTRT_DB"), "the runs database (default $AGENTRT_DB)")
+	addr := fs.String("addr", "127.0.0.1:7380", "the address to listen on")
+	origin := fs.String("origin", "", "the console's origin as browsers name it (default http://localhost:PORT, or https://localhost:PORT with TLS)")
+	cert := fs.String("tls-cert", "", "the TLS certificate file; needed to listen on an address that is not loopback")
+	key := fs.String("tls-key", "", "the TLS key file")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	fail := func(code int, format string, a ...any) int {
+		fmt.Fprintf(stderr, "agentrt-console: "+format+"\n", a...)
+		return code
+	}
+	if *db == "" {
+		return fail(2, "no database: pass -db PATH or set AGENTRT_DB")
+	}
+	host, port, err := net.SplitHostPort(*addr)
+	if err != nil {
+		return fail(2, "-addr %q is not HOST:PORT", *addr)
+	}
+	tls := *cert != "" || *key != ""
+	if tls && (*cert == "" || *key == "") {
+		return fail(2, "-tls-cert and -tls-key go together")
+	}
+	ip := net.ParseIP(host)
+	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
+	if !loopback && !tls {
+		return fail(2, "refusing to listen on %s without TLS: a session cookie and passkey ceremonies would cross the network in the clear; pass -tls-cert and -tls-key, or listen on 127.0.0.1", *addr)
+	}
+	if *origin == "" {
+		scheme := "http"
+		if tls {
+			scheme = "https"
+		}
+		*origin = scheme + "://localhost:" + port
+	}
+	st, err := sqlite.OpenExisting(*db, false)
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	defer st.Close()
+	h, err := console.New(console.DefaultConfig(st, *origin))
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	srv := &http.Server{Addr: *addr, Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() {
+		fmt.Fprintf(stderr, "agentrt-console: serving %s on %s (open %s)\n", *db, *addr, *origin)
+		if tls {
+			errc <- srv.ListenAndServeTLS(*cert, *key)
+		} else {
+			errc <- srv.ListenAndServe()
+		}
+	}()
+	select {
+	case err := <-errc:
+		return fail(1, "%v", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Shutdown(sctx)
+	return 0
+}

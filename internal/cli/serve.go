@@ -1,0 +1,41 @@
+package cli
+
+// The web console lives in agentrt-console, built from the console module,
+// so that the core (and this binary) never links the WebAuthn library.
+// agentrt serve runs it as agentrt policy runs agentrt-policy.
+
+const (
+	consoleProgram = "agentrt-console"
+	consoleInstall = "go install github.com/agentrt/agentrt/console/cmd/agentrt-console@latest"
+)
+
+var serveCommand = &command{
+	name:    "serve",
+	summary: "serve the web operator console (runs agentrt-console)",
+	usage:   "[-addr HOST:PORT] [-origin URL] [-tls-cert FILE -tls-key FILE]",
+	run:     runServe,
+}
+
+// findConsoleProgram is where agentrt-console is; a variable for tests.
+var findConsoleProgram = func() (string, error) { return findCompanion(consoleProgram) }
+
+func init() {
+	commandHelp["serve"] = `Runs agentrt-console, found next to agentrt or on PATH, on the database:
+the inbox of waiting approvals, runs and their timelines, the chain, and
+approve, reject and cancel with a passkey. It listens on 127.0.0.1:7380 by
+default; an address that is not loopback needs -tls-cert and -tls-key.
+Enroll approvers with 'agentrt approvers invite NAME'. Run
+'agentrt-console -help' for every flag. Install it with
+  ` + consoleInstall
+}
+
+func runServe(e *env, g *global, c *command, args []string) int {
+	if g.json {
+		return e.usageError(c, "agentrt serve has no -json output")
+	}
+	var full []string
+	if g.db != "" {
+		full = append(full, "-db", g.db)
+	}
+	return e.runCompanion(findConsoleProgram, consoleProgram, consoleInstall, append(full, args...))
+}

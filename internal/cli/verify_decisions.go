@@ -1,0 +1,160 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+
+	"github.com/agentrt/agentrt"
+)
+
+// decisionsReport is what verify -decisions found.
+type decisionsReport struct {
+	// Decisions is how many approval.decided events were read, Signed
+	// how many of them carried a signature, all of which verified before
+	// Failure.
+	Decisions int64 `json:"decisions"`
+	Signed    int64 `json:"signed"`
+	Verified  int64 `json:"verified"`
+	Approvers int   `json:"approvers"`
+	// Failure is the first signed decision (or enrollment) that does not
+	// hold, in chain order.
+	Failure *decisionFailure `json:"failure,omitempty"`
+}
+
+type decisionFailure struct {
+	Seq        int64  `json:"seq"`
+	RunID      string `json:"run_id,omitempty"`
+	ApprovalID string `json:"approval_id,omitempty"`
+	Reason     string `json:"reason"`
+}
+
+// decisionsPage is how many events one read takes.
+const decisionsPage = 1000
+
+// verifyDecisions walks the chain's events in order up to head and
+// re-verifies, offline, every signed decision from the stored public keys:
+// the approver's key as the chain's approver.enrolled event recorded it
+// must be the one in the approvers table, the approver must have been
+// enrolled before the decision and not removed before it, the statement
+// must say what the event recorded, the signature must verify, and the
+// approval row must hold the same signature. With pinned keys, every
+// signing key must also be pinned.
+func verifyDecisions(st agentrt.StoreReader, head int64, pinned *agentrt.PinnedKeys) (*decisionsReport, error) {
+	ctx := background()
+	rep := &decisionsReport{}
+	aps, err := st.ListApprovers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rep.Approvers = len(aps)
+	byID := map[string]agentrt.Approver{}
+	for _, a := range aps {
+		byID[a.ID] = a
+	}
+	type state struct{ enrolled, removed bool }
+	seen := map[string]*state{}
+	fail := func(e agentrt.Event, approvalID, format string, args ...any) (*decisionsReport, error) {
+		rep.Failure = &decisionFailure{Seq: e.Seq, RunID: e.RunID, ApprovalID: approvalID, Reason: fmt.Sprintf(format, args...)}
+		return rep, nil
+	}
+	for after := int64(0); after < head; {
+		evs, err := st.ListEventsAfter(ctx, "", after, decisionsPage)
+		if err != nil {
+			return nil, err
+		}
+		if len(evs) == 0 {
+			break
+		}
+		for _, e := range evs {
+			after = e.Seq
+			if e.Seq > head {
+				break
+			}
+			switch e.Type {
+			case agentrt.EventApproverEnrolled:
+				var p struct {
+					ID        string `json:"approver_id"`
+					PublicKey string `json:"public_key"`
+					Cred      string `json:"credential_id"`
+				}
+				if err := json.Unmarshal(e.Payload, &p); err != nil {
+					return fail(e, "", "the approver.enrolled event will not decode")
+				}
+				a, ok := byID[p.ID]
+				k, kerr := base64.StdEncoding.DecodeString(p.PublicKey)
+				if !ok || kerr != nil || !bytes.Equal(k, a.PublicKey) || p.Cred != a.CredentialID {
+					return fail(e, "", "approver %s's stored key is not the one its approver.enrolled event recorded", p.ID)
+				}
+				seen[p.ID] = &state{enrolled: true}
+			case agentrt.EventApproverRemoved:
+				var p struct {
+					ID string `json:"approver_id"`
+				}
+				if json.Unmarshal(e.Payload, &p) == nil && seen[p.ID] != nil {
+					seen[p.ID].removed = true
+				}
+			case agentrt.EventApprovalDecided:
+				rep.Decisions++
+				var p struct {
+					ApprovalID string                     `json:"approval_id"`
+					Status     string                     `json:"status"`
+					By         string                     `json:"by"`
+					Note       string                     `json:"note"`
+					ApproverID string                     `json:"approver_id"`
+					Signature  *agentrt.DecisionSignature `json:"signature"`
+				}
+				if err := json.Unmarshal(e.Payload, &p); err != nil {
+					return fail(e, "", "the approval.decided event will not decode")
+				}
+				row, err := st.GetApproval(ctx, e.RunID, p.ApprovalID)
+				if err != nil {
+					return fail(e, p.ApprovalID, "its approval row is missing: %v", err)
+				}
+				if p.Signature == nil {
+					if row.Signature != nil && row.Status != agentrt.ApprovalExpired {
+						return fail(e, p.ApprovalID, "the approval row holds a signature its approval.decided event does not")
+					}
+					continue
+				}
+				rep.Signed++
+				sig := *p.Signature
+				a, ok := byID[sig.ApproverID]
+				s := seen[sig.ApproverID]
+				switch {
+				case !ok || s == nil || !s.enrolled:
+					return fail(e, p.ApprovalID, "signed by approver %s, which was not enrolled before it", sig.ApproverID)
+				case s.removed:
+					return fail(e, p.ApprovalID, "signed by approver %q after its removal", a.Name)
+				case p.By != a.Name:
+					return fail(e, p.ApprovalID, "the event names %q as deciding, but %q signed it", p.By, a.Name)
+				}
+				verb := agentrt.StatementReject
+				if p.Status == string(agentrt.ApprovalApproved) {
+					verb = agentrt.StatementApprove
+				}
+				stmt := sig.Statement
+				if stmt.RunID != e.RunID || stmt.ApprovalID != p.ApprovalID || stmt.Decision != verb || stmt.Note != p.Note || stmt.ApprovalHash != row.Hash {
+					return fail(e, p.ApprovalID, "the signed statement is not the decision the chain recorded")
+				}
+				if err := agentrt.VerifyDecision(a, sig); err != nil {
+					return fail(e, p.ApprovalID, "%v", err)
+				}
+				if row.Signature == nil {
+					return fail(e, p.ApprovalID, "the approval row lost its signature")
+				}
+				rs, _ := json.Marshal(row.Signature)
+				es, _ := json.Marshal(sig)
+				if !bytes.Equal(rs, es) || row.ApproverID != sig.ApproverID || row.CredentialID != sig.CredentialID {
+					return fail(e, p.ApprovalID, "the approval row's signature is not the one the chain recorded")
+				}
+				if pinned != nil && !pinned.Holds(a) {
+					return fail(e, p.ApprovalID, "approver %q's key is not pinned", a.Name)
+				}
+				rep.Verified++
+			}
+		}
+	}
+	return rep, nil
+}

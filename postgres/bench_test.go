@@ -1,0 +1,185 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/postgres"
+	"github.com/agentrt/agentrt/postgres/internal/pgtest"
+	"github.com/jackc/pgx/v5"
+)
+
+// benchAgent is n steps: n-1 calls to echo with distinct arguments, then
+// complete (the core's benchmark agent, on Postgres).
+type benchAgent struct{ n int }
+
+func (a benchAgent) Decide(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
+	i := in.Steps.Len()
+	if i >= a.n-1 {
+		return agentrt.Decision{Kind: agentrt.KindComplete, Result: json.RawMessage(`{"done":true}`)}, nil
+	}
+	return agentrt.Decision{Kind: agentrt.KindToolCall, Tool: "echo", Args: json.RawMessage(fmt.Sprintf(`{"i":%d,"text":"step"}`, i))}, nil
+}
+
+var echo = agentrt.ToolFunc{
+	ToolSpec: agentrt.ToolSpec{Name: "echo", Description: "Echo.", SideEffect: agentrt.ReadOnly, Timeout: time.Minute,
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"i":{"type":"integer"},"text":{"type":"string"}},"required":["i"]}`)},
+	Fn: func(_ context.Context, c agentrt.ToolCall) (agentrt.ToolResult, error) {
+		return agentrt.ToolResult{Content: c.Args, Summary: "echo"}, nil
+	},
+}
+
+func benchOpen(b *testing.B, dsn string) *postgres.Store {
+	s, err := postgres.Open(context.Background(), dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+// BenchmarkDriver is a run of 100 small steps on Postgres. ns/step divided
+// by (commits/step × BenchmarkCommitFloor's ns/op) is the overhead ratio.
+func BenchmarkDriver(b *testing.B) {
+	const n = 100
+	s := benchOpen(b, pgtest.Fresh(b))
+	limits := agentrt.DefaultLimits()
+	limits.MaxSteps = n + 1
+	d, err := agentrt.NewDriver(agentrt.Config{Store: s, Agent: benchAgent{n}, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echo}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	before := s.Stats()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r, err := d.Start(ctx, "bench", limits)
+		if err != nil || r.Status != agentrt.RunCompleted {
+			b.Fatalf("run: %v %s %s", err, r.Status, r.ReasonDetail)
+		}
+	}
+	b.StopTimer()
+	after := s.Stats()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/step")
+	b.ReportMetric(float64(after.Commits-before.Commits)/float64(b.N*n), "commits/step")
+}
+
+// BenchmarkCommitFloor is one synced single-row insert, BEGIN/INSERT/
+// COMMIT on one connection to the same cluster: the floor a durable step
+// on Postgres is measured against.
+func BenchmarkCommitFloor(b *testing.B) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pgtest.Fresh(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE TABLE floor (id bigint PRIMARY KEY, v text)"); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO floor (id, v) VALUES ($1, $2)", i, "x"); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCommitFloorStore is the same single-event transaction through
+// the store: BEGIN, the chain head's lock, the insert, COMMIT.
+func BenchmarkCommitFloorStore(b *testing.B) {
+	s := benchOpen(b, pgtest.Fresh(b))
+	ctx := context.Background()
+	if _, err := s.Update(ctx, func(tx agentrt.Tx) error {
+		return tx.RunInsert(agentrt.Run{ID: "floor", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: time.Now()})
+	}); err != nil {
+		b.Fatal(err)
+	}
+	at := time.Now()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := s.Update(ctx, func(tx agentrt.Tx) error {
+			_, err := tx.EventAppend(agentrt.Event{RunID: "floor", At: at, Type: agentrt.EventStepStarted, Payload: json.RawMessage(`{}`)})
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkConcurrentRuns runs 1, 4, 16 and 32 runs of 20 steps at once on
+// one database. shared: one store (one process), whose writer groups their
+// commits. stores: a store per run (as many processes), each committing on
+// its own connection, so every commit takes the chain head's lock in turn:
+// the case the chain head bounds. procs4: four stores (four worker
+// processes) with the runs spread across them.
+func BenchmarkConcurrentRuns(b *testing.B) {
+	for _, mode := range []string{"shared", "stores", "procs4"} {
+		for _, runs := range []int{1, 4, 16, 32} {
+			b.Run(fmt.Sprintf("%s/runs=%d", mode, runs), func(b *testing.B) {
+				const n = 20
+				dsn := pgtest.Fresh(b)
+				limits := agentrt.DefaultLimits()
+				limits.MaxSteps = n + 1
+				drivers := make([]*agentrt.Driver, runs)
+				var stores []*postgres.Store
+				for r := range drivers {
+					if r == 0 || mode == "stores" || (mode == "procs4" && r < 4) {
+						stores = append(stores, benchOpen(b, dsn))
+					}
+					d, err := agentrt.NewDriver(agentrt.Config{Store: stores[r%len(stores)], Agent: benchAgent{n}, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echo}})
+					if err != nil {
+						b.Fatal(err)
+					}
+					drivers[r] = d
+				}
+				ctx := context.Background()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					var wg sync.WaitGroup
+					errs := make(chan error, runs)
+					for r := 0; r < runs; r++ {
+						wg.Add(1)
+						go func(d *agentrt.Driver) {
+							defer wg.Done()
+							run, err := d.Start(ctx, "bench", limits)
+							if err == nil && run.Status != agentrt.RunCompleted {
+								err = fmt.Errorf("run ended %s: %s", run.Status, run.ReasonDetail)
+							}
+							if err != nil {
+								errs <- err
+							}
+						}(drivers[r])
+					}
+					wg.Wait()
+					close(errs)
+					for err := range errs {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(b.N*runs*n)/b.Elapsed().Seconds(), "steps/s")
+				var commits, updates int64
+				for _, s := range stores {
+					st := s.Stats()
+					commits += st.Commits
+					updates += st.Updates
+				}
+				b.ReportMetric(float64(updates)/float64(commits), "updates/commit")
+			})
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/postgres/internal/pgtest"
+	"github.com/agentrt/agentrt/scripted"
+	"github.com/agentrt/agentrt/sqlite"
+)
+
+// BenchmarkClaimLatency measures, with the default poll, the time from an
+// approval's commit to a worker's claim of the run it unblocks, on
+// Postgres and on SQLite in one run: p50-ms and p90-ms over b.N runs.
+func BenchmarkClaimLatency(b *testing.B) {
+	for _, backend := range []string{"postgres", "sqlite"} {
+		b.Run(backend, func(b *testing.B) {
+			var st agentrt.Store
+			if backend == "postgres" {
+				st = benchOpen(b, pgtest.Fresh(b))
+			} else {
+				s, err := sqlite.Open(filepath.Join(b.TempDir(), "claim.db"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { s.Close() })
+				st = s
+			}
+			send := agentrt.ToolFunc{
+				ToolSpec: agentrt.ToolSpec{Name: "send", Description: "send", SideEffect: agentrt.RemoteMutation, Timeout: time.Minute,
+					InputSchema: json.RawMessage(`{"type":"object"}`)},
+				Fn: func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) { return agentrt.ToolResult{}, nil },
+			}
+			paused, claimed, finished := make(chan string, 1), make(chan time.Time, 1), make(chan string, 1)
+			w, err := agentrt.NewWorker(agentrt.WorkerConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{send},
+				Agent: &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("send", `{}`, "x"), scripted.Complete(`{}`)}},
+				Observer: func(ev agentrt.Event) {
+					switch ev.Type {
+					case agentrt.EventApprovalRequest:
+						paused <- ev.RunID
+					case agentrt.EventRunClaimed:
+						if payload := string(ev.Payload); len(payload) > 0 && json.Valid(ev.Payload) {
+							var p struct {
+								Status agentrt.RunStatus `json:"status"`
+							}
+							json.Unmarshal(ev.Payload, &p)
+							if p.Status == agentrt.RunWaiting {
+								claimed <- time.Now()
+							}
+						}
+					case agentrt.EventRunFinished:
+						finished <- ev.RunID
+					}
+				}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error)
+			go func() { done <- w.Run(ctx) }()
+			var lat []time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				r, err := w.Driver().Enqueue(context.Background(), "g", agentrt.DefaultLimits())
+				if err != nil {
+					b.Fatal(err)
+				}
+				<-paused
+				as, _ := st.ListApprovals(context.Background(), r.ID)
+				if err := agentrt.ApproveShown(context.Background(), st, nil, r.ID, as[0].ID, as[0].Hash, "op", ""); err != nil {
+					b.Fatal(err)
+				}
+				decided := time.Now()
+				lat = append(lat, (<-claimed).Sub(decided))
+				<-finished
+			}
+			b.StopTimer()
+			cancel()
+			<-done
+			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(lat[len(lat)*9/10].Microseconds())/1000, "p90-ms")
+		})
+	}
+}

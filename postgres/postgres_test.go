@@ -1,0 +1,105 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/postgres"
+	"github.com/agentrt/agentrt/postgres/internal/pgtest"
+	"github.com/agentrt/agentrt/storetest"
+)
+
+func open(t *testing.T, dsn string) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// The conformance suite every backend runs, on a fresh schema each time.
+func TestStore_Conformance(t *testing.T) {
+	pgtest.DSN(t)
+	storetest.Exercise(t, func(t *testing.T) agentrt.Store { return open(t, pgtest.Fresh(t)) })
+}
+
+// A database a newer build migrated is refused with both versions, and
+// nothing is written to it; one with agentrt's table names but no version
+// table is refused as not agentrt's.
+func TestOpen_RefusesANewerSchemaAndAForeignOne(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Fresh(t)
+	s := open(t, dsn)
+	s.Close()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "INSERT INTO schema_migrations (version) VALUES ($1)", postgres.SchemaVersion+1); err != nil {
+		t.Fatal(err)
+	}
+	for _, openFn := range []func() (*postgres.Store, error){
+		func() (*postgres.Store, error) { return postgres.Open(ctx, dsn) },
+		func() (*postgres.Store, error) { return postgres.OpenExisting(ctx, dsn, true) },
+	} {
+		_, err = openFn()
+		var ve *agentrt.SchemaVersionError
+		if !errors.As(err, &ve) || ve.Database != postgres.SchemaVersion+1 || ve.Build != postgres.SchemaVersion || !errors.Is(err, agentrt.ErrSchemaVersion) {
+			t.Fatalf("open of a newer schema = %v, want a SchemaVersionError naming %d and %d", err, postgres.SchemaVersion+1, postgres.SchemaVersion)
+		}
+	}
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM schema_migrations").Scan(&n); err != nil || n != postgres.SchemaVersion+1 {
+		t.Fatalf("schema_migrations has %d rows (%v) after the refusals, want %d", n, err, postgres.SchemaVersion+1)
+	}
+
+	foreign := pgtest.Fresh(t)
+	fc, err := pgx.Connect(ctx, foreign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Close(ctx)
+	if _, err := fc.Exec(ctx, "CREATE TABLE runs (id text)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := postgres.Open(ctx, foreign); !errors.Is(err, agentrt.ErrSchemaVersion) {
+		t.Fatalf("open of a database with a foreign runs table = %v, want ErrSchemaVersion", err)
+	}
+	if err := fc.QueryRow(ctx, "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the refused database has %d tables (%v), want its 1", n, err)
+	}
+	if _, err := postgres.OpenExisting(ctx, pgtest.Fresh(t), true); !errors.Is(err, agentrt.ErrSchemaVersion) {
+		t.Fatalf("OpenExisting of an empty database = %v, want ErrSchemaVersion", err)
+	}
+}
+
+// Processes that open one new database at once migrate it once.
+func TestOpen_ConcurrentOpenersMigrateOnce(t *testing.T) {
+	dsn := pgtest.Fresh(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			s, err := postgres.Open(context.Background(), dsn)
+			if err == nil {
+				s.Close()
+			}
+			errs[i] = err
+		}(i)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}

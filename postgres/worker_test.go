@@ -1,0 +1,137 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/postgres/internal/pgtest"
+	"github.com/agentrt/agentrt/scripted"
+)
+
+// Four workers, each with its own store (as four processes would have),
+// share forty enqueued runs on one Postgres database: every run completes,
+// its tool ran once, its lease times are the database's, and the one chain
+// verifies.
+func TestWorker_FourWorkersShareOneDatabase(t *testing.T) {
+	dsn := pgtest.Fresh(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	calls := map[string]int{}
+	tool := agentrt.ToolFunc{
+		ToolSpec: agentrt.ToolSpec{Name: "note", Description: "note", SideEffect: agentrt.LocalMutation, Timeout: 10 * time.Second,
+			InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Fn: func(_ context.Context, c agentrt.ToolCall) (agentrt.ToolResult, error) {
+			mu.Lock()
+			calls[c.RunID]++
+			mu.Unlock()
+			return agentrt.ToolResult{Content: json.RawMessage(`{"ok":true}`)}, nil
+		},
+	}
+	agent := &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("note", `{}`, "a"), scripted.ToolCall("note", `{}`, "b"), scripted.Complete(`{}`)}}
+	const n = 40
+	finished := make(chan string, n)
+	var stops []func()
+	var first *agentrt.Worker
+	for i := 0; i < 4; i++ {
+		st := open(t, dsn)
+		t.Cleanup(func() { st.Close() })
+		w, err := agentrt.NewWorker(agentrt.WorkerConfig{Store: st, Agent: agent, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{tool},
+			Concurrency: 4, Poll: 10 * time.Millisecond, LeaseOwner: fmt.Sprintf("w%d", i),
+			Observer: func(ev agentrt.Event) {
+				if ev.Type == agentrt.EventRunFinished {
+					finished <- ev.RunID
+				}
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first == nil {
+			first = w
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- w.Run(wctx) }()
+		stops = append(stops, func() { cancel(); <-done })
+	}
+	ids := map[string]bool{}
+	for i := 0; i < n; i++ {
+		r, err := first.Driver().Enqueue(ctx, "g", agentrt.DefaultLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[r.ID] = true
+	}
+	timeout := time.After(2 * time.Minute)
+	for i := 0; i < n; i++ {
+		select {
+		case <-finished:
+		case <-timeout:
+			t.Fatalf("only %d of %d runs finished", i, n)
+		}
+	}
+	for _, stop := range stops {
+		stop()
+	}
+	st := open(t, dsn)
+	defer st.Close()
+	for id := range ids {
+		r, err := st.GetRun(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != agentrt.RunCompleted || calls[id] != 2 {
+			t.Errorf("run %s: %s, %d calls; want COMPLETED and 2", id, r.Status, calls[id])
+		}
+		steps, _ := st.ListSteps(ctx, id)
+		for i, s := range steps {
+			if s.Index != i {
+				t.Errorf("run %s: step %d has index %d", id, i, s.Index)
+			}
+		}
+		if len(steps) != 3 {
+			t.Errorf("run %s has %d steps, want 3", id, len(steps))
+		}
+	}
+	rep, err := st.VerifyEvents(ctx, 0, 0)
+	if err != nil || !rep.Intact() {
+		t.Fatalf("verify = %+v, %v", rep, err)
+	}
+}
+
+// A lease taken on Postgres expires by the database's clock: the stored
+// expiry is the database's now plus the TTL, whatever the engine's clock
+// (Config.Now, here an hour behind) says.
+func TestLease_ExpiryIsOnTheDatabaseClock(t *testing.T) {
+	dsn := pgtest.Fresh(t)
+	ctx := context.Background()
+	st := open(t, dsn)
+	defer st.Close()
+	behind := func() time.Time { return time.Now().Add(-time.Hour) }
+	d, err := agentrt.NewDriver(agentrt.Config{Store: st, Policy: agentrt.DefaultPolicy(), Now: behind, LeaseTTL: time.Minute,
+		Agent: agentrt.AgentFunc(func(ctx context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
+			r, err := st.GetRun(ctx, in.Run.ID)
+			if err != nil {
+				return agentrt.Decision{}, err
+			}
+			now, err := st.DatabaseNow(ctx)
+			if err != nil {
+				return agentrt.Decision{}, err
+			}
+			if d := r.LeaseExpiresAt.Sub(now); d < 50*time.Second || d > 61*time.Second {
+				return agentrt.Decision{}, fmt.Errorf("lease expires %s after the database's now, want about a minute", d)
+			}
+			return scripted.Complete(`{}`), nil
+		})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := d.Start(ctx, "g", agentrt.DefaultLimits())
+	if err != nil || r.Status != agentrt.RunCompleted {
+		t.Fatalf("run = %s %s, %v", r.Status, r.ReasonDetail, err)
+	}
+}

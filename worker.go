@@ -1,0 +1,331 @@
+package agentrt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// EventRunClaimed records a worker's claim of a run that nobody held: an
+// enqueued run, or a waiting run whose approval was decided. A claim of a
+// run another owner held (its lease lapsed) is recorded as
+// EventLeaseTakenOver.
+const EventRunClaimed EventType = "run.claimed"
+
+// Worker defaults.
+const (
+	DefaultWorkerConcurrency = 4
+	DefaultWorkerPoll        = 50 * time.Millisecond
+	DefaultWorkerGrace       = 30 * time.Second
+)
+
+// WorkerConfig configures a Worker. The fields shared with Config mean what
+// they mean there.
+type WorkerConfig struct {
+	Store     Store  // required
+	Agent     Agent  // required
+	Policy    Policy // required
+	Tools     []Tool
+	Observer  Observer
+	Model     *ModelConfig
+	Reconcile func(ctx context.Context, view RunView) (Reconciliation, error)
+	Now       func() time.Time
+	NewID     func() string
+	LeaseTTL  time.Duration
+	// LeaseOwner names the worker in leases and events (a random suffix is
+	// added, as for a Driver).
+	LeaseOwner string
+
+	// Concurrency bounds the runs the worker drives at once, and so what
+	// one claim takes (zero: DefaultWorkerConcurrency).
+	Concurrency int
+	// Poll is how often the worker looks for runnable work while it has a
+	// free slot (zero: DefaultWorkerPoll).
+	Poll time.Duration
+	// Grace bounds how long Run, once its context is done, waits for runs
+	// to reach a step boundary (their tool calls finishing) before it
+	// cancels them (zero: DefaultWorkerGrace).
+	Grace time.Duration
+	// OnError, when set, hears of a claim or a run's driving that ended in
+	// an error. The run records what happened to it; this is for logs.
+	OnError func(runID string, err error)
+}
+
+// DefaultWorkerConfig returns a config with the defaults filled in; Store,
+// Agent and Policy are still the caller's to set.
+func DefaultWorkerConfig() WorkerConfig {
+	return WorkerConfig{Concurrency: DefaultWorkerConcurrency, Poll: DefaultWorkerPoll, Grace: DefaultWorkerGrace, LeaseTTL: DefaultLeaseTTL}
+}
+
+// Worker drives runnable runs from a store until its context ends: runs
+// enqueued with Driver.Enqueue, waiting runs whose approval was decided
+// (so an approved run resumes by itself), and runs whose lease lapsed
+// (takeover, with the interrupted-step rules of Resume). Many workers, in
+// one process or many, may share a store: a claim leases a run and bumps its
+// fencing generation in one transaction, oldest runs first, and on Postgres
+// skips rows another claimer holds.
+type Worker struct {
+	d     *Driver
+	cfg   WorkerConfig
+	slots chan struct{}
+	wake  chan struct{}
+
+	mu     sync.Mutex
+	active map[string]bool
+}
+
+// NewWorker validates cfg and returns a worker.
+func NewWorker(cfg WorkerConfig) (*Worker, error) {
+	if cfg.Concurrency < 0 {
+		return nil, &ConfigError{Field: "WorkerConfig.Concurrency", Reason: fmt.Sprintf("must not be negative, got %d", cfg.Concurrency)}
+	}
+	if cfg.Poll < 0 {
+		return nil, &ConfigError{Field: "WorkerConfig.Poll", Reason: "must not be negative"}
+	}
+	if cfg.Grace < 0 {
+		return nil, &ConfigError{Field: "WorkerConfig.Grace", Reason: "must not be negative"}
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = DefaultWorkerConcurrency
+	}
+	if cfg.Poll == 0 {
+		cfg.Poll = DefaultWorkerPoll
+	}
+	if cfg.Grace == 0 {
+		cfg.Grace = DefaultWorkerGrace
+	}
+	d, err := NewDriver(Config{Store: cfg.Store, Agent: cfg.Agent, Policy: cfg.Policy, Tools: cfg.Tools, Observer: cfg.Observer,
+		Model: cfg.Model, Reconcile: cfg.Reconcile, Now: cfg.Now, NewID: cfg.NewID, LeaseTTL: cfg.LeaseTTL, LeaseOwner: cfg.LeaseOwner})
+	if err != nil {
+		return nil, err
+	}
+	return &Worker{d: d, cfg: cfg, slots: make(chan struct{}, cfg.Concurrency), wake: make(chan struct{}, 1), active: map[string]bool{}}, nil
+}
+
+// Driver returns the worker's driver: Enqueue, Approve and the rest, on
+// the worker's store and tools.
+func (w *Worker) Driver() *Driver { return w.d }
+
+// Owner returns the lease owner the worker claims as.
+func (w *Worker) Owner() string { return w.d.e.owner }
+
+// Wake asks the worker to look for work now rather than at its next poll
+// (after an approval decided in the same process, say).
+func (w *Worker) Wake() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run claims and drives runs until ctx is done. Then it stops claiming,
+// asks each run to stop at its next step boundary, where the run's lease
+// is released for another worker to claim, and waits up to Grace for them;
+// runs still going after that are cancelled, leaving what a crash leaves.
+// It returns nil after a clean shutdown.
+func (w *Worker) Run(ctx context.Context) error {
+	stop := make(chan struct{})
+	hard, cancelHard := context.WithCancel(context.Background())
+	defer cancelHard()
+	runCtx := context.WithValue(hard, stopKey{}, (<-chan struct{})(stop))
+	var wg sync.WaitGroup
+	tick := time.NewTicker(w.cfg.Poll)
+	defer tick.Stop()
+	for {
+		if free := cap(w.slots) - len(w.slots); free > 0 {
+			runs, err := w.claim(ctx, free)
+			if err != nil && ctx.Err() == nil {
+				w.report("", err)
+			}
+			for _, r := range runs {
+				w.slots <- struct{}{}
+				wg.Add(1)
+				go func(r Run) {
+					defer wg.Done()
+					w.drive(runCtx, r)
+					w.mu.Lock()
+					delete(w.active, r.ID)
+					w.mu.Unlock()
+					<-w.slots
+					w.Wake()
+				}(r)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			close(stop)
+			done := make(chan struct{})
+			go func() { wg.Wait(); close(done) }()
+			t := time.NewTimer(w.cfg.Grace)
+			defer t.Stop()
+			select {
+			case <-done:
+			case <-t.C:
+				cancelHard()
+				<-done
+			}
+			return nil
+		case <-tick.C:
+		case <-w.wake:
+		}
+	}
+}
+
+// claim leases up to n runnable runs to this worker, recording each claim
+// in the chain in the same transaction.
+func (w *Worker) claim(ctx context.Context, n int) ([]Run, error) {
+	e := w.d.e
+	var claimed []Run
+	evs, err := e.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
+		claimed = claimed[:0]
+		runs, err := tx.RunClaim(RunClaim{Owner: e.owner, Limit: n, Now: e.wall(), TTL: e.leaseTTL})
+		if err != nil {
+			return err
+		}
+		now := e.now()
+		for _, r := range runs {
+			typ, payload := EventRunClaimed, map[string]any{"owner": e.owner, "status": r.Status, "generation": r.Generation + 1}
+			if r.LeaseOwner != "" {
+				typ = EventLeaseTakenOver
+				payload["previous_owner"], payload["previous_expires_at"] = r.LeaseOwner, r.LeaseExpiresAt
+			}
+			if err := event(tx, r.ID, "", now, typ, payload); err != nil {
+				return err
+			}
+		}
+		claimed = append(claimed, runs...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.deliver(evs)
+	out := claimed[:0]
+	w.mu.Lock()
+	for _, r := range claimed {
+		if !w.active[r.ID] {
+			w.active[r.ID] = true
+			out = append(out, r)
+		}
+	}
+	w.mu.Unlock()
+	return out, nil
+}
+
+// drive takes a claimed run to its next pause or end, or to a step
+// boundary once the worker stops.
+func (w *Worker) drive(ctx context.Context, r Run) {
+	_, err := w.d.Resume(ctx, r.ID)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		w.report(r.ID, err)
+	}
+}
+
+func (w *Worker) report(runID string, err error) {
+	if w.cfg.OnError != nil {
+		w.cfg.OnError(runID, err)
+	}
+}
+
+// runCreated is the run.created payload.
+type runCreated struct {
+	Goal   string          `json:"goal"`
+	Limits Limits          `json:"limits"`
+	Tools  json.RawMessage `json:"tools"`
+	// Enqueued marks a run created to wait for a worker.
+	Enqueued bool `json:"enqueued,omitempty"`
+}
+
+// stopKey carries a worker's stop channel to the loop it drives: a loop
+// that sees it closed ends at its next step boundary, leaving the run
+// RUNNING with its lease released.
+type stopKey struct{}
+
+func stopRequested(ctx context.Context) bool {
+	ch, _ := ctx.Value(stopKey{}).(<-chan struct{})
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Enqueue records a run that waits for a Worker to claim it: ENQUEUED, no
+// step, no lease. The goal and limits are checked as Start checks them.
+func (d *Driver) Enqueue(ctx context.Context, goal string, limits Limits) (Run, error) {
+	return d.EnqueueWithID(ctx, d.e.newID(), goal, limits)
+}
+
+// EnqueueWithID is Enqueue with the caller's run id.
+func (d *Driver) EnqueueWithID(ctx context.Context, id, goal string, limits Limits) (Run, error) {
+	e := d.e
+	if id == "" {
+		return Run{}, &ConfigError{Field: "run id", Reason: "must not be empty"}
+	}
+	if err := limits.Validate(); err != nil {
+		return Run{}, err
+	}
+	now := e.now()
+	run := Run{ID: id, Goal: goal, Status: RunEnqueued, Limits: limits, CreatedAt: now}
+	evs, err := e.store.Update(ctx, func(tx Tx) error {
+		if err := tx.RunInsert(run); err != nil {
+			return err
+		}
+		for _, t := range e.tools {
+			if err := tx.SpecPut(t.hash, t.canonical); err != nil {
+				return err
+			}
+		}
+		return event(tx, id, "", now, EventRunCreated, runCreated{goal, limits, e.toolList, true})
+	})
+	if err != nil {
+		return Run{}, err
+	}
+	e.deliver(evs)
+	return run, nil
+}
+
+// startEnqueued moves a claimed ENQUEUED run to RUNNING under this
+// session's lease (a new generation): what Start does for a run it creates.
+func (s *session) startEnqueued(ctx context.Context) (Verdict, error) {
+	run := s.run
+	now := s.e.now()
+	exp := s.lease.expiry()
+	gen := run.Generation + 1
+	err := s.write(ctx, func(tx Tx) error {
+		cur, err := tx.RunGet(s.runID)
+		if err != nil {
+			return err
+		}
+		if cur.LeaseOwner != "" && cur.LeaseOwner != s.lease.owner {
+			at, err := s.e.leaseNow(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if at.Before(cur.LeaseExpiresAt) {
+				return &RunLeasedError{RunID: s.runID, Owner: cur.LeaseOwner, ExpiresAt: cur.LeaseExpiresAt}
+			}
+		}
+		if err := tx.RunUpdate(RunUpdate{ID: s.runID, From: []RunStatus{RunEnqueued}, CheckLease: true, Owner: run.LeaseOwner,
+			Generation: run.Generation, Status: RunRunning, StartedAt: now, SetLease: true, LeaseOwner: s.lease.owner,
+			LeaseExpiresAt: exp, LeaseTTL: s.lease.ttl, BumpGeneration: true}); err != nil {
+			return err
+		}
+		return event(tx, s.runID, "", now, EventRunStarted, nil)
+	})
+	if err != nil {
+		return Verdict{Run: copyRun(run)}, err
+	}
+	s.run.Status, s.run.StartedAt = RunRunning, now
+	s.run.LeaseOwner, s.run.LeaseExpiresAt, s.run.Generation = s.lease.owner, exp, gen
+	s.lease.held(gen, exp)
+	s.lease.start()
+	return Verdict{}, nil
+}
