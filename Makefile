@@ -10,8 +10,11 @@ STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 MODULES = $(shell $(GO) list -m -f '{{.Dir}}')
 # The pinned npm MCP servers the mcp tests and examples/mcp run.
 MCP_SERVERS = mcp/testdata/servers
+# The pinned npm tools that drive agentrt-proxy as non-Go hosts do: Node 22,
+# the MCP conformance suite, the Inspector's CLI and mcpc.
+PROXY_HOSTS = proxy/testdata/hosts
 
-.PHONY: help demo test test-modules bench bench-modules lint fuzz fault vuln release reproduce mcp-servers host-tools chromium
+.PHONY: help demo test test-modules bench bench-modules lint fuzz fault vuln release reproduce mcp-servers host-tools chromium proxy-hosts
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -19,7 +22,7 @@ help: ## List the targets.
 demo: ## Run the main job on the embedded default: no network, no keys.
 	$(GO) run ./cmd/agentrt demo -auto-approve
 
-test: mcp-servers host-tools chromium ## Run every test of every module in go.work, with the race detector, on a throwaway PostgreSQL cluster.
+test: mcp-servers host-tools chromium proxy-hosts ## Run every test of every module in go.work, with the race detector, on a throwaway PostgreSQL cluster.
 	@scripts/pg-test.sh run -- $(MAKE) --no-print-directory test-modules
 
 test-modules: ## The loop `make test` runs (set TEST_PG_DSN to use a cluster of your own).
@@ -70,4 +73,28 @@ chromium: ## Install Debian's chromium for the console's browser tests, when mis
 	@if ! command -v chromium >/dev/null 2>&1; then \
 		echo "== apt-get install chromium (the console's browser tests)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	fi
+
+proxy-hosts: ## Install Node 22, the MCP conformance suite, the Inspector and mcpc from their lock files (--ignore-scripts), when missing or stale.
+	@set -e; for d in node conformance mcpc; do \
+		dir=$(PROXY_HOSTS)/$$d; \
+		if [ ! -f $$dir/node_modules/.package-lock.json ] || [ $$dir/package-lock.json -nt $$dir/node_modules/.package-lock.json ]; then \
+			echo "== npm ci --ignore-scripts in $$dir"; \
+			(cd $$dir && npm ci --ignore-scripts --no-audit --no-fund); \
+		fi; \
+	done
+	@# The Inspector's lock names a Windows-only optional package the registry
+	@# here does not serve, which npm ci refuses; npm install from the lock
+	@# installs the same tree, and the lock must come out unchanged.
+	@dir=$(PROXY_HOSTS)/inspector; \
+	if [ ! -f $$dir/node_modules/.package-lock.json ] || [ $$dir/package-lock.json -nt $$dir/node_modules/.package-lock.json ]; then \
+		echo "== npm install --ignore-scripts in $$dir (lock must not change)"; \
+		cp $$dir/package-lock.json $$dir/.package-lock.before; \
+		(cd $$dir && npm install --ignore-scripts --no-audit --no-fund --no-save) || { rm -f $$dir/.package-lock.before; exit 1; }; \
+		if ! cmp -s $$dir/package-lock.json $$dir/.package-lock.before; then \
+			diff -u $$dir/.package-lock.before $$dir/package-lock.json | head -40; \
+			mv $$dir/.package-lock.before $$dir/package-lock.json; \
+			echo "npm install changed $$dir/package-lock.json; the committed lock is restored and the install refused"; exit 1; \
+		fi; \
+		rm -f $$dir/.package-lock.before; \
 	fi

@@ -24,6 +24,8 @@ type Connection struct {
 	closed    chan struct{}
 
 	watch *watcher
+
+	progress progressRouter
 }
 
 // Close ends the session and, for a stdio server, kills its process group.
@@ -96,10 +98,8 @@ func connect(ctx context.Context, srv *Server) (*Connection, error) {
 			MaxRetries: -1,
 		}
 	}
-	client := sdk.NewClient(&sdk.Implementation{Name: clientName, Version: clientVersion}, &sdk.ClientOptions{
-		Logger:                 srv.Logger,
-		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { c.watch.notify() },
-	})
+	client := sdk.NewClient(&sdk.Implementation{Name: clientName, Version: clientVersion}, c.clientOptions())
+	client.AddReceivingMiddleware(c.refuseRequests)
 	type result struct {
 		cs  *sdk.ClientSession
 		err error

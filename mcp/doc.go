@@ -31,6 +31,13 @@
 // stdio server can reach. It runs as the operator, with the operator's files
 // and network. See docs/mcp.md.
 //
-// Out of scope: resources, prompts, sampling, elicitation, tasks, and the
-// server side of MCP.
+// Beyond tools, a Connection passes on requests a surface forwards
+// (resources, prompts, completion, the logging level) and hands what the
+// server sends besides answers (log messages, resource updates, progress
+// of a call made under WithProgress) to the Server's Notifications; what
+// they hold is the surface's to bound and escape. A server's requests to
+// the client (sampling, elicitation, roots) are refused and reported:
+// this client asks its user nothing on a server's behalf.
+//
+// Out of scope: tasks, and the server side of MCP.
 package mcp

@@ -111,6 +111,10 @@ type Server struct {
 	// Logger receives the SDK client's own logging. Nil means none.
 	Logger *slog.Logger
 
+	// Notifications, when set, hears what the server sends besides
+	// answers: its log messages and resource updates. See Notifications.
+	Notifications *Notifications
+
 	// transport, set only by tests, replaces Command and Endpoint with a
 	// fresh in-process transport per connection.
 	transport func() sdk.Transport

@@ -108,7 +108,13 @@ func (t *tool) Call(ctx context.Context, call agentrt.ToolCall) (agentrt.ToolRes
 		return fail(CallNotSent, "%v", err)
 	}
 	s := &slot{}
-	res, err := t.conn.cs.CallTool(withSlot(ctx, s), &sdk.CallToolParams{Name: t.name, Arguments: args})
+	params := &sdk.CallToolParams{Name: t.name, Arguments: args}
+	if fn := progressFrom(ctx); fn != nil {
+		tok, done := t.conn.progress.add(fn)
+		defer done()
+		params.SetProgressToken(tok)
+	}
+	res, err := t.conn.cs.CallTool(withSlot(ctx, s), params)
 	t.conn.tap.drop(s)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -36,11 +37,25 @@ const maxAttempts = 8
 func (p *Proxy) handle(ctx context.Context, t *ptool, req *sdk.CallToolRequest) answer {
 	c := &call{t: t, args: req.Params.Arguments, hold: p.cfg.Hold}
 	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+		var mu sync.Mutex
 		n := 0
 		c.progress = func(msg string) {
+			mu.Lock()
+			defer mu.Unlock()
 			n++
 			_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: float64(n), Message: msg})
 		}
+		// The server's own progress follows the hold's, offset so the
+		// host sees it rise, its message escaped.
+		ctx = mcp.WithProgress(ctx, func(pp *sdk.ProgressNotificationParams) {
+			mu.Lock()
+			defer mu.Unlock()
+			out := &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: float64(n) + pp.Progress, Message: quote(pp.Message, boundReason)}
+			if pp.Total > 0 {
+				out.Total = float64(n) + pp.Total
+			}
+			_ = req.Session.NotifyProgress(ctx, out)
+		})
 	}
 	return p.callTool(ctx, c)
 }

@@ -114,6 +114,11 @@ type ServerConfig struct {
 	// SkipPathCheck lets a stdio server's arguments name the proxy's own
 	// files or a directory holding one.
 	SkipPathCheck bool
+	// Surfaces are the operator's word on what is forwarded beyond tools
+	// (resources, prompts, completion, logging): allow or deny. A surface
+	// it leaves out is read_only and follows the policy's read_only
+	// outcome, forwarded only when that is allow.
+	Surfaces map[Surface]agentrt.PolicyOutcome
 }
 
 // ToolRule is the operator's word on one tool: an mcp rule, plus the
@@ -195,6 +200,7 @@ type fileServer struct {
 	Manifest       string              `json:"manifest"`
 	Rules          map[string]fileRule `json:"rules"`
 	SkipPathCheck  bool                `json:"skip_path_check"`
+	Surfaces       map[string]string   `json:"surfaces"`
 }
 
 type fileRule struct {
@@ -386,8 +392,8 @@ func configOutcome(o agentrt.PolicyOutcome) bool {
 	return o == agentrt.Allow || o == agentrt.RequireApproval || o == agentrt.Deny
 }
 
-func (fs *fileServer) resolve(field string, rel func(string) string) (ServerConfig, error) {
-	s := ServerConfig{Name: fs.Name, Command: fs.Command, Endpoint: fs.Endpoint, Env: fs.Env, InheritEnv: fs.InheritEnv,
+func (fs *fileServer) resolve(field string, rel func(string) string) (s ServerConfig, err error) {
+	s = ServerConfig{Name: fs.Name, Command: fs.Command, Endpoint: fs.Endpoint, Env: fs.Env, InheritEnv: fs.InheritEnv,
 		ConnectTimeout: fs.ConnectTimeout.or(0), DefaultTimeout: fs.DefaultTimeout.or(0), SkipPathCheck: fs.SkipPathCheck,
 		Rules: map[string]ToolRule{}}
 	if !nameRE.MatchString(s.Name) {
@@ -408,6 +414,9 @@ func (fs *fileServer) resolve(field string, rel func(string) string) (ServerConf
 		return s, bad(field+".manifest", "is required: the pin file `agentrt-proxy pin` writes")
 	}
 	s.Manifest = rel(fs.Manifest)
+	if s.Surfaces, err = resolveSurfaces(field, fs.Surfaces); err != nil {
+		return s, err
+	}
 	if len(fs.Rules) == 0 {
 		return s, bad(field+".rules", "must classify at least one tool: a tool without a rule is never registered")
 	}

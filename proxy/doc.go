@@ -38,8 +38,12 @@
 // What the model is told starts with one status word and never names
 // agentrt, the database, the configuration, a path or a run id; text a
 // server, the model or an operator chose is escaped with trace.Sanitize.
-// The proxy offers no tool that approves, opens no network listener and
-// asks the host nothing (no elicitation, no sampling).
+// The proxy offers no tool that approves and asks the host nothing (no
+// elicitation, no sampling). It opens no network listener unless the
+// operator asks for its one opt-in exception, the loopback HTTP front
+// (Front, `-listen`): loopback addresses only, a bearer token on every
+// request, the Host and Origin checked against DNS rebinding, bodies and
+// sessions bounded.
 //
 // See docs/proxy.md.
 package proxy

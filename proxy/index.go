@@ -31,7 +31,7 @@ import (
 var migrationFS embed.FS
 
 // IndexSchemaVersion is the index schema this build writes and reads.
-const IndexSchemaVersion = 1
+const IndexSchemaVersion = 2
 
 // ErrIndexSchema marks an index whose schema this build does not know.
 var ErrIndexSchema = errors.New("proxy: index schema version mismatch")
@@ -387,7 +387,7 @@ func (ix *Index) version(ctx context.Context, tx *sql.Tx) (int, error) {
 		return 0, err
 	}
 	known := map[string]bool{"proxy_calls": true, "proxy_schema_migrations": true, "proxy_calls_open": true,
-		"proxy_calls_blocking": true, "proxy_calls_recent": true}
+		"proxy_calls_blocking": true, "proxy_calls_recent": true, "proxy_refusals": true}
 	hasTable := false
 	for rows.Next() {
 		var typ, name string

@@ -69,6 +69,15 @@ type Proxy struct {
 
 	inflight sync.WaitGroup
 	stderrMu sync.Mutex
+
+	// ups are the connected servers' surfaces beyond tools (forward.go);
+	// hosts are the host-facing servers their log messages go to.
+	ups     []*upstreamServer
+	hostsMu sync.Mutex
+	hosts   []*sdk.Server
+	logq    chan logItem
+	logStop chan struct{}
+	logDone chan struct{}
 }
 
 // ErrNoTools marks a proxy whose servers registered no tool at all.
@@ -101,7 +110,9 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 			return nil, fmt.Errorf("proxy: server %q: %w (run `agentrt-proxy pin`)", s.Name, err)
 		}
 	}
-	p = &Proxy{cfg: cfg, opts: opts, tools: map[string]*ptool{}}
+	p = &Proxy{cfg: cfg, opts: opts, tools: map[string]*ptool{}, logq: make(chan logItem, logQueue),
+		logStop: make(chan struct{}), logDone: make(chan struct{})}
+	go p.drainLogs()
 	for _, st := range cfg.Suggested() {
 		p.logf("%s", suggestionLine(cfg, st))
 	}
@@ -122,11 +133,16 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 	}
 	var gateTools []agentrt.Tool
 	for i, s := range cfg.Servers {
-		tools, rep, lerr := mcp.Load(ctx, s.Server(), manifests[i], s.MCPRules())
+		srv := s.Server()
+		srv.Notifications = p.notifications(s.Name)
+		tools, rep, lerr := mcp.Load(ctx, srv, manifests[i], s.MCPRules())
 		if rep != nil {
 			p.reports = append(p.reports, rep)
 			if rep.Connection != nil {
 				p.conns = append(p.conns, rep.Connection)
+				if lerr == nil {
+					p.addUpstream(s, rep.Connection)
+				}
 			}
 		}
 		if lerr != nil {
@@ -217,6 +233,11 @@ func (p *Proxy) Close() error {
 	for _, c := range p.conns {
 		errs = append(errs, c.Close())
 	}
+	if p.logStop != nil {
+		close(p.logStop)
+		<-p.logDone
+		p.logStop = nil
+	}
 	if p.ix != nil {
 		errs = append(errs, p.ix.Close())
 	}
@@ -278,9 +299,11 @@ func (p *Proxy) stage(stepID string) *mcp.CallError {
 }
 
 // newServer registers every proxied tool with its restricted schema, and
-// the status tool. Nothing here approves, elicits or samples.
+// the status tool, and forwards the surfaces beyond tools. Nothing here
+// approves, elicits or samples.
 func (p *Proxy) newServer() *sdk.Server {
-	s := sdk.NewServer(&sdk.Implementation{Name: serverName, Version: Version}, nil)
+	s := sdk.NewServer(&sdk.Implementation{Name: serverName, Version: Version}, p.serverOptions())
+	p.forward(s)
 	for _, t := range p.order {
 		t := t
 		tool := &sdk.Tool{Name: t.name, Description: t.spec.Description, InputSchema: json.RawMessage(t.spec.InputSchema)}

@@ -29,8 +29,8 @@ action must pass here.
 agentrt-proxy is a stdio MCP server that an MCP host starts instead of the
 real servers. Each call runs through agentrt's gate: the pinned schema, the
 policy, an approval bound to the exact request, a lease, and the outcome
-recorded. It opens no network listener, offers no tool that approves, and
-writes only the protocol on stdout.
+recorded. It opens no network listener unless -listen asks for one,
+offers no tool that approves, and writes only the protocol on stdout.
 
 Bring a host's servers under the proxy:
   agentrt-proxy init -from HOST [-config FILE] [-write-host-config]
@@ -43,6 +43,10 @@ Bring a host's servers under the proxy:
 
 usage:
   agentrt-proxy -config FILE            serve one host over stdin and stdout
+  agentrt-proxy -config FILE -listen 127.0.0.1:PORT [-token-file FILE] [-max-sessions N] [-stdio=false]
+                                        also serve streamable HTTP on loopback, every
+                                        request with the bearer token (printed to stderr
+                                        unless read from an owner-only -token-file)
   agentrt-proxy pin -config FILE [-diff [-yes]]
                                         pin each server's tools (manifests 0600); -diff shows
                                         what changed since the last pin before writing

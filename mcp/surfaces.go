@@ -1,0 +1,164 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Notifications are the hooks a Connection calls with what its server sends
+// besides answers. Each field may be nil; a hook runs on the connection's
+// reader, so it must not block.
+type Notifications struct {
+	// Log hears each notifications/message.
+	Log func(*sdk.LoggingMessageParams)
+	// ResourceUpdated hears each notifications/resources/updated.
+	ResourceUpdated func(*sdk.ResourceUpdatedNotificationParams)
+	// Refused hears each request the server sent that the client refused:
+	// sampling/createMessage, elicitation/create, roots/list, and any other
+	// server-to-client request but ping. A client built here asks its user
+	// nothing on a server's behalf.
+	Refused func(method string)
+}
+
+// clientOptions are the SDK client's: no sampling, elicitation or roots
+// handler (so none is advertised), the tool watcher, and the hooks.
+func (c *Connection) clientOptions() *sdk.ClientOptions {
+	o := &sdk.ClientOptions{
+		Logger:                 c.srv.Logger,
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { c.watch.notify() },
+		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+			c.progress.deliver(req.Params)
+		},
+	}
+	if n := c.srv.Notifications; n != nil {
+		if n.Log != nil {
+			o.LoggingMessageHandler = func(_ context.Context, req *sdk.LoggingMessageRequest) { n.Log(req.Params) }
+		}
+		if n.ResourceUpdated != nil {
+			o.ResourceUpdatedHandler = func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) { n.ResourceUpdated(req.Params) }
+		}
+	}
+	return o
+}
+
+// refuseRequests answers every request the server sends but ping with an
+// error, and reports it, before the SDK could route it anywhere.
+func (c *Connection) refuseRequests(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		switch method {
+		case "sampling/createMessage", "elicitation/create", "roots/list":
+			if n := c.srv.Notifications; n != nil && n.Refused != nil {
+				n.Refused(method)
+			}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "this client does not serve " + method}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// Capabilities are what the server said it offers at initialize.
+func (c *Connection) Capabilities() *sdk.ServerCapabilities {
+	if r := c.cs.InitializeResult(); r != nil && r.Capabilities != nil {
+		return r.Capabilities
+	}
+	return &sdk.ServerCapabilities{}
+}
+
+// The requests beyond tools a surface forwards. Each is bounded by ctx and
+// by the transport's message bound; what the result holds is the caller's
+// to bound and escape, since only the caller knows where it goes.
+
+// ListResources reads one page of resources.
+func (c *Connection) ListResources(ctx context.Context, cursor string) (*sdk.ListResourcesResult, error) {
+	return c.cs.ListResources(ctx, &sdk.ListResourcesParams{Cursor: cursor})
+}
+
+// ListResourceTemplates reads one page of resource templates.
+func (c *Connection) ListResourceTemplates(ctx context.Context, cursor string) (*sdk.ListResourceTemplatesResult, error) {
+	return c.cs.ListResourceTemplates(ctx, &sdk.ListResourceTemplatesParams{Cursor: cursor})
+}
+
+// ReadResource reads one resource.
+func (c *Connection) ReadResource(ctx context.Context, uri string) (*sdk.ReadResourceResult, error) {
+	return c.cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
+}
+
+// ListPrompts reads one page of prompts.
+func (c *Connection) ListPrompts(ctx context.Context, cursor string) (*sdk.ListPromptsResult, error) {
+	return c.cs.ListPrompts(ctx, &sdk.ListPromptsParams{Cursor: cursor})
+}
+
+// GetPrompt gets one prompt with its arguments.
+func (c *Connection) GetPrompt(ctx context.Context, name string, args map[string]string) (*sdk.GetPromptResult, error) {
+	return c.cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: name, Arguments: args})
+}
+
+// Complete asks for completions of one argument.
+func (c *Connection) Complete(ctx context.Context, p *sdk.CompleteParams) (*sdk.CompleteResult, error) {
+	return c.cs.Complete(ctx, p)
+}
+
+// SetLoggingLevel asks the server to send log messages at level and above.
+func (c *Connection) SetLoggingLevel(ctx context.Context, level sdk.LoggingLevel) error {
+	return c.cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: level})
+}
+
+// Progress is what a tool call's caller hears of the server's progress
+// notifications for that call.
+type Progress func(*sdk.ProgressNotificationParams)
+
+type progressKey struct{}
+
+// WithProgress makes a tool call made with the returned context ask the
+// server for progress, and deliver what it sends to fn. The token the
+// server sees is the connection's own, never the caller's.
+func WithProgress(ctx context.Context, fn Progress) context.Context {
+	return context.WithValue(ctx, progressKey{}, fn)
+}
+
+func progressFrom(ctx context.Context) Progress {
+	fn, _ := ctx.Value(progressKey{}).(Progress)
+	return fn
+}
+
+// progressRouter maps the tokens of calls in flight to their listeners.
+type progressRouter struct {
+	next atomic.Int64
+	mu   sync.Mutex
+	m    map[string]Progress
+}
+
+func (r *progressRouter) add(fn Progress) (string, func()) {
+	tok := "p" + strconv.FormatInt(r.next.Add(1), 10)
+	r.mu.Lock()
+	if r.m == nil {
+		r.m = map[string]Progress{}
+	}
+	r.m[tok] = fn
+	r.mu.Unlock()
+	return tok, func() {
+		r.mu.Lock()
+		delete(r.m, tok)
+		r.mu.Unlock()
+	}
+}
+
+// deliver routes a notification by its token; one for no call in flight
+// is dropped.
+func (r *progressRouter) deliver(p *sdk.ProgressNotificationParams) {
+	if p == nil {
+		return
+	}
+	r.mu.Lock()
+	fn := r.m[fmt.Sprint(p.ProgressToken)]
+	r.mu.Unlock()
+	if fn != nil {
+		fn(p)
+	}
+}

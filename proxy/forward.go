@@ -1,0 +1,612 @@
+package proxy
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/mcp"
+	"github.com/agentrt/agentrt/trace"
+)
+
+// Surface is what the proxy forwards from upstream servers besides tools.
+// Each is a read: it changes nothing upstream, so it is read_only unless
+// the operator's configuration says allow or deny for the server.
+type Surface string
+
+const (
+	// SurfaceResources is resources/list, resources/read and
+	// resources/templates/list.
+	SurfaceResources Surface = "resources"
+	// SurfacePrompts is prompts/list and prompts/get.
+	SurfacePrompts Surface = "prompts"
+	// SurfaceCompletion is completion/complete for a prompt's or a
+	// resource template's arguments.
+	SurfaceCompletion Surface = "completion"
+	// SurfaceLogging is the server's log messages, at the level the host
+	// asked for with logging/setLevel.
+	SurfaceLogging Surface = "logging"
+)
+
+var surfaces = []Surface{SurfaceResources, SurfacePrompts, SurfaceCompletion, SurfaceLogging}
+
+// Bounds on what a server sends the host through a surface.
+const (
+	// maxForwardBytes bounds one forwarded result, as a tool's result is
+	// bounded (mcp.DefaultMaxContentBytes).
+	maxForwardBytes = mcp.DefaultMaxContentBytes
+	// maxForwardItems bounds the entries of one listing, every page of
+	// every server together.
+	maxForwardItems = 1000
+	// maxForwardPages bounds the pages read of one server's listing.
+	maxForwardPages = 20
+	// boundURI bounds a resource's URI.
+	boundURI = 2048
+	// forwardTimeout bounds one forwarded request when the server has no
+	// default timeout.
+	forwardTimeout = 30 * time.Second
+)
+
+func resolveSurfaces(field string, in map[string]string) (map[Surface]agentrt.PolicyOutcome, error) {
+	out := map[Surface]agentrt.PolicyOutcome{}
+	for _, k := range sortedKeys(in) {
+		s := Surface(k)
+		known := false
+		for _, v := range surfaces {
+			known = known || v == s
+		}
+		if !known {
+			return nil, bad(field+".surfaces", "names %q; the surfaces are resources, prompts, completion and logging", trace.Sanitize(k))
+		}
+		o := agentrt.PolicyOutcome(in[k])
+		if o != agentrt.Allow && o != agentrt.Deny {
+			return nil, bad(field+".surfaces."+k, "must be allow or deny (a read surface cannot wait for an approval), got %q", trace.Sanitize(string(o)))
+		}
+		out[s] = o
+	}
+	return out, nil
+}
+
+// upstreamServer is one connected server's surfaces.
+type upstreamServer struct {
+	name    string
+	conn    *mcp.Connection
+	allowed map[Surface]bool
+	timeout time.Duration
+
+	mu        sync.Mutex
+	uris      map[string]bool // the URIs of its last resources/list
+	templates []string        // the URI templates of its last listing
+}
+
+// allowed says whether cfg forwards surface s of server sc.
+func surfaceAllowed(cfg *Config, sc ServerConfig, s Surface) bool {
+	if o, ok := sc.Surfaces[s]; ok {
+		return o == agentrt.Allow
+	}
+	return cfg.Policy[agentrt.ReadOnly] == agentrt.Allow
+}
+
+// addUpstream records a connected server's surfaces: those the
+// configuration allows and the server offers.
+func (p *Proxy) addUpstream(sc ServerConfig, conn *mcp.Connection) {
+	caps := conn.Capabilities()
+	u := &upstreamServer{name: sc.Name, conn: conn, allowed: map[Surface]bool{}, timeout: sc.DefaultTimeout, uris: map[string]bool{}}
+	if u.timeout == 0 {
+		u.timeout = forwardTimeout
+	}
+	offers := map[Surface]bool{SurfaceResources: caps.Resources != nil, SurfacePrompts: caps.Prompts != nil,
+		SurfaceCompletion: caps.Completions != nil, SurfaceLogging: caps.Logging != nil}
+	for _, s := range surfaces {
+		u.allowed[s] = offers[s] && surfaceAllowed(p.cfg, sc, s)
+	}
+	p.ups = append(p.ups, u)
+}
+
+// notifications are the hooks given to server name's connection: its log
+// messages go to every host session, and its requests for sampling,
+// elicitation or roots are refused and recorded.
+func (p *Proxy) notifications(name string) *mcp.Notifications {
+	return &mcp.Notifications{
+		Log: func(m *sdk.LoggingMessageParams) {
+			// The hook runs on the connection's reader: queue, never
+			// block it; a flood past the queue is dropped.
+			select {
+			case p.logq <- logItem{name, m}:
+			default:
+			}
+		},
+		Refused: func(method string) {
+			p.logf("agentrt-proxy: server %s asked for %s, which the proxy never forwards to the host; refused", name, quote(method, boundName))
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := p.ix.recordRefusal(ctx, p.cfg.Session, name, method, p.now()); err != nil {
+				p.logf("agentrt-proxy: the refusal could not be recorded: %s", trace.Sanitize(err.Error()))
+			}
+		},
+	}
+}
+
+// serverOptions are the host-facing server's: capabilities for the
+// surfaces some server forwards, and the completion handler.
+func (p *Proxy) serverOptions() *sdk.ServerOptions {
+	caps := &sdk.ServerCapabilities{}
+	if p.anyAllows(SurfaceLogging) {
+		caps.Logging = &sdk.LoggingCapabilities{}
+	}
+	if p.anyAllows(SurfaceResources) {
+		caps.Resources = &sdk.ResourceCapabilities{}
+	}
+	if p.anyAllows(SurfacePrompts) {
+		caps.Prompts = &sdk.PromptCapabilities{}
+	}
+	o := &sdk.ServerOptions{Capabilities: caps}
+	if p.anyAllows(SurfaceCompletion) {
+		caps.Completions = &sdk.CompletionCapabilities{}
+		o.CompletionHandler = p.complete
+	}
+	return o
+}
+
+func (p *Proxy) anyAllows(s Surface) bool {
+	for _, u := range p.ups {
+		if u.allowed[s] {
+			return true
+		}
+	}
+	return false
+}
+
+// forward intercepts the surface requests on a host-facing server, and
+// keeps the server to hear log messages.
+func (p *Proxy) forward(s *sdk.Server) {
+	p.hostsMu.Lock()
+	p.hosts = append(p.hosts, s)
+	p.hostsMu.Unlock()
+	s.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if sf, ok := surfaceOf[method]; ok && !p.anyAllows(sf) {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "the proxy does not forward " + string(sf)}
+			}
+			switch method {
+			case "resources/list":
+				return p.listResources(ctx)
+			case "resources/templates/list":
+				return p.listTemplates(ctx)
+			case "resources/read":
+				return p.readResource(ctx, req.GetParams().(*sdk.ReadResourceParams))
+			case "prompts/list":
+				return p.listPrompts(ctx)
+			case "prompts/get":
+				return p.getPrompt(ctx, req.GetParams().(*sdk.GetPromptParams))
+			case "logging/setLevel":
+				res, err := next(ctx, method, req)
+				if err == nil {
+					p.setLevel(ctx, req.GetParams().(*sdk.SetLoggingLevelParams).Level)
+				}
+				return res, err
+			}
+			return next(ctx, method, req)
+		}
+	})
+}
+
+// surfaceOf names the surface of each request the proxy forwards.
+var surfaceOf = map[string]Surface{"resources/list": SurfaceResources, "resources/templates/list": SurfaceResources,
+	"resources/read": SurfaceResources, "resources/subscribe": SurfaceResources, "resources/unsubscribe": SurfaceResources,
+	"prompts/list": SurfacePrompts, "prompts/get": SurfacePrompts, "completion/complete": SurfaceCompletion,
+	"logging/setLevel": SurfaceLogging}
+
+// refuse is the JSON-RPC error a host is given for a surface the proxy
+// does not forward, or a request it cannot route.
+func refuse(format string, args ...any) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
+}
+
+// upstreamError is what the host is told of a server's failure: its text
+// escaped and bounded, never the proxy's own.
+func upstreamError(server string, err error) error {
+	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		return &jsonrpc.Error{Code: we.Code, Message: "server " + server + ": " + quote(we.Message, boundReason)}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server " + server + " did not answer"}
+}
+
+func (u *upstreamServer) ctx(parent context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, u.timeout)
+}
+
+// listResources lists every server's resources in one page: names,
+// titles and descriptions escaped, URIs bounded, the whole bounded.
+func (p *Proxy) listResources(ctx context.Context) (*sdk.ListResourcesResult, error) {
+	out := &sdk.ListResourcesResult{Resources: []*sdk.Resource{}}
+	for _, u := range p.ups {
+		if !u.allowed[SurfaceResources] {
+			continue
+		}
+		uris := map[string]bool{}
+		cursor := ""
+		for page := 0; page < maxForwardPages; page++ {
+			c, cancel := u.ctx(ctx)
+			res, err := u.conn.ListResources(c, cursor)
+			cancel()
+			if err != nil {
+				return nil, upstreamError(u.name, err)
+			}
+			for _, r := range res.Resources {
+				if r == nil || !goodURI(r.URI) || len(out.Resources) == maxForwardItems {
+					continue
+				}
+				uris[r.URI] = true
+				out.Resources = append(out.Resources, &sdk.Resource{URI: r.URI, Name: quote(r.Name, boundName),
+					Title: quote(r.Title, boundName), Description: quote(r.Description, boundReason), MIMEType: quote(r.MIMEType, boundName), Size: r.Size})
+			}
+			if cursor = res.NextCursor; cursor == "" {
+				break
+			}
+		}
+		u.mu.Lock()
+		u.uris = uris
+		u.mu.Unlock()
+	}
+	return out, nil
+}
+
+func (p *Proxy) listTemplates(ctx context.Context) (*sdk.ListResourceTemplatesResult, error) {
+	out := &sdk.ListResourceTemplatesResult{ResourceTemplates: []*sdk.ResourceTemplate{}}
+	for _, u := range p.ups {
+		if !u.allowed[SurfaceResources] {
+			continue
+		}
+		var tmpls []string
+		cursor := ""
+		for page := 0; page < maxForwardPages; page++ {
+			c, cancel := u.ctx(ctx)
+			res, err := u.conn.ListResourceTemplates(c, cursor)
+			cancel()
+			if err != nil {
+				return nil, upstreamError(u.name, err)
+			}
+			for _, r := range res.ResourceTemplates {
+				if r == nil || !goodURI(r.URITemplate) || len(out.ResourceTemplates) == maxForwardItems {
+					continue
+				}
+				tmpls = append(tmpls, r.URITemplate)
+				out.ResourceTemplates = append(out.ResourceTemplates, &sdk.ResourceTemplate{URITemplate: r.URITemplate,
+					Name: quote(r.Name, boundName), Title: quote(r.Title, boundName), Description: quote(r.Description, boundReason), MIMEType: quote(r.MIMEType, boundName)})
+			}
+			if cursor = res.NextCursor; cursor == "" {
+				break
+			}
+		}
+		u.mu.Lock()
+		u.templates = tmpls
+		u.mu.Unlock()
+	}
+	return out, nil
+}
+
+// goodURI is a URI the proxy passes on: bounded, and printable.
+func goodURI(s string) bool {
+	return s != "" && len(s) <= boundURI && trace.Sanitize(s) == s
+}
+
+// routeURI finds the server a URI belongs to: the one whose last listing
+// held it, else the one whose template's literal prefix it has, else the
+// only server forwarding resources.
+func (p *Proxy) routeURI(uri string, s Surface) *upstreamServer {
+	var only []*upstreamServer
+	var byTemplate *upstreamServer
+	for _, u := range p.ups {
+		if !u.allowed[s] {
+			continue
+		}
+		only = append(only, u)
+		u.mu.Lock()
+		held := u.uris[uri]
+		for _, t := range u.templates {
+			if i := strings.IndexByte(t, '{'); i > 0 && strings.HasPrefix(uri, t[:i]) && byTemplate == nil {
+				byTemplate = u
+			}
+		}
+		u.mu.Unlock()
+		if held {
+			return u
+		}
+	}
+	if byTemplate != nil {
+		return byTemplate
+	}
+	if len(only) == 1 {
+		return only[0]
+	}
+	return nil
+}
+
+// readResource reads a resource from the server it belongs to. Text is
+// passed as data, as a tool's result is, cut at the bound and marked; a
+// result whose binary content alone passes the bound is refused.
+func (p *Proxy) readResource(ctx context.Context, params *sdk.ReadResourceParams) (*sdk.ReadResourceResult, error) {
+	if !goodURI(params.URI) {
+		return nil, refuse("the URI is empty, too long or holds control characters")
+	}
+	u := p.routeURI(params.URI, SurfaceResources)
+	if u == nil {
+		return nil, &jsonrpc.Error{Code: codeResourceNotFound, Message: "no server forwards a resource with that URI"}
+	}
+	c, cancel := u.ctx(ctx)
+	defer cancel()
+	res, err := u.conn.ReadResource(c, params.URI)
+	if err != nil {
+		return nil, upstreamError(u.name, err)
+	}
+	out := &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{}}
+	left := maxForwardBytes
+	for _, rc := range res.Contents {
+		if rc == nil || left <= 0 {
+			continue
+		}
+		if len(rc.Blob) > left {
+			return nil, refuse("the resource holds %d bytes of binary content, more than the %d the proxy forwards", len(rc.Blob), maxForwardBytes)
+		}
+		text := rc.Text
+		if len(text) > left {
+			text = trace.Truncate(text, left-len(" [truncated]")) + " [truncated]"
+		}
+		left -= len(text) + len(rc.Blob)
+		out.Contents = append(out.Contents, &sdk.ResourceContents{URI: quote(rc.URI, boundURI), MIMEType: quote(rc.MIMEType, boundName), Text: text, Blob: rc.Blob})
+	}
+	return out, nil
+}
+
+// codeResourceNotFound is MCP's error for a resource no server has.
+const codeResourceNotFound = -32002
+
+// promptName is the name the host sees: <server>_<prompt>, as for tools.
+func promptName(server, name string) string { return server + "_" + name }
+
+// routePrompt splits a host's prompt name into its server and the
+// server's name.
+func (p *Proxy) routePrompt(name string, s Surface) (*upstreamServer, string) {
+	for _, u := range p.ups {
+		if u.allowed[s] && strings.HasPrefix(name, u.name+"_") {
+			return u, strings.TrimPrefix(name, u.name+"_")
+		}
+	}
+	return nil, ""
+}
+
+func (p *Proxy) listPrompts(ctx context.Context) (*sdk.ListPromptsResult, error) {
+	out := &sdk.ListPromptsResult{Prompts: []*sdk.Prompt{}}
+	for _, u := range p.ups {
+		if !u.allowed[SurfacePrompts] {
+			continue
+		}
+		cursor := ""
+		for page := 0; page < maxForwardPages; page++ {
+			c, cancel := u.ctx(ctx)
+			res, err := u.conn.ListPrompts(c, cursor)
+			cancel()
+			if err != nil {
+				return nil, upstreamError(u.name, err)
+			}
+			for _, pr := range res.Prompts {
+				if pr == nil || !nameRE.MatchString(pr.Name) || len(out.Prompts) == maxForwardItems {
+					continue
+				}
+				np := &sdk.Prompt{Name: promptName(u.name, pr.Name), Title: quote(pr.Title, boundName), Description: quote(pr.Description, boundReason)}
+				for _, a := range pr.Arguments {
+					if a == nil {
+						continue
+					}
+					np.Arguments = append(np.Arguments, &sdk.PromptArgument{Name: quote(a.Name, boundName), Title: quote(a.Title, boundName),
+						Description: quote(a.Description, boundReason), Required: a.Required})
+				}
+				out.Prompts = append(out.Prompts, np)
+			}
+			if cursor = res.NextCursor; cursor == "" {
+				break
+			}
+		}
+	}
+	sort.Slice(out.Prompts, func(i, j int) bool { return out.Prompts[i].Name < out.Prompts[j].Name })
+	return out, nil
+}
+
+// getPrompt gets a prompt from its server. A prompt is prose the host puts
+// before the model, so its text is escaped like the proxy's own prose and
+// the whole is bounded.
+func (p *Proxy) getPrompt(ctx context.Context, params *sdk.GetPromptParams) (*sdk.GetPromptResult, error) {
+	u, name := p.routePrompt(params.Name, SurfacePrompts)
+	if u == nil {
+		return nil, refuse("no server forwards a prompt named %s", quote(params.Name, boundName))
+	}
+	c, cancel := u.ctx(ctx)
+	defer cancel()
+	res, err := u.conn.GetPrompt(c, name, params.Arguments)
+	if err != nil {
+		return nil, upstreamError(u.name, err)
+	}
+	out := &sdk.GetPromptResult{Description: quote(res.Description, boundReason), Messages: []*sdk.PromptMessage{}}
+	left := maxForwardBytes
+	for _, m := range res.Messages {
+		if m == nil || left <= 0 {
+			continue
+		}
+		content, n := boundContent(m.Content, left)
+		if content == nil {
+			continue
+		}
+		left -= n
+		out.Messages = append(out.Messages, &sdk.PromptMessage{Role: m.Role, Content: content})
+	}
+	return out, nil
+}
+
+// boundContent escapes a prompt message's text and refuses media past
+// what is left of the bound; it returns nil for content it drops.
+func boundContent(c sdk.Content, left int) (sdk.Content, int) {
+	switch v := c.(type) {
+	case *sdk.TextContent:
+		t := bounded(v.Text, left)
+		return &sdk.TextContent{Text: t}, len(t)
+	case *sdk.ImageContent:
+		if len(v.Data) > left {
+			return &sdk.TextContent{Text: "[an image past the proxy's bound was left out]"}, 64
+		}
+		return &sdk.ImageContent{Data: v.Data, MIMEType: quote(v.MIMEType, boundName)}, len(v.Data)
+	case *sdk.AudioContent:
+		if len(v.Data) > left {
+			return &sdk.TextContent{Text: "[audio past the proxy's bound was left out]"}, 64
+		}
+		return &sdk.AudioContent{Data: v.Data, MIMEType: quote(v.MIMEType, boundName)}, len(v.Data)
+	case *sdk.EmbeddedResource:
+		if v.Resource == nil || len(v.Resource.Blob) > left {
+			return nil, 0
+		}
+		t := bounded(v.Resource.Text, left)
+		return &sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: quote(v.Resource.URI, boundURI),
+			MIMEType: quote(v.Resource.MIMEType, boundName), Text: t, Blob: v.Resource.Blob}}, len(t) + len(v.Resource.Blob)
+	}
+	return nil, 0
+}
+
+// bounded escapes s and cuts the escaped text at n, so the bound holds of
+// what is sent, not of what the server wrote.
+func bounded(s string, n int) string {
+	if q := quote(s, n); len(q) <= n {
+		return q
+	}
+	return trace.Truncate(quote(s, n), n)
+}
+
+// complete routes a completion by its reference: a prompt by its name, a
+// resource template by its URI.
+func (p *Proxy) complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk.CompleteResult, error) {
+	params := req.Params
+	if params == nil || params.Ref == nil {
+		return nil, refuse("a completion needs a reference")
+	}
+	ref := *params.Ref
+	var u *upstreamServer
+	switch ref.Type {
+	case "ref/prompt":
+		var name string
+		if u, name = p.routePrompt(ref.Name, SurfaceCompletion); u != nil {
+			ref.Name = name
+		}
+	case "ref/resource":
+		u = p.routeURI(ref.URI, SurfaceCompletion)
+	}
+	if u == nil {
+		return nil, refuse("no server completes that reference")
+	}
+	// Only the request itself is passed on, never the host's _meta.
+	fwd := &sdk.CompleteParams{Ref: &ref, Argument: params.Argument, Context: params.Context}
+	c, cancel := u.ctx(ctx)
+	defer cancel()
+	res, err := u.conn.Complete(c, fwd)
+	if err != nil {
+		return nil, upstreamError(u.name, err)
+	}
+	out := &sdk.CompleteResult{Completion: sdk.CompletionResultDetails{Values: []string{}, HasMore: res.Completion.HasMore, Total: res.Completion.Total}}
+	for i, v := range res.Completion.Values {
+		if i == 100 {
+			out.Completion.HasMore = true
+			break
+		}
+		out.Completion.Values = append(out.Completion.Values, quote(v, boundName))
+	}
+	return out, nil
+}
+
+// setLevel passes the level a host asked for on to every server that
+// forwards logging. The SDK keeps each host session's own level and
+// sends a session only what reaches it.
+func (p *Proxy) setLevel(ctx context.Context, level sdk.LoggingLevel) {
+	for _, u := range p.ups {
+		if !u.allowed[SurfaceLogging] {
+			continue
+		}
+		c, cancel := u.ctx(ctx)
+		if err := u.conn.SetLoggingLevel(c, level); err != nil {
+			p.logf("agentrt-proxy: server %s refused the logging level: %s", u.name, trace.Sanitize(err.Error()))
+		}
+		cancel()
+	}
+}
+
+// logQueue bounds the log messages waiting to be forwarded.
+const logQueue = 256
+
+type logItem struct {
+	server string
+	m      *sdk.LoggingMessageParams
+}
+
+// drainLogs forwards queued log messages in order until Close. The queue
+// is never closed, so a hook that fires late cannot panic.
+func (p *Proxy) drainLogs() {
+	defer close(p.logDone)
+	for {
+		select {
+		case it := <-p.logq:
+			p.forwardLog(it.server, it.m)
+		case <-p.logStop:
+			return
+		}
+	}
+}
+
+// recordRefusal keeps one request a server sent that the proxy refused.
+func (ix *Index) recordRefusal(ctx context.Context, session, server, method string, at time.Time) error {
+	return ix.update(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO proxy_refusals (session, server, method, at) VALUES (?, ?, ?, ?)`,
+			session, server, trace.Truncate(method, boundName), at.UnixNano())
+		return err
+	})
+}
+
+// forwardLog sends one of a server's log messages to every host session,
+// its logger named for the server and its data escaped and bounded.
+func (p *Proxy) forwardLog(server string, m *sdk.LoggingMessageParams) {
+	allowed := false
+	for _, u := range p.ups {
+		allowed = allowed || (u.name == server && u.allowed[SurfaceLogging])
+	}
+	if !allowed || m == nil {
+		return
+	}
+	var data string
+	if s, ok := m.Data.(string); ok {
+		data = quote(s, boundReason)
+	} else {
+		b, _ := json.Marshal(m.Data)
+		data = quote(string(b), boundReason)
+	}
+	out := &sdk.LoggingMessageParams{Level: m.Level, Logger: server, Data: data}
+	if m.Logger != "" {
+		out.Logger = server + "/" + quote(m.Logger, boundName)
+	}
+	p.hostsMu.Lock()
+	hosts := append([]*sdk.Server(nil), p.hosts...)
+	p.hostsMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, s := range hosts {
+		for ss := range s.Sessions() {
+			_ = ss.Log(ctx, out)
+		}
+	}
+}
