@@ -84,17 +84,17 @@ proxy-hosts: ## Install Node 22, the MCP conformance suite, the Inspector and mc
 		fi; \
 	done
 	@# The Inspector's lock names a Windows-only optional package the registry
-	@# here does not serve, which npm ci refuses; npm install from the lock
-	@# installs the same tree, and the lock must come out unchanged.
+	@# here does not serve, which npm ci refuses; an install from the lock
+	@# (--ignore-scripts --no-save) gives the same tree, and the lock must come out unchanged.
 	@dir=$(PROXY_HOSTS)/inspector; \
 	if [ ! -f $$dir/node_modules/.package-lock.json ] || [ $$dir/package-lock.json -nt $$dir/node_modules/.package-lock.json ]; then \
-		echo "== npm install --ignore-scripts in $$dir (lock must not change)"; \
+		echo "== install from the lock, --ignore-scripts --no-save, in $$dir (the lock must not change)"; \
 		cp $$dir/package-lock.json $$dir/.package-lock.before; \
 		(cd $$dir && npm install --ignore-scripts --no-audit --no-fund --no-save) || { rm -f $$dir/.package-lock.before; exit 1; }; \
 		if ! cmp -s $$dir/package-lock.json $$dir/.package-lock.before; then \
 			diff -u $$dir/.package-lock.before $$dir/package-lock.json | head -40; \
 			mv $$dir/.package-lock.before $$dir/package-lock.json; \
-			echo "npm install changed $$dir/package-lock.json; the committed lock is restored and the install refused"; exit 1; \
+			echo "the install changed $$dir/package-lock.json; the committed lock is restored and the install refused"; exit 1; \
 		fi; \
 		rm -f $$dir/.package-lock.before; \
 	fi
