@@ -42,10 +42,21 @@ func TestStdio_CloseKillsTheServersDescendants(t *testing.T) {
 	}
 	pid, _ := strconv.Atoi(match[1])
 	if runtime.GOOS == "linux" {
-		stat, err := os.ReadFile(filepath.Join("/proc", match[1], "stat"))
-		if err == nil {
+		// A dying process closes its files before the kernel marks it a
+		// zombie, so the closed stderr can be seen a moment before /proc
+		// says Z: wait for the state, with a deadline, rather than race it.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			stat, err := os.ReadFile(filepath.Join("/proc", match[1], "stat"))
+			if err != nil {
+				break // reaped: gone
+			}
 			fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-			must(t, len(fields) > 0 && fields[0] == "Z", "grandchild %d is alive: %s", pid, stat)
+			if len(fields) > 0 && (fields[0] == "Z" || fields[0] == "X") {
+				break
+			}
+			must(t, time.Now().Before(deadline), "grandchild %d is alive 10 s after Close: %s", pid, stat)
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
 	c.Close() // idempotent
