@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 MCP logging and sampling are deprecated in the 2026-07-28 protocol but still sent by servers in the deprecation window; the proxy forwards logging under policy and must refuse sampling, so it handles both.
+
 package proxy
 
 import (
