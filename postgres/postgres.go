@@ -6,9 +6,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -30,43 +28,11 @@ var SchemaVersion = func() int {
 	if err != nil || len(ms) == 0 {
 		panic("agentrt/postgres: embedded migrations are broken")
 	}
-	return ms[len(ms)-1].version
+	return ms[len(ms)-1].Version
 }()
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, e := range entries {
-		num, _, ok := strings.Cut(e.Name(), "_")
-		if !ok {
-			return nil, fmt.Errorf("migration %s has no number", e.Name())
-		}
-		v, err := strconv.Atoi(num)
-		if err != nil {
-			return nil, err
-		}
-		b, err := migrationFS.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: e.Name(), sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i, m := range out {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %s out of sequence", m.name)
-		}
-	}
-	return out, nil
+func migrations() ([]sqlstore.Migration, error) {
+	return sqlstore.ReadMigrations(migrationFS, "migrations")
 }
 
 // Store is a PostgreSQL-backed agentrt.Store.
@@ -321,26 +287,26 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, name string) error {
 		}
 	}
 	for _, m := range ms {
-		if m.version <= v {
+		if m.Version <= v {
 			continue
 		}
 		if err := applyMigration(ctx, conn.Conn(), m); err != nil {
-			return fmt.Errorf("agentrt: postgres %s: migration %s: %w", name, m.name, err)
+			return fmt.Errorf("agentrt: postgres %s: migration %s: %w", name, m.Name, err)
 		}
 	}
 	return nil
 }
 
-func applyMigration(ctx context.Context, conn *pgx.Conn, m migration) error {
+func applyMigration(ctx context.Context, conn *pgx.Conn, m sqlstore.Migration) error {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, m.sql); err != nil {
+	if _, err := tx.Exec(ctx, m.SQL); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version) VALUES ($1)", m.version); err != nil {
+	if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version) VALUES ($1)", m.Version); err != nil {
 		return err
 	}
 	return tx.Commit(ctx)

@@ -125,7 +125,7 @@ func buildExpected(ctx context.Context) (map[int][]schemaObject, error) {
 		if err := applyMigration(ctx, conn, m); err != nil {
 			return nil, err
 		}
-		if out[m.version], err = readSchema(ctx, conn); err != nil {
+		if out[m.Version], err = readSchema(ctx, conn); err != nil {
 			return nil, err
 		}
 	}

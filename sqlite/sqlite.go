@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -28,43 +26,11 @@ var SchemaVersion = func() int {
 	if err != nil || len(ms) == 0 {
 		panic("agentrt/sqlite: embedded migrations are broken")
 	}
-	return ms[len(ms)-1].version
+	return ms[len(ms)-1].Version
 }()
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, e := range entries {
-		num, _, ok := strings.Cut(e.Name(), "_")
-		if !ok {
-			return nil, fmt.Errorf("migration %s has no number", e.Name())
-		}
-		v, err := strconv.Atoi(num)
-		if err != nil {
-			return nil, err
-		}
-		b, err := migrationFS.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: e.Name(), sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i, m := range out {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %s out of sequence", m.name)
-		}
-	}
-	return out, nil
+func migrations() ([]sqlstore.Migration, error) {
+	return sqlstore.ReadMigrations(migrationFS, "migrations")
 }
 
 // Store is a SQLite-backed agentrt.Store.
@@ -311,11 +277,11 @@ func migrate(ctx context.Context, db *sql.DB, path string) error {
 		}
 	}
 	for _, m := range ms {
-		if m.version <= v {
+		if m.Version <= v {
 			continue
 		}
 		if err := applyMigration(ctx, tx, m); err != nil {
-			return fmt.Errorf("agentrt: migration %s: %w", m.name, err)
+			return fmt.Errorf("agentrt: migration %s: %w", m.Name, err)
 		}
 	}
 	if v, err := checkSchema(ctx, tx, path); err != nil {
@@ -327,10 +293,10 @@ func migrate(ctx context.Context, db *sql.DB, path string) error {
 }
 
 // applyMigration runs one migration and records it.
-func applyMigration(ctx context.Context, ex execQuerier, m migration) error {
-	if _, err := ex.ExecContext(ctx, m.sql); err != nil {
+func applyMigration(ctx context.Context, ex execQuerier, m sqlstore.Migration) error {
+	if _, err := ex.ExecContext(ctx, m.SQL); err != nil {
 		return err
 	}
-	_, err := ex.ExecContext(ctx, "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)", m.version, time.Now().UTC().Format(time.RFC3339Nano))
+	_, err := ex.ExecContext(ctx, "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)", m.Version, time.Now().UTC().Format(time.RFC3339Nano))
 	return err
 }
