@@ -242,16 +242,10 @@ func (x *Exporter) Handle(ctx context.Context, e agentrt.Event) error {
 		_, err := x.runSpan(ctx, e, true, a)
 		return err
 	case agentrt.EventRunFinished:
-		rs, err := x.runSpan(ctx, e, false, nil)
+		rs, err := x.endOpenStep(ctx, e)
 		if err != nil {
 			return err
 		}
-		if rs.step == nil && rs.reopened {
-			if err := x.reopenLastStep(ctx, rs, e); err != nil {
-				return err
-			}
-		}
-		x.endStep(rs)
 		for k, s := range rs.open {
 			s.End(trace.WithTimestamp(e.At))
 			delete(rs.open, k)
@@ -274,17 +268,10 @@ func (x *Exporter) Handle(ctx context.Context, e agentrt.Event) error {
 		delete(x.runs, e.RunID)
 		return nil
 	case agentrt.EventStepStarted:
-		rs, err := x.runSpan(ctx, e, false, nil)
+		rs, err := x.endOpenStep(ctx, e)
 		if err != nil {
 			return err
 		}
-		if rs.step == nil && rs.reopened {
-			// The step before may have been opened by an earlier process.
-			if err := x.reopenLastStep(ctx, rs, e); err != nil {
-				return err
-			}
-		}
-		x.endStep(rs)
 		a.str("step.id", e.StepID)
 		if p.Index != nil {
 			a.int("step.index", *p.Index)
@@ -722,6 +709,22 @@ func (x *Exporter) startStep(ctx context.Context, rs *runState, e agentrt.Event,
 }
 
 // endStep ends the step in progress at its last event.
+// endOpenStep finds e's run span and ends the step open in it, first
+// reopening the step an earlier process may have left open.
+func (x *Exporter) endOpenStep(ctx context.Context, e agentrt.Event) (*runState, error) {
+	rs, err := x.runSpan(ctx, e, false, nil)
+	if err != nil {
+		return nil, err
+	}
+	if rs.step == nil && rs.reopened {
+		if err := x.reopenLastStep(ctx, rs, e); err != nil {
+			return nil, err
+		}
+	}
+	x.endStep(rs)
+	return rs, nil
+}
+
 func (x *Exporter) endStep(rs *runState) {
 	if rs.step != nil {
 		x.endStepAt(rs, rs.step, rs.step.last)
