@@ -164,3 +164,13 @@ func (r *progressRouter) deliver(p *sdk.ProgressNotificationParams) {
 		fn(p)
 	}
 }
+
+// Subscribe asks the server for notifications/resources/updated about uri.
+func (c *Connection) Subscribe(ctx context.Context, uri string) error {
+	return c.cs.Subscribe(ctx, &sdk.SubscribeParams{URI: uri})
+}
+
+// Unsubscribe ends a subscription Subscribe made.
+func (c *Connection) Unsubscribe(ctx context.Context, uri string) error {
+	return c.cs.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: uri})
+}

@@ -119,6 +119,13 @@ type ServerConfig struct {
 	// it leaves out is read_only and follows the policy's read_only
 	// outcome, forwarded only when that is allow.
 	Surfaces map[Surface]agentrt.PolicyOutcome
+	// PromptRename maps a prompt's name on this server to the name the
+	// host sees, for a name another server also offers; a prompt it does
+	// not name keeps the server's own name.
+	PromptRename map[string]string
+	// Forward names the server requests the proxy passes on to the host
+	// (sampling, elicitation); empty means every one is refused.
+	Forward map[ServerRequest]bool
 }
 
 // ToolRule is the operator's word on one tool: an mcp rule, plus the
@@ -201,6 +208,8 @@ type fileServer struct {
 	Rules          map[string]fileRule `json:"rules"`
 	SkipPathCheck  bool                `json:"skip_path_check"`
 	Surfaces       map[string]string   `json:"surfaces"`
+	PromptRename   map[string]string   `json:"prompt_rename"`
+	Forward        []string            `json:"forward"`
 }
 
 type fileRule struct {
@@ -415,6 +424,22 @@ func (fs *fileServer) resolve(field string, rel func(string) string) (s ServerCo
 	}
 	s.Manifest = rel(fs.Manifest)
 	if s.Surfaces, err = resolveSurfaces(field, fs.Surfaces); err != nil {
+		return s, err
+	}
+	s.PromptRename = map[string]string{}
+	seen := map[string]string{}
+	for _, from := range sortedKeys(fs.PromptRename) {
+		to := fs.PromptRename[from]
+		if !nameRE.MatchString(to) {
+			return s, bad(field+".prompt_rename."+trace.Sanitize(from), "must match %s, got %q", nameRE, trace.Sanitize(to))
+		}
+		if other, dup := seen[to]; dup {
+			return s, bad(field+".prompt_rename", "renames both %q and %q to %q", trace.Sanitize(other), trace.Sanitize(from), to)
+		}
+		seen[to] = from
+		s.PromptRename[from] = to
+	}
+	if s.Forward, err = resolveForward(field, fs.Forward); err != nil {
 		return s, err
 	}
 	if len(fs.Rules) == 0 {

@@ -76,6 +76,12 @@ type Proxy struct {
 	hostsMu sync.Mutex
 	hosts   []*sdk.Server
 	logq    chan logItem
+
+	// prompts maps the host's prompt names to their servers (prompts.go).
+	promptsMu sync.Mutex
+	prompts   map[string]promptRoute
+	// subs are the host sessions' resource subscriptions (subscribe.go).
+	subs subscriptions
 	logStop chan struct{}
 	logDone chan struct{}
 }
@@ -111,7 +117,8 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 		}
 	}
 	p = &Proxy{cfg: cfg, opts: opts, tools: map[string]*ptool{}, logq: make(chan logItem, logQueue),
-		logStop: make(chan struct{}), logDone: make(chan struct{})}
+		logStop: make(chan struct{}), logDone: make(chan struct{}),
+		subs: subscriptions{m: map[string]*subscription{}, sem: make(chan struct{}, 16)}}
 	go p.drainLogs()
 	for _, st := range cfg.Suggested() {
 		p.logf("%s", suggestionLine(cfg, st))
@@ -184,6 +191,9 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 		return nil, &agentrt.ConfigError{Field: "status_tool", Reason: fmt.Sprintf("%q is also the name of a proxied tool; choose another", cfg.StatusTool)}
 	}
 	sort.Slice(p.order, func(i, j int) bool { return p.order[i].name < p.order[j].name })
+	if err := p.checkPrompts(ctx); err != nil {
+		return nil, err
+	}
 	if p.policy, err = newGatePolicy(cfg, p.tools); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,248 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentrt/agentrt/mcp"
+)
+
+// small is an upstream server whose prompts, resources and templates say
+// which server answered, and which counts its subscriptions.
+type small struct {
+	name string
+	url  string
+	srv  *sdk.Server
+
+	mu    sync.Mutex
+	subs  []string // "+uri" per subscribe, "-uri" per unsubscribe
+	reads []string
+}
+
+func newSmall(t *testing.T, name string, prompts, resources, templates []string) *small {
+	sm := &small{name: name}
+	s := sdk.NewServer(&sdk.Implementation{Name: name, Version: "1"}, &sdk.ServerOptions{
+		CompletionHandler: func(_ context.Context, req *sdk.CompleteRequest) (*sdk.CompleteResult, error) {
+			return &sdk.CompleteResult{Completion: sdk.CompletionResultDetails{Values: []string{name + ":" + req.Params.Ref.Name + req.Params.Ref.URI}}}, nil
+		},
+		SubscribeHandler: func(_ context.Context, req *sdk.SubscribeRequest) error {
+			sm.mu.Lock()
+			defer sm.mu.Unlock()
+			sm.subs = append(sm.subs, "+"+req.Params.URI)
+			return nil
+		},
+		UnsubscribeHandler: func(_ context.Context, req *sdk.UnsubscribeRequest) error {
+			sm.mu.Lock()
+			defer sm.mu.Unlock()
+			sm.subs = append(sm.subs, "-"+req.Params.URI)
+			return nil
+		},
+	})
+	s.AddTool(&sdk.Tool{Name: "noop", Description: "Does nothing.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "noop"}}}, nil
+		})
+	for _, pr := range prompts {
+		pr := pr
+		s.AddPrompt(&sdk.Prompt{Name: pr, Arguments: []*sdk.PromptArgument{{Name: "x"}}}, func(context.Context, *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+			return &sdk.GetPromptResult{Messages: []*sdk.PromptMessage{{Role: "user", Content: &sdk.TextContent{Text: name + " answered " + pr}}}}, nil
+		})
+	}
+	read := func(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+		sm.mu.Lock()
+		sm.reads = append(sm.reads, req.Params.URI)
+		sm.mu.Unlock()
+		return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, Text: name + " read " + req.Params.URI}}}, nil
+	}
+	for _, r := range resources {
+		s.AddResource(&sdk.Resource{URI: r, Name: r}, read)
+	}
+	for _, tm := range templates {
+		s.AddResourceTemplate(&sdk.ResourceTemplate{URITemplate: tm, Name: tm}, read)
+	}
+	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
+	t.Cleanup(hs.Close)
+	sm.url, sm.srv = hs.URL+"/mcp", s
+	return sm
+}
+
+func (sm *small) entry(extra map[string]any) map[string]any {
+	e := map[string]any{"name": sm.name, "endpoint": sm.url, "manifest": sm.name + ".manifest.json", "default_timeout": "5s",
+		"rules": map[string]any{"noop": map[string]any{"side_effect": "read_only"}}}
+	for k, v := range extra {
+		e[k] = v
+	}
+	return e
+}
+
+func (sm *small) subsNow() []string {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	return append([]string(nil), sm.subs...)
+}
+
+func smallHarness(t *testing.T, entries ...map[string]any) *harness {
+	return newHarness(t, func(doc map[string]any) {
+		var servers []any
+		for _, e := range entries {
+			servers = append(servers, e)
+		}
+		doc["servers"] = servers
+	})
+}
+
+// Prompts keep the servers' own names. Server a's b_deploy and server
+// a_b's deploy were both offered as a_b_deploy, and both went to a; now
+// each is asked for by its own name and reaches its own server, and a
+// completion's prompt reference follows.
+func TestForward_PromptsKeepTheServersNames(t *testing.T) {
+	a := newSmall(t, "a", []string{"b_deploy"}, nil, nil)
+	ab := newSmall(t, "a_b", []string{"deploy"}, nil, nil)
+	h := smallHarness(t, a.entry(nil), ab.entry(nil))
+	ctx := context.Background()
+	lp, err := h.cs.ListPrompts(ctx, nil)
+	mustf(t, err == nil && len(lp.Prompts) == 2 && lp.Prompts[0].Name == "b_deploy" && lp.Prompts[1].Name == "deploy", "prompts: %+v %v", lp, err)
+	for name, want := range map[string]string{"b_deploy": "a answered b_deploy", "deploy": "a_b answered deploy"} {
+		gp, err := h.cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: name})
+		mustf(t, err == nil && len(gp.Messages) == 1 && gp.Messages[0].Content.(*sdk.TextContent).Text == want, "get %s: %+v %v", name, gp, err)
+	}
+	cr, err := h.cs.Complete(ctx, &sdk.CompleteParams{Ref: &sdk.CompleteReference{Type: "ref/prompt", Name: "deploy"}, Argument: sdk.CompleteParamsArgument{Name: "x", Value: ""}})
+	mustf(t, err == nil && len(cr.Completion.Values) == 1 && cr.Completion.Values[0] == "a_b:deploy", "complete: %+v %v", cr, err)
+	_, err = h.cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "a_b_deploy"})
+	mustf(t, err != nil, "a made-up prefixed name was served")
+}
+
+// A prompt name two servers offer refuses the configuration at start, in
+// one sentence naming both servers; renaming one of them lets it start,
+// and each name reaches its server.
+func TestForward_PromptNameTwoServersOfferIsRefusedAtStart(t *testing.T) {
+	one := newSmall(t, "one", []string{"deploy"}, nil, nil)
+	two := newSmall(t, "two", []string{"deploy"}, nil, nil)
+	doc := baseConfig(newUpstream(t))
+	doc["servers"] = []any{one.entry(nil), two.entry(nil)}
+	cfg := configIn(t, doc)
+	p, err := New(context.Background(), cfg, Options{})
+	if err == nil {
+		p.Close()
+	}
+	var pc *PromptCollisionError
+	mustf(t, errors.As(err, &pc), "New: %v", err)
+	msg := err.Error()
+	mustf(t, strings.Contains(msg, `"one"`) && strings.Contains(msg, `"two"`) && strings.Contains(msg, `"deploy"`) && strings.Count(msg, ". ") == 0, "error: %s", msg)
+
+	h2 := smallHarness(t, one.entry(nil), two.entry(map[string]any{"prompt_rename": map[string]any{"deploy": "deploy_two"}}))
+	gp, err := h2.cs.GetPrompt(context.Background(), &sdk.GetPromptParams{Name: "deploy_two"})
+	mustf(t, err == nil && gp.Messages[0].Content.(*sdk.TextContent).Text == "two answered deploy", "renamed: %+v %v", gp, err)
+	gp, err = h2.cs.GetPrompt(context.Background(), &sdk.GetPromptParams{Name: "deploy"})
+	mustf(t, err == nil && gp.Messages[0].Content.(*sdk.TextContent).Text == "one answered deploy", "kept: %+v %v", gp, err)
+	cr, err := h2.cs.Complete(context.Background(), &sdk.CompleteParams{Ref: &sdk.CompleteReference{Type: "ref/prompt", Name: "deploy_two"}, Argument: sdk.CompleteParamsArgument{Name: "x"}})
+	mustf(t, err == nil && cr.Completion.Values[0] == "two:deploy", "renamed completion: %+v %v", cr, err)
+}
+
+// Resources route by the most specific claim, not by which server is
+// listed first: server a, first, has the broad template g{+x}; server
+// git's template git/{name} owns git/x, and a listed URI beats both. A URI
+// two servers list is refused, naming both, and neither server is asked.
+func TestForward_ResourcesRouteByTheMostSpecificMatch(t *testing.T) {
+	a := newSmall(t, "a", nil, []string{"mem://shared", "git/listed"}, []string{"g{+x}"})
+	git := newSmall(t, "git", nil, []string{"mem://shared"}, []string{"git/{name}"})
+	h := smallHarness(t, a.entry(nil), git.entry(nil))
+	ctx := context.Background()
+	for uri, want := range map[string]string{"git/x": "git read git/x", "gabc/def": "a read gabc/def", "git/listed": "a read git/listed"} {
+		rr, err := h.cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
+		mustf(t, err == nil && len(rr.Contents) == 1 && rr.Contents[0].Text == want, "read %s: %+v %v", uri, rr, err)
+	}
+	a.mu.Lock()
+	before := len(a.reads) + len(git.reads)
+	a.mu.Unlock()
+	_, err := h.cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "mem://shared"})
+	mustf(t, err != nil && strings.Contains(err.Error(), "a and git"), "a URI two servers list: %v", err)
+	a.mu.Lock()
+	after := len(a.reads) + len(git.reads)
+	a.mu.Unlock()
+	mustf(t, after == before, "a server was asked for a URI two claim")
+}
+
+// Subscriptions are forwarded per host session: the server is subscribed
+// once per URI while some session holds it, an update reaches only the
+// sessions that subscribed to its URI, and the last unsubscribe ends the
+// server's subscription.
+func TestForward_SubscriptionsReachOnlyTheSubscribedSessions(t *testing.T) {
+	git := newSmall(t, "git", nil, []string{"git/x", "git/y"}, nil)
+	h := smallHarness(t, git.entry(nil))
+	ctx := context.Background()
+	mustf(t, h.cs.InitializeResult().Capabilities.Resources.Subscribe, "the proxy does not offer subscriptions")
+	got1, got2 := make(chan string, 8), make(chan string, 8)
+	cs1 := hostClient(t, h, &sdk.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, r *sdk.ResourceUpdatedNotificationRequest) { got1 <- r.Params.URI }})
+	cs2 := hostClient(t, h, &sdk.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, r *sdk.ResourceUpdatedNotificationRequest) { got2 <- r.Params.URI }})
+	mustf(t, cs1.Subscribe(ctx, &sdk.SubscribeParams{URI: "git/x"}) == nil, "subscribe 1")
+	mustf(t, cs2.Subscribe(ctx, &sdk.SubscribeParams{URI: "git/y"}) == nil, "subscribe 2")
+	mustf(t, cs2.Subscribe(ctx, &sdk.SubscribeParams{URI: "git/x"}) == nil, "subscribe 2 to x")
+	mustf(t, cs2.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: "git/x"}) == nil, "unsubscribe 2 from x")
+	// A host on the current protocol subscribes over a stream of its own,
+	// so the server's side settles after the call returns.
+	eventually(t, func() bool { return strings.Join(git.subsNow(), " ") == "+git/x +git/y" }, "upstream subscriptions: %v", git.subsNow)
+
+	_ = git.srv.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: "git/x"})
+	_ = git.srv.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: "git/y"})
+	wait := func(ch chan string, want string) {
+		t.Helper()
+		select {
+		case u := <-ch:
+			mustf(t, u == want, "got an update for %s, want %s", u, want)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no update for %s", want)
+		}
+	}
+	wait(got1, "git/x")
+	wait(got2, "git/y")
+	time.Sleep(200 * time.Millisecond)
+	mustf(t, len(got1) == 0 && len(got2) == 0, "a session got an update it did not subscribe to: %d %d", len(got1), len(got2))
+
+	mustf(t, cs1.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: "git/x"}) == nil, "unsubscribe 1")
+	eventually(t, func() bool { return strings.Join(git.subsNow(), " ") == "+git/x +git/y -git/x" }, "upstream after the last unsubscribe: %v", git.subsNow)
+}
+
+// configIn writes doc as a configuration in a new directory, loads it and
+// pins its servers.
+func configIn(t *testing.T, doc map[string]any) *Config {
+	t.Helper()
+	b, _ := json.Marshal(doc)
+	cfg, err := LoadConfig(writeFile(t, filepath.Join(t.TempDir(), "proxy.json"), string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range cfg.Servers {
+		m, err := mcp.Pin(context.Background(), s.Server())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mcp.WriteManifest(s.Manifest, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cfg
+}
+
+// eventually waits up to 10s for cond, failing with format and what show
+// says then.
+func eventually(t *testing.T, cond func() bool, format string, show func() []string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf(format, show())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
