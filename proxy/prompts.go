@@ -2,8 +2,8 @@ package proxy
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"sort"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"

@@ -81,7 +81,7 @@ type Proxy struct {
 	promptsMu sync.Mutex
 	prompts   map[string]promptRoute
 	// subs are the host sessions' resource subscriptions (subscribe.go).
-	subs subscriptions
+	subs    subscriptions
 	logStop chan struct{}
 	logDone chan struct{}
 }
