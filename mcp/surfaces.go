@@ -4,10 +4,12 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,9 +36,6 @@ func (c *Connection) clientOptions() *sdk.ClientOptions {
 	o := &sdk.ClientOptions{
 		Logger:                 c.srv.Logger,
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { c.watch.notify() },
-		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
-			c.progress.deliver(req.Params)
-		},
 	}
 	if n := c.srv.Notifications; n != nil {
 		if n.Log != nil {
@@ -130,39 +129,85 @@ func progressFrom(ctx context.Context) Progress {
 }
 
 // progressRouter maps the tokens of calls in flight to their listeners.
+// The message tap hands it each notifications/progress as it is read, in
+// the order the server sent it, so a notification sent before the answer
+// is queued before the answer is read; a call's finish delivers what its
+// queue holds before the call returns.
 type progressRouter struct {
 	next atomic.Int64
 	mu   sync.Mutex
-	m    map[string]Progress
+	m    map[string]*progressRoute
 }
+
+type progressRoute struct {
+	q    chan *sdk.ProgressNotificationParams
+	done chan struct{}
+}
+
+// progressQueue bounds the notifications one call holds undelivered; past
+// it one is dropped rather than block the connection's reader.
+const progressQueue = 256
+
+// progressDrain bounds how long a finished call waits for its listener
+// to take what its queue holds.
+const progressDrain = 5 * time.Second
 
 func (r *progressRouter) add(fn Progress) (string, func()) {
 	tok := "p" + strconv.FormatInt(r.next.Add(1), 10)
+	rt := &progressRoute{q: make(chan *sdk.ProgressNotificationParams, progressQueue), done: make(chan struct{})}
+	go func() {
+		defer close(rt.done)
+		for p := range rt.q {
+			fn(p)
+		}
+	}()
 	r.mu.Lock()
 	if r.m == nil {
-		r.m = map[string]Progress{}
+		r.m = map[string]*progressRoute{}
 	}
-	r.m[tok] = fn
+	r.m[tok] = rt
 	r.mu.Unlock()
 	return tok, func() {
 		r.mu.Lock()
 		delete(r.m, tok)
+		close(rt.q)
 		r.mu.Unlock()
+		select {
+		case <-rt.done:
+		case <-time.After(progressDrain):
+		}
 	}
 }
 
-// deliver routes a notification by its token; one for no call in flight
-// is dropped.
+// deliver queues a notification for its call by its token; one for no
+// call in flight is dropped.
 func (r *progressRouter) deliver(p *sdk.ProgressNotificationParams) {
 	if p == nil {
 		return
 	}
 	r.mu.Lock()
-	fn := r.m[fmt.Sprint(p.ProgressToken)]
-	r.mu.Unlock()
-	if fn != nil {
-		fn(p)
+	defer r.mu.Unlock()
+	rt := r.m[fmt.Sprint(p.ProgressToken)]
+	if rt == nil {
+		return
 	}
+	select {
+	case rt.q <- p:
+	default:
+	}
+}
+
+// progressMessage reads a notifications/progress the tap saw, or nil.
+func progressMessage(msg jsonrpc.Message) *sdk.ProgressNotificationParams {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || req.IsCall() || req.Method != "notifications/progress" {
+		return nil
+	}
+	var p sdk.ProgressNotificationParams
+	if err := json.Unmarshal(req.Params, &p); err != nil || p.ProgressToken == nil {
+		return nil
+	}
+	return &p
 }
 
 // Subscribe asks the server for notifications/resources/updated about uri.

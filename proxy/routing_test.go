@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -52,6 +54,14 @@ func newSmall(t *testing.T, name string, prompts, resources, templates []string)
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "noop"}}}, nil
 		})
+	// quick reports progress and answers at once.
+	s.AddTool(&sdk.Tool{Name: "quick", Description: "Reports progress and answers.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 1, Message: "all of it"})
+			}
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "quick"}}}, nil
+		})
 	for _, pr := range prompts {
 		pr := pr
 		s.AddPrompt(&sdk.Prompt{Name: pr, Arguments: []*sdk.PromptArgument{{Name: "x"}}}, func(context.Context, *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
@@ -78,17 +88,22 @@ func newSmall(t *testing.T, name string, prompts, resources, templates []string)
 
 func (sm *small) entry(extra map[string]any) map[string]any {
 	e := map[string]any{"name": sm.name, "endpoint": sm.url, "manifest": sm.name + ".manifest.json", "default_timeout": "5s",
-		"rules": map[string]any{"noop": map[string]any{"side_effect": "read_only"}}}
+		"rules": map[string]any{"noop": map[string]any{"side_effect": "read_only"}, "quick": map[string]any{"side_effect": "read_only"}}}
 	for k, v := range extra {
 		e[k] = v
 	}
 	return e
 }
 
+// subsNow is what the server heard of subscriptions, sorted: a host on
+// the current protocol subscribes over streams of its own, in no set
+// order.
 func (sm *small) subsNow() []string {
 	sm.mu.Lock()
 	defer sm.mu.Unlock()
-	return append([]string(nil), sm.subs...)
+	out := append([]string(nil), sm.subs...)
+	sort.Strings(out)
+	return out
 }
 
 func smallHarness(t *testing.T, entries ...map[string]any) *harness {
@@ -244,5 +259,41 @@ func eventually(t *testing.T, cond func() bool, format string, show func() []str
 			t.Fatalf(format, show())
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Progress a server sends before its answer reaches the host, every time:
+// the token's route was dropped when the call returned, while the SDK
+// delivered the notification on another queue, and 2 to 10 of 12 were
+// lost.
+func TestForward_ProgressSentBeforeTheAnswerAlwaysArrives(t *testing.T) {
+	sm := newSmall(t, "s", nil, nil, nil)
+	h := smallHarness(t, sm.entry(nil))
+	const calls = 24
+	var mu sync.Mutex
+	seen := map[string]int{}
+	cs := hostClient(t, h, &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Params.Message == "all of it" {
+			seen[r.Params.ProgressToken.(string)]++
+		}
+	}})
+	for i := range calls {
+		params := &sdk.CallToolParams{Name: "s_quick", Arguments: map[string]any{}}
+		params.SetProgressToken(fmt.Sprintf("tok-%d", i))
+		res, err := cs.CallTool(context.Background(), params)
+		mustf(t, err == nil && text(res) == "quick", "call %d: %v %v", i, res, err)
+	}
+	count := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return []string{fmt.Sprint(len(seen))}
+	}
+	eventually(t, func() bool { return count()[0] == fmt.Sprint(calls) }, "the host heard the progress of %v calls, want all", count)
+	mu.Lock()
+	defer mu.Unlock()
+	for tok, n := range seen {
+		mustf(t, n == 1, "%s was heard %d times", tok, n)
 	}
 }
