@@ -27,6 +27,8 @@ type call struct {
 	hold time.Duration
 	// progress, when set, sends one progress notification.
 	progress func(msg string)
+	// outcome is the policy's preview of the call (gatePolicy.preview).
+	outcome agentrt.PolicyOutcome
 }
 
 // maxAttempts bounds how often one call is matched again after a row or
@@ -69,7 +71,8 @@ func (p *Proxy) callTool(ctx context.Context, c *call) answer {
 		return p.refusedJSON(ctx, c)
 	}
 	c.key = keyOf(c.t.name, canon)
-	if !c.t.mutating() && c.t.outcome(p.cfg.Policy) == agentrt.Allow {
+	c.outcome = p.policy.preview(ctx, c.t, canon, p.limits())
+	if !c.t.mutating() && c.outcome == agentrt.Allow {
 		// An allowed read has nothing to match: no approval to collect, no
 		// repeat to refuse, no block. It runs at once, and its row is
 		// written for the status tool after the answer, off its path.
@@ -136,7 +139,7 @@ func (p *Proxy) internal(err error, why string) (answer, bool) {
 func (p *Proxy) claim(ctx context.Context, c *call) (claim, error) {
 	now := p.now()
 	var out claim
-	needsApproval := c.t.outcome(p.cfg.Policy) == agentrt.RequireApproval
+	needsApproval := c.outcome == agentrt.RequireApproval
 	err := p.ix.update(ctx, func(tx *sql.Tx) error {
 		out = claim{}
 		r, err := openRow(tx, p.cfg.Session, c.key)

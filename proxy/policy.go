@@ -192,6 +192,28 @@ func newGatePolicy(cfg *Config, tools map[string]*ptool) (*gatePolicy, error) {
 	return &gatePolicy{classes: cfg.Policy, file: file, tools: tools, id: "agentrt-proxy/sha256:" + hex.EncodeToString(sum[:])}, nil
 }
 
+// preview is what the policy decides of a new call before its run
+// exists: the file's verdict when a file decides (on the run as it will
+// start), else the rule's or the class's outcome. The fast path for an
+// allowed read and the max_pending cap go by it, so they follow what the
+// gate will decide. An evaluation error previews as "" (the gate decides,
+// and records the error).
+func (g *gatePolicy) preview(ctx context.Context, t *ptool, args json.RawMessage, limits agentrt.Limits) agentrt.PolicyOutcome {
+	if g.file == nil {
+		return t.outcome(g.classes)
+	}
+	pa, err := agentrt.PolicyJSON(args)
+	if err != nil {
+		return ""
+	}
+	view := agentrt.RunView{Run: agentrt.Run{Status: agentrt.RunRunning, StepCount: 1, Limits: limits}}
+	pd, err := g.file.Evaluate(ctx, agentrt.ToolRequest{Spec: t.spec, Args: pa}, view)
+	if err != nil {
+		return ""
+	}
+	return pd.Outcome
+}
+
 // PolicyID names the policy by a hash of what it decides from.
 func (g *gatePolicy) PolicyID() string { return g.id }
 
