@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
+	"unicode"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -82,21 +84,64 @@ func says(s Status, format string, args ...any) answer {
 	return answer{status: s, text: string(s) + ": " + fmt.Sprintf(format, args...), isError: s.isError()}
 }
 
+// StatusMetaKey is the _meta key that marks the proxy's own answers. Its
+// value is an object whose "status" is the answer's status word. The proxy
+// never passes a server's _meta on, so no server's result carries it: a
+// host tells the proxy's answers from a server's by this key, never by
+// the text.
+const StatusMetaKey = "gated-tools/status"
+
+// serverTextMark starts a server's text that would otherwise begin like
+// one of the proxy's answers (a status word and a colon).
+const serverTextMark = "[server text] "
+
 // result is the MCP result. A recorded result that is a JSON string is
-// the server's text; an object is also its structured content.
+// the server's text; an object is also its structured content. The
+// proxy's own answers carry StatusMetaKey; a server's text that begins
+// with a status word is marked so it cannot read as one.
 func (a answer) result() *sdk.CallToolResult {
 	if a.status == "" {
 		var text string
 		if err := json.Unmarshal(a.content, &text); err == nil {
-			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}}
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: unmistakable(text)}}}
 		}
-		res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(a.content)}}}
+		res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: unmistakable(string(a.content))}}}
 		if len(a.content) > 0 && a.content[0] == '{' {
 			res.StructuredContent = json.RawMessage(a.content)
 		}
 		return res
 	}
-	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: a.text}}, IsError: a.isError}
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: a.text}}, IsError: a.isError,
+		Meta: sdk.Meta{StatusMetaKey: map[string]any{"status": string(a.status)}}}
+}
+
+// statuses are every status word an answer can start with.
+var statuses = []Status{StatusPendingApproval, StatusInProgress, StatusDenied, StatusInvalid, StatusRejected, StatusExpired,
+	StatusDuplicate, StatusBlocked, StatusUnknownOutcome, StatusFailed, StatusUnrecorded, StatusUnavailable, StatusGateStatus}
+
+// unmistakable marks a server's text that begins, past any blank or
+// invisible characters and in any case, with a status word and a colon.
+func unmistakable(s string) string {
+	if impersonates(s) {
+		return serverTextMark + s
+	}
+	return s
+}
+
+func impersonates(s string) bool {
+	t := strings.TrimLeftFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) || unicode.IsControl(r) })
+	if strings.HasPrefix(t, serverTextMark) {
+		return false
+	}
+	for _, st := range statuses {
+		if len(t) >= len(st) && strings.EqualFold(t[:len(st)], string(st)) {
+			rest := strings.TrimLeftFunc(t[len(st):], func(r rune) bool { return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) })
+			if rest == "" || rest[0] == ':' {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func pendingText(approvalID string, waited time.Duration) answer {
