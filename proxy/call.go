@@ -84,6 +84,11 @@ func (p *Proxy) callTool(ctx context.Context, c *call) answer {
 		}
 		return a
 	}
+	if c.t.mutating() {
+		// A call to this tool cut off under a lapsed lease blocks it
+		// before this one is matched.
+		p.sweepLapsed(ctx, c.t.name)
+	}
 	for range maxAttempts {
 		a, again := p.attempt(ctx, c)
 		if !again {

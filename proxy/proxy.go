@@ -80,6 +80,9 @@ type Proxy struct {
 	// prompts maps the host's prompt names to their servers (prompts.go).
 	promptsMu sync.Mutex
 	prompts   map[string]promptRoute
+	// sweepStop ends the sweep for lapsed leases (lapsed.go); sweepDone
+	// is closed when it has.
+	sweepStop, sweepDone chan struct{}
 	// subs are the host sessions' resource subscriptions (subscribe.go).
 	subs    subscriptions
 	logStop chan struct{}
@@ -203,6 +206,8 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 		return nil, err
 	}
 	p.server = p.newServer()
+	p.sweepStop, p.sweepDone = make(chan struct{}), make(chan struct{})
+	p.sweepLater(p.sweepLapsed(ctx, ""))
 	return p, nil
 }
 
@@ -238,6 +243,11 @@ func (p *Proxy) Serve(ctx context.Context, t sdk.Transport) error {
 // Close ends the upstream connections and closes the stores; calls in
 // flight finish first.
 func (p *Proxy) Close() error {
+	if p.sweepStop != nil {
+		close(p.sweepStop)
+		<-p.sweepDone
+		p.sweepStop = nil
+	}
 	p.inflight.Wait()
 	var errs []error
 	for _, c := range p.conns {
