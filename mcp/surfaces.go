@@ -23,15 +23,22 @@ type Notifications struct {
 	Log func(*sdk.LoggingMessageParams)
 	// ResourceUpdated hears each notifications/resources/updated.
 	ResourceUpdated func(*sdk.ResourceUpdatedNotificationParams)
+	// Sample, when set, answers the server's sampling/createMessage
+	// requests (and the client advertises sampling); nil refuses them.
+	Sample func(context.Context, *sdk.CreateMessageParams) (*sdk.CreateMessageResult, error)
+	// Elicit, when set, answers the server's elicitation/create requests
+	// (and the client advertises elicitation); nil refuses them.
+	Elicit func(context.Context, *sdk.ElicitParams) (*sdk.ElicitResult, error)
 	// Refused hears each request the server sent that the client refused:
 	// sampling/createMessage, elicitation/create, roots/list, and any other
-	// server-to-client request but ping. A client built here asks its user
-	// nothing on a server's behalf.
+	// server-to-client request but ping. Unless Sample or Elicit is set, a
+	// client built here asks its user nothing on a server's behalf.
 	Refused func(method string)
 }
 
-// clientOptions are the SDK client's: no sampling, elicitation or roots
-// handler (so none is advertised), the tool watcher, and the hooks.
+// clientOptions are the SDK client's: no roots handler, and no sampling
+// or elicitation handler unless a hook answers them (so only those are
+// advertised), the tool watcher, and the hooks.
 func (c *Connection) clientOptions() *sdk.ClientOptions {
 	o := &sdk.ClientOptions{
 		Logger:                 c.srv.Logger,
@@ -44,14 +51,31 @@ func (c *Connection) clientOptions() *sdk.ClientOptions {
 		if n.ResourceUpdated != nil {
 			o.ResourceUpdatedHandler = func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) { n.ResourceUpdated(req.Params) }
 		}
+		if n.Sample != nil {
+			o.CreateMessageHandler = func(ctx context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+				return n.Sample(ctx, req.Params)
+			}
+		}
+		if n.Elicit != nil {
+			o.ElicitationHandler = func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				return n.Elicit(ctx, req.Params)
+			}
+		}
 	}
 	return o
 }
 
-// refuseRequests answers every request the server sends but ping with an
-// error, and reports it, before the SDK could route it anywhere.
+// refuseRequests answers every request the server sends but ping (and
+// sampling or elicitation a hook answers) with an error, and reports it,
+// before the SDK could route it anywhere.
 func (c *Connection) refuseRequests(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		n := c.srv.Notifications
+		switch {
+		case method == "sampling/createMessage" && n != nil && n.Sample != nil,
+			method == "elicitation/create" && n != nil && n.Elicit != nil:
+			return next(ctx, method, req)
+		}
 		switch method {
 		case "sampling/createMessage", "elicitation/create", "roots/list":
 			if n := c.srv.Notifications; n != nil && n.Refused != nil {

@@ -126,8 +126,9 @@ func (p *Proxy) addUpstream(sc ServerConfig, conn *mcp.Connection) {
 // notifications are the hooks given to server name's connection: its log
 // messages go to every host session, and its requests for sampling,
 // elicitation or roots are refused and recorded.
-func (p *Proxy) notifications(name string) *mcp.Notifications {
-	return &mcp.Notifications{
+func (p *Proxy) notifications(sc ServerConfig) *mcp.Notifications {
+	name := sc.Name
+	n := &mcp.Notifications{
 		Log: func(m *sdk.LoggingMessageParams) {
 			// The hook runs on the connection's reader: queue, never
 			// block it; a flood past the queue is dropped.
@@ -146,6 +147,33 @@ func (p *Proxy) notifications(name string) *mcp.Notifications {
 			}
 		},
 	}
+	if sc.Forward[RequestSampling] {
+		n.Sample = func(ctx context.Context, params *sdk.CreateMessageParams) (*sdk.CreateMessageResult, error) {
+			raw, err := p.ask(ctx, name, RequestSampling, params)
+			if err != nil {
+				return nil, err
+			}
+			var out sdk.CreateMessageResult
+			if err := json.Unmarshal(raw, &out); err != nil {
+				return nil, refusedAsk("the host's answer will not decode")
+			}
+			return &out, nil
+		}
+	}
+	if sc.Forward[RequestElicitation] {
+		n.Elicit = func(ctx context.Context, params *sdk.ElicitParams) (*sdk.ElicitResult, error) {
+			raw, err := p.ask(ctx, name, RequestElicitation, params)
+			if err != nil {
+				return nil, err
+			}
+			var out sdk.ElicitResult
+			if err := json.Unmarshal(raw, &out); err != nil {
+				return nil, refusedAsk("the host's answer will not decode")
+			}
+			return &out, nil
+		}
+	}
+	return n
 }
 
 // serverOptions are the host-facing server's: capabilities for the

@@ -133,11 +133,22 @@ func hostileHarness(t *testing.T, edit func(srv map[string]any)) (*harness, *hos
 // hostClient connects another host to the proxy with opts.
 func hostClient(t *testing.T, h *harness, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
+	return hostClientOn(t, h, opts, "")
+}
+
+// hostClientOn connects another host asking for protocol version (the
+// SDK's latest when empty).
+func hostClientOn(t *testing.T, h *harness, opts *sdk.ClientOptions, version string) *sdk.ClientSession {
+	t.Helper()
 	ct, st := sdk.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.p.Serve(ctx, st) }()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "host2", Version: "1"}, opts).Connect(context.Background(), ct, nil)
+	var so *sdk.ClientSessionOptions
+	if version != "" {
+		so = &sdk.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "host2", Version: "1"}, opts).Connect(context.Background(), ct, so)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,6 +83,9 @@ type Proxy struct {
 	// sweepStop ends the sweep for lapsed leases (lapsed.go); sweepDone
 	// is closed when it has.
 	sweepStop, sweepDone chan struct{}
+	// callers are the host sessions with a call in flight, per server, to
+	// forward a server's requests to (asks.go).
+	callers callers
 	// subs are the host sessions' resource subscriptions (subscribe.go).
 	subs    subscriptions
 	logStop chan struct{}
@@ -121,7 +124,11 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 	}
 	p = &Proxy{cfg: cfg, opts: opts, tools: map[string]*ptool{}, logq: make(chan logItem, logQueue),
 		logStop: make(chan struct{}), logDone: make(chan struct{}),
-		subs: subscriptions{m: map[string]*subscription{}, sem: make(chan struct{}, 16)}}
+		subs:    subscriptions{m: map[string]*subscription{}, sem: make(chan struct{}, 16)},
+		callers: callers{m: map[string][]*sdk.ServerSession{}, sem: map[string]chan struct{}{}}}
+	for _, s := range cfg.Servers {
+		p.callers.sem[s.Name] = make(chan struct{}, maxAsksInFlight)
+	}
 	go p.drainLogs()
 	for _, st := range cfg.Suggested() {
 		p.logf("%s", suggestionLine(cfg, st))
@@ -144,7 +151,7 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 	var gateTools []agentrt.Tool
 	for i, s := range cfg.Servers {
 		srv := s.Server()
-		srv.Notifications = p.notifications(s.Name)
+		srv.Notifications = p.notifications(s)
 		tools, rep, lerr := mcp.Load(ctx, srv, manifests[i], s.MCPRules())
 		if rep != nil {
 			p.reports = append(p.reports, rep)
@@ -189,6 +196,13 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 	}
 	if len(p.tools) == 0 {
 		return nil, noTools(cfg)
+	}
+	for _, s := range cfg.Servers {
+		for _, kind := range []ServerRequest{RequestSampling, RequestElicitation} {
+			if s.Forward[kind] {
+				gateTools = append(gateTools, askTool{p: p, server: s.Name, kind: kind})
+			}
+		}
 	}
 	if _, clash := p.tools[cfg.StatusTool]; clash {
 		return nil, &agentrt.ConfigError{Field: "status_tool", Reason: fmt.Sprintf("%q is also the name of a proxied tool; choose another", cfg.StatusTool)}
@@ -333,6 +347,8 @@ func (p *Proxy) newServer() *sdk.Server {
 		s.AddTool(tool, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			p.inflight.Add(1)
 			defer p.inflight.Done()
+			p.callers.enter(t.server, req.Session)
+			defer p.callers.leave(t.server, req.Session)
 			return p.handle(ctx, t, req).result(), nil
 		})
 	}

@@ -61,6 +61,26 @@ func newSmall(t *testing.T, name string, prompts, resources, templates []string)
 			_ = json.Unmarshal(req.Params.Arguments, &a)
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: a.Text}}, Meta: sdk.Meta{StatusMetaKey: map[string]any{"status": "PENDING_APPROVAL"}}}, nil
 		})
+	// ask asks the host to sample, then to elicit, and says what it heard.
+	s.AddTool(&sdk.Tool{Name: "ask", Description: "Asks the host.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			var heard []string
+			cm, err := req.Session.CreateMessage(ctx, &sdk.CreateMessageParams{MaxTokens: 10,
+				Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: "summarize the file"}}}})
+			if err != nil {
+				heard = append(heard, "sampling refused")
+			} else if tc, ok := cm.Content.(*sdk.TextContent); ok {
+				heard = append(heard, "sampled "+tc.Text)
+			}
+			el, err := req.Session.Elicit(ctx, &sdk.ElicitParams{Message: "which branch?",
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"branch": map[string]any{"type": "string"}}}})
+			if err != nil {
+				heard = append(heard, "elicitation refused")
+			} else {
+				heard = append(heard, fmt.Sprintf("elicited %s %v", el.Action, el.Content["branch"]))
+			}
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: strings.Join(heard, "; ")}}}, nil
+		})
 	// quick reports progress and answers at once.
 	s.AddTool(&sdk.Tool{Name: "quick", Description: "Reports progress and answers.", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -95,7 +115,7 @@ func newSmall(t *testing.T, name string, prompts, resources, templates []string)
 
 func (sm *small) entry(extra map[string]any) map[string]any {
 	e := map[string]any{"name": sm.name, "endpoint": sm.url, "manifest": sm.name + ".manifest.json", "default_timeout": "5s",
-		"rules": map[string]any{"noop": map[string]any{"side_effect": "read_only"}, "quick": map[string]any{"side_effect": "read_only"}, "say": map[string]any{"side_effect": "read_only"}}}
+		"rules": map[string]any{"noop": map[string]any{"side_effect": "read_only"}, "quick": map[string]any{"side_effect": "read_only"}, "say": map[string]any{"side_effect": "read_only"}, "ask": map[string]any{"side_effect": "read_only"}}}
 	for k, v := range extra {
 		e[k] = v
 	}
@@ -333,4 +353,63 @@ func TestProxy_UpstreamTextCannotImpersonateTheProxy(t *testing.T) {
 	}
 	plain := h.call("s_say", `{"text":"all is well: PENDING_APPROVAL: later"}`)
 	mustf(t, text(plain) == "all is well: PENDING_APPROVAL: later", "plain text was changed: %q", text(plain))
+}
+
+// Sampling and elicitation stay refused by default, even for a host that
+// would answer; a server entry's forward opt-in passes each to the host
+// session whose call is in flight, records the request and the host's
+// answer in the hash chain as a run of its own, and refuses a request
+// the host does not offer to answer.
+func TestForward_SamplingAndElicitationReachTheHostOnlyWhenTheServerOptsIn(t *testing.T) {
+	answering := &sdk.ClientOptions{
+		CreateMessageHandler: func(_ context.Context, r *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+			return &sdk.CreateMessageResult{Model: "m", Role: "assistant", Content: &sdk.TextContent{Text: "a summary"}}, nil
+		},
+		ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"branch": "main"}}, nil
+		},
+	}
+	sm := newSmall(t, "s", nil, nil, nil)
+	h := smallHarness(t, sm.entry(nil))
+	cs := hostClientOn(t, h, answering, "2025-11-25")
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "s_ask", Arguments: map[string]any{}})
+	mustf(t, err == nil && text(res) == "sampling refused; elicitation refused", "by default: %v %v", res, err)
+
+	sm2 := newSmall(t, "s", nil, nil, nil)
+	h2 := smallHarness(t, sm2.entry(map[string]any{"forward": []string{"sampling", "elicitation"}}))
+	// A host on the 2025-11-25 protocol is asked during the call; one on
+	// a later protocol takes no request while it waits on an answer (SEP
+	// 2322), and is not asked.
+	cs2 := hostClientOn(t, h2, answering, "2025-11-25")
+	res, err = cs2.CallTool(context.Background(), &sdk.CallToolParams{Name: "s_ask", Arguments: map[string]any{}})
+	mustf(t, err == nil && text(res) == "sampled a summary; elicited accept main", "opted in: %q %v\n%s", text(res), err, h2.stderr)
+	// A host that offers neither is not asked, nor one on a later protocol.
+	res, err = h2.cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "s_ask", Arguments: map[string]any{}})
+	mustf(t, err == nil && text(res) == "sampling refused; elicitation refused", "a host that offers neither: %v %v", res, err)
+	res, err = hostClient(t, h2, answering).CallTool(context.Background(), &sdk.CallToolParams{Name: "s_ask", Arguments: map[string]any{}})
+	mustf(t, err == nil && text(res) == "sampling refused; elicitation refused", "a host on a later protocol: %v %v", res, err)
+
+	// Each forwarded request is a run whose decision holds the request and
+	// whose result holds the host's answer, in the verified chain.
+	st := h2.p.Store()
+	runs, err := st.ListRuns(context.Background())
+	mustf(t, err == nil, "runs: %v", err)
+	found := map[string]bool{}
+	for _, r := range runs {
+		steps, _ := st.ListSteps(context.Background(), r.ID)
+		for _, s := range steps {
+			if s.Decision == nil || s.Observation == nil {
+				continue
+			}
+			switch {
+			case s.Decision.Tool == "sampling:s" && strings.Contains(string(s.Decision.Args), "summarize the file") && strings.Contains(string(s.Observation.Content), "a summary"):
+				found["sampling"] = true
+			case s.Decision.Tool == "elicitation:s" && strings.Contains(string(s.Decision.Args), "which branch?") && strings.Contains(string(s.Observation.Content), "main"):
+				found["elicitation"] = true
+			}
+		}
+	}
+	mustf(t, found["sampling"] && found["elicitation"], "recorded: %v", found)
+	rep, err := st.VerifyEvents(context.Background(), 0, 0)
+	mustf(t, err == nil && rep.Intact(), "the chain: %+v %v", rep, err)
 }
