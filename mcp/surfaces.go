@@ -72,9 +72,18 @@ func (c *Connection) refuseRequests(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		n := c.srv.Notifications
 		switch {
-		case method == "sampling/createMessage" && n != nil && n.Sample != nil,
-			method == "elicitation/create" && n != nil && n.Elicit != nil:
+		case method == "sampling/createMessage" && n != nil && n.Sample != nil:
 			return next(ctx, method, req)
+		case method == "elicitation/create" && n != nil && n.Elicit != nil:
+			// Straight to the hook: the SDK's own check of the requested
+			// schema refuses schemas the protocol allows (a titled
+			// multi-select whose items also name their type); whoever
+			// answers checks what it is shown.
+			params, _ := req.GetParams().(*sdk.ElicitParams)
+			if params == nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "elicitation/create without params"}
+			}
+			return n.Elicit(ctx, params)
 		}
 		switch method {
 		case "sampling/createMessage", "elicitation/create", "roots/list":

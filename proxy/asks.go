@@ -74,7 +74,13 @@ func (a askTool) Call(ctx context.Context, call agentrt.ToolCall) (agentrt.ToolR
 		if err := json.Unmarshal(call.Args, &params); err != nil {
 			return agentrt.ToolResult{}, fmt.Errorf("the request will not decode: %v", err)
 		}
-		res, err = ss.Elicit(ctx, &params)
+		// The schema travels beside the request, for the sending
+		// middleware (elicitSchema) to put back: ServerSession.Elicit
+		// checks the host's answer against the schema with the SDK's own
+		// check, which refuses schemas the protocol allows.
+		schema := params.RequestedSchema
+		params.RequestedSchema = nil
+		res, err = ss.Elicit(context.WithValue(ctx, elicitSchemaKey{}, schema), &params)
 	}
 	if err != nil {
 		return agentrt.ToolResult{}, fmt.Errorf("the host refused: %s", trace.Sanitize(trace.Truncate(err.Error(), boundReason)))
@@ -216,5 +222,26 @@ func (p *Proxy) refused(server, method string) {
 	defer cancel()
 	if err := p.ix.recordRefusal(ctx, p.cfg.Session, server, method, p.now()); err != nil {
 		p.logf("agentrt-proxy: the refusal could not be recorded: %s", trace.Sanitize(err.Error()))
+	}
+}
+
+type elicitSchemaKey struct{}
+
+// elicitSchema puts an elicitation's requested schema back on the request
+// the host is sent (askTool.Call).
+func elicitSchema(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		schema := ctx.Value(elicitSchemaKey{})
+		r, ok := req.(*sdk.ServerRequest[sdk.Params])
+		if method != "elicitation/create" || schema == nil || !ok {
+			return next(ctx, method, req)
+		}
+		ep, ok := r.Params.(*sdk.ElicitParams)
+		if !ok || ep == nil {
+			return next(ctx, method, req)
+		}
+		params := *ep
+		params.RequestedSchema = schema
+		return next(ctx, method, &sdk.ServerRequest[sdk.Params]{Session: r.Session, Params: &params, Extra: r.Extra})
 	}
 }

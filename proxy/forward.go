@@ -215,6 +215,7 @@ func (p *Proxy) forward(s *sdk.Server) {
 	p.hostsMu.Lock()
 	p.hosts = append(p.hosts, s)
 	p.hostsMu.Unlock()
+	s.AddSendingMiddleware(elicitSchema)
 	s.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			if sf, ok := surfaceOf[method]; ok && !p.anyAllows(sf) {
