@@ -309,14 +309,8 @@ func (s *session) startEnqueued(ctx context.Context) (Verdict, error) {
 		if err != nil {
 			return err
 		}
-		if cur.LeaseOwner != "" && cur.LeaseOwner != s.lease.owner {
-			at, err := s.e.leaseNow(ctx, tx)
-			if err != nil {
-				return err
-			}
-			if at.Before(cur.LeaseExpiresAt) {
-				return &RunLeasedError{RunID: s.runID, Owner: cur.LeaseOwner, ExpiresAt: cur.LeaseExpiresAt}
-			}
+		if err := s.mayTakeLease(ctx, tx, cur); err != nil {
+			return err
 		}
 		if err := tx.RunUpdate(RunUpdate{ID: s.runID, From: []RunStatus{RunEnqueued}, CheckLease: true, Owner: run.LeaseOwner,
 			Generation: run.Generation, Status: RunRunning, StartedAt: now, SetLease: true, LeaseOwner: s.lease.owner,
