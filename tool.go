@@ -53,6 +53,9 @@ type ToolCall struct {
 type ToolResult struct {
 	Content json.RawMessage
 	Summary string
+	// Blocks, when set, are the result's typed blocks as its source sent
+	// them (content.go); Content stays what a model reads.
+	Blocks []ResultBlock
 }
 
 // Tool is a capability the agent may request.

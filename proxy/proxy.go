@@ -63,10 +63,6 @@ type Proxy struct {
 	// reports are what Load said about each server.
 	reports []*mcp.Report
 
-	// stages holds, per step id, how far a failed upstream call got, from
-	// the tool's *mcp.CallError, until the call handling reads it.
-	stages sync.Map
-
 	inflight sync.WaitGroup
 	stderrMu sync.Mutex
 
@@ -191,7 +187,7 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 			}
 			p.tools[t.name] = t
 			p.order = append(p.order, t)
-			gateTools = append(gateTools, stagedTool{inner: tl, p: p})
+			gateTools = append(gateTools, tl)
 		}
 	}
 	if len(p.tools) == 0 {
@@ -321,34 +317,6 @@ func (p *Proxy) newRunID() string {
 func (p *Proxy) limits() agentrt.Limits {
 	return agentrt.Limits{MaxSteps: 3, MaxConsecutiveToolFailures: 3, LoopThreshold: 3,
 		ApprovalTTL: p.cfg.ApprovalTTL, GrantTTL: p.cfg.GrantTTL, RequireSignedGrant: p.cfg.RequireSignedGrant}
-}
-
-// stagedTool records how far a failed upstream call got, by step, for the
-// call handling to classify the outcome; the runtime records only the
-// error's text, and text is not something to branch on.
-type stagedTool struct {
-	inner agentrt.Tool
-	p     *Proxy
-}
-
-func (s stagedTool) Spec() agentrt.ToolSpec { return s.inner.Spec() }
-
-func (s stagedTool) Call(ctx context.Context, call agentrt.ToolCall) (agentrt.ToolResult, error) {
-	res, err := s.inner.Call(ctx, call)
-	var ce *mcp.CallError
-	if errors.As(err, &ce) {
-		s.p.stages.Store(call.StepID, ce)
-	}
-	return res, err
-}
-
-// stage takes what stagedTool recorded for a step, or nil.
-func (p *Proxy) stage(stepID string) *mcp.CallError {
-	v, ok := p.stages.LoadAndDelete(stepID)
-	if !ok {
-		return nil
-	}
-	return v.(*mcp.CallError)
 }
 
 // newServer registers every proxied tool with its restricted schema, and

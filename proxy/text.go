@@ -10,6 +10,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -77,6 +78,9 @@ type answer struct {
 	// content is the recorded result of a call that ran; text is then
 	// empty and the result is passed back as the server sent it.
 	content json.RawMessage
+	// blocks are the recorded result's typed blocks, returned as the
+	// server sent them when there are any.
+	blocks  []agentrt.ResultBlock
 	isError bool
 }
 
@@ -100,6 +104,13 @@ const serverTextMark = "[server text] "
 // proxy's own answers carry StatusMetaKey; a server's text that begins
 // with a status word is marked so it cannot read as one.
 func (a answer) result() *sdk.CallToolResult {
+	if a.status == "" && len(a.blocks) > 0 {
+		res := &sdk.CallToolResult{Content: contentOf(a.blocks)}
+		if len(a.content) > 0 && a.content[0] == '{' {
+			res.StructuredContent = json.RawMessage(a.content)
+		}
+		return res
+	}
 	if a.status == "" {
 		var text string
 		if err := json.Unmarshal(a.content, &text); err == nil {
@@ -223,4 +234,49 @@ func unrecordedText(reason string) answer {
 
 func unavailableText(why string) answer {
 	return says(StatusUnavailable, "the call could not be handled now (%s). It did not run.", why)
+}
+
+// contentOf returns recorded blocks as MCP content, as the server sent
+// them: a block the runtime cut at its bounds is marked, and one whose
+// data it left out is a line naming its type, size and hash. The first
+// text is marked like a server's text result when it would read as the
+// proxy's own answer.
+func contentOf(blocks []agentrt.ResultBlock) []sdk.Content {
+	out := make([]sdk.Content, 0, len(blocks))
+	first := true
+	for _, b := range blocks {
+		omitted := b.Truncated && len(b.Data) == 0 && b.Text == "" && b.Type != agentrt.ResultResourceLink
+		switch {
+		case omitted:
+			out = append(out, &sdk.TextContent{Text: fmt.Sprintf("[%s %s of %d bytes, sha256 %s, left out at the recorded bound]",
+				b.Type, quote(b.MIMEType, boundName), b.Size, b.SHA256)})
+		case b.Type == agentrt.ResultText:
+			t := b.Text
+			if first {
+				t, first = unmistakable(t), false
+			}
+			if b.Truncated {
+				t += " [truncated]"
+			}
+			out = append(out, &sdk.TextContent{Text: t})
+		case b.Type == agentrt.ResultImage:
+			out = append(out, &sdk.ImageContent{Data: b.Data, MIMEType: b.MIMEType})
+		case b.Type == agentrt.ResultAudio:
+			out = append(out, &sdk.AudioContent{Data: b.Data, MIMEType: b.MIMEType})
+		case b.Type == agentrt.ResultResource:
+			rc := &sdk.ResourceContents{URI: b.URI, MIMEType: b.MIMEType, Text: b.Text, Blob: b.Data}
+			if b.Truncated && rc.Text != "" {
+				rc.Text += " [truncated]"
+			}
+			out = append(out, &sdk.EmbeddedResource{Resource: rc})
+		case b.Type == agentrt.ResultResourceLink:
+			l := &sdk.ResourceLink{URI: b.URI, Name: b.Name, Title: b.Title, Description: b.Description, MIMEType: b.MIMEType}
+			if b.Size > 0 {
+				size := b.Size
+				l.Size = &size
+			}
+			out = append(out, l)
+		}
+	}
+	return out
 }
