@@ -81,6 +81,16 @@ func newSmall(t *testing.T, name string, prompts, resources, templates []string)
 			}
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: strings.Join(heard, "; ")}}}, nil
 		})
+	// shot returns an image, a resource link and a line of text.
+	s.AddTool(&sdk.Tool{Name: "shot", Description: "Takes a screenshot.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			size := int64(len(shotPNG))
+			return &sdk.CallToolResult{Content: []sdk.Content{
+				&sdk.TextContent{Text: "the screen"},
+				&sdk.ImageContent{Data: shotPNG, MIMEType: "image/png"},
+				&sdk.ResourceLink{URI: "file:///shots/1.png", Name: "1.png", MIMEType: "image/png", Size: &size},
+			}}, nil
+		})
 	// quick reports progress and answers at once.
 	s.AddTool(&sdk.Tool{Name: "quick", Description: "Reports progress and answers.", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -115,7 +125,7 @@ func newSmall(t *testing.T, name string, prompts, resources, templates []string)
 
 func (sm *small) entry(extra map[string]any) map[string]any {
 	e := map[string]any{"name": sm.name, "endpoint": sm.url, "manifest": sm.name + ".manifest.json", "default_timeout": "5s",
-		"rules": map[string]any{"noop": map[string]any{"side_effect": "read_only"}, "quick": map[string]any{"side_effect": "read_only"}, "say": map[string]any{"side_effect": "read_only"}, "ask": map[string]any{"side_effect": "read_only"}}}
+		"rules": map[string]any{"noop": map[string]any{"side_effect": "read_only"}, "quick": map[string]any{"side_effect": "read_only"}, "say": map[string]any{"side_effect": "read_only"}, "ask": map[string]any{"side_effect": "read_only"}, "shot": map[string]any{"side_effect": "read_only"}}}
 	for k, v := range extra {
 		e[k] = v
 	}
@@ -413,3 +423,14 @@ func TestForward_SamplingAndElicitationReachTheHostOnlyWhenTheServerOptsIn(t *te
 	rep, err := st.VerifyEvents(context.Background(), 0, 0)
 	mustf(t, err == nil && rep.Intact(), "the chain: %+v %v", rep, err)
 }
+
+// shotPNG is an image larger than the adapter's text bound, its bytes
+// not all printable.
+var shotPNG = func() []byte {
+	b := make([]byte, 200<<10)
+	for i := range b {
+		b[i] = byte(i*7 + i/251)
+	}
+	copy(b, "\x89PNG\r\n\x1a\n")
+	return b
+}()
