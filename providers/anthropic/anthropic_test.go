@@ -379,3 +379,23 @@ func TestFromEnv_ReadsTheDocumentedVariables(t *testing.T) {
 		t.Fatalf("model = %v", m)
 	}
 }
+
+// A tool result that carries images goes as a list of its text and base64
+// image blocks, as the API takes images in tool results.
+func TestGenerate_ToolResultImagesAreImageBlocks(t *testing.T) {
+	f := serve(t, 200, nil, message(`[{"type":"text","text":"A cat."}]`, `"end_turn"`, okUsage))
+	req := agentrt.ModelRequest{Messages: []agentrt.Message{
+		{Role: agentrt.RoleUser, Content: []agentrt.ContentBlock{{Type: agentrt.BlockText, Text: "Look."}}},
+		{Role: agentrt.RoleAssistant, Content: []agentrt.ContentBlock{{Type: agentrt.BlockToolUse, ToolUseID: "step_0", Name: "shot"}}},
+		{Role: agentrt.RoleUser, Content: []agentrt.ContentBlock{{Type: agentrt.BlockToolResult, ToolUseID: "step_0", Content: "the screen",
+			Images: []agentrt.ImagePart{{MIMEType: "image/png", Data: []byte("png bytes")}}}}},
+	}}
+	if _, err := newModel(t, f.URL).Generate(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(f.body(t, 0)["messages"].([]any)[2])
+	want := `{"content":[{"content":[{"text":"the screen","type":"text"},{"source":{"data":"cG5nIGJ5dGVz","media_type":"image/png","type":"base64"},"type":"image"}],"tool_use_id":"step_0","type":"tool_result"}],"role":"user"}`
+	if string(got) != want {
+		t.Fatalf("tool result =\n%s\nwant\n%s", got, want)
+	}
+}

@@ -113,6 +113,9 @@ func encodeMessage(i int, msg agentrt.Message) ([]wireMessage, error) {
 				if b.ToolUseID == "" {
 					return nil, badRequest("message %d block %d is a tool result without a tool use id", i, j)
 				}
+				if len(b.Images) > 0 {
+					return nil, badRequest("message %d block %d is a tool result with images, which this provider does not take; render without Options.Images", i, j)
+				}
 				out = append(out, wireMessage{Role: "tool", ToolCallID: b.ToolUseID, Content: ptr(b.Content)})
 			default:
 				return nil, badRequest("message %d block %d has type %q, which a user turn cannot carry", i, j, b.Type)
