@@ -284,16 +284,14 @@ func (e *env) open(path string, readOnly bool) (*sqlite.Store, int) {
 func openRefusal(path string, err error) string {
 	p := trace.Sanitize(path)
 	var ins *agentrt.InsecureModeError
-	var own *agentrt.OwnerError
 	var uns *agentrt.UnsafeSchemaError
-	var sym *agentrt.SymlinkError
 	var ver *agentrt.SchemaVersionError
 	switch {
-	case errors.As(err, &sym):
-		return fmt.Sprintf("refusing %s because it is a symbolic link, and agentrt opens only the database file itself, so name that file.", trace.Sanitize(sym.Path))
-	case errors.As(err, &own):
+	case errors.As(err, &ins) && ins.Problem == agentrt.FileSymlink:
+		return fmt.Sprintf("refusing %s because it is a symbolic link, and agentrt opens only the database file itself, so name that file.", trace.Sanitize(ins.Path))
+	case errors.As(err, &ins) && ins.Problem == agentrt.FileOwner:
 		return fmt.Sprintf("refusing %s because it is owned by user %d, not by you (user %d), and whoever owns a runs database can forge any approval in it, so run agentrt as its owner or chown it to your account.",
-			trace.Sanitize(own.Path), own.Owner, own.User)
+			trace.Sanitize(ins.Path), ins.Owner, ins.User)
 	case errors.As(err, &ins):
 		return fmt.Sprintf("refusing %s because %s (mode %04o), and anyone who can write a runs database can approve anything in it, so make it owner-only with chmod 600 and owned by the account that runs agentrt.",
 			trace.Sanitize(ins.Path), trace.Sanitize(ins.Reason), ins.Mode)
