@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentrt/agentrt/internal/files"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -494,30 +495,11 @@ func writeHostConfig(h *host, raw, b []byte, now time.Time) (string, error) {
 	return backup, replaceFile(target, b, fi.Mode().Perm())
 }
 
-// replaceFile writes b to a temporary file beside path and renames it
-// over path.
+// replaceFile replaces path with b, mode perm, through files.WriteAtomic
+// (a synced temporary file beside it, renamed over it, the directory
+// synced).
 func replaceFile(path string, b []byte, perm fs.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".agentrt-proxy-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return files.WriteAtomic(path, b, perm)
 }
 
 // latestBackup is the newest backup init made of the host's file.
