@@ -26,64 +26,67 @@ type Reader struct {
 	Good []byte
 	// Max is the most bytes the reader reads.
 	Max int64
+	// Ext ends every file name the table makes (".yaml" for a reader
+	// that picks its format by the name).
+	Ext string
 	// Read reads the file at path and returns the reader's error.
 	Read func(path string) error
 }
 
-// Case is one hostile file: Make writes it under dir holding good (or
-// more than max bytes of it) and returns the path to hand the reader,
-// which must refuse it with Want.
+// Case is one hostile file: Make writes it under dir holding the reader's
+// good content (or more than its Max bytes of it) and returns the path to
+// hand the reader, which must refuse it with Want.
 type Case struct {
 	Name string
 	Want files.Problem
-	Make func(t *testing.T, dir string, good []byte, max int64) string
+	Make func(t *testing.T, dir string, r Reader) string
 }
 
 // Cases are the hostile files. Another account's file needs root to make
 // (chown); without root the case reads a root-owned file in /etc instead,
 // which is refused before its content is parsed.
 var Cases = []Case{
-	{"another owner", files.ProblemOwner, func(t *testing.T, dir string, good []byte, _ int64) string {
+	{"another owner", files.ProblemOwner, func(t *testing.T, dir string, r Reader) string {
 		if os.Geteuid() != 0 {
 			return rootOwned(t)
 		}
-		p := write(t, dir, "other", good, 0o644)
+		p := write(t, dir, "other"+r.Ext, r.Good, 0o644)
 		if err := os.Chown(p, 65534, 65534); err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}},
-	{"group-writable", files.ProblemWritable, func(t *testing.T, dir string, good []byte, _ int64) string {
-		return write(t, dir, "groupw", good, 0o620)
+	{"group-writable", files.ProblemWritable, func(t *testing.T, dir string, r Reader) string {
+		return write(t, dir, "groupw"+r.Ext, r.Good, 0o620)
 	}},
-	{"world-writable", files.ProblemWritable, func(t *testing.T, dir string, good []byte, _ int64) string {
-		return write(t, dir, "worldw", good, 0o602)
+	{"world-writable", files.ProblemWritable, func(t *testing.T, dir string, r Reader) string {
+		return write(t, dir, "worldw"+r.Ext, r.Good, 0o602)
 	}},
-	{"symbolic link", files.ProblemSymlink, func(t *testing.T, dir string, good []byte, _ int64) string {
-		target := write(t, dir, "target", good, 0o600)
-		link := filepath.Join(dir, "link")
+	{"symbolic link", files.ProblemSymlink, func(t *testing.T, dir string, r Reader) string {
+		target := write(t, dir, "target"+r.Ext, r.Good, 0o600)
+		link := filepath.Join(dir, "link"+r.Ext)
 		if err := os.Symlink(target, link); err != nil {
 			t.Fatal(err)
 		}
 		return link
 	}},
-	{"FIFO", files.ProblemNotRegular, func(t *testing.T, dir string, _ []byte, _ int64) string {
-		p := filepath.Join(dir, "fifo")
+	{"FIFO", files.ProblemNotRegular, func(t *testing.T, dir string, r Reader) string {
+		p := filepath.Join(dir, "fifo"+r.Ext)
 		if err := syscall.Mkfifo(p, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}},
-	{"directory", files.ProblemNotRegular, func(t *testing.T, dir string, _ []byte, _ int64) string {
-		p := filepath.Join(dir, "dir")
+	{"directory", files.ProblemNotRegular, func(t *testing.T, dir string, r Reader) string {
+		p := filepath.Join(dir, "dir"+r.Ext)
 		if err := os.Mkdir(p, 0o700); err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}},
-	{"swapped between check and read", files.ProblemChanged, func(t *testing.T, dir string, good []byte, _ int64) string {
-		p := write(t, dir, "swapped", good, 0o600)
-		evil := write(t, dir, "evil", good, 0o666)
+	{"swapped between check and read", files.ProblemChanged, func(t *testing.T, dir string, r Reader) string {
+		p := write(t, dir, "swapped"+r.Ext, r.Good, 0o600)
+		evil := write(t, dir, "evil"+r.Ext, r.Good, 0o666)
 		once := false
 		t.Cleanup(files.SetBeforeOpenForTest(func(path string) {
 			if path == p && !once {
@@ -95,11 +98,11 @@ var Cases = []Case{
 		}))
 		return p
 	}},
-	{"too large", files.ProblemTooLarge, func(t *testing.T, dir string, good []byte, max int64) string {
+	{"too large", files.ProblemTooLarge, func(t *testing.T, dir string, r Reader) string {
 		// Padding a reader's good content with blank space keeps it
 		// well-formed JSON or lines; only its size is wrong.
-		body := append(bytes.Clone(good), bytes.Repeat([]byte{'\n'}, int(max)+1-len(good))...)
-		return write(t, dir, "large", body, 0o600)
+		body := append(bytes.Clone(r.Good), bytes.Repeat([]byte{'\n'}, int(r.Max)+1-len(r.Good))...)
+		return write(t, dir, "large"+r.Ext, body, 0o600)
 	}},
 }
 
@@ -109,13 +112,13 @@ func Refuse(t *testing.T, readers []Reader) {
 	t.Helper()
 	for _, r := range readers {
 		t.Run(r.Name, func(t *testing.T) {
-			good := write(t, t.TempDir(), "good", r.Good, 0o600)
+			good := write(t, t.TempDir(), "good"+r.Ext, r.Good, 0o600)
 			if err := r.Read(good); err != nil {
 				t.Fatalf("refused its own good file: %v", err)
 			}
 			for _, c := range Cases {
 				t.Run(c.Name, func(t *testing.T) {
-					p := c.Make(t, t.TempDir(), r.Good, r.Max)
+					p := c.Make(t, t.TempDir(), r)
 					err := r.Read(p)
 					var ime *files.InsecureModeError
 					if !errors.As(err, &ime) || !errors.Is(err, files.ErrInsecureMode) {
