@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -301,11 +303,7 @@ func (d *hostDoc) entries(key string) ([]hostEntry, error) {
 // read fills e from a definition's fields and says what the proxy cannot
 // carry, or "".
 func (e *hostEntry) read(fields map[string]json.RawMessage) string {
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(fields))
 	for _, k := range keys {
 		v := fields[k]
 		var err error
@@ -361,19 +359,10 @@ func (e *hostEntry) read(fields map[string]json.RawMessage) string {
 
 func envValues(env map[string]string) []string {
 	out := make([]string, 0, len(env))
-	for _, k := range sortedKeys(env) {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		out = append(out, env[k])
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // proxyEntryName is the key of the one entry that routes through the
