@@ -22,5 +22,5 @@
 // internal: package agentrt re-exports the error and its sentinels, and
 // each module reaches the helpers through its own public readers
 // (agentrt.LoadPinnedKeys, mcp.ReadOwned, celpolicy.Load, proxy.LoadConfig).
-// docs/decisions/0009-one-file-rule.md says why.
+// docs/decisions/0010-one-file-rule.md says why.
 package files
