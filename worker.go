@@ -174,8 +174,16 @@ func (w *Worker) Run(ctx context.Context) error {
 func (w *Worker) claim(ctx context.Context, n int) ([]Run, error) {
 	e := w.d.e
 	var claimed []Run
+	// Runs this worker drives now, or refused, are not claimed (a claim of
+	// an active run whose lease lapsed under a slow tool would only record
+	// a takeover from itself).
 	w.mu.Lock()
 	skip := slices.Sorted(maps.Keys(w.refused))
+	for id := range w.active {
+		if !w.refused[id] {
+			skip = append(skip, id)
+		}
+	}
 	w.mu.Unlock()
 	evs, err := e.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
 		claimed = claimed[:0]
