@@ -174,8 +174,16 @@ func (w *Worker) Run(ctx context.Context) error {
 func (w *Worker) claim(ctx context.Context, n int) ([]Run, error) {
 	e := w.d.e
 	var claimed []Run
+	// Runs this worker drives now, or refused, are not claimed (a claim of
+	// an active run whose lease lapsed under a slow tool would only record
+	// a takeover from itself).
 	w.mu.Lock()
 	skip := slices.Sorted(maps.Keys(w.refused))
+	for id := range w.active {
+		if !w.refused[id] {
+			skip = append(skip, id)
+		}
+	}
 	w.mu.Unlock()
 	evs, err := e.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
 		claimed = claimed[:0]
@@ -309,14 +317,8 @@ func (s *session) startEnqueued(ctx context.Context) (Verdict, error) {
 		if err != nil {
 			return err
 		}
-		if cur.LeaseOwner != "" && cur.LeaseOwner != s.lease.owner {
-			at, err := s.e.leaseNow(ctx, tx)
-			if err != nil {
-				return err
-			}
-			if at.Before(cur.LeaseExpiresAt) {
-				return &RunLeasedError{RunID: s.runID, Owner: cur.LeaseOwner, ExpiresAt: cur.LeaseExpiresAt}
-			}
+		if err := s.mayTakeLease(ctx, tx, cur); err != nil {
+			return err
 		}
 		if err := tx.RunUpdate(RunUpdate{ID: s.runID, From: []RunStatus{RunEnqueued}, CheckLease: true, Owner: run.LeaseOwner,
 			Generation: run.Generation, Status: RunRunning, StartedAt: now, SetLease: true, LeaseOwner: s.lease.owner,
