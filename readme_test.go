@@ -46,3 +46,34 @@ func TestReadme_ExampleBuildsAndRunsAsShown(t *testing.T) {
 		t.Fatalf("the example printed\n%s\nwant\n%s", out, want)
 	}
 }
+
+// docs/architecture.md's code map names every file of the root package, so
+// a newcomer finds each one there, and every ADR it cites exists.
+func TestArchitecture_CodeMapNamesEveryRootFile(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		n++
+		if !strings.Contains(string(doc), "| `"+f+"` |") {
+			t.Errorf("docs/architecture.md's code map has no row for %s", f)
+		}
+	}
+	if n < 30 {
+		t.Fatalf("found only %d root files", n)
+	}
+	for _, m := range regexp.MustCompile(`ADR (\d{4})`).FindAllStringSubmatch(string(doc), -1) {
+		if adrs, _ := filepath.Glob(filepath.Join("docs", "decisions", m[1]+"-*.md")); len(adrs) != 1 {
+			t.Errorf("docs/architecture.md cites ADR %s, which docs/decisions does not hold", m[1])
+		}
+	}
+}
