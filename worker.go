@@ -124,6 +124,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	tick := time.NewTicker(w.cfg.Poll)
 	defer tick.Stop()
+	var wakeups <-chan struct{}
+	if wk, ok := w.d.e.store.(Waker); ok {
+		var err error
+		if wakeups, err = wk.Wakeups(ctx); err != nil {
+			w.report("", err) // poll only
+		}
+	}
 	for {
 		if free := cap(w.slots) - len(w.slots); free > 0 {
 			runs, err := w.claim(ctx, free)
@@ -160,6 +167,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			return nil
 		case <-tick.C:
 		case <-w.wake:
+		case <-wakeups:
 		}
 	}
 }
@@ -171,7 +179,7 @@ func (w *Worker) claim(ctx context.Context, n int) ([]Run, error) {
 	var claimed []Run
 	evs, err := e.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
 		claimed = claimed[:0]
-		runs, err := tx.RunClaim(RunClaim{Owner: e.owner, Limit: n, Now: e.wall(), TTL: e.leaseTTL})
+		runs, err := tx.RunClaim(RunClaim{Owner: e.owner, Limit: n, Now: e.wall(), TTL: e.leaseTTL, ApprovalsNow: e.now()})
 		if err != nil {
 			return err
 		}
