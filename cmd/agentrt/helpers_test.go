@@ -199,3 +199,31 @@ func oneSentence(t *testing.T, what, text string) {
 func openReadOnly(dsn string) (*postgres.Store, error) {
 	return postgres.OpenExisting(context.Background(), dsn, true)
 }
+
+// finishedRun makes one completed run on dsn, with one read-only tool call.
+func finishedRun(t *testing.T, dsn string) string {
+	t.Helper()
+	ctx := context.Background()
+	st, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	read := agentrt.ToolFunc{
+		ToolSpec: agentrt.ToolSpec{Name: "read", Description: "read", SideEffect: agentrt.ReadOnly, Timeout: 10 * time.Second,
+			InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Fn: func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+			return agentrt.ToolResult{Content: json.RawMessage(`{}`), Summary: "ok"}, nil
+		},
+	}
+	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{read}},
+		Agent: &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("read", `{}`, "look"), scripted.Complete(`{}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := d.Start(ctx, "look", agentrt.DefaultLimits())
+	if err != nil || r.Status != agentrt.RunCompleted {
+		t.Fatalf("run = %s, %v", r.Status, err)
+	}
+	return r.ID
+}
