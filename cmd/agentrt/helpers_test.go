@@ -79,11 +79,18 @@ func pgDSN(t *testing.T) string {
 	return dsn
 }
 
+// pgOK reports whether a cluster is named.
+func pgOK() bool { return os.Getenv("TEST_PG_DSN") != "" }
+
+// freshDSNB is freshDSN for a benchmark, on the cluster pgOK found.
+func freshDSNB(b *testing.B) string { return fresh(b, os.Getenv("TEST_PG_DSN")) }
+
 // freshDSN makes an empty schema for the test, dropped when it ends, and
 // returns a DSN whose search_path names it.
-func freshDSN(t *testing.T) string {
+func freshDSN(t *testing.T) string { return fresh(t, pgDSN(t)) }
+
+func fresh(t testing.TB, base string) string {
 	t.Helper()
-	base := pgDSN(t)
 	var b [6]byte
 	rand.Read(b[:])
 	schema := "t_" + hex.EncodeToString(b[:])
@@ -105,7 +112,7 @@ func freshDSN(t *testing.T) string {
 	return u.String()
 }
 
-func exec1(t *testing.T, dsn, sql string, args ...any) {
+func exec1(t testing.TB, dsn, sql string, args ...any) {
 	t.Helper()
 	ctx := context.Background()
 	c, err := pgx.Connect(ctx, dsn)
