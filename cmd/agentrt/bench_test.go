@@ -46,7 +46,7 @@ func fill(b *testing.B, st agentrt.Store) string {
 		for i := 0; i < steps; i++ {
 			if err := tx.StepInsert(agentrt.Step{ID: fmt.Sprintf("s%04d", i), RunID: long, Index: i, Status: agentrt.StepDone, Decision: dec,
 				Observation: &agentrt.Observation{Kind: agentrt.ObsToolResult, Summary: "fetched", Content: json.RawMessage(`{"ok":true}`)},
-				StartedAt: at, FinishedAt: at}); err != nil {
+				StartedAt:   at, FinishedAt: at}); err != nil {
 				return err
 			}
 		}
