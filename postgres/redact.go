@@ -29,7 +29,7 @@ func Redact(dsn string) string {
 	if isURL(dsn) {
 		u, err := url.Parse(dsn)
 		if err != nil {
-			return "a postgres URL that does not parse"
+			return "a postgres URL"
 		}
 		if _, ok := u.User.Password(); ok {
 			u.User = url.UserPassword(u.User.Username(), mask)
@@ -49,7 +49,7 @@ func Redact(dsn string) string {
 	}
 	kvs, ok := parseKeywords(dsn)
 	if !ok {
-		return "a postgres key=value string that does not parse"
+		return "a postgres key=value string"
 	}
 	var b strings.Builder
 	for i, kv := range kvs {
@@ -142,13 +142,18 @@ func quoteValue(v string) string {
 // spaced, quoted (closed or not), and a URL's user:password@.
 var looseSecret = regexp.MustCompile(`(?i)(?:ssl)?password\s*=\s*('(?:[^'\\]|\\.)*'?|[^\s&]+)|^[a-z]+://[^/:@]*:([^@/]*)@`)
 
+// minScrub is the shortest piece of a password scrub replaces.
+const minScrub = 4
+
 // secrets returns every password-like value in dsn, whether or not it
 // parses, each whole and word by word, longest first, for scrubbing.
 func secrets(dsn string) []string {
 	var out []string
 	add := func(s string) {
 		s = strings.TrimSpace(s)
-		if s != "" && s != mask {
+		// Pieces shorter than minScrub would replace ordinary text; the
+		// forms that parse are redacted by structure, not by this.
+		if len(s) >= minScrub && s != mask {
 			out = append(out, s)
 		}
 	}

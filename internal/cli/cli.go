@@ -327,7 +327,13 @@ func openRefusal(path string, err error) string {
 	case errors.As(err, &sch):
 		return fmt.Sprintf("refusing %s because this agentrt has no backend for %s:// URLs (it has %s).", p, trace.Sanitize(sch.Scheme), strings.Join(sch.Registered, ", "))
 	}
-	return fmt.Sprintf("cannot open %s: %s.", p, strings.TrimSuffix(trace.Sanitize(err.Error()), "."))
+	// A backend's error may already name the database (postgres: "agentrt:
+	// postgres NAME: ..."); it is named once.
+	msg := strings.TrimPrefix(err.Error(), "agentrt: ")
+	for _, prefix := range []string{"postgres " + path + ": ", "postgres DSN " + path + ": "} {
+		msg = strings.TrimPrefix(msg, prefix)
+	}
+	return fmt.Sprintf("cannot open %s: %s.", p, strings.TrimSuffix(trace.Sanitize(msg), "."))
 }
 
 // decideError turns a refusal of a decision or a cancel into one line.
