@@ -199,6 +199,9 @@ type RunClaim struct {
 	// which approval expiries are written and judged on), so a worker
 	// records the expiry rather than the run waiting forever.
 	ApprovalsNow time.Time
+	// Skip names runs the claimer will not take (runs it refused to
+	// resume, such as a tampered grant); they are left as they are.
+	Skip []string
 }
 
 // RunUpdate is a compare-and-set on a run row. Expectations: the status is

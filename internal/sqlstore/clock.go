@@ -91,13 +91,21 @@ func (t *tx) RunClaim(p agentrt.RunClaim) ([]agentrt.Run, error) {
 			AND approvals.expires_at <> '' AND ` + expired + `))`
 		dargs = append(dargs, string(agentrt.ApprovalPending), timeText(p.ApprovalsNow))
 	}
+	skip := ""
+	if len(p.Skip) > 0 {
+		skip = "AND id NOT IN (?" + strings.Repeat(", ?", len(p.Skip)-1) + ") "
+	}
 	q := `SELECT id FROM runs WHERE ` + lapsed + ` AND (status = ? OR status = ? OR (status = ?
 		AND EXISTS (SELECT 1 FROM steps WHERE steps.run_id = runs.id AND steps.status = ?)
 		AND ` + decided + `))
-		ORDER BY rowid LIMIT ?` + t.s.d.ClaimLock
+		` + skip + `ORDER BY rowid LIMIT ?` + t.s.d.ClaimLock
 	args = append(args, string(agentrt.RunEnqueued), string(agentrt.RunRunning), string(agentrt.RunWaiting),
 		string(agentrt.StepAwaitingApproval))
-	args = append(append(args, dargs...), p.Limit)
+	args = append(args, dargs...)
+	for _, id := range p.Skip {
+		args = append(args, id)
+	}
+	args = append(args, p.Limit)
 	rows, err := t.query(q, args...)
 	if err != nil {
 		return nil, err
