@@ -41,6 +41,10 @@ func Exercise(t *testing.T, fresh Opener) {
 		{"TwoWorkersRunEachEnqueuedRunOnce", twoWorkers},
 		{"HeldLeaseRefusesASecondDriver", heldLease},
 		{"UnsignedGrantIsRefusedWhenSignaturesAreRequired", unsignedGrant},
+		{"SignedGrantIsRecordedAndRunsOnce", signedGrant},
+		{"InterruptedSideEffectWaitsForAnOperator", interruptedSideEffect},
+		{"GateExecutesTheApprovedRequest", gateApproved},
+		{"RecheckReportsWhatAPolicyWouldDecideNow", recheck},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, fresh(t)) })
 	}
