@@ -228,7 +228,7 @@ func TestGenerate_ToolResultImagesAreImageBlocks(t *testing.T) {
 	if _, err := newModel(t, f.URL).Generate(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := json.Marshal(f.body(t, 0)["messages"].([]any)[2])
+	got, _ := json.Marshal(f.Body(t, 0)["messages"].([]any)[2])
 	want := `{"content":[{"content":[{"text":"the screen","type":"text"},{"source":{"data":"cG5nIGJ5dGVz","media_type":"image/png","type":"base64"},"type":"image"}],"tool_use_id":"step_0","type":"tool_result"}],"role":"user"}`
 	if string(got) != want {
 		t.Fatalf("tool result =\n%s\nwant\n%s", got, want)
