@@ -71,6 +71,11 @@ function live() {
   if (!document.body.dataset.live) return;
   const es = new EventSource("/events");
   es.addEventListener("open", () => { document.body.dataset.following = "1"; });
+  // The session ended (signed out, idle, past its lifetime, or the
+  // approver removed): the stream says so and the page goes with it.
+  const ended = () => { es.close(); document.body.dataset.following = "0"; location.assign("/login"); };
+  es.addEventListener("ended", ended);
+  es.addEventListener("error", () => { if (es.readyState === EventSource.CLOSED) ended(); });
   let busy = false;
   es.addEventListener("change", async () => {
     if (busy) return;
