@@ -134,7 +134,7 @@ default: {outcome: deny}
 	}
 	for bad, want := range map[string]string{
 		strings.Replace(src, "outcome: require_approval\n    require_signature: true", "outcome: allow\n    require_signature: true", 1): "only for outcome require_approval",
-		strings.Replace(src, "require_signature: true", `require_signature: "yes"`, 1):                                           "must be true or false",
+		strings.Replace(src, "require_signature: true", `require_signature: "yes"`, 1):                                                   "must be true or false",
 	} {
 		_, err := celpolicy.Parse([]byte(bad), celpolicy.YAML)
 		var fe *celpolicy.FileError
@@ -226,7 +226,7 @@ func TestPolicy_PathHelperRefusesLookalikes(t *testing.T) {
 		"parent reference":   "/project/../etc/shadow",
 		"double slash climb": "/project//..//etc/shadow",
 		"Cyrillic а":         "/\u0440roject/README.md", // р, U+0440
-		"Cyrillic in name":   "/project/READM\u0415.md",  // Е, U+0415
+		"Cyrillic in name":   "/project/READM\u0415.md", // Е, U+0415
 		"fullwidth solidus":  "/project\uff0f..\uff0fetc\uff0fshadow",
 		"NFD accent":         "/project/cafe\u0301",
 		"embedded NUL":       `/project/notes\u0000/../../etc/shadow`,
