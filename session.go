@@ -22,6 +22,9 @@ type session struct {
 	steps     []Step
 	approvals []Approval
 	loaded    bool
+	// recordedLimits are the limits the run's run.created event holds, read
+	// when a grant is resumed (checkRunRecord); nil until then.
+	recordedLimits *Limits
 
 	argsHashes []string // per step, the arguments' content hash (loop detection)
 	agentTools []ToolSpec

@@ -22,22 +22,13 @@ const (
 	DefaultWorkerGrace       = 30 * time.Second
 )
 
-// WorkerConfig configures a Worker. The fields shared with Config mean what
-// they mean there.
+// WorkerConfig configures a Worker: the engine, the agent, and how the
+// worker claims and drives runs. EngineConfig's fields mean what they mean
+// there.
 type WorkerConfig struct {
-	Store     Store  // required
-	Agent     Agent  // required
-	Policy    Policy // required
-	Tools     []Tool
-	Observer  Observer
-	Model     *ModelConfig
-	Reconcile func(ctx context.Context, view RunView) (Reconciliation, error)
-	Now       func() time.Time
-	NewID     func() string
-	LeaseTTL  time.Duration
-	// LeaseOwner names the worker in leases and events (a random suffix is
-	// added, as for a Driver).
-	LeaseOwner string
+	EngineConfig
+	// Agent decides each step of the runs the worker drives (required).
+	Agent Agent
 
 	// Concurrency bounds the runs the worker drives at once, and so what
 	// one claim takes (zero: DefaultWorkerConcurrency).
@@ -57,7 +48,7 @@ type WorkerConfig struct {
 // DefaultWorkerConfig returns a config with the defaults filled in; Store,
 // Agent and Policy are still the caller's to set.
 func DefaultWorkerConfig() WorkerConfig {
-	return WorkerConfig{Concurrency: DefaultWorkerConcurrency, Poll: DefaultWorkerPoll, Grace: DefaultWorkerGrace, LeaseTTL: DefaultLeaseTTL}
+	return WorkerConfig{EngineConfig: EngineConfig{LeaseTTL: DefaultLeaseTTL}, Concurrency: DefaultWorkerConcurrency, Poll: DefaultWorkerPoll, Grace: DefaultWorkerGrace}
 }
 
 // Worker drives runnable runs from a store until its context ends: runs
@@ -97,8 +88,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.Grace == 0 {
 		cfg.Grace = DefaultWorkerGrace
 	}
-	d, err := NewDriver(Config{Store: cfg.Store, Agent: cfg.Agent, Policy: cfg.Policy, Tools: cfg.Tools, Observer: cfg.Observer,
-		Model: cfg.Model, Reconcile: cfg.Reconcile, Now: cfg.Now, NewID: cfg.NewID, LeaseTTL: cfg.LeaseTTL, LeaseOwner: cfg.LeaseOwner})
+	d, err := NewDriver(Config{EngineConfig: cfg.EngineConfig, Agent: cfg.Agent})
 	if err != nil {
 		return nil, err
 	}

@@ -187,8 +187,18 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 	if p.policy, err = newGatePolicy(cfg, p.tools); err != nil {
 		return nil, err
 	}
-	p.gate, err = agentrt.NewGate(agentrt.GateConfig{Store: p.store, Policy: p.policy, Tools: gateTools,
-		Observer: opts.Observer, Reconcile: p.reconcile, Now: opts.Now, LeaseTTL: cfg.LeaseTTL, LeaseOwner: "agentrt-proxy:" + cfg.Session})
+	p.gate, err = agentrt.NewGate(agentrt.GateConfig{
+		EngineConfig: agentrt.EngineConfig{
+			Store:      p.store,
+			Policy:     p.policy,
+			Tools:      gateTools,
+			Observer:   opts.Observer,
+			Reconcile:  p.reconcile,
+			Now:        opts.Now,
+			LeaseTTL:   cfg.LeaseTTL,
+			LeaseOwner: "agentrt-proxy:" + cfg.Session,
+		},
+	})
 	if err != nil {
 		return nil, err
 	}
