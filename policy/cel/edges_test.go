@@ -82,7 +82,7 @@ func TestPolicy_NumbersThatADoubleCannotHoldAreRefused(t *testing.T) {
 	defer st.Close()
 	tool := &countedTool{ToolSpec: agentrt.ToolSpec{Name: "pay", Description: "pay", SideEffect: agentrt.RemoteMutation, Timeout: time.Second,
 		InputSchema: []byte(`{"type":"object","properties":{"amount":{"type":"number"}}}`)}}
-	d, err := agentrt.NewDriver(agentrt.Config{Store: st, Policy: p, Tools: []agentrt.Tool{tool}, Agent: &scripted.Agent{Decisions: []agentrt.Decision{
+	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Policy: p, Tools: []agentrt.Tool{tool}}, Agent: &scripted.Agent{Decisions: []agentrt.Decision{
 		scripted.ToolCall("pay", `{"amount":1000.00000000000000001}`, "pay"), scripted.Complete(`{}`)}}})
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +167,7 @@ default: {outcome: deny}
 	defer st.Close()
 	tool := &countedTool{ToolSpec: agentrt.ToolSpec{Name: "pay", Description: "pay", SideEffect: agentrt.RemoteMutation, Timeout: time.Second,
 		InputSchema: []byte(`{"type":"object"}`)}}
-	d, err := agentrt.NewDriver(agentrt.Config{Store: st, Policy: p, Tools: []agentrt.Tool{tool}, Agent: &scripted.Agent{Decisions: []agentrt.Decision{
+	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Policy: p, Tools: []agentrt.Tool{tool}}, Agent: &scripted.Agent{Decisions: []agentrt.Decision{
 		scripted.ToolCall("pay", `{}`, "pay"), scripted.Complete(`{}`)}}})
 	if err != nil {
 		t.Fatal(err)
