@@ -58,4 +58,3 @@ func (l *failedLimiter) take(src string, now time.Time) bool {
 	// spend the total one.
 	return sb.b.take(now) && l.total.take(now)
 }
-
