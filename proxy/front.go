@@ -239,7 +239,9 @@ func (f *Front) Serve(ctx context.Context) error {
 	}
 	done := make(chan error, 1)
 	hs := newFrontServer(f)
-	go func() { done <- hs.Serve(httpguard.Limit(ln, httpguard.Limits{Max: frontMaxConns, PerSource: frontMaxConnsPerSource})) }()
+	go func() {
+		done <- hs.Serve(httpguard.Limit(ln, httpguard.Limits{Max: frontMaxConns, PerSource: frontMaxConnsPerSource}))
+	}()
 	select {
 	case err := <-done:
 		return err

@@ -363,6 +363,7 @@ func TestServers_SlowBodyIsRefusedAtOnce(t *testing.T) {
 		return res.StatusCode == http.StatusOK
 	})
 }
+
 // The front listens on loopback only, on an address it was given as an IP
 // literal; a name, a wildcard, a short token or a bad bound is refused
 // before anything listens.
