@@ -19,6 +19,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/httpguard"
 )
 
 // front starts the harness proxy's loopback front with edit applied to its
@@ -342,24 +343,23 @@ func TestServers_SlowBodyIsRefusedAtOnce(t *testing.T) {
 		}
 		held = append(held, c)
 	}
-	kept := 0
-	for _, c := range held {
-		c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
-		_, err := c.Read(make([]byte, 1))
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			kept++ // open, the server waiting for its request
-		} else {
-			refused++
-		}
-	}
+	kept, closed := httpguard.Kept(held)
+	refused += closed
 	for _, c := range held {
 		c.Close()
 	}
 	mustf(t, refused >= 5 && kept <= frontMaxConnsPerSource, "of %d connections from one source %d were kept and %d refused; the cap is %d",
 		frontMaxConnsPerSource+5, kept, refused, frontMaxConnsPerSource)
 	waitFor(t, "the front to serve again", func() bool {
-		res, _ := post(t, f, strings.NewReader(initBody), map[string]string{"Authorization": "Bearer " + f.cfg.Token})
+		req, _ := http.NewRequest(http.MethodPost, f.URL(), strings.NewReader(initBody))
+		req.Header.Set("Authorization", "Bearer "+f.cfg.Token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		res, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
 		return res.StatusCode == http.StatusOK
 	})
 }
