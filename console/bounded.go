@@ -60,45 +60,73 @@ func (c *ceremonies) remove(e *list.Element) {
 func (c *ceremonies) len() int { return c.order.Len() }
 
 // limiter counts requests per client source in fixed one-minute windows.
-// Sources are kept in the order their window began; a source whose window
-// has passed starts a new one at the back. When full, the source at the
-// front (the window that began first) is forgotten, so a flood of new
-// sources evicts only sources older than any it has, never one counted
-// within the minute unless every kept one is. The caller holds h.mu.
+// Sources are kept in the order their window began, in two lists: those
+// under the limit and those that have reached it. A source whose window
+// has passed is dropped. When full, the oldest source under the limit is
+// forgotten first, so a flood of new sources (each under it) forgets its
+// own before a source held at its limit; only when every kept source is
+// at the limit is the oldest of those forgotten. Each step is O(1)
+// amortised. The caller holds h.mu.
 type limiter struct {
-	max   int
-	bySrc map[string]*list.Element
-	order *list.List // of *rateState, oldest window at the front
+	max         int
+	bySrc       map[string]*list.Element
+	under, over *list.List // of *rateState, oldest window at the front
 }
 
 type rateState struct {
 	src    string
 	window time.Time
 	n      int
+	in     *list.List
 }
 
 func (l *limiter) init(max int) {
-	l.max, l.bySrc, l.order = max, map[string]*list.Element{}, list.New()
+	l.max, l.bySrc, l.under, l.over = max, map[string]*list.Element{}, list.New(), list.New()
 }
 
-// count counts one request from src at now and returns how many it has
-// made in its window.
-func (l *limiter) count(src string, now time.Time) int {
-	for e := l.order.Front(); e != nil && now.Sub(e.Value.(*rateState).window) >= time.Minute; e = l.order.Front() {
-		delete(l.bySrc, e.Value.(*rateState).src)
-		l.order.Remove(e)
+func (l *limiter) drop(e *list.Element) {
+	st := e.Value.(*rateState)
+	delete(l.bySrc, st.src)
+	st.in.Remove(e)
+}
+
+// count counts one request from src at now against limit and returns how
+// many it has made in its window.
+func (l *limiter) count(src string, now time.Time, limit int) int {
+	for _, q := range []*list.List{l.under, l.over} {
+		for e := q.Front(); e != nil && now.Sub(e.Value.(*rateState).window) >= time.Minute; e = q.Front() {
+			l.drop(e)
+		}
 	}
 	e := l.bySrc[src]
 	if e == nil {
-		for l.order.Len() >= l.max {
-			f := l.order.Front()
-			delete(l.bySrc, f.Value.(*rateState).src)
-			l.order.Remove(f)
+		for len(l.bySrc) >= l.max {
+			if f := l.under.Front(); f != nil {
+				l.drop(f)
+			} else {
+				l.drop(l.over.Front())
+			}
 		}
-		e = l.order.PushBack(&rateState{src: src, window: now})
+		e = l.under.PushBack(&rateState{src: src, window: now, in: l.under})
 		l.bySrc[src] = e
 	}
 	st := e.Value.(*rateState)
 	st.n++
+	if st.n >= limit && st.in == l.under {
+		// Keep window order in the list it moves to: insert before the
+		// first source whose window began later.
+		l.under.Remove(e)
+		at := l.over.Back()
+		for at != nil && at.Value.(*rateState).window.After(st.window) {
+			at = at.Prev()
+		}
+		st.in = l.over
+		if at == nil {
+			e = l.over.PushFront(st)
+		} else {
+			e = l.over.InsertAfter(st, at)
+		}
+		l.bySrc[src] = e
+	}
 	return st.n
 }

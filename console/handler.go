@@ -332,7 +332,7 @@ func (h *Handler) limited(fn http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		now := h.now()
 		h.mu.Lock()
-		over := h.limits.count(httpguard.SourceKey(r.RemoteAddr), now) > h.cfg.AuthRate
+		over := h.limits.count(httpguard.SourceKey(r.RemoteAddr), now, h.cfg.AuthRate) > h.cfg.AuthRate
 		h.mu.Unlock()
 		if over {
 			w.Header().Set("Retry-After", "60")
