@@ -51,6 +51,7 @@ func TestServers_SlowBodyIsRefusedAtOnce(t *testing.T) {
 		if res.StatusCode < 400 || !res.Close {
 			t.Errorf("%s: %d, Connection: close %v", name, res.StatusCode, res.Close)
 		}
+		t.Logf("%s: %d after %s", name, res.StatusCode, elapsed)
 		if elapsed > 10*time.Second {
 			t.Errorf("%s: answered after %s, waiting for the body", name, elapsed)
 		}

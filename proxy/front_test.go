@@ -327,6 +327,7 @@ func TestServers_SlowBodyIsRefusedAtOnce(t *testing.T) {
 		elapsed := time.Since(start)
 		res.Body.Close()
 		c.Close()
+		t.Logf("%s: %d after %s", name, res.StatusCode, elapsed)
 		mustf(t, res.StatusCode >= 400 && res.Close, "%s: %d, Connection: close %v", name, res.StatusCode, res.Close)
 		mustf(t, elapsed < 10*time.Second, "%s: answered after %s, waiting for the body", name, elapsed)
 	}

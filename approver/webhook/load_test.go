@@ -206,6 +206,7 @@ func TestServers_SlowBodyIsRefusedAtOnce(t *testing.T) {
 	if status != http.StatusUnauthorized || !closes {
 		t.Fatalf("an unsigned slow body: %d, Connection: close %v", status, closes)
 	}
+	t.Logf("unsigned slow body: %d after %s", status, elapsed)
 	if elapsed > 4*time.Second {
 		t.Fatalf("an unsigned slow body was answered after %s, waiting for its body", elapsed)
 	}
