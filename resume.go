@@ -383,14 +383,8 @@ func (s *session) resumeInterrupted(ctx context.Context) (Verdict, error) {
 		if err != nil {
 			return err
 		}
-		if cur.LeaseOwner != "" && cur.LeaseOwner != s.lease.owner {
-			at, err := s.e.leaseNow(ctx, tx)
-			if err != nil {
-				return err
-			}
-			if at.Before(cur.LeaseExpiresAt) {
-				return &RunLeasedError{RunID: s.runID, Owner: cur.LeaseOwner, ExpiresAt: cur.LeaseExpiresAt}
-			}
+		if err := s.mayTakeLease(ctx, tx, cur); err != nil {
+			return err
 		}
 		if err := tx.RunUpdate(RunUpdate{ID: s.runID, From: onlyRunning, CheckLease: true, Owner: run.LeaseOwner,
 			Generation: run.Generation, SetLease: true, LeaseOwner: s.lease.owner, LeaseExpiresAt: exp, LeaseTTL: s.lease.ttl, BumpGeneration: true}); err != nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 )
@@ -66,6 +68,9 @@ type Worker struct {
 
 	mu     sync.Mutex
 	active map[string]bool
+	// refused are runs whose grant Resume refused as tampered or unsigned;
+	// this worker does not claim them again.
+	refused map[string]bool
 }
 
 // NewWorker validates cfg and returns a worker.
@@ -92,7 +97,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Worker{d: d, cfg: cfg, slots: make(chan struct{}, cfg.Concurrency), wake: make(chan struct{}, 1), active: map[string]bool{}}, nil
+	return &Worker{d: d, cfg: cfg, slots: make(chan struct{}, cfg.Concurrency), wake: make(chan struct{}, 1), active: map[string]bool{}, refused: map[string]bool{}}, nil
 }
 
 // Driver returns the worker's driver: Enqueue, Approve and the rest, on
@@ -169,9 +174,20 @@ func (w *Worker) Run(ctx context.Context) error {
 func (w *Worker) claim(ctx context.Context, n int) ([]Run, error) {
 	e := w.d.e
 	var claimed []Run
+	// Runs this worker drives now, or refused, are not claimed (a claim of
+	// an active run whose lease lapsed under a slow tool would only record
+	// a takeover from itself).
+	w.mu.Lock()
+	skip := slices.Sorted(maps.Keys(w.refused))
+	for id := range w.active {
+		if !w.refused[id] {
+			skip = append(skip, id)
+		}
+	}
+	w.mu.Unlock()
 	evs, err := e.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
 		claimed = claimed[:0]
-		runs, err := tx.RunClaim(RunClaim{Owner: e.owner, Limit: n, Now: e.wall(), TTL: e.leaseTTL})
+		runs, err := tx.RunClaim(RunClaim{Owner: e.owner, Limit: n, Now: e.wall(), TTL: e.leaseTTL, Skip: skip})
 		if err != nil {
 			return err
 		}
@@ -209,6 +225,13 @@ func (w *Worker) claim(ctx context.Context, n int) ([]Run, error) {
 // boundary once the worker stops.
 func (w *Worker) drive(ctx context.Context, r Run) {
 	_, err := w.d.Resume(ctx, r.ID)
+	if errors.Is(err, ErrTamperedRecord) || errors.Is(err, ErrUnsignedGrant) {
+		// Nothing ran, and nothing will until an operator acts (cancels
+		// the run); claiming it again would only record claims.
+		w.mu.Lock()
+		w.refused[r.ID] = true
+		w.mu.Unlock()
+	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		w.report(r.ID, err)
 	}
@@ -294,14 +317,8 @@ func (s *session) startEnqueued(ctx context.Context) (Verdict, error) {
 		if err != nil {
 			return err
 		}
-		if cur.LeaseOwner != "" && cur.LeaseOwner != s.lease.owner {
-			at, err := s.e.leaseNow(ctx, tx)
-			if err != nil {
-				return err
-			}
-			if at.Before(cur.LeaseExpiresAt) {
-				return &RunLeasedError{RunID: s.runID, Owner: cur.LeaseOwner, ExpiresAt: cur.LeaseExpiresAt}
-			}
+		if err := s.mayTakeLease(ctx, tx, cur); err != nil {
+			return err
 		}
 		if err := tx.RunUpdate(RunUpdate{ID: s.runID, From: []RunStatus{RunEnqueued}, CheckLease: true, Owner: run.LeaseOwner,
 			Generation: run.Generation, Status: RunRunning, StartedAt: now, SetLease: true, LeaseOwner: s.lease.owner,
