@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -163,7 +164,7 @@ func (r ToolRule) mcpRule() mcp.Rule {
 func (s ServerConfig) Server() mcp.Server {
 	srv := mcp.Server{Name: s.Name, Command: append([]string(nil), s.Command...), Endpoint: s.Endpoint,
 		InheritEnv: append([]string(nil), s.InheritEnv...), ConnectTimeout: s.ConnectTimeout, DefaultTimeout: s.DefaultTimeout}
-	for _, k := range sortedKeys(s.Env) {
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		srv.Env = append(srv.Env, k+"="+s.Env[k])
 	}
 	return srv
@@ -365,7 +366,7 @@ func (fc *fileConfig) resolve(path string) (*Config, error) {
 		return nil, bad("lease_ttl", "must be at least %s, got %s", MinLeaseTTL, cfg.LeaseTTL)
 	}
 	cfg.Policy = agentrt.DefaultPolicy()
-	for _, class := range sortedKeys(fc.Policy) {
+	for _, class := range slices.Sorted(maps.Keys(fc.Policy)) {
 		se := agentrt.SideEffect(class)
 		if !se.Valid() {
 			return nil, bad("policy", "names %q, not a side-effect class (read_only, local_mutation, remote_mutation, destructive)", trace.Sanitize(class))
@@ -394,7 +395,7 @@ func (fc *fileConfig) resolve(path string) (*Config, error) {
 			return nil, err
 		}
 		if cfg.PolicyFile != "" {
-			for _, name := range sortedKeys(s.Rules) {
+			for _, name := range slices.Sorted(maps.Keys(s.Rules)) {
 				if s.Rules[name].Outcome != "" {
 					return nil, bad(fmt.Sprintf("%s.rules.%s.outcome", field, name), "cannot be set while policy_file decides every call; say it in the policy file")
 				}
@@ -441,7 +442,7 @@ func (fs *fileServer) resolve(field string, rel func(string) string) (s ServerCo
 	if len(fs.Rules) == 0 {
 		return s, bad(field+".rules", "must classify at least one tool: a tool without a rule is never registered")
 	}
-	for _, name := range sortedKeys(fs.Rules) {
+	for _, name := range slices.Sorted(maps.Keys(fs.Rules)) {
 		fr := fs.Rules[name]
 		rf := fmt.Sprintf("%s.rules.%s", field, name)
 		if !fr.SideEffect.Valid() {
@@ -463,13 +464,4 @@ func (fs *fileServer) resolve(field string, rel func(string) string) (s ServerCo
 		s.Rules[name] = r
 	}
 	return s, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,9 +19,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/files"
 	"github.com/agentrt/agentrt/internal/httpguard"
-	"github.com/agentrt/agentrt/mcp"
 )
 
 // Bounds of the loopback front, for the fields a FrontConfig leaves zero.
@@ -89,21 +87,17 @@ func NewFrontToken() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
+// maxFrontTokenFile bounds a token file: a token is one word.
+const maxFrontTokenFile = 4 << 10
+
 // ReadFrontToken reads a bearer token from a file only its owner can read
-// or write: mcp.ReadOwned's checks, and no bit for group or others at
-// all, since a token others can read is everyone's. Surrounding space is
-// dropped.
+// or write: the rule for every trusted file, and the one for secrets, no
+// bit for group or others at all, since a token others can read is
+// everyone's (files.ReadSecret). Surrounding space is dropped.
 func ReadFrontToken(path string) (string, error) {
-	b, err := mcp.ReadOwned(path)
+	b, err := files.ReadSecret(path, maxFrontTokenFile)
 	if err != nil {
 		return "", err
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", err
-	}
-	if m := uint32(fi.Mode().Perm()); m&0o077 != 0 {
-		return "", &agentrt.InsecureModeError{Path: path, Mode: m, Reason: "group or others can read it; a token file must be 0600 or 0400"}
 	}
 	tok := strings.TrimSpace(string(b))
 	if len(tok) < MinFrontTokenBytes {

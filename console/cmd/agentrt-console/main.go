@@ -15,8 +15,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentrt/agentrt/backend"
 	"github.com/agentrt/agentrt/console"
-	"github.com/agentrt/agentrt/sqlite"
+	_ "github.com/agentrt/agentrt/postgres" // postgres:// DSNs
+	_ "github.com/agentrt/agentrt/sqlite"   // SQLite files
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
@@ -62,7 +64,7 @@ func run(args []string, stderr io.Writer) int {
 		}
 		*origin = scheme + "://localhost:" + port
 	}
-	st, err := sqlite.OpenExisting(*db, false)
+	st, err := backend.Open(context.Background(), *db, false)
 	if err != nil {
 		return fail(1, "%v", err)
 	}
@@ -81,7 +83,7 @@ func run(args []string, stderr io.Writer) int {
 	defer stop()
 	errc := make(chan error, 1)
 	go func() {
-		fmt.Fprintf(stderr, "agentrt-console: serving %s on %s (open %s)\n", *db, *addr, *origin)
+		fmt.Fprintf(stderr, "agentrt-console: serving %s on %s (open %s)\n", backend.Redact(*db), *addr, *origin)
 		if tls {
 			errc <- srv.ServeTLS(ln, *cert, *key)
 		} else {
