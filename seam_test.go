@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-// The SQL implementation is internal (ADR 0005): across every module of
+// The SQL implementation is internal (ADR 0011): across every module of
 // the repository, only the two backends (sqlite in the core, the postgres
 // module) import it.
 func TestSeam_OnlyTheBackendsImportTheSQLStore(t *testing.T) {
