@@ -35,8 +35,8 @@ var (
 )
 
 // Anthropic's wire format, as the shared adapter tests need it.
-func TestAdapter_SharedContract(t *testing.T) {
-	adaptertest.Run(t, adaptertest.Adapter[Config, *Model]{
+func sharedAdapter() adaptertest.Adapter[Config, *Model] {
+	return adaptertest.Adapter[Config, *Model]{
 		Provider: "anthropic", Key: testKey, Path: "/v1/messages", DefaultBaseURL: DefaultBaseURL, KeyRequired: true,
 		Config: func(s providers.Settings) Config {
 			return Config{BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Name: s.Name, HTTPClient: s.HTTPClient, MaxOutputTokens: s.MaxOutputTokens}
@@ -64,7 +64,22 @@ func TestAdapter_SharedContract(t *testing.T) {
 		},
 		EnvKey: "ANTHROPIC_API_KEY", EnvBaseURL: "ANTHROPIC_BASE_URL", EnvModel: "ANTHROPIC_MODEL",
 		FromEnv: FromEnv,
-	})
+	}
+}
+
+func TestAdapter_SharedContract(t *testing.T) { adaptertest.Run(t, sharedAdapter()) }
+
+// The seed's names for three of the shared contract's cases.
+func TestGenerate_RedirectIsRefusedAndTheKeyStaysHome(t *testing.T) {
+	adaptertest.RunOne(t, sharedAdapter(), "RedirectIsRefusedAndTheKeyStaysHome")
+}
+
+func TestGenerate_UnusableUsageIsChargedNothing(t *testing.T) {
+	adaptertest.RunOne(t, sharedAdapter(), "UnusableUsageIsChargedNothing")
+}
+
+func TestConfigAndModel_EncodeWithoutTheKey(t *testing.T) {
+	adaptertest.RunOne(t, sharedAdapter(), "ConfigAndModelEncodeWithoutTheKey")
 }
 
 const okUsage = `{"input_tokens":20,"output_tokens":7,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}`

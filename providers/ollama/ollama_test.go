@@ -38,8 +38,8 @@ var (
 
 // Ollama's wire format, as the shared adapter tests need it. OLLAMA_HOST
 // names the root.
-func TestAdapter_SharedContract(t *testing.T) {
-	adaptertest.Run(t, adaptertest.Adapter[Config, *Model]{
+func sharedAdapter() adaptertest.Adapter[Config, *Model] {
+	return adaptertest.Adapter[Config, *Model]{
 		Provider: "ollama", Key: testKey, Path: "/api/chat", DefaultBaseURL: DefaultBaseURL,
 		Config: func(s providers.Settings) Config {
 			return Config{BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Name: s.Name, HTTPClient: s.HTTPClient, MaxOutputTokens: s.MaxOutputTokens}
@@ -60,7 +60,22 @@ func TestAdapter_SharedContract(t *testing.T) {
 		ErrorBody: func(msg string) string { return `{"error":` + strconv.Quote(msg) + `}` },
 		EnvKey:    "OLLAMA_API_KEY", EnvBaseURL: "OLLAMA_HOST", EnvModel: "OLLAMA_MODEL",
 		FromEnv: FromEnv,
-	})
+	}
+}
+
+func TestAdapter_SharedContract(t *testing.T) { adaptertest.Run(t, sharedAdapter()) }
+
+// The seed's names for three of the shared contract's cases.
+func TestGenerate_RedirectIsRefusedAndTheKeyStaysHome(t *testing.T) {
+	adaptertest.RunOne(t, sharedAdapter(), "RedirectIsRefusedAndTheKeyStaysHome")
+}
+
+func TestGenerate_UnusableUsageIsChargedNothing(t *testing.T) {
+	adaptertest.RunOne(t, sharedAdapter(), "UnusableUsageIsChargedNothing")
+}
+
+func TestConfigAndModel_EncodeWithoutTheKey(t *testing.T) {
+	adaptertest.RunOne(t, sharedAdapter(), "ConfigAndModelEncodeWithoutTheKey")
 }
 
 const okCounts = `"prompt_eval_count":26,"prompt_eval_duration":383809000,"eval_count":298,"eval_duration":4799921000`

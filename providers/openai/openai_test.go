@@ -37,8 +37,8 @@ var (
 )
 
 // OpenAI's wire format, as the shared adapter tests need it.
-func TestAdapter_SharedContract(t *testing.T) {
-	adaptertest.Run(t, adaptertest.Adapter[Config, *Model]{
+func sharedAdapter() adaptertest.Adapter[Config, *Model] {
+	return adaptertest.Adapter[Config, *Model]{
 		Provider: "openai", Key: testKey, Path: "/chat/completions", DefaultBaseURL: DefaultBaseURL,
 		Config: func(s providers.Settings) Config {
 			return Config{BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Name: s.Name, HTTPClient: s.HTTPClient, MaxOutputTokens: s.MaxOutputTokens}
@@ -65,7 +65,22 @@ func TestAdapter_SharedContract(t *testing.T) {
 		},
 		EnvKey: "OPENAI_API_KEY", EnvBaseURL: "OPENAI_BASE_URL", EnvModel: "OPENAI_MODEL",
 		FromEnv: FromEnv,
-	})
+	}
+}
+
+func TestAdapter_SharedContract(t *testing.T) { adaptertest.Run(t, sharedAdapter()) }
+
+// The seed's names for three of the shared contract's cases.
+func TestGenerate_RedirectIsRefusedAndTheKeyStaysHome(t *testing.T) {
+	adaptertest.RunOne(t, sharedAdapter(), "RedirectIsRefusedAndTheKeyStaysHome")
+}
+
+func TestGenerate_UnusableUsageIsChargedNothing(t *testing.T) {
+	adaptertest.RunOne(t, sharedAdapter(), "UnusableUsageIsChargedNothing")
+}
+
+func TestConfigAndModel_EncodeWithoutTheKey(t *testing.T) {
+	adaptertest.RunOne(t, sharedAdapter(), "ConfigAndModelEncodeWithoutTheKey")
 }
 
 const okUsage = `{"prompt_tokens":19,"completion_tokens":10,"total_tokens":29,"prompt_tokens_details":{"cached_tokens":4}}`

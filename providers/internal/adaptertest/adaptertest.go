@@ -61,10 +61,30 @@ type Adapter[C any, M agentrt.Model] struct {
 
 // Run runs the shared tests on a, each a subtest named for its behaviour.
 func Run[C any, M agentrt.Model](t *testing.T, a Adapter[C, M]) {
-	for _, c := range []struct {
-		name string
-		f    func(*testing.T, Adapter[C, M])
-	}{
+	for _, c := range cases[C, M]() {
+		t.Run(c.name, func(t *testing.T) { c.f(t, a) })
+	}
+}
+
+// RunOne runs the shared test called name on a (a seed names some of them
+// as tests of their own); an unknown name fails.
+func RunOne[C any, M agentrt.Model](t *testing.T, a Adapter[C, M], name string) {
+	for _, c := range cases[C, M]() {
+		if c.name == name {
+			c.f(t, a)
+			return
+		}
+	}
+	t.Fatalf("no shared adapter test is called %q", name)
+}
+
+type adapterCase[C any, M agentrt.Model] struct {
+	name string
+	f    func(*testing.T, Adapter[C, M])
+}
+
+func cases[C any, M agentrt.Model]() []adapterCase[C, M] {
+	return []adapterCase[C, M]{
 		{"NewRequiresAModelAndNamesItself", newRequiresAModel[C, M]},
 		{"NewRefusesAKeyOverPlainHTTPToARemoteHost", newRefusesPlainHTTP[C, M]},
 		{"TextReply", textReply[C, M]},
@@ -74,8 +94,6 @@ func Run[C any, M agentrt.Model](t *testing.T, a Adapter[C, M]) {
 		{"UnusableUsageIsChargedNothing", unusableUsage[C, M]},
 		{"ConfigAndModelEncodeWithoutTheKey", encodeWithoutTheKey[C, M]},
 		{"FromEnvReadsTheDocumentedVariables", fromEnv[C, M]},
-	} {
-		t.Run(c.name, func(t *testing.T) { c.f(t, a) })
 	}
 }
 
