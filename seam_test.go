@@ -47,6 +47,6 @@ func TestSeam_OnlyTheBackendsImportTheSQLStore(t *testing.T) {
 	slices.Sort(importers)
 	importers = slices.Compact(importers)
 	if want := []string{"postgres", "sqlite"}; !slices.Equal(importers, want) {
-		t.Fatalf("internal/sqlstore is imported by %v; only %v may (docs/decisions/0005)", importers, want)
+		t.Fatalf("internal/sqlstore is imported by %v; only %v may (docs/decisions/0011)", importers, want)
 	}
 }
