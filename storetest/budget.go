@@ -1,0 +1,262 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	agentrt "github.com/agentrt/agentrt"
+)
+
+// BudgetRace is the scenario of TestBudget_ConcurrentRunsNeverReserveBeyondTheCeiling
+// on one backend: Runs runs share one budget sized for about a third of
+// their calls, driven concurrently by one engine per store in Engines (the
+// same database opened once per engine: a worker process each, or one
+// store shared by goroutines).
+type BudgetRace struct {
+	// Store is where the budget is added and the record checked.
+	Store agentrt.Store
+	// Engines are the stores the runs' engines write through; runs are
+	// spread over them round-robin.
+	Engines []agentrt.Store
+	Runs    int
+	// Workers enqueues the runs for a Worker per engine to claim;
+	// otherwise each run is started by a goroutine of its own.
+	Workers bool
+}
+
+// budgetRaceCalls is how many model calls each run tries to make.
+const budgetRaceCalls = 3
+
+// raceModel answers every request with exactly the upper bound the caller
+// reserves, so each admitted call settles what it reserved, and counts the
+// requests that reached it.
+type raceModel struct{ n atomic.Int64 }
+
+func (m *raceModel) Name() string     { return "race-model" }
+func (m *raceModel) Provider() string { return "scripted" }
+func (m *raceModel) Generate(_ context.Context, req agentrt.ModelRequest) (agentrt.ModelResponse, error) {
+	m.n.Add(1)
+	return agentrt.ModelResponse{Text: "ok", StopReason: agentrt.StopEndTurn,
+		Usage: agentrt.Usage{InputTokens: agentrt.EstimateInputTokens(req), OutputTokens: req.MaxOutputTokens}}, nil
+}
+
+var raceRequest = agentrt.ModelRequest{System: "Be brief.", MaxOutputTokens: 100,
+	Messages: []agentrt.Message{{Role: agentrt.RoleUser, Content: []agentrt.ContentBlock{{Type: agentrt.BlockText, Text: "Count to three."}}}}}
+
+var racePrice = agentrt.Price{InputPerMTok: 1_000_000, OutputPerMTok: 4_000_000}
+
+// Run runs the scenario and checks: exactly as many calls were admitted
+// as the ceiling holds, every other run ended limit_budget with no request
+// sent for the refused call, the held amount never passed the ceiling at
+// any event of the chain (reservations add, settlements move), the stored
+// window agrees with the chain, and the chain verifies.
+func (c BudgetRace) Run(t *testing.T) {
+	ctx := context.Background()
+	perCall := racePrice.Cost(agentrt.Usage{InputTokens: agentrt.EstimateInputTokens(raceRequest), OutputTokens: raceRequest.MaxOutputTokens})
+	admit := c.Runs * budgetRaceCalls / 3
+	ceiling := perCall*agentrt.Micros(admit) + perCall/2
+	op := agentrt.Operator{Store: c.Store}
+	b, err := op.AddBudget(ctx, agentrt.NewBudget{Name: "team", Scope: "tenant=acme", Window: agentrt.WindowDay, MaxCost: ceiling, By: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := &raceModel{}
+	agent := agentrt.AgentFunc(func(ctx context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
+		for range budgetRaceCalls {
+			if _, err := in.Model.Generate(ctx, raceRequest); err != nil {
+				return agentrt.Decision{}, err
+			}
+		}
+		return agentrt.Decision{Kind: agentrt.KindComplete, Result: json.RawMessage(`{}`)}, nil
+	})
+	limits := agentrt.DefaultLimits()
+	limits.Labels = "tenant=acme"
+	engine := func(st agentrt.Store, owner string) agentrt.EngineConfig {
+		return agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), LeaseOwner: owner,
+			Model: &agentrt.ModelConfig{Model: model}, Prices: agentrt.PriceTable{"race-model": racePrice}}
+	}
+	ids := make([]string, c.Runs)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("race-%02d", i)
+	}
+	if c.Workers {
+		c.runWorkers(t, engine, agent, ids, limits)
+	} else {
+		var wg sync.WaitGroup
+		for i, id := range ids {
+			d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: engine(c.Engines[i%len(c.Engines)], fmt.Sprintf("engine-%d", i%len(c.Engines))), Agent: agent})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := d.StartWithID(ctx, id, "race", limits); err != nil {
+					t.Errorf("run %s: %v", id, err)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+
+	// Every run ended: completed, or refused by the budget.
+	refusedRuns := 0
+	for _, id := range ids {
+		r, err := c.Store.GetRun(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case r.Status == agentrt.RunCompleted:
+		case r.Status == agentrt.RunFailed && r.Reason == agentrt.ReasonLimitBudget:
+			refusedRuns++
+		default:
+			t.Errorf("run %s ended %s/%s (%s), want completed or limit_budget", id, r.Status, r.Reason, r.ReasonDetail)
+		}
+	}
+	if refusedRuns == 0 {
+		t.Errorf("no run was refused; the budget admitted every call")
+	}
+	// Replay the chain in commit order.
+	var held, settledSum agentrt.Micros
+	dispatched, settledN := 0, 0
+	var after int64
+	for {
+		evs, err := c.Store.ListEventsAfter(ctx, "", after, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) == 0 {
+			break
+		}
+		for _, e := range evs {
+			after = e.Seq
+			switch e.Type {
+			case agentrt.EventModelDispatched:
+				var p struct {
+					Reservations []struct {
+						BudgetID string         `json:"budget_id"`
+						Reserved agentrt.Amount `json:"reserved"`
+					} `json:"reservations"`
+					PriceVersion string `json:"price_version"`
+				}
+				if err := json.Unmarshal(e.Payload, &p); err != nil {
+					t.Fatal(err)
+				}
+				if len(p.Reservations) != 1 || p.Reservations[0].BudgetID != b.ID || p.PriceVersion == "" {
+					t.Fatalf("event %d: model.dispatched reserves %+v at %q, want one reservation on %s at a price version", e.Seq, p.Reservations, p.PriceVersion, b.ID)
+				}
+				dispatched++
+				held += p.Reservations[0].Reserved.Cost
+			case agentrt.EventModelCompleted, agentrt.EventModelFailed:
+				var p struct {
+					Settlements []struct {
+						Status   agentrt.ReservationStatus `json:"status"`
+						Reserved agentrt.Amount            `json:"reserved"`
+						Actual   agentrt.Amount            `json:"actual"`
+					} `json:"settlements"`
+				}
+				if err := json.Unmarshal(e.Payload, &p); err != nil {
+					t.Fatal(err)
+				}
+				for _, s := range p.Settlements {
+					if s.Status != agentrt.ReservationSettled {
+						t.Errorf("event %d: settlement %s, want settled", e.Seq, s.Status)
+					}
+					held += s.Actual.Cost - s.Reserved.Cost
+					settledSum += s.Actual.Cost
+					settledN++
+				}
+			}
+			if held > ceiling {
+				t.Fatalf("after event %d (%s) the budget holds %d micros, over its ceiling of %d", e.Seq, e.Type, held, ceiling)
+			}
+		}
+	}
+	if dispatched != admit || settledN != admit {
+		t.Errorf("%d calls reserved and %d settled, want exactly the %d the ceiling of %d holds at %d each", dispatched, settledN, admit, ceiling, perCall)
+	}
+	if got := model.n.Load(); got != int64(dispatched) {
+		t.Errorf("the model received %d requests for %d dispatched calls: a refused call was sent", got, dispatched)
+	}
+	br := c.Store.(agentrt.BudgetReader)
+	ws, err := br.ListBudgetUsage(ctx, b.ID, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ws) != 1 || ws[0].Reserved != (agentrt.Amount{}) || ws[0].Settled.Cost != settledSum || ws[0].Uncertain != (agentrt.Amount{}) || ws[0].Held().Cost > ceiling {
+		t.Errorf("stored windows %+v, want one with %d settled and nothing reserved or uncertain", ws, settledSum)
+	}
+	rs, err := br.ListReservations(ctx, agentrt.ReservationFilter{BudgetID: b.ID}, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != admit {
+		t.Errorf("%d reservation rows, want %d", len(rs), admit)
+	}
+	rep, err := c.Store.VerifyEvents(ctx, 0, 0)
+	if err != nil || !rep.Intact() {
+		t.Fatalf("the chain does not verify: %+v, %v", rep.Break, err)
+	}
+}
+
+func (c BudgetRace) runWorkers(t *testing.T, engine func(agentrt.Store, string) agentrt.EngineConfig, agent agentrt.Agent, ids []string, limits agentrt.Limits) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	enq, err := agentrt.NewDriver(agentrt.Config{EngineConfig: engine(c.Store, "enqueuer"), Agent: agent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if _, err := enq.EnqueueWithID(ctx, id, "race", limits); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for i, st := range c.Engines {
+		cfg := agentrt.DefaultWorkerConfig()
+		cfg.EngineConfig = engine(st, fmt.Sprintf("worker-%d", i))
+		cfg.Agent = agent
+		cfg.Concurrency = max(len(ids)/len(c.Engines), 1)
+		cfg.Poll = 20 * time.Millisecond
+		w, err := agentrt.NewWorker(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("worker: %v", err)
+			}
+		}()
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		done := 0
+		for _, id := range ids {
+			r, err := c.Store.GetRun(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status.Terminal() {
+				done++
+			}
+		}
+		if done == len(ids) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d runs ended within two minutes", done, len(ids))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+}
