@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 
@@ -166,10 +167,30 @@ func (m *Model) MarshalJSON() ([]byte, error) {
 
 // Generate sends req and maps the reply. It does not retry.
 func (m *Model) Generate(ctx context.Context, req agentrt.ModelRequest) (agentrt.ModelResponse, error) {
-	body, err := m.encode(req)
+	enc, err := m.EncodeRequest(req)
 	if err != nil {
 		return agentrt.ModelResponse{}, err
 	}
+	return m.SendEncoded(ctx, req, enc)
+}
+
+// EncodeRequest returns the exact body Generate sends for req and the
+// endpoint's host (agentrt.EncodedModel), for the egress manifest.
+func (m *Model) EncodeRequest(req agentrt.ModelRequest) (agentrt.EncodedRequest, error) {
+	body, err := m.encode(req)
+	if err != nil {
+		return agentrt.EncodedRequest{}, err
+	}
+	host := ""
+	if u, err := url.Parse(m.endpoint); err == nil {
+		host = u.Host
+	}
+	return agentrt.EncodedRequest{Host: host, Body: body}, nil
+}
+
+// SendEncoded sends enc.Body, made by EncodeRequest, and maps the reply.
+func (m *Model) SendEncoded(ctx context.Context, _ agentrt.ModelRequest, enc agentrt.EncodedRequest) (agentrt.ModelResponse, error) {
+	body := enc.Body
 	header := http.Header{}
 	key := m.key.Reveal()
 	if key != "" {
