@@ -36,12 +36,18 @@ const budgetRaceCalls = 3
 // raceModel answers every request with exactly the upper bound the caller
 // reserves, so each admitted call settles what it reserved, and counts the
 // requests that reached it.
-type raceModel struct{ n atomic.Int64 }
+type raceModel struct {
+	n         atomic.Int64
+	onRequest func()
+}
 
 func (m *raceModel) Name() string     { return "race-model" }
 func (m *raceModel) Provider() string { return "scripted" }
 func (m *raceModel) Generate(_ context.Context, req agentrt.ModelRequest) (agentrt.ModelResponse, error) {
 	m.n.Add(1)
+	if m.onRequest != nil {
+		m.onRequest()
+	}
 	return agentrt.ModelResponse{Text: "ok", StopReason: agentrt.StopEndTurn,
 		Usage: agentrt.Usage{InputTokens: agentrt.EstimateInputTokens(req), OutputTokens: req.MaxOutputTokens}}, nil
 }
@@ -51,22 +57,74 @@ var raceRequest = agentrt.ModelRequest{System: "Be brief.", MaxOutputTokens: 100
 
 var racePrice = agentrt.Price{InputPerMTok: 1_000_000, OutputPerMTok: 4_000_000}
 
-// Run runs the scenario and checks: exactly as many calls were admitted
-// as the ceiling holds, every other run ended limit_budget with no request
-// sent for the refused call, the held amount never passed the ceiling at
-// any event of the chain (reservations add, settlements move), the stored
-// window agrees with the chain, and the chain verifies.
+// Run runs the scenario in this process and checks it (CheckBudgetRace).
 func (c BudgetRace) Run(t *testing.T) {
 	ctx := context.Background()
-	perCall := racePrice.Cost(agentrt.Usage{InputTokens: agentrt.EstimateInputTokens(raceRequest), OutputTokens: raceRequest.MaxOutputTokens})
-	admit := c.Runs * budgetRaceCalls / 3
-	ceiling := perCall*agentrt.Micros(admit) + perCall/2
-	op := agentrt.Operator{Store: c.Store}
-	b, err := op.AddBudget(ctx, agentrt.NewBudget{Name: "team", Scope: "tenant=acme", Window: agentrt.WindowDay, MaxCost: ceiling, By: "test"})
+	b := AddRaceBudget(t, c.Store, c.Runs)
+	model := &raceModel{}
+	ids := RaceRunIDs(c.Runs)
+	if c.Workers {
+		c.runWorkers(t, model, ids)
+	} else {
+		var wg sync.WaitGroup
+		for i, id := range ids {
+			cfg, agent := raceEngine(c.Engines[i%len(c.Engines)], fmt.Sprintf("engine-%d", i%len(c.Engines)), model)
+			d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: cfg, Agent: agent})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := d.StartWithID(ctx, id, "race", RaceLimits()); err != nil {
+					t.Errorf("run %s: %v", id, err)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	CheckBudgetRace(t, c.Store, b, ids, model.n.Load())
+}
+
+// AddRaceBudget adds the race's budget, sized for a third of the calls
+// of runs runs.
+func AddRaceBudget(t *testing.T, st agentrt.Store, runs int) agentrt.Budget {
+	perCall := racePerCall()
+	ceiling := perCall*agentrt.Micros(runs*budgetRaceCalls/3) + perCall/2
+	b, err := agentrt.Operator{Store: st}.AddBudget(context.Background(), agentrt.NewBudget{Name: "team", Scope: "tenant=acme", Window: agentrt.WindowDay, MaxCost: ceiling, By: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	model := &raceModel{}
+	return b
+}
+
+func racePerCall() agentrt.Micros {
+	return racePrice.Cost(agentrt.Usage{InputTokens: agentrt.EstimateInputTokens(raceRequest), OutputTokens: raceRequest.MaxOutputTokens})
+}
+
+// RaceRunIDs are the ids of the race's runs.
+func RaceRunIDs(n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("race-%02d", i)
+	}
+	return ids
+}
+
+// RaceLimits are the race runs' limits: labelled tenant=acme.
+func RaceLimits() agentrt.Limits {
+	l := agentrt.DefaultLimits()
+	l.Labels = "tenant=acme"
+	return l
+}
+
+// RaceEngine is the engine configuration and agent a race worker runs on
+// st; onRequest is called for each request that reaches the model.
+func RaceEngine(st agentrt.Store, owner string, onRequest func()) (agentrt.EngineConfig, agentrt.Agent) {
+	return raceEngine(st, owner, &raceModel{onRequest: onRequest})
+}
+
+func raceEngine(st agentrt.Store, owner string, model *raceModel) (agentrt.EngineConfig, agentrt.Agent) {
 	agent := agentrt.AgentFunc(func(ctx context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
 		for range budgetRaceCalls {
 			if _, err := in.Model.Generate(ctx, raceRequest); err != nil {
@@ -75,40 +133,25 @@ func (c BudgetRace) Run(t *testing.T) {
 		}
 		return agentrt.Decision{Kind: agentrt.KindComplete, Result: json.RawMessage(`{}`)}, nil
 	})
-	limits := agentrt.DefaultLimits()
-	limits.Labels = "tenant=acme"
-	engine := func(st agentrt.Store, owner string) agentrt.EngineConfig {
-		return agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), LeaseOwner: owner,
-			Model: &agentrt.ModelConfig{Model: model}, Prices: agentrt.PriceTable{"race-model": racePrice}}
-	}
-	ids := make([]string, c.Runs)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("race-%02d", i)
-	}
-	if c.Workers {
-		c.runWorkers(t, engine, agent, ids, limits)
-	} else {
-		var wg sync.WaitGroup
-		for i, id := range ids {
-			d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: engine(c.Engines[i%len(c.Engines)], fmt.Sprintf("engine-%d", i%len(c.Engines))), Agent: agent})
-			if err != nil {
-				t.Fatal(err)
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if _, err := d.StartWithID(ctx, id, "race", limits); err != nil {
-					t.Errorf("run %s: %v", id, err)
-				}
-			}()
-		}
-		wg.Wait()
-	}
+	return agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), LeaseOwner: owner,
+		Model: &agentrt.ModelConfig{Model: model}, Prices: agentrt.PriceTable{"race-model": racePrice}}, agent
+}
 
+// CheckBudgetRace checks a finished race: exactly as many calls were
+// admitted as the ceiling holds, every other run ended limit_budget with
+// no request sent for the refused call (requests is how many reached the
+// model), the held amount never passed the ceiling at any event of the
+// chain (reservations add, settlements move), the stored window agrees
+// with the chain, and the chain verifies.
+func CheckBudgetRace(t *testing.T, st agentrt.Store, b agentrt.Budget, ids []string, requests int64) {
+	ctx := context.Background()
+	ceiling := b.MaxCost
+	admit := len(ids) * budgetRaceCalls / 3
+	perCall := racePerCall()
 	// Every run ended: completed, or refused by the budget.
 	refusedRuns := 0
 	for _, id := range ids {
-		r, err := c.Store.GetRun(ctx, id)
+		r, err := st.GetRun(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +171,7 @@ func (c BudgetRace) Run(t *testing.T) {
 	dispatched, settledN := 0, 0
 	var after int64
 	for {
-		evs, err := c.Store.ListEventsAfter(ctx, "", after, 1000)
+		evs, err := st.ListEventsAfter(ctx, "", after, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,10 +225,10 @@ func (c BudgetRace) Run(t *testing.T) {
 	if dispatched != admit || settledN != admit {
 		t.Errorf("%d calls reserved and %d settled, want exactly the %d the ceiling of %d holds at %d each", dispatched, settledN, admit, ceiling, perCall)
 	}
-	if got := model.n.Load(); got != int64(dispatched) {
+	if got := requests; got != int64(dispatched) {
 		t.Errorf("the model received %d requests for %d dispatched calls: a refused call was sent", got, dispatched)
 	}
-	br := c.Store.(agentrt.BudgetReader)
+	br := st.(agentrt.BudgetReader)
 	ws, err := br.ListBudgetUsage(ctx, b.ID, 10)
 	if err != nil {
 		t.Fatal(err)
@@ -200,32 +243,32 @@ func (c BudgetRace) Run(t *testing.T) {
 	if len(rs) != admit {
 		t.Errorf("%d reservation rows, want %d", len(rs), admit)
 	}
-	rep, err := c.Store.VerifyEvents(ctx, 0, 0)
+	rep, err := st.VerifyEvents(ctx, 0, 0)
 	if err != nil || !rep.Intact() {
 		t.Fatalf("the chain does not verify: %+v, %v", rep.Break, err)
 	}
 }
 
-func (c BudgetRace) runWorkers(t *testing.T, engine func(agentrt.Store, string) agentrt.EngineConfig, agent agentrt.Agent, ids []string, limits agentrt.Limits) {
+func (c BudgetRace) runWorkers(t *testing.T, model *raceModel, ids []string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	enq, err := agentrt.NewDriver(agentrt.Config{EngineConfig: engine(c.Store, "enqueuer"), Agent: agent})
+	cfg, agent := raceEngine(c.Store, "enqueuer", model)
+	enq, err := agentrt.NewDriver(agentrt.Config{EngineConfig: cfg, Agent: agent})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range ids {
-		if _, err := enq.EnqueueWithID(ctx, id, "race", limits); err != nil {
+		if _, err := enq.EnqueueWithID(ctx, id, "race", RaceLimits()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var wg sync.WaitGroup
 	for i, st := range c.Engines {
-		cfg := agentrt.DefaultWorkerConfig()
-		cfg.EngineConfig = engine(st, fmt.Sprintf("worker-%d", i))
-		cfg.Agent = agent
-		cfg.Concurrency = max(len(ids)/len(c.Engines), 1)
-		cfg.Poll = 20 * time.Millisecond
-		w, err := agentrt.NewWorker(cfg)
+		wc := agentrt.DefaultWorkerConfig()
+		wc.EngineConfig, wc.Agent = raceEngine(st, fmt.Sprintf("worker-%d", i), model)
+		wc.Concurrency = max(len(ids)/len(c.Engines), 1)
+		wc.Poll = 20 * time.Millisecond
+		w, err := agentrt.NewWorker(wc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,11 +280,20 @@ func (c BudgetRace) runWorkers(t *testing.T, engine func(agentrt.Store, string) 
 			}
 		}()
 	}
-	deadline := time.Now().Add(2 * time.Minute)
+	AwaitEnded(t, c.Store, ids, 2*time.Minute)
+	cancel()
+	wg.Wait()
+}
+
+// AwaitEnded waits until every run of ids is terminal, or fails after
+// within.
+func AwaitEnded(t *testing.T, st agentrt.Store, ids []string, within time.Duration) {
+	ctx := context.Background()
+	deadline := time.Now().Add(within)
 	for {
 		done := 0
 		for _, id := range ids {
-			r, err := c.Store.GetRun(ctx, id)
+			r, err := st.GetRun(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -250,13 +302,11 @@ func (c BudgetRace) runWorkers(t *testing.T, engine func(agentrt.Store, string) 
 			}
 		}
 		if done == len(ids) {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d runs ended within two minutes", done, len(ids))
+			t.Fatalf("%d of %d runs ended within %s", done, len(ids), within)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	cancel()
-	wg.Wait()
 }
