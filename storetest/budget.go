@@ -310,3 +310,119 @@ func AwaitEnded(t *testing.T, st agentrt.Store, ids []string, within time.Durati
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// budgets checks the budget seam: names unique among unretired budgets, a
+// compare-and-set on the version, reservations refused at the ceiling
+// with nothing written, settlement past the reservation, uncertain
+// holding all of it, a status compare-and-set, and immutable price
+// versions.
+func budgets(t *testing.T, s agentrt.Store) {
+	ctx := context.Background()
+	insertRun(t, s, "r")
+	b := agentrt.Budget{ID: "b1", Name: "team", Window: agentrt.WindowDay, MaxCost: 100, MaxTokens: 0, Version: 1,
+		CreatedAt: t0, CreatedBy: "a", UpdatedAt: t0, UpdatedBy: "a"}
+	_, err := update(t, s, func(tx agentrt.Tx) error { return tx.BudgetInsert(b) })
+	must(t, err)
+	dup := b
+	dup.ID = "b2"
+	if _, err := update(t, s, func(tx agentrt.Tx) error { return tx.BudgetInsert(dup) }); !errors.Is(err, agentrt.ErrBudget) {
+		t.Fatalf("a second unretired budget named team: %v, want ErrBudget", err)
+	}
+	if _, err := update(t, s, func(tx agentrt.Tx) error {
+		return tx.BudgetUpdate(agentrt.BudgetUpdate{ID: "b1", Version: 7, MaxCost: 1, At: t0, By: "x"})
+	}); !errors.Is(err, agentrt.ErrRunState) {
+		t.Fatalf("update at a stale version: %v, want ErrRunState", err)
+	}
+	ws := agentrt.WindowDay.Start(t0)
+	res := func(call string, cost agentrt.Micros) agentrt.BudgetReservation {
+		return agentrt.BudgetReservation{CallID: call, BudgetID: "b1", WindowStart: ws, RunID: "r", StepID: "s", Attempt: 1, Generation: 1,
+			Provider: "p", Model: "m", MaxOutputTokens: 10, PriceVersion: "sha256:x", Reserved: agentrt.Amount{Cost: cost, Tokens: 5},
+			Status: agentrt.ReservationReserved, ExpiresAt: t0.Add(time.Minute), CreatedAt: t0}
+	}
+	var bs []agentrt.Budget
+	_, err = update(t, s, func(tx agentrt.Tx) error {
+		var err error
+		bs, err = tx.BudgetListActive()
+		if err != nil {
+			return err
+		}
+		if err := tx.BudgetReserve(res("c1", 60), b); err != nil {
+			return err
+		}
+		return tx.BudgetReserve(res("c2", 40), b)
+	})
+	must(t, err)
+	if len(bs) != 1 || bs[0].Name != "team" || bs[0].Window != agentrt.WindowDay || bs[0].MaxCost != 100 || !bs[0].CreatedAt.Equal(t0) {
+		t.Fatalf("active budgets %+v", bs)
+	}
+	if _, err := update(t, s, func(tx agentrt.Tx) error { return tx.BudgetReserve(res("c3", 1), b) }); !errors.Is(err, agentrt.ErrBudget) {
+		t.Fatalf("a reservation past the ceiling: %v, want ErrBudget", err)
+	}
+	br := s.(agentrt.BudgetReader)
+	window := func() agentrt.BudgetUsage {
+		t.Helper()
+		u, err := br.ListBudgetUsage(ctx, "b1", 10)
+		must(t, err)
+		if len(u) != 1 || !u[0].WindowStart.Equal(ws) {
+			t.Fatalf("windows %+v", u)
+		}
+		return u[0]
+	}
+	if u := window(); u.Reserved != (agentrt.Amount{Cost: 100, Tokens: 10}) {
+		t.Fatalf("after two reservations and a refusal: %+v", u)
+	}
+	_, err = update(t, s, func(tx agentrt.Tx) error {
+		if err := tx.BudgetSettle(agentrt.BudgetSettlement{CallID: "c1", BudgetID: "b1", From: []agentrt.ReservationStatus{agentrt.ReservationReserved},
+			Status: agentrt.ReservationSettled, Actual: agentrt.Amount{Cost: 90, Tokens: 9}, At: t0, By: "w"}); err != nil {
+			return err
+		}
+		return tx.BudgetSettle(agentrt.BudgetSettlement{CallID: "c2", BudgetID: "b1", From: []agentrt.ReservationStatus{agentrt.ReservationReserved},
+			Status: agentrt.ReservationUncertain, At: t0, By: "w"})
+	})
+	must(t, err)
+	if u := window(); u.Reserved != (agentrt.Amount{}) || u.Settled != (agentrt.Amount{Cost: 90, Tokens: 9}) || u.Uncertain != (agentrt.Amount{Cost: 40, Tokens: 5}) {
+		t.Fatalf("after settling past the reservation and an uncertain one: %+v", u)
+	}
+	if _, err := update(t, s, func(tx agentrt.Tx) error {
+		return tx.BudgetSettle(agentrt.BudgetSettlement{CallID: "c2", BudgetID: "b1", From: []agentrt.ReservationStatus{agentrt.ReservationReserved},
+			Status: agentrt.ReservationSettled, At: t0, By: "worker"})
+	}); !errors.Is(err, agentrt.ErrRunState) {
+		t.Fatalf("a worker settling an uncertain reservation: %v, want ErrRunState", err)
+	}
+	rs, err := br.ListReservations(ctx, agentrt.ReservationFilter{RunID: "r", Open: true}, 10)
+	must(t, err)
+	if len(rs) != 1 || rs[0].CallID != "c2" || rs[0].Status != agentrt.ReservationUncertain {
+		t.Fatalf("open reservations %+v, want c2 uncertain", rs)
+	}
+	_, err = update(t, s, func(tx agentrt.Tx) error {
+		return tx.BudgetSettle(agentrt.BudgetSettlement{CallID: "c2", BudgetID: "b1", From: []agentrt.ReservationStatus{agentrt.ReservationUncertain},
+			Status: agentrt.ReservationSettled, Actual: agentrt.Amount{Cost: 7, Tokens: 3}, At: t0, By: "operator"})
+	})
+	must(t, err)
+	if u := window(); u.Uncertain != (agentrt.Amount{}) || u.Settled != (agentrt.Amount{Cost: 97, Tokens: 12}) {
+		t.Fatalf("after reconciling the uncertain one at 7: %+v", u)
+	}
+	rs, err = br.ListReservations(ctx, agentrt.ReservationFilter{RunID: "r"}, 10)
+	must(t, err)
+	if len(rs) != 2 || rs[0].CallID != "c1" || rs[0].Actual.Cost != 90 || rs[1].Status != agentrt.ReservationSettled || rs[1].SettledBy != "operator" || rs[0].DecodeError != "" || !rs[1].ExpiresAt.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("reservations %+v", rs)
+	}
+	v, err := agentrt.NewPriceVersion(agentrt.PriceTable{"m": {InputPerMTok: 1}})
+	must(t, err)
+	for i, want := range []bool{true, false} {
+		var added bool
+		_, err := update(t, s, func(tx agentrt.Tx) error { var err error; added, err = tx.PriceVersionPut(v); return err })
+		if err != nil || added != want {
+			t.Fatalf("put %d: added %v, %v", i, added, err)
+		}
+	}
+	forged := v
+	forged.Canonical = []byte(`{"m":{"input_per_mtok":0,"output_per_mtok":0,"cached_input_per_mtok":0}}`)
+	if _, err := update(t, s, func(tx agentrt.Tx) error { _, err := tx.PriceVersionPut(forged); return err }); !errors.Is(err, agentrt.ErrTamperedRecord) {
+		t.Fatalf("other prices under a stored id: %v", err)
+	}
+	vs, err := br.ListPriceVersions(ctx)
+	if err != nil || len(vs) != 1 || vs[0].ID != v.ID || vs[0].DecodeError != "" {
+		t.Fatalf("price versions %+v, %v", vs, err)
+	}
+}
