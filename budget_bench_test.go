@@ -127,4 +127,3 @@ func BenchmarkBudgetConcurrentRuns(b *testing.B) {
 		})
 	}
 }
-
