@@ -226,18 +226,21 @@ type BudgetUpdate struct {
 	By        string
 }
 
-// BudgetSettlement moves one call's reservation on one budget from one of
-// From to Status, recording Actual: settled releases the unused part and
-// counts Actual as settled; uncertain moves the whole reservation to the
-// uncertain column.
+// BudgetSettlement moves one call's reservation on one budget from From to
+// Status by compare-and-set, recording Actual: settled releases the unused
+// part and counts Actual as settled; uncertain moves the whole reservation
+// to the uncertain column. Reserved and WindowStart are the reservation's
+// own, as its writer or a read of it knows them.
 type BudgetSettlement struct {
-	CallID   string
-	BudgetID string
-	From     []ReservationStatus
-	Status   ReservationStatus
-	Actual   Amount
-	At       time.Time
-	By       string
+	CallID      string
+	BudgetID    string
+	WindowStart time.Time
+	Reserved    Amount
+	From        ReservationStatus
+	Status      ReservationStatus
+	Actual      Amount
+	At          time.Time
+	By          string
 }
 
 // BudgetReader is the read side of budgets, implemented by the stores

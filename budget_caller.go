@@ -140,8 +140,8 @@ func settleHolds(tx Tx, callID string, holds []budgetHold, out attemptOutcome, c
 	notes := make([]settlementNote, 0, len(holds))
 	for _, h := range holds {
 		n := settlementNote{BudgetID: h.BudgetID, Budget: h.Budget, Status: status, Reserved: h.Reserved, Actual: actual}
-		err := tx.BudgetSettle(BudgetSettlement{CallID: callID, BudgetID: h.BudgetID, From: []ReservationStatus{ReservationReserved},
-			Status: status, Actual: actual, At: at, By: by})
+		err := tx.BudgetSettle(BudgetSettlement{CallID: callID, BudgetID: h.BudgetID, WindowStart: h.Window, Reserved: h.Reserved,
+			From: ReservationReserved, Status: status, Actual: actual, At: at, By: by})
 		if errors.Is(err, ErrRunState) {
 			n.Status, n.Actual, n.Skipped = ReservationSettled, Amount{}, true
 		} else if err != nil {

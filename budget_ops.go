@@ -168,8 +168,8 @@ func (o Operator) ReconcileReservation(ctx context.Context, callID string, actua
 			if err != nil {
 				return err
 			}
-			if err := tx.BudgetSettle(BudgetSettlement{CallID: callID, BudgetID: r.BudgetID, From: []ReservationStatus{r.Status},
-				Status: ReservationSettled, Actual: actual, At: now, By: by}); err != nil {
+			if err := tx.BudgetSettle(BudgetSettlement{CallID: callID, BudgetID: r.BudgetID, WindowStart: r.WindowStart, Reserved: r.Reserved,
+				From: r.Status, Status: ReservationSettled, Actual: actual, At: now, By: by}); err != nil {
 				return err
 			}
 			if err := event(tx, r.RunID, r.StepID, now, EventBudgetReconciled, budgetReconciled{CallID: callID, BudgetID: b.ID, Budget: b.Name,

@@ -166,15 +166,18 @@ type Tx interface {
 	BudgetGet(id string) (Budget, error)
 	// BudgetByName reads the unretired budget with the name.
 	BudgetByName(name string) (Budget, error)
-	// BudgetListActive reads the unretired budgets, ordered by id.
+	// BudgetListActive reads the unretired budgets, ordered by id: the
+	// fields a reservation needs (id, name, scope, window, ceilings and
+	// version).
 	BudgetListActive() ([]Budget, error)
 	// BudgetReserve holds r.Reserved in r's window of b if the window's
 	// reserved, settled and uncertain amounts plus r stay within b's
 	// ceilings, in one conditional statement, and records r; a window
 	// without room is *BudgetError and nothing is written.
 	BudgetReserve(r BudgetReservation, b Budget) error
-	// BudgetSettle moves a reservation on from one of p.From by
-	// compare-and-set, and its amounts between its window's columns.
+	// BudgetSettle moves a reservation on from p.From by compare-and-set
+	// (another status is ErrRunState), and p.Reserved between its
+	// window's columns.
 	BudgetSettle(p BudgetSettlement) error
 	// ReservationList reads a call's reservations.
 	ReservationList(callID string) ([]BudgetReservation, error)

@@ -352,7 +352,7 @@ func budgets(t *testing.T, s agentrt.Store) {
 		return tx.BudgetReserve(res("c2", 40), b)
 	})
 	must(t, err)
-	if len(bs) != 1 || bs[0].Name != "team" || bs[0].Window != agentrt.WindowDay || bs[0].MaxCost != 100 || !bs[0].CreatedAt.Equal(t0) {
+	if len(bs) != 1 || bs[0].Name != "team" || bs[0].Window != agentrt.WindowDay || bs[0].MaxCost != 100 || bs[0].Version != 1 {
 		t.Fatalf("active budgets %+v", bs)
 	}
 	if _, err := update(t, s, func(tx agentrt.Tx) error { return tx.BudgetReserve(res("c3", 1), b) }); !errors.Is(err, agentrt.ErrBudget) {
@@ -372,11 +372,11 @@ func budgets(t *testing.T, s agentrt.Store) {
 		t.Fatalf("after two reservations and a refusal: %+v", u)
 	}
 	_, err = update(t, s, func(tx agentrt.Tx) error {
-		if err := tx.BudgetSettle(agentrt.BudgetSettlement{CallID: "c1", BudgetID: "b1", From: []agentrt.ReservationStatus{agentrt.ReservationReserved},
+		if err := tx.BudgetSettle(agentrt.BudgetSettlement{CallID: "c1", BudgetID: "b1", WindowStart: ws, Reserved: agentrt.Amount{Cost: 60, Tokens: 5}, From: agentrt.ReservationReserved,
 			Status: agentrt.ReservationSettled, Actual: agentrt.Amount{Cost: 90, Tokens: 9}, At: t0, By: "w"}); err != nil {
 			return err
 		}
-		return tx.BudgetSettle(agentrt.BudgetSettlement{CallID: "c2", BudgetID: "b1", From: []agentrt.ReservationStatus{agentrt.ReservationReserved},
+		return tx.BudgetSettle(agentrt.BudgetSettlement{CallID: "c2", BudgetID: "b1", WindowStart: ws, Reserved: agentrt.Amount{Cost: 40, Tokens: 5}, From: agentrt.ReservationReserved,
 			Status: agentrt.ReservationUncertain, At: t0, By: "w"})
 	})
 	must(t, err)
@@ -384,7 +384,7 @@ func budgets(t *testing.T, s agentrt.Store) {
 		t.Fatalf("after settling past the reservation and an uncertain one: %+v", u)
 	}
 	if _, err := update(t, s, func(tx agentrt.Tx) error {
-		return tx.BudgetSettle(agentrt.BudgetSettlement{CallID: "c2", BudgetID: "b1", From: []agentrt.ReservationStatus{agentrt.ReservationReserved},
+		return tx.BudgetSettle(agentrt.BudgetSettlement{CallID: "c2", BudgetID: "b1", WindowStart: ws, Reserved: agentrt.Amount{Cost: 40, Tokens: 5}, From: agentrt.ReservationReserved,
 			Status: agentrt.ReservationSettled, At: t0, By: "worker"})
 	}); !errors.Is(err, agentrt.ErrRunState) {
 		t.Fatalf("a worker settling an uncertain reservation: %v, want ErrRunState", err)
@@ -395,7 +395,7 @@ func budgets(t *testing.T, s agentrt.Store) {
 		t.Fatalf("open reservations %+v, want c2 uncertain", rs)
 	}
 	_, err = update(t, s, func(tx agentrt.Tx) error {
-		return tx.BudgetSettle(agentrt.BudgetSettlement{CallID: "c2", BudgetID: "b1", From: []agentrt.ReservationStatus{agentrt.ReservationUncertain},
+		return tx.BudgetSettle(agentrt.BudgetSettlement{CallID: "c2", BudgetID: "b1", WindowStart: ws, Reserved: agentrt.Amount{Cost: 40, Tokens: 5}, From: agentrt.ReservationUncertain,
 			Status: agentrt.ReservationSettled, Actual: agentrt.Amount{Cost: 7, Tokens: 3}, At: t0, By: "operator"})
 	})
 	must(t, err)

@@ -162,8 +162,28 @@ func (t *tx) BudgetByName(name string) (agentrt.Budget, error) {
 // BudgetListActive reads the unretired budgets, by id: the order a
 // reservation locks their windows in, so two calls under the same budgets
 // cannot deadlock.
+// Only the fields a reservation needs are read.
 func (t *tx) BudgetListActive() ([]agentrt.Budget, error) {
-	return scanBudgets(t.query(selectBudget + " WHERE retired_at = '' ORDER BY id"))
+	rows, err := t.query("SELECT id, name, scope, period, max_cost_micros, max_tokens, version FROM budgets WHERE retired_at = '' ORDER BY id")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []agentrt.Budget
+	for rows.Next() {
+		var b agentrt.Budget
+		var period string
+		var cost int64
+		if err := rows.Scan(&b.ID, &b.Name, &b.Scope, &period, &cost, &b.MaxTokens, &b.Version); err != nil {
+			return nil, err
+		}
+		b.Window, b.MaxCost = agentrt.BudgetWindow(period), agentrt.Micros(cost)
+		if !b.Window.Valid() {
+			return nil, fmt.Errorf("budget %s will not decode: window %q is not one agentrt writes", b.ID, period)
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
 }
 
 // BudgetReserve adds r's amount to its budget's window if the window's
@@ -172,9 +192,6 @@ func (t *tx) BudgetListActive() ([]agentrt.Budget, error) {
 // *agentrt.BudgetError and writes nothing.
 func (t *tx) BudgetReserve(r agentrt.BudgetReservation, b agentrt.Budget) error {
 	ws := t.timeText(r.WindowStart)
-	if _, err := t.exec(`INSERT INTO budget_windows (budget_id, window_start) VALUES (?, ?) ON CONFLICT DO NOTHING`, r.BudgetID, ws); err != nil {
-		return err
-	}
 	q := `UPDATE budget_windows SET reserved_cost_micros = reserved_cost_micros + ?, reserved_tokens = reserved_tokens + ?
 		WHERE budget_id = ? AND window_start = ?`
 	args := []any{int64(r.Reserved.Cost), r.Reserved.Tokens, r.BudgetID, ws}
@@ -186,17 +203,28 @@ func (t *tx) BudgetReserve(r agentrt.BudgetReservation, b agentrt.Budget) error 
 		q += ` AND reserved_tokens + settled_tokens + uncertain_tokens + ? <= ?`
 		args = append(args, r.Reserved.Tokens, b.MaxTokens)
 	}
-	res, err := t.exec(q, args...)
+	n, err := t.affected(q, args...)
 	if err != nil {
 		return err
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return err
-	} else if n != 1 {
-		u, err := t.window(r.BudgetID, ws)
-		if err != nil {
+	var u agentrt.BudgetUsage
+	if n != 1 {
+		// No room, or the window's first reservation: its row is made
+		// here, and the conditional update tried once more.
+		u, err = t.window(r.BudgetID, ws)
+		if errors.Is(err, sql.ErrNoRows) {
+			if _, err := t.exec(`INSERT INTO budget_windows (budget_id, window_start) VALUES (?, ?) ON CONFLICT DO NOTHING`, r.BudgetID, ws); err != nil {
+				return err
+			}
+			if n, err = t.affected(q, args...); err != nil {
+				return err
+			}
+			u = agentrt.BudgetUsage{}
+		} else if err != nil {
 			return err
 		}
+	}
+	if n != 1 {
 		h := u.Held()
 		return &agentrt.BudgetError{Budget: b.Name, Detail: fmt.Sprintf(
 			"the window holds %d micros and %d tokens (reserved, settled and uncertain); this call's upper bound of %d micros and %d tokens would pass the ceilings of %d micros and %d tokens (0 is none)",
@@ -206,6 +234,14 @@ func (t *tx) BudgetReserve(r agentrt.BudgetReservation, b agentrt.Budget) error 
 		r.CallID, r.BudgetID, ws, r.RunID, r.StepID, r.Attempt, r.Generation, r.Provider, r.Model, r.MaxOutputTokens, r.PriceVersion,
 		int64(r.Reserved.Cost), r.Reserved.Tokens, string(agentrt.ReservationReserved), 0, 0, t.timeText(r.ExpiresAt), t.timeText(r.CreatedAt), "", "")
 	return err
+}
+
+func (t *tx) affected(q string, args ...any) (int64, error) {
+	res, err := t.exec(q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 func (t *tx) window(budgetID, ws string) (agentrt.BudgetUsage, error) {
@@ -231,22 +267,8 @@ func scanWindow(s scanner) (agentrt.BudgetUsage, error) {
 // and moves its amounts between its window's columns in the same
 // transaction.
 func (t *tx) BudgetSettle(p agentrt.BudgetSettlement) error {
-	r, err := scanReservation(t.queryRow(selectReservation+" WHERE call_id = ? AND budget_id = ?", p.CallID, p.BudgetID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("%w: no reservation of call %s on budget %s", agentrt.ErrNotFound, p.CallID, p.BudgetID)
-	}
-	if err != nil {
-		return err
-	}
-	if r.DecodeError != "" {
-		return fmt.Errorf("reservation of call %s on budget %s will not decode: %s", p.CallID, p.BudgetID, r.DecodeError)
-	}
-	ok := false
-	for _, f := range p.From {
-		ok = ok || f == r.Status
-	}
-	if !ok || p.Status == agentrt.ReservationReserved || p.Status == r.Status {
-		return fmt.Errorf("%w: reservation of call %s on budget %s is %s", agentrt.ErrRunState, p.CallID, p.BudgetID, r.Status)
+	if p.From == agentrt.ReservationSettled || p.Status == agentrt.ReservationReserved || p.Status == p.From {
+		return fmt.Errorf("agentrt: a reservation does not move from %s to %s", p.From, p.Status)
 	}
 	actual := p.Actual
 	if p.Status == agentrt.ReservationUncertain {
@@ -254,24 +276,23 @@ func (t *tx) BudgetSettle(p agentrt.BudgetSettlement) error {
 	}
 	res, err := t.exec(`UPDATE budget_reservations SET status = ?, actual_cost_micros = ?, actual_tokens = ?, settled_at = ?, settled_by = ?
 		WHERE call_id = ? AND budget_id = ? AND status = ?`,
-		string(p.Status), int64(actual.Cost), actual.Tokens, t.timeText(p.At), p.By, p.CallID, p.BudgetID, string(r.Status))
+		string(p.Status), int64(actual.Cost), actual.Tokens, t.timeText(p.At), p.By, p.CallID, p.BudgetID, string(p.From))
 	if err != nil {
 		return err
 	}
-	if err := oneRow(res, "reservation", p.CallID); err != nil {
+	if err := oneRow(res, "reservation of call", p.CallID); err != nil {
 		return err
 	}
-	from, to := "reserved", "settled"
-	if r.Status == agentrt.ReservationUncertain {
+	from, to, add := "reserved", "settled", actual
+	if p.From == agentrt.ReservationUncertain {
 		from = "uncertain"
 	}
-	add := actual
 	if p.Status == agentrt.ReservationUncertain {
-		to, add = "uncertain", r.Reserved
+		to, add = "uncertain", p.Reserved
 	}
 	res, err = t.exec(`UPDATE budget_windows SET `+from+`_cost_micros = `+from+`_cost_micros - ?, `+from+`_tokens = `+from+`_tokens - ?, `+
 		to+`_cost_micros = `+to+`_cost_micros + ?, `+to+`_tokens = `+to+`_tokens + ? WHERE budget_id = ? AND window_start = ?`,
-		int64(r.Reserved.Cost), r.Reserved.Tokens, int64(add.Cost), add.Tokens, p.BudgetID, t.timeText(r.WindowStart))
+		int64(p.Reserved.Cost), p.Reserved.Tokens, int64(add.Cost), add.Tokens, p.BudgetID, t.timeText(p.WindowStart))
 	if err != nil {
 		return err
 	}
