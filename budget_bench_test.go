@@ -124,6 +124,8 @@ func BenchmarkBudgetConcurrentRuns(b *testing.B) {
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(b.N*runs*n)/b.Elapsed().Seconds(), "steps/s")
+			st := s.Stats()
+			b.ReportMetric(float64(st.Updates)/float64(st.Commits), "updates/commit")
 		})
 	}
 }
