@@ -1,10 +1,14 @@
+//go:build unix
+
 package agentrt_test
 
 import (
 	"context"
 	"fmt"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	agentrt "github.com/agentrt/agentrt"
 )
@@ -99,6 +103,7 @@ func BenchmarkBudgetConcurrentRuns(b *testing.B) {
 			limits.MaxSteps, limits.Labels = n+1, "tenant=acme"
 			ctx := context.Background()
 			b.ReportAllocs()
+			cpu0 := cpuTime()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				var wg sync.WaitGroup
@@ -124,8 +129,18 @@ func BenchmarkBudgetConcurrentRuns(b *testing.B) {
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(b.N*runs*n)/b.Elapsed().Seconds(), "steps/s")
+			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N*runs*n), "cpu-µs/step")
 			st := s.Stats()
 			b.ReportMetric(float64(st.Updates)/float64(st.Commits), "updates/commit")
 		})
 	}
+}
+
+// cpuTime is the CPU time this process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
