@@ -2,7 +2,6 @@ package agentrt
 
 import (
 	"context"
-	"errors"
 	"fmt"
 )
 
@@ -195,7 +194,3 @@ func (o Operator) ReconcileReservation(ctx context.Context, callID string, actua
 func clampAmount(a Amount) Amount {
 	return Amount{Cost: Micros(min(max(int64(a.Cost), 0), maxBudgetAmount)), Tokens: min(max(a.Tokens, 0), maxBudgetAmount)}
 }
-
-// budgetExhausted reports whether err is a store's refusal of a reservation
-// for want of capacity.
-func budgetExhausted(err error) bool { return errors.Is(err, ErrBudget) }

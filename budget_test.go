@@ -30,7 +30,6 @@ type bgEnv struct {
 	store *sqlite.Store
 	clock *mcClock
 	op    agentrt.Operator
-	model *mcModel
 }
 
 func newBgEnv(t *testing.T) *bgEnv {
