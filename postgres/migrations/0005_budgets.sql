@@ -1,5 +1,5 @@
--- agentrt schema version 4 for PostgreSQL, mirroring
--- sqlite/migrations/0004 (numbered 0004 on this branch; it is meant to land
+-- agentrt schema version 5 for PostgreSQL, mirroring
+-- sqlite/migrations/0005 (numbered 0005 on this branch; it is meant to land
 -- as 0006): budgets, their windows' counters, reservations and immutable
 -- price versions. Tables read in insertion order have an explicit rowid.
 CREATE TABLE budgets (

@@ -1,5 +1,5 @@
--- agentrt schema version 4. Released migrations never change; add a new file.
--- (Numbered 0004 on this branch; it is meant to land as 0006, after the
+-- agentrt schema version 5. Released migrations never change; add a new file.
+-- (Numbered 0005 on this branch; it is meant to land as 0006, after the
 -- migrations of issues 25 and 30.)
 --
 -- Budgets shared by runs: a scope of labels, a fixed window, ceilings in
