@@ -377,5 +377,5 @@ func (h *Handler) pageBudgets(w http.ResponseWriter, r *http.Request, s *session
 			rows = append(rows, row)
 		}
 	}
-	h.render(w, "budgets.html", page{Title: "Budgets", CSRF: s.csrf, Who: s.name, Data: rows}, true)
+	h.render(w, "budgets.html", page{Title: "Budgets", CSRF: s.csrf, Who: s.name, Data: rows})
 }
