@@ -169,6 +169,34 @@ type Tx interface {
 	// ApprovalsNow, one pending past its expiry). Rows
 	// another transaction holds are skipped, not waited on.
 	RunClaim(p RunClaim) ([]Run, error)
+
+	// BudgetInsert stores a new budget; a name an unretired budget holds
+	// is *BudgetError.
+	BudgetInsert(b Budget) error
+	// BudgetUpdate is a compare-and-set on an unretired budget at
+	// p.Version.
+	BudgetUpdate(p BudgetUpdate) error
+	BudgetGet(id string) (Budget, error)
+	// BudgetByName reads the unretired budget with the name.
+	BudgetByName(name string) (Budget, error)
+	// BudgetListActive reads the unretired budgets, ordered by id: the
+	// fields a reservation needs (id, name, scope, window, ceilings and
+	// version).
+	BudgetListActive() ([]Budget, error)
+	// BudgetReserve holds r.Reserved in r's window of b if the window's
+	// reserved, settled and uncertain amounts plus r stay within b's
+	// ceilings, in one conditional statement, and records r; a window
+	// without room is *BudgetError and nothing is written.
+	BudgetReserve(r BudgetReservation, b Budget) error
+	// BudgetSettle moves a reservation on from p.From by compare-and-set
+	// (another status is ErrRunState), and p.Reserved between its
+	// window's columns.
+	BudgetSettle(p BudgetSettlement) error
+	// ReservationList reads a call's reservations.
+	ReservationList(callID string) ([]BudgetReservation, error)
+	// PriceVersionPut stores v if its id is absent and reports whether it
+	// did; an id stored with other content is ErrTamperedRecord.
+	PriceVersionPut(v PriceVersion) (bool, error)
 }
 
 // ApproverRemove is a compare-and-set on an approver: it must not be

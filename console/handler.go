@@ -142,6 +142,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /runs/{run}", h.authed(h.pageRun))
 	m.HandleFunc("GET /runs/{run}/approvals/{approval}", h.authed(h.pageApproval))
 	m.HandleFunc("GET /chain", h.authed(h.pageChain))
+	m.HandleFunc("GET /budgets", h.authed(h.pageBudgets))
 	m.HandleFunc("GET /events", h.authed(h.streamEvents))
 	m.HandleFunc("POST /runs/{run}/cancel", h.post(true, h.cancelRun))
 	m.HandleFunc("POST /logout", h.post(true, h.logout))

@@ -321,3 +321,61 @@ func (h *Handler) cancelRun(w http.ResponseWriter, r *http.Request, s *session) 
 	}
 	http.Redirect(w, r, "/runs/"+runID, http.StatusSeeOther)
 }
+
+// budgetRow is one budget as the budgets page shows it: its current
+// window's reserved, settled and uncertain amounts, a reservation still
+// reserved past its expiry counted as uncertain.
+type budgetRow struct {
+	Name, Scope, Window, Ceilings, Status string
+	Reserved, Settled, Uncertain          agentrt.Amount
+}
+
+// pageBudgets lists the budgets runs share, read-only: they are changed
+// with agentrt budgets, never here.
+func (h *Handler) pageBudgets(w http.ResponseWriter, r *http.Request, s *session) {
+	br, ok := h.cfg.Store.(agentrt.BudgetReader)
+	var rows []budgetRow
+	if ok {
+		bs, err := br.ListBudgets(r.Context())
+		if err != nil {
+			http.Error(w, "reading budgets failed", http.StatusInternalServerError)
+			return
+		}
+		now := h.now()
+		for _, b := range bs {
+			row := budgetRow{Name: trace.Sanitize(b.Name), Scope: trace.Sanitize(b.Scope), Window: string(b.Window), Status: "active"}
+			if b.MaxCost > 0 {
+				row.Ceilings = fmt.Sprintf("%d micros ", b.MaxCost)
+			}
+			if b.MaxTokens > 0 {
+				row.Ceilings += fmt.Sprintf("%d tokens", b.MaxTokens)
+			}
+			if b.Retired() {
+				row.Status = "retired by " + trace.Sanitize(b.RetiredBy)
+			}
+			ws, err := br.ListBudgetUsage(r.Context(), b.ID, 1)
+			if err != nil {
+				http.Error(w, "reading budgets failed", http.StatusInternalServerError)
+				return
+			}
+			if len(ws) == 1 && ws[0].WindowStart.Equal(b.Window.Start(now)) {
+				row.Reserved, row.Settled, row.Uncertain = ws[0].Reserved, ws[0].Settled, ws[0].Uncertain
+				open, err := br.ListReservations(r.Context(), agentrt.ReservationFilter{BudgetID: b.ID, Open: true}, 1000)
+				if err != nil {
+					http.Error(w, "reading budgets failed", http.StatusInternalServerError)
+					return
+				}
+				for _, res := range open {
+					if res.Status == agentrt.ReservationReserved && res.Uncertain(now) && res.WindowStart.Equal(ws[0].WindowStart) {
+						row.Reserved.Cost -= res.Reserved.Cost
+						row.Reserved.Tokens -= res.Reserved.Tokens
+						row.Uncertain.Cost += res.Reserved.Cost
+						row.Uncertain.Tokens += res.Reserved.Tokens
+					}
+				}
+			}
+			rows = append(rows, row)
+		}
+	}
+	h.render(w, "budgets.html", page{Title: "Budgets", CSRF: s.csrf, Who: s.name, Data: rows})
+}

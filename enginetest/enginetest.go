@@ -45,6 +45,9 @@ func Exercise(t *testing.T, fresh Opener) {
 		{"InterruptedSideEffectWaitsForAnOperator", interruptedSideEffect},
 		{"GateExecutesTheApprovedRequest", gateApproved},
 		{"RecheckReportsWhatAPolicyWouldDecideNow", recheck},
+		{"BudgetSettlesActualUsageAndRefusesBeforeTransport", budgetSettlesTruthfully},
+		{"UncertainReservationHoldsUntilReconciled", budgetUncertainHolds},
+		{"EgressDeniedRequestNeverLeaves", egressDenied},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, fresh(t)) })
 	}

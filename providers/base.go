@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/agentrt/agentrt"
@@ -122,10 +123,31 @@ type Exchange struct {
 // reply. It does not retry. Failures are classified as Send classifies
 // them, and the key is in none of them.
 func Generate(ctx context.Context, b *Base, x Exchange, extra http.Header, req agentrt.ModelRequest) (agentrt.ModelResponse, error) {
-	body, err := x.Encode(req)
+	enc, err := Encode(b, x, req)
 	if err != nil {
 		return agentrt.ModelResponse{}, err
 	}
+	return SendEncoded(ctx, b, x, extra, enc)
+}
+
+// Encode is every adapter's EncodeRequest (agentrt.EncodedModel): the exact
+// body Generate sends for req and the endpoint's host, for the egress
+// manifest the caller records before transport.
+func Encode(b *Base, x Exchange, req agentrt.ModelRequest) (agentrt.EncodedRequest, error) {
+	body, err := x.Encode(req)
+	if err != nil {
+		return agentrt.EncodedRequest{}, err
+	}
+	host := ""
+	if u, err := url.Parse(b.endpoint); err == nil {
+		host = u.Host
+	}
+	return agentrt.EncodedRequest{Host: host, Body: body}, nil
+}
+
+// SendEncoded is every adapter's SendEncoded: Generate's send and decode of
+// a body Encode made, so the bytes sent are the bytes the manifest names.
+func SendEncoded(ctx context.Context, b *Base, x Exchange, extra http.Header, enc agentrt.EncodedRequest) (agentrt.ModelResponse, error) {
 	header := extra.Clone()
 	if header == nil {
 		header = http.Header{}
@@ -134,7 +156,7 @@ func Generate(ctx context.Context, b *Base, x Exchange, extra http.Header, req a
 	if key != "" && b.auth != nil {
 		b.auth(header, key)
 	}
-	data, err := Send(ctx, b.client, b.id.Provider, b.endpoint, header, body, key)
+	data, err := Send(ctx, b.client, b.id.Provider, b.endpoint, header, enc.Body, key)
 	if err != nil {
 		return agentrt.ModelResponse{}, err
 	}

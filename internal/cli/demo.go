@@ -104,6 +104,15 @@ func runDemo(e *env, g *global, c *command, args []string) int {
 	} else {
 		p.printf("  agent      a scripted agent making the model's decisions (no model)\n")
 	}
+	if model != nil {
+		// A budget the run falls under: each model call reserves against
+		// it before it is sent and settles after.
+		if _, err := (agentrt.Operator{Store: st, Now: e.demo.now}).AddBudget(background(), agentrt.NewBudget{Name: demoBudget,
+			Scope: demoScope, Window: agentrt.WindowDay, MaxCost: 50_000, By: demoOperator}); err != nil {
+			return e.fail("adding the demo's budget: %v", err)
+		}
+		p.printf("  budget     %s: runs labelled %s may spend 50000 micros (5 cents) a day; each model call reserves before it is sent\n", demoBudget, demoScope)
+	}
 	p.printf("  goal       %s\n\n", demoGoal)
 
 	ctx := background()
@@ -165,6 +174,9 @@ func runDemo(e *env, g *global, c *command, args []string) int {
 	if run.ModelCalls > 0 {
 		p.printf("model: %d call(s), %d tokens in, %d out, estimated $%.4f at the demo's invented prices\n",
 			run.ModelCalls, run.Usage.InputTokens, run.Usage.OutputTokens, float64(run.EstimatedCost)/1e6)
+	}
+	if model != nil {
+		p.printf("budget %s holds what the calls settled at (%s -db %s budgets show %s)\n", demoBudget, e.prog, db, demoBudget)
 	}
 	if b, err := os.ReadFile(filepath.Join(ws, "summary.md")); err == nil {
 		p.printf("summary.md in the workspace holds %d bytes, the content approved above\n", len(b))

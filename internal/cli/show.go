@@ -32,6 +32,10 @@ func runShow(e *env, g *global, c *command, args []string) int {
 	if err != nil {
 		return e.fail("reading run %s: %v", runID, err)
 	}
+	calls, err := runCalls(st, runID)
+	if err != nil {
+		return e.fail("reading run %s's model calls: %v", runID, err)
+	}
 	p := &printer{w: e.stdout}
 	if g.json {
 		b := page.Bounded()
@@ -46,10 +50,11 @@ func runShow(e *env, g *global, c *command, args []string) int {
 		}
 		writeJSON(p, struct {
 			view.RunDetailPage
-			StepsTruncated bool `json:"steps_truncated"`
-			Limit          int  `json:"limit"`
-			Offset         int  `json:"offset"`
-		}{b, offset+len(b.Steps) < b.StepsTotal, limit, offset})
+			StepsTruncated bool         `json:"steps_truncated"`
+			Limit          int          `json:"limit"`
+			Offset         int          `json:"offset"`
+			ModelCalls     []callEgress `json:"model_calls,omitempty"`
+		}{b, offset+len(b.Steps) < b.StepsTotal, limit, offset, calls})
 		return e.done(p, ExitOK)
 	}
 	writeRunHeader(p, page.Run)
@@ -91,6 +96,7 @@ func runShow(e *env, g *global, c *command, args []string) int {
 		}
 	}
 	writeBlocks(p, st, runID, page.Steps)
+	writeRunCalls(p, calls, e.clock())
 	if len(page.Approvals) > 0 {
 		p.printf("\n")
 		tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)

@@ -120,3 +120,15 @@ var versionHeader = http.Header{"Anthropic-Version": {APIVersion}}
 func (m *Model) Generate(ctx context.Context, req agentrt.ModelRequest) (agentrt.ModelResponse, error) {
 	return providers.Generate(ctx, &m.base, providers.Exchange{Encode: m.encode, Decode: decode}, versionHeader, req)
 }
+
+// EncodeRequest is the exact body Generate sends for req, and the
+// endpoint's host (agentrt.EncodedModel).
+func (m *Model) EncodeRequest(req agentrt.ModelRequest) (agentrt.EncodedRequest, error) {
+	return providers.Encode(&m.base, providers.Exchange{Encode: m.encode, Decode: decode}, req)
+}
+
+// SendEncoded sends a body EncodeRequest made and maps the reply as
+// Generate does.
+func (m *Model) SendEncoded(ctx context.Context, _ agentrt.ModelRequest, enc agentrt.EncodedRequest) (agentrt.ModelResponse, error) {
+	return providers.SendEncoded(ctx, &m.base, providers.Exchange{Encode: m.encode, Decode: decode}, versionHeader, enc)
+}
