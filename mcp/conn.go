@@ -92,11 +92,21 @@ func connect(ctx context.Context, srv *Server) (*Connection, error) {
 		rw := pipeRWC{p}
 		// One message line is bounded like an HTTP body.
 		t = &tapTransport{inner: &sdk.IOTransport{Reader: rw, Writer: rw, MaxLineLength: MaxResponseBodyBytes}, tap: c.tap}
+	case srv.SSE:
+		// The GET stream is bounded event by event and every POST body
+		// whole, as for streamable HTTP; the SDK's own event cap is the
+		// same figure.
+		t = &sdk.SSEClientTransport{
+			Endpoint:     srv.Endpoint,
+			HTTPClient:   httpClient(srv.HTTPClient, c.tap),
+			MaxEventSize: MaxResponseBodyBytes,
+		}
 	default:
 		t = &sdk.StreamableClientTransport{
-			Endpoint:   srv.Endpoint,
-			HTTPClient: httpClient(srv.HTTPClient, c.tap),
-			MaxRetries: -1,
+			Endpoint:     srv.Endpoint,
+			HTTPClient:   httpClient(srv.HTTPClient, c.tap),
+			MaxRetries:   -1,
+			OAuthHandler: srv.OAuthHandler,
 		}
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: clientName, Version: clientVersion}, c.clientOptions())
