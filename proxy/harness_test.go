@@ -225,7 +225,11 @@ func (h *harness) writeConfig() {
 func (h *harness) pin() {
 	h.t.Helper()
 	for _, s := range h.cfg.Servers {
-		m, err := mcp.Pin(context.Background(), s.Server())
+		srv, err := s.Dial(DialOptions{})
+		if err != nil {
+			h.t.Fatalf("pin: %v", err)
+		}
+		m, err := mcp.Pin(context.Background(), srv)
 		if err != nil {
 			h.t.Fatalf("pin: %v", err)
 		}
