@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -183,7 +184,7 @@ func (r ToolRule) mcpRule() mcp.Rule {
 func (s ServerConfig) Server() mcp.Server {
 	srv := mcp.Server{Name: s.Name, Command: append([]string(nil), s.Command...), Endpoint: s.Endpoint, SSE: s.SSE,
 		InheritEnv: append([]string(nil), s.InheritEnv...), ConnectTimeout: s.ConnectTimeout, DefaultTimeout: s.DefaultTimeout}
-	for _, k := range sortedKeys(s.Env) {
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		srv.Env = append(srv.Env, k+"="+s.Env[k])
 	}
 	return srv
@@ -391,7 +392,7 @@ func (fc *fileConfig) resolve(path string) (*Config, error) {
 		return nil, bad("lease_ttl", "must be at least %s, got %s", MinLeaseTTL, cfg.LeaseTTL)
 	}
 	cfg.Policy = agentrt.DefaultPolicy()
-	for _, class := range sortedKeys(fc.Policy) {
+	for _, class := range slices.Sorted(maps.Keys(fc.Policy)) {
 		se := agentrt.SideEffect(class)
 		if !se.Valid() {
 			return nil, bad("policy", "names %q, not a side-effect class (read_only, local_mutation, remote_mutation, destructive)", trace.Sanitize(class))
@@ -420,7 +421,7 @@ func (fc *fileConfig) resolve(path string) (*Config, error) {
 			return nil, err
 		}
 		if cfg.PolicyFile != "" {
-			for _, name := range sortedKeys(s.Rules) {
+			for _, name := range slices.Sorted(maps.Keys(s.Rules)) {
 				if s.Rules[name].Outcome != "" {
 					return nil, bad(fmt.Sprintf("%s.rules.%s.outcome", field, name), "cannot be set while policy_file decides every call; say it in the policy file")
 				}
@@ -469,7 +470,7 @@ func (fs *fileServer) resolve(field string, rel func(string) string) (s ServerCo
 	}
 	s.PromptRename = map[string]string{}
 	seen := map[string]string{}
-	for _, from := range sortedKeys(fs.PromptRename) {
+	for _, from := range slices.Sorted(maps.Keys(fs.PromptRename)) {
 		to := fs.PromptRename[from]
 		if !nameRE.MatchString(to) {
 			return s, bad(field+".prompt_rename."+trace.Sanitize(from), "must match %s, got %q", nameRE, trace.Sanitize(to))
@@ -486,7 +487,7 @@ func (fs *fileServer) resolve(field string, rel func(string) string) (s ServerCo
 	if len(fs.Rules) == 0 {
 		return s, bad(field+".rules", "must classify at least one tool: a tool without a rule is never registered")
 	}
-	for _, name := range sortedKeys(fs.Rules) {
+	for _, name := range slices.Sorted(maps.Keys(fs.Rules)) {
 		fr := fs.Rules[name]
 		rf := fmt.Sprintf("%s.rules.%s", field, name)
 		if !fr.SideEffect.Valid() {
@@ -508,15 +509,6 @@ func (fs *fileServer) resolve(field string, rel func(string) string) (s ServerCo
 		s.Rules[name] = r
 	}
 	return s, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // headerNameRE is an HTTP header name (RFC 9110 token).
@@ -543,7 +535,7 @@ func (fs *fileServer) resolveRemote(field string, rel func(string) string, s *Se
 		return bad(field+".secret_env", "is given only to a stdio server; an endpoint takes headers")
 	}
 	s.Headers = map[string]SecretRef{}
-	for _, name := range sortedKeys(fs.Headers) {
+	for _, name := range slices.Sorted(maps.Keys(fs.Headers)) {
 		f := field + ".headers." + trace.Sanitize(name)
 		if !headerNameRE.MatchString(name) {
 			return bad(f, "is not an HTTP header name")
@@ -566,7 +558,7 @@ func (fs *fileServer) resolveRemote(field string, rel func(string) string, s *Se
 		s.Headers[canon] = r
 	}
 	s.SecretEnv = map[string]SecretRef{}
-	for _, name := range sortedKeys(fs.SecretEnv) {
+	for _, name := range slices.Sorted(maps.Keys(fs.SecretEnv)) {
 		f := field + ".secret_env." + trace.Sanitize(name)
 		if name == "" || strings.ContainsAny(name, "=\x00") {
 			return bad(f, "is not a variable name")
@@ -595,7 +587,7 @@ func secretFiles(cfg *Config) []string {
 	var out []string
 	for _, s := range cfg.Servers {
 		for _, m := range []map[string]SecretRef{s.Headers, s.SecretEnv} {
-			for _, k := range sortedKeys(m) {
+			for _, k := range slices.Sorted(maps.Keys(m)) {
 				if m[k].File != "" {
 					out = append(out, m[k].File)
 				}

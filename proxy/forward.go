@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,7 +61,7 @@ const (
 
 func resolveSurfaces(field string, in map[string]string) (map[Surface]agentrt.PolicyOutcome, error) {
 	out := map[Surface]agentrt.PolicyOutcome{}
-	for _, k := range sortedKeys(in) {
+	for _, k := range slices.Sorted(maps.Keys(in)) {
 		s := Surface(k)
 		known := false
 		for _, v := range surfaces {

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 
+	"github.com/agentrt/agentrt/internal/files"
 	"github.com/agentrt/agentrt/mcp"
 	"github.com/agentrt/agentrt/trace"
 )
@@ -154,7 +154,7 @@ type storedTokens struct {
 }
 
 func readTokens(path string) (*storedTokens, error) {
-	b, err := mcp.ReadOwned(path)
+	b, err := files.ReadSecret(path, maxSecretFile)
 	if err != nil {
 		return nil, err
 	}
@@ -168,38 +168,12 @@ func readTokens(path string) (*storedTokens, error) {
 	return &st, nil
 }
 
-// writeOwnerOnly replaces path with b, mode 0600, through a temporary file
-// beside it, so a reader sees the old file or the new one.
-func writeOwnerOnly(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".agentrt-proxy-tokens-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
-
 func (st *storedTokens) write(path string) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeOwnerOnly(path, append(b, '\n'))
+	return files.WriteAtomic(path, append(b, '\n'), 0o600)
 }
 
 // oauthHTTPClient is the client the SDK's OAuth code uses for discovery,

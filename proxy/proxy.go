@@ -389,6 +389,14 @@ func CheckWith(ctx context.Context, cfg *Config, lookup func(string) (string, bo
 	}
 	var reps []*mcp.Report
 	names := map[string]bool{}
+	// The servers' surfaces, to find a prompt name two servers offer as
+	// New would.
+	probe := &Proxy{cfg: cfg, opts: Options{Stderr: io.Discard, Now: time.Now}}
+	defer func() {
+		for _, c := range probe.conns {
+			c.Close()
+		}
+	}()
 	for _, s := range cfg.Servers {
 		m, err := mcp.ReadManifest(s.Manifest)
 		if err != nil {
@@ -404,7 +412,10 @@ func CheckWith(ctx context.Context, cfg *Config, lookup func(string) (string, bo
 		}
 		reps = append(reps, rep)
 		if rep.Connection != nil {
-			rep.Connection.Close()
+			probe.conns = append(probe.conns, rep.Connection)
+			if err == nil {
+				probe.addUpstream(s, rep.Connection)
+			}
 		}
 		for _, g := range rep.Registered {
 			names[g.Name] = true
@@ -415,6 +426,9 @@ func CheckWith(ctx context.Context, cfg *Config, lookup func(string) (string, bo
 	}
 	if names[cfg.StatusTool] {
 		return reps, &agentrt.ConfigError{Field: "status_tool", Reason: fmt.Sprintf("%q is also the name of a proxied tool; choose another", cfg.StatusTool)}
+	}
+	if err := probe.checkPrompts(ctx); err != nil {
+		return reps, err
 	}
 	return reps, nil
 }

@@ -189,6 +189,8 @@ func TestForward_PromptNameTwoServersOfferIsRefusedAtStart(t *testing.T) {
 	}
 	var pc *PromptCollisionError
 	mustf(t, errors.As(err, &pc), "New: %v", err)
+	_, cerr := Check(context.Background(), cfg)
+	mustf(t, errors.As(cerr, &pc) && cerr.Error() == err.Error(), "Check: %v", cerr)
 	msg := err.Error()
 	mustf(t, strings.Contains(msg, `"one"`) && strings.Contains(msg, `"two"`) && strings.Contains(msg, `"deploy"`) && strings.Count(msg, ". ") == 0, "error: %s", msg)
 

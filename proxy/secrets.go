@@ -4,14 +4,20 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 
+	"github.com/agentrt/agentrt/internal/files"
 	"github.com/agentrt/agentrt/mcp"
 	"github.com/agentrt/agentrt/trace"
 )
+
+// maxSecretFile bounds a secret or token file.
+const maxSecretFile = 1 << 20
 
 // ErrSecret marks a secret the proxy could not read: an environment
 // variable it was not started with, or a secret file it refuses.
@@ -35,7 +41,8 @@ func (e *SecretError) Is(target error) bool { return target == ErrSecret }
 
 // SecretRef says where one secret lives: exactly one of Env (a variable
 // of the proxy's own environment) and File (an owner-only file, read
-// through mcp.ReadOwned, one trailing newline dropped). Prefix is written
+// through files.ReadSecret: owner-only, not even readable by group or
+// others; one trailing newline dropped). Prefix is written
 // before the secret ("Bearer "); it is configuration, not secret. The
 // configuration holds only the reference, so the secret's bytes are in no
 // file the proxy writes and in none of its output.
@@ -91,7 +98,7 @@ func (r SecretRef) value(server, field string, lookup func(string) (string, bool
 		}
 		v = s
 	} else {
-		b, err := mcp.ReadOwned(r.File)
+		b, err := files.ReadSecret(r.File, maxSecretFile)
 		if err != nil {
 			return "", fail("cannot be read: " + trace.Sanitize(err.Error()))
 		}
@@ -141,7 +148,7 @@ func (s ServerConfig) resolveSecrets(lookup func(string) (string, bool)) (resolv
 	var out resolved
 	if len(s.Headers) > 0 {
 		out.headers = http.Header{}
-		for _, name := range sortedKeys(s.Headers) {
+		for _, name := range slices.Sorted(maps.Keys(s.Headers)) {
 			v, err := s.Headers[name].value(s.Name, "headers."+name, lookup)
 			if err != nil {
 				return out, err
@@ -149,7 +156,7 @@ func (s ServerConfig) resolveSecrets(lookup func(string) (string, bool)) (resolv
 			out.headers.Set(name, v)
 		}
 	}
-	for _, name := range sortedKeys(s.SecretEnv) {
+	for _, name := range slices.Sorted(maps.Keys(s.SecretEnv)) {
 		v, err := s.SecretEnv[name].value(s.Name, "secret_env."+name, lookup)
 		if err != nil {
 			return out, err

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/textcut"
 )
 
 const (
@@ -188,7 +188,7 @@ func answer(st *agentrt.StepView, id string, full bool, maxBytes int, images boo
 		if full && len(obs.Content) > 0 && len(obs.Content) <= maxBytes {
 			result.Content = string(obs.Content)
 		} else {
-			result.Content = "[summary] " + Truncate(obs.Summary, maxBytes)
+			result.Content = "[summary] " + textcut.Truncate(obs.Summary, maxBytes)
 		}
 		for _, b := range obs.Blocks {
 			switch {
@@ -222,29 +222,11 @@ func parenthesised(s string, maxBytes int) string {
 	if s == "" {
 		return ""
 	}
-	return " (" + Truncate(s, maxBytes) + ")"
+	return " (" + textcut.Truncate(s, maxBytes) + ")"
 }
 
-// Truncate cuts s to at most n bytes, the mark "…" included, without
-// splitting a rune. A negative n gives "". An n too small for the mark cuts
-// without it.
-func Truncate(s string, n int) string {
-	if n <= 0 {
-		return ""
-	}
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	if n < len(mark) {
-		return cut(s, n)
-	}
-	return cut(s, n-len(mark)) + mark
-}
-
-func cut(s string, n int) string {
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
+// Truncate is trace.Truncate: s cut to at most n bytes, the mark "…"
+// included, without splitting a rune.
+//
+// Deprecated: use trace.Truncate; kept for one release.
+func Truncate(s string, n int) string { return textcut.Truncate(s, n) }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/textcut"
 	"github.com/agentrt/agentrt/providers"
 )
 
@@ -336,5 +337,5 @@ func decodeArguments(raw json.RawMessage) (json.RawMessage, error) {
 	if v[0] == '{' {
 		return append(json.RawMessage(nil), v...), nil
 	}
-	return nil, fmt.Errorf("arguments are neither a string nor an object (got %s)", providers.Truncate(providers.Excerpt(v), 64))
+	return nil, fmt.Errorf("arguments are neither a string nor an object (got %s)", textcut.Truncate(providers.Excerpt(v), 64))
 }

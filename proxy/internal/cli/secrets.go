@@ -2,9 +2,11 @@ package cli
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/agentrt/agentrt/trace"
@@ -98,7 +100,7 @@ func importSecrets(e hostEntry, mode string, lookup func(string) (string, bool))
 		}
 		return ref, sv.Prefix + v, true
 	}
-	for _, k := range sortedKeys(e.Env) {
+	for _, k := range slices.Sorted(maps.Keys(e.Env)) {
 		ref, v, ok := take("env", k, e.Env[k], false)
 		if !ok {
 			return im
@@ -110,7 +112,7 @@ func importSecrets(e hostEntry, mode string, lookup func(string) (string, bool))
 		im.secretEnv[k] = ref
 		im.resolvedEnv = append(im.resolvedEnv, k+"="+v)
 	}
-	for _, k := range sortedKeys(e.Headers) {
+	for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
 		ref, v, ok := take("header", k, e.Headers[k], true)
 		if !ok {
 			return im
