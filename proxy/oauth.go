@@ -427,15 +427,6 @@ type LoginOptions struct {
 // owner-only token file. The redirect is received on a loopback listener
 // that exists only while Login runs. It returns the token file's path.
 func Login(ctx context.Context, cfg *Config, server string, opts LoginOptions) (string, error) {
-	if opts.Stderr == nil {
-		opts.Stderr = io.Discard
-	}
-	if opts.Lookup == nil {
-		opts.Lookup = os.LookupEnv
-	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = 10 * time.Minute
-	}
 	var s *ServerConfig
 	for i := range cfg.Servers {
 		if cfg.Servers[i].Name == server {
@@ -445,6 +436,22 @@ func Login(ctx context.Context, cfg *Config, server string, opts LoginOptions) (
 	if s == nil {
 		return "", fmt.Errorf("proxy: no server named %q in %s", trace.Sanitize(server), cfg.Path)
 	}
+	return LoginServer(ctx, *s, opts)
+}
+
+// LoginServer is Login for one server entry, which need not be in a
+// configuration file yet (init logs in before it writes one).
+func LoginServer(ctx context.Context, srv ServerConfig, opts LoginOptions) (string, error) {
+	if opts.Stderr == nil {
+		opts.Stderr = io.Discard
+	}
+	if opts.Lookup == nil {
+		opts.Lookup = os.LookupEnv
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Minute
+	}
+	s := &srv
 	if s.OAuth == nil {
 		return "", fmt.Errorf("proxy: server %q has no oauth entry; nothing to log in to", s.Name)
 	}

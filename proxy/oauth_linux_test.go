@@ -52,40 +52,9 @@ func TestLogin_TokensAreOwnerOnlyAndNeverPrinted(t *testing.T) {
 	var outputs []string
 
 	// login, with the browser step scripted from the URL on stderr.
-	cmd := exec.Command(proxyBin, "login", "-config", config, "up")
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	pr, pw := io.Pipe()
-	cmd.Stderr = pw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			line := sc.Text()
-			stderr.WriteString(line + "\n")
-			if strings.HasPrefix(line, "http") {
-				urls <- line
-			}
-		}
-	}()
-	var authURL string
-	select {
-	case authURL = <-urls:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("login printed no URL")
-	}
-	if err := scriptedBrowser(t, authURL); err != nil {
-		t.Fatalf("the browser step: %v", err)
-	}
-	err := cmd.Wait()
-	pw.Close()
-	mustf(t, err == nil, "login: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	outputs = append(outputs, stdout.String(), stderr.String())
+	stdout, stderr, authURL, err := runWithBrowser(t, exec.Command(proxyBin, "login", "-config", config, "up"))
+	mustf(t, err == nil, "login: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	outputs = append(outputs, stdout, stderr)
 	au, _ := url.Parse(authURL)
 	redirect, _ := url.Parse(au.Query().Get("redirect_uri"))
 	mustf(t, redirect.Hostname() == "127.0.0.1", "the redirect is not loopback: %s", redirect)
@@ -151,5 +120,86 @@ func TestLogin_TokensAreOwnerOnlyAndNeverPrinted(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// runWithBrowser runs cmd and follows the first URL it prints on stderr
+// as a browser would (the scripted browser step), and returns its output,
+// the URL and how it exited.
+func runWithBrowser(t *testing.T, cmd *exec.Cmd) (stdout, stderr, authURL string, err error) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var errb syncBuffer
+	urls := make(chan string, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			line := sc.Text()
+			errb.Write([]byte(line + "\n"))
+			if strings.HasPrefix(line, "http") {
+				select {
+				case urls <- line:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case authURL = <-urls:
+		if berr := scriptedBrowser(t, authURL); berr != nil {
+			t.Errorf("the browser step: %v", berr)
+		}
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Errorf("no URL was printed")
+	}
+	err = cmd.Wait()
+	pw.Close()
+	<-done
+	return out.String(), errb.String(), authURL, err
+}
+
+// init finds that a host's HTTP server asks for OAuth, logs in to it (the
+// same flow as login, the browser step scripted), pins it with the stored
+// tokens and writes an oauth entry; the tokens are in no output and no
+// file but the owner-only token file.
+func TestInit_OAuthServerIsLoggedInAndPinned(t *testing.T) {
+	proxyBin, _ := binaries(t)
+	as := newTestAS(t)
+	pu := newProtectedUpstream(t, as)
+	base := t.TempDir()
+	hostFile := filepath.Join(base, "mcp.json")
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"issues": map[string]any{"type": "http", "url": pu.mcpURL}}})
+	if err := os.WriteFile(hostFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(base, "agentrt", "proxy.json")
+	cmd := exec.Command(proxyBin, "init", "-from", hostFile, "-config", config)
+	cmd.Env = append(os.Environ(), "HOME="+base)
+	stdout, stderr, _, err := runWithBrowser(t, cmd)
+	mustf(t, err == nil && strings.Contains(stdout, "1 server(s), 0 left out"), "init: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	cfg, err := LoadConfig(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := cfg.Servers[0].OAuth
+	mustf(t, o != nil && o.Tokens == filepath.Join(base, "agentrt", "issues.oauth.json"), "the oauth entry: %+v", o)
+	mustf(t, fileMode(t, o.Tokens) == 0o600, "the token file is %v", fileMode(t, o.Tokens))
+	m, err := os.ReadFile(filepath.Join(base, "agentrt", "issues.manifest.json"))
+	mustf(t, err == nil && strings.Contains(string(m), `"read"`), "the manifest: %v", err)
+	for _, tok := range as.tokens() {
+		mustf(t, !strings.Contains(stdout+stderr, tok), "init printed a token")
+		for _, f := range []string{config, filepath.Join(base, "agentrt", "issues.manifest.json")} {
+			b, _ := os.ReadFile(f)
+			mustf(t, !bytes.Contains(b, []byte(tok)), "%s holds a token", f)
+		}
 	}
 }

@@ -38,6 +38,8 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	from := fset.String("from", "", "the host: claude-desktop, claude-code, cursor, vscode, or a path to its configuration file")
 	config := fset.String("config", "", "the configuration to write (default ~/agentrt/proxy.json)")
 	writeHost := fset.Bool("write-host-config", false, "rewrite the host's file to start only the proxy, after a backup")
+	noLogin := fset.Bool("no-login", false, "leave out a server that asks for an OAuth login instead of logging in to it")
+	open := fset.Bool("open", false, "open a server's OAuth authorization URL in a browser")
 	store := fset.String("secret-store", "env", "where each secret a host entry references as ${VAR} lives: env (the host passes the variable to the proxy) or file (init copies its value into an owner-only file under secrets/)")
 	if code, ok := parse("init", fset, args, stderr); !ok {
 		return code
@@ -130,6 +132,7 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		name := serverName(e.Name, names)
 		names[name] = true
 		srv := mcp.Server{Name: name, Endpoint: e.URL, SSE: e.SSE, ConnectTimeout: initConnectTimeout}
+		probe := &authProbe{}
 		if e.Command != "" {
 			srv.Command = append([]string{e.Command}, e.Args...)
 			for _, k := range slices.Sorted(maps.Keys(im.plainEnv)) {
@@ -137,9 +140,21 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			srv.Env = append(srv.Env, im.resolvedEnv...)
 		} else {
-			srv.HTTPClient = proxy.HeaderClient(e.URL, im.resolvedHeaders)
+			srv.HTTPClient = probeClient(proxy.HeaderClient(e.URL, im.resolvedHeaders), probe)
 		}
 		m, err := mcp.Pin(ctx, srv)
+		oauth := false
+		if err != nil && probe.bearer && len(e.Headers) == 0 && !e.SSE {
+			// The server asks for OAuth: log in now (the same flow as
+			// `agentrt-proxy login`), then pin with the stored tokens.
+			if *noLogin {
+				fmt.Fprintf(stderr, "agentrt-proxy init: server %s left out: it asks for an OAuth login (-no-login is set); add it with an \"oauth\" entry and run `agentrt-proxy login`\n", label)
+				left++
+				continue
+			}
+			m, err = initLogin(ctx, name, e.URL, filepath.Dir(out), *open, stdout, stderr)
+			oauth = err == nil
+		}
 		if err != nil {
 			// mcp escapes what the server chose (its stderr tail among
 			// it); escaping again would only double the backslashes.
@@ -179,6 +194,9 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			if len(im.headers) > 0 {
 				s["headers"] = im.headers
+			}
+			if oauth {
+				s["oauth"] = map[string]any{}
 			}
 		}
 		if len(rules) == 0 {

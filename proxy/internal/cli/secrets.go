@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"os"
@@ -9,6 +11,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentrt/agentrt/mcp"
+	"github.com/agentrt/agentrt/proxy"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -168,4 +172,59 @@ func fileSafe(s string) string {
 		}
 		return '_'
 	}, s)
+}
+
+// authProbe notes whether a server answered 401 with a Bearer challenge:
+// it asks for OAuth.
+type authProbe struct {
+	inner  http.RoundTripper
+	bearer bool
+}
+
+func (a *authProbe) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := a.inner.RoundTrip(req)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		for _, v := range resp.Header.Values("WWW-Authenticate") {
+			if len(v) >= 6 && strings.EqualFold(v[:6], "bearer") {
+				a.bearer = true
+			}
+		}
+	}
+	return resp, err
+}
+
+// probeClient is c (or a fresh client) with probe watching its responses.
+func probeClient(c *http.Client, probe *authProbe) *http.Client {
+	out := &http.Client{}
+	if c != nil {
+		*out = *c
+	}
+	probe.inner = out.Transport
+	if probe.inner == nil {
+		probe.inner = http.DefaultTransport
+	}
+	out.Transport = probe
+	return out
+}
+
+// initLogin logs in to an OAuth server init found, storing its tokens
+// beside the configuration as <name>.oauth.json, and pins it with them.
+func initLogin(ctx context.Context, name, endpoint, dir string, open bool, stdout, stderr io.Writer) (*mcp.Manifest, error) {
+	sc := proxy.ServerConfig{Name: name, Endpoint: endpoint, ConnectTimeout: initConnectTimeout,
+		OAuth: &proxy.OAuthConfig{Grant: proxy.GrantAuthorizationCode, Tokens: filepath.Join(dir, name+".oauth.json")}}
+	fmt.Fprintf(stdout, "server %s asks for an OAuth login\n", trace.Sanitize(name))
+	opts := proxy.LoginOptions{Stderr: stderr}
+	if open {
+		opts.Open = openBrowser
+	}
+	path, err := proxy.LoginServer(ctx, sc, opts)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stdout, "  logged in; the tokens are in %s (owner-only)\n", filepath.Base(path))
+	srv, err := sc.Dial(proxy.DialOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return mcp.Pin(ctx, srv)
 }
