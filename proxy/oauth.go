@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -150,7 +151,10 @@ type storedTokens struct {
 	TokenURL     string           `json:"token_url"`
 	AuthStyle    oauth2.AuthStyle `json:"auth_style"`
 	Scopes       []string         `json:"scopes,omitempty"`
-	Token        *oauth2.Token    `json:"token"`
+	// StepUp are scopes the server asked for (403 insufficient_scope)
+	// beyond the login's: the next login requests them too.
+	StepUp []string      `json:"step_up,omitempty"`
+	Token  *oauth2.Token `json:"token"`
 }
 
 func readTokens(path string) (*storedTokens, error) {
@@ -376,6 +380,7 @@ func (l *storedLogin) Authorize(ctx context.Context, req *http.Request, resp *ht
 		}
 		l.mu.Lock()
 		defer l.mu.Unlock()
+		l.rememberStepUpLocked(challenges)
 		return l.failLocked("the server asks for more scope than the login granted")
 	}
 	l.mu.Lock()
@@ -399,6 +404,33 @@ func (l *storedLogin) Authorize(ctx context.Context, req *http.Request, resp *ht
 		return nil
 	}
 	return l.failLocked("the server refused the stored login")
+}
+
+// rememberStepUpLocked writes the scopes a 403 challenge asks for into the
+// token file, for the next login to request.
+func (l *storedLogin) rememberStepUpLocked(challenges []oauthex.Challenge) {
+	if l.saved == nil {
+		return
+	}
+	var want []string
+	for _, c := range challenges {
+		if c.Scheme == "bearer" {
+			want = append(want, strings.Fields(c.Params["scope"])...)
+		}
+	}
+	next := *l.saved
+	added := false
+	for _, sc := range want {
+		if !slices.Contains(next.StepUp, sc) && !slices.Contains(next.Scopes, sc) {
+			next.StepUp = append(slices.Clone(next.StepUp), sc)
+			added = true
+		}
+	}
+	if !added || next.write(l.path) != nil {
+		return
+	}
+	l.saved = &next
+	l.stamp, _ = stampOf(l.path)
 }
 
 func bearerOf(req *http.Request) string {
@@ -519,9 +551,23 @@ func LoginServer(ctx context.Context, srv ServerConfig, opts LoginOptions) (stri
 	if o.ClientMetadataURL != "" {
 		hc.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: o.ClientMetadataURL}
 	}
-	if len(o.Scopes) > 0 {
-		want := append([]string(nil), o.Scopes...)
-		hc.ScopeFilter = func([]string) []string { return want }
+	// Scopes a server asked for at run time (a step-up) are requested with
+	// the discovered or configured ones.
+	var stepUp []string
+	if old, err := readTokens(o.Tokens); err == nil && old.Server == s.Name && old.Endpoint == s.Endpoint {
+		stepUp = old.StepUp
+	}
+	hc.ScopeFilter = func(discovered []string) []string {
+		out := slices.Clone(discovered)
+		if len(o.Scopes) > 0 {
+			out = slices.Clone(o.Scopes)
+		}
+		for _, sc := range stepUp {
+			if !slices.Contains(out, sc) {
+				out = append(out, sc)
+			}
+		}
+		return out
 	}
 	h, err := auth.NewAuthorizationCodeHandler(hc)
 	if err != nil {

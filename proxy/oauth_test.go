@@ -16,7 +16,7 @@ import (
 // configuration names it with an oauth entry, Login stores the tokens
 // (the scripted browser follows the URL), and the proxy is pinned and
 // started with them.
-func newOAuthHarness(t *testing.T, as *testAS) (*harness, *protectedUpstream) {
+func newOAuthHarness(t *testing.T, as *testAS, edit func(doc map[string]any)) (*harness, *protectedUpstream) {
 	t.Helper()
 	pu := newProtectedUpstream(t, as)
 	h := &harness{t: t, dir: t.TempDir(), up: pu.upstream, stderr: &syncBuffer{},
@@ -25,6 +25,9 @@ func newOAuthHarness(t *testing.T, as *testAS) (*harness, *protectedUpstream) {
 	s := h.cfgDoc["servers"].([]any)[0].(map[string]any)
 	s["endpoint"] = pu.mcpURL
 	s["oauth"] = map[string]any{}
+	if edit != nil {
+		edit(h.cfgDoc)
+	}
 	h.writeConfig()
 	h.login()
 	h.pin()
@@ -55,7 +58,7 @@ func (h *harness) login() string {
 func TestRemote_ExpiredTokenIsRefreshed(t *testing.T) {
 	as := newTestAS(t)
 	as.setTTL(time.Second)
-	h, pu := newOAuthHarness(t, as)
+	h, pu := newOAuthHarness(t, as, nil)
 	path := h.cfg.Servers[0].OAuth.Tokens
 	before, err := readTokens(path)
 	if err != nil {
@@ -90,11 +93,14 @@ func TestRemote_ExpiredTokenIsRefreshed(t *testing.T) {
 // tools back without a restart.
 func TestRemote_RevokedLoginAnswersUnavailableAndSaysSoOnStderr(t *testing.T) {
 	as := newTestAS(t)
-	h, _ := newOAuthHarness(t, as)
+	// The write runs without approval here, so the first call after the
+	// revocation is a write that reaches the transport: it must be
+	// recorded as never sent, not as an unknown outcome for an operator.
+	h, _ := newOAuthHarness(t, as, func(doc map[string]any) { rules(doc, "write")["outcome"] = "allow" })
 	h.start()
 	h.expect("", "up_read", `{"path":"a"}`)
 	as.revokeAll()
-	for _, call := range []struct{ tool, args string }{{"up_read", `{"path":"b"}`}, {"up_write", `{"path":"w","content":"x"}`}, {"up_read", `{"path":"c"}`}} {
+	for _, call := range []struct{ tool, args string }{{"up_write", `{"path":"w","content":"x"}`}, {"up_read", `{"path":"b"}`}, {"up_write", `{"path":"v","content":"y"}`}} {
 		got := h.expect(StatusUnavailable, call.tool, call.args)
 		for _, leak := range []string{"login", "agentrt-proxy", "token", "oauth", "401"} {
 			mustf(t, !strings.Contains(strings.ToLower(got), leak), "the model was told %q: %s", leak, got)

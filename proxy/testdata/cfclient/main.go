@@ -5,7 +5,9 @@
 // an oauth entry for the auth scenarios), runs `agentrt-proxy login` with
 // a scripted browser step when the server uses OAuth, `agentrt-proxy pin`,
 // then starts the proxy over stdio and, as the host, lists the tools and
-// calls the scenario's tool through it.
+// calls the scenario's tool through it. When the call answers
+// UNAVAILABLE and the proxy's stderr asks for a new login (a step-up), it
+// does what an operator would: runs login again, and calls again.
 //
 // Usage (by the suite): cfclient URL, with MCP_CONFORMANCE_SCENARIO,
 // MCP_CONFORMANCE_CONTEXT and AGENTRT_PROXY_BIN set.
@@ -23,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -124,7 +127,8 @@ func run(url, scenario string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
 	proxy := command("-config", config)
-	proxy.Stderr = os.Stderr
+	var stderr syncWriter
+	proxy.Stderr = io.MultiWriter(os.Stderr, &stderr)
 	opts := &sdk.ClientOptions{}
 	if scenario == "elicitation-sep1034-client-defaults" {
 		opts.ElicitationHandler = func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
@@ -163,6 +167,22 @@ func run(url, scenario string) error {
 	if err != nil {
 		return fmt.Errorf("call %s: %v", want, err)
 	}
+	if oauth && res.IsError {
+		// stderr arrives through a pipe of its own, maybe after the answer.
+		for i := 0; i < 40 && !strings.Contains(stderr.String(), "agentrt-proxy login cf"); i++ {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if oauth && res.IsError && strings.Contains(stderr.String(), "agentrt-proxy login cf") {
+		// The operator does what the proxy's stderr says (a step-up: the
+		// server asked for more scope), and the host calls again.
+		if err := login(command("login", "-config", config, "-timeout", "20s", "cf")); err != nil {
+			return err
+		}
+		if res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: want, Arguments: args}); err != nil {
+			return fmt.Errorf("call %s after a new login: %v", want, err)
+		}
+	}
 	if res.IsError {
 		b, _ := json.Marshal(res.Content)
 		return fmt.Errorf("call %s: %s", want, b)
@@ -200,4 +220,22 @@ func login(c *exec.Cmd) error {
 		return fmt.Errorf("agentrt-proxy login: %v\n%s", err, tail.String())
 	}
 	return nil
+}
+
+// syncWriter keeps what the proxy wrote on stderr.
+type syncWriter struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }
