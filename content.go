@@ -43,7 +43,7 @@ func (t ResultBlockType) Valid() bool {
 // Bounds on the blocks one result keeps.
 const (
 	// MaxResultBlocks is the most blocks one observation keeps; the rest
-	// are counted in the chain but not kept.
+	// are left out of the record and the chain.
 	MaxResultBlocks = 64
 	// MaxResultBlockBytes is the most bytes one block keeps of its text or
 	// data; a longer text is cut on a rune boundary, longer data is not
@@ -92,12 +92,12 @@ func (b ResultBlock) Digest() BlockDigest {
 }
 
 // boundBlocks sizes and hashes each block as sent, then cuts to the
-// bounds: the digests cover every block the tool returned, the kept
-// blocks at most MaxResultBlocks within MaxResultBytes. An unknown type
-// is kept as text saying so.
-func boundBlocks(in []ResultBlock) (kept []ResultBlock, digests []BlockDigest) {
+// bounds: at most MaxResultBlocks blocks, each within MaxResultBlockBytes
+// and all within MaxResultBytes (a block past what is left keeps its size
+// and hash, marked Truncated). An unknown type is kept as text saying so.
+func boundBlocks(in []ResultBlock) (kept []ResultBlock) {
 	if len(in) == 0 {
-		return nil, nil
+		return nil
 	}
 	left := MaxResultBytes
 	for _, b := range in {
@@ -123,13 +123,11 @@ func boundBlocks(in []ResultBlock) (kept []ResultBlock, digests []BlockDigest) {
 			sum = sha256.Sum256([]byte(b.Text))
 			b.Size, b.SHA256 = int64(len(b.Text)), hex.EncodeToString(sum[:])
 		}
-		limit := min(MaxResultBlockBytes, left)
 		if len(kept) == MaxResultBlocks {
-			limit = -1
+			break
 		}
+		limit := min(MaxResultBlockBytes, left)
 		switch {
-		case limit < 0:
-			b.Truncated = true
 		case len(b.Data) > limit:
 			b.Data, b.Truncated = nil, true
 		case len(b.Text) > limit:
@@ -138,14 +136,10 @@ func boundBlocks(in []ResultBlock) (kept []ResultBlock, digests []BlockDigest) {
 		if b.Data != nil {
 			b.Data = append([]byte(nil), b.Data...)
 		}
-		digests = append(digests, b.Digest())
-		if limit < 0 {
-			continue
-		}
 		left -= len(b.Data) + len(b.Text)
 		kept = append(kept, b)
 	}
-	return kept, digests
+	return kept
 }
 
 // cutRunes is s cut to at most n bytes on a rune boundary.

@@ -232,7 +232,7 @@ func (s *session) outcome(ctx context.Context, ac *allowedCall, res ToolResult, 
 	h, _ := canon.Hash(content)
 	// storedRaw copies the tool's bytes into the form the store keeps.
 	obs := &Observation{Kind: ObsToolResult, Content: storedRaw(content), Summary: jsonString(res.Summary), ContentHash: h}
-	obs.Blocks, _ = boundBlocks(res.Blocks)
+	obs.Blocks = boundBlocks(res.Blocks)
 	if ac.tool.spec.Terminal {
 		return obs, toolComplete
 	}
