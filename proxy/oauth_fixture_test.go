@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
@@ -40,7 +39,6 @@ type testAS struct {
 	access  map[string]asToken
 	refresh map[string]string // refresh token -> grant
 	revoked map[string]bool   // grant -> revoked
-	grants  map[string]string // grant kind counts: "authorization_code", "refresh_token", ...
 	counts  map[string]int
 	issued  []string // every access and refresh token issued
 	// secret is the client credentials client's secret (client "m2m").
@@ -290,5 +288,3 @@ func scriptedBrowser(t testing.TB, authURL string) error {
 	}
 	return nil
 }
-
-var _ = sdk.NewServer

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,13 +12,14 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // newOAuthHarness is the harness on the upstream behind OAuth: the
 // configuration names it with an oauth entry, Login stores the tokens
 // (the scripted browser follows the URL), and the proxy is pinned and
 // started with them.
-func newOAuthHarness(t *testing.T, as *testAS, edit func(doc map[string]any)) (*harness, *protectedUpstream) {
+func newOAuthHarness(t testing.TB, as *testAS, edit func(doc map[string]any)) (*harness, *protectedUpstream) {
 	t.Helper()
 	pu := newProtectedUpstream(t, as)
 	h := &harness{t: t, dir: t.TempDir(), up: pu.upstream, stderr: &syncBuffer{},
@@ -122,5 +125,33 @@ func TestRemote_RevokedLoginAnswersUnavailableAndSaysSoOnStderr(t *testing.T) {
 	entries, _ := os.ReadDir(filepath.Dir(h.cfg.Servers[0].OAuth.Tokens))
 	for _, e := range entries {
 		mustf(t, !strings.HasPrefix(e.Name(), ".agentrt-proxy-tokens-"), "a temporary token file was left: %s", e.Name())
+	}
+}
+
+// BenchmarkProxyCallOAuth is an allowed read through the proxy to the
+// upstream behind OAuth (the stored login's token on every request, the
+// token file's stamp checked on every call) against the same read to the
+// same tools without authorization, in the same run: the cost of OAuth at
+// run time is oauth - plain.
+func BenchmarkProxyCallOAuth(b *testing.B) {
+	plain := benchHarness(b)
+	as := newTestAS(b)
+	oh, _ := newOAuthHarness(b, as, nil)
+	oh.start()
+	for _, c := range []struct {
+		name string
+		h    *harness
+	}{{"plain", plain}, {"oauth", oh}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				res, err := c.h.cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "up_read", Arguments: json.RawMessage(fmt.Sprintf(`{"path":"f%d"}`, i))})
+				if err != nil || res.IsError {
+					b.Fatalf("%v %v", err, res)
+				}
+			}
+		})
 	}
 }
