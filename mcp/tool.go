@@ -134,6 +134,10 @@ func (t *tool) Call(ctx context.Context, call agentrt.ToolCall) (agentrt.ToolRes
 	res, err := t.conn.cs.CallTool(withSlot(ctx, s), params)
 	t.conn.tap.drop(s)
 	if err != nil {
+		if errors.Is(err, ErrNotAuthorized) {
+			// Refused at the HTTP layer before the server acted on it.
+			return fail(CallNotSent, "%w", ErrNotAuthorized)
+		}
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return fail(CallNoAnswer, "no answer within %s", t.spec.Timeout)
 		}

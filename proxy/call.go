@@ -31,6 +31,10 @@ type call struct {
 	outcome agentrt.PolicyOutcome
 }
 
+// serverUnreachable is all the model is told of a server that needs the
+// operator (a new login).
+const serverUnreachable = "the server cannot be reached now"
+
 // maxAttempts bounds how often one call is matched again after a row or
 // run changed under it (another proxy on the same index, an operator).
 const maxAttempts = 8
@@ -63,6 +67,11 @@ func (p *Proxy) handle(ctx context.Context, t *ptool, req *sdk.CallToolRequest) 
 }
 
 func (p *Proxy) callTool(ctx context.Context, c *call) answer {
+	if p.loginBroken(c.t.server) {
+		// How to fix it is the operator's, on stderr; the model learns
+		// only that the call did not run.
+		return unavailableText(serverUnreachable)
+	}
 	if len(bytes.TrimSpace(c.args)) == 0 {
 		c.args = json.RawMessage("{}")
 	}
@@ -695,6 +704,9 @@ func (p *Proxy) executed(ctx context.Context, c *call, r *row, gs *agentrt.Sessi
 		return p.settle(ctx, c, r, OutcomeUnrecorded, cl.detail, told(unrecordedText(cl.detail)))
 	case OutcomeDenied:
 		p.closeRun(ctx, gs, "refused before it reached the server")
+		if p.loginBroken(c.t.server) {
+			return p.settle(ctx, c, r, OutcomeDenied, cl.detail, unavailableText(serverUnreachable))
+		}
 		if r.Interrupted != "" {
 			return p.settle(ctx, c, r, OutcomeUnknownDenied, cl.detail, refusedText(cl.detail))
 		}

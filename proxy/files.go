@@ -47,6 +47,12 @@ func checkFiles(cfg *Config, opened bool) error {
 			return err
 		}
 	}
+	// A token file not written yet (no login) is read as missing later.
+	for _, p := range secretFiles(cfg) {
+		if err := checkPrivate(p, true); err != nil {
+			return err
+		}
+	}
 	for _, db := range []string{cfg.Database, cfg.Index} {
 		for _, p := range []string{db, db + "-wal", db + "-shm", db + "-journal"} {
 			if err := checkPrivate(p, true); err != nil {

@@ -44,6 +44,9 @@ type Options struct {
 	// Observer hears each event of the proxy's runs after its commit; nil
 	// hears nothing.
 	Observer agentrt.Observer
+	// Lookup reads the environment secrets come from; nil means the
+	// process's own.
+	Lookup func(string) (string, bool)
 }
 
 // Proxy is a running proxy: the upstream tools, the store, the index and
@@ -62,6 +65,8 @@ type Proxy struct {
 
 	// reports are what Load said about each server.
 	reports []*mcp.Report
+	// logins are the OAuth servers' stored logins, by server.
+	logins map[string]*storedLogin
 
 	inflight sync.WaitGroup
 	stderrMu sync.Mutex
@@ -145,8 +150,16 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 		return nil, err
 	}
 	var gateTools []agentrt.Tool
+	p.logins = map[string]*storedLogin{}
 	for i, s := range cfg.Servers {
-		srv := s.Server()
+		srv, derr := s.Dial(DialOptions{Lookup: opts.Lookup, OnLoginNeeded: p.loginNeeded})
+		if derr != nil {
+			p.logf("agentrt-proxy: server %s registered nothing: %s", s.Name, trace.Sanitize(derr.Error()))
+			continue
+		}
+		if l, ok := srv.OAuthHandler.(*storedLogin); ok {
+			p.logins[s.Name] = l
+		}
 		srv.Notifications = p.notifications(s)
 		tools, rep, lerr := mcp.Load(ctx, srv, manifests[i], s.MCPRules())
 		if rep != nil {
@@ -296,6 +309,19 @@ func (p *Proxy) Close() error {
 	return errors.Join(errs...)
 }
 
+// loginNeeded tells the operator, once per failure, that an OAuth
+// server's tools answer UNAVAILABLE until a new login.
+func (p *Proxy) loginNeeded(server string) {
+	p.logf("agentrt-proxy: server %s needs a new login; its tools answer UNAVAILABLE until you run `agentrt-proxy login %s`", server, server)
+}
+
+// loginBroken reports whether server's stored login no longer works; a
+// new login written since makes it work again.
+func (p *Proxy) loginBroken(server string) bool {
+	l := p.logins[server]
+	return l != nil && !l.usable()
+}
+
 func (p *Proxy) logf(format string, args ...any) {
 	p.stderrMu.Lock()
 	defer p.stderrMu.Unlock()
@@ -352,6 +378,12 @@ func (p *Proxy) newServer() *sdk.Server {
 // operator reads before starting a host. It fails with ErrNoTools when no
 // tool registers, and when the status tool's name clashes with a tool's.
 func Check(ctx context.Context, cfg *Config) ([]*mcp.Report, error) {
+	return CheckWith(ctx, cfg, nil)
+}
+
+// CheckWith is Check reading secrets through lookup (nil: the process's
+// environment).
+func CheckWith(ctx context.Context, cfg *Config, lookup func(string) (string, bool)) ([]*mcp.Report, error) {
 	if err := checkFiles(cfg, false); err != nil {
 		return nil, err
 	}
@@ -370,7 +402,11 @@ func Check(ctx context.Context, cfg *Config) ([]*mcp.Report, error) {
 		if err != nil {
 			return reps, fmt.Errorf("proxy: server %q: %w (run `agentrt-proxy pin`)", s.Name, err)
 		}
-		_, rep, err := mcp.Load(ctx, s.Server(), m, s.MCPRules())
+		srv, err := s.Dial(DialOptions{Lookup: lookup})
+		if err != nil {
+			return reps, err
+		}
+		_, rep, err := mcp.Load(ctx, srv, m, s.MCPRules())
 		if rep == nil {
 			return reps, err
 		}
