@@ -5,7 +5,7 @@ go 1.26.0
 toolchain go1.27.3
 
 require (
-	github.com/agentrt/agentrt v0.0.0-00010101000000-000000000000
+	github.com/agentrt/agentrt v0.1.0
 	github.com/chromedp/cdproto v0.160.3
 	github.com/chromedp/chromedp v0.23.0
 	github.com/go-webauthn/webauthn v0.18.2
@@ -35,5 +35,3 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 	modernc.org/sqlite v1.62.0 // indirect
 )
-
-replace github.com/agentrt/agentrt => ..
