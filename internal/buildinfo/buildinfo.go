@@ -26,9 +26,3 @@ func Version() string {
 	}
 	return "devel"
 }
-
-// StampFlag is the -X flag that stamps version into a binary, as
-// .ci/release passes it to go build's -ldflags.
-func StampFlag(version string) string {
-	return "-X github.com/agentrt/agentrt/internal/buildinfo.stamp=" + version
-}

@@ -364,3 +364,104 @@ func TestRelease_ReadmeStatesTheGoVersionOfTheGoLines(t *testing.T) {
 		t.Errorf("README.md does not name the toolchain line `toolchain %s`", tcV)
 	}
 }
+
+// scripts/release.sh, on a clean copy of the checkout, sets every
+// requirement on our modules, go.work's replace lines and the README's
+// install lines to the new version, writes our modules' hashes at that
+// version into every go.sum that needs them, and prints one tag per
+// published module. It refuses a version that is not vX.Y.Z and a checkout
+// with uncommitted changes, and changes nothing when it refuses.
+func TestRelease_ScriptStampsEveryModuleAndPrintsTheTags(t *testing.T) {
+	tree := filepath.Join(t.TempDir(), "src")
+	if err := Copy(root, tree); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { RemoveAll(tree) })
+	script := func(args ...string) (string, error) {
+		cmd := exec.Command("bash", append([]string{"scripts/release.sh"}, args...)...)
+		cmd.Dir = tree
+		cmd.Env = append(os.Environ(), "RELEASE_NO_PROVE=1")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for _, bad := range []string{"v1.2", "1.2.3", "v1.2.3-rc1", "latest", "v0.0.1"} {
+		out, err := script(bad)
+		if err == nil {
+			t.Errorf("release.sh %s succeeded:\n%s", bad, out)
+		}
+		if st, _ := git(tree, "status", "--porcelain"); len(st) > 0 {
+			t.Fatalf("release.sh %s refused but changed the tree:\n%s", bad, st)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(tree, "uncommitted.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := script("v0.2.0"); err == nil || !strings.Contains(out, "uncommitted changes") {
+		t.Errorf("release.sh on a dirty checkout: %v\n%s", err, out)
+	}
+	if err := os.Remove(filepath.Join(tree, "uncommitted.txt")); err != nil {
+		t.Fatal(err)
+	}
+
+	const v = "v0.2.0"
+	out, err := script(v)
+	if err != nil {
+		t.Fatalf("release.sh %s: %v\n%s", v, err, out)
+	}
+	w, err := Load(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := w.Version(); err != nil || got != v {
+		t.Errorf("after release.sh %s the modules require each other at %q (%v)", v, got, err)
+	}
+	have := slices.Clone(w.WorkReplaces)
+	slices.Sort(have)
+	if want := w.WantWorkReplaces(); !slices.Equal(have, want) {
+		t.Errorf("go.work replaces %q, want %q", have, want)
+	}
+	for _, m := range w.Modules {
+		sum, err := os.ReadFile(filepath.Join(tree, filepath.FromSlash(m.Dir), "go.sum"))
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, l := range OurSums(sum, w.ModulePathPrefix()) {
+			f := strings.Fields(l)
+			if f[1] != v && f[1] != v+"/go.mod" {
+				t.Errorf("%s/go.sum still names %s", m.Dir, l)
+			}
+			got = append(got, f[0]+" "+f[1])
+		}
+		var want []string
+		for _, p := range w.Closure(m) {
+			want = append(want, p+" "+v, p+" "+v+"/go.mod")
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s/go.sum has our lines %q, want %q", m.Dir, got, want)
+		}
+	}
+	readme, err := os.ReadFile(filepath.Join(tree, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := InstallLines(readme, w.ModulePathPrefix())
+	if len(lines) == 0 {
+		t.Error("README.md has no install line after the release script")
+	}
+	for _, l := range lines {
+		if l[1] != v {
+			t.Errorf("README.md installs %s@%s, want @%s", l[0], l[1], v)
+		}
+	}
+	tags := out[strings.LastIndex(out, "== tags\n")+len("== tags\n"):]
+	var want []string
+	for _, m := range w.Modules {
+		if m.Published() {
+			want = append(want, m.Tag(v))
+		}
+	}
+	if got := strings.Fields(tags); !slices.Equal(got, want) || !slices.Contains(got, "v0.2.0") || !slices.Contains(got, "proxy/v0.2.0") {
+		t.Errorf("release.sh printed the tags %q, want %q", got, want)
+	}
+}

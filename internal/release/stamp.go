@@ -183,18 +183,39 @@ func StampWork(w *Workspace) error {
 	if err != nil {
 		return fmt.Errorf("release: %w", err)
 	}
+	// Keep each line that names a wanted module and directory, with the
+	// version changed in place, so the block and its comment stay.
+	type key struct{ path, dir string }
+	wanted := map[key]string{}
+	for _, m := range w.Modules {
+		for _, other := range w.Modules {
+			if v, ok := other.Requires[m.Path]; ok {
+				wanted[key{m.Path, "./" + strings.TrimPrefix(m.Dir, ".")}] = v
+			}
+		}
+	}
 	for _, r := range slices.Clone(wf.Replace) {
+		k := key{r.Old.Path, r.New.Path}
+		v, ok := wanted[k]
+		tok := r.Syntax.Token
+		if i := slices.Index(tok, r.Old.Path); ok && r.Old.Version != "" && i >= 0 && i+1 < len(tok) && tok[i+1] == r.Old.Version {
+			tok[i+1] = v
+			r.Old.Version = v
+			delete(wanted, k)
+			continue
+		}
 		if err := wf.DropReplace(r.Old.Path, r.Old.Version); err != nil {
 			return fmt.Errorf("release: %w", err)
 		}
 	}
-	for _, m := range w.Modules {
-		for _, other := range w.Modules {
-			if v, ok := other.Requires[m.Path]; ok {
-				if err := wf.AddReplace(m.Path, v, "./"+strings.TrimPrefix(m.Dir, "."), ""); err != nil {
-					return fmt.Errorf("release: %w", err)
-				}
-			}
+	var rest []key
+	for k := range wanted {
+		rest = append(rest, k)
+	}
+	slices.SortFunc(rest, func(a, b key) int { return strings.Compare(a.path, b.path) })
+	for _, k := range rest {
+		if err := wf.AddReplace(k.path, wanted[k], k.dir, ""); err != nil {
+			return fmt.Errorf("release: %w", err)
 		}
 	}
 	wf.Cleanup()
