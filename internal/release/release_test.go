@@ -128,6 +128,7 @@ func TestRelease_NoReplaceDirectiveInAPublishedModule(t *testing.T) {
 // proxy, every other module through the ordinary proxy and checked against
 // the checksum database.
 func TestRelease_EveryModuleBuildsOutsideTheWorkspace(t *testing.T) {
+	t.Parallel() // with the go install test: one mostly compiles, the other mostly downloads
 	s := stampedTree(t)
 	prefix := s.Workspace.ModulePathPrefix()
 	modcache, err := ReleaseModCache(prefix)
@@ -160,6 +161,7 @@ func TestRelease_EveryModuleBuildsOutsideTheWorkspace(t *testing.T) {
 // local file proxy and every other module through the ordinary proxy, and
 // each installed binary prints that version.
 func TestRelease_GoInstallFromALocalProxyInstallsEveryBinary(t *testing.T) {
+	t.Parallel()
 	s := stampedTree(t)
 	prefix := s.Workspace.ModulePathPrefix()
 	bins, err := s.Workspace.Binaries()
