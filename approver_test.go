@@ -191,8 +191,9 @@ func TestApprovers_SignedDecisionMustBeThisOne(t *testing.T) {
 
 // A run with Limits.RequireSignedGrant refuses an unsigned approval
 // (ErrUnsignedGrant, nothing written). A grant written straight into the
-// database without a signature is refused by Resume, which executes
-// nothing and leaves every row as it was.
+// database without a signature is refused by Resume as a tampered record
+// (no approval.decided event holds it), which executes nothing and leaves
+// every row as it was.
 func TestResume_RefusesAnUnsignedGrantOfARunThatRequiresOne(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
@@ -208,8 +209,8 @@ func TestResume_RefusesAnUnsignedGrantOfARunThatRequiresOne(t *testing.T) {
 		e.clock.Now().Format(time.RFC3339Nano), a.ID)
 	before = takeSnapshot(t, e.store)
 	d := e.driver(script(complete(`{}`)), fixed(askApproval), send)
-	if _, err := d.Resume(ctx, "run-1"); !errors.Is(err, agentrt.ErrUnsignedGrant) {
-		t.Fatalf("Resume of a forged unsigned grant = %v, want ErrUnsignedGrant", err)
+	if _, err := d.Resume(ctx, "run-1"); !errors.Is(err, agentrt.ErrTamperedRecord) {
+		t.Fatalf("Resume of a forged unsigned grant = %v, want ErrTamperedRecord", err)
 	}
 	if send.n() != 0 {
 		t.Fatalf("send ran %d times", send.n())

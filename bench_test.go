@@ -76,8 +76,14 @@ func BenchmarkDriver(b *testing.B) {
 				s := benchStore(b)
 				limits := agentrt.DefaultLimits()
 				limits.MaxSteps = n + 1
-				d, err := agentrt.NewDriver(agentrt.Config{Store: s, Agent: benchAgent{n}, Policy: agentrt.DefaultPolicy(),
-					Tools: []agentrt.Tool{echoTool(obs == "8KiB")}})
+				d, err := agentrt.NewDriver(agentrt.Config{
+					EngineConfig: agentrt.EngineConfig{
+						Store:  s,
+						Policy: agentrt.DefaultPolicy(),
+						Tools:  []agentrt.Tool{echoTool(obs == "8KiB")},
+					},
+					Agent: benchAgent{n},
+				})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -134,7 +140,7 @@ func BenchmarkConcurrentRuns(b *testing.B) {
 			s := benchStore(b)
 			limits := agentrt.DefaultLimits()
 			limits.MaxSteps = n + 1
-			d, err := agentrt.NewDriver(agentrt.Config{Store: s, Agent: benchAgent{n}, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echoTool(false)}})
+			d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: s, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echoTool(false)}}, Agent: benchAgent{n}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -275,7 +281,7 @@ func BenchmarkDriverPeakHeap(b *testing.B) {
 	s := benchStore(b)
 	limits := agentrt.DefaultLimits()
 	limits.MaxSteps = n + 1
-	d, err := agentrt.NewDriver(agentrt.Config{Store: s, Agent: agent, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{tool}})
+	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: s, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{tool}}, Agent: agent})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,20 +12,24 @@ import (
 // Config.LeaseTTL is zero.
 const DefaultLeaseTTL = 30 * time.Second
 
-// Config configures a Driver. Store, Agent and Policy are required.
-type Config struct {
-	// Store is where runs are recorded (sqlite.Open).
+// EngineConfig is what a Driver, a Gate and a Worker share: the store, the
+// policy, the tools, the clocks and the trust placed in approvers. Config,
+// GateConfig and WorkerConfig embed it, so a field added here reaches all
+// three (TestConfig_EveryEngineFieldReachesDriverGateAndWorker). Store and
+// Policy are required; zero means the documented default for every other
+// field.
+type EngineConfig struct {
+	// Store is where runs are recorded (sqlite.Open, postgres.Open).
 	Store Store
-	// Agent decides each step.
-	Agent Agent
 	// Policy judges every validated request.
 	Policy Policy
-	// Tools the agent may request; names must be unique.
+	// Tools that may be requested; names must be unique.
 	Tools []Tool
 	// Observer hears each event after its commit; nil hears nothing.
 	Observer Observer
 	// Model, when set, is wrapped in the accounting caller handed to the
-	// agent as StepInput.Model. Nil for scripted agents.
+	// agent as StepInput.Model (a Gate's OpenStep.Model). Nil for scripted
+	// agents.
 	Model *ModelConfig
 	// Reconcile, when set, is asked what became of a step a crash cut off.
 	Reconcile func(ctx context.Context, view RunView) (Reconciliation, error)
@@ -37,14 +41,27 @@ type Config struct {
 	// DefaultLeaseTTL.
 	LeaseTTL time.Duration
 	// LeaseOwner names this process in leases; a random suffix is always
-	// added, so two drivers given one name are two owners.
+	// added, so two engines given one name are two owners.
 	LeaseOwner string
-	// PinnedKeys, when set, are the only approver keys a signed grant may
-	// be signed with (LoadPinnedKeys reads them from an owner-only file
+	// PinnedKeys, when set, are the only approver keys a grant may be
+	// signed with (LoadPinnedKeys reads them from an owner-only file
 	// outside the database), so that whoever can write the database cannot
-	// enroll a key of their own and sign with it. Nil trusts every key
-	// enrolled in the database.
+	// enroll a key of their own and sign with it. With pinned keys every
+	// grant must be signed by a pinned, unremoved approver: an unsigned
+	// grant executes nothing. Nil trusts every key enrolled in the
+	// database, and unsigned grants where nothing requires a signature.
 	PinnedKeys *PinnedKeys
+	// RequireSignedGrant demands a signed grant for every run this engine
+	// starts or resumes, whatever the run's own Limits say.
+	RequireSignedGrant bool
+}
+
+// Config configures a Driver: the engine and the agent that decides each
+// step. Store, Agent and Policy are required.
+type Config struct {
+	EngineConfig
+	// Agent decides each step.
+	Agent Agent
 }
 
 // ReconcileOutcome is a consumer's answer about an interrupted step.

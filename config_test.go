@@ -27,7 +27,7 @@ func TestNewDriver_NegativeModelSettingsAreRefused(t *testing.T) {
 		"MaxRetryAfter": {MaxRetryAfter: -time.Minute},
 	} {
 		mc.Model = &replay.Scripted{}
-		_, err := agentrt.NewDriver(agentrt.Config{Store: st, Agent: &scripted.Agent{}, Policy: agentrt.DefaultPolicy(), Model: &mc})
+		_, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Model: &mc}, Agent: &scripted.Agent{}})
 		if !errors.Is(err, agentrt.ErrInvalidConfig) || !strings.Contains(err.Error(), "Config.Model."+field) {
 			t.Errorf("%s: %v, want ErrInvalidConfig naming the field", field, err)
 		}

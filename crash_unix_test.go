@@ -82,8 +82,16 @@ func lkCrashChild(t *testing.T) {
 		os.Stdout.Sync()
 		select {} // the parent kills the process here
 	})
-	d, err := agentrt.NewDriver(agentrt.Config{Store: st, Agent: lkAppendScript(), Policy: agentrt.DefaultPolicy(),
-		Tools: []agentrt.Tool{tool}, LeaseTTL: lkChildTTL, LeaseOwner: "child"})
+	d, err := agentrt.NewDriver(agentrt.Config{
+		EngineConfig: agentrt.EngineConfig{
+			Store:      st,
+			Policy:     agentrt.DefaultPolicy(),
+			Tools:      []agentrt.Tool{tool},
+			LeaseTTL:   lkChildTTL,
+			LeaseOwner: "child",
+		},
+		Agent: lkAppendScript(),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +177,7 @@ func TestCrash_SIGKILLAfterTheEffectWaitsForAnOperator(t *testing.T) {
 		t.Fatalf("the file holds %q, want the one line the child wrote", got)
 	}
 
-	d := lkDriver(t, agentrt.Config{Store: st, Agent: lkAppendScript(), Tools: []agentrt.Tool{lkAppendTool(linesPath, nil)}, LeaseOwner: "parent"}, nil)
+	d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{lkAppendTool(linesPath, nil)}, LeaseOwner: "parent"}, Agent: lkAppendScript()}, nil)
 	// The dead child's lease blocks the run until it lapses: at most one
 	// TTL, since the child renewed it until it died.
 	deadline := time.Now().Add(lkWait)

@@ -38,6 +38,9 @@ type engine struct {
 	leaseTTL  time.Duration
 	owner     string
 	pinned    *PinnedKeys
+	// requireSigned is EngineConfig.RequireSignedGrant: every grant of
+	// every run needs a valid signature.
+	requireSigned bool
 
 	mu     sync.Mutex
 	active map[string]bool
@@ -57,14 +60,14 @@ func NewDriver(cfg Config) (*Driver, error) {
 	if cfg.Agent == nil {
 		return nil, &ConfigError{Field: "Config.Agent", Reason: "is required"}
 	}
-	e, err := newEngine(cfg)
+	e, err := newEngine(cfg.EngineConfig)
 	if err != nil {
 		return nil, err
 	}
 	return &Driver{e: e, agent: cfg.Agent}, nil
 }
 
-func newEngine(cfg Config) (*engine, error) {
+func newEngine(cfg EngineConfig) (*engine, error) {
 	if cfg.Store == nil {
 		return nil, &ConfigError{Field: "Config.Store", Reason: "is required"}
 	}
@@ -92,6 +95,7 @@ func newEngine(cfg Config) (*engine, error) {
 		store: cfg.Store, policy: cfg.Policy, observer: cfg.Observer, model: cfg.Model,
 		reconcile: cfg.Reconcile, now: cfg.Now, newID: cfg.NewID, wall: time.Now,
 		leaseTTL: cfg.LeaseTTL, tools: map[string]*regTool{}, active: map[string]bool{}, pinned: cfg.PinnedKeys,
+		requireSigned: cfg.RequireSignedGrant,
 	}
 	if e.now == nil {
 		e.now = time.Now

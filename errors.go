@@ -25,6 +25,10 @@ var (
 	ErrApprovalExpired = fmt.Errorf("agentrt: approval expired (%w)", ErrNotPending)
 	// ErrApprovalHash: the stored approval no longer matches its own hash.
 	ErrApprovalHash = errors.New("agentrt: approval does not match its hash")
+	// ErrTamperedRecord: a stored row disagrees with what the event chain
+	// recorded for it (a run's limits, a grant's decision); nothing was
+	// executed.
+	ErrTamperedRecord = errors.New("agentrt: stored record disagrees with the event chain")
 	// ErrApprovalChanged: the stored approval is not the one the operator was shown.
 	ErrApprovalChanged = errors.New("agentrt: approval differs from the one shown")
 	// ErrSchemaVersion: the database schema is not this build's.
@@ -82,9 +86,11 @@ func (e *SignatureError) Is(target error) bool { return target == ErrSignature }
 type UnsignedGrantError struct {
 	RunID      string
 	ApprovalID string
-	// Required says what required the signature: "run" (its
-	// Limits.RequireSignedGrant) or "policy" (the policy decision's
-	// RequireSignature).
+	// Required says what required the signature: "engine configuration"
+	// (EngineConfig.RequireSignedGrant), "run" (its
+	// Limits.RequireSignedGrant), "policy" (the policy decision's
+	// RequireSignature) or "pinned keys" (EngineConfig.PinnedKeys, which
+	// require a pinned signer for every grant).
 	Required string
 	Reason   string
 	// Err is the signature's refusal, when there was a signature.
@@ -262,9 +268,11 @@ func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig 
 type GrantMismatchError struct {
 	RunID      string
 	ApprovalID string
-	// Field is "tool", "arguments" or "hash"; "decision" or "request"
-	// when the chain holds no readable step.decided or approval.requested
-	// event for the grant.
+	// Field is "tool", "arguments" or "hash"; "decision", "request" or
+	// "decided" when the chain holds no readable step.decided,
+	// approval.requested or approval.decided event for the grant; "status",
+	// "decider" or "signature" when the approval.decided event says other
+	// than the row.
 	Field string
 	// Recorded is what the chain holds, Granted what the approval row
 	// holds: tool names, canonical arguments, or hashes.
@@ -276,6 +284,10 @@ func (e *GrantMismatchError) Error() string {
 	switch e.Field {
 	case "decision", "request":
 		return fmt.Sprintf("agentrt: approval %s of run %s: the event chain holds no readable record of its %s; nothing was executed", e.ApprovalID, e.RunID, e.Field)
+	case "decided":
+		return fmt.Sprintf("agentrt: approval %s of run %s is approved in its row, but the event chain holds no approval.decided event for it; nothing was executed", e.ApprovalID, e.RunID)
+	case "status", "decider", "signature":
+		return fmt.Sprintf("agentrt: approval %s of run %s: its row's %s differs from its approval.decided event in the chain; nothing was executed", e.ApprovalID, e.RunID, e.Field)
 	case "arguments":
 		return fmt.Sprintf("agentrt: approval %s of run %s grants arguments that differ from the step's decision recorded in the event chain; nothing was executed", e.ApprovalID, e.RunID)
 	case "tool":
@@ -284,5 +296,30 @@ func (e *GrantMismatchError) Error() string {
 	return fmt.Sprintf("agentrt: approval %s of run %s has %s %s, but its approval.requested event recorded %s; nothing was executed", e.ApprovalID, e.RunID, e.Field, e.Granted, e.Recorded)
 }
 
-// Is matches ErrApprovalHash.
-func (e *GrantMismatchError) Is(target error) bool { return target == ErrApprovalHash }
+// Is matches ErrApprovalHash and ErrTamperedRecord.
+func (e *GrantMismatchError) Is(target error) bool {
+	return target == ErrApprovalHash || target == ErrTamperedRecord
+}
+
+// RunRecordError says that a run's row disagrees with its run.created event:
+// Field names what differs ("limits.require_signed_grant", say), Recorded
+// is the chain's value and Stored the row's; Field "run.created" or
+// "limits" means the event is missing or unreadable. Nothing was executed.
+// It matches ErrTamperedRecord.
+type RunRecordError struct {
+	RunID    string
+	Field    string
+	Recorded string
+	Stored   string
+}
+
+func (e *RunRecordError) Error() string {
+	if e.Recorded == "" && e.Stored == "" {
+		return fmt.Sprintf("agentrt: run %s: the event chain holds no readable %s event for it; nothing was executed", e.RunID, e.Field)
+	}
+	return fmt.Sprintf("agentrt: run %s is a tampered record: its row has %s = %s, but its run.created event recorded %s; nothing was executed",
+		e.RunID, e.Field, e.Stored, e.Recorded)
+}
+
+// Is matches ErrTamperedRecord.
+func (e *RunRecordError) Is(target error) bool { return target == ErrTamperedRecord }

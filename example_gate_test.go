@@ -45,9 +45,11 @@ func ExampleGate() {
 		}
 	}
 	gate, err := agentrt.NewGate(agentrt.GateConfig{
-		Store:  store,
-		Policy: agentrt.DefaultPolicy(), // read_only runs; remote_mutation waits for approval
-		Tools:  []agentrt.Tool{tool("greet", agentrt.ReadOnly), tool("email", agentrt.RemoteMutation)},
+		EngineConfig: agentrt.EngineConfig{
+			Store:  store,
+			Policy: agentrt.DefaultPolicy(), // read_only runs; remote_mutation waits for approval
+			Tools:  []agentrt.Tool{tool("greet", agentrt.ReadOnly), tool("email", agentrt.RemoteMutation)},
+		},
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -58,13 +58,15 @@ func ExampleDriver_Start() {
 		scripted.Complete(`{"summary":"hello"}`),
 	}}
 	d, err := agentrt.NewDriver(agentrt.Config{
-		Store:  store,
-		Agent:  agent,
-		Policy: agentrt.DefaultPolicy(), // read_only allowed, destructive denied
-		Tools: []agentrt.Tool{
-			fileTool("read_file", agentrt.ReadOnly, `{"text":"hello"}`),
-			fileTool("delete_file", agentrt.Destructive, `{}`),
+		EngineConfig: agentrt.EngineConfig{
+			Store:  store,
+			Policy: agentrt.DefaultPolicy(), // read_only allowed, destructive denied
+			Tools: []agentrt.Tool{
+				fileTool("read_file", agentrt.ReadOnly, `{"text":"hello"}`),
+				fileTool("delete_file", agentrt.Destructive, `{}`),
+			},
 		},
+		Agent: agent,
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -106,10 +108,12 @@ func ExampleApproveShown() {
 		scripted.Complete(`{"shared":true}`),
 	}}
 	d, err := agentrt.NewDriver(agentrt.Config{
-		Store:  store,
-		Agent:  agent,
-		Policy: agentrt.DefaultPolicy(), // remote_mutation needs approval
-		Tools:  []agentrt.Tool{fileTool("upload_file", agentrt.RemoteMutation, `{"url":"https://example.com/r"}`)},
+		EngineConfig: agentrt.EngineConfig{
+			Store:  store,
+			Policy: agentrt.DefaultPolicy(), // remote_mutation needs approval
+			Tools:  []agentrt.Tool{fileTool("upload_file", agentrt.RemoteMutation, `{"url":"https://example.com/r"}`)},
+		},
+		Agent: agent,
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -162,13 +166,15 @@ func ExampleRecheck() {
 	}}
 	then := agentrt.SideEffectPolicy{agentrt.ReadOnly: agentrt.Allow, agentrt.Destructive: agentrt.Allow}
 	d, err := agentrt.NewDriver(agentrt.Config{
-		Store:  store,
-		Agent:  agent,
-		Policy: then,
-		Tools: []agentrt.Tool{
-			fileTool("read_file", agentrt.ReadOnly, `{"text":"a"}`),
-			fileTool("delete_file", agentrt.Destructive, `{}`),
+		EngineConfig: agentrt.EngineConfig{
+			Store:  store,
+			Policy: then,
+			Tools: []agentrt.Tool{
+				fileTool("read_file", agentrt.ReadOnly, `{"text":"a"}`),
+				fileTool("delete_file", agentrt.Destructive, `{}`),
+			},
 		},
+		Agent: agent,
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -19,18 +19,20 @@ func ExampleWorker() {
 
 	paused, finished := make(chan string, 1), make(chan string, 1)
 	w, err := agentrt.NewWorker(agentrt.WorkerConfig{
-		Store:  store,
-		Agent:  &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("send_file", `{"path":"notes.txt"}`, "share it"), scripted.Complete(`{}`)}},
-		Policy: agentrt.DefaultPolicy(), // remote_mutation waits for approval
-		Tools:  []agentrt.Tool{fileTool("send_file", agentrt.RemoteMutation, `{"sent":true}`)},
-		Observer: func(ev agentrt.Event) {
-			switch ev.Type {
-			case agentrt.EventApprovalRequest:
-				paused <- ev.RunID
-			case agentrt.EventRunFinished:
-				finished <- ev.RunID
-			}
+		EngineConfig: agentrt.EngineConfig{
+			Store:  store,
+			Policy: agentrt.DefaultPolicy(), // remote_mutation waits for approval
+			Tools:  []agentrt.Tool{fileTool("send_file", agentrt.RemoteMutation, `{"sent":true}`)},
+			Observer: func(ev agentrt.Event) {
+				switch ev.Type {
+				case agentrt.EventApprovalRequest:
+					paused <- ev.RunID
+				case agentrt.EventRunFinished:
+					finished <- ev.RunID
+				}
+			},
 		},
+		Agent: &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("send_file", `{"path":"notes.txt"}`, "share it"), scripted.Complete(`{}`)}},
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -6,36 +6,13 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 )
 
-// GateConfig configures a Gate: a Config without an Agent, because the
+// GateConfig configures a Gate: the engine without an Agent, because the
 // caller's own loop decides. Store and Policy are required; every other
-// field means what it means in Config, zero included.
+// field means what it means in EngineConfig, zero included.
 type GateConfig struct {
-	// Store is where runs are recorded (sqlite.Open).
-	Store Store
-	// Policy judges every validated request.
-	Policy Policy
-	// Tools the caller may propose; names must be unique.
-	Tools []Tool
-	// Observer hears each event after its commit; nil hears nothing.
-	Observer Observer
-	// Model, when set, is wrapped in the accounting caller that
-	// OpenStep.Model returns. Nil: OpenStep.Model returns nil.
-	Model *ModelConfig
-	// Reconcile, when set, is asked what became of a step a crash cut off.
-	Reconcile func(ctx context.Context, view RunView) (Reconciliation, error)
-	// Now is the clock recorded times come from; zero means time.Now.
-	Now func() time.Time
-	// NewID makes step and approval ids; zero means 128-bit hex ids: 48 bits of milliseconds, then 80 random bits.
-	NewID func() string
-	// LeaseTTL is how long a run's lease lasts unrenewed; zero means
-	// DefaultLeaseTTL.
-	LeaseTTL time.Duration
-	// LeaseOwner names this process in leases; a random suffix is always
-	// added, so two gates given one name are two owners.
-	LeaseOwner string
+	EngineConfig
 }
 
 // Gate holds the runtime's bounds for a loop the runtime does not own. The
@@ -53,10 +30,7 @@ type Gate struct {
 
 // NewGate checks cfg as NewDriver checks a Config and registers its tools.
 func NewGate(cfg GateConfig) (*Gate, error) {
-	e, err := newEngine(Config{
-		Store: cfg.Store, Policy: cfg.Policy, Tools: cfg.Tools, Observer: cfg.Observer, Model: cfg.Model,
-		Reconcile: cfg.Reconcile, Now: cfg.Now, NewID: cfg.NewID, LeaseTTL: cfg.LeaseTTL, LeaseOwner: cfg.LeaseOwner,
-	})
+	e, err := newEngine(cfg.EngineConfig)
 	if err != nil {
 		var ce *ConfigError
 		if errors.As(err, &ce) && strings.HasPrefix(ce.Field, "Config.") {

@@ -110,7 +110,7 @@ func TestGate_ApprovedStepExecutesTheRecordedRequest(t *testing.T) {
 	st, _ := lkOpen(t)
 	deploy := lkNewTool("deploy", agentrt.RemoteMutation, nil)
 	note := lkNewTool("note", agentrt.LocalMutation, nil)
-	g := lkGate(t, agentrt.GateConfig{Store: st, Tools: []agentrt.Tool{deploy, note}}, nil)
+	g := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{deploy, note}}}, nil)
 
 	s, step := lkBegin(t, g, "run-1", agentrt.DefaultLimits())
 	v := lkPropose(t, step, lkCall("deploy", `{"text":"v1"}`), agentrt.VerdictPending)
@@ -195,7 +195,7 @@ func TestGate_GrantTTLHoldsUntilExecute(t *testing.T) {
 		st, _ := lkOpen(t)
 		clock := lkNewClock()
 		deploy := lkNewTool("deploy", agentrt.RemoteMutation, nil)
-		g := lkGate(t, agentrt.GateConfig{Store: st, Tools: []agentrt.Tool{deploy}, Now: clock.Now}, nil)
+		g := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{deploy}, Now: clock.Now}}, nil)
 		_, step := lkBegin(t, g, id, limits)
 		lkPropose(t, step, lkCall("deploy", `{"text":"v1"}`), agentrt.VerdictPending)
 		a := lkPending(t, st, id)
@@ -270,12 +270,12 @@ func TestGate_AbandonedAfterAllowedRunsNothing(t *testing.T) {
 	t.Run("crashed", func(t *testing.T) {
 		st, path := lkOpen(t)
 		note := lkNewTool("note", agentrt.LocalMutation, nil)
-		gA := lkGate(t, agentrt.GateConfig{Store: st, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}, nil)
+		gA := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, nil)
 		_, stepA := lkBegin(t, gA, "run-1", agentrt.DefaultLimits())
 		lkPropose(t, stepA, lkCall("note", `{"text":"a"}`), agentrt.VerdictAllowed)
 
 		stB := lkOpenAgain(t, path)
-		gB := lkGate(t, agentrt.GateConfig{Store: stB, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}, lkLater(1, ttl))
+		gB := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: stB, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, lkLater(1, ttl))
 		sB, v, err := gB.Attach(ctx, "run-1")
 		if err != nil || v.Outcome != "" || sB.Current() != nil {
 			t.Fatalf("Attach: %q, %v; want an open session with no step", v.Outcome, err)
@@ -297,7 +297,7 @@ func TestGate_AbandonedAfterAllowedRunsNothing(t *testing.T) {
 	t.Run("closed", func(t *testing.T) {
 		st, _ := lkOpen(t)
 		note := lkNewTool("note", agentrt.LocalMutation, nil)
-		g := lkGate(t, agentrt.GateConfig{Store: st, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}, nil)
+		g := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, nil)
 		s, step := lkBegin(t, g, "run-1", agentrt.DefaultLimits())
 		lkPropose(t, step, lkCall("note", `{"text":"a"}`), agentrt.VerdictAllowed)
 		s.Close()
@@ -308,7 +308,7 @@ func TestGate_AbandonedAfterAllowedRunsNothing(t *testing.T) {
 			t.Fatalf("closed session left run %s leased %q", r.Status, r.LeaseOwner)
 		}
 		// Free at once: another gate, on the real clock, takes it.
-		s2, v, err := lkGate(t, agentrt.GateConfig{Store: st, Tools: []agentrt.Tool{note}}, nil).Attach(ctx, "run-1")
+		s2, v, err := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{note}}}, nil).Attach(ctx, "run-1")
 		if err != nil || v.Outcome != "" {
 			t.Fatalf("Attach after Close: %q, %v", v.Outcome, err)
 		}
@@ -340,7 +340,7 @@ func TestGate_AbandonedDuringExecutePausesForAnOperator(t *testing.T) {
 		}
 		return agentrt.ToolResult{Content: json.RawMessage(`{"noted":true}`)}, nil
 	})
-	gA := lkGate(t, agentrt.GateConfig{Store: st, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}, nil)
+	gA := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, nil)
 	_, stepA := lkBegin(t, gA, "run-1", agentrt.DefaultLimits())
 	lkPropose(t, stepA, lkCall("note", `{"text":"a"}`), agentrt.VerdictAllowed)
 	executed := make(chan error, 1)
@@ -351,7 +351,7 @@ func TestGate_AbandonedDuringExecutePausesForAnOperator(t *testing.T) {
 	lkSignal(t, inTool, "the tool running")
 
 	stB := lkOpenAgain(t, path)
-	gB := lkGate(t, agentrt.GateConfig{Store: stB, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}, lkLater(1, ttl))
+	gB := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: stB, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, lkLater(1, ttl))
 	sB, v, err := gB.Attach(ctx, "run-1")
 	if err != nil || v.Outcome != agentrt.VerdictPending || v.Approval == nil || !sB.Done() {
 		t.Fatalf("Attach: %s, %v; want pending and the session over", v.Outcome, err)
@@ -426,7 +426,7 @@ func TestGate_CallsAfterTheLeaseIsLostAreRefused(t *testing.T) {
 		st, _ := lkOpen(t)
 		wall := lkNewWall()
 		note := lkNewTool("note", agentrt.LocalMutation, nil)
-		g := lkGate(t, agentrt.GateConfig{Store: st, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}, wall)
+		g := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, wall)
 		s, step := lkBegin(t, g, "run-1", agentrt.DefaultLimits())
 		wall.Advance(ttl)
 		if _, err := step.Propose(ctx, lkCall("note", `{"text":"a"}`)); !errors.Is(err, agentrt.ErrLeaseLost) {
@@ -447,12 +447,12 @@ func TestGate_CallsAfterTheLeaseIsLostAreRefused(t *testing.T) {
 	t.Run("taken over", func(t *testing.T) {
 		st, path := lkOpen(t)
 		note := lkNewTool("note", agentrt.LocalMutation, nil)
-		gA := lkGate(t, agentrt.GateConfig{Store: st, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}, nil)
+		gA := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, nil)
 		sA, stepA := lkBegin(t, gA, "run-1", agentrt.DefaultLimits())
 		lkPropose(t, stepA, lkCall("note", `{"text":"a"}`), agentrt.VerdictAllowed)
 
 		stB := lkOpenAgain(t, path)
-		gB := lkGate(t, agentrt.GateConfig{Store: stB, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}, lkLater(1, ttl))
+		gB := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: stB, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, lkLater(1, ttl))
 		sB, _, err := gB.Attach(ctx, "run-1")
 		if err != nil {
 			t.Fatal(err)
@@ -477,7 +477,7 @@ func TestGate_CallsAfterTheLeaseIsLostAreRefused(t *testing.T) {
 			dispatched.Add(1)
 			return agentrt.ModelResponse{StopReason: agentrt.StopEndTurn, Usage: agentrt.Usage{InputTokens: 1, OutputTokens: 1}}, nil
 		}}
-		g := lkGate(t, agentrt.GateConfig{Store: st, LeaseTTL: ttl, Model: &agentrt.ModelConfig{Model: model}}, wall)
+		g := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, LeaseTTL: ttl, Model: &agentrt.ModelConfig{Model: model}}}, wall)
 		s, step := lkBegin(t, g, "run-1", agentrt.DefaultLimits())
 		m := step.Model()
 		if m == nil {
@@ -512,7 +512,7 @@ func TestGate_HugeNumberIsAnInvalidDecision(t *testing.T) {
 		judged.Add(1)
 		return agentrt.PolicyDecision{Outcome: agentrt.Allow}, nil
 	})
-	g := lkGate(t, agentrt.GateConfig{Store: st, Tools: []agentrt.Tool{note}, Policy: policy}, nil)
+	g := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{note}, Policy: policy}}, nil)
 	s, err := g.Begin(ctx, "run-1", "goal", agentrt.Limits{MaxSteps: 10, MaxConsecutiveToolFailures: 5, LoopThreshold: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -563,7 +563,7 @@ func TestPolicy_GateProposeAndAttachHandedTheSameBytes(t *testing.T) {
 		// would build it.
 		return agentrt.NeedApproval("bytes", "check the bytes", json.RawMessage(req.Args), json.RawMessage(req.Args))
 	})
-	g := lkGate(t, agentrt.GateConfig{Store: st, Tools: []agentrt.Tool{note}, Policy: policy}, nil)
+	g := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{note}, Policy: policy}}, nil)
 	_, step := lkBegin(t, g, "run-1", agentrt.DefaultLimits())
 	spelled := "{ \"text\" : \"<b>&</b> \\u00e9\\u2028\",\n  \"n\" : 10 }"
 	lkPropose(t, step, lkCall("note", spelled), agentrt.VerdictPending)
@@ -610,7 +610,7 @@ func TestGate_MisuseIsRefused(t *testing.T) {
 	ctx := context.Background()
 	st, _ := lkOpen(t)
 	note := lkNewTool("note", agentrt.LocalMutation, nil)
-	g := lkGate(t, agentrt.GateConfig{Store: st, Tools: []agentrt.Tool{note}}, nil)
+	g := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{note}}}, nil)
 	s, step := lkBegin(t, g, "run-1", agentrt.DefaultLimits())
 
 	refused := func(what string, err error) {

@@ -78,7 +78,7 @@ func TestResume_GrantMustEqualWhatTheChainRecorded(t *testing.T) {
 					d := e.driver(script(complete(`{}`)), policy, send, wipe)
 					_, err = d.Resume(ctx, "run-1")
 				case "gate":
-					g, gerr := agentrt.NewGate(agentrt.GateConfig{Store: e.store, Policy: policy, Tools: tools(send, wipe), Now: e.clock.Now})
+					g, gerr := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: e.store, Policy: policy, Tools: tools(send, wipe), Now: e.clock.Now}})
 					if gerr != nil {
 						t.Fatal(gerr)
 					}

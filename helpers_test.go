@@ -460,8 +460,17 @@ func (e *env) observed() []agentrt.Event {
 
 // config is a driver configuration on the env's store, clock and ids.
 func (e *env) config(agent agentrt.Agent, policy agentrt.Policy, tools ...agentrt.Tool) agentrt.Config {
-	return agentrt.Config{Store: e.store, Agent: agent, Policy: policy, Tools: tools, Observer: e.observe,
-		Now: e.clock.Now, NewID: e.ids}
+	return agentrt.Config{
+		EngineConfig: agentrt.EngineConfig{
+			Store:    e.store,
+			Policy:   policy,
+			Tools:    tools,
+			Observer: e.observe,
+			Now:      e.clock.Now,
+			NewID:    e.ids,
+		},
+		Agent: agent,
+	}
 }
 
 func (e *env) driver(agent agentrt.Agent, policy agentrt.Policy, tools ...agentrt.Tool) *agentrt.Driver {

@@ -82,7 +82,7 @@ func TestResume_InterruptedStepIsReconciledAndContinued(t *testing.T) {
 	crash := func(t *testing.T, id string, reconcile func(agentrt.RunView) agentrt.Reconciliation, agent agentrt.Agent) (*env, *agentrt.Driver) {
 		st, path := lkOpen(t)
 		send := lkNewTool("send", agentrt.LocalMutation, nil)
-		dA := lkDriver(t, agentrt.Config{Store: st, Agent: lkScript(t, lkCall("send", `{"text":"hello"}`)), Tools: []agentrt.Tool{send}, LeaseTTL: ttl}, nil)
+		dA := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{send}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("send", `{"text":"hello"}`))}, nil)
 		lkCrashed(t, dA, id, lkCrash(t, id, "tool.effect", 0, st))
 		e := &env{st: lkOpenAgain(t, path), send: send}
 		e.step0 = lkSteps(t, e.st, id)[0]
@@ -90,16 +90,23 @@ func TestResume_InterruptedStepIsReconciledAndContinued(t *testing.T) {
 			t.Fatalf("after the crash: step 0 %s, %d calls", e.step0.Status, len(send.args()))
 		}
 		var mu sync.Mutex
-		cfg := agentrt.Config{Store: e.st, Agent: agent, Tools: []agentrt.Tool{send}, LeaseTTL: ttl,
-			Reconcile: func(_ context.Context, v agentrt.RunView) (agentrt.Reconciliation, error) {
-				mu.Lock()
-				// A view's lists show the record as it is: keep copies.
-				kept := v
-				kept.Steps, kept.Approvals = agentrt.NewSteps(v.Steps.Records()...), agentrt.NewApprovals(v.Approvals.Records()...)
-				e.views = append(e.views, kept)
-				mu.Unlock()
-				return reconcile(v), nil
-			}}
+		cfg := agentrt.Config{
+			EngineConfig: agentrt.EngineConfig{
+				Store:    e.st,
+				Tools:    []agentrt.Tool{send},
+				LeaseTTL: ttl,
+				Reconcile: func(_ context.Context, v agentrt.RunView) (agentrt.Reconciliation, error) {
+					mu.Lock()
+					// A view's lists show the record as it is: keep copies.
+					kept := v
+					kept.Steps, kept.Approvals = agentrt.NewSteps(v.Steps.Records()...), agentrt.NewApprovals(v.Approvals.Records()...)
+					e.views = append(e.views, kept)
+					mu.Unlock()
+					return reconcile(v), nil
+				},
+			},
+			Agent: agent,
+		}
 		return e, lkDriver(t, cfg, lkLater(1, ttl))
 	}
 	// checkView requires the one reconciliation to have seen step 0 marked
@@ -249,7 +256,7 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 	crashAt := func(t *testing.T, id, point string, se agentrt.SideEffect) (st *sqlite.Store, path string, tool *lkTool, step0 agentrt.Step) {
 		st, path = lkOpen(t)
 		tool = lkNewTool("append", se, nil)
-		dA := lkDriver(t, agentrt.Config{Store: st, Agent: lkScript(t, lkCall("append", `{"text":"line"}`)), Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, nil)
+		dA := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("append", `{"text":"line"}`))}, nil)
 		lkCrashed(t, dA, id, lkCrash(t, id, point, 0, st))
 		st = lkOpenAgain(t, path)
 		return st, path, tool, lkSteps(t, st, id)[0]
@@ -296,7 +303,7 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 	t.Run("approved runs it once more on the same step", func(t *testing.T) {
 		const id = "lk-ise-approved"
 		st, _, tool, step0 := crashAt(t, id, "tool.effect", agentrt.LocalMutation)
-		d := lkDriver(t, agentrt.Config{Store: st, Agent: lkScript(t, lkCall("append", "{}"), lkComplete()), Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, lkLater(1, ttl))
+		d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("append", "{}"), lkComplete())}, lkLater(1, ttl))
 		run, err := d.Resume(ctx, id)
 		if err != nil || run.Status != agentrt.RunWaiting {
 			t.Fatalf("resume: %s, %v", run.Status, err)
@@ -340,7 +347,7 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 	t.Run("rejected ends the run", func(t *testing.T) {
 		const id = "lk-ise-rejected"
 		st, _, tool, step0 := crashAt(t, id, "tool.effect", agentrt.LocalMutation)
-		d := lkDriver(t, agentrt.Config{Store: st, Agent: lkNever(t), Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, lkLater(1, ttl))
+		d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkNever(t)}, lkLater(1, ttl))
 		if _, err := d.Resume(ctx, id); err != nil {
 			t.Fatal(err)
 		}
@@ -367,7 +374,7 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 		if n := len(tool.args()); n != 0 {
 			t.Fatalf("tool ran %d times", n)
 		}
-		d := lkDriver(t, agentrt.Config{Store: st, Agent: lkScript(t, lkCall("append", "{}"), lkComplete()), Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, lkLater(1, ttl))
+		d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("append", "{}"), lkComplete())}, lkLater(1, ttl))
 		if _, err := d.Resume(ctx, id); err != nil {
 			t.Fatal(err)
 		}
@@ -386,7 +393,7 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 	t.Run("crash after the takeover still waits", func(t *testing.T) {
 		const id = "lk-ise-twice"
 		st, path, tool, step0 := crashAt(t, id, "tool.effect", agentrt.LocalMutation)
-		d1 := lkDriver(t, agentrt.Config{Store: st, Agent: lkNever(t), Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, lkLater(1, ttl))
+		d1 := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkNever(t)}, lkLater(1, ttl))
 		crashed := lkCrash(t, id, "step.interrupted", 0, st)
 		done := lkGo(func() (agentrt.Run, error) { return d1.Resume(ctx, id) })
 		select {
@@ -401,11 +408,11 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 			t.Fatalf("step 0 is %s after the first takeover, want interrupted", s.Status)
 		}
 		// Within the first resumer's lease, the run is refused.
-		early := lkDriver(t, agentrt.Config{Store: st, Agent: lkNever(t), Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, lkLater(1, ttl))
+		early := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkNever(t)}, lkLater(1, ttl))
 		if _, err := early.Resume(ctx, id); !errors.Is(err, agentrt.ErrRunLeased) {
 			t.Fatalf("resume within the first resumer's lease: %v, want ErrRunLeased", err)
 		}
-		d2 := lkDriver(t, agentrt.Config{Store: st, Agent: lkScript(t, lkCall("append", "{}"), lkComplete()), Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, lkLater(3, ttl))
+		d2 := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("append", "{}"), lkComplete())}, lkLater(3, ttl))
 		if run, err := d2.Resume(ctx, id); err != nil || run.Status != agentrt.RunWaiting {
 			t.Fatalf("second resume: %s, %v", run.Status, err)
 		}
@@ -445,7 +452,7 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 				}
 				return script(ctx, in)
 			})
-			d := lkDriver(t, agentrt.Config{Store: st, Agent: agent, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, lkLater(1, ttl))
+			d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: agent}, lkLater(1, ttl))
 			run, err := d.Resume(ctx, id)
 			if err != nil || run.Status != agentrt.RunCompleted {
 				t.Fatalf("resume: %s, %v", run.Status, err)

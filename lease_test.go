@@ -323,7 +323,7 @@ func TestLease_ResumeOfALiveRunIsRefused(t *testing.T) {
 		<-release
 		return lkComplete(), nil
 	})
-	dA := lkDriver(t, agentrt.Config{Store: st, Agent: agentA, LeaseOwner: "holder", LeaseTTL: time.Minute}, nil)
+	dA := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, LeaseOwner: "holder", LeaseTTL: time.Minute}, Agent: agentA}, nil)
 	done := lkGo(func() (agentrt.Run, error) { return dA.StartWithID(ctx, "run-1", "goal", agentrt.DefaultLimits()) })
 	lkSignal(t, deciding, "the holder deciding")
 
@@ -339,13 +339,13 @@ func TestLease_ResumeOfALiveRunIsRefused(t *testing.T) {
 
 	var clockReads atomic.Int64
 	now := func() time.Time { clockReads.Add(1); return time.Now() }
-	dB := lkDriver(t, agentrt.Config{Store: other, Agent: lkNever(t), Now: now, LeaseOwner: "other"}, nil)
+	dB := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: other, Now: now, LeaseOwner: "other"}, Agent: lkNever(t)}, nil)
 	run, err := dB.Resume(ctx, "run-1")
 	lkLeased(t, err, "run-1", held.LeaseOwner, held.LeaseExpiresAt)
 	if run.Status != agentrt.RunRunning {
 		t.Errorf("refused Resume returned run status %s", run.Status)
 	}
-	g, err := agentrt.NewGate(agentrt.GateConfig{Store: other, Policy: agentrt.DefaultPolicy(), Now: now, LeaseOwner: "other"})
+	g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: other, Policy: agentrt.DefaultPolicy(), Now: now, LeaseOwner: "other"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +402,7 @@ func TestLease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall(t *testing.T) {
 			<-takenOver
 			return lkCall("write", `{"n":1}`), nil
 		})
-		dA := lkDriver(t, agentrt.Config{Store: st, Agent: agentA, Tools: []agentrt.Tool{write}, LeaseTTL: ttl, LeaseOwner: "a"}, nil)
+		dA := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{write}, LeaseTTL: ttl, LeaseOwner: "a"}, Agent: agentA}, nil)
 		doneA := lkGo(func() (agentrt.Run, error) { return dA.StartWithID(ctx, "run-1", "goal", agentrt.DefaultLimits()) })
 		lkSignal(t, deciding, "step 1 deciding")
 		ownerA := lkRun(t, st, "run-1").LeaseOwner
@@ -417,7 +417,7 @@ func TestLease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall(t *testing.T) {
 			return lkComplete(), nil
 		})
 		stB := lkOpenAgain(t, path)
-		dB := lkDriver(t, agentrt.Config{Store: stB, Agent: agentB, Tools: []agentrt.Tool{write}, LeaseTTL: ttl, LeaseOwner: "b"}, wallB)
+		dB := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: stB, Tools: []agentrt.Tool{write}, LeaseTTL: ttl, LeaseOwner: "b"}, Agent: agentB}, wallB)
 		doneB := lkGo(func() (agentrt.Run, error) { return dB.Resume(ctx, "run-1") })
 		lkSignal(t, bDeciding, "the new owner deciding")
 
@@ -466,14 +466,20 @@ func TestLease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall(t *testing.T) {
 			<-finishTool
 			return agentrt.ToolResult{Content: json.RawMessage(`{"late":true}`)}, nil
 		})
-		dA := lkDriver(t, agentrt.Config{Store: st, Agent: lkScript(t, lkCall("write", `{"n":0}`), lkCall("write", `{"n":1}`)),
-			Tools: []agentrt.Tool{write}, LeaseTTL: ttl}, nil)
+		dA := lkDriver(t, agentrt.Config{
+			EngineConfig: agentrt.EngineConfig{
+				Store:    st,
+				Tools:    []agentrt.Tool{write},
+				LeaseTTL: ttl,
+			},
+			Agent: lkScript(t, lkCall("write", `{"n":0}`), lkCall("write", `{"n":1}`)),
+		}, nil)
 		doneA := lkGo(func() (agentrt.Run, error) { return dA.StartWithID(ctx, "run-1", "goal", agentrt.DefaultLimits()) })
 		lkSignal(t, inTool, "the tool running")
 
 		wallB := lkNewWall()
 		wallB.Advance(2 * ttl)
-		dB := lkDriver(t, agentrt.Config{Store: lkOpenAgain(t, path), Agent: lkNever(t), Tools: []agentrt.Tool{write}, LeaseTTL: ttl}, wallB)
+		dB := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: lkOpenAgain(t, path), Tools: []agentrt.Tool{write}, LeaseTTL: ttl}, Agent: lkNever(t)}, wallB)
 		run, err := dB.Resume(ctx, "run-1")
 		if err != nil || run.Status != agentrt.RunWaiting {
 			t.Fatalf("takeover of an executing step: %s, %v; want it waiting for an operator", run.Status, err)
@@ -508,7 +514,7 @@ func TestLease_LapsedLeaseStartsNoSideEffect(t *testing.T) {
 			wall.Advance(ttl)
 			return lkCall("write", `{"n":1}`), nil
 		})
-		d := lkDriver(t, agentrt.Config{Store: st, Agent: agent, Tools: []agentrt.Tool{write}, LeaseTTL: ttl}, wall)
+		d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{write}, LeaseTTL: ttl}, Agent: agent}, wall)
 		_, err := d.StartWithID(ctx, "run-1", "goal", agentrt.DefaultLimits())
 		if !errors.Is(err, agentrt.ErrLeaseLost) {
 			t.Fatalf("lapsed loop returned %v, want ErrLeaseLost", err)
@@ -526,7 +532,7 @@ func TestLease_LapsedLeaseStartsNoSideEffect(t *testing.T) {
 
 		// Freed, the run is taken at once (no wait for the lapsed expiry),
 		// and the step cut off before its tool is simply decided again.
-		d2 := lkDriver(t, agentrt.Config{Store: st, Agent: lkScript(t, lkCall("write", `{"n":1}`), lkComplete()), Tools: []agentrt.Tool{write}}, nil)
+		d2 := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{write}}, Agent: lkScript(t, lkCall("write", `{"n":1}`), lkComplete())}, nil)
 		run, err = d2.Resume(ctx, "run-1")
 		if err != nil || run.Status != agentrt.RunCompleted {
 			t.Fatalf("resume: %s, %v", run.Status, err)
@@ -557,8 +563,14 @@ func TestLease_LapsedLeaseStartsNoSideEffect(t *testing.T) {
 			}
 			return lkComplete(), nil
 		})
-		d := lkDriver(t, agentrt.Config{Store: st, Agent: agent, LeaseTTL: ttl,
-			Model: &agentrt.ModelConfig{Model: model, Prices: agentrt.PriceTable{"lk-model": {}}}}, wall)
+		d := lkDriver(t, agentrt.Config{
+			EngineConfig: agentrt.EngineConfig{
+				Store:    st,
+				LeaseTTL: ttl,
+				Model:    &agentrt.ModelConfig{Model: model, Prices: agentrt.PriceTable{"lk-model": {}}},
+			},
+			Agent: agent,
+		}, wall)
 		_, err := d.StartWithID(ctx, "run-1", "goal", agentrt.DefaultLimits())
 		if !errors.Is(err, agentrt.ErrLeaseLost) || !errors.Is(modelErr, agentrt.ErrLeaseLost) {
 			t.Fatalf("lapsed loop returned %v; the model call %v; want ErrLeaseLost for both", err, modelErr)
@@ -588,7 +600,7 @@ func TestLease_LapsedLeaseStartsNoSideEffect(t *testing.T) {
 			asked.Add(1)
 			return script(ctx, in)
 		})
-		d := lkDriver(t, agentrt.Config{Store: st, Agent: agent, Tools: []agentrt.Tool{write}, LeaseTTL: ttl}, wall)
+		d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{write}, LeaseTTL: ttl}, Agent: agent}, wall)
 		_, err := d.StartWithID(ctx, "run-1", "goal", agentrt.DefaultLimits())
 		if !errors.Is(err, agentrt.ErrLeaseLost) {
 			t.Fatalf("lapsed loop returned %v, want ErrLeaseLost", err)
@@ -622,8 +634,8 @@ func TestLease_SameLeaseOwnerNameIsTwoOwners(t *testing.T) {
 		<-release
 		return lkComplete(), nil
 	})
-	dA := lkDriver(t, agentrt.Config{Store: st, Agent: blocked, LeaseOwner: "worker"}, nil)
-	dB := lkDriver(t, agentrt.Config{Store: stB, Agent: blocked, LeaseOwner: "worker"}, nil)
+	dA := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, LeaseOwner: "worker"}, Agent: blocked}, nil)
+	dB := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: stB, LeaseOwner: "worker"}, Agent: blocked}, nil)
 	doneA := lkGo(func() (agentrt.Run, error) { return dA.StartWithID(ctx, "run-a", "goal", agentrt.DefaultLimits()) })
 	doneB := lkGo(func() (agentrt.Run, error) { return dB.StartWithID(ctx, "run-b", "goal", agentrt.DefaultLimits()) })
 	waited := make(chan struct{})
@@ -646,7 +658,7 @@ func TestLease_SameLeaseOwnerNameIsTwoOwners(t *testing.T) {
 	lkLeased(t, err, "run-b", b.LeaseOwner, b.LeaseExpiresAt)
 
 	// A restart under the same name is a new owner.
-	restarted := lkDriver(t, agentrt.Config{Store: lkOpenAgain(t, path), Agent: lkNever(t), LeaseOwner: "worker"}, nil)
+	restarted := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: lkOpenAgain(t, path), LeaseOwner: "worker"}, Agent: lkNever(t)}, nil)
 	_, err = restarted.Resume(ctx, "run-a")
 	lkLeased(t, err, "run-a", a.LeaseOwner, a.LeaseExpiresAt)
 	lkUnchanged(t, st, before, "refused resumes under a shared name")

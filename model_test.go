@@ -122,7 +122,7 @@ func mcSetup(t *testing.T, model agentrt.Model, mcfg agentrt.ModelConfig, agent 
 	allow := agentrt.PolicyFunc(func(context.Context, agentrt.ToolRequest, agentrt.RunView) (agentrt.PolicyDecision, error) {
 		return agentrt.PolicyDecision{Outcome: agentrt.Allow}, nil
 	})
-	drv, err := agentrt.NewDriver(agentrt.Config{Store: st, Agent: agent, Policy: allow, Tools: mcTools(), Model: env.mcfg, Now: env.clock.Now})
+	drv, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Policy: allow, Tools: mcTools(), Model: env.mcfg, Now: env.clock.Now}, Agent: agent})
 	if err != nil {
 		t.Fatal(err)
 	}

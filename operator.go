@@ -2,7 +2,6 @@ package agentrt
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -192,31 +191,6 @@ func (o Operator) decide(ctx context.Context, runID, approvalID, shownHash strin
 		return fmt.Errorf("%w: approval %s expired before it was decided", ErrApprovalExpired, approvalID)
 	}
 	return nil
-}
-
-// expireTx expires a pending approval past its ApprovalTTL and cancels the
-// run, in the transaction that found it.
-func expireTx(tx Tx, run Run, a Approval, now time.Time) error {
-	detail := fmt.Sprintf("approval %s expired at %s", a.ID, a.ExpiresAt.UTC().Format(time.RFC3339))
-	if err := tx.ApprovalDecide(ApprovalDecide{ID: a.ID, RunID: run.ID, From: ApprovalPending, Hash: a.Hash,
-		Status: ApprovalExpired, DecidedAt: now}); err != nil {
-		return err
-	}
-	if err := event(tx, run.ID, a.StepID, now, EventApprovalDecided, map[string]string{
-		"approval_id": a.ID, "status": string(ApprovalExpired), "by": "", "note": detail}); err != nil {
-		return err
-	}
-	obs := failure(ObsInterrupted, detail)
-	if err := tx.StepUpdate(StepUpdate{ID: a.StepID, From: []StepStatus{StepAwaitingApproval}, Status: StepFailed,
-		Observation: obs, FinishedAt: now}); err != nil && !errors.Is(err, ErrRunState) {
-		return err
-	}
-	if err := tx.RunUpdate(RunUpdate{ID: run.ID, From: []RunStatus{RunWaiting}, Status: RunCancelled,
-		Reason: ReasonApprovalExpired, ReasonDetail: detail, FinishedAt: now, SetLease: true}); err != nil {
-		return err
-	}
-	return event(tx, run.ID, "", now, EventRunFinished, map[string]any{
-		"status": RunCancelled, "reason": ReasonApprovalExpired, "detail": detail, "steps": run.StepCount})
 }
 
 // Cancel cancels a run that has not ended, and every approval of it still

@@ -82,8 +82,16 @@ func TestModel_HostileToolOutputCannotCrossTheTokenLimit(t *testing.T) {
 	}
 	agent := render.Agent{Options: render.Options{Opening: "Read the page.", MaxContentBytes: 1 << 20}, MaxOutputTokens: 64}
 	env := mcSetup(t, m, agentrt.ModelConfig{}, agent)
-	env.drv, err = agentrt.NewDriver(agentrt.Config{Store: env.store, Agent: agent, Policy: agentrt.DefaultPolicy(),
-		Tools: []agentrt.Tool{fetch, done}, Model: env.mcfg, Now: env.clock.Now})
+	env.drv, err = agentrt.NewDriver(agentrt.Config{
+		EngineConfig: agentrt.EngineConfig{
+			Store:  env.store,
+			Policy: agentrt.DefaultPolicy(),
+			Tools:  []agentrt.Tool{fetch, done},
+			Model:  env.mcfg,
+			Now:    env.clock.Now,
+		},
+		Agent: agent,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -113,6 +115,9 @@ func (s *session) resumeApproved(ctx context.Context) (Verdict, error) {
 	if err := VerifyApproval(*grant); err != nil {
 		return Verdict{}, err
 	}
+	if err := s.checkRunRecord(ctx); err != nil {
+		return Verdict{}, err
+	}
 	if err := s.checkGrantRecorded(ctx, st, grant); err != nil {
 		return Verdict{}, err
 	}
@@ -153,8 +158,8 @@ func (s *session) checkGrantRecorded(ctx context.Context, st *Step, g *Approval)
 	}
 	// Only this step's events are read, a page at a time, so a resume of a
 	// long run does not load the run's whole history.
-	var decided, requested *Event
-	for after := int64(0); decided == nil || requested == nil; {
+	var decided, requested, decidedGrant *Event
+	for after := int64(0); decided == nil || requested == nil || decidedGrant == nil; {
 		evs, err := s.e.store.ListStepEvents(ctx, s.runID, st.ID, after, stepEventsPage)
 		if err != nil {
 			return err
@@ -176,6 +181,13 @@ func (s *session) checkGrantRecorded(ctx context.Context, st *Step, g *Approval)
 				}
 				if requested == nil && json.Unmarshal(ev.Payload, &p) == nil && p.ApprovalID == g.ID {
 					requested = ev
+				}
+			case EventApprovalDecided:
+				var p struct {
+					ApprovalID string `json:"approval_id"`
+				}
+				if decidedGrant == nil && json.Unmarshal(ev.Payload, &p) == nil && p.ApprovalID == g.ID {
+					decidedGrant = ev
 				}
 			}
 		}
@@ -205,6 +217,95 @@ func (s *session) checkGrantRecorded(ctx context.Context, st *Step, g *Approval)
 	if p.Hash != g.Hash {
 		return mismatch("hash", p.Hash, g.Hash)
 	}
+	return checkGrantDecided(g, decidedGrant, requested.Seq, mismatch)
+}
+
+// checkGrantDecided refuses a grant whose approval.decided event is missing,
+// comes before its request, or says other than the row: the status, who
+// decided, and the signature (none in both, or the same in both). A row
+// flipped to approved, or given a signature copied from elsewhere, has no
+// event that matches it.
+func checkGrantDecided(g *Approval, granted *Event, requestedSeq int64, mismatch func(field, recorded, granted string) error) error {
+	var p struct {
+		Status    ApprovalStatus  `json:"status"`
+		By        string          `json:"by"`
+		Signature json.RawMessage `json:"signature"`
+	}
+	if granted == nil || granted.Seq < requestedSeq || json.Unmarshal(granted.Payload, &p) != nil {
+		return mismatch("decided", "", "")
+	}
+	if p.Status != ApprovalApproved {
+		return mismatch("status", string(p.Status), string(g.Status))
+	}
+	if p.By != g.DecidedBy {
+		return mismatch("decider", p.By, g.DecidedBy)
+	}
+	recorded := ""
+	if len(p.Signature) > 0 && string(p.Signature) != "null" {
+		c, err := CanonicalJSON(p.Signature)
+		if err != nil {
+			return mismatch("signature", string(p.Signature), "")
+		}
+		recorded = string(c)
+	}
+	row := ""
+	if g.Signature != nil {
+		b, err := json.Marshal(g.Signature)
+		if err != nil {
+			return err
+		}
+		c, err := CanonicalJSON(b)
+		if err != nil {
+			return err
+		}
+		row = string(c)
+	}
+	if recorded != row {
+		return mismatch("signature", recorded, row)
+	}
+	return nil
+}
+
+// checkRunRecord refuses a run whose row disagrees with its run.created
+// event about its limits: the limits a run started under are in the chain,
+// and a writer who edits runs.limits_json (to drop require_signed_grant,
+// say) edits only the row. It keeps the recorded limits for the grant
+// checks that follow.
+func (s *session) checkRunRecord(ctx context.Context) error {
+	evs, err := s.e.store.ListEventsAfter(ctx, s.runID, 0, 1)
+	if err != nil {
+		return err
+	}
+	var created runCreated
+	if len(evs) == 0 || evs[0].Type != EventRunCreated || json.Unmarshal(evs[0].Payload, &created) != nil {
+		return &RunRecordError{RunID: s.runID, Field: "run.created"}
+	}
+	var chain, row map[string]any
+	cb, _ := json.Marshal(created.Limits)
+	rb, _ := json.Marshal(s.run.Limits)
+	if json.Unmarshal(cb, &chain) != nil || json.Unmarshal(rb, &row) != nil {
+		return &RunRecordError{RunID: s.runID, Field: "limits"}
+	}
+	keys := map[string]bool{}
+	for k := range chain {
+		keys[k] = true
+	}
+	for k := range row {
+		keys[k] = true
+	}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		c, r := fmt.Sprint(chain[k]), fmt.Sprint(row[k])
+		if _, ok := chain[k]; !ok {
+			c = "(absent)"
+		}
+		if _, ok := row[k]; !ok {
+			r = "(absent)"
+		}
+		if c != r {
+			return &RunRecordError{RunID: s.runID, Field: "limits." + k, Recorded: c, Stored: r}
+		}
+	}
+	s.recordedLimits = &created.Limits
 	return nil
 }
 
@@ -282,14 +383,8 @@ func (s *session) resumeInterrupted(ctx context.Context) (Verdict, error) {
 		if err != nil {
 			return err
 		}
-		if cur.LeaseOwner != "" && cur.LeaseOwner != s.lease.owner {
-			at, err := s.e.leaseNow(ctx, tx)
-			if err != nil {
-				return err
-			}
-			if at.Before(cur.LeaseExpiresAt) {
-				return &RunLeasedError{RunID: s.runID, Owner: cur.LeaseOwner, ExpiresAt: cur.LeaseExpiresAt}
-			}
+		if err := s.mayTakeLease(ctx, tx, cur); err != nil {
+			return err
 		}
 		if err := tx.RunUpdate(RunUpdate{ID: s.runID, From: onlyRunning, CheckLease: true, Owner: run.LeaseOwner,
 			Generation: run.Generation, SetLease: true, LeaseOwner: s.lease.owner, LeaseExpiresAt: exp, LeaseTTL: s.lease.ttl, BumpGeneration: true}); err != nil {

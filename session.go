@@ -22,6 +22,9 @@ type session struct {
 	steps     []Step
 	approvals []Approval
 	loaded    bool
+	// recordedLimits are the limits the run's run.created event holds, read
+	// when a grant is resumed (checkRunRecord); nil until then.
+	recordedLimits *Limits
 
 	argsHashes []string // per step, the arguments' content hash (loop detection)
 	agentTools []ToolSpec
@@ -70,144 +73,6 @@ type deferredEnd struct {
 	active time.Duration
 	index  int                             // the step's index, for the crash point once it is durable
 	late   func(ctx context.Context) error // records the outcome after a cancel
-}
-
-// write commits fn (after a deferred step end, if one is waiting), delivers
-// the events after the commit, and returns the error fn or the commit
-// returned.
-func (s *session) write(ctx context.Context, fn func(tx Tx) error) error {
-	d := s.deferred
-	if d == nil {
-		evs, err := s.e.store.Update(ctx, fn)
-		if err != nil {
-			return err
-		}
-		s.e.deliver(evs)
-		return nil
-	}
-	s.deferred = nil
-	s.pendingActive = d.active
-	evs, err := s.e.store.Update(ctx, func(tx Tx) error {
-		if err := d.fn(tx); err != nil {
-			return err
-		}
-		return fn(tx)
-	})
-	s.pendingActive = 0
-	if err != nil {
-		if errors.Is(err, ErrRunState) {
-			_ = d.late(context.WithoutCancel(ctx))
-		}
-		return err
-	}
-	crashPoint(pointToolFinished, s.runID, d.index)
-	s.e.deliver(evs)
-	return nil
-}
-
-// flush commits a deferred step end on its own.
-func (s *session) flush(ctx context.Context) error {
-	if s.deferred == nil {
-		return nil
-	}
-	return s.write(ctx, func(tx Tx) error {
-		_, err := s.guard(tx, RunUpdate{})
-		return err
-	})
-}
-
-// event appends one event with a JSON payload built from v.
-func event(tx Tx, runID, stepID string, at time.Time, typ EventType, v any) error {
-	var payload []byte
-	switch p := v.(type) {
-	case nil:
-		payload = []byte("{}")
-	case json.RawMessage:
-		payload = p
-	default:
-		b, err := json.Marshal(v)
-		if err != nil {
-			return &JSONError{What: string(typ) + " event", Reason: "will not encode: " + err.Error()}
-		}
-		payload = b
-	}
-	_, err := tx.EventAppend(Event{RunID: runID, StepID: stepID, At: at, Type: typ, Payload: payload})
-	return err
-}
-
-// guard requires the run RUNNING under this session's lease (owner and
-// fencing generation) and renews the lease, in one compare-and-set
-// statement with extra's changes. Only when the statement matches nothing is
-// the run read, to say why. It returns the run as the session knows it.
-func (s *session) guard(tx Tx, extra RunUpdate) (Run, error) {
-	exp := s.lease.expiry()
-	gen := s.lease.generation()
-	extra.AddActive += s.pendingActive
-	extra.ID = s.runID
-	extra.From = onlyRunning
-	extra.CheckLease = true
-	extra.Owner = s.lease.owner
-	extra.Generation = gen
-	if extra.Status == "" || extra.Status == RunRunning {
-		extra.SetLease = true
-		extra.LeaseOwner = s.lease.owner
-		extra.LeaseExpiresAt = exp
-		extra.LeaseTTL = s.lease.ttl
-	}
-	if err := tx.RunUpdate(extra); err != nil {
-		if !errors.Is(err, ErrRunState) {
-			return s.run, err
-		}
-		run, rerr := tx.RunGet(s.runID)
-		if rerr != nil {
-			return s.run, rerr
-		}
-		if run.Status != RunRunning {
-			return run, fmt.Errorf("%w: run %s is %s", ErrRunState, s.runID, run.Status)
-		}
-		if run.LeaseOwner != s.lease.owner || run.Generation != gen {
-			s.lease.markLost()
-			return run, ErrLeaseLost
-		}
-		return run, err
-	}
-	run := s.run
-	if extra.SetLease {
-		run.LeaseExpiresAt = exp
-	}
-	return run, nil
-}
-
-// guardRead is guard for writers that run beside the loop (model calls made
-// concurrently within a step): it reads the run inside the transaction
-// rather than trusting the session's copy, and returns the run as updated.
-func (s *session) guardRead(tx Tx, extra RunUpdate) (Run, error) {
-	run, err := tx.RunGet(s.runID)
-	if err != nil {
-		return run, err
-	}
-	if run.Status != RunRunning {
-		return run, fmt.Errorf("%w: run %s is %s", ErrRunState, s.runID, run.Status)
-	}
-	gen := s.lease.generation()
-	if run.LeaseOwner != s.lease.owner || run.Generation != gen {
-		s.lease.markLost()
-		return run, ErrLeaseLost
-	}
-	exp := s.lease.expiry()
-	extra.ID, extra.From = s.runID, onlyRunning
-	extra.CheckLease, extra.Owner, extra.Generation = true, s.lease.owner, gen
-	extra.SetLease, extra.LeaseOwner, extra.LeaseExpiresAt, extra.LeaseTTL = true, s.lease.owner, exp, s.lease.ttl
-	if err := tx.RunUpdate(extra); err != nil {
-		return run, err
-	}
-	run.LeaseExpiresAt = exp
-	return run, nil
-}
-
-// fence names this session's lease for a step write that must still hold it.
-func (s *session) fence() RunFence {
-	return RunFence{RunID: s.runID, Owner: s.lease.owner, Generation: s.lease.generation()}
 }
 
 // requireLive refuses to start a side effect unless the lease is held and

@@ -20,7 +20,9 @@ func (s *session) checkSignedGrant(ctx context.Context, grant *Approval, now Pol
 	}
 	required := ""
 	switch {
-	case s.run.Limits.RequireSignedGrant:
+	case s.e.requireSigned:
+		required = "engine configuration"
+	case s.run.Limits.RequireSignedGrant, s.recordedLimits != nil && s.recordedLimits.RequireSignedGrant:
 		required = "run"
 	case now.RequireSignature:
 		required = "policy"
@@ -29,7 +31,12 @@ func (s *session) checkSignedGrant(ctx context.Context, grant *Approval, now Pol
 			required = "policy"
 		}
 	}
-	if required == "" && s.e.pinned == nil {
+	if required == "" && s.e.pinned != nil {
+		// With pinned keys every grant must be signed by one: an unsigned
+		// grant is what a database writer can make, so it grants nothing.
+		required = "pinned keys"
+	}
+	if required == "" {
 		return nil
 	}
 	refuse := func(reason string, err error) error {
@@ -37,15 +44,7 @@ func (s *session) checkSignedGrant(ctx context.Context, grant *Approval, now Pol
 	}
 	sig := grant.Signature
 	if sig == nil {
-		if required == "" {
-			return nil
-		}
 		return refuse("the grant is not signed", nil)
-	}
-	if required == "" {
-		// Pinned keys and a signed grant: the signature must hold even
-		// where nothing requires one, or the pin would mean nothing.
-		required = "pinned keys"
 	}
 	if err := checkStatement(*sig, s.runID, grant.ID, grant.Hash, StatementApprove, grant.Note); err != nil {
 		return refuse("the signed statement is not this grant's", err)

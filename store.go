@@ -181,6 +181,9 @@ type RunClaim struct {
 	Limit int
 	Now   time.Time
 	TTL   time.Duration
+	// Skip names runs the claimer will not take (runs it refused to
+	// resume, such as a tampered grant); they are left as they are.
+	Skip []string
 }
 
 // RunUpdate is a compare-and-set on a run row. Expectations: the status is

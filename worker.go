@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 )
@@ -22,22 +24,13 @@ const (
 	DefaultWorkerGrace       = 30 * time.Second
 )
 
-// WorkerConfig configures a Worker. The fields shared with Config mean what
-// they mean there.
+// WorkerConfig configures a Worker: the engine, the agent, and how the
+// worker claims and drives runs. EngineConfig's fields mean what they mean
+// there.
 type WorkerConfig struct {
-	Store     Store  // required
-	Agent     Agent  // required
-	Policy    Policy // required
-	Tools     []Tool
-	Observer  Observer
-	Model     *ModelConfig
-	Reconcile func(ctx context.Context, view RunView) (Reconciliation, error)
-	Now       func() time.Time
-	NewID     func() string
-	LeaseTTL  time.Duration
-	// LeaseOwner names the worker in leases and events (a random suffix is
-	// added, as for a Driver).
-	LeaseOwner string
+	EngineConfig
+	// Agent decides each step of the runs the worker drives (required).
+	Agent Agent
 
 	// Concurrency bounds the runs the worker drives at once, and so what
 	// one claim takes (zero: DefaultWorkerConcurrency).
@@ -57,7 +50,7 @@ type WorkerConfig struct {
 // DefaultWorkerConfig returns a config with the defaults filled in; Store,
 // Agent and Policy are still the caller's to set.
 func DefaultWorkerConfig() WorkerConfig {
-	return WorkerConfig{Concurrency: DefaultWorkerConcurrency, Poll: DefaultWorkerPoll, Grace: DefaultWorkerGrace, LeaseTTL: DefaultLeaseTTL}
+	return WorkerConfig{EngineConfig: EngineConfig{LeaseTTL: DefaultLeaseTTL}, Concurrency: DefaultWorkerConcurrency, Poll: DefaultWorkerPoll, Grace: DefaultWorkerGrace}
 }
 
 // Worker drives runnable runs from a store until its context ends: runs
@@ -75,6 +68,9 @@ type Worker struct {
 
 	mu     sync.Mutex
 	active map[string]bool
+	// refused are runs whose grant Resume refused as tampered or unsigned;
+	// this worker does not claim them again.
+	refused map[string]bool
 }
 
 // NewWorker validates cfg and returns a worker.
@@ -97,12 +93,11 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.Grace == 0 {
 		cfg.Grace = DefaultWorkerGrace
 	}
-	d, err := NewDriver(Config{Store: cfg.Store, Agent: cfg.Agent, Policy: cfg.Policy, Tools: cfg.Tools, Observer: cfg.Observer,
-		Model: cfg.Model, Reconcile: cfg.Reconcile, Now: cfg.Now, NewID: cfg.NewID, LeaseTTL: cfg.LeaseTTL, LeaseOwner: cfg.LeaseOwner})
+	d, err := NewDriver(Config{EngineConfig: cfg.EngineConfig, Agent: cfg.Agent})
 	if err != nil {
 		return nil, err
 	}
-	return &Worker{d: d, cfg: cfg, slots: make(chan struct{}, cfg.Concurrency), wake: make(chan struct{}, 1), active: map[string]bool{}}, nil
+	return &Worker{d: d, cfg: cfg, slots: make(chan struct{}, cfg.Concurrency), wake: make(chan struct{}, 1), active: map[string]bool{}, refused: map[string]bool{}}, nil
 }
 
 // Driver returns the worker's driver: Enqueue, Approve and the rest, on
@@ -179,9 +174,20 @@ func (w *Worker) Run(ctx context.Context) error {
 func (w *Worker) claim(ctx context.Context, n int) ([]Run, error) {
 	e := w.d.e
 	var claimed []Run
+	// Runs this worker drives now, or refused, are not claimed (a claim of
+	// an active run whose lease lapsed under a slow tool would only record
+	// a takeover from itself).
+	w.mu.Lock()
+	skip := slices.Sorted(maps.Keys(w.refused))
+	for id := range w.active {
+		if !w.refused[id] {
+			skip = append(skip, id)
+		}
+	}
+	w.mu.Unlock()
 	evs, err := e.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
 		claimed = claimed[:0]
-		runs, err := tx.RunClaim(RunClaim{Owner: e.owner, Limit: n, Now: e.wall(), TTL: e.leaseTTL})
+		runs, err := tx.RunClaim(RunClaim{Owner: e.owner, Limit: n, Now: e.wall(), TTL: e.leaseTTL, Skip: skip})
 		if err != nil {
 			return err
 		}
@@ -219,6 +225,13 @@ func (w *Worker) claim(ctx context.Context, n int) ([]Run, error) {
 // boundary once the worker stops.
 func (w *Worker) drive(ctx context.Context, r Run) {
 	_, err := w.d.Resume(ctx, r.ID)
+	if errors.Is(err, ErrTamperedRecord) || errors.Is(err, ErrUnsignedGrant) {
+		// Nothing ran, and nothing will until an operator acts (cancels
+		// the run); claiming it again would only record claims.
+		w.mu.Lock()
+		w.refused[r.ID] = true
+		w.mu.Unlock()
+	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		w.report(r.ID, err)
 	}
@@ -304,14 +317,8 @@ func (s *session) startEnqueued(ctx context.Context) (Verdict, error) {
 		if err != nil {
 			return err
 		}
-		if cur.LeaseOwner != "" && cur.LeaseOwner != s.lease.owner {
-			at, err := s.e.leaseNow(ctx, tx)
-			if err != nil {
-				return err
-			}
-			if at.Before(cur.LeaseExpiresAt) {
-				return &RunLeasedError{RunID: s.runID, Owner: cur.LeaseOwner, ExpiresAt: cur.LeaseExpiresAt}
-			}
+		if err := s.mayTakeLease(ctx, tx, cur); err != nil {
+			return err
 		}
 		if err := tx.RunUpdate(RunUpdate{ID: s.runID, From: []RunStatus{RunEnqueued}, CheckLease: true, Owner: run.LeaseOwner,
 			Generation: run.Generation, Status: RunRunning, StartedAt: now, SetLease: true, LeaseOwner: s.lease.owner,

@@ -87,8 +87,17 @@ func TestWorker_SharesEnqueuedRunsAndRunsEachOnce(t *testing.T) {
 	agent := &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("note", `{}`, "note it"), scripted.Complete(`{"done":true}`)}}
 	const n = 20
 	fin := newFinishes(n)
-	cfg := agentrt.WorkerConfig{Store: st, Agent: agent, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{tool},
-		Concurrency: 3, Poll: 5 * time.Millisecond, Observer: fin.observe}
+	cfg := agentrt.WorkerConfig{
+		EngineConfig: agentrt.EngineConfig{
+			Store:    st,
+			Policy:   agentrt.DefaultPolicy(),
+			Tools:    []agentrt.Tool{tool},
+			Observer: fin.observe,
+		},
+		Agent:       agent,
+		Concurrency: 3,
+		Poll:        5 * time.Millisecond,
+	}
 	w1, stop1 := startWorker(t, cfg)
 	_, stop2 := startWorker(t, cfg)
 	var ids []string
@@ -138,8 +147,16 @@ func TestWorker_ApprovedRunResumesByItself(t *testing.T) {
 		}
 		fin.observe(ev)
 	}
-	w, stop := startWorker(t, agentrt.WorkerConfig{Store: st, Agent: agent, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{tool},
-		Poll: 5 * time.Millisecond, Observer: observe})
+	w, stop := startWorker(t, agentrt.WorkerConfig{
+		EngineConfig: agentrt.EngineConfig{
+			Store:    st,
+			Policy:   agentrt.DefaultPolicy(),
+			Tools:    []agentrt.Tool{tool},
+			Observer: observe,
+		},
+		Agent: agent,
+		Poll:  5 * time.Millisecond,
+	})
 	defer stop()
 	ctx := context.Background()
 	r, err := w.Driver().Enqueue(ctx, "send x", agentrt.DefaultLimits())
@@ -187,7 +204,7 @@ func TestWorker_TakesOverALapsedLease(t *testing.T) {
 	}
 	fin := newFinishes(1)
 	agent := &scripted.Agent{Decisions: []agentrt.Decision{scripted.Complete(`{}`)}}
-	_, stop := startWorker(t, agentrt.WorkerConfig{Store: st, Agent: agent, Policy: agentrt.DefaultPolicy(), Poll: 5 * time.Millisecond, Observer: fin.observe})
+	_, stop := startWorker(t, agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Observer: fin.observe}, Agent: agent, Poll: 5 * time.Millisecond})
 	fin.await(t, 1)
 	stop()
 	r := mustRun(t, st, "r1")
@@ -218,8 +235,16 @@ func TestWorker_StopsAtAStepBoundaryAndReleasesTheLease(t *testing.T) {
 		return agentrt.ToolResult{Content: json.RawMessage(`{"ok":true}`)}, nil
 	})
 	agent := &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("slow", `{}`, "slowly"), scripted.Complete(`{}`)}}
-	cfg := agentrt.WorkerConfig{Store: st, Agent: agent, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{tool},
-		Poll: 5 * time.Millisecond, Grace: time.Minute}
+	cfg := agentrt.WorkerConfig{
+		EngineConfig: agentrt.EngineConfig{
+			Store:  st,
+			Policy: agentrt.DefaultPolicy(),
+			Tools:  []agentrt.Tool{tool},
+		},
+		Agent: agent,
+		Poll:  5 * time.Millisecond,
+		Grace: time.Minute,
+	}
 	w, err := agentrt.NewWorker(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -266,10 +291,10 @@ func TestWorker_ConfigIsValidated(t *testing.T) {
 		cfg   agentrt.WorkerConfig
 		field string
 	}{
-		{agentrt.WorkerConfig{Store: st, Agent: script(), Policy: agentrt.DefaultPolicy(), Concurrency: -1}, "WorkerConfig.Concurrency"},
-		{agentrt.WorkerConfig{Store: st, Agent: script(), Policy: agentrt.DefaultPolicy(), Poll: -1}, "WorkerConfig.Poll"},
-		{agentrt.WorkerConfig{Store: st, Agent: script(), Policy: agentrt.DefaultPolicy(), Grace: -1}, "WorkerConfig.Grace"},
-		{agentrt.WorkerConfig{Store: st, Policy: agentrt.DefaultPolicy()}, "Config.Agent"},
+		{agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy()}, Agent: script(), Concurrency: -1}, "WorkerConfig.Concurrency"},
+		{agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy()}, Agent: script(), Poll: -1}, "WorkerConfig.Poll"},
+		{agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy()}, Agent: script(), Grace: -1}, "WorkerConfig.Grace"},
+		{agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy()}}, "Config.Agent"},
 	} {
 		_, err := agentrt.NewWorker(c.cfg)
 		var ce *agentrt.ConfigError

@@ -111,11 +111,16 @@ func (e *consoleEnv) called(name string) int {
 
 func (e *consoleEnv) driver(pd agentrt.PolicyDecision, ds ...agentrt.Decision) *agentrt.Driver {
 	e.t.Helper()
-	d, err := agentrt.NewDriver(agentrt.Config{Store: e.store, Agent: &scripted.Agent{Decisions: ds},
-		Policy: agentrt.PolicyFunc(func(context.Context, agentrt.ToolRequest, agentrt.RunView) (agentrt.PolicyDecision, error) {
-			return pd, nil
-		}),
-		Tools: []agentrt.Tool{e.tool()}})
+	d, err := agentrt.NewDriver(agentrt.Config{
+		EngineConfig: agentrt.EngineConfig{
+			Store: e.store,
+			Policy: agentrt.PolicyFunc(func(context.Context, agentrt.ToolRequest, agentrt.RunView) (agentrt.PolicyDecision, error) {
+				return pd, nil
+			}),
+			Tools: []agentrt.Tool{e.tool()},
+		},
+		Agent: &scripted.Agent{Decisions: ds},
+	})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -34,11 +34,17 @@ func ExampleFollower() {
 			return agentrt.ToolResult{Content: []byte(`{"text":"hello"}`), Summary: "read"}, nil
 		},
 	}
-	d, err := agentrt.NewDriver(agentrt.Config{Store: store, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{read},
+	d, err := agentrt.NewDriver(agentrt.Config{
+		EngineConfig: agentrt.EngineConfig{
+			Store:  store,
+			Policy: agentrt.DefaultPolicy(),
+			Tools:  []agentrt.Tool{read},
+		},
 		Agent: &scripted.Agent{Decisions: []agentrt.Decision{
 			scripted.ToolCall("read_file", `{"path":"notes.txt"}`, "look first"),
 			scripted.Complete(`{"summary":"hello"}`),
-		}}})
+		}},
+	})
 	if err != nil {
 		log.Fatal(err)
 	}

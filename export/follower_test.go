@@ -31,9 +31,15 @@ func TestFollower_DeliversEveryRunInCommitOrder(t *testing.T) {
 		},
 	}
 	start := func() (agentrt.Run, error) {
-		d, err := agentrt.NewDriver(agentrt.Config{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{tool},
+		d, err := agentrt.NewDriver(agentrt.Config{
+			EngineConfig: agentrt.EngineConfig{
+				Store:  st,
+				Policy: agentrt.DefaultPolicy(),
+				Tools:  []agentrt.Tool{tool},
+			},
 			Agent: &scripted.Agent{Decisions: []agentrt.Decision{
-				scripted.ToolCall("read", `{}`, "look"), scripted.ToolCall("read", `{}`, "again"), scripted.Complete(`{}`)}}})
+				scripted.ToolCall("read", `{}`, "look"), scripted.ToolCall("read", `{}`, "again"), scripted.Complete(`{}`)}},
+		})
 		if err != nil {
 			return agentrt.Run{}, err
 		}

@@ -50,7 +50,7 @@ func BenchmarkDriver(b *testing.B) {
 	s := benchOpen(b, pgtest.Fresh(b))
 	limits := agentrt.DefaultLimits()
 	limits.MaxSteps = n + 1
-	d, err := agentrt.NewDriver(agentrt.Config{Store: s, Agent: benchAgent{n}, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echo}})
+	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: s, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echo}}, Agent: benchAgent{n}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func BenchmarkConcurrentRuns(b *testing.B) {
 					if r == 0 || mode == "stores" || (mode == "procs4" && r < 4) {
 						stores = append(stores, benchOpen(b, dsn))
 					}
-					d, err := agentrt.NewDriver(agentrt.Config{Store: stores[r%len(stores)], Agent: benchAgent{n}, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echo}})
+					d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: stores[r%len(stores)], Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echo}}, Agent: benchAgent{n}})
 					if err != nil {
 						b.Fatal(err)
 					}

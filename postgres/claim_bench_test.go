@@ -37,26 +37,32 @@ func BenchmarkClaimLatency(b *testing.B) {
 				Fn: func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) { return agentrt.ToolResult{}, nil },
 			}
 			paused, claimed, finished := make(chan string, 1), make(chan time.Time, 1), make(chan string, 1)
-			w, err := agentrt.NewWorker(agentrt.WorkerConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{send},
-				Agent: &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("send", `{}`, "x"), scripted.Complete(`{}`)}},
-				Observer: func(ev agentrt.Event) {
-					switch ev.Type {
-					case agentrt.EventApprovalRequest:
-						paused <- ev.RunID
-					case agentrt.EventRunClaimed:
-						if payload := string(ev.Payload); len(payload) > 0 && json.Valid(ev.Payload) {
-							var p struct {
-								Status agentrt.RunStatus `json:"status"`
+			w, err := agentrt.NewWorker(agentrt.WorkerConfig{
+				EngineConfig: agentrt.EngineConfig{
+					Store:  st,
+					Policy: agentrt.DefaultPolicy(),
+					Tools:  []agentrt.Tool{send},
+					Observer: func(ev agentrt.Event) {
+						switch ev.Type {
+						case agentrt.EventApprovalRequest:
+							paused <- ev.RunID
+						case agentrt.EventRunClaimed:
+							if payload := string(ev.Payload); len(payload) > 0 && json.Valid(ev.Payload) {
+								var p struct {
+									Status agentrt.RunStatus `json:"status"`
+								}
+								json.Unmarshal(ev.Payload, &p)
+								if p.Status == agentrt.RunWaiting {
+									claimed <- time.Now()
+								}
 							}
-							json.Unmarshal(ev.Payload, &p)
-							if p.Status == agentrt.RunWaiting {
-								claimed <- time.Now()
-							}
+						case agentrt.EventRunFinished:
+							finished <- ev.RunID
 						}
-					case agentrt.EventRunFinished:
-						finished <- ev.RunID
-					}
-				}})
+					},
+				},
+				Agent: &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("send", `{}`, "x"), scripted.Complete(`{}`)}},
+			})
 			if err != nil {
 				b.Fatal(err)
 			}

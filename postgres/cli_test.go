@@ -43,8 +43,14 @@ func TestCLI_VerifyOnAPostgresDSN(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.Fresh(t)
 	st := open(t, dsn)
-	d, err := agentrt.NewDriver(agentrt.Config{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{noteTool()},
-		Agent: &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("note", `{"v":1}`, "r"), scripted.Complete(`{"ok":true}`)}}})
+	d, err := agentrt.NewDriver(agentrt.Config{
+		EngineConfig: agentrt.EngineConfig{
+			Store:  st,
+			Policy: agentrt.DefaultPolicy(),
+			Tools:  []agentrt.Tool{noteTool()},
+		},
+		Agent: &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("note", `{"v":1}`, "r"), scripted.Complete(`{"ok":true}`)}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,13 +40,22 @@ func TestWorker_FourWorkersShareOneDatabase(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		st := open(t, dsn)
 		t.Cleanup(func() { st.Close() })
-		w, err := agentrt.NewWorker(agentrt.WorkerConfig{Store: st, Agent: agent, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{tool},
-			Concurrency: 4, Poll: 10 * time.Millisecond, LeaseOwner: fmt.Sprintf("w%d", i),
-			Observer: func(ev agentrt.Event) {
-				if ev.Type == agentrt.EventRunFinished {
-					finished <- ev.RunID
-				}
-			}})
+		w, err := agentrt.NewWorker(agentrt.WorkerConfig{
+			EngineConfig: agentrt.EngineConfig{
+				Store:      st,
+				Policy:     agentrt.DefaultPolicy(),
+				Tools:      []agentrt.Tool{tool},
+				LeaseOwner: fmt.Sprintf("w%d", i),
+				Observer: func(ev agentrt.Event) {
+					if ev.Type == agentrt.EventRunFinished {
+						finished <- ev.RunID
+					}
+				},
+			},
+			Agent:       agent,
+			Concurrency: 4,
+			Poll:        10 * time.Millisecond,
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +121,13 @@ func TestLease_ExpiryIsOnTheDatabaseClock(t *testing.T) {
 	st := open(t, dsn)
 	defer st.Close()
 	behind := func() time.Time { return time.Now().Add(-time.Hour) }
-	d, err := agentrt.NewDriver(agentrt.Config{Store: st, Policy: agentrt.DefaultPolicy(), Now: behind, LeaseTTL: time.Minute,
+	d, err := agentrt.NewDriver(agentrt.Config{
+		EngineConfig: agentrt.EngineConfig{
+			Store:    st,
+			Policy:   agentrt.DefaultPolicy(),
+			Now:      behind,
+			LeaseTTL: time.Minute,
+		},
 		Agent: agentrt.AgentFunc(func(ctx context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
 			r, err := st.GetRun(ctx, in.Run.ID)
 			if err != nil {
@@ -126,7 +141,8 @@ func TestLease_ExpiryIsOnTheDatabaseClock(t *testing.T) {
 				return agentrt.Decision{}, fmt.Errorf("lease expires %s after the database's now, want about a minute", d)
 			}
 			return scripted.Complete(`{}`), nil
-		})})
+		}),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

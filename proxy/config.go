@@ -90,6 +90,16 @@ type Config struct {
 	StatusTool string
 	// LeaseTTL is each run's lease; at least MinLeaseTTL.
 	LeaseTTL time.Duration
+	// PinnedKeys, when set, is an owner-only pinned keys file (agentrt
+	// approvers list -pin): every grant must then be signed by one of its
+	// keys, so whoever can write the database cannot approve. Empty trusts
+	// every key enrolled in the database.
+	PinnedKeys string
+	// pinned is PinnedKeys as LoadConfig read it, once.
+	pinned *agentrt.PinnedKeys
+	// RequireSignedGrant makes every call that needs approval need a
+	// signed one; each run records it in its limits.
+	RequireSignedGrant bool
 }
 
 // ServerConfig is one upstream server.
@@ -174,19 +184,21 @@ func (s ServerConfig) MCPRules() mcp.Rules {
 
 // The file's JSON form. Every object refuses unknown fields.
 type fileConfig struct {
-	Database     string            `json:"database"`
-	Index        string            `json:"index"`
-	Session      string            `json:"session"`
-	Servers      []fileServer      `json:"servers"`
-	Policy       map[string]string `json:"policy"`
-	PolicyFile   string            `json:"policy_file"`
-	Hold         *duration         `json:"hold"`
-	RepeatWindow *duration         `json:"repeat_window"`
-	MaxPending   *int              `json:"max_pending"`
-	ApprovalTTL  *duration         `json:"approval_ttl"`
-	GrantTTL     *duration         `json:"grant_ttl"`
-	StatusTool   string            `json:"status_tool"`
-	LeaseTTL     *duration         `json:"lease_ttl"`
+	Database      string            `json:"database"`
+	Index         string            `json:"index"`
+	Session       string            `json:"session"`
+	Servers       []fileServer      `json:"servers"`
+	Policy        map[string]string `json:"policy"`
+	PolicyFile    string            `json:"policy_file"`
+	Hold          *duration         `json:"hold"`
+	RepeatWindow  *duration         `json:"repeat_window"`
+	MaxPending    *int              `json:"max_pending"`
+	ApprovalTTL   *duration         `json:"approval_ttl"`
+	GrantTTL      *duration         `json:"grant_ttl"`
+	StatusTool    string            `json:"status_tool"`
+	LeaseTTL      *duration         `json:"lease_ttl"`
+	PinnedKeys    string            `json:"pinned_keys"`
+	RequireSigned bool              `json:"require_signed_grant"`
 }
 
 type fileServer struct {
@@ -268,6 +280,11 @@ func LoadConfig(path string) (*Config, error) {
 	}
 	if err := checkReach(cfg); err != nil {
 		return nil, fmt.Errorf("proxy: config %s: %w", abs, err)
+	}
+	if cfg.PinnedKeys != "" {
+		if cfg.pinned, err = agentrt.LoadPinnedKeys(cfg.PinnedKeys); err != nil {
+			return nil, fmt.Errorf("proxy: config %s: pinned_keys: %w", abs, err)
+		}
 	}
 	if cfg.PolicyFile != "" {
 		// Read once here, so what is checked is what decides.
@@ -362,6 +379,10 @@ func (fc *fileConfig) resolve(path string) (*Config, error) {
 	if fc.PolicyFile != "" {
 		cfg.PolicyFile = rel(fc.PolicyFile)
 	}
+	if fc.PinnedKeys != "" {
+		cfg.PinnedKeys = rel(fc.PinnedKeys)
+	}
+	cfg.RequireSignedGrant = fc.RequireSigned
 	if len(fc.Servers) == 0 {
 		return nil, bad("servers", "must name at least one server")
 	}

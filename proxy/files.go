@@ -55,6 +55,9 @@ func checkFiles(cfg *Config, opened bool) error {
 	if cfg.PolicyFile != "" {
 		must = append(must, cfg.PolicyFile)
 	}
+	if cfg.PinnedKeys != "" {
+		must = append(must, cfg.PinnedKeys)
+	}
 	if opened {
 		must = append(must, cfg.Database, cfg.Index)
 	}

@@ -187,8 +187,27 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 	if p.policy, err = newGatePolicy(cfg, p.tools); err != nil {
 		return nil, err
 	}
-	p.gate, err = agentrt.NewGate(agentrt.GateConfig{Store: p.store, Policy: p.policy, Tools: gateTools,
-		Observer: opts.Observer, Reconcile: p.reconcile, Now: opts.Now, LeaseTTL: cfg.LeaseTTL, LeaseOwner: "agentrt-proxy:" + cfg.Session})
+	pinned := cfg.pinned
+	if pinned == nil && cfg.PinnedKeys != "" {
+		if pinned, err = agentrt.LoadPinnedKeys(cfg.PinnedKeys); err != nil {
+			return nil, fmt.Errorf("proxy: pinned_keys: %w", err)
+		}
+	}
+	p.gate, err = agentrt.NewGate(agentrt.GateConfig{
+		EngineConfig: agentrt.EngineConfig{
+			Store:      p.store,
+			Policy:     p.policy,
+			Tools:      gateTools,
+			Observer:   opts.Observer,
+			Reconcile:  p.reconcile,
+			Now:        opts.Now,
+			LeaseTTL:   cfg.LeaseTTL,
+			LeaseOwner: "agentrt-proxy:" + cfg.Session,
+			PinnedKeys: pinned,
+			// Every run records the requirement in its limits too.
+			RequireSignedGrant: cfg.RequireSignedGrant,
+		},
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +286,7 @@ func (p *Proxy) newRunID() string {
 // limits are every proxied run's: one call, its approval and its closing.
 func (p *Proxy) limits() agentrt.Limits {
 	return agentrt.Limits{MaxSteps: 3, MaxConsecutiveToolFailures: 3, LoopThreshold: 3,
-		ApprovalTTL: p.cfg.ApprovalTTL, GrantTTL: p.cfg.GrantTTL}
+		ApprovalTTL: p.cfg.ApprovalTTL, GrantTTL: p.cfg.GrantTTL, RequireSignedGrant: p.cfg.RequireSignedGrant}
 }
 
 // stagedTool records how far a failed upstream call got, by step, for the

@@ -515,11 +515,11 @@ func runClaim(t *testing.T, s agentrt.Store) {
 		})
 		must(t, err)
 	}
-	claim := func(owner string, limit int) []string {
+	claim := func(owner string, limit int, skip ...string) []string {
 		var got []agentrt.Run
 		_, err := update(t, s, func(tx agentrt.Tx) error {
 			var err error
-			got, err = tx.RunClaim(agentrt.RunClaim{Owner: owner, Limit: limit, Now: time.Now(), TTL: time.Minute})
+			got, err = tx.RunClaim(agentrt.RunClaim{Owner: owner, Limit: limit, Now: time.Now(), TTL: time.Minute, Skip: skip})
 			return err
 		})
 		must(t, err)
@@ -532,11 +532,14 @@ func runClaim(t *testing.T, s agentrt.Store) {
 		}
 		return ids
 	}
-	if got := claim("owner-b", 2); strings.Join(got, ",") != "enqueued,lapsed" {
-		t.Fatalf("first claim of 2 = %v, want the two oldest runnable runs [enqueued lapsed]", got)
+	if got := claim("owner-b", 1, "enqueued", "nobody"); strings.Join(got, ",") != "lapsed" {
+		t.Fatalf("a claim of 1 skipping enqueued = %v, want [lapsed]", got)
 	}
-	if got := claim("owner-b", 10); strings.Join(got, ",") != "released,approved" {
-		t.Fatalf("second claim = %v, want [released approved]", got)
+	if got := claim("owner-b", 2); strings.Join(got, ",") != "enqueued,released" {
+		t.Fatalf("second claim of 2 = %v, want the two oldest runnable runs left [enqueued released]", got)
+	}
+	if got := claim("owner-b", 10); strings.Join(got, ",") != "approved" {
+		t.Fatalf("third claim = %v, want [approved]", got)
 	}
 	if got := claim("owner-d", 10); len(got) != 0 {
 		t.Fatalf("a claim while owner-b holds them all = %v, want none", got)

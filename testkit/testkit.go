@@ -363,8 +363,18 @@ func (k *kit) hook(point, runID string, step int) {
 // drive runs one driver (or gate) over the run.
 func (k *kit) drive(ctx context.Context, sc Scenario, st agentrt.Store, tools []agentrt.Tool, wall func() time.Time, first bool) error {
 	if sc.Agent != nil {
-		d, err := agentrt.NewDriver(agentrt.Config{Store: st, Agent: sc.Agent, Policy: sc.Policy, Tools: tools,
-			Reconcile: sc.Reconcile, Now: sc.Now, LeaseTTL: sc.LeaseTTL, LeaseOwner: "testkit"})
+		d, err := agentrt.NewDriver(agentrt.Config{
+			EngineConfig: agentrt.EngineConfig{
+				Store:      st,
+				Policy:     sc.Policy,
+				Tools:      tools,
+				Reconcile:  sc.Reconcile,
+				Now:        sc.Now,
+				LeaseTTL:   sc.LeaseTTL,
+				LeaseOwner: "testkit",
+			},
+			Agent: sc.Agent,
+		})
 		if err != nil {
 			return err
 		}
@@ -376,8 +386,17 @@ func (k *kit) drive(ctx context.Context, sc Scenario, st agentrt.Store, tools []
 		}
 		return err
 	}
-	g, err := agentrt.NewGate(agentrt.GateConfig{Store: st, Policy: sc.Policy, Tools: tools,
-		Reconcile: sc.Reconcile, Now: sc.Now, LeaseTTL: sc.LeaseTTL, LeaseOwner: "testkit"})
+	g, err := agentrt.NewGate(agentrt.GateConfig{
+		EngineConfig: agentrt.EngineConfig{
+			Store:      st,
+			Policy:     sc.Policy,
+			Tools:      tools,
+			Reconcile:  sc.Reconcile,
+			Now:        sc.Now,
+			LeaseTTL:   sc.LeaseTTL,
+			LeaseOwner: "testkit",
+		},
+	})
 	if err != nil {
 		return err
 	}

@@ -63,9 +63,14 @@ var tools = []agentrt.Tool{
 func (f *fixture) run(t *testing.T, goal string, ds ...agentrt.Decision) agentrt.Run {
 	t.Helper()
 	d, err := agentrt.NewDriver(agentrt.Config{
-		Store: f.st, Agent: &scripted.Agent{Decisions: ds}, Tools: tools,
-		Policy: agentrt.SideEffectPolicy{agentrt.ReadOnly: agentrt.Allow, agentrt.LocalMutation: agentrt.RequireApproval},
-		Now:    f.clock, NewID: f.newID,
+		EngineConfig: agentrt.EngineConfig{
+			Store:  f.st,
+			Tools:  tools,
+			Policy: agentrt.SideEffectPolicy{agentrt.ReadOnly: agentrt.Allow, agentrt.LocalMutation: agentrt.RequireApproval},
+			Now:    f.clock,
+			NewID:  f.newID,
+		},
+		Agent: &scripted.Agent{Decisions: ds},
 	})
 	if err != nil {
 		t.Fatal(err)

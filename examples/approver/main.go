@@ -182,7 +182,7 @@ func demo(ctx context.Context, out io.Writer) error {
 		scripted.ToolCall("pay", `{"to":"ACME \u202eevil","cents":4200}`, "the invoice is due"),
 		scripted.Complete(`{"done":true}`),
 	}}
-	d, err := agentrt.NewDriver(agentrt.Config{Store: store, Agent: agent, Policy: policy, Tools: []agentrt.Tool{pay}})
+	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: store, Policy: policy, Tools: []agentrt.Tool{pay}}, Agent: agent})
 	if err != nil {
 		return err
 	}

@@ -215,7 +215,7 @@ func runCmd(ctx context.Context, p paths, resume string, stdout io.Writer) error
 		return err
 	}
 	defer store.Close()
-	d, err := agentrt.NewDriver(agentrt.Config{Store: store, Agent: script(p.sandbox), Policy: approveWrites, Tools: tools, Observer: trace.Writer(stdout)})
+	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: store, Policy: approveWrites, Tools: tools, Observer: trace.Writer(stdout)}, Agent: script(p.sandbox)})
 	if err != nil {
 		return err
 	}

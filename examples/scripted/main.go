@@ -97,8 +97,14 @@ func run(path string) error {
 		scripted.ToolCall("write_note", `{"name":"todo.txt","text":"buy milk\nbuy bread"}`, "add bread"),
 		scripted.Complete(`{"todo":"buy milk, buy bread"}`),
 	}}
-	d, err := agentrt.NewDriver(agentrt.Config{Store: store, Agent: agent, Policy: agentrt.DefaultPolicy(),
-		Tools: []agentrt.Tool{read, write, deleteAll}})
+	d, err := agentrt.NewDriver(agentrt.Config{
+		EngineConfig: agentrt.EngineConfig{
+			Store:  store,
+			Policy: agentrt.DefaultPolicy(),
+			Tools:  []agentrt.Tool{read, write, deleteAll},
+		},
+		Agent: agent,
+	})
 	if err != nil {
 		return err
 	}

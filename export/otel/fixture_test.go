@@ -83,9 +83,17 @@ func (w *world) driver(t testing.TB, agent agentrt.Agent, model *agentrt.ModelCo
 
 func (w *world) driverOn(t testing.TB, st agentrt.Store, agent agentrt.Agent, model *agentrt.ModelConfig) *agentrt.Driver {
 	t.Helper()
-	d, err := agentrt.NewDriver(agentrt.Config{Store: st, Agent: agent, Tools: tools, Model: model,
-		Policy: policy{agentrt.SideEffectPolicy{agentrt.ReadOnly: agentrt.Allow, agentrt.LocalMutation: agentrt.RequireApproval}},
-		Now:    w.clock.Now, NewID: w.newID})
+	d, err := agentrt.NewDriver(agentrt.Config{
+		EngineConfig: agentrt.EngineConfig{
+			Store:  st,
+			Tools:  tools,
+			Model:  model,
+			Policy: policy{agentrt.SideEffectPolicy{agentrt.ReadOnly: agentrt.Allow, agentrt.LocalMutation: agentrt.RequireApproval}},
+			Now:    w.clock.Now,
+			NewID:  w.newID,
+		},
+		Agent: agent,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

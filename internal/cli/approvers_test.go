@@ -78,8 +78,16 @@ func TestApprove_RunRequiringSignedGrantsRefusesAnUnsignedApproval(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := agentrt.NewDriver(agentrt.Config{Store: st, Agent: &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("write", `{"path":"x"}`, "w")}},
-		Tools: fixtureTools, Policy: agentrt.SideEffectPolicy{agentrt.LocalMutation: agentrt.RequireApproval}, Now: f.clock.Now, NewID: f.ids.ID})
+	d, err := agentrt.NewDriver(agentrt.Config{
+		EngineConfig: agentrt.EngineConfig{
+			Store:  st,
+			Tools:  fixtureTools,
+			Policy: agentrt.SideEffectPolicy{agentrt.LocalMutation: agentrt.RequireApproval},
+			Now:    f.clock.Now,
+			NewID:  f.ids.ID,
+		},
+		Agent: &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("write", `{"path":"x"}`, "w")}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

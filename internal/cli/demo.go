@@ -75,8 +75,18 @@ func runDemo(e *env, g *global, c *command, args []string) int {
 		return e.fail("starting the demo's model: %v", err)
 	}
 	defer stop()
-	drv, err := agentrt.NewDriver(agentrt.Config{Store: st, Agent: agent, Model: model, Policy: demoPolicy{},
-		Tools: demoTools(ws), Now: e.demo.now, NewID: e.demo.newID, LeaseOwner: "agentrt-demo"})
+	drv, err := agentrt.NewDriver(agentrt.Config{
+		EngineConfig: agentrt.EngineConfig{
+			Store:      st,
+			Model:      model,
+			Policy:     demoPolicy{},
+			Tools:      demoTools(ws),
+			Now:        e.demo.now,
+			NewID:      e.demo.newID,
+			LeaseOwner: "agentrt-demo",
+		},
+		Agent: agent,
+	})
 	if err != nil {
 		return e.fail("setting up the demo's driver: %v", err)
 	}
@@ -199,16 +209,27 @@ func trailFrom(e *env, st agentrt.StoreReader, runID string, offset int) error {
 // ends or pauses again, and returns the run as it is then.
 func demoWorker(ctx context.Context, st *sqlite.Store, agent agentrt.Agent, model *agentrt.ModelConfig, ws string, e *env, runID string) (agentrt.Run, error) {
 	settled := make(chan struct{}, 1)
-	w, err := agentrt.NewWorker(agentrt.WorkerConfig{Store: st, Agent: agent, Model: model, Policy: demoPolicy{},
-		Tools: demoTools(ws), Now: e.demo.now, NewID: e.demo.newID, LeaseOwner: "agentrt-demo-worker", Concurrency: 1,
-		Observer: func(ev agentrt.Event) {
-			if ev.RunID == runID && (ev.Type == agentrt.EventRunFinished || ev.Type == agentrt.EventApprovalRequest) {
-				select {
-				case settled <- struct{}{}:
-				default:
+	w, err := agentrt.NewWorker(agentrt.WorkerConfig{
+		EngineConfig: agentrt.EngineConfig{
+			Store:      st,
+			Model:      model,
+			Policy:     demoPolicy{},
+			Tools:      demoTools(ws),
+			Now:        e.demo.now,
+			NewID:      e.demo.newID,
+			LeaseOwner: "agentrt-demo-worker",
+			Observer: func(ev agentrt.Event) {
+				if ev.RunID == runID && (ev.Type == agentrt.EventRunFinished || ev.Type == agentrt.EventApprovalRequest) {
+					select {
+					case settled <- struct{}{}:
+					default:
+					}
 				}
-			}
-		}})
+			},
+		},
+		Agent:       agent,
+		Concurrency: 1,
+	})
 	if err != nil {
 		return agentrt.Run{}, err
 	}

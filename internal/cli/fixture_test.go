@@ -137,9 +137,16 @@ func newFixture(t *testing.T) *fixture {
 	defer st.Close()
 	start := func(goal string, ds ...agentrt.Decision) agentrt.Run {
 		t.Helper()
-		d, err := agentrt.NewDriver(agentrt.Config{Store: st, Agent: &scripted.Agent{Decisions: ds}, Tools: fixtureTools,
-			Policy: agentrt.SideEffectPolicy{agentrt.ReadOnly: agentrt.Allow, agentrt.LocalMutation: agentrt.RequireApproval},
-			Now:    f.clock.Now, NewID: f.ids.ID})
+		d, err := agentrt.NewDriver(agentrt.Config{
+			EngineConfig: agentrt.EngineConfig{
+				Store:  st,
+				Tools:  fixtureTools,
+				Policy: agentrt.SideEffectPolicy{agentrt.ReadOnly: agentrt.Allow, agentrt.LocalMutation: agentrt.RequireApproval},
+				Now:    f.clock.Now,
+				NewID:  f.ids.ID,
+			},
+			Agent: &scripted.Agent{Decisions: ds},
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -81,10 +81,16 @@ func escapeClassDB(t *testing.T, text string) (path, runID string) {
 	}
 	defer st.Close()
 	args, _ := json.Marshal(map[string]string{"path": text})
-	d, err := agentrt.NewDriver(agentrt.Config{Store: st, Tools: fixtureTools,
-		Agent:  &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("read", string(args), text), scripted.Fail(text)}},
-		Policy: agentrt.SideEffectPolicy{agentrt.ReadOnly: agentrt.Allow},
-		Now:    newClock().Now, NewID: (&counter{}).ID})
+	d, err := agentrt.NewDriver(agentrt.Config{
+		EngineConfig: agentrt.EngineConfig{
+			Store:  st,
+			Tools:  fixtureTools,
+			Policy: agentrt.SideEffectPolicy{agentrt.ReadOnly: agentrt.Allow},
+			Now:    newClock().Now,
+			NewID:  (&counter{}).ID,
+		},
+		Agent: &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("read", string(args), text), scripted.Fail(text)}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,8 +80,18 @@ func runResume(e *env, g *global, c *command, args []string) int {
 		return e.fail("starting the demo's model: %v", err)
 	}
 	defer stop()
-	drv, err := agentrt.NewDriver(agentrt.Config{Store: st, Agent: agent, Model: model, Policy: demoPolicy{},
-		Tools: demoTools(*ws), Now: e.demo.now, NewID: e.demo.newID, LeaseOwner: "agentrt-demo"})
+	drv, err := agentrt.NewDriver(agentrt.Config{
+		EngineConfig: agentrt.EngineConfig{
+			Store:      st,
+			Model:      model,
+			Policy:     demoPolicy{},
+			Tools:      demoTools(*ws),
+			Now:        e.demo.now,
+			NewID:      e.demo.newID,
+			LeaseOwner: "agentrt-demo",
+		},
+		Agent: agent,
+	})
 	if err != nil {
 		return e.fail("setting up the demo's driver: %v", err)
 	}

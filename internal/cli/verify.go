@@ -250,10 +250,17 @@ func writeVerify(p *printer, rep verifyReport) {
 	}
 	if d := rep.Decisions; d != nil {
 		if f := d.Failure; f != nil {
-			p.printf("decision NOT verified at seq %d (run %s, approval %s): %s\n", f.Seq, dash(clip(f.RunID, 64)), dash(clip(f.ApprovalID, 64)), clip(f.Reason, textClipBytes))
+			at := fmt.Sprintf("at seq %d ", f.Seq)
+			if f.Seq == 0 {
+				at = ""
+			}
+			p.printf("decision NOT verified %s(run %s, approval %s): %s\n", at, dash(clip(f.RunID, 64)), dash(clip(f.ApprovalID, 64)), clip(f.Reason, textClipBytes))
 			p.printf("  %d signed decision(s) verified before it\n", d.Verified)
 		} else {
 			p.printf("decisions: %d signed of %d verified with %d approver key(s)\n", d.Signed, d.Decisions, d.Approvers)
+			if d.Unsigned > 0 {
+				p.printf("unsigned approvals: %d (granted without a signature; -pinned refuses them)\n", d.Unsigned)
+			}
 		}
 	}
 	if k := rep.KeptHead; k != nil {

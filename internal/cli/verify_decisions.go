@@ -17,6 +17,9 @@ type decisionsReport struct {
 	Decisions int64 `json:"decisions"`
 	Signed    int64 `json:"signed"`
 	Verified  int64 `json:"verified"`
+	// Unsigned is how many approvals were granted without a signature
+	// (each a failure with pinned keys).
+	Unsigned  int64 `json:"unsigned_approvals"`
 	Approvers int   `json:"approvers"`
 	// Failure is the first signed decision (or enrollment) that does not
 	// hold, in chain order.
@@ -40,7 +43,10 @@ const decisionsPage = 1000
 // enrolled before the decision and not removed before it, the statement
 // must say what the event recorded, the signature must verify, and the
 // approval row must hold the same signature. With pinned keys, every
-// signing key must also be pinned.
+// signing key must also be pinned and every approval granted must be
+// signed. Every approval row that says approved must have an
+// approval.decided event that approved it: a row flipped by a database
+// writer has none.
 func verifyDecisions(st agentrt.StoreReader, head int64, pinned *agentrt.PinnedKeys) (*decisionsReport, error) {
 	ctx := background()
 	rep := &decisionsReport{}
@@ -55,6 +61,7 @@ func verifyDecisions(st agentrt.StoreReader, head int64, pinned *agentrt.PinnedK
 	}
 	type state struct{ enrolled, removed bool }
 	seen := map[string]*state{}
+	approvedInChain := map[[2]string]bool{}
 	fail := func(e agentrt.Event, approvalID, format string, args ...any) (*decisionsReport, error) {
 		rep.Failure = &decisionFailure{Seq: e.Seq, RunID: e.RunID, ApprovalID: approvalID, Reason: fmt.Sprintf(format, args...)}
 		return rep, nil
@@ -112,9 +119,19 @@ func verifyDecisions(st agentrt.StoreReader, head int64, pinned *agentrt.PinnedK
 				if err != nil {
 					return fail(e, p.ApprovalID, "its approval row is missing: %v", err)
 				}
+				approved := p.Status == string(agentrt.ApprovalApproved)
+				if approved {
+					approvedInChain[[2]string{e.RunID, p.ApprovalID}] = true
+				}
 				if p.Signature == nil {
 					if row.Signature != nil && row.Status != agentrt.ApprovalExpired {
 						return fail(e, p.ApprovalID, "the approval row holds a signature its approval.decided event does not")
+					}
+					if approved {
+						rep.Unsigned++
+						if pinned != nil {
+							return fail(e, p.ApprovalID, "approved without a signature, but keys are pinned: an unsigned grant is what a database writer can make")
+						}
 					}
 					continue
 				}
@@ -156,5 +173,34 @@ func verifyDecisions(st agentrt.StoreReader, head int64, pinned *agentrt.PinnedK
 			}
 		}
 	}
-	return rep, nil
+	return rep, checkApprovedRows(st, approvedInChain, rep)
+}
+
+// checkApprovedRows fails the report on the first approval row, run by
+// run, that says approved (or was approved and then expired unexecuted)
+// with no approval.decided event approving it.
+func checkApprovedRows(st agentrt.StoreReader, approvedInChain map[[2]string]bool, rep *decisionsReport) error {
+	ctx := background()
+	for offset := 0; ; offset += decisionsPage {
+		runs, _, err := st.ListRunsPage(ctx, decisionsPage, offset)
+		if err != nil {
+			return err
+		}
+		for _, r := range runs {
+			aps, _, err := st.ListApprovalsPage(ctx, r.ID, agentrt.ApprovalApproved, 1<<20, 0)
+			if err != nil {
+				return err
+			}
+			for _, a := range aps {
+				if !approvedInChain[[2]string{r.ID, a.ID}] {
+					rep.Failure = &decisionFailure{RunID: r.ID, ApprovalID: a.ID,
+						Reason: "its row says approved, but the event chain holds no approval.decided event approving it"}
+					return nil
+				}
+			}
+		}
+		if len(runs) < decisionsPage {
+			return nil
+		}
+	}
 }

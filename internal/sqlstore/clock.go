@@ -77,12 +77,20 @@ func (t *tx) RunClaim(p agentrt.RunClaim) ([]agentrt.Run, error) {
 		return nil, fmt.Errorf("agentrt: a claim needs an owner and a limit > 0")
 	}
 	lapsed, args := t.s.d.leaseLapsed(p.Now)
+	skip := ""
+	if len(p.Skip) > 0 {
+		skip = "AND id NOT IN (?" + strings.Repeat(", ?", len(p.Skip)-1) + ") "
+	}
 	q := `SELECT id FROM runs WHERE ` + lapsed + ` AND (status = ? OR status = ? OR (status = ?
 		AND EXISTS (SELECT 1 FROM steps WHERE steps.run_id = runs.id AND steps.status = ?)
 		AND NOT EXISTS (SELECT 1 FROM approvals WHERE approvals.run_id = runs.id AND approvals.status = ?)))
-		ORDER BY rowid LIMIT ?` + t.s.d.ClaimLock
+		` + skip + `ORDER BY rowid LIMIT ?` + t.s.d.ClaimLock
 	args = append(args, string(agentrt.RunEnqueued), string(agentrt.RunRunning), string(agentrt.RunWaiting),
-		string(agentrt.StepAwaitingApproval), string(agentrt.ApprovalPending), p.Limit)
+		string(agentrt.StepAwaitingApproval), string(agentrt.ApprovalPending))
+	for _, id := range p.Skip {
+		args = append(args, id)
+	}
+	args = append(args, p.Limit)
 	rows, err := t.query(q, args...)
 	if err != nil {
 		return nil, err

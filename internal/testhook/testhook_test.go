@@ -33,12 +33,17 @@ func TestSet_RestorePutsBackTheEarlierHook(t *testing.T) {
 // rather than leaving the real clock in place unnoticed.
 func TestSetWallClock_OnlyADriverOrAGate(t *testing.T) {
 	st := openStore(t)
-	d, err := agentrt.NewDriver(agentrt.Config{Store: st, Policy: agentrt.DefaultPolicy(),
-		Agent: agentrt.AgentFunc(nil)})
+	d, err := agentrt.NewDriver(agentrt.Config{
+		EngineConfig: agentrt.EngineConfig{
+			Store:  st,
+			Policy: agentrt.DefaultPolicy(),
+		},
+		Agent: agentrt.AgentFunc(nil),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := agentrt.NewGate(agentrt.GateConfig{Store: st, Policy: agentrt.DefaultPolicy()})
+	g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ func recordExampleRun(t testing.TB, dir string, p agentrt.Policy) (string, agent
 	}
 	defer st.Close()
 	read, pay := exampleTools()
-	d, err := agentrt.NewDriver(agentrt.Config{Store: st, Agent: &scripted.Agent{Decisions: examplePlan}, Policy: p, Tools: []agentrt.Tool{read, pay}})
+	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Policy: p, Tools: []agentrt.Tool{read, pay}}, Agent: &scripted.Agent{Decisions: examplePlan}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestPolicy_LoopResumeGateAndRecheckDecideAlike(t *testing.T) {
 
 	// The gate, on another run in the same file.
 	read, pay := exampleTools()
-	gate, err := agentrt.NewGate(agentrt.GateConfig{Store: st, Policy: p, Tools: []agentrt.Tool{read, pay}})
+	gate, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: p, Tools: []agentrt.Tool{read, pay}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,9 +208,16 @@ func TestPolicy_EvaluationErrorEndsTheRunAndNothingRuns(t *testing.T) {
 	defer st.Close()
 	read, pay := exampleTools()
 	pay.InputSchema = json.RawMessage(`{"type":"object"}`)
-	d, err := agentrt.NewDriver(agentrt.Config{Store: st, Agent: &scripted.Agent{Decisions: []agentrt.Decision{
-		scripted.ToolCall("payments.pay", `{"amount_cents":5}`, "pay with no payee"),
-	}}, Policy: p, Tools: []agentrt.Tool{read, pay}})
+	d, err := agentrt.NewDriver(agentrt.Config{
+		EngineConfig: agentrt.EngineConfig{
+			Store:  st,
+			Policy: p,
+			Tools:  []agentrt.Tool{read, pay},
+		},
+		Agent: &scripted.Agent{Decisions: []agentrt.Decision{
+			scripted.ToolCall("payments.pay", `{"amount_cents":5}`, "pay with no payee"),
+		}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

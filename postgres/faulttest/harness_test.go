@@ -131,7 +131,7 @@ func (c *cluster) store() *postgres.Store {
 // enqueue records n runs, many at a time (their commits group).
 func (c *cluster) enqueue(st *postgres.Store, n int) {
 	c.t.Helper()
-	d, err := agentrt.NewDriver(agentrt.Config{Store: st, Agent: agentrt.AgentFunc(nil), Policy: agentrt.DefaultPolicy()})
+	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy()}, Agent: agentrt.AgentFunc(nil)})
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -100,15 +100,26 @@ func RunWorker() int {
 		}
 		return agentrt.Decision{Kind: agentrt.KindComplete, Result: json.RawMessage(`{"ok":true}`)}, nil
 	})
-	w, err := agentrt.NewWorker(agentrt.WorkerConfig{Store: st, Agent: agent, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{tool},
-		LeaseOwner: os.Getenv(envOwner), LeaseTTL: ttl, Concurrency: 8, Poll: 20 * time.Millisecond, Grace: 5 * time.Second,
+	w, err := agentrt.NewWorker(agentrt.WorkerConfig{
+		EngineConfig: agentrt.EngineConfig{
+			Store:      st,
+			Policy:     agentrt.DefaultPolicy(),
+			Tools:      []agentrt.Tool{tool},
+			LeaseOwner: os.Getenv(envOwner),
+			LeaseTTL:   ttl,
+		},
+		Agent:       agent,
+		Concurrency: 8,
+		Poll:        20 * time.Millisecond,
+		Grace:       5 * time.Second,
 		OnError: func(runID string, err error) {
 			kind := "error"
 			if errors.Is(err, agentrt.ErrLeaseLost) || errors.Is(err, agentrt.ErrRunState) || errors.Is(err, agentrt.ErrRunLeased) {
 				kind = "refused"
 			}
 			fmt.Fprintf(os.Stderr, "%s %s %d %v\n", kind, runID, time.Now().UnixNano(), err)
-		}})
+		},
+	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

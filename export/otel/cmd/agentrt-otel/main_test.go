@@ -69,8 +69,14 @@ func TestAgentrtOtel_ExportsADatabaseToTheEndpoint(t *testing.T) {
 		Fn: func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 			return agentrt.ToolResult{Summary: "ok"}, nil
 		}}
-	d, err := agentrt.NewDriver(agentrt.Config{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{read},
-		Agent: &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("read", `{}`, "look"), scripted.Complete(`{}`)}}})
+	d, err := agentrt.NewDriver(agentrt.Config{
+		EngineConfig: agentrt.EngineConfig{
+			Store:  st,
+			Policy: agentrt.DefaultPolicy(),
+			Tools:  []agentrt.Tool{read},
+		},
+		Agent: &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("read", `{}`, "look"), scripted.Complete(`{}`)}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

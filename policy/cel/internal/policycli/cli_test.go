@@ -291,12 +291,17 @@ func recordRun(t *testing.T, dir, path string) string {
 		return agentrt.ToolFunc{ToolSpec: agentrt.ToolSpec{Name: name, Description: name, SideEffect: se, Timeout: time.Second, InputSchema: json.RawMessage(`{"type":"object"}`)},
 			Fn: func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) { return agentrt.ToolResult{}, nil }}
 	}
-	d, err := agentrt.NewDriver(agentrt.Config{Store: st, Policy: p,
-		Tools: []agentrt.Tool{tool("fs.read_file", agentrt.ReadOnly), tool("payments.pay", agentrt.RemoteMutation)},
+	d, err := agentrt.NewDriver(agentrt.Config{
+		EngineConfig: agentrt.EngineConfig{
+			Store:  st,
+			Policy: p,
+			Tools:  []agentrt.Tool{tool("fs.read_file", agentrt.ReadOnly), tool("payments.pay", agentrt.RemoteMutation)},
+		},
 		Agent: &scripted.Agent{Decisions: []agentrt.Decision{
 			scripted.ToolCall("fs.read_file", `{"path":"/project/a"}`, "read"),
 			scripted.ToolCall("payments.pay", `{"amount_cents":50000,"payee":"bob"}`, "pay"),
-		}}})
+		}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,559 @@
+package agentrt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// This file is what a session writes: every helper that composes a
+// transaction (the guarded write and its flush, the event append, the run
+// guard and transition, a step's end, a pause, a settlement, the entry
+// into a resumed run, the lease takeover judgement). loop.go, execute.go,
+// settle.go and resume.go keep only the sequence of a step and call these.
+
+// expireGrant expires an approved grant that waited past GrantTTL and
+// cancels the run, executing nothing.
+func (s *session) expireGrant(ctx context.Context, g *Approval, now time.Time) error {
+	st := s.step(s.cur.idx)
+	detail := fmt.Sprintf("approval %s was granted but not executed within %s", g.ID, s.run.Limits.GrantTTL)
+	obs := failure(ObsInterrupted, detail)
+	var before Run
+	err := s.write(ctx, func(tx Tx) error {
+		run, err := tx.RunGet(s.runID)
+		if err != nil {
+			return err
+		}
+		before = run
+		if err := tx.ApprovalDecide(ApprovalDecide{ID: g.ID, RunID: s.runID, From: ApprovalApproved, Hash: g.Hash,
+			Status: ApprovalExpired, DecidedAt: g.DecidedAt, DecidedBy: g.DecidedBy, Note: g.Note}); err != nil {
+			return err
+		}
+		if err := tx.RunUpdate(RunUpdate{ID: s.runID, From: []RunStatus{RunWaiting}, Status: RunCancelled,
+			Reason: ReasonApprovalExpired, ReasonDetail: detail, FinishedAt: now, SetLease: true}); err != nil {
+			return err
+		}
+		if err := event(tx, s.runID, st.ID, now, EventApprovalDecided, map[string]string{
+			"approval_id": g.ID, "status": string(ApprovalExpired), "by": "", "note": detail}); err != nil {
+			return err
+		}
+		if err := s.endStepTx(tx, st, []StepStatus{StepAwaitingApproval}, StepFailed, obs, nil, now, detail); err != nil {
+			return err
+		}
+		return event(tx, s.runID, "", now, EventRunFinished, map[string]any{
+			"status": RunCancelled, "reason": ReasonApprovalExpired, "detail": detail, "steps": run.StepCount})
+	})
+	if err != nil {
+		return s.lost(ctx, err)
+	}
+	s.applyStepEnd(s.cur.idx, StepFailed, obs, nil, now)
+	for k := range s.approvals {
+		if s.approvals[k].ID == g.ID {
+			s.approvals[k].Status = ApprovalExpired
+		}
+	}
+	s.run = before
+	s.run.Status, s.run.Reason, s.run.ReasonDetail, s.run.FinishedAt = RunCancelled, ReasonApprovalExpired, detail, now.UTC()
+	s.cur = nil
+	return nil
+}
+
+func activeFor(st *Step, now time.Time) time.Duration {
+	if d := now.Sub(st.StartedAt); d > 0 {
+		return d
+	}
+	return 0
+}
+
+// endStepTx ends a step: its status, observation and events.
+func (s *session) endStepTx(tx Tx, st *Step, from []StepStatus, status StepStatus, obs *Observation, pd *PolicyDecision, now time.Time, detail string) error {
+	u := StepUpdate{ID: st.ID, From: from, Status: status, Observation: obs, Policy: pd, FinishedAt: now}
+	if pd != nil {
+		u.PolicyID = s.e.policyID
+	}
+	if err := tx.StepUpdate(u); err != nil {
+		return err
+	}
+	if status == StepFailed && obs != nil {
+		return event(tx, s.runID, st.ID, now, EventStepFailed, stepFailed{detail, string(obs.Kind), obs.ContentHash})
+	}
+	return nil
+}
+
+// applyStepEnd mirrors a committed step end in the cache.
+func (s *session) applyStepEnd(i int, status StepStatus, obs *Observation, pd *PolicyDecision, now time.Time) {
+	st := s.step(i)
+	st.Status = status
+	st.FinishedAt = now.UTC()
+	if obs != nil {
+		// Observations are built in stored form (runtime content is
+		// encoding/json output; tool content goes through storedRaw) and
+		// are owned by the session, so the cache keeps them as they are.
+		st.Observation = obs
+	}
+	if pd != nil {
+		p, _ := stored(pd)
+		st.Policy = p
+		if s.e.policyID != "" {
+			st.PolicyID = s.e.policyID
+		}
+	}
+}
+
+// expireTx expires a pending approval past its ApprovalTTL and cancels the
+// run, in the transaction that found it.
+func expireTx(tx Tx, run Run, a Approval, now time.Time) error {
+	detail := fmt.Sprintf("approval %s expired at %s", a.ID, a.ExpiresAt.UTC().Format(time.RFC3339))
+	if err := tx.ApprovalDecide(ApprovalDecide{ID: a.ID, RunID: run.ID, From: ApprovalPending, Hash: a.Hash,
+		Status: ApprovalExpired, DecidedAt: now}); err != nil {
+		return err
+	}
+	if err := event(tx, run.ID, a.StepID, now, EventApprovalDecided, map[string]string{
+		"approval_id": a.ID, "status": string(ApprovalExpired), "by": "", "note": detail}); err != nil {
+		return err
+	}
+	obs := failure(ObsInterrupted, detail)
+	if err := tx.StepUpdate(StepUpdate{ID: a.StepID, From: []StepStatus{StepAwaitingApproval}, Status: StepFailed,
+		Observation: obs, FinishedAt: now}); err != nil && !errors.Is(err, ErrRunState) {
+		return err
+	}
+	if err := tx.RunUpdate(RunUpdate{ID: run.ID, From: []RunStatus{RunWaiting}, Status: RunCancelled,
+		Reason: ReasonApprovalExpired, ReasonDetail: detail, FinishedAt: now, SetLease: true}); err != nil {
+		return err
+	}
+	return event(tx, run.ID, "", now, EventRunFinished, map[string]any{
+		"status": RunCancelled, "reason": ReasonApprovalExpired, "detail": detail, "steps": run.StepCount})
+}
+
+// write commits fn (after a deferred step end, if one is waiting), delivers
+// the events after the commit, and returns the error fn or the commit
+// returned.
+func (s *session) write(ctx context.Context, fn func(tx Tx) error) error {
+	d := s.deferred
+	if d == nil {
+		evs, err := s.e.store.Update(ctx, fn)
+		if err != nil {
+			return err
+		}
+		s.e.deliver(evs)
+		return nil
+	}
+	s.deferred = nil
+	s.pendingActive = d.active
+	evs, err := s.e.store.Update(ctx, func(tx Tx) error {
+		if err := d.fn(tx); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+	s.pendingActive = 0
+	if err != nil {
+		if errors.Is(err, ErrRunState) {
+			_ = d.late(context.WithoutCancel(ctx))
+		}
+		return err
+	}
+	crashPoint(pointToolFinished, s.runID, d.index)
+	s.e.deliver(evs)
+	return nil
+}
+
+// flush commits a deferred step end on its own.
+func (s *session) flush(ctx context.Context) error {
+	if s.deferred == nil {
+		return nil
+	}
+	return s.write(ctx, func(tx Tx) error {
+		_, err := s.guard(tx, RunUpdate{})
+		return err
+	})
+}
+
+// event appends one event with a JSON payload built from v.
+func event(tx Tx, runID, stepID string, at time.Time, typ EventType, v any) error {
+	var payload []byte
+	switch p := v.(type) {
+	case nil:
+		payload = []byte("{}")
+	case json.RawMessage:
+		payload = p
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return &JSONError{What: string(typ) + " event", Reason: "will not encode: " + err.Error()}
+		}
+		payload = b
+	}
+	_, err := tx.EventAppend(Event{RunID: runID, StepID: stepID, At: at, Type: typ, Payload: payload})
+	return err
+}
+
+// guard requires the run RUNNING under this session's lease (owner and
+// fencing generation) and renews the lease, in one compare-and-set
+// statement with extra's changes. Only when the statement matches nothing is
+// the run read, to say why. It returns the run as the session knows it.
+func (s *session) guard(tx Tx, extra RunUpdate) (Run, error) {
+	exp := s.lease.expiry()
+	gen := s.lease.generation()
+	extra.AddActive += s.pendingActive
+	extra.ID = s.runID
+	extra.From = onlyRunning
+	extra.CheckLease = true
+	extra.Owner = s.lease.owner
+	extra.Generation = gen
+	if extra.Status == "" || extra.Status == RunRunning {
+		extra.SetLease = true
+		extra.LeaseOwner = s.lease.owner
+		extra.LeaseExpiresAt = exp
+		extra.LeaseTTL = s.lease.ttl
+	}
+	if err := tx.RunUpdate(extra); err != nil {
+		if !errors.Is(err, ErrRunState) {
+			return s.run, err
+		}
+		run, rerr := tx.RunGet(s.runID)
+		if rerr != nil {
+			return s.run, rerr
+		}
+		if run.Status != RunRunning {
+			return run, fmt.Errorf("%w: run %s is %s", ErrRunState, s.runID, run.Status)
+		}
+		if run.LeaseOwner != s.lease.owner || run.Generation != gen {
+			s.lease.markLost()
+			return run, ErrLeaseLost
+		}
+		return run, err
+	}
+	run := s.run
+	if extra.SetLease {
+		run.LeaseExpiresAt = exp
+	}
+	return run, nil
+}
+
+// guardRead is guard for writers that run beside the loop (model calls made
+// concurrently within a step): it reads the run inside the transaction
+// rather than trusting the session's copy, and returns the run as updated.
+func (s *session) guardRead(tx Tx, extra RunUpdate) (Run, error) {
+	run, err := tx.RunGet(s.runID)
+	if err != nil {
+		return run, err
+	}
+	if run.Status != RunRunning {
+		return run, fmt.Errorf("%w: run %s is %s", ErrRunState, s.runID, run.Status)
+	}
+	gen := s.lease.generation()
+	if run.LeaseOwner != s.lease.owner || run.Generation != gen {
+		s.lease.markLost()
+		return run, ErrLeaseLost
+	}
+	exp := s.lease.expiry()
+	extra.ID, extra.From = s.runID, onlyRunning
+	extra.CheckLease, extra.Owner, extra.Generation = true, s.lease.owner, gen
+	extra.SetLease, extra.LeaseOwner, extra.LeaseExpiresAt, extra.LeaseTTL = true, s.lease.owner, exp, s.lease.ttl
+	if err := tx.RunUpdate(extra); err != nil {
+		return run, err
+	}
+	run.LeaseExpiresAt = exp
+	return run, nil
+}
+
+// fence names this session's lease for a step write that must still hold it.
+func (s *session) fence() RunFence {
+	return RunFence{RunID: s.runID, Owner: s.lease.owner, Generation: s.lease.generation()}
+}
+
+// settle ends the run (and the step it ends) in one transaction.
+func (s *session) settle(ctx context.Context, end ending) error {
+	now := s.e.now()
+	from := end.from
+	if len(from) == 0 {
+		from = onlyRunning
+	}
+	var st *Step
+	var stStatus StepStatus
+	if end.step != nil {
+		st = s.step(end.step.idx)
+		stStatus = end.step.status
+		if stStatus == "" {
+			stStatus = StepFailed
+		}
+	}
+	var active time.Duration
+	if st != nil && from[0] == RunRunning {
+		active = activeFor(st, now)
+	}
+	update := RunUpdate{Status: end.status, Reason: end.reason, ReasonDetail: end.detail, Result: end.result,
+		FinishedAt: now, SetLease: true, AddActive: active}
+	var runBefore Run
+	err := s.write(ctx, func(tx Tx) error {
+		var err error
+		runBefore, err = s.transition(tx, from, update)
+		if err != nil {
+			return err
+		}
+		stepID := ""
+		if st != nil {
+			stepID = st.ID
+		}
+		for _, p := range end.pre {
+			if err := event(tx, s.runID, stepID, now, p.typ, p.payload(now)); err != nil {
+				return err
+			}
+		}
+		if st != nil {
+			detail := end.step.detail
+			if detail == "" && end.step.obs != nil {
+				detail = end.step.obs.Summary
+			}
+			if err := s.endStepTx(tx, st, end.step.from, stStatus, end.step.obs, end.step.policy, now, detail); err != nil {
+				return err
+			}
+		}
+		for _, p := range end.post {
+			if err := event(tx, s.runID, stepID, now, p.typ, p.v); err != nil {
+				return err
+			}
+		}
+		return event(tx, s.runID, "", now, EventRunFinished, map[string]any{
+			"status": end.status, "reason": end.reason, "detail": end.detail, "steps": runBefore.StepCount})
+	})
+	if err != nil {
+		return s.lost(ctx, err)
+	}
+	if st != nil {
+		s.applyStepEnd(end.step.idx, stStatus, end.step.obs, end.step.policy, now)
+	}
+	s.run = runBefore
+	s.run.Status, s.run.Reason, s.run.ReasonDetail = end.status, end.reason, end.detail
+	s.run.Result = copyRaw(end.result)
+	s.run.FinishedAt = now.UTC()
+	s.run.LeaseOwner, s.run.LeaseExpiresAt = "", time.Time{}
+	s.run.ActiveTime += active
+	s.cur = nil
+	return nil
+}
+
+// transition applies update to the run inside tx: from RUNNING under this
+// session's lease (guard), or from another status by compare-and-set on it.
+// It returns the run as it was before.
+func (s *session) transition(tx Tx, from []RunStatus, update RunUpdate) (Run, error) {
+	if from[0] == RunRunning {
+		return s.guard(tx, update)
+	}
+	run, err := tx.RunGet(s.runID)
+	if err != nil {
+		return run, err
+	}
+	update.ID, update.From = s.runID, from
+	return run, tx.RunUpdate(update)
+}
+
+// failInternal fails the run as internal_error, failing every in-flight or
+// awaiting step, without rewriting a row that would not decode.
+func (s *session) failInternal(ctx context.Context, from []RunStatus, detail string) error {
+	now := s.e.now()
+	var ended []int
+	for i := range s.steps {
+		st := &s.steps[i]
+		if st.DecodeError == "" && (st.Status.InFlight() || st.Status == StepAwaitingApproval) {
+			ended = append(ended, i)
+		}
+	}
+	obs := failure(ObsInvalidDecision, "internal: "+detail)
+	update := RunUpdate{Status: RunFailed, Reason: ReasonInternalError, ReasonDetail: detail, FinishedAt: now, SetLease: true}
+	var before Run
+	err := s.write(ctx, func(tx Tx) error {
+		var err error
+		before, err = s.transition(tx, from, update)
+		if err != nil {
+			return err
+		}
+		for _, i := range ended {
+			st := &s.steps[i]
+			if err := s.endStepTx(tx, st, []StepStatus{st.Status}, StepFailed, obs, nil, now, obs.Summary); err != nil {
+				return err
+			}
+		}
+		return event(tx, s.runID, "", now, EventRunFinished, map[string]any{
+			"status": RunFailed, "reason": ReasonInternalError, "detail": detail, "steps": before.StepCount})
+	})
+	if err != nil {
+		return s.lost(ctx, err)
+	}
+	for _, i := range ended {
+		s.applyStepEnd(i, StepFailed, obs, nil, now)
+	}
+	s.run = before
+	s.run.Status, s.run.Reason, s.run.ReasonDetail = RunFailed, ReasonInternalError, detail
+	s.run.FinishedAt = now.UTC()
+	s.run.LeaseOwner, s.run.LeaseExpiresAt = "", time.Time{}
+	s.cur = nil
+	return nil
+}
+
+// pause moves the run to WAITING on an approval bound to the request, in one
+// transaction with the step and its events.
+func (s *session) pause(ctx context.Context, tool *regTool, req ToolRequest, pd PolicyDecision, policyEvent pendingEvent, from []RunStatus) (Verdict, error) {
+	i := s.cur.idx
+	st := s.step(i)
+	now := s.e.now()
+	// The approval binds the request as recorded (canonical arguments, the
+	// registered spec).
+	args, err := CanonicalJSON(req.Args)
+	if err != nil {
+		return s.verdictEnded(ctx, ending{status: RunFailed, reason: ReasonInternalError, detail: err.Error(), from: from,
+			step: &stepEnd{idx: i, from: []StepStatus{st.Status}, obs: failure(ObsInvalidDecision, "internal: "+err.Error())}})
+	}
+	rq := ToolRequest{RunID: s.runID, StepID: st.ID, Spec: copySpec(tool.spec), Args: args}
+	a := Approval{ID: s.e.newID(), RunID: s.runID, StepID: st.ID, Kind: pd.Kind, Capability: copyRaw(pd.Capability),
+		Presentation: copyRaw(pd.Presentation), Request: rq, Status: ApprovalPending, CreatedAt: now}
+	if ttl := approvalTTL(s.run.Limits.ApprovalTTL, pd.TTL); ttl > 0 {
+		a.ExpiresAt = now.Add(ttl)
+	}
+	h, err := ApprovalHash(a.Kind, a.Capability, a.Presentation, a.Request)
+	if err != nil {
+		return s.verdictEnded(ctx, ending{status: RunFailed, reason: ReasonInternalError, detail: err.Error(), from: from,
+			step: &stepEnd{idx: i, from: []StepStatus{st.Status}, obs: failure(ObsInvalidDecision, "internal: "+err.Error())}})
+	}
+	a.Hash = h
+	stepFrom := []StepStatus{st.Status}
+	update := RunUpdate{Status: RunWaiting, SetLease: true}
+	var active time.Duration
+	if from[0] == RunRunning {
+		active = activeFor(st, now)
+		update.AddActive = active
+	} else {
+		// A re-pause on resume moves no status, so it is fenced by the
+		// generation the resumer read: of two racing to re-pause one step,
+		// one adds the approval and the other gets ErrRunState.
+		update.CheckLease, update.Owner, update.Generation = true, "", s.run.Generation
+		update.BumpGeneration = true
+	}
+	var before Run
+	err = s.write(ctx, func(tx Tx) error {
+		var err error
+		before, err = s.transition(tx, from, update)
+		if err != nil {
+			return err
+		}
+		u := StepUpdate{ID: st.ID, From: stepFrom, Status: StepAwaitingApproval, Policy: &pd, ClearOutcome: st.Status == StepInterrupted}
+		if s.e.policyID != "" && policyEvent.v != nil {
+			u.PolicyID = s.e.policyID
+		}
+		if err := tx.StepUpdate(u); err != nil {
+			return err
+		}
+		if err := event(tx, s.runID, st.ID, now, policyEvent.typ, policyEvent.v); err != nil {
+			return err
+		}
+		if err := tx.ApprovalInsert(a); err != nil {
+			return err
+		}
+		return event(tx, s.runID, st.ID, now, EventApprovalRequest, map[string]any{
+			"approval_id": a.ID, "kind": a.Kind, "reason": pd.Reason, "capability": a.Capability,
+			"presentation": a.Presentation, "hash": a.Hash})
+	})
+	if err != nil {
+		if from[0] != RunRunning && errors.Is(err, ErrRunState) {
+			// Another resumer re-paused or moved the run first.
+			if run, rerr := s.e.store.GetRun(context.WithoutCancel(ctx), s.runID); rerr == nil {
+				s.run = run
+			}
+			s.cur = nil
+			return Verdict{}, err
+		}
+		if lerr := s.lost(ctx, err); lerr != nil {
+			return Verdict{}, lerr
+		}
+		return Verdict{Outcome: VerdictEnded, Run: copyRun(s.run)}, nil
+	}
+	if st.Status == StepInterrupted {
+		st.Observation, st.FinishedAt = nil, time.Time{}
+	}
+	st.Status = StepAwaitingApproval
+	p, _ := stored(&pd)
+	st.Policy = p
+	if u := s.e.policyID; u != "" {
+		st.PolicyID = u
+	}
+	ca, _ := stored(&a)
+	s.approvals = append(s.approvals, *ca)
+	s.run = before
+	s.run.Status = RunWaiting
+	s.run.LeaseOwner, s.run.LeaseExpiresAt = "", time.Time{}
+	s.run.ActiveTime += active
+	s.cur = nil
+	out := copyApproval(*ca)
+	return Verdict{Outcome: VerdictPending, Approval: &out, Run: copyRun(s.run)}, nil
+}
+
+// enter moves a WAITING run to RUNNING under this session's lease (a new
+// fencing generation), with run.resumed and whatever more fn writes.
+func (s *session) enter(ctx context.Context, resumed any, fn func(tx Tx, now time.Time) error) (time.Time, error) {
+	now := s.e.now()
+	exp := s.lease.expiry()
+	var gen int64
+	var before Run
+	err := s.write(ctx, func(tx Tx) error {
+		run, err := tx.RunGet(s.runID)
+		if err != nil {
+			return err
+		}
+		if run.Status != RunWaiting {
+			return fmt.Errorf("%w: run %s is %s", ErrRunState, s.runID, run.Status)
+		}
+		before = run
+		gen = run.Generation + 1
+		if err := tx.RunUpdate(RunUpdate{ID: s.runID, From: []RunStatus{RunWaiting}, CheckLease: true, Owner: run.LeaseOwner,
+			Generation: run.Generation, Status: RunRunning, SetLease: true, LeaseOwner: s.lease.owner, LeaseExpiresAt: exp, LeaseTTL: s.lease.ttl,
+			BumpGeneration: true}); err != nil {
+			return err
+		}
+		// Writes later in this transaction are fenced by the new lease.
+		s.lease.held(gen, exp)
+		if err := event(tx, s.runID, "", now, EventRunResumed, resumed); err != nil {
+			return err
+		}
+		if fn != nil {
+			return fn(tx, now)
+		}
+		return nil
+	})
+	if err != nil {
+		return now, err
+	}
+	s.run = before
+	s.run.Status = RunRunning
+	s.run.LeaseOwner, s.run.LeaseExpiresAt, s.run.Generation = s.lease.owner, exp, gen
+	s.lease.held(gen, exp)
+	s.lease.start()
+	step := -1
+	if s.cur != nil {
+		step = s.step(s.cur.idx).Index
+	}
+	crashPoint(pointResumed, s.runID, step)
+	return now, nil
+}
+
+// mayTakeLease is the one lease takeover judgement: inside tx, on the row
+// as it is now (cur), this session may take the run's lease unless another
+// owner holds it and it is still live by the lease clock. The holder's
+// heartbeat may have renewed it since it was last read, and a renewal
+// changes neither owner nor generation, so a compare-and-set alone would
+// not notice.
+func (s *session) mayTakeLease(ctx context.Context, tx Tx, cur Run) error {
+	if cur.LeaseOwner == "" || cur.LeaseOwner == s.lease.owner {
+		return nil
+	}
+	at, err := s.e.leaseNow(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if at.Before(cur.LeaseExpiresAt) {
+		return &RunLeasedError{RunID: s.runID, Owner: cur.LeaseOwner, ExpiresAt: cur.LeaseExpiresAt}
+	}
+	return nil
+}
