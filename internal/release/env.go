@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/mod/module"
 )
 
 // GoEnv returns base (an environment, as os.Environ gives it) set up for a
@@ -76,7 +78,8 @@ func GoEnv(base []string, proxyDir, prefix, modcache string, flags ...string) ([
 // from a file proxy, kept between runs so that every other module is
 // downloaded once, with our modules removed from it: a module cache never
 // fetches a version again, and ours change under one version from one
-// commit to the next. It is never the user's own module cache.
+// commit to the next. It is never the user's own module cache. A go
+// command that uses it must run with WithoutModIndex.
 func ReleaseModCache(prefix string) (string, error) {
 	base, err := os.UserCacheDir()
 	if err != nil {
@@ -92,10 +95,40 @@ func ReleaseModCache(prefix string) (string, error) {
 	return dir, nil
 }
 
+// WithoutModIndex turns off the go command's index of module-cache
+// packages (GODEBUG=goindex=0) in env. The index lives in the build cache,
+// keyed by the module's directory alone, since a module cache never changes
+// under one version; ReleaseModCache's does, for ours, and the go command
+// would build from the file list of the last run.
+func WithoutModIndex(env []string) []string {
+	out := make([]string, 0, len(env)+1)
+	debug := "goindex=0"
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
+			if v != "" {
+				debug = v + "," + debug
+			}
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "GODEBUG="+debug)
+}
+
 // PurgeOurs removes every version of our modules from the module cache dir,
-// extracted and downloaded.
+// extracted and downloaded: the core extracts to PREFIX@VERSION beside the
+// directory PREFIX that holds the nested modules' PREFIX/DIR@VERSION.
 func PurgeOurs(dir, prefix string) error {
-	for _, p := range []string{filepath.Join(dir, filepath.FromSlash(prefix)), filepath.Join(dir, "cache", "download", filepath.FromSlash(prefix))} {
+	esc, err := module.EscapePath(prefix)
+	if err != nil {
+		return fmt.Errorf("release: %w", err)
+	}
+	base := filepath.Join(dir, filepath.FromSlash(esc))
+	at, err := filepath.Glob(base + "@*")
+	if err != nil {
+		return fmt.Errorf("release: %w", err)
+	}
+	for _, p := range append(at, base, filepath.Join(dir, "cache", "download", filepath.FromSlash(esc))) {
 		if err := RemoveAll(p); err != nil {
 			return err
 		}

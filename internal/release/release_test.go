@@ -139,7 +139,7 @@ func TestRelease_EveryModuleBuildsOutsideTheWorkspace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env = append(env, "CGO_ENABLED=0")
+	env = append(WithoutModIndex(env), "CGO_ENABLED=0")
 	for _, m := range s.Workspace.Modules {
 		t.Run(strings.ReplaceAll(m.Dir, "/", "_"), func(t *testing.T) {
 			dir := filepath.Join(s.Workspace.Root, filepath.FromSlash(m.Dir))
@@ -466,4 +466,109 @@ func TestRelease_ScriptStampsEveryModuleAndPrintsTheTags(t *testing.T) {
 	if got := strings.Fields(tags); !slices.Equal(got, want) || !slices.Contains(got, "v0.2.0") || !slices.Contains(got, "proxy/v0.2.0") {
 		t.Errorf("release.sh printed the tags %q, want %q", got, want)
 	}
+}
+
+// Purging a module cache of our modules removes the core's extracted
+// directory, every nested module's and the downloads, and nothing else: a
+// stale core left behind would be built in place of the checkout's.
+func TestRelease_PurgeRemovesEveryVersionOfOurModules(t *testing.T) {
+	dir := t.TempDir()
+	const prefix = "github.com/agentrt/agentrt"
+	gone := []string{
+		"github.com/agentrt/agentrt@v0.1.0/go.mod",
+		"github.com/agentrt/agentrt/mcp@v0.1.0/go.mod",
+		"cache/download/github.com/agentrt/agentrt/@v/v0.1.0.zip",
+		"cache/download/github.com/agentrt/agentrt/proxy/@v/v0.1.0.mod",
+	}
+	kept := []string{
+		"github.com/agentrt/other@v1.0.0/go.mod",
+		"github.com/agentrt/agentrtx@v1.0.0/go.mod",
+		"cache/download/github.com/agentrt/other/@v/v1.0.0.zip",
+		"golang.org/x/mod@v0.43.0/go.mod",
+	}
+	for _, f := range append(slices.Clone(gone), kept...) {
+		p := filepath.Join(dir, filepath.FromSlash(f))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o444); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Dir(p), 0o555); err != nil { // as the module cache leaves it
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { RemoveAll(dir) })
+	if err := PurgeOurs(dir, prefix); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range gone {
+		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(f))); !os.IsNotExist(err) {
+			t.Errorf("%s survived the purge (%v)", f, err)
+		}
+	}
+	for _, f := range kept {
+		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(f))); err != nil {
+			t.Errorf("the purge removed %s: %v", f, err)
+		}
+	}
+}
+
+// A module cache kept between runs (ReleaseModCache) builds our modules as
+// the checkout has them now, even when a file was added under the same
+// version since the last run: the purge removes the old extraction, and
+// WithoutModIndex keeps the go command from reusing the old file list.
+func TestRelease_AKeptModuleCacheBuildsTheTreeAsItIsNow(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src")
+	write := func(name, text string) {
+		t.Helper()
+		p := filepath.Join(src, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.work", "go 1.26.0\n\nuse (\n\t.\n\t./nested\n)\n\nreplace example.com/core v0.1.0 => ./\n")
+	write("go.mod", "module example.com/core\n\ngo 1.26.0\n")
+	write("one.go", "package core\n\nfunc One() int { return 1 }\n")
+	write("nested/go.mod", "module example.com/core/nested\n\ngo 1.26.0\n\nrequire example.com/core v0.1.0\n")
+	write("nested/nested.go", "package nested\n\nimport \"example.com/core\"\n\nvar N = core.One()\n")
+	if _, err := git(filepath.Dir(src), "init", "-q", "src"); err != nil {
+		t.Fatal(err)
+	}
+	if err := commit(src, "first"); err != nil {
+		t.Fatal(err)
+	}
+	modcache := filepath.Join(t.TempDir(), "modcache")
+	t.Cleanup(func() { RemoveAll(modcache) })
+	build := func(run string) {
+		t.Helper()
+		tree := filepath.Join(t.TempDir(), "tree")
+		if err := Copy(src, tree); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Stamp(tree, "v0.1.0", filepath.Join(t.TempDir(), "proxy"), StampOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := PurgeOurs(modcache, "example.com/core"); err != nil {
+			t.Fatal(err)
+		}
+		env, err := GoEnv(os.Environ(), s.Proxy, "example.com/core", modcache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		goCmd(t, filepath.Join(tree, "nested"), WithoutModIndex(env), "build", "./...")
+		t.Logf("%s: built", run)
+	}
+	build("first")
+	// The core gains a file under the same version, and nested uses it.
+	write("two.go", "package core\n\nfunc Two() int { return 2 }\n")
+	write("nested/nested.go", "package nested\n\nimport \"example.com/core\"\n\nvar N = core.One() + core.Two()\n")
+	if err := commit(src, "second"); err != nil {
+		t.Fatal(err)
+	}
+	build("second")
 }

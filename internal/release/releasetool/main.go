@@ -185,6 +185,7 @@ func tidy(w *release.Workspace, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		env = release.WithoutModIndex(env)
 		fmt.Fprintf(stderr, "== go mod tidy in %s\n", m.Dir)
 		cmd := exec.Command("go", "mod", "tidy")
 		cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, stderr, stderr
