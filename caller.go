@@ -12,7 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode/utf8"
+
+	"github.com/agentrt/agentrt/internal/textcut"
 )
 
 const (
@@ -571,14 +572,5 @@ func errorText(err error) (s string) {
 // clipText makes s valid UTF-8 and cuts it to at most n bytes without
 // splitting a rune.
 func clipText(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
+	return textcut.Truncate(strings.ToValidUTF8(s, "\uFFFD"), n)
 }

@@ -61,6 +61,18 @@ type DatabaseClock interface {
 	DatabaseNow(ctx context.Context) (time.Time, error)
 }
 
+// Waker is an optional capability of a Store whose database can tell idle
+// workers that a commit, by any process, may have made a run claimable: a
+// run enqueued, a lease released, an approval decided (Postgres, with
+// LISTEN/NOTIFY). A worker claims on each wakeup as on a poll; polling
+// stays the fallback, so a missed or late wakeup only costs time.
+type Waker interface {
+	// Wakeups returns a channel that receives, coalesced, after each such
+	// commit until ctx is done. An error means wakeups are unavailable and
+	// the caller polls.
+	Wakeups(ctx context.Context) (<-chan struct{}, error)
+}
+
 // StoreReader holds the read methods a front end uses. Full reads decode
 // every row; a row that will not decode carries DecodeError rather than
 // failing the read. Page reads are bounded for possibly hostile files.
@@ -153,7 +165,8 @@ type Tx interface {
 	// RunClaim leases up to p.Limit runnable runs to p.Owner, oldest first,
 	// bumping each one's generation, and returns them as they were before:
 	// ENQUEUED runs, RUNNING runs whose lease is free or lapsed, and
-	// WAITING runs with a step awaiting approval and none pending. Rows
+	// WAITING runs with a step awaiting approval and none pending (or, with
+	// ApprovalsNow, one pending past its expiry). Rows
 	// another transaction holds are skipped, not waited on.
 	RunClaim(p RunClaim) ([]Run, error)
 }
@@ -181,6 +194,11 @@ type RunClaim struct {
 	Limit int
 	Now   time.Time
 	TTL   time.Duration
+	// ApprovalsNow, when set, also makes runnable a WAITING run whose
+	// pending approval expired by then (the engine's clock, Config.Now,
+	// which approval expiries are written and judged on), so a worker
+	// records the expiry rather than the run waiting forever.
+	ApprovalsNow time.Time
 	// Skip names runs the claimer will not take (runs it refused to
 	// resume, such as a tampered grant); they are left as they are.
 	Skip []string

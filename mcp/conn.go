@@ -77,6 +77,7 @@ func connect(ctx context.Context, srv *Server) (*Connection, error) {
 		return nil, err
 	}
 	c := &Connection{srv: *srv, tap: newTap(), closed: make(chan struct{})}
+	c.tap.progress = c.progress.deliver
 	c.watch = newWatcher(c)
 	var t sdk.Transport
 	switch {

@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -129,6 +130,13 @@ type ServerConfig struct {
 	// it leaves out is read_only and follows the policy's read_only
 	// outcome, forwarded only when that is allow.
 	Surfaces map[Surface]agentrt.PolicyOutcome
+	// PromptRename maps a prompt's name on this server to the name the
+	// host sees, for a name another server also offers; a prompt it does
+	// not name keeps the server's own name.
+	PromptRename map[string]string
+	// Forward names the server requests the proxy passes on to the host
+	// (sampling, elicitation); empty means every one is refused.
+	Forward map[ServerRequest]bool
 }
 
 // ToolRule is the operator's word on one tool: an mcp rule, plus the
@@ -163,7 +171,7 @@ func (r ToolRule) mcpRule() mcp.Rule {
 func (s ServerConfig) Server() mcp.Server {
 	srv := mcp.Server{Name: s.Name, Command: append([]string(nil), s.Command...), Endpoint: s.Endpoint,
 		InheritEnv: append([]string(nil), s.InheritEnv...), ConnectTimeout: s.ConnectTimeout, DefaultTimeout: s.DefaultTimeout}
-	for _, k := range sortedKeys(s.Env) {
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		srv.Env = append(srv.Env, k+"="+s.Env[k])
 	}
 	return srv
@@ -213,6 +221,8 @@ type fileServer struct {
 	Rules          map[string]fileRule `json:"rules"`
 	SkipPathCheck  bool                `json:"skip_path_check"`
 	Surfaces       map[string]string   `json:"surfaces"`
+	PromptRename   map[string]string   `json:"prompt_rename"`
+	Forward        []string            `json:"forward"`
 }
 
 type fileRule struct {
@@ -365,7 +375,7 @@ func (fc *fileConfig) resolve(path string) (*Config, error) {
 		return nil, bad("lease_ttl", "must be at least %s, got %s", MinLeaseTTL, cfg.LeaseTTL)
 	}
 	cfg.Policy = agentrt.DefaultPolicy()
-	for _, class := range sortedKeys(fc.Policy) {
+	for _, class := range slices.Sorted(maps.Keys(fc.Policy)) {
 		se := agentrt.SideEffect(class)
 		if !se.Valid() {
 			return nil, bad("policy", "names %q, not a side-effect class (read_only, local_mutation, remote_mutation, destructive)", trace.Sanitize(class))
@@ -394,7 +404,7 @@ func (fc *fileConfig) resolve(path string) (*Config, error) {
 			return nil, err
 		}
 		if cfg.PolicyFile != "" {
-			for _, name := range sortedKeys(s.Rules) {
+			for _, name := range slices.Sorted(maps.Keys(s.Rules)) {
 				if s.Rules[name].Outcome != "" {
 					return nil, bad(fmt.Sprintf("%s.rules.%s.outcome", field, name), "cannot be set while policy_file decides every call; say it in the policy file")
 				}
@@ -438,10 +448,26 @@ func (fs *fileServer) resolve(field string, rel func(string) string) (s ServerCo
 	if s.Surfaces, err = resolveSurfaces(field, fs.Surfaces); err != nil {
 		return s, err
 	}
+	s.PromptRename = map[string]string{}
+	seen := map[string]string{}
+	for _, from := range slices.Sorted(maps.Keys(fs.PromptRename)) {
+		to := fs.PromptRename[from]
+		if !nameRE.MatchString(to) {
+			return s, bad(field+".prompt_rename."+trace.Sanitize(from), "must match %s, got %q", nameRE, trace.Sanitize(to))
+		}
+		if other, dup := seen[to]; dup {
+			return s, bad(field+".prompt_rename", "renames both %q and %q to %q", trace.Sanitize(other), trace.Sanitize(from), to)
+		}
+		seen[to] = from
+		s.PromptRename[from] = to
+	}
+	if s.Forward, err = resolveForward(field, fs.Forward); err != nil {
+		return s, err
+	}
 	if len(fs.Rules) == 0 {
 		return s, bad(field+".rules", "must classify at least one tool: a tool without a rule is never registered")
 	}
-	for _, name := range sortedKeys(fs.Rules) {
+	for _, name := range slices.Sorted(maps.Keys(fs.Rules)) {
 		fr := fs.Rules[name]
 		rf := fmt.Sprintf("%s.rules.%s", field, name)
 		if !fr.SideEffect.Valid() {
@@ -463,13 +489,4 @@ func (fs *fileServer) resolve(field string, rel func(string) string) (s ServerCo
 		s.Rules[name] = r
 	}
 	return s, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

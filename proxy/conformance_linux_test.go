@@ -125,11 +125,11 @@ func tokenRelay(t *testing.T, front, token string) string {
 	return "http://" + self + target.Path
 }
 
-// expectedFailures reads testdata/conformance/expected-failures: one
-// scenario per line, a # comment after it giving the reason.
-func expectedFailures(t *testing.T) map[string]string {
+// expectedFailures reads a list under testdata/conformance: one scenario
+// per line, a # comment after it giving the reason.
+func expectedFailures(t *testing.T, list string) map[string]string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(filepath.Dir(hostsDir()), "conformance", "expected-failures"))
+	f, err := os.Open(filepath.Join(filepath.Dir(hostsDir()), "conformance", list))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,11 +163,19 @@ type check struct {
 
 // The official MCP conformance suite's server scenarios run against the
 // real agentrt-proxy's loopback front, in front of the go-sdk's
-// conformance server over stdio. A scenario fails when any of its checks
-// fails. Every failure must be listed in expected-failures with its
-// reason, and every listed scenario must still fail: the list only
-// shrinks.
+// conformance server over stdio, in two configurations: the default, and
+// one whose server entry forwards sampling and elicitation to the host. A
+// scenario fails when any of its checks fails. Every failure must be
+// listed in the configuration's expected failures with its reason, and
+// every listed scenario must still fail: the lists only shrink.
 func TestConformance_ServerScenarios(t *testing.T) {
+	t.Run("default", func(t *testing.T) { conformance(t, nil, "expected-failures") })
+	t.Run("forwarding", func(t *testing.T) {
+		conformance(t, []string{"sampling", "elicitation"}, "expected-failures-forwarding")
+	})
+}
+
+func conformance(t *testing.T, forward []string, list string) {
 	node := node22(t)
 	suite := hostTool(t, "conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js")
 	proxyBin, _ := binaries(t)
@@ -175,8 +183,12 @@ func TestConformance_ServerScenarios(t *testing.T) {
 	for _, name := range conformanceTools {
 		rules[name] = map[string]any{"side_effect": "read_only", "rename": name}
 	}
-	config := proxyConfig(t, proxyBin, map[string]any{"name": "cf", "command": []string{conformanceServer(t)},
-		"manifest": "cf.manifest.json", "default_timeout": "30s", "rules": rules}, nil)
+	entry := map[string]any{"name": "cf", "command": []string{conformanceServer(t)},
+		"manifest": "cf.manifest.json", "default_timeout": "30s", "rules": rules}
+	if forward != nil {
+		entry["forward"] = forward
+	}
+	config := proxyConfig(t, proxyBin, entry, nil)
 	// The suite opens a session per scenario and ends none, so the bound
 	// is raised past the number of scenarios; each stays until idle.
 	front, token, stderr := startFront(t, proxyBin, config, "-max-sessions", "64")
@@ -207,7 +219,7 @@ func TestConformance_ServerScenarios(t *testing.T) {
 		name := stamp.ReplaceAllString(strings.TrimPrefix(d.Name(), "server-"), "")
 		results[name] = cs
 	}
-	expected := expectedFailures(t)
+	expected := expectedFailures(t, list)
 	var names []string
 	for n := range results {
 		names = append(names, n)
@@ -225,7 +237,7 @@ func TestConformance_ServerScenarios(t *testing.T) {
 		_, listed := expected[n]
 		switch {
 		case len(why) == 0 && listed:
-			t.Errorf("%s passes now: remove it from testdata/conformance/expected-failures (the list only shrinks)", n)
+			t.Errorf("%s passes now: remove it from testdata/conformance/%s (the list only shrinks)", n, list)
 			passed++
 		case len(why) == 0:
 			passed++
@@ -239,7 +251,7 @@ func TestConformance_ServerScenarios(t *testing.T) {
 	}
 	for n := range expected {
 		if _, ran := results[n]; !ran {
-			t.Errorf("%s is listed in expected-failures but the suite did not run it", n)
+			t.Errorf("%s is listed in %s but the suite did not run it", n, list)
 		}
 	}
 	t.Logf("conformance: %d of %d scenarios pass; expected failures:\n  %s", passed, passed+failed, strings.Join(report, "\n  "))

@@ -63,10 +63,6 @@ type Proxy struct {
 	// reports are what Load said about each server.
 	reports []*mcp.Report
 
-	// stages holds, per step id, how far a failed upstream call got, from
-	// the tool's *mcp.CallError, until the call handling reads it.
-	stages sync.Map
-
 	inflight sync.WaitGroup
 	stderrMu sync.Mutex
 
@@ -76,6 +72,18 @@ type Proxy struct {
 	hostsMu sync.Mutex
 	hosts   []*sdk.Server
 	logq    chan logItem
+
+	// prompts maps the host's prompt names to their servers (prompts.go).
+	promptsMu sync.Mutex
+	prompts   map[string]promptRoute
+	// sweepStop ends the sweep for lapsed leases (lapsed.go); sweepDone
+	// is closed when it has.
+	sweepStop, sweepDone chan struct{}
+	// callers are the host sessions with a call in flight, per server, to
+	// forward a server's requests to (asks.go).
+	callers callers
+	// subs are the host sessions' resource subscriptions (subscribe.go).
+	subs    subscriptions
 	logStop chan struct{}
 	logDone chan struct{}
 }
@@ -111,7 +119,12 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 		}
 	}
 	p = &Proxy{cfg: cfg, opts: opts, tools: map[string]*ptool{}, logq: make(chan logItem, logQueue),
-		logStop: make(chan struct{}), logDone: make(chan struct{})}
+		logStop: make(chan struct{}), logDone: make(chan struct{}),
+		subs:    subscriptions{m: map[string]*subscription{}, sem: make(chan struct{}, 16)},
+		callers: callers{m: map[string][]*sdk.ServerSession{}, sem: map[string]chan struct{}{}}}
+	for _, s := range cfg.Servers {
+		p.callers.sem[s.Name] = make(chan struct{}, maxAsksInFlight)
+	}
 	go p.drainLogs()
 	for _, st := range cfg.Suggested() {
 		p.logf("%s", suggestionLine(cfg, st))
@@ -134,7 +147,7 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 	var gateTools []agentrt.Tool
 	for i, s := range cfg.Servers {
 		srv := s.Server()
-		srv.Notifications = p.notifications(s.Name)
+		srv.Notifications = p.notifications(s)
 		tools, rep, lerr := mcp.Load(ctx, srv, manifests[i], s.MCPRules())
 		if rep != nil {
 			p.reports = append(p.reports, rep)
@@ -174,16 +187,26 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 			}
 			p.tools[t.name] = t
 			p.order = append(p.order, t)
-			gateTools = append(gateTools, stagedTool{inner: tl, p: p})
+			gateTools = append(gateTools, tl)
 		}
 	}
 	if len(p.tools) == 0 {
 		return nil, noTools(cfg)
 	}
+	for _, s := range cfg.Servers {
+		for _, kind := range []ServerRequest{RequestSampling, RequestElicitation} {
+			if s.Forward[kind] {
+				gateTools = append(gateTools, askTool{p: p, server: s.Name, kind: kind})
+			}
+		}
+	}
 	if _, clash := p.tools[cfg.StatusTool]; clash {
 		return nil, &agentrt.ConfigError{Field: "status_tool", Reason: fmt.Sprintf("%q is also the name of a proxied tool; choose another", cfg.StatusTool)}
 	}
 	sort.Slice(p.order, func(i, j int) bool { return p.order[i].name < p.order[j].name })
+	if err := p.checkPrompts(ctx); err != nil {
+		return nil, err
+	}
 	if p.policy, err = newGatePolicy(cfg, p.tools); err != nil {
 		return nil, err
 	}
@@ -212,6 +235,8 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 		return nil, err
 	}
 	p.server = p.newServer()
+	p.sweepStop, p.sweepDone = make(chan struct{}), make(chan struct{})
+	p.sweepLater(p.sweepLapsed(ctx, ""))
 	return p, nil
 }
 
@@ -247,6 +272,11 @@ func (p *Proxy) Serve(ctx context.Context, t sdk.Transport) error {
 // Close ends the upstream connections and closes the stores; calls in
 // flight finish first.
 func (p *Proxy) Close() error {
+	if p.sweepStop != nil {
+		close(p.sweepStop)
+		<-p.sweepDone
+		p.sweepStop = nil
+	}
 	p.inflight.Wait()
 	var errs []error
 	for _, c := range p.conns {
@@ -289,34 +319,6 @@ func (p *Proxy) limits() agentrt.Limits {
 		ApprovalTTL: p.cfg.ApprovalTTL, GrantTTL: p.cfg.GrantTTL, RequireSignedGrant: p.cfg.RequireSignedGrant}
 }
 
-// stagedTool records how far a failed upstream call got, by step, for the
-// call handling to classify the outcome; the runtime records only the
-// error's text, and text is not something to branch on.
-type stagedTool struct {
-	inner agentrt.Tool
-	p     *Proxy
-}
-
-func (s stagedTool) Spec() agentrt.ToolSpec { return s.inner.Spec() }
-
-func (s stagedTool) Call(ctx context.Context, call agentrt.ToolCall) (agentrt.ToolResult, error) {
-	res, err := s.inner.Call(ctx, call)
-	var ce *mcp.CallError
-	if errors.As(err, &ce) {
-		s.p.stages.Store(call.StepID, ce)
-	}
-	return res, err
-}
-
-// stage takes what stagedTool recorded for a step, or nil.
-func (p *Proxy) stage(stepID string) *mcp.CallError {
-	v, ok := p.stages.LoadAndDelete(stepID)
-	if !ok {
-		return nil
-	}
-	return v.(*mcp.CallError)
-}
-
 // newServer registers every proxied tool with its restricted schema, and
 // the status tool, and forwards the surfaces beyond tools. Nothing here
 // approves, elicits or samples.
@@ -332,6 +334,8 @@ func (p *Proxy) newServer() *sdk.Server {
 		s.AddTool(tool, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			p.inflight.Add(1)
 			defer p.inflight.Done()
+			p.callers.enter(t.server, req.Session)
+			defer p.callers.leave(t.server, req.Session)
 			return p.handle(ctx, t, req).result(), nil
 		})
 	}
@@ -353,6 +357,14 @@ func Check(ctx context.Context, cfg *Config) ([]*mcp.Report, error) {
 	}
 	var reps []*mcp.Report
 	names := map[string]bool{}
+	// The servers' surfaces, to find a prompt name two servers offer as
+	// New would.
+	probe := &Proxy{cfg: cfg, opts: Options{Stderr: io.Discard, Now: time.Now}}
+	defer func() {
+		for _, c := range probe.conns {
+			c.Close()
+		}
+	}()
 	for _, s := range cfg.Servers {
 		m, err := mcp.ReadManifest(s.Manifest)
 		if err != nil {
@@ -364,7 +376,10 @@ func Check(ctx context.Context, cfg *Config) ([]*mcp.Report, error) {
 		}
 		reps = append(reps, rep)
 		if rep.Connection != nil {
-			rep.Connection.Close()
+			probe.conns = append(probe.conns, rep.Connection)
+			if err == nil {
+				probe.addUpstream(s, rep.Connection)
+			}
 		}
 		for _, g := range rep.Registered {
 			names[g.Name] = true
@@ -375,6 +390,9 @@ func Check(ctx context.Context, cfg *Config) ([]*mcp.Report, error) {
 	}
 	if names[cfg.StatusTool] {
 		return reps, &agentrt.ConfigError{Field: "status_tool", Reason: fmt.Sprintf("%q is also the name of a proxied tool; choose another", cfg.StatusTool)}
+	}
+	if err := probe.checkPrompts(ctx); err != nil {
+		return reps, err
 	}
 	return reps, nil
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepares release VERSION of every agentrt module, in lockstep
-# (docs/decisions/0005-cutting-a-release.md):
+# (docs/decisions/0012-cutting-a-release.md):
 #
 #   scripts/release.sh vX.Y.Z
 #

@@ -6,7 +6,7 @@
 // A binary built with `go install …@v1.2.3` carries the module version in
 // its build information instead. The nested modules' binaries import this
 // package too: Go's internal rule goes by import path, and the modules are
-// released in lockstep (docs/decisions/0005-cutting-a-release.md).
+// released in lockstep (docs/decisions/0012-cutting-a-release.md).
 package buildinfo
 
 import "runtime/debug"

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/backend"
 	"github.com/agentrt/agentrt/sqlite"
 	"github.com/agentrt/agentrt/view"
 )
@@ -48,6 +49,9 @@ func runDemo(e *env, g *global, c *command, args []string) int {
 	// The demo writes only a database it creates: -db, never $AGENTRT_DB,
 	// and never one that exists.
 	dbPath := g.db
+	if s, _, err := backend.Scheme(dbPath); dbPath != "" && (err != nil || s != backend.FileScheme) {
+		return e.fail("refusing %s: the demo runs on a new SQLite file it creates, so pass -db PATH (or no -db)", backend.Redact(dbPath))
+	}
 	if dbPath != "" {
 		if _, err := os.Lstat(dbPath); !errors.Is(err, fs.ErrNotExist) {
 			return e.fail("refusing %s: it exists, and the demo only creates a new database", dbPath)

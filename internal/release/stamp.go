@@ -148,6 +148,9 @@ func Stamp(root, v, proxy string, opt StampOptions) (*Stamped, error) {
 				return nil, err
 			}
 		}
+		if err := s.trimSums(m, dir); err != nil {
+			return nil, err
+		}
 		if err := commit(root, "stamp "+m.Path+" as "+v); err != nil {
 			return nil, err
 		}
@@ -259,6 +262,57 @@ func (s *Stamped) stampModFile(m *Module, dir string) error {
 		ours = append(ours, lines...)
 	}
 	return ReplaceSums(filepath.Join(dir, "go.sum"), s.Workspace.ModulePathPrefix(), ours)
+}
+
+// trimSums leaves in m's go.sum exactly the lines of ours that go mod tidy
+// keeps: stampModFile wrote every module of ours m requires directly or
+// through another, and a pruned module graph needs fewer. Only our lines
+// are taken from tidy's diff; any other difference is left for the tidy
+// check to report.
+func (s *Stamped) trimSums(m *Module, dir string) error {
+	if len(m.Requires) == 0 {
+		return nil
+	}
+	prefix := s.Workspace.ModulePathPrefix()
+	modcache, err := ReleaseModCache(prefix)
+	if err != nil {
+		return err
+	}
+	env, err := GoEnv(os.Environ(), s.Proxy, prefix, modcache)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", "mod", "tidy", "-diff")
+	var stdout, stderr bytes.Buffer
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, WithoutModIndex(env), &stdout, &stderr
+	if err := cmd.Run(); err != nil && stdout.Len() == 0 {
+		return fmt.Errorf("release: go mod tidy -diff in %s: %v: %s", m.Dir, err, strings.TrimSpace(stderr.String()))
+	}
+	name := filepath.Join(dir, "go.sum")
+	data, err := os.ReadFile(name)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("release: %w", err)
+	}
+	keep := map[string]bool{}
+	for _, l := range OurSums(data, prefix) {
+		keep[l] = true
+	}
+	inSum := false
+	for _, l := range strings.Split(stdout.String(), "\n") {
+		switch {
+		case strings.HasPrefix(l, "--- "), strings.HasPrefix(l, "+++ "):
+			inSum = strings.HasSuffix(strings.TrimSpace(l), "go.sum")
+		case inSum && strings.HasPrefix(l, "-") && len(OurSums([]byte(l[1:]), prefix)) == 1:
+			delete(keep, strings.TrimSpace(l[1:]))
+		case inSum && strings.HasPrefix(l, "+") && len(OurSums([]byte(l[1:]), prefix)) == 1:
+			keep[strings.TrimSpace(l[1:])] = true
+		}
+	}
+	lines := make([]string, 0, len(keep))
+	for l := range keep {
+		lines = append(lines, l)
+	}
+	return ReplaceSums(name, prefix, lines)
 }
 
 // serve writes m's zip, .mod, .info and list into the proxy from the last

@@ -3,6 +3,7 @@ package release
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -266,34 +267,46 @@ func (w *Workspace) Closure(m *Module) []string {
 }
 
 // Binaries returns every command of every published module: each directory
-// cmd/NAME holding a non-test Go file of package main, in module order.
+// .../cmd/NAME of the module (a module may itself be the cmd directory)
+// holding a non-test Go file of package main, in module order.
 func (w *Workspace) Binaries() ([]Binary, error) {
+	nested := map[string]bool{}
+	for _, m := range w.Modules {
+		nested[m.Dir] = true
+	}
 	var out []Binary
 	for _, m := range w.Modules {
 		if !m.Published() {
 			continue
 		}
-		cmdDir := filepath.Join(w.Root, filepath.FromSlash(m.Dir), "cmd")
-		entries, err := os.ReadDir(cmdDir)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range entries {
-			if !e.IsDir() {
-				continue
+		modRoot := filepath.Join(w.Root, filepath.FromSlash(m.Dir))
+		err := filepath.WalkDir(modRoot, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return err
 			}
-			ok, err := isMain(filepath.Join(cmdDir, e.Name()))
+			rel, err := filepath.Rel(modRoot, p)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			if !ok {
-				continue
+			rel = filepath.ToSlash(rel)
+			name := d.Name()
+			if rel != "." && (nested[path.Join(m.Dir, rel)] || name == "testdata" || name == "node_modules" ||
+				strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
 			}
-			out = append(out, Binary{Name: e.Name(), Module: m, Package: m.Path + "/cmd/" + e.Name(),
-				Dir: path.Join(m.Dir, "cmd", e.Name())})
+			parent := path.Base(path.Dir(path.Join(m.Dir, rel)))
+			if rel == "." || parent != "cmd" {
+				return nil
+			}
+			ok, err := isMain(p)
+			if err != nil || !ok {
+				return err
+			}
+			out = append(out, Binary{Name: name, Module: m, Package: m.Path + "/" + rel, Dir: path.Join(m.Dir, rel)})
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("release: %w", err)
 		}
 	}
 	return out, nil
@@ -322,41 +335,25 @@ func isMain(dir string) (bool, error) {
 	return false, nil
 }
 
-// ReleaseBinaries returns the binaries a release holds, one per name. Where
-// two modules hold a command of one name, the release takes the one outside
-// the core: the core's cmd/agentrt reads SQLite only, and a nested module's
-// agentrt is the same command line with another backend added. Two such
-// commands outside the core are an error.
+// ReleaseBinaries returns the binaries a release holds: every command
+// Binaries finds, which must have one name each, since a release names its
+// files NAME-GOOS-GOARCH.
 func (w *Workspace) ReleaseBinaries() ([]Binary, error) {
 	all, err := w.Binaries()
 	if err != nil {
 		return nil, err
 	}
-	byName := map[string][]Binary{}
-	var names []string
+	byName := map[string][]string{}
 	for _, b := range all {
-		if _, ok := byName[b.Name]; !ok {
-			names = append(names, b.Name)
-		}
-		byName[b.Name] = append(byName[b.Name], b)
+		byName[b.Name] = append(byName[b.Name], b.Dir)
 	}
-	sort.Strings(names)
-	var out []Binary
-	for _, n := range names {
-		bs := byName[n]
-		if len(bs) > 1 {
-			bs = slices.DeleteFunc(slices.Clone(bs), func(b Binary) bool { return b.Module.Dir == "." })
+	for n, dirs := range byName {
+		if len(dirs) > 1 {
+			return nil, fmt.Errorf("release: %d commands are named %s (%s): a release holds one", len(dirs), n, strings.Join(dirs, ", "))
 		}
-		if len(bs) != 1 {
-			var dirs []string
-			for _, b := range byName[n] {
-				dirs = append(dirs, b.Dir)
-			}
-			return nil, fmt.Errorf("release: %d commands are named %s (%s): a release holds one", len(bs), n, strings.Join(dirs, ", "))
-		}
-		out = append(out, bs[0])
 	}
-	return out, nil
+	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+	return all, nil
 }
 
 // Tags returns the tags that publish version v: one per published module.

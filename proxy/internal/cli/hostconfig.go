@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/agentrt/agentrt/internal/files"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -300,11 +303,7 @@ func (d *hostDoc) entries(key string) ([]hostEntry, error) {
 // read fills e from a definition's fields and says what the proxy cannot
 // carry, or "".
 func (e *hostEntry) read(fields map[string]json.RawMessage) string {
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(fields))
 	for _, k := range keys {
 		v := fields[k]
 		var err error
@@ -360,19 +359,10 @@ func (e *hostEntry) read(fields map[string]json.RawMessage) string {
 
 func envValues(env map[string]string) []string {
 	out := make([]string, 0, len(env))
-	for _, k := range sortedKeys(env) {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		out = append(out, env[k])
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // proxyEntryName is the key of the one entry that routes through the
@@ -494,30 +484,11 @@ func writeHostConfig(h *host, raw, b []byte, now time.Time) (string, error) {
 	return backup, replaceFile(target, b, fi.Mode().Perm())
 }
 
-// replaceFile writes b to a temporary file beside path and renames it
-// over path.
+// replaceFile replaces path with b, mode perm, through files.WriteAtomic
+// (a synced temporary file beside it, renamed over it, the directory
+// synced).
 func replaceFile(path string, b []byte, perm fs.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".agentrt-proxy-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return files.WriteAtomic(path, b, perm)
 }
 
 // latestBackup is the newest backup init made of the host's file.

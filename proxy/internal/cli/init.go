@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -108,7 +110,7 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		srv := mcp.Server{Name: name, Endpoint: e.URL, ConnectTimeout: initConnectTimeout}
 		if e.Command != "" {
 			srv.Command = append([]string{e.Command}, e.Args...)
-			for _, k := range sortedKeys(e.Env) {
+			for _, k := range slices.Sorted(maps.Keys(e.Env)) {
 				srv.Env = append(srv.Env, k+"="+e.Env[k])
 			}
 		}
@@ -130,7 +132,7 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "server %s: pinned %d tool(s) to %s\n", name, len(m.Tools), manifest)
 		}
 		rules := map[string]any{}
-		for _, tool := range sortedKeys(m.Tools) {
+		for _, tool := range slices.Sorted(maps.Keys(m.Tools)) {
 			class, reason := proxy.Suggest(m.Tools[tool])
 			rules[tool] = map[string]any{"side_effect": string(class), "suggestion": reason}
 			fmt.Fprintf(stdout, "  %s: suggested %s (%s)\n", trace.Sanitize(tool), class, reason)
