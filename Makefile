@@ -14,7 +14,7 @@ MCP_SERVERS = mcp/testdata/servers
 # the MCP conformance suite, the Inspector's CLI and mcpc.
 PROXY_HOSTS = proxy/testdata/hosts
 
-.PHONY: help demo test test-modules bench bench-modules lint fuzz fault vuln release reproduce mcp-servers host-tools chromium proxy-hosts
+.PHONY: help demo test test-modules bench bench-modules lint fuzz fault vuln tidy release reproduce mcp-servers host-tools chromium proxy-hosts
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -53,10 +53,13 @@ fuzz: ## Fuzz Sanitize and CheckJSON for FUZZTIME each (default 30s).
 vuln: ## govulncheck every module against a local database built from the pinned golang.org/x/vulndb (offline).
 	bash .ci/vuln
 
-release: ## Build agentrt (and agentrt-proxy, once proxy/ has it) for linux and darwin, amd64 and arm64, into dist/ with SHA256SUMS.
+tidy: ## go mod tidy in every module outside the workspace, our modules from a local module proxy built from the checkout.
+	$(GO) run ./internal/release/releasetool tidy
+
+release: ## Build every binary (agentrt, agentrt-proxy, agentrt-console, agentrt-policy, agentrt-otel) for linux and darwin, amd64 and arm64, version-stamped, into dist/ with SHA256SUMS.
 	bash .ci/release dist
 
-reproduce: ## Build the release twice, in two directories, and fail unless the SHA256SUMS match (CI does linux/amd64).
+reproduce: ## Build every release binary twice, in two directories, and fail unless the SHA256SUMS match (CI does linux/amd64).
 	bash .ci/reproduce
 
 mcp-servers: ## Install the pinned MCP servers from their lock file (npm ci --ignore-scripts), when missing or stale.

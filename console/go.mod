@@ -5,7 +5,7 @@ go 1.26.0
 toolchain go1.27.3
 
 require (
-	github.com/agentrt/agentrt v0.0.0
+	github.com/agentrt/agentrt v0.1.0
 	github.com/chromedp/cdproto v0.160.3
 	github.com/chromedp/chromedp v0.23.0
 	github.com/go-webauthn/webauthn v0.18.2
@@ -20,7 +20,7 @@ require (
 )
 
 require (
-	github.com/agentrt/agentrt/postgres v0.0.0
+	github.com/agentrt/agentrt/postgres v0.1.0
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.4 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
@@ -44,7 +44,3 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 	modernc.org/sqlite v1.62.0 // indirect
 )
-
-replace github.com/agentrt/agentrt => ..
-
-replace github.com/agentrt/agentrt/postgres => ../postgres

@@ -5,7 +5,7 @@ go 1.26.0
 toolchain go1.27.3
 
 require (
-	github.com/agentrt/agentrt v0.0.0
+	github.com/agentrt/agentrt v0.1.0
 	github.com/jackc/pgx/v5 v5.13.0
 )
 
@@ -27,5 +27,3 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 	modernc.org/sqlite v1.62.0 // indirect
 )
-
-replace github.com/agentrt/agentrt => ../

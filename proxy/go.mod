@@ -5,8 +5,8 @@ go 1.26.0
 toolchain go1.27.3
 
 require (
-	github.com/agentrt/agentrt v0.0.0-00010101000000-000000000000
-	github.com/agentrt/agentrt/mcp v0.0.0-00010101000000-000000000000
+	github.com/agentrt/agentrt v0.1.0
+	github.com/agentrt/agentrt/mcp v0.1.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	modernc.org/sqlite v1.62.0
 )
@@ -23,7 +23,7 @@ require (
 )
 
 require (
-	github.com/agentrt/agentrt/policy/cel v0.0.0-00010101000000-000000000000
+	github.com/agentrt/agentrt/policy/cel v0.1.0
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/google/uuid v1.6.0 // indirect
@@ -37,18 +37,9 @@ require (
 	golang.org/x/oauth2 v0.35.0
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/text v0.22.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
-
-// Developed in this repository; go.work ties the modules for builds, and
-// these let `go mod tidy` and `go mod verify` run in this module alone.
-replace (
-	github.com/agentrt/agentrt => ../
-	github.com/agentrt/agentrt/mcp => ../mcp
-)
-
-replace github.com/agentrt/agentrt/policy/cel => ../policy/cel

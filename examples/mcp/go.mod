@@ -5,8 +5,8 @@ go 1.26.0
 toolchain go1.27.3
 
 require (
-	github.com/agentrt/agentrt v0.0.0-00010101000000-000000000000
-	github.com/agentrt/agentrt/mcp v0.0.0-00010101000000-000000000000
+	github.com/agentrt/agentrt v0.1.0
+	github.com/agentrt/agentrt/mcp v0.1.0
 )
 
 require (
@@ -24,17 +24,10 @@ require (
 	golang.org/x/oauth2 v0.35.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/text v0.14.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 	modernc.org/sqlite v1.62.0 // indirect
-)
-
-// Developed in this repository; go.work ties the modules for builds, and
-// these let `go mod tidy` and `go mod verify` run in this module alone.
-replace (
-	github.com/agentrt/agentrt => ../../
-	github.com/agentrt/agentrt/mcp => ../../mcp
 )

@@ -5,8 +5,8 @@ go 1.26.0
 toolchain go1.27.3
 
 require (
-	github.com/agentrt/agentrt v0.0.0
-	github.com/agentrt/agentrt/postgres v0.0.0
+	github.com/agentrt/agentrt v0.1.0
+	github.com/agentrt/agentrt/postgres v0.1.0
 )
 
 require (
@@ -27,9 +27,4 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 	modernc.org/sqlite v1.62.0 // indirect
-)
-
-replace (
-	github.com/agentrt/agentrt => ../..
-	github.com/agentrt/agentrt/postgres => ../../postgres
 )

@@ -3,10 +3,10 @@ package cli
 import (
 	"fmt"
 	"runtime"
-	"runtime/debug"
 	"strings"
 
 	"github.com/agentrt/agentrt/backend"
+	"github.com/agentrt/agentrt/internal/buildinfo"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
@@ -17,22 +17,9 @@ var versionCommand = &command{
 	run:     runVersion,
 }
 
-// stamp is the version make release writes in at link time
-// (-ldflags "-X github.com/agentrt/agentrt/internal/cli.stamp=v1.2.3"): the
-// tag a release is built from, or its commit. Empty in any other build.
-var stamp string
-
-// version is the release stamp, else the module version agentrt was built
-// from, else "devel".
-func version() string {
-	if stamp != "" {
-		return stamp
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "devel"
-}
+// version is the release stamp (internal/buildinfo), else the module
+// version agentrt was built from, else "devel".
+func version() string { return buildinfo.Version() }
 
 func runVersion(e *env, g *global, c *command, args []string) int {
 	fs := e.flags(c, g)

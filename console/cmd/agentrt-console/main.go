@@ -1,6 +1,7 @@
 // Command agentrt-console serves the web operator console on a runs
 // database; 'agentrt serve' runs it. It listens on 127.0.0.1:7380 by
 // default; an address that is not loopback needs -tls-cert and -tls-key.
+// 'agentrt-console version' prints its version.
 package main
 
 import (
@@ -12,16 +13,24 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
 	"github.com/agentrt/agentrt/backend"
 	"github.com/agentrt/agentrt/console"
+	"github.com/agentrt/agentrt/internal/buildinfo"
 	_ "github.com/agentrt/agentrt/postgres" // postgres:// DSNs
 	_ "github.com/agentrt/agentrt/sqlite"   // SQLite files
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+func main() {
+	if len(os.Args) == 2 && os.Args[1] == "version" {
+		fmt.Printf("agentrt-console %s (%s)\n", buildinfo.Version(), runtime.Version())
+		return
+	}
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
 
 func run(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("agentrt-console", flag.ContinueOnError)

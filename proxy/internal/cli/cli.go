@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 
+	"github.com/agentrt/agentrt/internal/buildinfo"
 	"github.com/agentrt/agentrt/proxy"
 	"github.com/agentrt/agentrt/trace"
 )
@@ -57,6 +59,7 @@ usage:
                                         while it runs, stores the tokens owner-only
   agentrt-proxy recheck -config FILE [-run ID | -session S] [-limit N] [-current-tools] [-json]
                                         ask today's policy about recorded calls
+  agentrt-proxy version                 print the version and the Go release it was built with
 
 Decide approvals with agentrt on the same database:
   agentrt -db DATABASE approve RUN -approval ID    (or reject)
@@ -91,6 +94,13 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return login(ctx, args, stdout, stderr)
 	case "recheck":
 		return recheck(ctx, args, stdout, stderr)
+	case "version":
+		if len(args) > 0 {
+			fmt.Fprintf(stderr, "agentrt-proxy version: unexpected argument %q\n", trace.Sanitize(args[0]))
+			return ExitUsage
+		}
+		fmt.Fprintf(stdout, "agentrt-proxy %s (%s)\n", buildinfo.Version(), runtime.Version())
+		return ExitOK
 	}
 	fmt.Fprintf(stderr, "agentrt-proxy: unknown command %q\n\n%s", trace.Sanitize(cmd), usage)
 	return ExitUsage

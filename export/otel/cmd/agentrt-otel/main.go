@@ -6,6 +6,8 @@
 // handed to the exporter.
 //
 //	agentrt-otel -db runs.db -cursor runs.otel-cursor
+//
+// 'agentrt-otel version' prints its version.
 package main
 
 import (
@@ -16,17 +18,23 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
 	"github.com/agentrt/agentrt/backend"
 	"github.com/agentrt/agentrt/export"
 	agentotel "github.com/agentrt/agentrt/export/otel"
+	"github.com/agentrt/agentrt/internal/buildinfo"
 	_ "github.com/agentrt/agentrt/postgres" // postgres:// DSNs
 	_ "github.com/agentrt/agentrt/sqlite"   // SQLite files
 )
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == "version" {
+		fmt.Printf("agentrt-otel %s (%s)\n", buildinfo.Version(), runtime.Version())
+		return
+	}
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stderr))
 }
 

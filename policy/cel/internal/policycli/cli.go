@@ -35,7 +35,7 @@ type command struct {
 var commands []*command
 
 func init() {
-	commands = []*command{checkCommand, testCommand, explainCommand, recheckCommand}
+	commands = []*command{checkCommand, testCommand, explainCommand, recheckCommand, versionCommand}
 }
 
 const usageText = `agentrt-policy checks, tests and explains declarative policy files.
@@ -48,6 +48,7 @@ commands:
   explain FILE -tool T ...   show which rule decides one request, and why
   recheck -db DB -policy FILE RUN
                              re-ask FILE about every decision RUN recorded
+  version                    print the version and the Go release it was built with
 
 Exit status: 0 success; 1 a refused file, a failed case or evaluation, or a
 decision decided differently; 2 usage.

@@ -1,0 +1,7 @@
+module github.com/agentrt/agentrt/internal/release
+
+go 1.26.0
+
+toolchain go1.27.3
+
+require golang.org/x/mod v0.43.0
