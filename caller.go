@@ -179,15 +179,7 @@ func (c *modelCaller) dispatch(ctx context.Context, attempt int, name string, re
 		if err := tx.ModelCallInsert(call); err != nil {
 			return err
 		}
-		return event(tx, s.runID, c.stepID, now, EventModelDispatched, struct {
-			CallID          string `json:"call_id"`
-			Attempt         int    `json:"attempt"`
-			Model           string `json:"model"`
-			Provider        string `json:"provider,omitempty"`
-			MaxOutputTokens int64  `json:"max_output_tokens"`
-			Estimate        Usage  `json:"estimate"`
-			EstimatedCost   Micros `json:"estimated_cost_micros"`
-		}{call.ID, attempt, name, c.provider(), req.MaxOutputTokens, est, estCost})
+		return event(tx, s.runID, c.stepID, now, EventModelDispatched, ModelDispatchedPayload{call.ID, attempt, name, c.provider(), req.MaxOutputTokens, est, estCost})
 	})
 	if err != nil {
 		return call, err
@@ -381,7 +373,7 @@ func (c *modelCaller) record(ctx context.Context, call ModelCall, out attemptOut
 	if out.status == ModelOK {
 		typ = EventModelCompleted
 	}
-	payload := modelCallEvent{CallID: call.ID, Attempt: call.Attempt, Status: out.status, Model: call.Model,
+	payload := ModelCallFinishedPayload{CallID: call.ID, Attempt: call.Attempt, Status: out.status, Model: call.Model,
 		Usage: charged, Cost: cost, LatencyMS: latency.Milliseconds(), Error: fin.Error}
 	if out.status == ModelOK {
 		payload.StopReason = clipText(out.resp.StopReason, maxStopReason)
@@ -428,23 +420,6 @@ func (c *modelCaller) record(ctx context.Context, call ModelCall, out attemptOut
 		s.run = run
 	}
 	return nil
-}
-
-// modelCallEvent is the payload of model.completed and model.failed.
-type modelCallEvent struct {
-	CallID    string          `json:"call_id"`
-	Attempt   int             `json:"attempt"`
-	Status    ModelCallStatus `json:"status"`
-	Model     string          `json:"model"`
-	Usage     Usage           `json:"usage"`
-	Cost      Micros          `json:"cost_micros"`
-	LatencyMS int64           `json:"latency_ms"`
-	Error     string          `json:"error,omitempty"`
-	// StopReason is why the provider stopped generating, as the adapter
-	// reported it (completed attempts only).
-	StopReason string `json:"stop_reason,omitempty"`
-	// Late marks an outcome recorded after the run left this session.
-	Late bool `json:"late,omitempty"`
 }
 
 // maxStopReason bounds the provider-chosen stop reason an event records.

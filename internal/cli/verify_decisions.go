@@ -81,45 +81,31 @@ func verifyDecisions(st agentrt.StoreReader, head int64, pinned *agentrt.PinnedK
 			}
 			switch e.Type {
 			case agentrt.EventApproverEnrolled:
-				var p struct {
-					ID        string `json:"approver_id"`
-					PublicKey string `json:"public_key"`
-					Cred      string `json:"credential_id"`
-				}
-				if err := json.Unmarshal(e.Payload, &p); err != nil {
+				p, err := agentrt.PayloadAs[agentrt.ApproverEnrolledPayload](e)
+				if err != nil {
 					return fail(e, "", "the approver.enrolled event will not decode")
 				}
-				a, ok := byID[p.ID]
+				a, ok := byID[p.ApproverID]
 				k, kerr := base64.StdEncoding.DecodeString(p.PublicKey)
-				if !ok || kerr != nil || !bytes.Equal(k, a.PublicKey) || p.Cred != a.CredentialID {
-					return fail(e, "", "approver %s's stored key is not the one its approver.enrolled event recorded", p.ID)
+				if !ok || kerr != nil || !bytes.Equal(k, a.PublicKey) || p.CredentialID != a.CredentialID {
+					return fail(e, "", "approver %s's stored key is not the one its approver.enrolled event recorded", p.ApproverID)
 				}
-				seen[p.ID] = &state{enrolled: true}
+				seen[p.ApproverID] = &state{enrolled: true}
 			case agentrt.EventApproverRemoved:
-				var p struct {
-					ID string `json:"approver_id"`
-				}
-				if json.Unmarshal(e.Payload, &p) == nil && seen[p.ID] != nil {
-					seen[p.ID].removed = true
+				if p, err := agentrt.PayloadAs[agentrt.ApproverRemovedPayload](e); err == nil && seen[p.ApproverID] != nil {
+					seen[p.ApproverID].removed = true
 				}
 			case agentrt.EventApprovalDecided:
 				rep.Decisions++
-				var p struct {
-					ApprovalID string                     `json:"approval_id"`
-					Status     string                     `json:"status"`
-					By         string                     `json:"by"`
-					Note       string                     `json:"note"`
-					ApproverID string                     `json:"approver_id"`
-					Signature  *agentrt.DecisionSignature `json:"signature"`
-				}
-				if err := json.Unmarshal(e.Payload, &p); err != nil {
+				p, err := agentrt.PayloadAs[agentrt.ApprovalDecidedPayload](e)
+				if err != nil {
 					return fail(e, "", "the approval.decided event will not decode")
 				}
 				row, err := st.GetApproval(ctx, e.RunID, p.ApprovalID)
 				if err != nil {
 					return fail(e, p.ApprovalID, "its approval row is missing: %v", err)
 				}
-				approved := p.Status == string(agentrt.ApprovalApproved)
+				approved := p.Status == agentrt.ApprovalApproved
 				if approved {
 					approvedInChain[[2]string{e.RunID, p.ApprovalID}] = true
 				}
@@ -148,7 +134,7 @@ func verifyDecisions(st agentrt.StoreReader, head int64, pinned *agentrt.PinnedK
 					return fail(e, p.ApprovalID, "the event names %q as deciding, but %q signed it", p.By, a.Name)
 				}
 				verb := agentrt.StatementReject
-				if p.Status == string(agentrt.ApprovalApproved) {
+				if p.Status == agentrt.ApprovalApproved {
 					verb = agentrt.StatementApprove
 				}
 				stmt := sig.Statement

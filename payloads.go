@@ -1,0 +1,290 @@
+package agentrt
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// The catalogue of event payloads: one type per event type the runtime
+// writes. The writers build these types and the readers decode them
+// (DecodePayload), so a payload's shape has one owner. docs/events.md and
+// docs/events/*.schema.json are generated from this file.
+//
+// A field tagged audit:"content" holds what a model chose, a tool produced
+// or a person wrote (arguments, results, model text, notes): erasure
+// removes it. Every other field is metadata (ids, times, statuses, tool
+// names, hashes, counts, costs), which erasure keeps.
+//
+// Field order is the order the bytes are written in. A payload's SHA-256
+// is in the chain, so the encoding of a type never changes silently: a
+// test pins the bytes each writer produces.
+
+// RunCreatedPayload is the payload of run.created.
+type RunCreatedPayload struct {
+	// Goal is the run's goal as the caller gave it.
+	Goal string `json:"goal" audit:"content"`
+	// Limits are the limits the run was created with.
+	Limits Limits `json:"limits"`
+	// Tools lists the registered tools: name, side effect and spec hash.
+	Tools json.RawMessage `json:"tools"`
+	// Enqueued marks a run created to wait for a worker.
+	Enqueued bool `json:"enqueued,omitempty"`
+}
+
+// RunStartedPayload is the payload of run.started: an empty object.
+type RunStartedPayload struct{}
+
+// RunClaimedPayload is the payload of run.claimed.
+type RunClaimedPayload struct {
+	// Generation is the fencing generation the claim takes.
+	Generation int64 `json:"generation"`
+	// Owner is the worker's lease owner.
+	Owner string `json:"owner"`
+	// Status is the run's status when claimed.
+	Status RunStatus `json:"status"`
+}
+
+// RunFinishedPayload is the payload of run.finished.
+type RunFinishedPayload struct {
+	// By names the operator who ended the run; absent when the runtime did.
+	By *string `json:"by,omitempty"`
+	// Detail says why, in words (a tool's abort message, an operator's note).
+	Detail string `json:"detail" audit:"content"`
+	// Reason is the terminal reason.
+	Reason TerminalReason `json:"reason"`
+	// Status is the terminal status.
+	Status RunStatus `json:"status"`
+	// Steps is how many steps the run started.
+	Steps int `json:"steps"`
+}
+
+// RunResumedPayload is the payload of run.resumed.
+type RunResumedPayload struct {
+	// After says what the run resumed after: interruption, denial,
+	// invalid_on_resume; absent when it resumed on a grant.
+	After string `json:"after,omitempty"`
+	// ApprovalID is the grant the run resumed on.
+	ApprovalID string `json:"approval_id,omitempty"`
+}
+
+// StepStartedPayload is the payload of step.started.
+type StepStartedPayload struct {
+	// Index is the step's position in the run, from 0.
+	Index int `json:"index"`
+}
+
+// StepPolicyPayload is the payload of step.policy: the policy's decision, and for
+// the evaluation that let a tool run, the policy's id and the run's view.
+type StepPolicyPayload struct {
+	PolicyDecision
+	// PolicyID names the policy that decided.
+	PolicyID string `json:"policy_id,omitempty"`
+	// SpecHash is the hash of the tool spec the request named.
+	SpecHash string `json:"spec_hash,omitempty"`
+	// View is the run as the policy saw it.
+	View ViewSummary `json:"view,omitzero"`
+}
+
+// ViewSummary is the run's state a policy judged.
+type ViewSummary struct {
+	Status     RunStatus `json:"status"`
+	StepCount  int       `json:"step_count"`
+	ModelCalls int       `json:"model_calls"`
+	Usage      Usage     `json:"usage"`
+	Cost       Micros    `json:"estimated_cost_micros"`
+	ActiveMS   int64     `json:"active_ms"`
+	Steps      int       `json:"steps"`
+	Approvals  int       `json:"approvals"`
+}
+
+// ToolStartedPayload is the payload of step.tool_started.
+type ToolStartedPayload struct {
+	// Tool is the tool's name.
+	Tool string `json:"tool"`
+	// Args are the arguments as recorded.
+	Args json.RawMessage `json:"args" audit:"content"`
+	// ApprovalID is the grant the call runs under.
+	ApprovalID string `json:"approval_id,omitempty"`
+}
+
+// ToolFinishedPayload is the payload of step.tool_finished. An outcome recorded
+// after the run had already ended (Late) carries the observation instead
+// of the summary, hash and duration.
+type ToolFinishedPayload struct {
+	// Tool is the tool's name.
+	Tool string `json:"tool"`
+	// DurationMS is how long the call took.
+	DurationMS int64 `json:"duration_ms"`
+	// Summary is the tool's own summary of a result.
+	Summary string `json:"summary,omitempty" audit:"content"`
+	// ContentHash is the canonical hash of the result.
+	ContentHash string `json:"content_hash,omitempty"`
+	// Error is the failure's summary.
+	Error string `json:"error,omitempty" audit:"content"`
+	// Late marks an outcome recorded after the run ended under it.
+	Late bool `json:"late,omitempty"`
+	// Observation is a late outcome's observation.
+	Observation *Observation `json:"observation,omitempty"`
+}
+
+// MarshalJSON writes a late outcome as {late, observation, tool}, the form
+// it has always had, and any other as the struct's fields in order.
+func (p ToolFinishedPayload) MarshalJSON() ([]byte, error) {
+	if p.Late {
+		return json.Marshal(struct {
+			Late        bool         `json:"late"`
+			Observation *Observation `json:"observation"`
+			Tool        string       `json:"tool"`
+		}{true, p.Observation, p.Tool})
+	}
+	type plain ToolFinishedPayload
+	return json.Marshal(plain(p))
+}
+
+// StepFailedPayload is the payload of step.failed.
+type StepFailedPayload struct {
+	// Detail says why the step failed.
+	Detail string `json:"detail" audit:"content"`
+	// Observation is the failure's observation kind.
+	Observation ObservationKind `json:"observation"`
+	// ContentHash is the canonical hash of the observation's content.
+	ContentHash string `json:"content_hash"`
+}
+
+// StepInterruptedPayload is the payload of step.interrupted.
+type StepInterruptedPayload struct {
+	// Observation is the interrupted observation recorded on the step.
+	Observation *Observation `json:"observation"`
+	// PreviousStatus is the status the step was found in.
+	PreviousStatus StepStatus `json:"previous_status"`
+}
+
+// ApprovalRequestedPayload is the payload of approval.requested.
+type ApprovalRequestedPayload struct {
+	// ApprovalID names the approval.
+	ApprovalID string `json:"approval_id"`
+	// Capability is what the policy asks to grant.
+	Capability json.RawMessage `json:"capability" audit:"content"`
+	// Hash binds the approval to the request (ApprovalHash).
+	Hash string `json:"hash"`
+	// Kind is the policy's kind of approval.
+	Kind string `json:"kind"`
+	// Presentation is what the approver is shown.
+	Presentation json.RawMessage `json:"presentation" audit:"content"`
+	// Reason is the policy's reason.
+	Reason string `json:"reason" audit:"content"`
+}
+
+// ApprovalDecidedPayload is the payload of approval.decided.
+type ApprovalDecidedPayload struct {
+	// ApprovalID names the approval.
+	ApprovalID string `json:"approval_id"`
+	// ApproverID is the enrolled approver who signed, for a signed decision.
+	ApproverID string `json:"approver_id,omitempty"`
+	// By names who decided ("" for an expiry).
+	By string `json:"by"`
+	// CredentialID is the signing credential, for a signed decision.
+	CredentialID string `json:"credential_id,omitempty"`
+	// Note is the decider's note, or why the approval expired.
+	Note string `json:"note" audit:"content"`
+	// Signature is the decision's signature, for a signed decision.
+	Signature *DecisionSignature `json:"signature,omitempty"`
+	// Status is the approval's new status.
+	Status ApprovalStatus `json:"status"`
+}
+
+// LimitExceededPayload is the payload of limit.exceeded.
+type LimitExceededPayload struct {
+	// Detail says which limit and by how much.
+	Detail string `json:"detail"`
+	// Reason is the terminal reason the limit maps to.
+	Reason TerminalReason `json:"reason"`
+}
+
+// LoopDetectedPayload is the payload of loop.detected.
+type LoopDetectedPayload struct {
+	// ArgsHash is the canonical hash of the repeated arguments.
+	ArgsHash string `json:"args_hash"`
+	// ObservationHash is the canonical hash of the repeated result.
+	ObservationHash string `json:"observation_hash"`
+	// Repeats is how many times in a row the call repeated.
+	Repeats int `json:"repeats"`
+	// Tool is the tool's name.
+	Tool string `json:"tool"`
+}
+
+// LeaseTakenOverPayload is the payload of lease.taken_over.
+type LeaseTakenOverPayload struct {
+	// Generation is the fencing generation taken, when a worker's claim took it.
+	Generation int64 `json:"generation,omitempty"`
+	// Owner is the new lease owner.
+	Owner string `json:"owner"`
+	// PreviousExpiresAt is when the previous lease expired.
+	PreviousExpiresAt time.Time `json:"previous_expires_at"`
+	// PreviousOwner is the owner the lease was taken from.
+	PreviousOwner string `json:"previous_owner"`
+	// Status is the run's status, when a worker's claim took it.
+	Status RunStatus `json:"status,omitempty"`
+}
+
+// ModelDispatchedPayload is the payload of model.dispatched.
+type ModelDispatchedPayload struct {
+	CallID          string `json:"call_id"`
+	Attempt         int    `json:"attempt"`
+	Model           string `json:"model"`
+	Provider        string `json:"provider,omitempty"`
+	MaxOutputTokens int64  `json:"max_output_tokens"`
+	// Estimate is the usage reserved before the call.
+	Estimate      Usage  `json:"estimate"`
+	EstimatedCost Micros `json:"estimated_cost_micros"`
+}
+
+// ModelCallFinishedPayload is the payload of model.completed and model.failed.
+type ModelCallFinishedPayload struct {
+	CallID    string          `json:"call_id"`
+	Attempt   int             `json:"attempt"`
+	Status    ModelCallStatus `json:"status"`
+	Model     string          `json:"model"`
+	Usage     Usage           `json:"usage"`
+	Cost      Micros          `json:"cost_micros"`
+	LatencyMS int64           `json:"latency_ms"`
+	// Error is the failure as the provider reported it.
+	Error string `json:"error,omitempty" audit:"content"`
+	// StopReason is why the provider stopped generating, as the adapter
+	// reported it (completed attempts only).
+	StopReason string `json:"stop_reason,omitempty"`
+	// Late marks an outcome recorded after the run left this session.
+	Late bool `json:"late,omitempty"`
+}
+
+// ApproverInvitedPayload is the payload of approver.invited.
+type ApproverInvitedPayload struct {
+	By string `json:"by"`
+	// ExpiresAt is when the invitation stops being usable (RFC 3339).
+	ExpiresAt string `json:"expires_at"`
+	InviteID  string `json:"invite_id"`
+	Name      string `json:"name"`
+}
+
+// ApproverEnrolledPayload is the payload of approver.enrolled.
+type ApproverEnrolledPayload struct {
+	Algorithm    string `json:"algorithm"`
+	ApproverID   string `json:"approver_id"`
+	By           string `json:"by"`
+	CredentialID string `json:"credential_id"`
+	// InviteID is the invitation enrolled through, if any.
+	InviteID string `json:"invite_id,omitempty"`
+	Kind     string `json:"kind"`
+	Name     string `json:"name"`
+	Origin   string `json:"origin"`
+	// PublicKey is base64 of the key's PKIX DER.
+	PublicKey string `json:"public_key"`
+	RPID      string `json:"rp_id"`
+}
+
+// ApproverRemovedPayload is the payload of approver.removed.
+type ApproverRemovedPayload struct {
+	ApproverID string `json:"approver_id"`
+	By         string `json:"by"`
+	Name       string `json:"name"`
+}
