@@ -171,8 +171,8 @@ type ApprovalRequestedPayload struct {
 	Kind string `json:"kind"`
 	// Presentation is what the approver is shown.
 	Presentation json.RawMessage `json:"presentation" audit:"content"`
-	// Reason is the policy's reason.
-	Reason string `json:"reason" audit:"content"`
+	// Reason is the policy's reason (policy-authored text).
+	Reason string `json:"reason"`
 }
 
 // ApprovalDecidedPayload is the payload of approval.decided.

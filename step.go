@@ -47,8 +47,8 @@ func (k ObservationKind) Failure() bool { return k != ObsToolResult }
 // Observation is what a step produced for the agent to read.
 type Observation struct {
 	Kind        ObservationKind `json:"kind"`
-	Content     json.RawMessage `json:"content,omitempty"`
-	Summary     string          `json:"summary,omitempty"`
+	Content     json.RawMessage `json:"content,omitempty" audit:"content"`
+	Summary     string          `json:"summary,omitempty" audit:"content"`
 	ContentHash string          `json:"content_hash,omitempty"`
 }
 
