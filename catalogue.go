@@ -46,6 +46,7 @@ var catalogue = []EventKind{
 	{EventRunClaimed, RunClaimedPayload{}},
 	{EventRunFinished, RunFinishedPayload{}},
 	{EventRunResumed, RunResumedPayload{}},
+	{EventRunErased, RunErasedPayload{}},
 	{EventStepStarted, StepStartedPayload{}},
 	{EventStepDecided, Decision{}},
 	{EventStepPolicy, StepPolicyPayload{}},

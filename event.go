@@ -21,6 +21,8 @@ const (
 	EventRunFinished EventType = "run.finished"
 	// EventRunResumed moves a WAITING or interrupted run on: RunResumedPayload.
 	EventRunResumed EventType = "run.resumed"
+	// EventRunErased records the erasure of a terminal run's content: RunErasedPayload.
+	EventRunErased EventType = "run.erased"
 	// EventStepStarted opens a step: StepStartedPayload.
 	EventStepStarted EventType = "step.started"
 	// EventStepDecided records the agent's decision as stored: Decision.

@@ -20,9 +20,9 @@ import (
 // a tool call allowed, one denied, one approved and resumed, one rejected,
 // a cancel, limits and a loop, model calls that succeed and fail, a worker
 // claiming an enqueued run and taking over a lapsed lease with a step in
-// flight, and an approver invited, enrolled and removed. It returns every
-// event the chain holds.
-func everyEvent(t *testing.T) (*sqlite.Store, []agentrt.Event) {
+// flight, an approver invited, enrolled and removed, and (erase) the first
+// run erased. It returns every event the chain holds.
+func everyEvent(t *testing.T, erase bool) (*sqlite.Store, []agentrt.Event) {
 	t.Helper()
 	ctx := context.Background()
 	e := newEnv(t)
@@ -127,6 +127,11 @@ func everyEvent(t *testing.T) (*sqlite.Store, []agentrt.Event) {
 	if _, err := op.RemoveApprover(ctx, "dave", "admin"); err != nil {
 		t.Fatal(err)
 	}
+	if erase {
+		if _, err := op.Erase(ctx, "allow", "dpo", "request 42"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	evs, err := st.ListEventsAfter(ctx, "", 0, 100000)
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +145,7 @@ func everyEvent(t *testing.T) (*sqlite.Store, []agentrt.Event) {
 // gives back the bytes stored: the catalogue is the format, not a reading
 // of it.
 func TestEvents_CatalogueCoversEveryTypeTheRuntimeWrites(t *testing.T) {
-	_, evs := everyEvent(t)
+	_, evs := everyEvent(t, true)
 	seen := map[agentrt.EventType]int{}
 	for _, ev := range evs {
 		v, err := agentrt.DecodePayload(ev)

@@ -12,8 +12,11 @@ import (
 //
 // A field tagged audit:"content" holds what a model chose, a tool produced
 // or a person wrote (arguments, results, model text, notes): erasure
-// removes it. Every other field is metadata (ids, times, statuses, tool
-// names, hashes, counts, costs), which erasure keeps.
+// removes it. A field tagged audit:"digest" is an unkeyed hash of content
+// (a result's canonical hash, an approval's hash over the arguments): it
+// would confirm a guess of the content, so erasure removes it too. Every
+// other field is metadata (ids, times, statuses, tool names, spec hashes,
+// counts, costs), which erasure keeps.
 //
 // Field order is the order the bytes are written in. A payload's SHA-256
 // is in the chain, so the encoding of a type never changes silently: a
@@ -67,6 +70,32 @@ type RunResumedPayload struct {
 	ApprovalID string `json:"approval_id,omitempty"`
 }
 
+// RunErasedPayload is the payload of run.erased: who erased the run and
+// why (the event's time says when), and for each of the run's events the
+// digest the chain holds for the payload that was there and the SHA-256 of
+// the payload left, so what remains is proved unaltered.
+type RunErasedPayload struct {
+	// By names who erased the run.
+	By string `json:"by"`
+	// Reason says why, as they gave it.
+	Reason string `json:"reason"`
+	// Events lists every event of the run before this one.
+	Events []ErasedEvent `json:"events"`
+	// Rows counts the stored rows whose content was removed, by table.
+	Rows map[string]int `json:"rows"`
+}
+
+// ErasedEvent is one event erasure went over.
+type ErasedEvent struct {
+	// Seq is the event's place in the chain.
+	Seq int64 `json:"seq"`
+	// Digest is the hex digest the chain hashed for the payload before
+	// erasure (keyed by the run's salt, which erasure deleted).
+	Digest string `json:"digest"`
+	// Kept is the hex SHA-256 of the payload left: its metadata.
+	Kept string `json:"kept"`
+}
+
 // StepStartedPayload is the payload of step.started.
 type StepStartedPayload struct {
 	// Index is the step's position in the run, from 0.
@@ -118,7 +147,7 @@ type ToolFinishedPayload struct {
 	// Summary is the tool's own summary of a result.
 	Summary string `json:"summary,omitempty" audit:"content"`
 	// ContentHash is the canonical hash of the result.
-	ContentHash string `json:"content_hash,omitempty"`
+	ContentHash string `json:"content_hash,omitempty" audit:"digest"`
 	// Error is the failure's summary.
 	Error string `json:"error,omitempty" audit:"content"`
 	// Late marks an outcome recorded after the run ended under it.
@@ -148,7 +177,7 @@ type StepFailedPayload struct {
 	// Observation is the failure's observation kind.
 	Observation ObservationKind `json:"observation"`
 	// ContentHash is the canonical hash of the observation's content.
-	ContentHash string `json:"content_hash"`
+	ContentHash string `json:"content_hash" audit:"digest"`
 }
 
 // StepInterruptedPayload is the payload of step.interrupted.
@@ -166,7 +195,7 @@ type ApprovalRequestedPayload struct {
 	// Capability is what the policy asks to grant.
 	Capability json.RawMessage `json:"capability" audit:"content"`
 	// Hash binds the approval to the request (ApprovalHash).
-	Hash string `json:"hash"`
+	Hash string `json:"hash" audit:"digest"`
 	// Kind is the policy's kind of approval.
 	Kind string `json:"kind"`
 	// Presentation is what the approver is shown.
@@ -204,9 +233,9 @@ type LimitExceededPayload struct {
 // LoopDetectedPayload is the payload of loop.detected.
 type LoopDetectedPayload struct {
 	// ArgsHash is the canonical hash of the repeated arguments.
-	ArgsHash string `json:"args_hash"`
+	ArgsHash string `json:"args_hash" audit:"digest"`
 	// ObservationHash is the canonical hash of the repeated result.
-	ObservationHash string `json:"observation_hash"`
+	ObservationHash string `json:"observation_hash" audit:"digest"`
 	// Repeats is how many times in a row the call repeated.
 	Repeats int `json:"repeats"`
 	// Tool is the tool's name.

@@ -38,7 +38,7 @@ type ToolRequest struct {
 	RunID  string          `json:"run_id"`
 	StepID string          `json:"step_id"`
 	Spec   ToolSpec        `json:"spec"`
-	Args   json.RawMessage `json:"args"`
+	Args   json.RawMessage `json:"args" audit:"content"`
 }
 
 // RunView is the run as recorded, handed to a policy or a reconciliation.

@@ -49,7 +49,7 @@ type Observation struct {
 	Kind        ObservationKind `json:"kind"`
 	Content     json.RawMessage `json:"content,omitempty" audit:"content"`
 	Summary     string          `json:"summary,omitempty" audit:"content"`
-	ContentHash string          `json:"content_hash,omitempty"`
+	ContentHash string          `json:"content_hash,omitempty" audit:"digest"`
 }
 
 // Failure reports whether the observation counts as a failed step.

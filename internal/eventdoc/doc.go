@@ -5,6 +5,7 @@
 //
 // Field descriptions are the fields' doc comments, read from the root
 // package's source. A field tagged audit:"content" (and every field inside
-// one) is content: erasure removes it. Schemas mark it with the annotation
-// "x-agentrt-content": true.
+// one) is content, and one tagged audit:"digest" an unkeyed hash of
+// content: erasure removes both. Schemas mark them with the annotations
+// "x-agentrt-content" and "x-agentrt-content-digest".
 package eventdoc

@@ -84,6 +84,7 @@ type field struct {
 	goType   reflect.Type
 	doc      string
 	content  bool
+	digest   bool
 	optional bool
 }
 
@@ -108,7 +109,7 @@ func (d *Docs) structFields(t reflect.Type) []field {
 			name = f.Name
 		}
 		out = append(out, field{name: name, goType: f.Type, doc: d.fields[t.Name()][f.Name],
-			content: f.Tag.Get("audit") == "content", optional: strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero")})
+			content: f.Tag.Get("audit") == "content", digest: f.Tag.Get("audit") == "digest", optional: strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero")})
 	}
 	return out
 }
@@ -145,6 +146,8 @@ func (d *Docs) object(t reflect.Type, content bool, depth int) map[string]any {
 		}
 		if f.content || content {
 			p["x-agentrt-content"] = true
+		} else if f.digest {
+			p["x-agentrt-content-digest"] = true
 		}
 		props[f.name] = p
 		if !f.optional {
@@ -250,9 +253,11 @@ the payload; the chain hashes the payload's SHA-256, not its bytes.
 
 **Content** fields hold what a model chose, a tool produced or a person
 wrote: arguments, results, model text, notes. Erasure removes them (see
-[retention.md](retention.md)). **Metadata** is everything else: ids,
-times, statuses, tool names, hashes, counts and costs. A field inside a
-content field is content.
+[retention.md](retention.md)). A **content digest** is an unkeyed hash
+of content (a result's canonical hash, an approval's hash over the
+arguments): it would confirm a guess of the content, so erasure removes it
+too. **Metadata** is everything else: ids, times, statuses, tool names,
+spec hashes, counts and costs. A field inside a content field is content.
 
 | Type | Payload | Content fields |
 |---|---|---|
@@ -282,6 +287,8 @@ content field is content.
 			kind := "metadata"
 			if content {
 				kind = "**content**"
+			} else if f.digest {
+				kind = "**content digest**"
 			}
 			opt := ""
 			if f.optional {

@@ -28,6 +28,9 @@ type tx struct {
 	queue       bool
 	rows        []eventRow
 
+	// What this transaction read or made of runs' salts (saltFor).
+	salts map[string]runKey
+
 	// The database's time for this transaction, once read (DatabaseClock).
 	dbNow time.Time
 
@@ -65,6 +68,7 @@ func (t *tx) reset(m txMark) {
 	t.events = t.events[:m.events]
 	t.rows = t.rows[:m.rows]
 	t.headRead, t.headTrusted, t.headSeq, t.headHash = m.headRead, m.headTrusted, m.headSeq, m.headHash
+	clear(t.salts)
 }
 
 func (t *tx) take(m txMark) []agentrt.Event {
@@ -122,7 +126,10 @@ func (t *tx) RunInsert(r agentrt.Run) error {
 	if err != nil && isConstraint(err) {
 		return fmt.Errorf("%w: run %s already exists", agentrt.ErrRunState, r.ID)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return t.insertSalt(r.ID)
 }
 
 func isConstraint(err error) bool {

@@ -1,0 +1,56 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	agentrt "github.com/agentrt/agentrt"
+)
+
+// ErrWALRetained is returned, with what was erased, when an erasure
+// committed but the write-ahead log could not be emptied: another
+// connection was reading. Until a checkpoint empties it, the log may hold
+// pages from before the erasure. Checkpoint again when readers are done.
+var ErrWALRetained = errors.New("agentrt: the erasure committed, but the write-ahead log could not be emptied while another connection reads")
+
+var _ agentrt.Eraser = (*Store)(nil)
+
+// EraseRuns erases the runs' content (agentrt.Eraser) and then empties the
+// write-ahead log, so the database, its log and its shared-memory file
+// hold no copy of what was erased. The writer runs with secure_delete on,
+// so freed pages and cells are zeroed as they are freed.
+func (s *Store) EraseRuns(ctx context.Context, r agentrt.EraseRequest) ([]agentrt.ErasedRun, []agentrt.Event, error) {
+	out, evs, err := s.Store.EraseRuns(ctx, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	eraseCommitted()
+	return out, evs, s.Checkpoint(ctx)
+}
+
+// Checkpoint copies the write-ahead log into the database and truncates
+// it to nothing. It returns ErrWALRetained when a reader kept it.
+func (s *Store) Checkpoint(ctx context.Context) error {
+	return s.OnWriter(ctx, func(c *sql.Conn) error {
+		var busy, logFrames, done int
+		if err := c.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done); err != nil {
+			return err
+		}
+		if busy != 0 {
+			return fmt.Errorf("%w (%d of %d frames copied)", ErrWALRetained, done, logFrames)
+		}
+		return nil
+	})
+}
+
+// EraseHook, when set by a test, is called after an erasure commits and
+// before its checkpoint.
+var EraseHook func()
+
+func eraseCommitted() {
+	if EraseHook != nil {
+		EraseHook()
+	}
+}
