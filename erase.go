@@ -53,6 +53,9 @@ type ErasableQuery struct {
 	Statuses []RunStatus
 	// Limit bounds how many runs are returned; at most MaxEraseBatch.
 	Limit int
+	// Offset skips that many matching runs first (runs retention could
+	// not erase, which stay first in line).
+	Offset int
 }
 
 // MaxEraseBatch bounds the runs one erase transaction takes.
@@ -72,10 +75,10 @@ func Erase(ctx context.Context, store Store, runID, by, reason string) (ErasedRu
 // run.erased event.
 func (o Operator) Erase(ctx context.Context, runID, by, reason string) (ErasedRun, error) {
 	out, err := o.EraseRuns(ctx, []string{runID}, by, reason)
-	if err != nil {
+	if len(out) == 0 {
 		return ErasedRun{}, err
 	}
-	return out[0], nil
+	return out[0], err
 }
 
 // EraseRuns erases several terminal runs in one transaction.
@@ -94,8 +97,10 @@ func (o Operator) EraseRuns(ctx context.Context, runIDs []string, by, reason str
 	if !ok {
 		return nil, ErrNotErasable
 	}
+	// A store may return what it erased with an error about what came
+	// after the commit (a log it could not empty): the erasure stands.
 	out, evs, err := er.EraseRuns(ctx, EraseRequest{RunIDs: runIDs, By: by, Reason: reason, At: o.now()})
-	if err != nil {
+	if len(out) == 0 {
 		return nil, err
 	}
 	if o.Observer != nil {
@@ -103,7 +108,7 @@ func (o Operator) EraseRuns(ctx context.Context, runIDs []string, by, reason str
 			o.Observer(e)
 		}
 	}
-	return out, nil
+	return out, err
 }
 
 // RedactPayload is e's payload without its content: every field the

@@ -54,3 +54,16 @@ func eraseCommitted() {
 		EraseHook()
 	}
 }
+
+// Vacuum rebuilds the database file, so no page freed before secure_delete
+// was on (a database written by an older build) keeps a copy of erased
+// content, and empties the write-ahead log.
+func (s *Store) Vacuum(ctx context.Context) error {
+	if err := s.OnWriter(ctx, func(c *sql.Conn) error {
+		_, err := c.ExecContext(ctx, "VACUUM")
+		return err
+	}); err != nil {
+		return err
+	}
+	return s.Checkpoint(ctx)
+}

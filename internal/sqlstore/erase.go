@@ -261,7 +261,7 @@ func (s *Store) ErasableRuns(ctx context.Context, q agentrt.ErasableQuery) ([]ag
 		}
 	}
 	var out []agentrt.Run
-	for offset := 0; len(out) < limit; {
+	for offset := max(q.Offset, 0); len(out) < limit; {
 		rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(selectRun+" WHERE "+where+" ORDER BY finished_at, id LIMIT ? OFFSET ?"), append(args, limit, offset)...)
 		if err != nil {
 			return nil, err
