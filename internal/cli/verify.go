@@ -53,16 +53,16 @@ type verifyReport struct {
 	To      int64 `json:"to"`
 	Checked int64 `json:"checked"`
 	// Last is the seq of the last event checked intact, Hash its hash.
-	Last      int64               `json:"last"`
-	Hash      string              `json:"hash,omitempty"`
-	Intact    bool                `json:"intact"`
-	Break     *agentrt.ChainBreak `json:"break,omitempty"`
+	Last   int64               `json:"last"`
+	Hash   string              `json:"hash,omitempty"`
+	Intact bool                `json:"intact"`
+	Break  *agentrt.ChainBreak `json:"break,omitempty"`
 	// Erased counts the checked events whose payloads were erased, and
 	// ErasedRuns names their runs (at most agentrt.MaxReportedRuns).
 	Erased         int64    `json:"erased,omitempty"`
 	ErasedRuns     []string `json:"erased_runs,omitempty"`
 	ErasedRunCount int      `json:"erased_run_count,omitempty"`
-	Requested *struct {
+	Requested      *struct {
 		To      int64 `json:"to"`
 		Reached bool  `json:"reached"`
 	} `json:"requested,omitempty"`
