@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -17,23 +16,10 @@ var retainCommand = &command{
 	run:     runRetain,
 }
 
-const defaultRetainBatch = 100
-
 type retainReport struct {
-	Cut     time.Time `json:"cut"`
-	DryRun  bool      `json:"dry_run"`
-	Erased  int       `json:"erased"`
-	Batches int       `json:"batches"`
-	Events  int       `json:"events"`
-	// Would lists, for -dry-run, the runs that would be erased.
-	Would []string `json:"would,omitempty"`
-	// Refused lists runs the store would not erase, and why.
-	Refused []retainRefusal `json:"refused,omitempty"`
-}
-
-type retainRefusal struct {
-	RunID  string `json:"run_id"`
-	Reason string `json:"reason"`
+	Cut    time.Time `json:"cut"`
+	DryRun bool      `json:"dry_run"`
+	agentrt.RetainReport
 }
 
 func runRetain(e *env, g *global, c *command, args []string) int {
@@ -43,7 +29,7 @@ func runRetain(e *env, g *global, c *command, args []string) int {
 	dry := fs.Bool("dry-run", false, "list the runs that would be erased and change nothing")
 	by := fs.String("by", "", "who erases, recorded in each run.erased event (default $USER)")
 	reason := fs.String("reason", "retention", "why, recorded in each run.erased event")
-	batch := fs.Int("batch", defaultRetainBatch, fmt.Sprintf("runs erased per transaction, 1 to %d", agentrt.MaxEraseBatch))
+	batch := fs.Int("batch", agentrt.DefaultRetainBatch, fmt.Sprintf("runs erased per transaction, 1 to %d", agentrt.MaxEraseBatch))
 	pos, code, ok := e.parse(c, fs, args)
 	if !ok {
 		return code
@@ -106,58 +92,25 @@ func runRetain(e *env, g *global, c *command, args []string) int {
 		return code
 	}
 	defer st.Close()
-	er, ok := st.(agentrt.Eraser)
-	if !ok {
-		return e.fail("%s cannot erase content; nothing was changed", name)
-	}
 	ctx := background()
 	op := agentrt.Operator{Store: st, Now: e.now}
-	rep := retainReport{Cut: cut.UTC(), DryRun: *dry}
 	loud := e.progress != nil && e.progress(e.stderr)
-	for offset := 0; ; {
-		runs, err := er.ErasableRuns(ctx, agentrt.ErasableQuery{FinishedBefore: cut, Statuses: statuses, Limit: *batch, Offset: offset})
-		if err != nil {
-			return e.fail("listing runs to erase in %s: %v", name, err)
-		}
-		if len(runs) == 0 {
-			break
-		}
-		ids := make([]string, len(runs))
-		for i, r := range runs {
-			ids[i] = r.ID
-		}
-		if *dry {
-			rep.Would = append(rep.Would, ids...)
-			offset += len(ids)
-			continue
-		}
-		out, err := op.EraseRuns(ctx, ids, *by, *reason)
-		if err != nil && !errors.Is(err, sqlite.ErrWALRetained) {
-			// One run the store refuses fails its batch: erase the batch
-			// run by run, and skip the refused ones from now on.
-			out = out[:0]
-			for _, id := range ids {
-				r, err := op.Erase(ctx, id, *by, *reason)
-				if err != nil && !errors.Is(err, sqlite.ErrWALRetained) {
-					rep.Refused = append(rep.Refused, retainRefusal{id, trimAgentrt(err)})
-					offset++
-					continue
-				}
-				out = append(out, r)
+	erased := 0
+	res, err := op.Retain(ctx, agentrt.RetainOptions{FinishedBefore: cut, Statuses: statuses, Batch: *batch, By: *by, Reason: *reason, DryRun: *dry,
+		Progress: func(b []agentrt.ErasedRun) error {
+			erased += len(b)
+			if loud {
+				fmt.Fprintf(e.stderr, "\rretain: %d run(s) erased", erased)
 			}
-		}
-		rep.Batches++
-		rep.Erased += len(out)
-		for _, r := range out {
-			rep.Events += r.Events
-		}
-		if loud {
-			fmt.Fprintf(e.stderr, "\rretain: %d run(s) erased", rep.Erased)
-		}
-	}
+			return nil
+		}})
 	if loud {
 		fmt.Fprint(e.stderr, "\r\x1b[K")
 	}
+	if err != nil {
+		return e.fail("retention in %s stopped after %d run(s): %v", name, res.Erased, err)
+	}
+	rep := retainReport{Cut: cut.UTC(), DryRun: *dry, RetainReport: res}
 	p := &printer{w: e.stdout}
 	if g.json {
 		writeJSON(p, rep)
