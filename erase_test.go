@@ -23,6 +23,7 @@ import (
 	"github.com/agentrt/agentrt/internal/cli"
 	"github.com/agentrt/agentrt/internal/sqlstore"
 	"github.com/agentrt/agentrt/sqlite"
+	"github.com/agentrt/agentrt/storetest"
 )
 
 // marker is a value no metadata holds: a customer's address in a tool's
@@ -466,4 +467,10 @@ func scalar(t *testing.T, st *sqlite.Store, q string, args ...any) int64 {
 		t.Fatalf("%s: %v", q, err)
 	}
 	return n
+}
+
+// Retention on SQLite (the Postgres module runs the same suite): bounded
+// batches, oldest first, resumable, and nothing else touched.
+func TestRetain_BoundedBatchesOnBothBackends(t *testing.T) {
+	storetest.Retention(t, func(t *testing.T) agentrt.Store { return openStore(t) })
 }
