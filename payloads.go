@@ -216,8 +216,10 @@ type ApprovalDecidedPayload struct {
 	CredentialID string `json:"credential_id,omitempty"`
 	// Note is the decider's note, or why the approval expired.
 	Note string `json:"note" audit:"content"`
-	// Signature is the decision's signature, for a signed decision.
-	Signature *DecisionSignature `json:"signature,omitempty"`
+	// Signature is the decision's signature, for a signed decision. It
+	// signs the approval's hash over the arguments and the note, so it
+	// would confirm a guess of either: erasure removes it.
+	Signature *DecisionSignature `json:"signature,omitempty" audit:"digest"`
 	// Status is the approval's new status.
 	Status ApprovalStatus `json:"status"`
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -21,6 +22,9 @@ type decisionsReport struct {
 	// (each a failure with pinned keys).
 	Unsigned  int64 `json:"unsigned_approvals"`
 	Approvers int   `json:"approvers"`
+	// Erased is how many decisions belong to erased runs: their
+	// signatures were removed with the content they signed.
+	Erased int64 `json:"erased,omitempty"`
 	// Failure is the first signed decision (or enrollment) that does not
 	// hold, in chain order.
 	Failure *decisionFailure `json:"failure,omitempty"`
@@ -62,6 +66,7 @@ func verifyDecisions(st agentrt.StoreReader, head int64, pinned *agentrt.PinnedK
 	type state struct{ enrolled, removed bool }
 	seen := map[string]*state{}
 	approvedInChain := map[[2]string]bool{}
+	erased := map[string]bool{}
 	fail := func(e agentrt.Event, approvalID, format string, args ...any) (*decisionsReport, error) {
 		rep.Failure = &decisionFailure{Seq: e.Seq, RunID: e.RunID, ApprovalID: approvalID, Reason: fmt.Sprintf(format, args...)}
 		return rep, nil
@@ -108,6 +113,19 @@ func verifyDecisions(st agentrt.StoreReader, head int64, pinned *agentrt.PinnedK
 				approved := p.Status == agentrt.ApprovalApproved
 				if approved {
 					approvedInChain[[2]string{e.RunID, p.ApprovalID}] = true
+				}
+				if row.Hash == "" {
+					// Erasure blanks an approval's hash and removes its
+					// signature, which signed content; the chain's own
+					// check proves the erasure was recorded.
+					er, err := runErased(ctx, st, erased, e.RunID)
+					if err != nil {
+						return nil, err
+					}
+					if er {
+						rep.Erased++
+						continue
+					}
 				}
 				if p.Signature == nil {
 					if row.Signature != nil && row.Status != agentrt.ApprovalExpired {
@@ -189,4 +207,18 @@ func checkApprovedRows(st agentrt.StoreReader, approvedInChain map[[2]string]boo
 			return nil
 		}
 	}
+}
+
+// runErased reports whether the run's last event is its run.erased.
+func runErased(ctx context.Context, st agentrt.StoreReader, memo map[string]bool, runID string) (bool, error) {
+	if v, ok := memo[runID]; ok {
+		return v, nil
+	}
+	evs, err := st.ListEvents(ctx, runID)
+	if err != nil {
+		return false, err
+	}
+	v := len(evs) > 0 && evs[len(evs)-1].Type == agentrt.EventRunErased
+	memo[runID] = v
+	return v, nil
 }
