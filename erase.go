@@ -24,6 +24,14 @@ type Eraser interface {
 	ErasableRuns(ctx context.Context, q ErasableQuery) ([]Run, error)
 }
 
+// Settler is the optional capability of an Eraser whose files may keep
+// copies of erased content after the erasure commits (SQLite's
+// write-ahead log) until Settle removes them. Erase settles after each
+// erasure, Retain every few batches and at its end.
+type Settler interface {
+	Settle(ctx context.Context) error
+}
+
 // EraseRequest names the runs to erase, who erases them and why.
 type EraseRequest struct {
 	RunIDs []string
@@ -81,8 +89,22 @@ func (o Operator) Erase(ctx context.Context, runID, by, reason string) (ErasedRu
 	return out[0], err
 }
 
-// EraseRuns erases several terminal runs in one transaction.
+// EraseRuns erases several terminal runs in one transaction, and settles
+// the store's files (Settler).
 func (o Operator) EraseRuns(ctx context.Context, runIDs []string, by, reason string) ([]ErasedRun, error) {
+	out, err := o.eraseRuns(ctx, runIDs, by, reason)
+	if len(out) == 0 {
+		return nil, err
+	}
+	if s, ok := o.Store.(Settler); ok {
+		if serr := s.Settle(ctx); serr != nil && err == nil {
+			err = serr
+		}
+	}
+	return out, err
+}
+
+func (o Operator) eraseRuns(ctx context.Context, runIDs []string, by, reason string) ([]ErasedRun, error) {
 	switch {
 	case by == "":
 		return nil, &ConfigError{Field: "by", Reason: "must name who erases the run"}

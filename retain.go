@@ -46,6 +46,18 @@ type RetainRefusal struct {
 // DefaultRetainBatch is RetainOptions.Batch's zero value.
 const DefaultRetainBatch = 100
 
+// settleEvery is how many batches retention erases between settlements:
+// the log a store settles grows with each batch until then.
+const settleEvery = 10
+
+// settle settles the store's files, if it is a Settler.
+func (o Operator) settle(ctx context.Context) error {
+	if s, ok := o.Store.(Settler); ok {
+		return s.Settle(ctx)
+	}
+	return nil
+}
+
 // Retain erases every terminal run that ended before the cut, oldest
 // first, a batch to a transaction: a crash leaves each run wholly erased
 // or untouched, and running Retain again goes on from there.
@@ -77,7 +89,10 @@ func (o Operator) Retain(ctx context.Context, opt RetainOptions) (RetainReport, 
 			return rep, err
 		}
 		if len(runs) == 0 {
-			return rep, nil
+			if opt.DryRun || rep.Batches == 0 {
+				return rep, nil
+			}
+			return rep, o.settle(ctx)
 		}
 		ids := make([]string, len(runs))
 		for i, r := range runs {
@@ -88,7 +103,7 @@ func (o Operator) Retain(ctx context.Context, opt RetainOptions) (RetainReport, 
 			offset += len(ids)
 			continue
 		}
-		out, err := o.EraseRuns(ctx, ids, opt.By, opt.Reason)
+		out, err := o.eraseRuns(ctx, ids, opt.By, opt.Reason)
 		if len(out) == 0 {
 			var ce *ConfigError
 			if errors.As(err, &ce) || errors.Is(err, ErrNotErasable) {
@@ -96,8 +111,8 @@ func (o Operator) Retain(ctx context.Context, opt RetainOptions) (RetainReport, 
 			}
 			// One refused run fails its batch: erase the batch run by run.
 			for _, id := range ids {
-				r, err := o.Erase(ctx, id, opt.By, opt.Reason)
-				if r.RunID == "" {
+				one, err := o.eraseRuns(ctx, []string{id}, opt.By, opt.Reason)
+				if len(one) == 0 {
 					if !errors.Is(err, ErrRunState) {
 						return rep, err
 					}
@@ -105,16 +120,22 @@ func (o Operator) Retain(ctx context.Context, opt RetainOptions) (RetainReport, 
 					offset++
 					continue
 				}
-				out = append(out, r)
+				out = append(out, one[0])
 			}
 		}
 		rep.Batches++
+		if rep.Batches%settleEvery == 0 {
+			if err := o.settle(ctx); err != nil {
+				return rep, err
+			}
+		}
 		rep.Erased += len(out)
 		for _, r := range out {
 			rep.Events += r.Events
 		}
 		if opt.Progress != nil {
 			if err := opt.Progress(out); err != nil {
+				_ = o.settle(ctx)
 				return rep, err
 			}
 		}

@@ -17,18 +17,24 @@ var ErrWALRetained = errors.New("agentrt: the erasure committed, but the write-a
 
 var _ agentrt.Eraser = (*Store)(nil)
 
-// EraseRuns erases the runs' content (agentrt.Eraser) and then empties the
-// write-ahead log, so the database, its log and its shared-memory file
-// hold no copy of what was erased. The writer runs with secure_delete on,
-// so freed pages and cells are zeroed as they are freed.
+var _ agentrt.Settler = (*Store)(nil)
+
+// EraseRuns erases the runs' content (agentrt.Eraser). The writer runs
+// with secure_delete on, so freed pages and cells are zeroed as they are
+// freed; until Settle, the write-ahead log may still hold pages from
+// before the erasure.
 func (s *Store) EraseRuns(ctx context.Context, r agentrt.EraseRequest) ([]agentrt.ErasedRun, []agentrt.Event, error) {
 	out, evs, err := s.Store.EraseRuns(ctx, r)
 	if err != nil {
 		return nil, nil, err
 	}
 	eraseCommitted()
-	return out, evs, s.Checkpoint(ctx)
+	return out, evs, nil
 }
+
+// Settle empties the write-ahead log (Checkpoint), so the database, its
+// log and its shared-memory file hold no copy of what was erased.
+func (s *Store) Settle(ctx context.Context) error { return s.Checkpoint(ctx) }
 
 // Checkpoint copies the write-ahead log into the database and truncates
 // it to nothing. It returns ErrWALRetained when a reader kept it.

@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/sqlite"
+	"github.com/agentrt/agentrt/trace"
 )
 
 var retainCommand = &command{
@@ -107,7 +109,10 @@ func runRetain(e *env, g *global, c *command, args []string) int {
 	if loud {
 		fmt.Fprint(e.stderr, "\r\x1b[K")
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, sqlite.ErrWALRetained):
+		fmt.Fprintln(e.stderr, "agentrt: note: "+trace.Sanitize(err.Error())+"; run retain again when readers are done to empty it.")
+	case err != nil:
 		return e.fail("retention in %s stopped after %d run(s): %v", name, res.Erased, err)
 	}
 	rep := retainReport{Cut: cut.UTC(), DryRun: *dry, RetainReport: res}

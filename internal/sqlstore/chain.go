@@ -98,7 +98,7 @@ func (t *tx) EventAppend(e agentrt.Event) (agentrt.Event, error) {
 	if err != nil {
 		return agentrt.Event{}, err
 	}
-	digest := payloadDigest(key, payload)
+	digest := key.payloadDigest(payload)
 	for {
 		seq := t.headSeq + 1
 		h := eventHash(t.headHash, seq, e.RunID, e.StepID, at, string(e.Type), &digest)
@@ -304,7 +304,7 @@ func (s *Store) VerifyEvents(ctx context.Context, from, to int64) (agentrt.Verif
 					rows.Close()
 					return rep, err
 				}
-				digest = payloadDigest(key, payload)
+				digest = key.payloadDigest(payload)
 			}
 			eventHashInto(&want, prevB, seq, []byte(runID), []byte(stepID), []byte(at), []byte(typ), &digest)
 			if !bytes.Equal(want[:], stored) {

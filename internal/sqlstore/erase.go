@@ -17,7 +17,7 @@ import (
 
 // erasePage is how many of a run's events erasure reads at once, so a long
 // run's payloads are never all in memory.
-const erasePage = 256
+const erasePage = 128
 
 // EraseRuns erases each run's content in one transaction (see
 // agentrt.Eraser): every event's payload is replaced by its metadata with
@@ -104,17 +104,24 @@ func (t *tx) eraseRun(id string, r agentrt.EraseRequest) (agentrt.ErasedRun, err
 		if err != nil {
 			return agentrt.ErasedRun{}, err
 		}
+		args := make([]any, 0, 3*len(page))
 		for _, e := range page {
-			d := payloadDigest(key, []byte(e.pl))
+			d := key.payloadDigest([]byte(e.pl))
 			kept, err := agentrt.RedactPayload(agentrt.Event{Seq: e.seq, RunID: id, StepID: e.step, Type: agentrt.EventType(e.typ), Payload: json.RawMessage(e.pl)})
 			if err != nil {
 				return agentrt.ErasedRun{}, err
 			}
 			k := sha256.Sum256(kept)
-			if _, err := t.exec(`UPDATE events SET payload_json = ?, payload_digest = ? WHERE seq = ?`, string(kept), hex.EncodeToString(d[:]), e.seq); err != nil {
+			dg := hex.EncodeToString(d[:])
+			args = append(args, e.seq, string(kept), dg)
+			list = append(list, agentrt.ErasedEvent{Seq: e.seq, Digest: dg, Kept: hex.EncodeToString(k[:])})
+		}
+		if len(page) > 0 {
+			// One statement for the page: a statement per event would
+			// be most of an erasure's time.
+			if _, err := t.exec(`UPDATE events SET payload_json = v.p, payload_digest = v.d FROM (`+valuesRows(len(page))+`) AS v WHERE events.seq = v.k`, args...); err != nil {
 				return agentrt.ErasedRun{}, err
 			}
-			list = append(list, agentrt.ErasedEvent{Seq: e.seq, Digest: hex.EncodeToString(d[:]), Kept: hex.EncodeToString(k[:])})
 		}
 		rows["events"] += len(page)
 		if len(page) < erasePage {
@@ -161,6 +168,27 @@ func (t *tx) eraseRun(id string, r agentrt.EraseRequest) (agentrt.ErasedRun, err
 	return agentrt.ErasedRun{RunID: id, Events: len(list), Rows: rows, Seq: ev.Seq}, nil
 }
 
+// valuesRows is a select of n rows (k BIGINT, p TEXT, d TEXT), for an
+// update of many rows by key in one statement on SQLite and Postgres.
+func valuesRows(n int) string {
+	return rowsOf(n, "SELECT CAST(? AS BIGINT) AS k, CAST(? AS TEXT) AS p, CAST(? AS TEXT) AS d", "SELECT ?, ?, ?")
+}
+
+// textRows is a select of n rows (k, a, b, c), all TEXT.
+func textRows(n int) string {
+	return rowsOf(n, "SELECT CAST(? AS TEXT) AS k, CAST(? AS TEXT) AS a, CAST(? AS TEXT) AS b, CAST(? AS TEXT) AS c", "SELECT ?, ?, ?, ?")
+}
+
+func rowsOf(n int, first, rest string) string {
+	var b strings.Builder
+	b.WriteString(first)
+	for i := 1; i < n; i++ {
+		b.WriteString(" UNION ALL ")
+		b.WriteString(rest)
+	}
+	return b.String()
+}
+
 // redactJSON decodes a stored JSON column as T and encodes it again without
 // its content; "" stays "", and a value that will not decode is removed.
 func redactJSON[T any](col string) string {
@@ -185,6 +213,7 @@ func (t *tx) eraseSteps(runID string) (int, error) {
 	}
 	type row struct{ id, dec, pol, obs string }
 	var all []row
+	count := 0
 	for q.Next() {
 		var r row
 		if err := q.Scan(&r.id, &r.dec, &r.pol, &r.obs); err != nil {
@@ -202,13 +231,20 @@ func (t *tx) eraseSteps(runID string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, r := range all {
-		if _, err := t.exec(`UPDATE steps SET decision_json = ?, policy_json = ?, observation_json = ?,
-			decision_fields = NULL, policy_fields = NULL, observation_fields = NULL WHERE id = ?`, r.dec, r.pol, r.obs, r.id); err != nil {
+	for len(all) > 0 {
+		n := min(len(all), erasePage)
+		args := make([]any, 0, 4*n)
+		for _, r := range all[:n] {
+			args = append(args, r.id, r.dec, r.pol, r.obs)
+		}
+		if _, err := t.exec(`UPDATE steps SET decision_json = v.a, policy_json = v.b, observation_json = v.c,
+			decision_fields = NULL, policy_fields = NULL, observation_fields = NULL FROM (`+textRows(n)+`) AS v WHERE steps.id = v.k`, args...); err != nil {
 			return 0, err
 		}
+		all = all[n:]
+		count += n
 	}
-	return len(all), nil
+	return count, nil
 }
 
 func (t *tx) eraseApprovals(runID string) (int, error) {

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 
 	agentrt "github.com/agentrt/agentrt"
@@ -17,17 +18,27 @@ import (
 // saltSize is the bytes of a run's salt.
 const saltSize = 32
 
-// payloadDigest is the digest the chain hashes for a payload: HMAC-SHA256
-// keyed by the run's salt, or SHA-256 for a run without one (created
-// before salts, or no run at all).
-func payloadDigest(key, payload []byte) [32]byte {
+// keyed hashes one run's payloads: HMAC-SHA256 under its salt, the keyed
+// state made once and reset for each payload. A nil *keyed is a run with
+// no salt (created before salts, or no run at all): plain SHA-256.
+type keyed struct{ mac hash.Hash }
+
+func newKeyed(key []byte) *keyed {
 	if key == nil {
+		return nil
+	}
+	return &keyed{mac: hmac.New(sha256.New, key)}
+}
+
+// payloadDigest is the digest the chain hashes for a payload.
+func (k *keyed) payloadDigest(payload []byte) [32]byte {
+	if k == nil {
 		return sha256.Sum256(payload)
 	}
-	m := hmac.New(sha256.New, key)
-	m.Write(payload)
+	k.mac.Reset()
+	k.mac.Write(payload)
 	var out [32]byte
-	m.Sum(out[:0])
+	k.mac.Sum(out[:0])
 	return out
 }
 
@@ -46,14 +57,14 @@ func newSalt() (string, error) {
 
 // runKey is what a transaction knows of a run's salt.
 type runKey struct {
-	key    []byte // nil: no salt
+	key    *keyed // nil: no salt
 	erased bool
 }
 
 // saltFor returns the key of runID's events, read once per transaction. An
 // erased run takes no event but its run.erased: a late outcome would put
 // back content the erasure removed.
-func (t *tx) saltFor(runID string, typ agentrt.EventType) ([]byte, error) {
+func (t *tx) saltFor(runID string, typ agentrt.EventType) (*keyed, error) {
 	if runID == "" {
 		return nil, nil
 	}
@@ -69,7 +80,7 @@ func (t *tx) saltFor(runID string, typ agentrt.EventType) ([]byte, error) {
 			if err != nil || len(b) != saltSize {
 				return nil, fmt.Errorf("agentrt: run %s's salt is not %d bytes of hex", runID, saltSize)
 			}
-			k.key = b
+			k.key = newKeyed(b)
 		}
 		k.erased = erasedAt.String != ""
 		if t.salts == nil {
@@ -96,7 +107,7 @@ func (t *tx) insertSalt(runID string) error {
 	if t.salts == nil {
 		t.salts = map[string]runKey{}
 	}
-	t.salts[runID] = runKey{key: b}
+	t.salts[runID] = runKey{key: newKeyed(b)}
 	return nil
 }
 
@@ -105,12 +116,12 @@ func (t *tx) insertSalt(runID string) error {
 // once.
 type saltCache struct {
 	s *Store
-	m map[string][]byte
+	m map[string]*keyed
 }
 
 const saltCacheSize = 4096
 
-func (c *saltCache) of(ctx context.Context, runID string) ([]byte, error) {
+func (c *saltCache) of(ctx context.Context, runID string) (*keyed, error) {
 	if runID == "" {
 		return nil, nil
 	}
@@ -118,7 +129,7 @@ func (c *saltCache) of(ctx context.Context, runID string) ([]byte, error) {
 		return k, nil
 	}
 	if c.m == nil || len(c.m) >= saltCacheSize {
-		c.m = make(map[string][]byte, 64)
+		c.m = make(map[string]*keyed, 64)
 	}
 	var salt string
 	err := c.s.rdb.QueryRowContext(ctx, c.s.d.Rebind(`SELECT salt FROM run_salts WHERE run_id = ?`), runID).Scan(&salt)
@@ -135,6 +146,7 @@ func (c *saltCache) of(ctx context.Context, runID string) ([]byte, error) {
 		// the run's events are reported broken.
 		b = []byte("not a salt")
 	}
-	c.m[runID] = b
-	return b, nil
+	k := newKeyed(b)
+	c.m[runID] = k
+	return k, nil
 }
