@@ -17,7 +17,8 @@ import (
 // The chain: each event's hash is the SHA-256 of seven netstrings
 // (<length>:<bytes>,): the previous event's hash ("" before the first), the
 // seq in decimal, run id, step id, time, type, and the hex SHA-256 of the
-// payload as stored, keyed (HMAC-SHA256) by the run's salt when it has one.
+// payload as stored, keyed by the run's salt when it has one (SHA-256 of
+// the 64-byte salt and the payload).
 // Hashing the payload's digest rather than its bytes lets erasure replace a
 // payload later and keep the chain verifiable; keying it by a salt erased
 // with the content keeps the digest from confirming a guess of it.

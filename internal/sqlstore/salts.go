@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
@@ -15,19 +14,25 @@ import (
 	agentrt "github.com/agentrt/agentrt"
 )
 
-// saltSize is the bytes of a run's salt.
-const saltSize = 32
+// saltSize is the bytes of a run's salt: one SHA-256 block.
+const saltSize = 64
 
-// keyed hashes one run's payloads: HMAC-SHA256 under its salt, the keyed
-// state made once and reset for each payload. A nil *keyed is a run with
-// no salt (created before salts, or no run at all): plain SHA-256.
-type keyed struct{ mac hash.Hash }
+// keyed hashes one run's payloads: SHA-256 over the run's secret 64-byte
+// salt followed by the payload. The salt fills SHA-256's first block, so
+// the state after it is computed once per run and cloned for each payload:
+// keying costs a copy, not a block. Without the salt no one can compute
+// the digest of a guess; that is all the key is for (the chain, not the
+// key, proves integrity). A nil *keyed is a run with no salt (created
+// before salts, or no run at all): plain SHA-256 of the payload.
+type keyed struct{ after hash.Cloner }
 
-func newKeyed(key []byte) *keyed {
-	if key == nil {
+func newKeyed(salt []byte) *keyed {
+	if salt == nil {
 		return nil
 	}
-	return &keyed{mac: hmac.New(sha256.New, key)}
+	h := sha256.New()
+	h.Write(salt)
+	return &keyed{after: h.(hash.Cloner)}
 }
 
 // payloadDigest is the digest the chain hashes for a payload.
@@ -35,10 +40,13 @@ func (k *keyed) payloadDigest(payload []byte) [32]byte {
 	if k == nil {
 		return sha256.Sum256(payload)
 	}
-	k.mac.Reset()
-	k.mac.Write(payload)
+	c, err := k.after.Clone()
+	if err != nil {
+		panic("sqlstore: SHA-256 state will not clone: " + err.Error())
+	}
+	c.Write(payload)
 	var out [32]byte
-	k.mac.Sum(out[:0])
+	c.Sum(out[:0])
 	return out
 }
 

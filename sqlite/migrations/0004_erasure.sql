@@ -1,7 +1,7 @@
 -- agentrt schema version 4. Released migrations never change; add a new file.
 --
 -- Erasure. Each run created from this version on gets a random salt, and
--- the chain hashes its events' payloads keyed by it (HMAC-SHA256) instead
+-- the chain hashes its events' payloads keyed by it (SHA-256 of salt and payload) instead
 -- of plainly (SHA-256): erasing a run deletes the salt with the content,
 -- so the digests left in the chain cannot confirm a guess of what was
 -- erased. Runs created before have no salt and keep plain digests.
