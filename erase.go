@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"time"
 )
 
@@ -138,6 +139,10 @@ func (o Operator) eraseRuns(ctx context.Context, runIDs []string, by, reason str
 // catalogue cannot read (an unknown type, a malformed payload) is removed
 // whole, leaving {}.
 func RedactPayload(e Event) (json.RawMessage, error) {
+	if t, ok := catalogueIndex[e.Type]; ok && !holdsContent(t) && json.Valid(e.Payload) {
+		// Nothing to remove: the payload is kept as it is.
+		return e.Payload, nil
+	}
 	v, err := DecodePayload(e)
 	if err != nil {
 		return json.RawMessage("{}"), nil
@@ -153,6 +158,39 @@ func RedactPayload(e Event) (json.RawMessage, error) {
 func Redacted[T any](v T) T {
 	rv := reflect.ValueOf(&v).Elem()
 	redact(rv)
+	return v
+}
+
+// contentTypes memoizes holdsContent by type: the catalogue is fixed.
+var contentTypes sync.Map // reflect.Type -> bool
+
+// holdsContent reports whether t has, at any depth, a field tagged content
+// or digest.
+func holdsContent(t reflect.Type) bool {
+	if v, ok := contentTypes.Load(t); ok {
+		return v.(bool)
+	}
+	var walk func(t reflect.Type, depth int) bool
+	walk = func(t reflect.Type, depth int) bool {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || depth > 8 {
+			return false
+		}
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if a := f.Tag.Get("audit"); a == "content" || a == "digest" {
+				return true
+			}
+			if walk(f.Type, depth+1) {
+				return true
+			}
+		}
+		return false
+	}
+	v := walk(t, 0)
+	contentTypes.Store(t, v)
 	return v
 }
 

@@ -337,19 +337,34 @@ func (s *Store) verifyErasures(ctx context.Context, rep agentrt.VerifyReport, er
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
+	type kept struct {
+		seq    int64
+		digest string
+		sum    [32]byte
+	}
 	for _, id := range ids {
+		// One read of the run's erased events and its run.erased, in
+		// chain order: the run.erased comes after what it records.
+		var pending []kept
 		recorded := map[int64]agentrt.ErasedEvent{}
 		at := map[int64]int64{} // erased seq -> seq of the run.erased recording it
-		rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(`SELECT seq, payload_json FROM events WHERE run_id = ? AND type = ? ORDER BY seq`), id, string(agentrt.EventRunErased))
+		rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(`SELECT seq, type, payload_json, payload_digest FROM events
+			WHERE run_id = ? AND (payload_digest != '' OR type = ?) ORDER BY seq`), id, string(agentrt.EventRunErased))
 		if err != nil {
 			return rep, err
 		}
 		for rows.Next() {
 			var seq int64
-			var pl string
-			if err := rows.Scan(&seq, &pl); err != nil {
+			var typ, pl, dg string
+			if err := rows.Scan(&seq, &typ, &pl, &dg); err != nil {
 				rows.Close()
 				return rep, err
+			}
+			if dg != "" {
+				pending = append(pending, kept{seq, dg, sha256.Sum256([]byte(pl))})
+			}
+			if typ != string(agentrt.EventRunErased) || dg != "" {
+				continue
 			}
 			p, err := agentrt.PayloadAs[agentrt.RunErasedPayload](agentrt.Event{Seq: seq, Type: agentrt.EventRunErased, Payload: json.RawMessage(pl)})
 			if err != nil {
@@ -366,48 +381,22 @@ func (s *Store) verifyErasures(ctx context.Context, rep agentrt.VerifyReport, er
 		if err != nil {
 			return rep, err
 		}
-		for after := int64(0); ; {
-			rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(`SELECT seq, payload_json, payload_digest FROM events
-				WHERE run_id = ? AND seq > ? AND payload_digest != '' ORDER BY seq LIMIT ?`), id, after, verifyPage)
-			if err != nil {
-				return rep, err
+		for _, k := range pending {
+			e, ok := recorded[k.seq]
+			detail := ""
+			switch {
+			case !ok:
+				detail = fmt.Sprintf("the payload of event %d (run %s) was erased, but no run.erased event records it", k.seq, id)
+			case at[k.seq] < k.seq:
+				detail = fmt.Sprintf("event %d's erasure is recorded before it", k.seq)
+			case e.Digest != k.digest:
+				detail = fmt.Sprintf("event %d's kept digest is not the one its run.erased event recorded", k.seq)
+			case e.Kept != hex.EncodeToString(k.sum[:]):
+				detail = fmt.Sprintf("event %d's payload was changed after its erasure", k.seq)
 			}
-			n := 0
-			for rows.Next() {
-				n++
-				var seq int64
-				var pl, dg string
-				if err := rows.Scan(&seq, &pl, &dg); err != nil {
-					rows.Close()
-					return rep, err
-				}
-				after = seq
-				e, ok := recorded[seq]
-				kept := sha256.Sum256([]byte(pl))
-				detail := ""
-				switch {
-				case !ok:
-					detail = fmt.Sprintf("the payload of event %d (run %s) was erased, but no run.erased event records it", seq, id)
-				case at[seq] < seq:
-					detail = fmt.Sprintf("event %d's erasure is recorded before it", seq)
-				case e.Digest != dg:
-					detail = fmt.Sprintf("event %d's kept digest is not the one its run.erased event recorded", seq)
-				case e.Kept != hex.EncodeToString(kept[:]):
-					detail = fmt.Sprintf("event %d's payload was changed after its erasure", seq)
-				}
-				if detail != "" {
-					rows.Close()
-					rep.Break = &agentrt.ChainBreak{Seq: seq, Detail: detail}
-					return rep, nil
-				}
-			}
-			err = rows.Err()
-			rows.Close()
-			if err != nil {
-				return rep, err
-			}
-			if n < verifyPage {
-				break
+			if detail != "" {
+				rep.Break = &agentrt.ChainBreak{Seq: k.seq, Detail: detail}
+				return rep, nil
 			}
 		}
 		rep.ErasedRunCount++
