@@ -24,11 +24,6 @@ type vacuumer interface {
 	Vacuum(ctx context.Context) error
 }
 
-// checkpointer is a store whose write-ahead log erasure empties.
-type checkpointer interface {
-	Checkpoint(ctx context.Context) error
-}
-
 // postgresNote says what a Postgres erasure leaves until VACUUM.
 const postgresNote = "note: Postgres keeps the replaced row versions, content included, in its table files until VACUUM reclaims their space and later writes reuse it, and in its write-ahead log, replicas and backups until they are recycled; erase -vacuum runs VACUUM FULL on the tables erasure changed, which rewrites them under an exclusive lock."
 
