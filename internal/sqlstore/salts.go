@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
+	"encoding"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -19,12 +20,15 @@ const saltSize = 64
 
 // keyed hashes one run's payloads: SHA-256 over the run's secret 64-byte
 // salt followed by the payload. The salt fills SHA-256's first block, so
-// the state after it is computed once per run and cloned for each payload:
-// keying costs a copy, not a block. Without the salt no one can compute
+// the state after it is computed once per run and restored for each
+// payload: keying costs a copy, not a block. Without the salt no one can compute
 // the digest of a guess; that is all the key is for (the chain, not the
 // key, proves integrity). A nil *keyed is a run with no salt (created
 // before salts, or no run at all): plain SHA-256 of the payload.
-type keyed struct{ after hash.Cloner }
+type keyed struct {
+	state []byte    // the SHA-256 state after the salt, marshaled
+	h     hash.Hash // restored to state for each payload
+}
 
 func newKeyed(salt []byte) *keyed {
 	if salt == nil {
@@ -32,7 +36,11 @@ func newKeyed(salt []byte) *keyed {
 	}
 	h := sha256.New()
 	h.Write(salt)
-	return &keyed{after: h.(hash.Cloner)}
+	state, err := h.(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil {
+		panic("sqlstore: SHA-256 state will not marshal: " + err.Error())
+	}
+	return &keyed{state: state, h: h}
 }
 
 // payloadDigest is the digest the chain hashes for a payload.
@@ -40,13 +48,12 @@ func (k *keyed) payloadDigest(payload []byte) [32]byte {
 	if k == nil {
 		return sha256.Sum256(payload)
 	}
-	c, err := k.after.Clone()
-	if err != nil {
-		panic("sqlstore: SHA-256 state will not clone: " + err.Error())
+	if err := k.h.(encoding.BinaryUnmarshaler).UnmarshalBinary(k.state); err != nil {
+		panic("sqlstore: SHA-256 state will not restore: " + err.Error())
 	}
-	c.Write(payload)
+	k.h.Write(payload)
 	var out [32]byte
-	c.Sum(out[:0])
+	k.h.Sum(out[:0])
 	return out
 }
 
