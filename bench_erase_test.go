@@ -46,6 +46,16 @@ func erasableDB(b *testing.B) string {
 		b.Fatal(err)
 	}
 	s.Close()
+	if keep := os.Getenv("AGENTRT_BENCH_KEEP_DB"); keep != "" {
+		// For measuring the CLI's peak RSS on the same database.
+		data, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(keep, data, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
 	return path
 }
 
