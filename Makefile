@@ -66,8 +66,9 @@ mcp-servers: ## Install the pinned MCP servers from their lock file (npm ci --ig
 		cd $(MCP_SERVERS) && npm ci --ignore-scripts --no-audit --no-fund; \
 	fi
 
-host-tools: ## Install the system tools the tests run (openssl, for the documented notification check) when missing.
+host-tools: ## Install the system tools the tests run (openssl, for the documented notification check; curl, for docs/postgres.md's walkthrough) when missing.
 	@command -v openssl >/dev/null 2>&1 || { echo "== apt-get install -y openssl"; apt-get update -qq && apt-get install -y -qq openssl; }
+	@command -v curl >/dev/null 2>&1 || { echo "== apt-get install -y curl"; apt-get update -qq && apt-get install -y -qq curl; }
 
 chromium: ## Install Debian's chromium for the console's browser tests, when missing (apt-get, as root).
 	@if ! command -v chromium >/dev/null 2>&1; then \

@@ -35,11 +35,13 @@ const (
 	AlgEdDSA = "EdDSA"
 )
 
-// Approver is a name and one enrolled public key. Enrolling and removing
-// one are events in the chain (approver.enrolled, approver.removed) naming
-// who did it. A removed approver keeps its row, so what it signed before
-// its removal still verifies, but it can sign nothing more.
-type Approver struct {
+// EnrolledApprover is a name and one enrolled public key: a person (or a
+// key file) whose signed decisions count. Enrolling and removing one are
+// events in the chain (approver.enrolled, approver.removed) naming who did
+// it. A removed approver keeps its row, so what it signed before its
+// removal still verifies, but it can sign nothing more. It is not a
+// channel that asks for decisions; that is approver.Approver.
+type EnrolledApprover struct {
 	ID   string       `json:"id"`
 	Name string       `json:"name"`
 	Kind ApproverKind `json:"kind"`
@@ -63,6 +65,12 @@ type Approver struct {
 	// approver verifies nothing.
 	DecodeError string `json:"decode_error,omitempty"`
 }
+
+// Approver is the former name of EnrolledApprover, kept so code written
+// against it still compiles; new code says EnrolledApprover. It will be
+// marked deprecated once the callers in this repository have moved, and
+// removed a release after that.
+type Approver = EnrolledApprover
 
 // Removed reports whether the approver was removed.
 func (a Approver) Removed() bool { return !a.RemovedAt.IsZero() }

@@ -269,8 +269,8 @@ func TestResume_PolicyRequiredSignature(t *testing.T) {
 }
 
 // With pinned keys, a grant signed by an approver enrolled in the database
-// but not pinned is refused, and one whose key is pinned runs. The pinned
-// file must be owner-only.
+// but not pinned is refused, and one whose key is pinned runs. No one but
+// its owner may write the pinned file.
 func TestResume_PinnedKeysExcludeKeysEnrolledOnlyInTheDatabase(t *testing.T) {
 	ctx := context.Background()
 	for _, pin := range []bool{false, true} {
@@ -286,11 +286,14 @@ func TestResume_PinnedKeysExcludeKeysEnrolledOnlyInTheDatabase(t *testing.T) {
 			lines += agentrt.PinnedLine(ap) + "\n"
 		}
 		path := filepath.Join(t.TempDir(), "pinned")
-		if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(lines), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, 0o664); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := agentrt.LoadPinnedKeys(path); !errors.Is(err, agentrt.ErrInsecureMode) {
-			t.Fatalf("LoadPinnedKeys of a 0644 file = %v, want ErrInsecureMode", err)
+			t.Fatalf("LoadPinnedKeys of a group-writable file = %v, want ErrInsecureMode", err)
 		}
 		if err := os.Chmod(path, 0o600); err != nil {
 			t.Fatal(err)

@@ -12,7 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode/utf8"
+
+	"github.com/agentrt/agentrt/internal/textcut"
 )
 
 const (
@@ -32,7 +33,7 @@ const (
 // caller returns the accounted model handle for the step at position i.
 func (s *session) caller(i int) ModelCaller {
 	return &modelCaller{s: s, cfg: s.e.model, stepID: s.steps[i].ID, stepStart: s.steps[i].StartedAt,
-		reserved: map[string]reservation{}}
+		reserved: map[string]reservation{}, holds: map[string][]BudgetHold{}}
 }
 
 // modelCaller is the accounting caller handed to an agent for one step. It
@@ -52,6 +53,9 @@ type modelCaller struct {
 	// stays reserved: its row may still say dispatched, and the totals do not
 	// hold what it cost.
 	reserved map[string]reservation
+	// holds are each in-flight attempt's reservations on shared budgets,
+	// by call id, settled when its outcome is recorded.
+	holds map[string][]BudgetHold
 }
 
 // reservation is what an in-flight attempt is projected to use.
@@ -72,6 +76,9 @@ type attemptOutcome struct {
 	last  error
 	// final is returned to the agent when the attempt is not retried.
 	final error
+	// unknown says the request may have been served with its usage
+	// unknown: its budget reservations become uncertain, not settled.
+	unknown bool
 }
 
 // Generate sends req through the configured model, accounting every attempt.
@@ -88,6 +95,9 @@ func (c *modelCaller) Generate(ctx context.Context, req ModelRequest) (ModelResp
 	est := Usage{InputTokens: in, OutputTokens: max(req.MaxOutputTokens, 0)}
 	name := c.cfg.Model.Name()
 	price, priced := c.cfg.Prices[name]
+	if pv := c.s.e.prices; pv != nil {
+		price, priced = pv.Table[name]
+	}
 	retries := max(c.cfg.MaxRetries, 0)
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
@@ -96,11 +106,11 @@ func (c *modelCaller) Generate(ctx context.Context, req ModelRequest) (ModelResp
 		if err := c.s.requireLive(); err != nil {
 			return ModelResponse{}, err
 		}
-		call, err := c.dispatch(ctx, attempt, name, req, est, price, priced)
+		call, enc, err := c.dispatch(ctx, attempt, name, req, est, price, priced)
 		if err != nil {
 			return ModelResponse{}, err
 		}
-		out, completed := c.attempt(ctx, req, est, attempt)
+		out, completed := c.attempt(ctx, req, enc, est, attempt)
 		if err := c.record(ctx, call, out, costOf(price, out.charged), completed); err != nil {
 			return ModelResponse{}, fmt.Errorf("agentrt: recording model call %s: %w", call.ID, err)
 		}
@@ -153,18 +163,43 @@ func (c *modelCaller) clamp(req ModelRequest) ModelRequest {
 	return req
 }
 
-// dispatch checks the limits and reserves the attempt's row, in one
-// transaction that requires the lease and counts the call on the run.
-func (c *modelCaller) dispatch(ctx context.Context, attempt int, name string, req ModelRequest, est Usage, price Price, priced bool) (ModelCall, error) {
+// dispatch describes the request in its egress manifest and lets the
+// egress rules decide it, then checks the limits, reserves the attempt's
+// row and its hold on every shared budget that applies, in one transaction
+// that requires the lease and counts the call on the run. A denied request
+// is recorded on its own and never sent.
+func (c *modelCaller) dispatch(ctx context.Context, attempt int, name string, req ModelRequest, est Usage, price Price, priced bool) (ModelCall, *EncodedRequest, error) {
 	s := c.s
+	m, enc, err := c.manifest(req, name, attempt)
+	if err != nil {
+		return ModelCall{}, nil, err
+	}
 	estCost := costOf(price, est)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := s.e.now()
 	call := ModelCall{ID: s.e.newID(), RunID: s.runID, StepID: c.stepID, Attempt: attempt, Status: ModelDispatched,
 		Model: name, DispatchedAt: now}
+	m.CallID = call.ID
+	if why := s.e.egress.Decide(m); why != "" {
+		err := s.write(ctx, func(tx Tx) error {
+			if err := s.requireLive(); err != nil {
+				return err
+			}
+			if _, err := s.guardRead(tx, RunUpdate{}); err != nil {
+				return err
+			}
+			return event(tx, s.runID, c.stepID, now, EventEgressDenied, EgressDeniedPayload{EgressManifest: m, Reason: why})
+		})
+		if err != nil {
+			return call, nil, err
+		}
+		return call, nil, &EgressDeniedError{Manifest: m, Reason: why}
+	}
 	var run Run
-	err := s.write(ctx, func(tx Tx) error {
+	var holds []BudgetHold
+	var version string
+	err = s.write(ctx, func(tx Tx) error {
 		if err := s.requireLive(); err != nil {
 			return err
 		}
@@ -176,20 +211,31 @@ func (c *modelCaller) dispatch(ctx context.Context, attempt int, name string, re
 		if err := c.check(run, req, est, estCost, name, price, priced); err != nil {
 			return err
 		}
+		if holds, version, err = c.reserve(tx, run, call, req, est, m.Provider, now); err != nil {
+			return err
+		}
 		if err := tx.ModelCallInsert(call); err != nil {
 			return err
 		}
-		return event(tx, s.runID, c.stepID, now, EventModelDispatched, ModelDispatchedPayload{call.ID, attempt, name, c.provider(), req.MaxOutputTokens, est, estCost})
+		return event(tx, s.runID, c.stepID, now, EventModelDispatched, ModelDispatchedPayload{CallID: call.ID, Attempt: attempt, Model: name,
+			Provider: m.Provider, MaxOutputTokens: req.MaxOutputTokens, Estimate: est, EstimatedCost: estCost,
+			Egress: &m, PriceVersion: version, Reservations: holds})
 	})
 	if err != nil {
-		return call, err
+		return call, nil, err
+	}
+	if version != "" {
+		s.e.pricesStored.Store(true)
 	}
 	c.reserved[call.ID] = reservation{tokens: satAdd(est.InputTokens, est.OutputTokens), cost: estCost}
+	if len(holds) > 0 {
+		c.holds[call.ID] = holds
+	}
 	if run.ModelCalls < math.MaxInt {
 		run.ModelCalls++
 	}
 	s.run = run
-	return call, nil
+	return call, enc, nil
 }
 
 // check refuses an attempt that would cross a limit: the model calls made,
@@ -241,26 +287,30 @@ func (c *modelCaller) check(run Run, req ModelRequest, est Usage, estCost Micros
 
 // attempt sends req once under the per-attempt timeout and classifies what
 // came back. It returns the outcome and when the attempt completed.
-func (c *modelCaller) attempt(ctx context.Context, req ModelRequest, est Usage, attempt int) (attemptOutcome, time.Time) {
+func (c *modelCaller) attempt(ctx context.Context, req ModelRequest, enc *EncodedRequest, est Usage, attempt int) (attemptOutcome, time.Time) {
 	timeout := c.cfg.CallTimeout
 	if timeout <= 0 {
 		timeout = defaultCallTimeout
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
-	resp, err := c.send(actx, req)
+	resp, err := c.send(actx, req, enc)
 	timedOut := actx.Err() != nil
 	cancel()
 	completed := c.s.e.now()
 	return classify(ctx, resp, err, timedOut, est, attempt), completed
 }
 
-// send calls the model, turning a panic into an error.
-func (c *modelCaller) send(ctx context.Context, req ModelRequest) (resp ModelResponse, err error) {
+// send calls the model, turning a panic into an error. An encoded request
+// is sent as the bytes its manifest describes.
+func (c *modelCaller) send(ctx context.Context, req ModelRequest, enc *EncodedRequest) (resp ModelResponse, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			resp, err = ModelResponse{}, &modelPanic{v: p}
 		}
 	}()
+	if em, ok := c.cfg.Model.(EncodedModel); ok && enc != nil {
+		return em.SendEncoded(ctx, req, *enc)
+	}
 	return c.cfg.Model.Generate(ctx, req)
 }
 
@@ -278,7 +328,7 @@ func classify(ctx context.Context, resp ModelResponse, err error, timedOut bool,
 	if err == nil {
 		if why := implausible(resp.Usage); why != "" {
 			last := fmt.Errorf("%w: %s", ErrUnusableUsage, why)
-			return attemptOutcome{status: ModelError, charged: est, errText: "unusable usage: " + why, final: unavailable(last)}
+			return attemptOutcome{status: ModelError, charged: est, errText: "unusable usage: " + why, final: unavailable(last), unknown: true}
 		}
 		return attemptOutcome{status: ModelOK, charged: resp.Usage, resp: resp}
 	}
@@ -286,28 +336,28 @@ func classify(ctx context.Context, resp ModelResponse, err error, timedOut bool,
 	var panicked *modelPanic
 	if errors.As(err, &panicked) {
 		// The request may have been served before the panic.
-		return attemptOutcome{status: ModelError, charged: est, errText: msg, final: unavailable(err)}
+		return attemptOutcome{status: ModelError, charged: est, errText: msg, final: unavailable(err), unknown: true}
 	}
 	var served *ServedError
 	if errors.As(err, &served) {
 		// Served and billed: charged what the provider reported, and never
 		// retried, since a retry is billed again.
 		if errors.Is(err, ErrUnusableUsage) {
-			return attemptOutcome{status: ModelError, charged: est, errText: "unusable usage: " + msg, final: unavailable(err)}
+			return attemptOutcome{status: ModelError, charged: est, errText: "unusable usage: " + msg, final: unavailable(err), unknown: true}
 		}
 		if why := implausible(served.Usage); why != "" {
 			last := fmt.Errorf("%w: %s (%w)", ErrUnusableUsage, why, err)
-			return attemptOutcome{status: ModelError, charged: est, errText: "unusable usage: " + why + ": " + msg, final: unavailable(last)}
+			return attemptOutcome{status: ModelError, charged: est, errText: "unusable usage: " + why + ": " + msg, final: unavailable(last), unknown: true}
 		}
 		return attemptOutcome{status: ModelError, charged: served.Usage, errText: msg, final: unavailable(err)}
 	}
 	if cerr := ctx.Err(); cerr != nil {
 		// The caller gave up with the request in flight: it may have been
 		// served, so it is charged the estimate, and not retried.
-		return attemptOutcome{status: ModelAmbiguous, charged: est, errText: "cancelled in flight: " + msg, final: cerr}
+		return attemptOutcome{status: ModelAmbiguous, charged: est, errText: "cancelled in flight: " + msg, final: cerr, unknown: true}
 	}
 	if timedOut || ambiguous(err) {
-		return attemptOutcome{status: ModelAmbiguous, charged: est, errText: msg, retry: true, last: err}
+		return attemptOutcome{status: ModelAmbiguous, charged: est, errText: msg, retry: true, last: err, unknown: true}
 	}
 	var transient *TransientError
 	if errors.As(err, &transient) {
@@ -378,6 +428,17 @@ func (c *modelCaller) record(ctx context.Context, call ModelCall, out attemptOut
 	if out.status == ModelOK {
 		payload.StopReason = clipText(out.resp.StopReason, maxStopReason)
 	}
+	c.mu.Lock()
+	holds := c.holds[call.ID]
+	c.mu.Unlock()
+	if len(holds) > 0 {
+		payload.PriceVersion = s.e.prices.idOrEmpty()
+	}
+	settle := func(tx Tx) error {
+		notes, err := settleHolds(tx, call.ID, holds, out, charged, cost, completed, s.e.owner)
+		payload.Settlements = notes
+		return err
+	}
 	var run Run
 	err := s.write(rctx, func(tx Tx) error {
 		var err error
@@ -386,6 +447,9 @@ func (c *modelCaller) record(ctx context.Context, call ModelCall, out attemptOut
 			return err
 		}
 		if err := tx.ModelCallFinish(fin); err != nil {
+			return err
+		}
+		if err := settle(tx); err != nil {
 			return err
 		}
 		return event(tx, s.runID, c.stepID, completed, typ, payload)
@@ -403,6 +467,9 @@ func (c *modelCaller) record(ctx context.Context, call ModelCall, out attemptOut
 					return err
 				}
 			}
+			if err := settle(tx); err != nil {
+				return err
+			}
 			return event(tx, s.runID, c.stepID, completed, typ, payload)
 		})
 	}
@@ -412,6 +479,7 @@ func (c *modelCaller) record(ctx context.Context, call ModelCall, out attemptOut
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.reserved, call.ID)
+	delete(c.holds, call.ID)
 	if !late {
 		run.Usage.InputTokens = satAdd(run.Usage.InputTokens, charged.InputTokens)
 		run.Usage.OutputTokens = satAdd(run.Usage.OutputTokens, charged.OutputTokens)
@@ -546,14 +614,5 @@ func errorText(err error) (s string) {
 // clipText makes s valid UTF-8 and cuts it to at most n bytes without
 // splitting a rune.
 func clipText(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
+	return textcut.Truncate(strings.ToValidUTF8(s, "\uFFFD"), n)
 }

@@ -54,6 +54,19 @@ type EngineConfig struct {
 	// RequireSignedGrant demands a signed grant for every run this engine
 	// starts or resumes, whatever the run's own Limits say.
 	RequireSignedGrant bool
+	// Egress, when set, decides every provider request from its manifest
+	// before transport (allowed providers, models and hosts, a byte
+	// ceiling on the whole serialized request); a denied request never
+	// leaves the process, and both kinds are recorded. Nil allows every
+	// request; each is still recorded with its manifest.
+	Egress *EgressRules
+	// Prices, when set, is the price table model calls are charged at,
+	// for the run's cost limits and for shared budgets, loaded as an
+	// immutable version named by its canonical hash (NewPriceVersion).
+	// Nil uses Model.Prices, versioned the same way; setting both is a
+	// ConfigError. A budget with a cost ceiling refuses a model this
+	// table does not price.
+	Prices PriceTable
 }
 
 // Config configures a Driver: the engine and the agent that decides each

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -41,6 +42,12 @@ type engine struct {
 	// requireSigned is EngineConfig.RequireSignedGrant: every grant of
 	// every run needs a valid signature.
 	requireSigned bool
+	// egress is EngineConfig.Egress; prices the versioned table calls
+	// are charged at (nil: none), and pricesStored says this engine has
+	// stored it.
+	egress       *EgressRules
+	prices       *PriceVersion
+	pricesStored atomic.Bool
 
 	mu     sync.Mutex
 	active map[string]bool
@@ -88,6 +95,13 @@ func newEngine(cfg EngineConfig) (*engine, error) {
 			}
 		}
 	}
+	if err := cfg.Egress.check(); err != nil {
+		return nil, err
+	}
+	prices, err := enginePrices(cfg)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.LeaseTTL < 0 {
 		return nil, &ConfigError{Field: "Config.LeaseTTL", Reason: "must not be negative"}
 	}
@@ -95,7 +109,7 @@ func newEngine(cfg EngineConfig) (*engine, error) {
 		store: cfg.Store, policy: cfg.Policy, observer: cfg.Observer, model: cfg.Model,
 		reconcile: cfg.Reconcile, now: cfg.Now, newID: cfg.NewID, wall: time.Now,
 		leaseTTL: cfg.LeaseTTL, tools: map[string]*regTool{}, active: map[string]bool{}, pinned: cfg.PinnedKeys,
-		requireSigned: cfg.RequireSignedGrant,
+		requireSigned: cfg.RequireSignedGrant, egress: cfg.Egress, prices: prices,
 	}
 	if e.now == nil {
 		e.now = time.Now

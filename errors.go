@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/agentrt/agentrt/internal/files"
 )
 
 // Sentinel errors. Callers branch on them with errors.Is; struct errors below
@@ -36,11 +38,18 @@ var (
 	// ErrUnsafeSchema: the database schema is not exactly the one this
 	// build's migrations create, so it could run its author's SQL.
 	ErrUnsafeSchema = errors.New("agentrt: database schema is not the migrations'")
-	// ErrInsecureMode: a database file is writable by others or another
-	// account owns it.
-	ErrInsecureMode = errors.New("agentrt: database file has an insecure mode")
-	// ErrSymlink: OpenExisting was given a symbolic link.
-	ErrSymlink = errors.New("agentrt: database path is a symbolic link")
+	// ErrInsecureMode: a file agentrt trusts (a database or its sidecar, a
+	// configuration, manifest, rules, policy, key, secret or pinned keys
+	// file) is a symbolic link, not a regular file, another account's,
+	// writable by group or others, swapped while it was opened, or larger
+	// than its reader reads. The error is an *InsecureModeError.
+	ErrInsecureMode = files.ErrInsecureMode
+	// ErrSymlink: a trusted path is a symbolic link; it comes with
+	// ErrInsecureMode.
+	ErrSymlink = files.ErrSymlink
+	// ErrTooLarge: a trusted file is larger than its reader reads; it comes
+	// with ErrInsecureMode.
+	ErrTooLarge = files.ErrTooLarge
 	// ErrSessionClosed: a call on a closed or failed gate session.
 	ErrSessionClosed = errors.New("agentrt: session closed")
 	// ErrInvalidJSON: a consumer value was refused where it entered.
@@ -142,19 +151,26 @@ func (e *SchemaVersionError) Error() string {
 // Is matches ErrSchemaVersion.
 func (e *SchemaVersionError) Is(target error) bool { return target == ErrSchemaVersion }
 
-// InsecureModeError names the file refused and how to fix it.
-type InsecureModeError struct {
-	Path   string
-	Mode   uint32
-	Reason string
-}
+// InsecureModeError names a trusted file refused for how it is stored and
+// says how to fix it; its Problem says which part of the rule the file
+// broke. Every reader of a trusted file returns it, so one errors.As
+// handles them all. It matches ErrInsecureMode (and ErrSymlink or
+// ErrTooLarge where they apply).
+type InsecureModeError = files.InsecureModeError
 
-func (e *InsecureModeError) Error() string {
-	return fmt.Sprintf("agentrt: refusing %s: %s (mode %04o); make it owner-only with chmod 600 and chown it to the account that runs agentrt", e.Path, e.Reason, e.Mode)
-}
+// FileProblem is the part of the file rule a refused file broke.
+type FileProblem = files.Problem
 
-// Is matches ErrInsecureMode.
-func (e *InsecureModeError) Is(target error) bool { return target == ErrInsecureMode }
+// The parts of the file rule, as InsecureModeError.Problem names them.
+const (
+	FileSymlink    = files.ProblemSymlink
+	FileNotRegular = files.ProblemNotRegular
+	FileOwner      = files.ProblemOwner
+	FileWritable   = files.ProblemWritable
+	FileReadable   = files.ProblemReadable
+	FileChanged    = files.ProblemChanged
+	FileTooLarge   = files.ProblemTooLarge
+)
 
 // UnsafeSchemaError names the first object in a database's schema that is
 // not as this build's migrations create it. Triggers and views are reported
@@ -205,31 +221,19 @@ const (
 	SchemaMissing SchemaDifference = "missing"
 )
 
-// OwnerError names a database file, or one of its sidecars, that an account
-// other than the one opening it owns. The owner can rewrite the file, and so
-// forge any approval in it, whatever its mode; it matches ErrInsecureMode.
-type OwnerError struct {
-	Path  string
-	Owner uint32 // the file's owner
-	User  uint32 // the effective user that refused it
-}
+// OwnerError is the InsecureModeError for a file another account owns
+// (Problem FileOwner).
+//
+// Deprecated: match *InsecureModeError and read its Problem; OwnerError
+// is kept for one release.
+type OwnerError = files.InsecureModeError
 
-func (e *OwnerError) Error() string {
-	return fmt.Sprintf("agentrt: %s is owned by user %d, not by you (user %d): its owner can forge any approval in it, so run agentrt as that user or chown the file to yours", e.Path, e.Owner, e.User)
-}
-
-// Is matches ErrInsecureMode.
-func (e *OwnerError) Is(target error) bool { return target == ErrInsecureMode }
-
-// SymlinkError names the link refused by OpenExisting.
-type SymlinkError struct{ Path string }
-
-func (e *SymlinkError) Error() string {
-	return fmt.Sprintf("agentrt: refusing %s: it is a symbolic link; name the database file itself", e.Path)
-}
-
-// Is matches ErrSymlink.
-func (e *SymlinkError) Is(target error) bool { return target == ErrSymlink }
+// SymlinkError is the InsecureModeError for a symbolic link (Problem
+// FileSymlink).
+//
+// Deprecated: match *InsecureModeError and read its Problem; SymlinkError
+// is kept for one release.
+type SymlinkError = files.InsecureModeError
 
 // JSONError says why a consumer value was refused where it entered.
 type JSONError struct {

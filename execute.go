@@ -177,7 +177,16 @@ func (s *session) outcome(ctx context.Context, ac *allowedCall, res ToolResult, 
 		if timedOut {
 			kind = "timeout"
 		}
-		return observation(ObsToolError, map[string]string{"error": callErr.Error(), "failure": kind}, "tool error: "+callErr.Error()), toolContinue
+		obs := observation(ObsToolError, map[string]string{"error": callErr.Error(), "failure": kind}, "tool error: "+callErr.Error())
+		var ce ClassifiedError
+		switch {
+		case timedOut:
+			obs.FailureClass = FailureTimeout
+		case errors.As(callErr, &ce):
+			obs.FailureClass = FailureClass(jsonString(string(ce.FailureClass())))
+			obs.FailureMessage = cutRunes(jsonString(ce.FailureMessage()), maxFailureMessage)
+		}
+		return obs, toolContinue
 	}
 	content := res.Content
 	if len(content) == 0 {
@@ -197,6 +206,7 @@ func (s *session) outcome(ctx context.Context, ac *allowedCall, res ToolResult, 
 	h, _ := canon.Hash(content)
 	// storedRaw copies the tool's bytes into the form the store keeps.
 	obs := &Observation{Kind: ObsToolResult, Content: storedRaw(content), Summary: jsonString(res.Summary), ContentHash: h}
+	obs.Blocks = boundBlocks(res.Blocks)
 	if ac.tool.spec.Terminal {
 		return obs, toolComplete
 	}
@@ -215,9 +225,13 @@ func (s *session) finish(ctx context.Context, i int, ac *allowedCall, obs *Obser
 		fin := ToolFinishedPayload{Tool: ac.tool.spec.Name, DurationMS: activeFor(st, now).Milliseconds()}
 		if obs.Failure() {
 			fin.Error = obs.Summary
+			fin.FailureClass = obs.FailureClass
 		} else {
 			fin.Summary = obs.Summary
 			fin.ContentHash = obs.ContentHash
+			for _, b := range obs.Blocks {
+				fin.Blocks = append(fin.Blocks, b.Digest())
+			}
 		}
 		return fin
 	}

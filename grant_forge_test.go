@@ -209,7 +209,7 @@ func TestGrant_DatabaseWriterCannotForge(t *testing.T) {
 		{"Worker", true, func(t *testing.T, f *forgeEnv) error {
 			refused := make(chan error, 16)
 			cfg := engine(f)
-			cfg.LeaseTTL = 100 * time.Millisecond
+			cfg.LeaseTTL = time.Second
 			w, err := agentrt.NewWorker(agentrt.WorkerConfig{EngineConfig: cfg, Agent: script(complete(`{}`)),
 				Poll: 5 * time.Millisecond, OnError: func(runID string, err error) {
 					if runID == "run-1" {
@@ -230,7 +230,7 @@ func TestGrant_DatabaseWriterCannotForge(t *testing.T) {
 			}
 			// Polls go on past the claim's lease: a refused run is not
 			// claimed again.
-			time.Sleep(500 * time.Millisecond)
+			time.Sleep(1500 * time.Millisecond)
 			stop()
 			if err := <-done; err != nil {
 				t.Fatal(err)

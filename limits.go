@@ -36,6 +36,12 @@ type Limits struct {
 	// unsigned ApproveShown is refused, and Resume executes no grant
 	// without one (ErrUnsignedGrant).
 	RequireSignedGrant bool `json:"require_signed_grant,omitempty"`
+	// Labels are the run's scope labels, "k=v" pairs in the canonical
+	// form agentrt.Labels makes ("agent=triage,tenant=acme"). They are
+	// fixed when the run starts, recorded in run.created, and decide
+	// which shared budgets its model calls reserve against: every budget
+	// whose scope they cover.
+	Labels string `json:"labels,omitempty"`
 }
 
 // DefaultLimits returns 50 steps, 3 consecutive failures and a loop threshold
@@ -72,6 +78,9 @@ func (l Limits) Validate() error {
 		if p.v < 0 {
 			return &ConfigError{Field: p.name, Reason: fmt.Sprintf("must not be negative, got %d", p.v)}
 		}
+	}
+	if l.Labels != "" {
+		return checkCanonicalLabels("Limits.Labels", l.Labels)
 	}
 	return nil
 }

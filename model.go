@@ -65,6 +65,15 @@ type ContentBlock struct {
 	Input     json.RawMessage `json:"input,omitempty"`
 	Content   string          `json:"content,omitempty"`
 	IsError   bool            `json:"is_error,omitempty"`
+	// Images ride with a tool result, for a provider that accepts images
+	// in tool results; render sets them only when asked (render.Options).
+	Images []ImagePart `json:"images,omitempty"`
+}
+
+// ImagePart is one image a tool result carries to a model.
+type ImagePart struct {
+	MIMEType string `json:"mime_type"`
+	Data     []byte `json:"data"`
 }
 
 // Normalised stop reasons.

@@ -152,6 +152,11 @@ type ToolFinishedPayload struct {
 	Error string `json:"error,omitempty" audit:"content"`
 	// Late marks an outcome recorded after the run ended under it.
 	Late bool `json:"late,omitempty"`
+	// Blocks are the result's typed blocks as the chain holds them: type,
+	// MIME type, size and the SHA-256 of the bytes as sent.
+	Blocks []BlockDigest `json:"blocks,omitempty"`
+	// FailureClass is a tool error's class.
+	FailureClass FailureClass `json:"failure_class,omitempty"`
 	// Observation is a late outcome's observation.
 	Observation *Observation `json:"observation,omitempty"`
 }
@@ -268,6 +273,12 @@ type ModelDispatchedPayload struct {
 	// Estimate is the usage reserved before the call.
 	Estimate      Usage  `json:"estimate"`
 	EstimatedCost Micros `json:"estimated_cost_micros"`
+	// Egress is the request's manifest, which the egress rules allowed.
+	Egress *EgressManifest `json:"egress,omitempty"`
+	// PriceVersion names the price table the reservations are priced at.
+	PriceVersion string `json:"price_version,omitempty"`
+	// Reservations are the call's holds on shared budgets.
+	Reservations []BudgetHold `json:"reservations,omitempty"`
 }
 
 // ModelCallFinishedPayload is the payload of model.completed and model.failed.
@@ -286,6 +297,77 @@ type ModelCallFinishedPayload struct {
 	StopReason string `json:"stop_reason,omitempty"`
 	// Late marks an outcome recorded after the run left this session.
 	Late bool `json:"late,omitempty"`
+	// PriceVersion names the price table the settlements are priced at.
+	PriceVersion string `json:"price_version,omitempty"`
+	// Settlements say what became of each of the call's budget
+	// reservations.
+	Settlements []SettlementNote `json:"settlements,omitempty"`
+}
+
+// BudgetHold is one call's reservation on one budget, as model.dispatched
+// records it.
+type BudgetHold struct {
+	BudgetID string `json:"budget_id"`
+	Budget   string `json:"budget"`
+	// Window is the start of the budget window the hold counts in.
+	Window    time.Time `json:"window_start,omitzero"`
+	Reserved  Amount    `json:"reserved"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// SettlementNote is what became of one hold, as model.completed and
+// model.failed record it: settled at Actual (the unused part of Reserved
+// released), uncertain (all of Reserved still held until reconciled), or
+// already settled by an operator before the outcome was recorded.
+type SettlementNote struct {
+	BudgetID string            `json:"budget_id"`
+	Budget   string            `json:"budget"`
+	Status   ReservationStatus `json:"status"`
+	Reserved Amount            `json:"reserved"`
+	Actual   Amount            `json:"actual"`
+	// Skipped marks a hold an operator had already reconciled.
+	Skipped bool `json:"already_reconciled,omitempty"`
+}
+
+// PriceVersionAddedPayload is the payload of price.version_added: a price
+// table stored for the first time (a store-wide event, on no run).
+type PriceVersionAddedPayload struct {
+	// ID is the version's id, derived from the table.
+	ID string `json:"id"`
+	// Table maps each model to its price.
+	Table PriceTable `json:"table"`
+}
+
+// EgressDeniedPayload is the payload of egress.denied: the manifest of the
+// request the egress rules refused, and why. The request itself is not
+// recorded; its SHA-256 is a digest of model content.
+type EgressDeniedPayload struct {
+	EgressManifest
+	// Reason names the rule that refused the request.
+	Reason string `json:"reason"`
+}
+
+// BudgetChangedPayload is the payload of budget.changed (a store-wide
+// event): what was done, by whom, and the budget as it stands after.
+type BudgetChangedPayload struct {
+	// Action is "added", "set" or "retired".
+	Action string `json:"action"`
+	By     string `json:"by"`
+	Budget Budget `json:"budget"`
+}
+
+// BudgetReconciledPayload is the payload of budget.reconciled: an operator
+// settling an uncertain or expired reservation.
+type BudgetReconciledPayload struct {
+	CallID   string            `json:"call_id"`
+	BudgetID string            `json:"budget_id"`
+	Budget   string            `json:"budget"`
+	From     ReservationStatus `json:"from"`
+	Reserved Amount            `json:"reserved"`
+	Actual   Amount            `json:"actual"`
+	By       string            `json:"by"`
+	// Note is the operator's account, as they wrote it.
+	Note string `json:"note,omitempty" audit:"content"`
 }
 
 // ApproverInvitedPayload is the payload of approver.invited.

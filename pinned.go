@@ -7,9 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strings"
-	"syscall"
+
+	"github.com/agentrt/agentrt/internal/files"
 )
 
 // PinnedKeys are approver keys trusted from outside the database. A
@@ -62,31 +62,21 @@ func ParsePinnedKeys(b []byte) (*PinnedKeys, error) {
 	return p, sc.Err()
 }
 
-// LoadPinnedKeys reads a pinned keys file, refusing one that is a symbolic
-// link, is not a regular file, is readable or writable by anyone but its
-// owner, or that another account owns: a file others can write pins their
-// keys too.
+// MaxPinnedKeysFile is the most bytes LoadPinnedKeys reads: room for
+// thousands of keys, and a bound on what a damaged path can make it read.
+const MaxPinnedKeysFile = 1 << 20
+
+// LoadPinnedKeys reads a pinned keys file under the rule for every trusted
+// file (a regular file, no symbolic link followed, owned by the effective
+// user, writable by no one else, at most MaxPinnedKeysFile bytes, checked
+// on the open descriptor): a file another account can write pins that
+// account's keys too. A refusal is an *InsecureModeError.
 func LoadPinnedKeys(path string) (*PinnedKeys, error) {
-	fi, err := os.Lstat(path)
+	b, err := files.ReadOwned(path, MaxPinnedKeysFile)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("agentrt: no pinned keys file at %s: %w", path, ErrNotFound)
 		}
-		return nil, err
-	}
-	switch {
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return nil, &SymlinkError{Path: path}
-	case !fi.Mode().IsRegular():
-		return nil, &InsecureModeError{Path: path, Mode: uint32(fi.Mode().Perm()), Reason: "it is not a regular file"}
-	case fi.Mode().Perm()&0o077 != 0:
-		return nil, &InsecureModeError{Path: path, Mode: uint32(fi.Mode().Perm()), Reason: "others can read or write it"}
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != uint32(os.Geteuid()) {
-		return nil, &OwnerError{Path: path, Owner: st.Uid, User: uint32(os.Geteuid())}
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
 		return nil, err
 	}
 	return ParsePinnedKeys(b)

@@ -365,6 +365,10 @@ func stored[T any](v *T) (*T, error) {
 		o.Summary, o.ContentHash = jsonString(o.Summary), jsonString(o.ContentHash)
 		o.Kind = ObservationKind(jsonString(string(o.Kind)))
 		o.Content = storedRaw(o.Content)
+		o.FailureClass, o.FailureMessage = FailureClass(jsonString(string(o.FailureClass))), jsonString(o.FailureMessage)
+		if o.Blocks != nil {
+			o.Blocks = append([]ResultBlock(nil), o.Blocks...)
+		}
 		return any(&o).(*T), nil
 	}
 	b, err := json.Marshal(v)

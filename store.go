@@ -61,6 +61,18 @@ type DatabaseClock interface {
 	DatabaseNow(ctx context.Context) (time.Time, error)
 }
 
+// Waker is an optional capability of a Store whose database can tell idle
+// workers that a commit, by any process, may have made a run claimable: a
+// run enqueued, a lease released, an approval decided (Postgres, with
+// LISTEN/NOTIFY). A worker claims on each wakeup as on a poll; polling
+// stays the fallback, so a missed or late wakeup only costs time.
+type Waker interface {
+	// Wakeups returns a channel that receives, coalesced, after each such
+	// commit until ctx is done. An error means wakeups are unavailable and
+	// the caller polls.
+	Wakeups(ctx context.Context) (<-chan struct{}, error)
+}
+
 // StoreReader holds the read methods a front end uses. Full reads decode
 // every row; a row that will not decode carries DecodeError rather than
 // failing the read. Page reads are bounded for possibly hostile files.
@@ -153,9 +165,38 @@ type Tx interface {
 	// RunClaim leases up to p.Limit runnable runs to p.Owner, oldest first,
 	// bumping each one's generation, and returns them as they were before:
 	// ENQUEUED runs, RUNNING runs whose lease is free or lapsed, and
-	// WAITING runs with a step awaiting approval and none pending. Rows
+	// WAITING runs with a step awaiting approval and none pending (or, with
+	// ApprovalsNow, one pending past its expiry). Rows
 	// another transaction holds are skipped, not waited on.
 	RunClaim(p RunClaim) ([]Run, error)
+
+	// BudgetInsert stores a new budget; a name an unretired budget holds
+	// is *BudgetError.
+	BudgetInsert(b Budget) error
+	// BudgetUpdate is a compare-and-set on an unretired budget at
+	// p.Version.
+	BudgetUpdate(p BudgetUpdate) error
+	BudgetGet(id string) (Budget, error)
+	// BudgetByName reads the unretired budget with the name.
+	BudgetByName(name string) (Budget, error)
+	// BudgetListActive reads the unretired budgets, ordered by id: the
+	// fields a reservation needs (id, name, scope, window, ceilings and
+	// version).
+	BudgetListActive() ([]Budget, error)
+	// BudgetReserve holds r.Reserved in r's window of b if the window's
+	// reserved, settled and uncertain amounts plus r stay within b's
+	// ceilings, in one conditional statement, and records r; a window
+	// without room is *BudgetError and nothing is written.
+	BudgetReserve(r BudgetReservation, b Budget) error
+	// BudgetSettle moves a reservation on from p.From by compare-and-set
+	// (another status is ErrRunState), and p.Reserved between its
+	// window's columns.
+	BudgetSettle(p BudgetSettlement) error
+	// ReservationList reads a call's reservations.
+	ReservationList(callID string) ([]BudgetReservation, error)
+	// PriceVersionPut stores v if its id is absent and reports whether it
+	// did; an id stored with other content is ErrTamperedRecord.
+	PriceVersionPut(v PriceVersion) (bool, error)
 }
 
 // ApproverRemove is a compare-and-set on an approver: it must not be
@@ -181,6 +222,11 @@ type RunClaim struct {
 	Limit int
 	Now   time.Time
 	TTL   time.Duration
+	// ApprovalsNow, when set, also makes runnable a WAITING run whose
+	// pending approval expired by then (the engine's clock, Config.Now,
+	// which approval expiries are written and judged on), so a worker
+	// records the expiry rather than the run waiting forever.
+	ApprovalsNow time.Time
 	// Skip names runs the claimer will not take (runs it refused to
 	// resume, such as a tampered grant); they are left as they are.
 	Skip []string

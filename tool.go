@@ -53,6 +53,9 @@ type ToolCall struct {
 type ToolResult struct {
 	Content json.RawMessage
 	Summary string
+	// Blocks, when set, are the result's typed blocks as its source sent
+	// them (content.go); Content stays what a model reads.
+	Blocks []ResultBlock
 }
 
 // Tool is a capability the agent may request.
@@ -61,10 +64,17 @@ type Tool interface {
 	Call(ctx context.Context, call ToolCall) (ToolResult, error)
 }
 
-// ErrAbortRun, returned by a tool, ends the run FAILED with tool_abort.
-type ErrAbortRun struct{ Detail string }
+// AbortRunError, returned by a tool, ends the run FAILED with tool_abort.
+// Detail is recorded as the reason.
+type AbortRunError struct{ Detail string }
 
-func (e *ErrAbortRun) Error() string { return "agentrt: tool aborted the run: " + e.Detail }
+// ErrAbortRun is the former name of AbortRunError (an Err prefix names a
+// sentinel value in this package, and this is a type), kept so code
+// written against it still compiles; new code says AbortRunError. It will
+// be marked deprecated once the callers in this repository have moved.
+type ErrAbortRun = AbortRunError
+
+func (e *AbortRunError) Error() string { return "agentrt: tool aborted the run: " + e.Detail }
 
 // ToolFunc adapts a spec and a function to Tool.
 type ToolFunc struct {

@@ -127,6 +127,10 @@ type ObservationView struct {
 	Content     JSON            `json:"content,omitempty"`
 	Summary     string          `json:"summary,omitempty"`
 	ContentHash string          `json:"content_hash,omitempty"`
+	// Blocks are shared with the record: read them, never write them.
+	Blocks         []ResultBlock `json:"blocks,omitempty"`
+	FailureClass   FailureClass  `json:"failure_class,omitempty"`
+	FailureMessage string        `json:"failure_message,omitempty"`
 }
 
 // Failure reports whether the observation counts as a failed step.
@@ -153,7 +157,8 @@ func viewOf(st *Step) StepView {
 		v.Policy = &box.p
 	}
 	if o := st.Observation; o != nil {
-		box.o = ObservationView{Kind: o.Kind, Content: shared(o.Content), Summary: o.Summary, ContentHash: o.ContentHash}
+		box.o = ObservationView{Kind: o.Kind, Content: shared(o.Content), Summary: o.Summary, ContentHash: o.ContentHash,
+			Blocks: o.Blocks, FailureClass: o.FailureClass, FailureMessage: o.FailureMessage}
 		v.Observation = &box.o
 	}
 	return v
@@ -171,7 +176,11 @@ func (v StepView) Step() Step {
 		st.Policy = &PolicyDecision{Outcome: p.Outcome, Reason: p.Reason, Kind: p.Kind, Capability: p.Capability.Raw(), Presentation: p.Presentation.Raw()}
 	}
 	if o := v.Observation; o != nil {
-		st.Observation = &Observation{Kind: o.Kind, Content: o.Content.Raw(), Summary: o.Summary, ContentHash: o.ContentHash}
+		st.Observation = &Observation{Kind: o.Kind, Content: o.Content.Raw(), Summary: o.Summary, ContentHash: o.ContentHash,
+			FailureClass: o.FailureClass, FailureMessage: o.FailureMessage}
+		if o.Blocks != nil {
+			st.Observation.Blocks = append([]ResultBlock(nil), o.Blocks...)
+		}
 	}
 	return st
 }

@@ -122,6 +122,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	tick := time.NewTicker(w.cfg.Poll)
 	defer tick.Stop()
+	var wakeups <-chan struct{}
+	if wk, ok := w.d.e.store.(Waker); ok {
+		var err error
+		if wakeups, err = wk.Wakeups(ctx); err != nil {
+			w.report("", err) // poll only
+		}
+	}
 	for {
 		if free := cap(w.slots) - len(w.slots); free > 0 {
 			runs, err := w.claim(ctx, free)
@@ -158,6 +165,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			return nil
 		case <-tick.C:
 		case <-w.wake:
+		case <-wakeups:
 		}
 	}
 }
@@ -167,12 +175,20 @@ func (w *Worker) Run(ctx context.Context) error {
 func (w *Worker) claim(ctx context.Context, n int) ([]Run, error) {
 	e := w.d.e
 	var claimed []Run
+	// Runs this worker drives now, or refused, are not claimed (a claim of
+	// an active run whose lease lapsed under a slow tool would only record
+	// a takeover from itself).
 	w.mu.Lock()
 	skip := slices.Sorted(maps.Keys(w.refused))
+	for id := range w.active {
+		if !w.refused[id] {
+			skip = append(skip, id)
+		}
+	}
 	w.mu.Unlock()
 	evs, err := e.store.Update(context.WithoutCancel(ctx), func(tx Tx) error {
 		claimed = claimed[:0]
-		runs, err := tx.RunClaim(RunClaim{Owner: e.owner, Limit: n, Now: e.wall(), TTL: e.leaseTTL, Skip: skip})
+		runs, err := tx.RunClaim(RunClaim{Owner: e.owner, Limit: n, Now: e.wall(), TTL: e.leaseTTL, ApprovalsNow: e.now(), Skip: skip})
 		if err != nil {
 			return err
 		}

@@ -218,11 +218,11 @@ func (b *browser) do(t *testing.T, what string, steps ...chromedp.Action[chromed
 	}
 }
 
-func eval[T any](t *testing.T, b *browser, expr string) T {
+func eval[T any](t *testing.T, b *browser, expr string, opts ...chromedp.EvaluateOption) T {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, opts...))
 	if err != nil {
 		t.Fatalf("%s: %v", expr, err)
 	}
@@ -320,8 +320,10 @@ func runCLI(t *testing.T, bin string, args ...string) (string, int) {
 // exactly once. The run's second write then appears in the inbox live and
 // is decided in turn. The stored signatures verify, agentrt verify
 // -decisions passes, and one byte changed in a stored signature makes it
-// fail. A page left open while its approval changed decides nothing. No
-// page reports a CSP violation during the whole flow.
+// fail. A page left open while its approval changed decides nothing. When
+// the approver is removed from the CLI, the open page's stream ends and
+// the page goes to sign-in. No page reports a CSP violation during the
+// whole flow.
 func TestBrowser_EnrollSignInApproveWithPasskey(t *testing.T) {
 	ctx := context.Background()
 	e := newConsoleEnv(t)
@@ -439,6 +441,22 @@ func TestBrowser_EnrollSignInApproveWithPasskey(t *testing.T) {
 	writeSQL(t, e.path, `UPDATE approvals SET signature_json = ? WHERE id = ?`, string(raw), first.ID)
 	if out, code := runCLI(t, bin, "-db", e.path, "verify", "-decisions"); code != 1 || !strings.Contains(out, first.ID) {
 		t.Fatalf("agentrt verify -decisions after one byte changed: exit %d, want 1 naming %s\n%s", code, first.ID, out)
+	}
+
+	// The approver is removed from the CLI while a live page is open: the
+	// page's stream ends and the page goes to sign-in, and the session
+	// serves nothing more.
+	b.do(t, "the runs page", chromedp.Navigate(e.origin+"/runs"))
+	b.waitFor(t, "the live stream of the runs page", `document.body.dataset.following === "1"`)
+	if out, code := runCLI(t, bin, "-db", e.path, "approvers", "remove", "alice", "-by", "admin"); code != 0 {
+		t.Fatalf("agentrt approvers remove alice: exit %d\n%s", code, out)
+	}
+	b.waitFor(t, "the sign-in page after the removal", `location.pathname === "/login" && document.querySelector("#login") !== null`)
+	if n := eval[int](t, b, `(async () => (await fetch("/runs", {credentials: "same-origin", redirect: "manual"})).status)()`, chromedp.EvalAwaitPromise); n == 200 {
+		t.Fatal("the removed approver's session still serves /runs")
+	}
+	if n := eval[int](t, b, `(async () => (await fetch("/events", {credentials: "same-origin"})).status)()`, chromedp.EvalAwaitPromise); n != 401 {
+		t.Fatalf("a stream for the removed approver's session: %d, want 401", n)
 	}
 
 	b.mu.Lock()

@@ -43,12 +43,7 @@ func (h *Handler) putCeremony(c *ceremony) string {
 	now := h.now()
 	c.expires = now.Add(ceremonyTTL)
 	h.mu.Lock()
-	for k, v := range h.ceremonies {
-		if now.After(v.expires) {
-			delete(h.ceremonies, k)
-		}
-	}
-	h.ceremonies[id] = c
+	h.ceremonies.put(id, c, now)
 	h.mu.Unlock()
 	return id
 }
@@ -58,8 +53,7 @@ func (h *Handler) putCeremony(c *ceremony) string {
 func (h *Handler) takeCeremony(r *http.Request, kind string) (*ceremony, error) {
 	id := r.Header.Get("X-Ceremony")
 	h.mu.Lock()
-	c := h.ceremonies[id]
-	delete(h.ceremonies, id)
+	c := h.ceremonies.take(id)
 	h.mu.Unlock()
 	if c == nil || c.kind != kind || h.now().After(c.expires) {
 		return nil, errors.New("no such ceremony, or it expired: start again")
@@ -133,7 +127,7 @@ var credentialParams = []protocol.CredentialParameter{
 	{Type: protocol.PublicKeyCredentialType, Algorithm: webauthncose.AlgEdDSA},
 }
 
-func (h *Handler) enrollBegin(w http.ResponseWriter, r *http.Request, _ *session, _ string) {
+func (h *Handler) enrollBegin(w http.ResponseWriter, r *http.Request, _ *session) {
 	var in struct {
 		Token string `json:"token"`
 	}
@@ -154,14 +148,14 @@ func (h *Handler) enrollBegin(w http.ResponseWriter, r *http.Request, _ *session
 	opts, data, err := h.wa.BeginRegistration(u, webauthn.WithCredentialParameters(credentialParams),
 		webauthn.WithResidentKeyRequirement(protocol.ResidentKeyRequirementRequired))
 	if err != nil {
-		apiError(w, http.StatusInternalServerError, CodeInternal, err.Error())
+		h.internal(w, "beginning an enrollment", err)
 		return
 	}
 	id := h.putCeremony(&ceremony{kind: "enroll", data: *data, token: in.Token, handle: u.handle})
 	writeJSON(w, map[string]any{"ceremony": id, "name": inv.Name, "options": opts})
 }
 
-func (h *Handler) enrollFinish(w http.ResponseWriter, r *http.Request, _ *session, _ string) {
+func (h *Handler) enrollFinish(w http.ResponseWriter, r *http.Request, _ *session) {
 	c, err := h.takeCeremony(r, "enroll")
 	if err != nil {
 		apiError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
@@ -179,12 +173,14 @@ func (h *Handler) enrollFinish(w http.ResponseWriter, r *http.Request, _ *sessio
 	}
 	cred, err := h.wa.CreateCredential(&user{handle: c.handle}, c.data, parsed)
 	if err != nil {
-		apiError(w, http.StatusForbidden, CodeSignature, "the passkey was not accepted: "+err.Error())
+		h.logf("enrollment refused a passkey: %v", err)
+		apiError(w, http.StatusForbidden, CodeSignature, "the passkey was not accepted; start again")
 		return
 	}
 	der, err := pkixOf(cred.PublicKey)
 	if err != nil {
-		apiError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+		h.logf("enrollment refused a passkey's key: %v", err)
+		apiError(w, http.StatusBadRequest, CodeBadRequest, "only ES256 (P-256) and EdDSA passkeys are enrolled")
 		return
 	}
 	ap, err := h.op.EnrollInvited(r.Context(), c.token, agentrt.NewApprover{ID: string(c.handle), Kind: agentrt.ApproverPasskey, PublicKey: der,
@@ -194,17 +190,22 @@ func (h *Handler) enrollFinish(w http.ResponseWriter, r *http.Request, _ *sessio
 		if errors.Is(err, agentrt.ErrInvite) || errors.Is(err, agentrt.ErrApproverExists) {
 			code = CodeInvite
 		}
-		apiError(w, http.StatusForbidden, code, err.Error())
+		h.logf("enrolling an invited approver failed: %v", err)
+		msg := "the enrollment failed"
+		if code == CodeInvite {
+			msg = "this invitation is unknown, used or expired, or the name is taken; ask for a new one"
+		}
+		apiError(w, http.StatusForbidden, code, msg)
 		return
 	}
 	h.newSession(w, ap)
 	writeJSON(w, map[string]string{"name": ap.Name, "next": "/"})
 }
 
-func (h *Handler) loginBegin(w http.ResponseWriter, r *http.Request, _ *session, _ string) {
+func (h *Handler) loginBegin(w http.ResponseWriter, r *http.Request, _ *session) {
 	opts, data, err := h.wa.BeginDiscoverableLogin(webauthn.WithUserVerification(protocol.VerificationRequired))
 	if err != nil {
-		apiError(w, http.StatusInternalServerError, CodeInternal, err.Error())
+		h.internal(w, "beginning a sign-in", err)
 		return
 	}
 	writeJSON(w, map[string]any{"ceremony": h.putCeremony(&ceremony{kind: "login", data: *data}), "options": opts})
@@ -226,7 +227,7 @@ func (h *Handler) approverByCredential(r *http.Request, rawID []byte) (agentrt.A
 	return agentrt.Approver{}, errors.New("this passkey is not enrolled, or its approver was removed")
 }
 
-func (h *Handler) loginFinish(w http.ResponseWriter, r *http.Request, _ *session, _ string) {
+func (h *Handler) loginFinish(w http.ResponseWriter, r *http.Request, _ *session) {
 	c, err := h.takeCeremony(r, "login")
 	if err != nil {
 		apiError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
@@ -246,7 +247,10 @@ func (h *Handler) loginFinish(w http.ResponseWriter, r *http.Request, _ *session
 		return &user{handle: handle, name: a.Name, creds: []webauthn.Credential{cred}}, nil
 	}, c.data, r)
 	if err != nil {
-		apiError(w, http.StatusForbidden, CodeUnauthorized, "the passkey did not sign in: "+err.Error())
+		// The library's reason (and whether the credential is enrolled)
+		// is the server's to know, not the client's.
+		h.logf("a sign-in was refused: %v", err)
+		apiError(w, http.StatusForbidden, CodeUnauthorized, "the passkey did not sign in")
 		return
 	}
 	h.newSession(w, found)
@@ -256,7 +260,7 @@ func (h *Handler) loginFinish(w http.ResponseWriter, r *http.Request, _ *session
 // decideBegin makes the statement of the decision the page asks for, with
 // a fresh nonce and the time, and asks the approver's passkey to sign it:
 // the assertion's challenge is the statement's SHA-256.
-func (h *Handler) decideBegin(w http.ResponseWriter, r *http.Request, s *session, key string) {
+func (h *Handler) decideBegin(w http.ResponseWriter, r *http.Request, s *session) {
 	var in struct {
 		RunID      string `json:"run_id"`
 		ApprovalID string `json:"approval_id"`
@@ -276,7 +280,7 @@ func (h *Handler) decideBegin(w http.ResponseWriter, r *http.Request, s *session
 	}
 	cred, err := credentialOf(ap)
 	if err != nil {
-		apiError(w, http.StatusInternalServerError, CodeInternal, err.Error())
+		h.internal(w, "reading an enrolled passkey", err)
 		return
 	}
 	st := agentrt.Statement{RunID: in.RunID, ApprovalID: in.ApprovalID, ApprovalHash: in.Hash, Decision: in.Decision,
@@ -289,19 +293,19 @@ func (h *Handler) decideBegin(w http.ResponseWriter, r *http.Request, s *session
 	opts, data, err := h.wa.BeginLogin(&user{handle: []byte(ap.ID), name: ap.Name, creds: []webauthn.Credential{cred}},
 		webauthn.WithChallenge(challenge), webauthn.WithUserVerification(protocol.VerificationRequired))
 	if err != nil {
-		apiError(w, http.StatusInternalServerError, CodeInternal, err.Error())
+		h.internal(w, "beginning a decision", err)
 		return
 	}
-	id := h.putCeremony(&ceremony{kind: "decide", data: *data, session: key, statement: st})
+	id := h.putCeremony(&ceremony{kind: "decide", data: *data, session: s.key, statement: st})
 	writeJSON(w, map[string]any{"ceremony": id, "statement": st, "options": opts})
 }
 
 // decideFinish checks the assertion with the library, then decides through
 // ApproveShown or RejectShown with the hash the page showed and the
 // signature, which the core verifies again with the standard library.
-func (h *Handler) decideFinish(w http.ResponseWriter, r *http.Request, s *session, key string) {
+func (h *Handler) decideFinish(w http.ResponseWriter, r *http.Request, s *session) {
 	c, err := h.takeCeremony(r, "decide")
-	if err != nil || c.session != key {
+	if err != nil || c.session != s.key {
 		apiError(w, http.StatusBadRequest, CodeBadRequest, "no such ceremony for this session, or it expired: start again")
 		return
 	}
@@ -348,7 +352,8 @@ func (h *Handler) verifyAssertion(r *http.Request, s *session, c *ceremony, body
 		return agentrt.DecisionSignature{}, errors.New("the assertion is not by your passkey")
 	}
 	if _, err := h.wa.ValidateLogin(&user{handle: []byte(ap.ID), name: ap.Name, creds: []webauthn.Credential{cred}}, c.data, parsed); err != nil {
-		return agentrt.DecisionSignature{}, fmt.Errorf("the passkey's assertion was not accepted: %v", err)
+		h.logf("a decision's assertion was refused: %v", err)
+		return agentrt.DecisionSignature{}, errors.New("the passkey's assertion was not accepted")
 	}
 	raw := parsed.Raw.AssertionResponse
 	return agentrt.DecisionSignature{Statement: c.statement, ApproverID: ap.ID, CredentialID: ap.CredentialID, Algorithm: ap.Algorithm,

@@ -2,6 +2,7 @@ package console
 
 import (
 	"fmt"
+	"log"
 	"net/url"
 	"time"
 
@@ -24,22 +25,34 @@ type Config struct {
 	// Now is the clock decisions and sessions use; nil is the wall clock.
 	Now func() time.Time
 	// IdleTimeout ends a session unused this long; zero means 15 minutes.
+	// An open live page does not count as use.
 	IdleTimeout time.Duration
+	// SessionLifetime ends a session this long after sign-in however busy
+	// it is; zero means 12 hours.
+	SessionLifetime time.Duration
 	// PageSize is how many rows a page lists; zero means 50.
 	PageSize int
 	// PollInterval is how often live updates look for new events; zero
 	// means 500ms.
 	PollInterval time.Duration
 	// AuthRate is how many sign-in and enrollment requests one client
-	// address may make per minute; zero means 20.
+	// source (an IPv4 address, an IPv6 /64) may make per minute; zero
+	// means 20.
 	AuthRate int
+	// StreamsPerSession is how many live-update streams one session may
+	// hold open; zero means 4. MaxStreams bounds them over all sessions;
+	// zero means 256.
+	StreamsPerSession, MaxStreams int
+	// ErrorLog hears what a refusal does not tell the client (a passkey
+	// library's reason, a store error), quoted; nil is log.Default().
+	ErrorLog *log.Logger
 }
 
 // DefaultConfig returns a Config on store and origin with every other field
 // at its default.
 func DefaultConfig(store agentrt.Store, origin string) Config {
-	return Config{Store: store, Origin: origin, IdleTimeout: 15 * time.Minute, PageSize: 50,
-		PollInterval: 500 * time.Millisecond, AuthRate: 20}
+	return Config{Store: store, Origin: origin, IdleTimeout: 15 * time.Minute, SessionLifetime: 12 * time.Hour, PageSize: 50,
+		PollInterval: 500 * time.Millisecond, AuthRate: 20, StreamsPerSession: 4, MaxStreams: 256}
 }
 
 func (c *Config) validate() (*url.URL, error) {
@@ -60,11 +73,23 @@ func (c *Config) validate() (*url.URL, error) {
 		return nil, bad("Origin", "must be https unless its host is localhost: browsers allow passkeys only in a secure context")
 	}
 	c.Origin = u.Scheme + "://" + u.Host
-	if c.IdleTimeout < 0 || c.PageSize < 0 || c.PollInterval < 0 || c.AuthRate < 0 {
+	if c.IdleTimeout < 0 || c.SessionLifetime < 0 || c.PageSize < 0 || c.PollInterval < 0 || c.AuthRate < 0 || c.StreamsPerSession < 0 || c.MaxStreams < 0 {
 		return nil, bad("IdleTimeout", "no duration or count may be negative")
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = 15 * time.Minute
+	}
+	if c.SessionLifetime == 0 {
+		c.SessionLifetime = 12 * time.Hour
+	}
+	if c.SessionLifetime < c.IdleTimeout {
+		return nil, bad("SessionLifetime", fmt.Sprintf("must be at least IdleTimeout (%s), got %s", c.IdleTimeout, c.SessionLifetime))
+	}
+	if c.StreamsPerSession == 0 {
+		c.StreamsPerSession = 4
+	}
+	if c.MaxStreams == 0 {
+		c.MaxStreams = 256
 	}
 	if c.PageSize == 0 {
 		c.PageSize = 50

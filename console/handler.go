@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -11,13 +12,16 @@ import (
 	"errors"
 	"html/template"
 	"io/fs"
+	"log"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/httpguard"
 	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/webauthn"
 )
@@ -62,20 +66,26 @@ type Handler struct {
 	op     agentrt.Operator
 
 	mu         sync.Mutex
-	sessions   map[string]*session   // by the SHA-256 of the cookie
-	ceremonies map[string]*ceremony  // by id
-	limits     map[string]*rateState // by client address
+	sessions   map[string]*session // by the SHA-256 of the cookie
+	ceremonies ceremonies
+	limits     limiter
+	streams    int // open /events streams, all sessions
+	hub        hub
 }
 
 type session struct {
+	key        string // the SHA-256 of the cookie
 	approverID string
 	name       string
 	csrf       string
+	created    time.Time
 	lastSeen   time.Time
+	streams    int // open /events streams
 }
 
 // ceremony is a WebAuthn ceremony begun and not finished.
 type ceremony struct {
+	id        string
 	kind      string // "enroll", "login", "decide"
 	data      webauthn.SessionData
 	expires   time.Time
@@ -83,11 +93,6 @@ type ceremony struct {
 	session   string // decide: the session it belongs to
 	statement agentrt.Statement
 	handle    []byte // enroll: the user handle
-}
-
-type rateState struct {
-	window time.Time
-	n      int
 }
 
 // New validates cfg and builds a Handler.
@@ -111,7 +116,10 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h := &Handler{cfg: cfg, rpID: u.Hostname(), secure: u.Scheme == "https", wa: wa, tmpl: tmpl,
 		op:       agentrt.Operator{Store: cfg.Store, Observer: cfg.Observer, Now: cfg.Now},
-		sessions: map[string]*session{}, ceremonies: map[string]*ceremony{}, limits: map[string]*rateState{}}
+		sessions: map[string]*session{}}
+	h.ceremonies.init(maxCeremonies)
+	h.limits.init(maxLimited)
+	h.hub.h = h
 	h.routes()
 	return h, nil
 }
@@ -134,6 +142,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /runs/{run}", h.authed(h.pageRun))
 	m.HandleFunc("GET /runs/{run}/approvals/{approval}", h.authed(h.pageApproval))
 	m.HandleFunc("GET /chain", h.authed(h.pageChain))
+	m.HandleFunc("GET /budgets", h.authed(h.pageBudgets))
 	m.HandleFunc("GET /events", h.authed(h.streamEvents))
 	m.HandleFunc("POST /runs/{run}/cancel", h.post(true, h.cancelRun))
 	m.HandleFunc("POST /logout", h.post(true, h.logout))
@@ -173,36 +182,86 @@ func hashToken(t string) string {
 	return hex.EncodeToString(s[:])
 }
 
-// sessionOf returns the request's live session and its key, touching it.
-func (h *Handler) sessionOf(r *http.Request) (*session, string) {
+// live reports whether a session is within its idle timeout and its
+// absolute lifetime at now. The caller holds h.mu.
+func (h *Handler) live(s *session, now time.Time) bool {
+	return now.Sub(s.lastSeen) < h.cfg.IdleTimeout && now.Sub(s.created) < h.cfg.SessionLifetime
+}
+
+// sessionOf returns the request's live session, touching it. A session
+// ends when it has been idle for IdleTimeout, when it is SessionLifetime
+// old however busy it is, and when its approver is no longer enrolled:
+// every request reads the approver through the store, so a removal made
+// anywhere (the CLI, another console process) ends it at the next request.
+func (h *Handler) sessionOf(r *http.Request) *session {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil || c.Value == "" {
-		return nil, ""
+		return nil
 	}
 	key := hashToken(c.Value)
 	now := h.now()
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	s := h.sessions[key]
 	if s == nil {
-		return nil, ""
+		h.mu.Unlock()
+		return nil
 	}
-	if now.Sub(s.lastSeen) >= h.cfg.IdleTimeout {
+	if !h.live(s, now) {
 		delete(h.sessions, key)
-		return nil, ""
+		h.mu.Unlock()
+		return nil
+	}
+	id := s.approverID
+	h.mu.Unlock()
+	if !h.enrolled(r.Context(), id) {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s = h.sessions[key]; s == nil {
+		return nil
 	}
 	s.lastSeen = now
 	cp := *s
-	return &cp, key
+	return &cp
+}
+
+// enrolled reads the approver through the store. One removed (or gone)
+// ends every session it has in this process; a store that cannot be read
+// refuses the request and ends nothing.
+func (h *Handler) enrolled(ctx context.Context, approverID string) bool {
+	ap, err := h.cfg.Store.GetApprover(ctx, approverID)
+	switch {
+	case errors.Is(err, agentrt.ErrNotFound), err == nil && (ap.Removed() || ap.DecodeError != ""):
+		h.endApprover(approverID)
+		return false
+	case err != nil:
+		return false
+	}
+	return true
+}
+
+// endApprover ends every session of an approver; their streams see it at
+// their next tick.
+func (h *Handler) endApprover(approverID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for k, s := range h.sessions {
+		if s.approverID == approverID {
+			delete(h.sessions, k)
+		}
+	}
 }
 
 func (h *Handler) newSession(w http.ResponseWriter, ap agentrt.Approver) {
 	tok := randomToken()
+	now := h.now()
+	key := hashToken(tok)
 	h.mu.Lock()
-	h.sessions[hashToken(tok)] = &session{approverID: ap.ID, name: ap.Name, csrf: randomToken(), lastSeen: h.now()}
+	h.sessions[key] = &session{key: key, approverID: ap.ID, name: ap.Name, csrf: randomToken(), created: now, lastSeen: now}
 	h.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: tok, Path: "/", HttpOnly: true, Secure: h.secure,
-		SameSite: http.SameSiteStrictMode, MaxAge: int(h.cfg.IdleTimeout.Seconds()) * 8})
+		SameSite: http.SameSiteStrictMode, MaxAge: int(h.cfg.SessionLifetime.Seconds())})
 }
 
 // preToken is the CSRF token of a request with no session: a cookie of its
@@ -219,7 +278,7 @@ func (h *Handler) preToken(w http.ResponseWriter, r *http.Request) string {
 // authed serves a page only to a signed-in approver; others go to /login.
 func (h *Handler) authed(fn func(w http.ResponseWriter, r *http.Request, s *session)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s, _ := h.sessionOf(r)
+		s := h.sessionOf(r)
 		if s == nil {
 			if r.URL.Path == "/events" {
 				http.Error(w, "sign in", http.StatusUnauthorized)
@@ -236,7 +295,7 @@ func (h *Handler) authed(fn func(w http.ResponseWriter, r *http.Request, s *sess
 // Origin and the CSRF token (the session's when one is needed, else the
 // pre-session cookie's), in the X-CSRF-Token header or the csrf form
 // field. It bounds the body.
-func (h *Handler) post(needSession bool, fn func(w http.ResponseWriter, r *http.Request, s *session, key string)) http.HandlerFunc {
+func (h *Handler) post(needSession bool, fn func(w http.ResponseWriter, r *http.Request, s *session)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 		if o := r.Header.Get("Origin"); o != h.cfg.Origin {
@@ -247,7 +306,7 @@ func (h *Handler) post(needSession bool, fn func(w http.ResponseWriter, r *http.
 		if got == "" {
 			got = r.PostFormValue("csrf")
 		}
-		s, key := h.sessionOf(r)
+		s := h.sessionOf(r)
 		var want string
 		switch {
 		case s != nil:
@@ -264,33 +323,21 @@ func (h *Handler) post(needSession bool, fn func(w http.ResponseWriter, r *http.
 			apiError(w, http.StatusForbidden, CodeForbidden, "the CSRF token is missing or wrong")
 			return
 		}
-		fn(w, r, s, key)
+		fn(w, r, s)
 	}
 }
 
 // limited rate-limits the sign-in and enrollment endpoints per client
-// address, in fixed one-minute windows.
+// source (an IPv4 address, an IPv6 /64), in fixed one-minute windows.
 func (h *Handler) limited(fn http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		host, _, err := net.SplitHostPort(r.RemoteAddr)
-		if err != nil {
-			host = r.RemoteAddr
-		}
 		now := h.now()
 		h.mu.Lock()
-		st := h.limits[host]
-		if st == nil || now.Sub(st.window) >= time.Minute {
-			if len(h.limits) > 10000 {
-				clear(h.limits)
-			}
-			st = &rateState{window: now}
-			h.limits[host] = st
-		}
-		st.n++
-		over := st.n > h.cfg.AuthRate
+		over := h.limits.count(httpguard.SourceKey(r.RemoteAddr), now, h.cfg.AuthRate) > h.cfg.AuthRate
 		h.mu.Unlock()
 		if over {
 			w.Header().Set("Retry-After", "60")
+			httpguard.Refusing(w)
 			apiError(w, http.StatusTooManyRequests, CodeRateLimited, "too many sign-in attempts; wait a minute")
 			return
 		}
@@ -298,16 +345,19 @@ func (h *Handler) limited(fn http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-func (h *Handler) logout(w http.ResponseWriter, r *http.Request, s *session, key string) {
+func (h *Handler) logout(w http.ResponseWriter, r *http.Request, s *session) {
 	h.mu.Lock()
-	delete(h.sessions, key)
+	delete(h.sessions, s.key)
 	h.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: h.secure, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
 // apiError writes {error, code}.
+// Every refusal is the last response on its connection, so a body nobody
+// reads is not waited for.
 func apiError(w http.ResponseWriter, status int, code, msg string) {
+	httpguard.Refusing(w)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
@@ -336,6 +386,22 @@ func decideStatus(err error) (int, string) {
 		return http.StatusNotFound, CodeNotFound
 	}
 	return http.StatusInternalServerError, CodeInternal
+}
+
+// logf writes a detail the client is not told to the server's log, every
+// value quoted so a client's text cannot forge a line.
+func (h *Handler) logf(format string, err error) {
+	l := h.cfg.ErrorLog
+	if l == nil {
+		l = log.Default()
+	}
+	l.Printf("agentrt-console: "+format, strconv.Quote(err.Error()))
+}
+
+// internal answers 500 with one generic sentence and logs why.
+func (h *Handler) internal(w http.ResponseWriter, what string, err error) {
+	h.logf(what+" failed: %s", err)
+	apiError(w, http.StatusInternalServerError, CodeInternal, "the console failed; try again")
 }
 
 func isIP(host string) bool { return net.ParseIP(strings.Trim(host, "[]")) != nil }

@@ -59,27 +59,27 @@ type page struct {
 	Data  any
 }
 
-func (h *Handler) render(w http.ResponseWriter, name string, p page, noStore bool) {
+// render writes a page. Every page is no-store: each shows approvals,
+// runs or the chain as one signed-in approver may see them, and none may
+// be kept by the browser or anything between it and the console once the
+// session ends.
+func (h *Handler) render(w http.ResponseWriter, name string, p page) {
 	var buf bytes.Buffer
 	if err := h.tmpl.ExecuteTemplate(&buf, name, p); err != nil {
 		http.Error(w, "the page did not render", http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if noStore {
-		w.Header().Set("Cache-Control", "no-store")
-	} else {
-		w.Header().Set("Cache-Control", "private, no-cache")
-	}
+	w.Header().Set("Cache-Control", "no-store")
 	w.Write(buf.Bytes())
 }
 
 func (h *Handler) pageLogin(w http.ResponseWriter, r *http.Request) {
-	h.render(w, "login.html", page{Title: "Sign in", CSRF: h.preToken(w, r)}, true)
+	h.render(w, "login.html", page{Title: "Sign in", CSRF: h.preToken(w, r)})
 }
 
 func (h *Handler) pageEnroll(w http.ResponseWriter, r *http.Request) {
-	h.render(w, "enroll.html", page{Title: "Enroll a passkey", CSRF: h.preToken(w, r)}, true)
+	h.render(w, "enroll.html", page{Title: "Enroll a passkey", CSRF: h.preToken(w, r)})
 }
 
 // pageNumber reads ?page=N (from 1).
@@ -147,7 +147,7 @@ func (h *Handler) pageInbox(w http.ResponseWriter, r *http.Request, s *session) 
 		Data: struct {
 			Rows  []inboxRow
 			Pager pager
-		}{rows, newPager("/?", n, h.cfg.PageSize, total)}}, true)
+		}{rows, newPager("/?", n, h.cfg.PageSize, total)}})
 }
 
 // field is one named value of an approval.
@@ -212,7 +212,7 @@ func (h *Handler) pageApproval(w http.ResponseWriter, r *http.Request, s *sessio
 	if err := agentrt.VerifyApproval(a); err != nil {
 		p.Pending, p.Problem = false, "This approval does not match its own hash: its record was altered, and it cannot be decided."
 	}
-	h.render(w, "approval.html", page{Title: "Approval " + a.ID, CSRF: s.csrf, Who: s.name, Data: p}, true)
+	h.render(w, "approval.html", page{Title: "Approval " + a.ID, CSRF: s.csrf, Who: s.name, Data: p})
 }
 
 // runFilters are the statuses the runs page can show alone, in the order
@@ -241,7 +241,7 @@ func (h *Handler) pageRuns(w http.ResponseWriter, r *http.Request, s *session) {
 			Pager   pager
 			Status  agentrt.RunStatus
 			Filters []agentrt.RunStatus
-		}{runs, newPager(base, n, h.cfg.PageSize, total), status, runFilters}}, false)
+		}{runs, newPager(base, n, h.cfg.PageSize, total), status, runFilters}})
 }
 
 // timelineEntry is one event of a run as its timeline lists it.
@@ -289,7 +289,7 @@ func (h *Handler) pageRun(w http.ResponseWriter, r *http.Request, s *session) {
 			Calls  []agentrt.ModelCall
 			Ended  bool
 			Pager  pager
-		}{detail.Bounded(), entries, calls, detail.Run.Status.Terminal(), newPager("/runs/"+runID+"?", n, h.cfg.PageSize, total)}}, false)
+		}{detail.Bounded(), entries, calls, detail.Run.Status.Terminal(), newPager("/runs/"+runID+"?", n, h.cfg.PageSize, total)}})
 }
 
 func (h *Handler) pageChain(w http.ResponseWriter, r *http.Request, s *session) {
@@ -308,11 +308,11 @@ func (h *Handler) pageChain(w http.ResponseWriter, r *http.Request, s *session) 
 			Report agentrt.VerifyReport
 			Seq    int64
 			Hash   string
-		}{rep, seq, trace.Sanitize(hash)}}, true)
+		}{rep, seq, trace.Sanitize(hash)}})
 }
 
 // cancelRun cancels a run, recorded as by the signed-in approver.
-func (h *Handler) cancelRun(w http.ResponseWriter, r *http.Request, s *session, _ string) {
+func (h *Handler) cancelRun(w http.ResponseWriter, r *http.Request, s *session) {
 	runID := r.PathValue("run")
 	if _, err := h.op.Cancel(r.Context(), runID, s.name, r.PostFormValue("note")); err != nil {
 		status, code := decideStatus(err)
@@ -320,4 +320,62 @@ func (h *Handler) cancelRun(w http.ResponseWriter, r *http.Request, s *session, 
 		return
 	}
 	http.Redirect(w, r, "/runs/"+runID, http.StatusSeeOther)
+}
+
+// budgetRow is one budget as the budgets page shows it: its current
+// window's reserved, settled and uncertain amounts, a reservation still
+// reserved past its expiry counted as uncertain.
+type budgetRow struct {
+	Name, Scope, Window, Ceilings, Status string
+	Reserved, Settled, Uncertain          agentrt.Amount
+}
+
+// pageBudgets lists the budgets runs share, read-only: they are changed
+// with agentrt budgets, never here.
+func (h *Handler) pageBudgets(w http.ResponseWriter, r *http.Request, s *session) {
+	br, ok := h.cfg.Store.(agentrt.BudgetReader)
+	var rows []budgetRow
+	if ok {
+		bs, err := br.ListBudgets(r.Context())
+		if err != nil {
+			http.Error(w, "reading budgets failed", http.StatusInternalServerError)
+			return
+		}
+		now := h.now()
+		for _, b := range bs {
+			row := budgetRow{Name: trace.Sanitize(b.Name), Scope: trace.Sanitize(b.Scope), Window: string(b.Window), Status: "active"}
+			if b.MaxCost > 0 {
+				row.Ceilings = fmt.Sprintf("%d micros ", b.MaxCost)
+			}
+			if b.MaxTokens > 0 {
+				row.Ceilings += fmt.Sprintf("%d tokens", b.MaxTokens)
+			}
+			if b.Retired() {
+				row.Status = "retired by " + trace.Sanitize(b.RetiredBy)
+			}
+			ws, err := br.ListBudgetUsage(r.Context(), b.ID, 1)
+			if err != nil {
+				http.Error(w, "reading budgets failed", http.StatusInternalServerError)
+				return
+			}
+			if len(ws) == 1 && ws[0].WindowStart.Equal(b.Window.Start(now)) {
+				row.Reserved, row.Settled, row.Uncertain = ws[0].Reserved, ws[0].Settled, ws[0].Uncertain
+				open, err := br.ListReservations(r.Context(), agentrt.ReservationFilter{BudgetID: b.ID, Open: true}, 1000)
+				if err != nil {
+					http.Error(w, "reading budgets failed", http.StatusInternalServerError)
+					return
+				}
+				for _, res := range open {
+					if res.Status == agentrt.ReservationReserved && res.Uncertain(now) && res.WindowStart.Equal(ws[0].WindowStart) {
+						row.Reserved.Cost -= res.Reserved.Cost
+						row.Reserved.Tokens -= res.Reserved.Tokens
+						row.Uncertain.Cost += res.Reserved.Cost
+						row.Uncertain.Tokens += res.Reserved.Tokens
+					}
+				}
+			}
+			rows = append(rows, row)
+		}
+	}
+	h.render(w, "budgets.html", page{Title: "Budgets", CSRF: s.csrf, Who: s.name, Data: rows})
 }

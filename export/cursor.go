@@ -6,10 +6,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/agentrt/agentrt/internal/files"
 )
 
 // Cursor holds the seq of the last event delivered, so a Follower resumes
@@ -93,46 +94,15 @@ func (c FileCursor) Load() (int64, error) {
 }
 
 // Save replaces the file at Path with seq.
-func (c FileCursor) Save(seq int64) (err error) {
+func (c FileCursor) Save(seq int64) error {
 	if c.Path == "" {
 		return errors.New("export: FileCursor needs a Path")
 	}
 	if seq < 0 {
 		return fmt.Errorf("export: cannot save a negative seq %d", seq)
 	}
-	dir, base := filepath.Split(c.Path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
+	if err := files.WriteAtomic(c.Path, []byte(strconv.FormatInt(seq, 10)+"\n"), 0o600); err != nil {
 		return fmt.Errorf("export: saving cursor: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.WriteString(strconv.FormatInt(seq, 10) + "\n"); err != nil {
-		return fmt.Errorf("export: saving cursor: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("export: saving cursor: %w", err)
-	}
-	if err := tmp.Chmod(0o600); err != nil {
-		return fmt.Errorf("export: saving cursor: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("export: saving cursor: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), c.Path); err != nil {
-		return fmt.Errorf("export: saving cursor: %w", err)
-	}
-	// The rename is durable once the directory is.
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

@@ -77,6 +77,7 @@ func connect(ctx context.Context, srv *Server) (*Connection, error) {
 		return nil, err
 	}
 	c := &Connection{srv: *srv, tap: newTap(), closed: make(chan struct{})}
+	c.tap.progress = c.progress.deliver
 	c.watch = newWatcher(c)
 	var t sdk.Transport
 	switch {
@@ -91,11 +92,21 @@ func connect(ctx context.Context, srv *Server) (*Connection, error) {
 		rw := pipeRWC{p}
 		// One message line is bounded like an HTTP body.
 		t = &tapTransport{inner: &sdk.IOTransport{Reader: rw, Writer: rw, MaxLineLength: MaxResponseBodyBytes}, tap: c.tap}
+	case srv.SSE:
+		// The GET stream is bounded event by event and every POST body
+		// whole, as for streamable HTTP; the SDK's own event cap is the
+		// same figure.
+		t = &sseTransport{inner: &sdk.SSEClientTransport{
+			Endpoint:     srv.Endpoint,
+			HTTPClient:   httpClient(srv.HTTPClient, c.tap),
+			MaxEventSize: MaxResponseBodyBytes,
+		}}
 	default:
 		t = &sdk.StreamableClientTransport{
-			Endpoint:   srv.Endpoint,
-			HTTPClient: httpClient(srv.HTTPClient, c.tap),
-			MaxRetries: -1,
+			Endpoint:     srv.Endpoint,
+			HTTPClient:   httpClient(srv.HTTPClient, c.tap),
+			MaxRetries:   -1,
+			OAuthHandler: srv.OAuthHandler,
 		}
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: clientName, Version: clientVersion}, c.clientOptions())
@@ -180,4 +191,37 @@ func withTimeout[T any](parent context.Context, srv *Server, what string, fn fun
 		return zero, fmt.Errorf("mcp: server %q: %s: %w", srv.Name, what, err)
 	}
 	return zero, fmt.Errorf("mcp: server %q: %s: %w after %s", srv.Name, what, ErrConnectTimeout, d)
+}
+
+// sseTransport detaches the SDK's SSE connection from the handshake's
+// context: the SDK opens its GET stream with the context Connect is
+// given, so the handshake's deadline would end the session. The stream is
+// still cut when that context ends before Connect returns, and when the
+// connection is closed.
+type sseTransport struct{ inner *sdk.SSEClientTransport }
+
+func (s *sseTransport) Connect(ctx context.Context) (sdk.Connection, error) {
+	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	conn, err := s.inner.Connect(dctx)
+	if !stop() || err != nil {
+		cancel()
+		if err == nil {
+			_ = conn.Close()
+			err = ctx.Err()
+		}
+		return nil, err
+	}
+	return &sseConn{Connection: conn, cancel: cancel}, nil
+}
+
+type sseConn struct {
+	sdk.Connection
+	cancel context.CancelFunc
+}
+
+func (c *sseConn) Close() error {
+	err := c.Connection.Close()
+	c.cancel()
+	return err
 }

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/files"
 )
 
 // FileRule is the JSON form of a Rule in a rules file, keyed by the
@@ -70,38 +70,14 @@ func ReadManifest(path string) (*Manifest, error) {
 }
 
 // WriteManifest writes m as indented JSON, owner-only (0600), replacing
-// path.
+// path through files.WriteAtomic: synced before it is renamed into place,
+// so a crash leaves the old pin or the new one, never an empty file.
 func WriteManifest(path string, m *Manifest) error {
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dirOf(path), ".manifest-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
-
-func dirOf(path string) string {
-	for i := len(path) - 1; i >= 0; i-- {
-		if os.IsPathSeparator(path[i]) {
-			return path[:i+1]
-		}
-	}
-	return "."
+	return files.WriteAtomic(path, append(b, '\n'), 0o600)
 }
 
 // decodeStrict refuses JSON the core would refuse (a repeated key among

@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -112,7 +113,7 @@ func Load(ctx context.Context, srv Server, m *Manifest, rules Rules) ([]agentrt.
 	if m.Server != srv.Name {
 		return nil, nil, fmt.Errorf("mcp: the manifest pins server %q, not %q", trace.Sanitize(m.Server), srv.Name)
 	}
-	for _, name := range sortedKeys(rules) {
+	for _, name := range slices.Sorted(maps.Keys(rules)) {
 		if _, ok := m.Tools[name]; !ok {
 			return nil, nil, fmt.Errorf("mcp: server %q: the rule for %q names a tool the manifest does not pin", srv.Name, trace.Sanitize(name))
 		}
@@ -160,7 +161,7 @@ func (c *Connection) register(l *listing, m *Manifest, rules Rules) ([]agentrt.T
 	}
 	var tools []agentrt.Tool
 	taken := map[string]string{}
-	for _, name := range sortedKeys(m.Tools) {
+	for _, name := range slices.Sorted(maps.Keys(m.Tools)) {
 		rule, ok := rules[name]
 		if !ok {
 			rep.Unclassified = append(rep.Unclassified, name)
@@ -259,7 +260,7 @@ func (c *Connection) build(name string, pin PinnedTool, live *liveTool, rule Rul
 		fixed[k] = cv
 	}
 	hidden := append([]string(nil), rule.Deny...)
-	for _, k := range sortedKeys(rule.Fixed) {
+	for _, k := range slices.Sorted(maps.Keys(rule.Fixed)) {
 		if contains(rule.Deny, k) {
 			return nil, "", fmt.Errorf("parameter %q is both denied and fixed", k)
 		}
@@ -316,13 +317,4 @@ func short(h string) string {
 		return h[:12]
 	}
 	return h
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

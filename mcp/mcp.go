@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentrt/agentrt/trace"
@@ -69,6 +70,12 @@ var (
 	ErrToolChanged = errors.New("mcp: tool changed since it was pinned")
 	// ErrClosed marks a call on a closed connection.
 	ErrClosed = errors.New("mcp: connection closed")
+	// ErrNotAuthorized marks a request the server refused for want of
+	// authorization (a 401, or a 403 asking for more scope) that the
+	// Server's OAuthHandler could not resolve without a person: the server
+	// did not act on it. An OAuthHandler's Authorize returns an error
+	// wrapping it, and a token source whose refresh failed does too.
+	ErrNotAuthorized = errors.New("mcp: the server needs a new authorization")
 )
 
 // Server says how to reach one MCP server and how far to trust it. Exactly
@@ -91,8 +98,19 @@ type Server struct {
 	// the last StderrTailBytes are kept for errors either way.
 	Stderr io.Writer
 
-	// Endpoint is the streamable HTTP URL.
+	// Endpoint is the streamable HTTP URL, or with SSE the legacy SSE
+	// endpoint (the GET stream that names where to post).
 	Endpoint string
+	// SSE reaches Endpoint with the legacy HTTP+SSE transport (protocol
+	// 2024-11-05) instead of streamable HTTP, under the same bounds: no
+	// redirect followed, every body and each event capped at
+	// MaxResponseBodyBytes.
+	SSE bool
+	// OAuthHandler, when set, authorizes every streamable HTTP request
+	// (the SDK's transport asks it for a token and calls Authorize on a
+	// 401 or 403). The legacy SSE transport of the pinned SDK takes none,
+	// so SSE with an OAuthHandler is refused.
+	OAuthHandler auth.OAuthHandler
 	// HTTPClient is copied, never modified; its CheckRedirect is replaced,
 	// because no redirect is followed. Nil means a fresh client, never
 	// http.DefaultClient.
@@ -156,6 +174,12 @@ func (s *Server) validate() error {
 		if !ok || k == "" || strings.ContainsRune(kv, 0) {
 			return bad("Env", fmt.Sprintf("entry %q must be NAME=value", kv))
 		}
+	}
+	if (s.SSE || s.OAuthHandler != nil) && s.Endpoint == "" {
+		return bad("SSE/OAuthHandler", "need an Endpoint")
+	}
+	if s.SSE && s.OAuthHandler != nil {
+		return bad("OAuthHandler", "is not supported by the SDK's legacy SSE client transport")
 	}
 	if s.Endpoint != "" {
 		u, err := url.Parse(s.Endpoint)

@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	agentrt "github.com/agentrt/agentrt"
@@ -80,11 +81,7 @@ func walkRefs(v any, at string, draft4 bool) (string, bool) {
 			}
 		}
 	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(v))
 		for _, k := range keys {
 			where := at + "/" + k
 			if s, ok := v[k].(string); ok {

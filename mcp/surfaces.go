@@ -4,10 +4,12 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,22 +23,26 @@ type Notifications struct {
 	Log func(*sdk.LoggingMessageParams)
 	// ResourceUpdated hears each notifications/resources/updated.
 	ResourceUpdated func(*sdk.ResourceUpdatedNotificationParams)
+	// Sample, when set, answers the server's sampling/createMessage
+	// requests (and the client advertises sampling); nil refuses them.
+	Sample func(context.Context, *sdk.CreateMessageParams) (*sdk.CreateMessageResult, error)
+	// Elicit, when set, answers the server's elicitation/create requests
+	// (and the client advertises elicitation); nil refuses them.
+	Elicit func(context.Context, *sdk.ElicitParams) (*sdk.ElicitResult, error)
 	// Refused hears each request the server sent that the client refused:
 	// sampling/createMessage, elicitation/create, roots/list, and any other
-	// server-to-client request but ping. A client built here asks its user
-	// nothing on a server's behalf.
+	// server-to-client request but ping. Unless Sample or Elicit is set, a
+	// client built here asks its user nothing on a server's behalf.
 	Refused func(method string)
 }
 
-// clientOptions are the SDK client's: no sampling, elicitation or roots
-// handler (so none is advertised), the tool watcher, and the hooks.
+// clientOptions are the SDK client's: no roots handler, and no sampling
+// or elicitation handler unless a hook answers them (so only those are
+// advertised), the tool watcher, and the hooks.
 func (c *Connection) clientOptions() *sdk.ClientOptions {
 	o := &sdk.ClientOptions{
 		Logger:                 c.srv.Logger,
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { c.watch.notify() },
-		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
-			c.progress.deliver(req.Params)
-		},
 	}
 	if n := c.srv.Notifications; n != nil {
 		if n.Log != nil {
@@ -45,14 +51,40 @@ func (c *Connection) clientOptions() *sdk.ClientOptions {
 		if n.ResourceUpdated != nil {
 			o.ResourceUpdatedHandler = func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) { n.ResourceUpdated(req.Params) }
 		}
+		if n.Sample != nil {
+			o.CreateMessageHandler = func(ctx context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+				return n.Sample(ctx, req.Params)
+			}
+		}
+		if n.Elicit != nil {
+			o.ElicitationHandler = func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				return n.Elicit(ctx, req.Params)
+			}
+		}
 	}
 	return o
 }
 
-// refuseRequests answers every request the server sends but ping with an
-// error, and reports it, before the SDK could route it anywhere.
+// refuseRequests answers every request the server sends but ping (and
+// sampling or elicitation a hook answers) with an error, and reports it,
+// before the SDK could route it anywhere.
 func (c *Connection) refuseRequests(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		n := c.srv.Notifications
+		switch {
+		case method == "sampling/createMessage" && n != nil && n.Sample != nil:
+			return next(ctx, method, req)
+		case method == "elicitation/create" && n != nil && n.Elicit != nil:
+			// Straight to the hook: the SDK's own check of the requested
+			// schema refuses schemas the protocol allows (a titled
+			// multi-select whose items also name their type); whoever
+			// answers checks what it is shown.
+			params, _ := req.GetParams().(*sdk.ElicitParams)
+			if params == nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "elicitation/create without params"}
+			}
+			return n.Elicit(ctx, params)
+		}
 		switch method {
 		case "sampling/createMessage", "elicitation/create", "roots/list":
 			if n := c.srv.Notifications; n != nil && n.Refused != nil {
@@ -130,37 +162,93 @@ func progressFrom(ctx context.Context) Progress {
 }
 
 // progressRouter maps the tokens of calls in flight to their listeners.
+// The message tap hands it each notifications/progress as it is read, in
+// the order the server sent it, so a notification sent before the answer
+// is queued before the answer is read; a call's finish delivers what its
+// queue holds before the call returns.
 type progressRouter struct {
 	next atomic.Int64
 	mu   sync.Mutex
-	m    map[string]Progress
+	m    map[string]*progressRoute
 }
+
+type progressRoute struct {
+	q    chan *sdk.ProgressNotificationParams
+	done chan struct{}
+}
+
+// progressQueue bounds the notifications one call holds undelivered; past
+// it one is dropped rather than block the connection's reader.
+const progressQueue = 256
+
+// progressDrain bounds how long a finished call waits for its listener
+// to take what its queue holds.
+const progressDrain = 5 * time.Second
 
 func (r *progressRouter) add(fn Progress) (string, func()) {
 	tok := "p" + strconv.FormatInt(r.next.Add(1), 10)
+	rt := &progressRoute{q: make(chan *sdk.ProgressNotificationParams, progressQueue), done: make(chan struct{})}
+	go func() {
+		defer close(rt.done)
+		for p := range rt.q {
+			fn(p)
+		}
+	}()
 	r.mu.Lock()
 	if r.m == nil {
-		r.m = map[string]Progress{}
+		r.m = map[string]*progressRoute{}
 	}
-	r.m[tok] = fn
+	r.m[tok] = rt
 	r.mu.Unlock()
 	return tok, func() {
 		r.mu.Lock()
 		delete(r.m, tok)
+		close(rt.q)
 		r.mu.Unlock()
+		select {
+		case <-rt.done:
+		case <-time.After(progressDrain):
+		}
 	}
 }
 
-// deliver routes a notification by its token; one for no call in flight
-// is dropped.
+// deliver queues a notification for its call by its token; one for no
+// call in flight is dropped.
 func (r *progressRouter) deliver(p *sdk.ProgressNotificationParams) {
 	if p == nil {
 		return
 	}
 	r.mu.Lock()
-	fn := r.m[fmt.Sprint(p.ProgressToken)]
-	r.mu.Unlock()
-	if fn != nil {
-		fn(p)
+	defer r.mu.Unlock()
+	rt := r.m[fmt.Sprint(p.ProgressToken)]
+	if rt == nil {
+		return
 	}
+	select {
+	case rt.q <- p:
+	default:
+	}
+}
+
+// progressMessage reads a notifications/progress the tap saw, or nil.
+func progressMessage(msg jsonrpc.Message) *sdk.ProgressNotificationParams {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || req.IsCall() || req.Method != "notifications/progress" {
+		return nil
+	}
+	var p sdk.ProgressNotificationParams
+	if err := json.Unmarshal(req.Params, &p); err != nil || p.ProgressToken == nil {
+		return nil
+	}
+	return &p
+}
+
+// Subscribe asks the server for notifications/resources/updated about uri.
+func (c *Connection) Subscribe(ctx context.Context, uri string) error {
+	return c.cs.Subscribe(ctx, &sdk.SubscribeParams{URI: uri})
+}
+
+// Unsubscribe ends a subscription Subscribe made.
+func (c *Connection) Unsubscribe(ctx context.Context, uri string) error {
+	return c.cs.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: uri})
 }

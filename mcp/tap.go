@@ -51,6 +51,9 @@ func withSlot(ctx context.Context, s *slot) context.Context {
 type tap struct {
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]*slot
+	// progress hears each progress notification as it is read, before
+	// any message after it.
+	progress func(*sdk.ProgressNotificationParams)
 }
 
 func newTap() *tap { return &tap{pending: map[jsonrpc.ID]*slot{}} }
@@ -74,6 +77,9 @@ func (t *tap) sent(ctx context.Context, msg jsonrpc.Message) {
 func (t *tap) received(msg jsonrpc.Message) {
 	resp, ok := msg.(*jsonrpc.Response)
 	if !ok {
+		if p := progressMessage(msg); p != nil && t.progress != nil {
+			t.progress(p)
+		}
 		return
 	}
 	t.mu.Lock()

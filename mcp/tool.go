@@ -77,6 +77,23 @@ type CallError struct {
 func (e *CallError) Error() string { return e.err.Error() }
 func (e *CallError) Unwrap() error { return e.err }
 
+// FailureClass is the runtime's class of the failure (agentrt.ClassifiedError),
+// so the record says how far the call got.
+func (e *CallError) FailureClass() agentrt.FailureClass {
+	switch e.Outcome {
+	case CallNotSent:
+		return agentrt.FailureRefused
+	case CallServerError:
+		return agentrt.FailureServerError
+	case CallUnreadable:
+		return agentrt.FailureUnreadable
+	}
+	return agentrt.FailureUnknownOutcome
+}
+
+// FailureMessage is the server's own error text, for CallServerError.
+func (e *CallError) FailureMessage() string { return e.Message }
+
 // localWireCodes are the JSON-RPC error codes the SDK makes up itself for
 // a call that never got an answer (client closing, server closing,
 // rejected by the transport), not codes a server sent.
@@ -117,6 +134,10 @@ func (t *tool) Call(ctx context.Context, call agentrt.ToolCall) (agentrt.ToolRes
 	res, err := t.conn.cs.CallTool(withSlot(ctx, s), params)
 	t.conn.tap.drop(s)
 	if err != nil {
+		if errors.Is(err, ErrNotAuthorized) {
+			// Refused at the HTTP layer before the server acted on it.
+			return fail(CallNotSent, "%w", ErrNotAuthorized)
+		}
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return fail(CallNoAnswer, "no answer within %s", t.spec.Timeout)
 		}
@@ -171,6 +192,8 @@ type callResult struct {
 	text       []string
 	structured json.RawMessage // nil when absent
 	isError    bool
+	// blocks are every content block, typed, when one is not text.
+	blocks []agentrt.ResultBlock
 }
 
 // readResult takes the text from the SDK's typed content (the SDK matches
@@ -180,8 +203,15 @@ type callResult struct {
 // rest is skipped in one pass.
 func readResult(raw json.RawMessage, res *sdk.CallToolResult) (*callResult, error) {
 	r := &callResult{isError: res.IsError}
+	typed := false
 	for _, c := range res.Content {
 		r.text = append(r.text, contentText(c))
+		b := resultBlock(c)
+		typed = typed || b.Type != agentrt.ResultText
+		r.blocks = append(r.blocks, b)
+	}
+	if !typed {
+		r.blocks = nil
 	}
 	if res.StructuredContent == nil {
 		return r, nil
@@ -243,6 +273,31 @@ func placeholder(typ string) string {
 	return "[content omitted]"
 }
 
+// resultBlock is one content block as the runtime records it.
+func resultBlock(c sdk.Content) agentrt.ResultBlock {
+	switch c := c.(type) {
+	case *sdk.TextContent:
+		return agentrt.ResultBlock{Type: agentrt.ResultText, Text: c.Text}
+	case *sdk.ImageContent:
+		return agentrt.ResultBlock{Type: agentrt.ResultImage, MIMEType: c.MIMEType, Data: c.Data}
+	case *sdk.AudioContent:
+		return agentrt.ResultBlock{Type: agentrt.ResultAudio, MIMEType: c.MIMEType, Data: c.Data}
+	case *sdk.ResourceLink:
+		var size int64
+		if c.Size != nil {
+			size = *c.Size
+		}
+		return agentrt.ResultBlock{Type: agentrt.ResultResourceLink, URI: c.URI, Name: c.Name, Title: c.Title, Description: c.Description,
+			MIMEType: c.MIMEType, Size: size}
+	case *sdk.EmbeddedResource:
+		if c.Resource == nil {
+			return agentrt.ResultBlock{Type: agentrt.ResultText, Text: placeholder("resource")}
+		}
+		return agentrt.ResultBlock{Type: agentrt.ResultResource, URI: c.Resource.URI, MIMEType: c.Resource.MIMEType, Text: c.Resource.Text, Data: c.Resource.Blob}
+	}
+	return agentrt.ResultBlock{Type: agentrt.ResultText, Text: placeholder("")}
+}
+
 func contentText(c sdk.Content) string {
 	switch c := c.(type) {
 	case *sdk.TextContent:
@@ -286,7 +341,7 @@ func (t *tool) result(r *callResult) (agentrt.ToolResult, error) {
 			}
 		}
 		if len(c) <= max {
-			return agentrt.ToolResult{Content: c, Summary: fmt.Sprintf("%s%d bytes", summary, len(c))}, nil
+			return agentrt.ToolResult{Content: c, Summary: fmt.Sprintf("%s%d bytes", summary, len(c)), Blocks: r.blocks}, nil
 		}
 		dropped = len(c)
 	} else if t.out != nil {
@@ -303,7 +358,10 @@ func (t *tool) result(r *callResult) (agentrt.ToolResult, error) {
 	if dropped > 0 {
 		sum += fmt.Sprintf(", structured content of %d bytes dropped for the text", dropped)
 	}
-	return agentrt.ToolResult{Content: content, Summary: sum}, nil
+	if len(r.blocks) > 0 {
+		sum += fmt.Sprintf(", %d typed blocks", len(r.blocks))
+	}
+	return agentrt.ToolResult{Content: content, Summary: sum, Blocks: r.blocks}, nil
 }
 
 func unreadable(format string, args ...any) error {

@@ -10,7 +10,6 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/cmdline"
-	"github.com/agentrt/agentrt/postgres"
 	"github.com/agentrt/agentrt/postgres/internal/pgtest"
 	"github.com/agentrt/agentrt/scripted"
 	"github.com/jackc/pgx/v5"
@@ -29,15 +28,12 @@ func noteTool() agentrt.Tool {
 
 func pgCLI(args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
-	open := func(ctx context.Context, dsn string, readOnly bool) (agentrt.Store, error) {
-		return postgres.OpenExisting(ctx, dsn, readOnly)
-	}
-	code := cmdline.Run(args, strings.NewReader(""), &out, &errb, map[string]cmdline.Opener{"postgres": open})
+	code := cmdline.Run(args, strings.NewReader(""), &out, &errb)
 	return code, out.String(), errb.String()
 }
 
 // `agentrt -db postgres://… verify` checks the chain a Postgres database
-// holds, through the build that registers the postgres opener: intact
+// holds, through the backend registry this package joins: intact
 // exits 0, an altered event exits 1 naming it.
 func TestCLI_VerifyOnAPostgresDSN(t *testing.T) {
 	ctx := context.Background()
@@ -79,11 +75,5 @@ func TestCLI_VerifyOnAPostgresDSN(t *testing.T) {
 	code, out, _ = pgCLI("-db", dsn, "verify")
 	if code != cmdline.ExitFailure || !strings.Contains(out, "2") {
 		t.Fatalf("verify of an altered chain (head %d) = %d\n%s", seq, code, out)
-	}
-	// The core's own command line names the build to use instead.
-	var o, e bytes.Buffer
-	if c := cmdline.Run([]string{"-db", dsn, "verify"}, strings.NewReader(""), &o, &e, nil); c != cmdline.ExitFailure ||
-		!strings.Contains(e.String(), "postgres/cmd/agentrt") {
-		t.Fatalf("core CLI on a DSN = %d: %s", c, e.String())
 	}
 }

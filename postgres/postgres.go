@@ -6,9 +6,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
@@ -120,10 +118,10 @@ func openStore(ctx context.Context, dsn string, o Options, existing bool) (st *S
 	if dsn == "" {
 		return nil, errors.New("agentrt: postgres.Open needs a DSN")
 	}
-	name := redact(dsn)
+	name := Redact(dsn)
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("agentrt: postgres DSN %s: %w", name, err)
+		return nil, parseError(name, dsn, err)
 	}
 	cfg.MaxConns = 8
 	if o.MaxConns > 0 {
@@ -135,9 +133,14 @@ func openStore(ctx context.Context, dsn string, o Options, existing bool) (st *S
 	}
 	cfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
 	cfg.ConnConfig.RuntimeParams["application_name"] = "agentrt"
+	if o.ReadOnly {
+		// The server refuses every write of a read-only store's sessions,
+		// whatever a bug in this process would try.
+		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("agentrt: postgres %s: %w", name, err)
+		return nil, wrap(name, dsn, err)
 	}
 	var closers []func() error
 	closers = append(closers, func() error { pool.Close(); return nil })
@@ -149,12 +152,12 @@ func openStore(ctx context.Context, dsn string, o Options, existing bool) (st *S
 		}
 	}()
 	if err := pool.Ping(ctx); err != nil {
-		return nil, fmt.Errorf("agentrt: postgres %s: %w", name, err)
+		return nil, wrap(name, dsn, err)
 	}
 	if existing {
 		v, err := schemaVersion(ctx, pool)
 		if err != nil {
-			return nil, fmt.Errorf("agentrt: postgres %s: %w", name, err)
+			return nil, wrap(name, dsn, err)
 		}
 		if v == 0 {
 			return nil, errNotAgentrt(name)
@@ -163,7 +166,7 @@ func openStore(ctx context.Context, dsn string, o Options, existing bool) (st *S
 			return nil, &agentrt.SchemaVersionError{Path: name, Database: v, Build: SchemaVersion}
 		}
 	} else if err := migrate(ctx, pool, name); err != nil {
-		return nil, err
+		return nil, &safeError{msg: scrub(err.Error(), dsn), err: err}
 	}
 	reader := stdlib.OpenDBFromPool(pool)
 	closers = append(closers, reader.Close)
@@ -200,24 +203,6 @@ func openStore(ctx context.Context, dsn string, o Options, existing bool) (st *S
 		},
 	})
 	return &Store{Store: s, pool: pool, name: name}, nil
-}
-
-// redact returns the DSN without its password, for messages.
-func redact(dsn string) string {
-	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		}
-		return u.String()
-	}
-	// key=value form: drop any password.
-	var keep []string
-	for _, f := range strings.Fields(dsn) {
-		if !strings.HasPrefix(strings.ToLower(f), "password=") {
-			keep = append(keep, f)
-		}
-	}
-	return strings.Join(keep, " ")
 }
 
 const migrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -151,3 +151,71 @@ func TestLease_ExpiryIsOnTheDatabaseClock(t *testing.T) {
 		t.Fatalf("run = %s %s, %v", r.Status, r.ReasonDetail, err)
 	}
 }
+
+// An idle worker that would not poll for an hour is woken by the database:
+// a run enqueued by another process's store, and then its approval decided
+// by a third, are each claimed within seconds (LISTEN/NOTIFY, migration
+// 0004's triggers).
+func TestWorker_NotifyWakesAnIdleWorker(t *testing.T) {
+	dsn := pgtest.Fresh(t)
+	ctx := context.Background()
+	st := open(t, dsn)
+	defer st.Close()
+	send := agentrt.ToolFunc{
+		ToolSpec: agentrt.ToolSpec{Name: "send", Description: "send", SideEffect: agentrt.RemoteMutation, Timeout: 10 * time.Second,
+			InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Fn: func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+			return agentrt.ToolResult{Content: json.RawMessage(`{}`)}, nil
+		},
+	}
+	agent := &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("send", `{}`, "s"), scripted.Complete(`{}`)}}
+	w, err := agentrt.NewWorker(agentrt.WorkerConfig{
+		EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{send}},
+		Agent:        agent, Poll: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(200 * time.Millisecond) // the worker's first claim found nothing; it is idle now
+
+	other := open(t, dsn)
+	defer other.Close()
+	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: other, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{send}}, Agent: agent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := d.Enqueue(ctx, "g", agentrt.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(what string, want agentrt.RunStatus) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got, err := other.GetRun(ctx, r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the run is still %s after 10s; the worker was not woken", what, got.Status)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitFor("enqueued", agentrt.RunWaiting)
+	apps, err := other.ListApprovals(ctx, r.ID)
+	if err != nil || len(apps) != 1 {
+		t.Fatalf("approvals = %d, %v", len(apps), err)
+	}
+	if err := agentrt.ApproveShown(ctx, other, nil, r.ID, apps[0].ID, apps[0].Hash, "op", "ok"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("approved", agentrt.RunCompleted)
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/textcut"
 )
 
 // ErrNoPrice says a model name has no entry in a price table. An
@@ -73,7 +74,7 @@ func (e *DollarsError) Is(target error) bool { return target == ErrDollars }
 // micro. Negative amounts, exponents, grouping commas, words, and amounts
 // past what Micros holds are refused with a *DollarsError.
 func ParseDollars(s string) (agentrt.Micros, error) {
-	text := Truncate(s, 64)
+	text := textcut.Truncate(s, 64)
 	t := strings.TrimSpace(s)
 	t = strings.TrimPrefix(t, "$")
 	whole, frac, dot := strings.Cut(t, ".")

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentrt/agentrt/internal/textcut"
 )
 
 // Redacted is what a key is printed as.
@@ -48,7 +50,7 @@ func Excerpt(body []byte, secrets ...string) string {
 			break
 		}
 	}
-	return Truncate(strings.TrimSpace(b.String()), ExcerptBytes)
+	return textcut.Truncate(strings.TrimSpace(b.String()), ExcerptBytes)
 }
 
 // hidden reports characters that reorder, join or hide text on a terminal.
@@ -61,33 +63,11 @@ func hidden(r rune) bool {
 	return false
 }
 
-// Truncate cuts s to at most n bytes, the mark "…" included, without splitting
-// a rune. A negative n gives "". An n too small for the mark cuts without it.
-func Truncate(s string, n int) string {
-	if n <= 0 {
-		return ""
-	}
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	if n < len(mark) {
-		return cutRunes(s, n)
-	}
-	return cutRunes(s, n-len(mark)) + mark
-}
-
-// cutRunes returns the longest prefix of s of at most n bytes that ends on a
-// rune boundary.
-func cutRunes(s string, n int) string {
-	if n >= len(s) {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
+// Truncate is trace.Truncate: s cut to at most n bytes, the mark "…"
+// included, without splitting a rune.
+//
+// Deprecated: use trace.Truncate; kept for one release.
+func Truncate(s string, n int) string { return textcut.Truncate(s, n) }
 
 // RedactURL shows a base URL for humans: user information and a query are
 // replaced with Redacted, and an unparsable URL is not repeated at all.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/textcut"
 )
 
 // ErrUnusableUsage is agentrt.ErrUnusableUsage: a provider reported usage that
@@ -40,7 +41,7 @@ func UsageCount(field string, raw json.RawMessage) (int64, error) {
 		return 0, nil
 	}
 	bad := func(reason string) (int64, error) {
-		return 0, &UsageError{Field: field, Reason: fmt.Sprintf("%s (got %s)", reason, Truncate(Excerpt(v), 40))}
+		return 0, &UsageError{Field: field, Reason: fmt.Sprintf("%s (got %s)", reason, textcut.Truncate(Excerpt(v), 40))}
 	}
 	for _, c := range v {
 		if c < '0' || c > '9' {

@@ -27,7 +27,13 @@ type call struct {
 	hold time.Duration
 	// progress, when set, sends one progress notification.
 	progress func(msg string)
+	// outcome is the policy's preview of the call (gatePolicy.preview).
+	outcome agentrt.PolicyOutcome
 }
+
+// serverUnreachable is all the model is told of a server that needs the
+// operator (a new login).
+const serverUnreachable = "the server cannot be reached now"
 
 // maxAttempts bounds how often one call is matched again after a row or
 // run changed under it (another proxy on the same index, an operator).
@@ -61,6 +67,11 @@ func (p *Proxy) handle(ctx context.Context, t *ptool, req *sdk.CallToolRequest) 
 }
 
 func (p *Proxy) callTool(ctx context.Context, c *call) answer {
+	if p.loginBroken(c.t.server) {
+		// How to fix it is the operator's, on stderr; the model learns
+		// only that the call did not run.
+		return unavailableText(serverUnreachable)
+	}
 	if len(bytes.TrimSpace(c.args)) == 0 {
 		c.args = json.RawMessage("{}")
 	}
@@ -69,7 +80,8 @@ func (p *Proxy) callTool(ctx context.Context, c *call) answer {
 		return p.refusedJSON(ctx, c)
 	}
 	c.key = keyOf(c.t.name, canon)
-	if !c.t.mutating() && c.t.outcome(p.cfg.Policy) == agentrt.Allow {
+	c.outcome = p.policy.preview(ctx, c.t, canon, p.limits())
+	if !c.t.mutating() && c.outcome == agentrt.Allow {
 		// An allowed read has nothing to match: no approval to collect, no
 		// repeat to refuse, no block. It runs at once, and its row is
 		// written for the status tool after the answer, off its path.
@@ -80,6 +92,11 @@ func (p *Proxy) callTool(ctx context.Context, c *call) answer {
 			return unavailableText("it could not be recorded; call again")
 		}
 		return a
+	}
+	if c.t.mutating() {
+		// A call to this tool cut off under a lapsed lease blocks it
+		// before this one is matched.
+		p.sweepLapsed(ctx, c.t.name)
 	}
 	for range maxAttempts {
 		a, again := p.attempt(ctx, c)
@@ -136,7 +153,7 @@ func (p *Proxy) internal(err error, why string) (answer, bool) {
 func (p *Proxy) claim(ctx context.Context, c *call) (claim, error) {
 	now := p.now()
 	var out claim
-	needsApproval := c.t.outcome(p.cfg.Policy) == agentrt.RequireApproval
+	needsApproval := c.outcome == agentrt.RequireApproval
 	err := p.ix.update(ctx, func(tx *sql.Tx) error {
 		out = claim{}
 		r, err := openRow(tx, p.cfg.Session, c.key)
@@ -620,10 +637,11 @@ type classified struct {
 	ended   string // for an unknown outcome: how the call ended
 }
 
-// classify reads a tool step's observation, and how far a failed call got
-// when this process saw it fail. Without that, a failure of a mutating
-// call counts as unknown: the runtime recorded only text.
-func classify(o agentrt.Observation, ce *mcp.CallError, mutating bool) classified {
+// classify reads a tool step's observation: its kind, and for a tool
+// error the failure class the runtime recorded from the adapter's error.
+// A failure of a mutating call with no class (recorded by an older build)
+// counts as unknown.
+func classify(o agentrt.Observation, mutating bool) classified {
 	unknown := func(ended string) classified {
 		if !mutating {
 			return classified{outcome: OutcomeFailed, detail: "it did not finish"}
@@ -633,7 +651,6 @@ func classify(o agentrt.Observation, ce *mcp.CallError, mutating bool) classifie
 	var f struct {
 		Failure string `json:"failure"`
 		Error   string `json:"error"`
-		Outcome string `json:"outcome"`
 	}
 	_ = json.Unmarshal(o.Content, &f)
 	switch o.Kind {
@@ -642,24 +659,25 @@ func classify(o agentrt.Observation, ce *mcp.CallError, mutating bool) classifie
 	case agentrt.ObsInterrupted:
 		return unknown("cut_off")
 	}
-	switch f.Failure {
-	case "timeout":
-		return unknown("timed_out")
-	case "invalid_content":
+	if f.Failure == "invalid_content" {
 		return classified{outcome: OutcomeUnrecorded, detail: f.Error}
 	}
-	if ce == nil {
-		return unknown("unclassified")
+	switch o.FailureClass {
+	case agentrt.FailureTimeout:
+		return unknown("timed_out")
+	case agentrt.FailureRefused:
+		return classified{outcome: OutcomeDenied, detail: f.Error}
+	case agentrt.FailureServerError:
+		return classified{outcome: OutcomeFailed, detail: o.FailureMessage}
+	case agentrt.FailureUnreadable:
+		return classified{outcome: OutcomeUnrecorded, detail: f.Error}
+	case agentrt.FailureUnknownOutcome:
+		return unknown("no_answer")
 	}
-	switch ce.Outcome {
-	case mcp.CallNotSent:
-		return classified{outcome: OutcomeDenied, detail: ce.Error()}
-	case mcp.CallServerError:
-		return classified{outcome: OutcomeFailed, detail: ce.Message}
-	case mcp.CallUnreadable:
-		return classified{outcome: OutcomeUnrecorded, detail: ce.Error()}
+	if f.Failure == "timeout" {
+		return unknown("timed_out")
 	}
-	return unknown("no_answer")
+	return unknown("unclassified")
 }
 
 // executed settles a call whose tool ran, closing its run; an unknown
@@ -667,7 +685,7 @@ func classify(o agentrt.Observation, ce *mcp.CallError, mutating bool) classifie
 // call that found it recorded (after a crash, or another call's) is told
 // it already ran.
 func (p *Proxy) executed(ctx context.Context, c *call, r *row, gs *agentrt.Session, stepID string, obs agentrt.Observation, here bool) (answer, bool) {
-	cl := classify(obs, p.stage(stepID), c.t.mutating())
+	cl := classify(obs, c.t.mutating())
 	told := func(a answer) answer {
 		if here || !cl.outcome.Executed() {
 			return a
@@ -677,7 +695,7 @@ func (p *Proxy) executed(ctx context.Context, c *call, r *row, gs *agentrt.Sessi
 	switch cl.outcome {
 	case OutcomeSucceeded:
 		p.closeRun(ctx, gs, "done")
-		return p.settle(ctx, c, r, OutcomeSucceeded, "", told(answer{content: obs.Content}))
+		return p.settle(ctx, c, r, OutcomeSucceeded, "", told(answer{content: obs.Content, blocks: obs.Blocks}))
 	case OutcomeFailed:
 		p.closeRun(ctx, gs, "the server reported a failure")
 		return p.settle(ctx, c, r, OutcomeFailed, cl.detail, told(failedText(cl.detail)))
@@ -686,6 +704,9 @@ func (p *Proxy) executed(ctx context.Context, c *call, r *row, gs *agentrt.Sessi
 		return p.settle(ctx, c, r, OutcomeUnrecorded, cl.detail, told(unrecordedText(cl.detail)))
 	case OutcomeDenied:
 		p.closeRun(ctx, gs, "refused before it reached the server")
+		if p.loginBroken(c.t.server) {
+			return p.settle(ctx, c, r, OutcomeDenied, cl.detail, unavailableText(serverUnreachable))
+		}
 		if r.Interrupted != "" {
 			return p.settle(ctx, c, r, OutcomeUnknownDenied, cl.detail, refusedText(cl.detail))
 		}

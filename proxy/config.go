@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"net/http"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -129,6 +131,25 @@ type ServerConfig struct {
 	// it leaves out is read_only and follows the policy's read_only
 	// outcome, forwarded only when that is allow.
 	Surfaces map[Surface]agentrt.PolicyOutcome
+	// PromptRename maps a prompt's name on this server to the name the
+	// host sees, for a name another server also offers; a prompt it does
+	// not name keeps the server's own name.
+	PromptRename map[string]string
+	// Forward names the server requests the proxy passes on to the host
+	// (sampling, elicitation); empty means every one is refused.
+	Forward map[ServerRequest]bool
+	// SSE reaches Endpoint with the legacy HTTP+SSE transport
+	// ("transport": "sse") under the same bounds as streamable HTTP.
+	SSE bool
+	// Headers are sent on every request to Endpoint's origin, each value
+	// read from where its SecretRef says when the proxy starts.
+	Headers map[string]SecretRef
+	// SecretEnv are variables given to a stdio server, each read from
+	// where its SecretRef says when the proxy starts.
+	SecretEnv map[string]SecretRef
+	// OAuth, when set, authorizes every request to Endpoint with OAuth 2.1
+	// tokens: those `agentrt-proxy login` stored, or client credentials.
+	OAuth *OAuthConfig
 }
 
 // ToolRule is the operator's word on one tool: an mcp rule, plus the
@@ -161,9 +182,9 @@ func (r ToolRule) mcpRule() mcp.Rule {
 
 // Server is the mcp.Server the configuration describes.
 func (s ServerConfig) Server() mcp.Server {
-	srv := mcp.Server{Name: s.Name, Command: append([]string(nil), s.Command...), Endpoint: s.Endpoint,
+	srv := mcp.Server{Name: s.Name, Command: append([]string(nil), s.Command...), Endpoint: s.Endpoint, SSE: s.SSE,
 		InheritEnv: append([]string(nil), s.InheritEnv...), ConnectTimeout: s.ConnectTimeout, DefaultTimeout: s.DefaultTimeout}
-	for _, k := range sortedKeys(s.Env) {
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		srv.Env = append(srv.Env, k+"="+s.Env[k])
 	}
 	return srv
@@ -202,17 +223,23 @@ type fileConfig struct {
 }
 
 type fileServer struct {
-	Name           string              `json:"name"`
-	Command        []string            `json:"command"`
-	Endpoint       string              `json:"endpoint"`
-	Env            map[string]string   `json:"env"`
-	InheritEnv     []string            `json:"inherit_env"`
-	ConnectTimeout *duration           `json:"connect_timeout"`
-	DefaultTimeout *duration           `json:"default_timeout"`
-	Manifest       string              `json:"manifest"`
-	Rules          map[string]fileRule `json:"rules"`
-	SkipPathCheck  bool                `json:"skip_path_check"`
-	Surfaces       map[string]string   `json:"surfaces"`
+	Name           string                `json:"name"`
+	Command        []string              `json:"command"`
+	Endpoint       string                `json:"endpoint"`
+	Env            map[string]string     `json:"env"`
+	InheritEnv     []string              `json:"inherit_env"`
+	ConnectTimeout *duration             `json:"connect_timeout"`
+	DefaultTimeout *duration             `json:"default_timeout"`
+	Manifest       string                `json:"manifest"`
+	Rules          map[string]fileRule   `json:"rules"`
+	SkipPathCheck  bool                  `json:"skip_path_check"`
+	Surfaces       map[string]string     `json:"surfaces"`
+	PromptRename   map[string]string     `json:"prompt_rename"`
+	Forward        []string              `json:"forward"`
+	Transport      string                `json:"transport"`
+	Headers        map[string]fileSecret `json:"headers"`
+	SecretEnv      map[string]fileSecret `json:"secret_env"`
+	OAuth          *fileOAuth            `json:"oauth"`
 }
 
 type fileRule struct {
@@ -365,7 +392,7 @@ func (fc *fileConfig) resolve(path string) (*Config, error) {
 		return nil, bad("lease_ttl", "must be at least %s, got %s", MinLeaseTTL, cfg.LeaseTTL)
 	}
 	cfg.Policy = agentrt.DefaultPolicy()
-	for _, class := range sortedKeys(fc.Policy) {
+	for _, class := range slices.Sorted(maps.Keys(fc.Policy)) {
 		se := agentrt.SideEffect(class)
 		if !se.Valid() {
 			return nil, bad("policy", "names %q, not a side-effect class (read_only, local_mutation, remote_mutation, destructive)", trace.Sanitize(class))
@@ -394,7 +421,7 @@ func (fc *fileConfig) resolve(path string) (*Config, error) {
 			return nil, err
 		}
 		if cfg.PolicyFile != "" {
-			for _, name := range sortedKeys(s.Rules) {
+			for _, name := range slices.Sorted(maps.Keys(s.Rules)) {
 				if s.Rules[name].Outcome != "" {
 					return nil, bad(fmt.Sprintf("%s.rules.%s.outcome", field, name), "cannot be set while policy_file decides every call; say it in the policy file")
 				}
@@ -421,7 +448,7 @@ func (fs *fileServer) resolve(field string, rel func(string) string) (s ServerCo
 		return s, bad(field+".name", "must match %s, got %q", nameRE, trace.Sanitize(s.Name))
 	}
 	if (len(s.Command) > 0) == (s.Endpoint != "") {
-		return s, bad(field, "must set exactly one of command (stdio) and endpoint (streamable HTTP)")
+		return s, bad(field, "must set exactly one of command (stdio) and endpoint (streamable HTTP or SSE)")
 	}
 	if len(s.Command) > 0 && s.Command[0] == "" {
 		return s, bad(field+".command", "must start with the program to run")
@@ -431,6 +458,9 @@ func (fs *fileServer) resolve(field string, rel func(string) string) (s ServerCo
 			return s, bad(field+".env", "%q is not a variable name", trace.Sanitize(k))
 		}
 	}
+	if err := fs.resolveRemote(field, rel, &s); err != nil {
+		return s, err
+	}
 	if fs.Manifest == "" {
 		return s, bad(field+".manifest", "is required: the pin file `agentrt-proxy pin` writes")
 	}
@@ -438,10 +468,26 @@ func (fs *fileServer) resolve(field string, rel func(string) string) (s ServerCo
 	if s.Surfaces, err = resolveSurfaces(field, fs.Surfaces); err != nil {
 		return s, err
 	}
+	s.PromptRename = map[string]string{}
+	seen := map[string]string{}
+	for _, from := range slices.Sorted(maps.Keys(fs.PromptRename)) {
+		to := fs.PromptRename[from]
+		if !nameRE.MatchString(to) {
+			return s, bad(field+".prompt_rename."+trace.Sanitize(from), "must match %s, got %q", nameRE, trace.Sanitize(to))
+		}
+		if other, dup := seen[to]; dup {
+			return s, bad(field+".prompt_rename", "renames both %q and %q to %q", trace.Sanitize(other), trace.Sanitize(from), to)
+		}
+		seen[to] = from
+		s.PromptRename[from] = to
+	}
+	if s.Forward, err = resolveForward(field, fs.Forward); err != nil {
+		return s, err
+	}
 	if len(fs.Rules) == 0 {
 		return s, bad(field+".rules", "must classify at least one tool: a tool without a rule is never registered")
 	}
-	for _, name := range sortedKeys(fs.Rules) {
+	for _, name := range slices.Sorted(maps.Keys(fs.Rules)) {
 		fr := fs.Rules[name]
 		rf := fmt.Sprintf("%s.rules.%s", field, name)
 		if !fr.SideEffect.Valid() {
@@ -465,11 +511,94 @@ func (fs *fileServer) resolve(field string, rel func(string) string) (s ServerCo
 	return s, nil
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// headerNameRE is an HTTP header name (RFC 9110 token).
+var headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
+
+// resolveRemote reads the fields that say how a server is reached beyond
+// its command or endpoint: the transport, the secret headers and
+// variables, and OAuth.
+func (fs *fileServer) resolveRemote(field string, rel func(string) string, s *ServerConfig) error {
+	switch fs.Transport {
+	case "", "streamable_http":
+	case "sse":
+		s.SSE = true
+	default:
+		return bad(field+".transport", "must be streamable_http or sse, got %q", trace.Sanitize(fs.Transport))
 	}
-	sort.Strings(keys)
-	return keys
+	if s.SSE && s.Endpoint == "" {
+		return bad(field+".transport", "sse needs an endpoint")
+	}
+	if len(fs.Headers) > 0 && s.Endpoint == "" {
+		return bad(field+".headers", "are sent only to an endpoint; a stdio server takes secret_env")
+	}
+	if len(fs.SecretEnv) > 0 && len(s.Command) == 0 {
+		return bad(field+".secret_env", "is given only to a stdio server; an endpoint takes headers")
+	}
+	s.Headers = map[string]SecretRef{}
+	for _, name := range slices.Sorted(maps.Keys(fs.Headers)) {
+		f := field + ".headers." + trace.Sanitize(name)
+		if !headerNameRE.MatchString(name) {
+			return bad(f, "is not an HTTP header name")
+		}
+		canon := http.CanonicalHeaderKey(name)
+		if _, dup := s.Headers[canon]; dup {
+			return bad(f, "names a header twice")
+		}
+		switch canon {
+		case "Host", "Content-Length", "Content-Type", "Accept", "Mcp-Session-Id", "Mcp-Protocol-Version", "Last-Event-Id":
+			return bad(f, "is a header the transport sets itself")
+		}
+		if canon == "Authorization" && fs.OAuth != nil {
+			return bad(f, "cannot be set while oauth authorizes the server")
+		}
+		r, err := fs.Headers[name].resolve(f, rel)
+		if err != nil {
+			return err
+		}
+		s.Headers[canon] = r
+	}
+	s.SecretEnv = map[string]SecretRef{}
+	for _, name := range slices.Sorted(maps.Keys(fs.SecretEnv)) {
+		f := field + ".secret_env." + trace.Sanitize(name)
+		if name == "" || strings.ContainsAny(name, "=\x00") {
+			return bad(f, "is not a variable name")
+		}
+		if _, clash := fs.Env[name]; clash {
+			return bad(f, "is also set in env")
+		}
+		r, err := fs.SecretEnv[name].resolve(f, rel)
+		if err != nil {
+			return err
+		}
+		s.SecretEnv[name] = r
+	}
+	if fs.OAuth != nil {
+		o, err := fs.OAuth.resolve(field+".oauth", rel, s)
+		if err != nil {
+			return err
+		}
+		s.OAuth = o
+	}
+	return nil
+}
+
+// secretFiles are the files a configuration reads secrets or tokens from.
+func secretFiles(cfg *Config) []string {
+	var out []string
+	for _, s := range cfg.Servers {
+		for _, m := range []map[string]SecretRef{s.Headers, s.SecretEnv} {
+			for _, k := range slices.Sorted(maps.Keys(m)) {
+				if m[k].File != "" {
+					out = append(out, m[k].File)
+				}
+			}
+		}
+		if s.OAuth != nil {
+			out = append(out, s.OAuth.Tokens)
+			if s.OAuth.ClientSecret != nil && s.OAuth.ClientSecret.File != "" {
+				out = append(out, s.OAuth.ClientSecret.File)
+			}
+		}
+	}
+	return out
 }

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -125,11 +126,11 @@ func tokenRelay(t *testing.T, front, token string) string {
 	return "http://" + self + target.Path
 }
 
-// expectedFailures reads testdata/conformance/expected-failures: one
-// scenario per line, a # comment after it giving the reason.
-func expectedFailures(t *testing.T) map[string]string {
+// expectedFailures reads a list under testdata/conformance: one scenario
+// per line, a # comment after it giving the reason.
+func expectedFailures(t *testing.T, list string) map[string]string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(filepath.Dir(hostsDir()), "conformance", "expected-failures"))
+	f, err := os.Open(filepath.Join(filepath.Dir(hostsDir()), "conformance", list))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,11 +164,19 @@ type check struct {
 
 // The official MCP conformance suite's server scenarios run against the
 // real agentrt-proxy's loopback front, in front of the go-sdk's
-// conformance server over stdio. A scenario fails when any of its checks
-// fails. Every failure must be listed in expected-failures with its
-// reason, and every listed scenario must still fail: the list only
-// shrinks.
+// conformance server over stdio, in two configurations: the default, and
+// one whose server entry forwards sampling and elicitation to the host. A
+// scenario fails when any of its checks fails. Every failure must be
+// listed in the configuration's expected failures with its reason, and
+// every listed scenario must still fail: the lists only shrink.
 func TestConformance_ServerScenarios(t *testing.T) {
+	t.Run("default", func(t *testing.T) { conformance(t, nil, "expected-failures") })
+	t.Run("forwarding", func(t *testing.T) {
+		conformance(t, []string{"sampling", "elicitation"}, "expected-failures-forwarding")
+	})
+}
+
+func conformance(t *testing.T, forward []string, list string) {
 	node := node22(t)
 	suite := hostTool(t, "conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js")
 	proxyBin, _ := binaries(t)
@@ -175,8 +184,12 @@ func TestConformance_ServerScenarios(t *testing.T) {
 	for _, name := range conformanceTools {
 		rules[name] = map[string]any{"side_effect": "read_only", "rename": name}
 	}
-	config := proxyConfig(t, proxyBin, map[string]any{"name": "cf", "command": []string{conformanceServer(t)},
-		"manifest": "cf.manifest.json", "default_timeout": "30s", "rules": rules}, nil)
+	entry := map[string]any{"name": "cf", "command": []string{conformanceServer(t)},
+		"manifest": "cf.manifest.json", "default_timeout": "30s", "rules": rules}
+	if forward != nil {
+		entry["forward"] = forward
+	}
+	config := proxyConfig(t, proxyBin, entry, nil)
 	// The suite opens a session per scenario and ends none, so the bound
 	// is raised past the number of scenarios; each stays until idle.
 	front, token, stderr := startFront(t, proxyBin, config, "-max-sessions", "64")
@@ -207,7 +220,7 @@ func TestConformance_ServerScenarios(t *testing.T) {
 		name := stamp.ReplaceAllString(strings.TrimPrefix(d.Name(), "server-"), "")
 		results[name] = cs
 	}
-	expected := expectedFailures(t)
+	expected := expectedFailures(t, list)
 	var names []string
 	for n := range results {
 		names = append(names, n)
@@ -225,7 +238,7 @@ func TestConformance_ServerScenarios(t *testing.T) {
 		_, listed := expected[n]
 		switch {
 		case len(why) == 0 && listed:
-			t.Errorf("%s passes now: remove it from testdata/conformance/expected-failures (the list only shrinks)", n)
+			t.Errorf("%s passes now: remove it from testdata/conformance/%s (the list only shrinks)", n, list)
 			passed++
 		case len(why) == 0:
 			passed++
@@ -239,11 +252,105 @@ func TestConformance_ServerScenarios(t *testing.T) {
 	}
 	for n := range expected {
 		if _, ran := results[n]; !ran {
-			t.Errorf("%s is listed in expected-failures but the suite did not run it", n)
+			t.Errorf("%s is listed in %s but the suite did not run it", n, list)
 		}
 	}
 	t.Logf("conformance: %d of %d scenarios pass; expected failures:\n  %s", passed, passed+failed, strings.Join(report, "\n  "))
 	if t.Failed() {
 		t.Logf("suite output:\n%s", b)
 	}
+}
+
+// clientScenarios are the suite's client scenarios, as `list --client`
+// names them.
+func clientScenarios(t *testing.T, node, suite string) []string {
+	t.Helper()
+	out, err := exec.Command(node, suite, "list", "--client").Output()
+	if err != nil {
+		t.Fatalf("conformance list --client: %v", err)
+	}
+	var names []string
+	re := regexp.MustCompile(`(?m)^\s+- (\S+)`)
+	for _, m := range re.FindAllStringSubmatch(string(out), -1) {
+		names = append(names, m[1])
+	}
+	if len(names) == 0 {
+		t.Fatalf("conformance list --client named no scenario:\n%s", out)
+	}
+	return names
+}
+
+// The official MCP conformance suite's client scenarios judge agentrt-proxy
+// as a client: for each scenario the suite starts its server and runs
+// testdata/cfclient, which writes a proxy configuration naming that server
+// (an oauth entry for the auth scenarios), runs the real `agentrt-proxy
+// login` with a scripted browser step, `pin`, then starts the proxy over
+// stdio and, as a go-sdk host, calls the scenario's tool through it. A
+// scenario fails when any of its checks fails or the client exits with an
+// error. Every failure must be listed in
+// testdata/conformance/expected-failures-client with its reason, and every
+// listed scenario must still fail: the list only shrinks.
+func TestConformance_ClientScenarios(t *testing.T) {
+	node := node22(t)
+	suite := hostTool(t, "conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js")
+	proxyBin, _ := binaries(t)
+	client := filepath.Join(t.TempDir(), "cfclient")
+	if b, err := exec.Command("go", "build", "-o", client, "./testdata/cfclient").CombinedOutput(); err != nil {
+		t.Fatalf("go build cfclient: %v\n%s", err, b)
+	}
+	expected := expectedFailures(t, "expected-failures-client")
+	scenarios := clientScenarios(t, node, suite)
+	passed := 0
+	var report []string
+	for _, sc := range scenarios {
+		out := t.TempDir()
+		cmd := exec.Command(node, suite, "client", "--command", client, "--scenario", sc, "-o", out)
+		cmd.Env = append(os.Environ(), "NO_COLOR=1", "AGENTRT_PROXY_BIN="+proxyBin)
+		b, _ := cmd.CombinedOutput() // the results and the exit line decide
+		var why []string
+		found := false
+		_ = filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || d.Name() != "checks.json" {
+				return err
+			}
+			found = true
+			raw, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			var cs []check
+			if err := json.Unmarshal(raw, &cs); err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			for _, c := range cs {
+				if c.Status == "FAILURE" {
+					why = append(why, fmt.Sprintf("%s: %s", c.ID, c.Error))
+				}
+			}
+			return nil
+		})
+		if !found {
+			why = append(why, "the suite wrote no results")
+		}
+		if strings.Contains(string(b), "CLIENT EXITED WITH ERROR") {
+			why = append(why, "the client exited with an error")
+		}
+		_, listed := expected[sc]
+		switch {
+		case len(why) == 0 && listed:
+			t.Errorf("%s passes now: remove it from testdata/conformance/expected-failures-client (the list only shrinks)", sc)
+		case len(why) == 0:
+			passed++
+		case !listed:
+			t.Errorf("%s fails and is not an expected failure: %s\n%s", sc, strings.Join(why, "; "), b)
+		default:
+			report = append(report, sc+": "+strings.Join(why, "; "))
+		}
+	}
+	for n := range expected {
+		if !slices.Contains(scenarios, n) {
+			t.Errorf("%s is listed in expected-failures-client but the suite has no such client scenario", n)
+		}
+	}
+	t.Logf("client conformance: %d of %d scenarios pass; expected failures:\n  %s", passed, len(scenarios), strings.Join(report, "\n  "))
 }

@@ -35,11 +35,25 @@
 // operator's approval, and blocks every other mutating call to its tool
 // until an operator decides.
 //
+// A call cut off by a crash blocks its tool at once: on start, when a
+// lease lapses, and before a mutating call to the tool is matched, the
+// proxy takes over calls whose lease lapsed while they executed, which
+// opens the operator's approval then.
+//
 // What the model is told starts with one status word and never names
 // agentrt, the database, the configuration, a path or a run id; text a
 // server, the model or an operator chose is escaped with trace.Sanitize.
-// The proxy offers no tool that approves and asks the host nothing (no
-// elicitation, no sampling). It opens no network listener unless the
+// Only the proxy's own answers carry _meta[StatusMetaKey], and a server's
+// text that begins with a status word is marked as the server's. A result
+// that ran is returned from the record as the server sent it, its typed
+// blocks (images, audio, resources, links) included.
+//
+// Prompts keep the servers' own names (a name two servers offer is refused
+// at start unless one is renamed); resources route by the most specific
+// claim; subscriptions are forwarded per host session. The proxy offers no
+// tool that approves and by default asks the host nothing (no elicitation,
+// no sampling); a server entry may opt in to forwarding them, each request
+// a recorded run of its own. It opens no network listener unless the
 // operator asks for its one opt-in exception, the loopback HTTP front
 // (Front, `-listen`): loopback addresses only, a bearer token on every
 // request, the Host and Origin checked against DNS rebinding, bodies and

@@ -118,6 +118,17 @@ func TestDocs_HostSnippetsParse(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the configuration example: %v", err)
 	}
+	if s["oauth-config"] == "" {
+		t.Fatal("docs/proxy.md has no oauth-config snippet")
+	}
+	opath := filepath.Join(dir, "oauth.json")
+	if err := os.WriteFile(opath, []byte(s["oauth-config"]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ocfg, err := proxy.LoadConfig(opath)
+	if err != nil || ocfg.Servers[0].OAuth == nil || ocfg.Servers[0].OAuth.Grant != proxy.GrantAuthorizationCode {
+		t.Fatalf("the OAuth configuration example: %v", err)
+	}
 	if cfg.Session != "desktop" || len(cfg.Servers) != 1 || len(cfg.Servers[0].Rules) != 3 {
 		t.Fatalf("the configuration example read as %+v", cfg)
 	}

@@ -4,43 +4,24 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"runtime"
-	"syscall"
 
-	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/files"
 )
 
-// checkPrivate refuses a file whoever else could rewrite: a symbolic link
-// (what it points to may change under the proxy), anything but a regular
-// file, a file another account owns, or one group or others can write. A
-// missing file passes when missingOK is set (a database not created yet).
+// checkPrivate holds a file to the rule for every file agentrt trusts
+// (files.Check): a symbolic link (what it points to may change under the
+// proxy), anything but a regular file, a file another account owns, or one
+// group or others can write is refused. A missing file passes when
+// missingOK is set (a database not created yet).
 func checkPrivate(path string, missingOK bool) error {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) && missingOK {
-		return nil
-	}
-	if err != nil {
+	err := files.CheckPath(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if missingOK {
+			return nil
+		}
 		return fmt.Errorf("proxy: cannot read %s: %w", path, err)
 	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		return &agentrt.SymlinkError{Path: path}
-	}
-	if !fi.Mode().IsRegular() {
-		return &agentrt.InsecureModeError{Path: path, Mode: uint32(fi.Mode().Perm()), Reason: "it is not a regular file"}
-	}
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		if me := uint32(os.Geteuid()); st.Uid != me {
-			return &agentrt.OwnerError{Path: path, Owner: st.Uid, User: me}
-		}
-	}
-	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
-		return &agentrt.InsecureModeError{Path: path, Mode: uint32(perm), Reason: "group or others can write it"}
-	}
-	return nil
+	return err
 }
 
 // checkFiles holds the configuration, every manifest, the database and the
@@ -63,6 +44,12 @@ func checkFiles(cfg *Config, opened bool) error {
 	}
 	for _, p := range must {
 		if err := checkPrivate(p, false); err != nil {
+			return err
+		}
+	}
+	// A token file not written yet (no login) is read as missing later.
+	for _, p := range secretFiles(cfg) {
+		if err := checkPrivate(p, true); err != nil {
 			return err
 		}
 	}

@@ -8,8 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -61,7 +61,7 @@ const (
 
 func resolveSurfaces(field string, in map[string]string) (map[Surface]agentrt.PolicyOutcome, error) {
 	out := map[Surface]agentrt.PolicyOutcome{}
-	for _, k := range sortedKeys(in) {
+	for _, k := range slices.Sorted(maps.Keys(in)) {
 		s := Surface(k)
 		known := false
 		for _, v := range surfaces {
@@ -86,9 +86,17 @@ type upstreamServer struct {
 	allowed map[Surface]bool
 	timeout time.Duration
 
+	// subscribes says the server offers resource subscriptions.
+	subscribes bool
+	// promptRename is the configuration's prompt_rename.
+	promptRename map[string]string
+
 	mu        sync.Mutex
 	uris      map[string]bool // the URIs of its last resources/list
-	templates []string        // the URI templates of its last listing
+	templates []*uriTemplate  // the URI templates of its last listing
+	// listed says resources and templates were listed once; until then
+	// a read lists first, to route by what the servers claim.
+	listed, listedRes, listedTmpl bool
 }
 
 // allowed says whether cfg forwards surface s of server sc.
@@ -103,7 +111,8 @@ func surfaceAllowed(cfg *Config, sc ServerConfig, s Surface) bool {
 // configuration allows and the server offers.
 func (p *Proxy) addUpstream(sc ServerConfig, conn *mcp.Connection) {
 	caps := conn.Capabilities()
-	u := &upstreamServer{name: sc.Name, conn: conn, allowed: map[Surface]bool{}, timeout: sc.DefaultTimeout, uris: map[string]bool{}}
+	u := &upstreamServer{name: sc.Name, conn: conn, allowed: map[Surface]bool{}, timeout: sc.DefaultTimeout, uris: map[string]bool{},
+		promptRename: sc.PromptRename}
 	if u.timeout == 0 {
 		u.timeout = forwardTimeout
 	}
@@ -112,14 +121,16 @@ func (p *Proxy) addUpstream(sc ServerConfig, conn *mcp.Connection) {
 	for _, s := range surfaces {
 		u.allowed[s] = offers[s] && surfaceAllowed(p.cfg, sc, s)
 	}
+	u.subscribes = caps.Resources != nil && caps.Resources.Subscribe
 	p.ups = append(p.ups, u)
 }
 
 // notifications are the hooks given to server name's connection: its log
 // messages go to every host session, and its requests for sampling,
 // elicitation or roots are refused and recorded.
-func (p *Proxy) notifications(name string) *mcp.Notifications {
-	return &mcp.Notifications{
+func (p *Proxy) notifications(sc ServerConfig) *mcp.Notifications {
+	name := sc.Name
+	n := &mcp.Notifications{
 		Log: func(m *sdk.LoggingMessageParams) {
 			// The hook runs on the connection's reader: queue, never
 			// block it; a flood past the queue is dropped.
@@ -128,6 +139,7 @@ func (p *Proxy) notifications(name string) *mcp.Notifications {
 			default:
 			}
 		},
+		ResourceUpdated: func(n *sdk.ResourceUpdatedNotificationParams) { p.resourceUpdated(name, n) },
 		Refused: func(method string) {
 			p.logf("agentrt-proxy: server %s asked for %s, which the proxy never forwards to the host; refused", name, quote(method, boundName))
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -137,6 +149,33 @@ func (p *Proxy) notifications(name string) *mcp.Notifications {
 			}
 		},
 	}
+	if sc.Forward[RequestSampling] {
+		n.Sample = func(ctx context.Context, params *sdk.CreateMessageParams) (*sdk.CreateMessageResult, error) {
+			raw, err := p.ask(ctx, name, RequestSampling, params)
+			if err != nil {
+				return nil, err
+			}
+			var out sdk.CreateMessageResult
+			if err := json.Unmarshal(raw, &out); err != nil {
+				return nil, refusedAsk("the host's answer will not decode")
+			}
+			return &out, nil
+		}
+	}
+	if sc.Forward[RequestElicitation] {
+		n.Elicit = func(ctx context.Context, params *sdk.ElicitParams) (*sdk.ElicitResult, error) {
+			raw, err := p.ask(ctx, name, RequestElicitation, params)
+			if err != nil {
+				return nil, err
+			}
+			var out sdk.ElicitResult
+			if err := json.Unmarshal(raw, &out); err != nil {
+				return nil, refusedAsk("the host's answer will not decode")
+			}
+			return &out, nil
+		}
+	}
+	return n
 }
 
 // serverOptions are the host-facing server's: capabilities for the
@@ -147,12 +186,15 @@ func (p *Proxy) serverOptions() *sdk.ServerOptions {
 		caps.Logging = &sdk.LoggingCapabilities{}
 	}
 	if p.anyAllows(SurfaceResources) {
-		caps.Resources = &sdk.ResourceCapabilities{}
+		caps.Resources = &sdk.ResourceCapabilities{Subscribe: p.anySubscribes()}
 	}
 	if p.anyAllows(SurfacePrompts) {
 		caps.Prompts = &sdk.PromptCapabilities{}
 	}
 	o := &sdk.ServerOptions{Capabilities: caps}
+	if caps.Resources != nil && caps.Resources.Subscribe {
+		o.SubscribeHandler, o.UnsubscribeHandler = p.subscribe, p.unsubscribe
+	}
 	if p.anyAllows(SurfaceCompletion) {
 		caps.Completions = &sdk.CompletionCapabilities{}
 		o.CompletionHandler = p.complete
@@ -175,6 +217,7 @@ func (p *Proxy) forward(s *sdk.Server) {
 	p.hostsMu.Lock()
 	p.hosts = append(p.hosts, s)
 	p.hostsMu.Unlock()
+	s.AddSendingMiddleware(elicitSchema)
 	s.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			if sf, ok := surfaceOf[method]; ok && !p.anyAllows(sf) {
@@ -259,7 +302,8 @@ func (p *Proxy) listResources(ctx context.Context) (*sdk.ListResourcesResult, er
 			}
 		}
 		u.mu.Lock()
-		u.uris = uris
+		u.uris, u.listedRes = uris, true
+		u.listed = u.listedTmpl && u.listedRes
 		u.mu.Unlock()
 	}
 	return out, nil
@@ -271,7 +315,7 @@ func (p *Proxy) listTemplates(ctx context.Context) (*sdk.ListResourceTemplatesRe
 		if !u.allowed[SurfaceResources] {
 			continue
 		}
-		var tmpls []string
+		var tmpls []*uriTemplate
 		cursor := ""
 		for page := 0; page < maxForwardPages; page++ {
 			c, cancel := u.ctx(ctx)
@@ -284,7 +328,9 @@ func (p *Proxy) listTemplates(ctx context.Context) (*sdk.ListResourceTemplatesRe
 				if r == nil || !goodURI(r.URITemplate) || len(out.ResourceTemplates) == maxForwardItems {
 					continue
 				}
-				tmpls = append(tmpls, r.URITemplate)
+				if ct := compileTemplate(r.URITemplate); ct != nil {
+					tmpls = append(tmpls, ct)
+				}
 				out.ResourceTemplates = append(out.ResourceTemplates, &sdk.ResourceTemplate{URITemplate: r.URITemplate,
 					Name: quote(r.Name, boundName), Title: quote(r.Title, boundName), Description: quote(r.Description, boundReason), MIMEType: quote(r.MIMEType, boundName)})
 			}
@@ -293,7 +339,8 @@ func (p *Proxy) listTemplates(ctx context.Context) (*sdk.ListResourceTemplatesRe
 			}
 		}
 		u.mu.Lock()
-		u.templates = tmpls
+		u.templates, u.listedTmpl = tmpls, true
+		u.listed = u.listedTmpl && u.listedRes
 		u.mu.Unlock()
 	}
 	return out, nil
@@ -304,38 +351,6 @@ func goodURI(s string) bool {
 	return s != "" && len(s) <= boundURI && trace.Sanitize(s) == s
 }
 
-// routeURI finds the server a URI belongs to: the one whose last listing
-// held it, else the one whose template's literal prefix it has, else the
-// only server forwarding resources.
-func (p *Proxy) routeURI(uri string, s Surface) *upstreamServer {
-	var only []*upstreamServer
-	var byTemplate *upstreamServer
-	for _, u := range p.ups {
-		if !u.allowed[s] {
-			continue
-		}
-		only = append(only, u)
-		u.mu.Lock()
-		held := u.uris[uri]
-		for _, t := range u.templates {
-			if i := strings.IndexByte(t, '{'); i > 0 && strings.HasPrefix(uri, t[:i]) && byTemplate == nil {
-				byTemplate = u
-			}
-		}
-		u.mu.Unlock()
-		if held {
-			return u
-		}
-	}
-	if byTemplate != nil {
-		return byTemplate
-	}
-	if len(only) == 1 {
-		return only[0]
-	}
-	return nil
-}
-
 // readResource reads a resource from the server it belongs to. Text is
 // passed as data, as a tool's result is, cut at the bound and marked; a
 // result whose binary content alone passes the bound is refused.
@@ -343,7 +358,10 @@ func (p *Proxy) readResource(ctx context.Context, params *sdk.ReadResourceParams
 	if !goodURI(params.URI) {
 		return nil, refuse("the URI is empty, too long or holds control characters")
 	}
-	u := p.routeURI(params.URI, SurfaceResources)
+	u, err := p.routeURI(ctx, params.URI, SurfaceResources)
+	if err != nil {
+		return nil, err
+	}
 	if u == nil {
 		return nil, &jsonrpc.Error{Code: codeResourceNotFound, Message: "no server forwards a resource with that URI"}
 	}
@@ -375,62 +393,11 @@ func (p *Proxy) readResource(ctx context.Context, params *sdk.ReadResourceParams
 // codeResourceNotFound is MCP's error for a resource no server has.
 const codeResourceNotFound = -32002
 
-// promptName is the name the host sees: <server>_<prompt>, as for tools.
-func promptName(server, name string) string { return server + "_" + name }
-
-// routePrompt splits a host's prompt name into its server and the
-// server's name.
-func (p *Proxy) routePrompt(name string, s Surface) (*upstreamServer, string) {
-	for _, u := range p.ups {
-		if u.allowed[s] && strings.HasPrefix(name, u.name+"_") {
-			return u, strings.TrimPrefix(name, u.name+"_")
-		}
-	}
-	return nil, ""
-}
-
-func (p *Proxy) listPrompts(ctx context.Context) (*sdk.ListPromptsResult, error) {
-	out := &sdk.ListPromptsResult{Prompts: []*sdk.Prompt{}}
-	for _, u := range p.ups {
-		if !u.allowed[SurfacePrompts] {
-			continue
-		}
-		cursor := ""
-		for page := 0; page < maxForwardPages; page++ {
-			c, cancel := u.ctx(ctx)
-			res, err := u.conn.ListPrompts(c, cursor)
-			cancel()
-			if err != nil {
-				return nil, upstreamError(u.name, err)
-			}
-			for _, pr := range res.Prompts {
-				if pr == nil || !nameRE.MatchString(pr.Name) || len(out.Prompts) == maxForwardItems {
-					continue
-				}
-				np := &sdk.Prompt{Name: promptName(u.name, pr.Name), Title: quote(pr.Title, boundName), Description: quote(pr.Description, boundReason)}
-				for _, a := range pr.Arguments {
-					if a == nil {
-						continue
-					}
-					np.Arguments = append(np.Arguments, &sdk.PromptArgument{Name: quote(a.Name, boundName), Title: quote(a.Title, boundName),
-						Description: quote(a.Description, boundReason), Required: a.Required})
-				}
-				out.Prompts = append(out.Prompts, np)
-			}
-			if cursor = res.NextCursor; cursor == "" {
-				break
-			}
-		}
-	}
-	sort.Slice(out.Prompts, func(i, j int) bool { return out.Prompts[i].Name < out.Prompts[j].Name })
-	return out, nil
-}
-
 // getPrompt gets a prompt from its server. A prompt is prose the host puts
 // before the model, so its text is escaped like the proxy's own prose and
 // the whole is bounded.
 func (p *Proxy) getPrompt(ctx context.Context, params *sdk.GetPromptParams) (*sdk.GetPromptResult, error) {
-	u, name := p.routePrompt(params.Name, SurfacePrompts)
+	u, name := p.routePrompt(ctx, params.Name, SurfacePrompts)
 	if u == nil {
 		return nil, refuse("no server forwards a prompt named %s", quote(params.Name, boundName))
 	}
@@ -505,11 +472,14 @@ func (p *Proxy) complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk.Co
 	switch ref.Type {
 	case "ref/prompt":
 		var name string
-		if u, name = p.routePrompt(ref.Name, SurfaceCompletion); u != nil {
+		if u, name = p.routePrompt(ctx, ref.Name, SurfaceCompletion); u != nil {
 			ref.Name = name
 		}
 	case "ref/resource":
-		u = p.routeURI(ref.URI, SurfaceCompletion)
+		var err error
+		if u, err = p.routeURI(ctx, ref.URI, SurfaceCompletion); err != nil {
+			return nil, err
+		}
 	}
 	if u == nil {
 		return nil, refuse("no server completes that reference")
@@ -611,4 +581,27 @@ func (p *Proxy) forwardLog(server string, m *sdk.LoggingMessageParams) {
 			_ = ss.Log(ctx, out)
 		}
 	}
+}
+
+// ServerRequest is a request an upstream server sends the host through
+// the proxy: refused unless the server's entry forwards it.
+type ServerRequest string
+
+const (
+	// RequestSampling is sampling/createMessage.
+	RequestSampling ServerRequest = "sampling"
+	// RequestElicitation is elicitation/create.
+	RequestElicitation ServerRequest = "elicitation"
+)
+
+func resolveForward(field string, in []string) (map[ServerRequest]bool, error) {
+	out := map[ServerRequest]bool{}
+	for _, k := range in {
+		r := ServerRequest(k)
+		if r != RequestSampling && r != RequestElicitation {
+			return nil, bad(field+".forward", "names %q; a server's requests the proxy can forward are sampling and elicitation", trace.Sanitize(k))
+		}
+		out[r] = true
+	}
+	return out, nil
 }

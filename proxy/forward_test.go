@@ -133,11 +133,22 @@ func hostileHarness(t *testing.T, edit func(srv map[string]any)) (*harness, *hos
 // hostClient connects another host to the proxy with opts.
 func hostClient(t *testing.T, h *harness, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
+	return hostClientOn(t, h, opts, "")
+}
+
+// hostClientOn connects another host asking for protocol version (the
+// SDK's latest when empty).
+func hostClientOn(t *testing.T, h *harness, opts *sdk.ClientOptions, version string) *sdk.ClientSession {
+	t.Helper()
 	ct, st := sdk.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.p.Serve(ctx, st) }()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "host2", Version: "1"}, opts).Connect(context.Background(), ct, nil)
+	var so *sdk.ClientSessionOptions
+	if version != "" {
+		so = &sdk.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "host2", Version: "1"}, opts).Connect(context.Background(), ct, so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,14 +187,14 @@ func TestForward_PromptEscapesAreSanitized(t *testing.T) {
 	h, _ := hostileHarness(t, nil)
 	ctx := context.Background()
 	lp, err := h.cs.ListPrompts(ctx, nil)
-	mustf(t, err == nil && len(lp.Prompts) == 1 && lp.Prompts[0].Name == "hx_evil", "prompts: %v %v", lp, err)
+	mustf(t, err == nil && len(lp.Prompts) == 1 && lp.Prompts[0].Name == "evil", "prompts: %v %v", lp, err)
 	mustf(t, !hasEscape(lp.Prompts[0].Description) && !hasEscape(lp.Prompts[0].Arguments[0].Description), "listing escapes: %+v", lp.Prompts[0])
-	gp, err := h.cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "hx_evil", Arguments: map[string]string{"who": "ann"}})
+	gp, err := h.cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "evil", Arguments: map[string]string{"who": "ann"}})
 	mustf(t, err == nil && len(gp.Messages) == 1, "get: %v %v", gp, err)
 	msg := gp.Messages[0].Content.(*sdk.TextContent).Text
 	mustf(t, strings.HasPrefix(msg, "hello ann") && !hasEscape(msg) && !hasEscape(gp.Description), "message: %.80q", msg)
 	mustf(t, len(msg) <= maxForwardBytes+len(" [truncated]")*2, "message not bounded: %d", len(msg))
-	cr, err := h.cs.Complete(ctx, &sdk.CompleteParams{Ref: &sdk.CompleteReference{Type: "ref/prompt", Name: "hx_evil"},
+	cr, err := h.cs.Complete(ctx, &sdk.CompleteParams{Ref: &sdk.CompleteReference{Type: "ref/prompt", Name: "evil"},
 		Argument: sdk.CompleteParamsArgument{Name: "who", Value: "a"}})
 	mustf(t, err == nil && len(cr.Completion.Values) == 2 && !hasEscape(cr.Completion.Values[1]), "complete: %v %v", cr, err)
 }
@@ -264,7 +275,7 @@ func TestForward_DeniedSurfaceIsNotForwarded(t *testing.T) {
 	mustf(t, caps.Resources == nil && caps.Prompts == nil && caps.Completions != nil && caps.Logging != nil, "capabilities: %+v", caps)
 	_, err := h.cs.ListResources(context.Background(), nil)
 	mustf(t, err != nil, "a denied surface was listed")
-	_, err = h.cs.GetPrompt(context.Background(), &sdk.GetPromptParams{Name: "hx_evil"})
+	_, err = h.cs.GetPrompt(context.Background(), &sdk.GetPromptParams{Name: "evil"})
 	mustf(t, err != nil, "a denied prompt was got")
 
 	h2, _ := hostileHarness(t, func(srv map[string]any) { srv["surfaces"] = map[string]any{"resources": "allow"} })

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,8 +19,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	agentrt "github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/mcp"
+	"github.com/agentrt/agentrt/internal/files"
+	"github.com/agentrt/agentrt/internal/httpguard"
 )
 
 // Bounds of the loopback front, for the fields a FrontConfig leaves zero.
@@ -53,8 +52,10 @@ type FrontConfig struct {
 	// MaxBodyBytes bounds a request body (413 past it); zero means
 	// DefaultFrontMaxBodyBytes.
 	MaxBodyBytes int64
-	// MaxSessions bounds the sessions open at once (503 past it); zero
-	// means DefaultFrontMaxSessions.
+	// MaxSessions bounds the sessions open at once; zero means
+	// DefaultFrontMaxSessions. At the bound a new session closes the one
+	// least recently used with no POST in flight, and is refused (503)
+	// only when every one has a POST in flight.
 	MaxSessions int
 	// SessionIdle closes a session idle this long; zero means
 	// DefaultFrontSessionIdle.
@@ -86,21 +87,17 @@ func NewFrontToken() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
+// maxFrontTokenFile bounds a token file: a token is one word.
+const maxFrontTokenFile = 4 << 10
+
 // ReadFrontToken reads a bearer token from a file only its owner can read
-// or write: mcp.ReadOwned's checks, and no bit for group or others at
-// all, since a token others can read is everyone's. Surrounding space is
-// dropped.
+// or write: the rule for every trusted file, and the one for secrets, no
+// bit for group or others at all, since a token others can read is
+// everyone's (files.ReadSecret). Surrounding space is dropped.
 func ReadFrontToken(path string) (string, error) {
-	b, err := mcp.ReadOwned(path)
+	b, err := files.ReadSecret(path, maxFrontTokenFile)
 	if err != nil {
 		return "", err
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", err
-	}
-	if m := uint32(fi.Mode().Perm()); m&0o077 != 0 {
-		return "", &agentrt.InsecureModeError{Path: path, Mode: m, Reason: "group or others can read it; a token file must be 0600 or 0400"}
 	}
 	tok := strings.TrimSpace(string(b))
 	if len(tok) < MinFrontTokenBytes {
@@ -156,9 +153,24 @@ type Front struct {
 
 	mu      sync.Mutex
 	opening int // new-session requests in flight
+	use     map[string]*sessionUse
 	ln      net.Listener
 	port    int
 }
+
+// sessionUse is what the front knows of a session's use: when a request
+// of it last began or ended, and how many of its POSTs are in flight.
+type sessionUse struct {
+	last  time.Time
+	posts int
+}
+
+// The front's connection caps: every client is on loopback, most from
+// 127.0.0.1, so the per-source cap is most of the total.
+const (
+	frontMaxConns          = 128
+	frontMaxConnsPerSource = 96
+)
 
 // The codes of the front's own refusals, in {error, code} JSON bodies.
 const (
@@ -177,7 +189,7 @@ func (p *Proxy) NewFront(cfg FrontConfig) (*Front, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Front{cfg: cfg, p: p, server: p.newServer(), port: int(ap.Port())}
+	f := &Front{cfg: cfg, p: p, server: p.newServer(), port: int(ap.Port()), use: map[string]*sessionUse{}}
 	f.mcp = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return f.server },
 		&sdk.StreamableHTTPOptions{SessionTimeout: cfg.SessionIdle, MaxRequestBodyBytes: cfg.MaxBodyBytes})
 	return f, nil
@@ -219,10 +231,11 @@ func (f *Front) Serve(ctx context.Context) error {
 	if ln == nil {
 		return errors.New("proxy: front: Serve before Listen")
 	}
-	hs := &http.Server{Handler: f, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
-		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10}
 	done := make(chan error, 1)
-	go func() { done <- hs.Serve(ln) }()
+	hs := newFrontServer(f)
+	go func() {
+		done <- hs.Serve(httpguard.Limit(ln, httpguard.Limits{Max: frontMaxConns, PerSource: frontMaxConnsPerSource}))
+	}()
 	select {
 	case err := <-done:
 		return err
@@ -239,12 +252,24 @@ func (f *Front) Serve(ctx context.Context) error {
 	return nil
 }
 
+// newFrontServer is the front's http.Server: headers within 5 seconds, 30
+// seconds idle between requests, a request's body within a minute. A
+// refused request's connection is closed without reading its body.
+func newFrontServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: httpguard.HeaderTimeout, ReadTimeout: time.Minute,
+		IdleTimeout: httpguard.IdleTimeout, MaxHeaderBytes: 16 << 10}
+}
+
 // ServeHTTP checks, in order, the path, the Host and the Origin (against
 // DNS rebinding: a request naming another host, or a browser's request
 // from a page not on this front's own loopback origin, is 403), the
 // bearer token (401), the body's declared length (413), and for a request
-// that would open a session, the number open (503). The SDK's handler
-// then bounds the body as it is read (413).
+// that would open a session, the number open: when they are at
+// MaxSessions, the session least recently used with no POST in flight is
+// closed to make room, and only when every one has a POST in flight is
+// the new one refused (503). The SDK's handler then bounds the body as it
+// is read (413). Every refusal closes its connection without reading the
+// body.
 func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != FrontPath {
 		frontError(w, http.StatusNotFound, FrontCodeNotFound, "the endpoint is "+FrontPath)
@@ -276,6 +301,9 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rw := &opening{ResponseWriter: w, f: f}
 		defer rw.done()
 		w = rw
+	} else if id := r.Header.Get("Mcp-Session-Id"); id != "" && r.Method == http.MethodPost {
+		f.begin(id)
+		defer f.end(id)
 	}
 	f.mcp.ServeHTTP(w, r)
 }
@@ -292,13 +320,24 @@ type opening struct {
 func (o *opening) done() { o.once.Do(o.f.release) }
 
 func (o *opening) WriteHeader(code int) {
-	o.done()
+	o.opened()
 	o.ResponseWriter.WriteHeader(code)
 }
 
 func (o *opening) Write(b []byte) (int, error) {
-	o.done()
+	o.opened()
 	return o.ResponseWriter.Write(b)
+}
+
+// opened records the new session's first use, then ends the reservation.
+func (o *opening) opened() {
+	o.once.Do(func() {
+		if id := o.Header().Get("Mcp-Session-Id"); id != "" {
+			o.f.begin(id)
+			o.f.end(id)
+		}
+		o.f.release()
+	})
 }
 
 func (o *opening) Flush() {
@@ -310,26 +349,81 @@ func (o *opening) Flush() {
 func (o *opening) Unwrap() http.ResponseWriter { return o.ResponseWriter }
 
 // reserve counts a request that may open a session, when the sessions
-// open and opening leave room. A session counts twice between its
-// creation and its first response header, which errs toward refusing.
-// Sessions that never initialized are not counted: the request that made
-// one closes it as it ends, and until then it counts as opening.
+// open and opening leave room, or when one of them can be closed to make
+// it: the session least recently used with no POST in flight, so a client
+// that opened every session it may cannot lock a new client out. A
+// session counts twice between its creation and its first response
+// header, which errs toward refusing. Sessions that never initialized are
+// not counted: the request that made one closes it as it ends, and until
+// then it counts as opening.
 func (f *Front) reserve() bool {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	n := f.opening
+	var victim *sdk.ServerSession
+	var oldest time.Time
+	live := map[string]bool{}
 	for ss := range f.server.Sessions() {
 		// One never initialized (a server/discover probe, a refused
 		// initialize) is closed by the request that made it.
-		if ss.InitializeParams() != nil {
-			n++
+		if ss.InitializeParams() == nil {
+			continue
+		}
+		n++
+		live[ss.ID()] = true
+		u := f.use[ss.ID()]
+		if u != nil && u.posts > 0 {
+			continue
+		}
+		var last time.Time
+		if u != nil {
+			last = u.last
+		}
+		if victim == nil || last.Before(oldest) {
+			victim, oldest = ss, last
 		}
 	}
-	if n >= f.cfg.MaxSessions {
+	for id := range f.use {
+		if !live[id] {
+			delete(f.use, id)
+		}
+	}
+	if n >= f.cfg.MaxSessions && victim == nil {
+		f.mu.Unlock()
 		return false
 	}
+	if n < f.cfg.MaxSessions {
+		victim = nil
+	} else {
+		delete(f.use, victim.ID())
+	}
 	f.opening++
+	f.mu.Unlock()
+	if victim != nil {
+		_ = victim.Close()
+	}
 	return true
+}
+
+// begin and end bracket a request of a session.
+func (f *Front) begin(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	u := f.use[id]
+	if u == nil {
+		u = &sessionUse{}
+		f.use[id] = u
+	}
+	u.posts++
+	u.last = time.Now()
+}
+
+func (f *Front) end(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if u := f.use[id]; u != nil {
+		u.posts--
+		u.last = time.Now()
+	}
 }
 
 func (f *Front) release() {
@@ -386,6 +480,7 @@ func (f *Front) ownOrigin(origin string) bool {
 }
 
 func frontError(w http.ResponseWriter, status int, code, msg string) {
+	httpguard.Refusing(w)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)

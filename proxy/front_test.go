@@ -1,10 +1,13 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +19,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/httpguard"
 )
 
 // front starts the harness proxy's loopback front with edit applied to its
@@ -200,34 +204,165 @@ func TestFront_OversizedBodyIs413(t *testing.T) {
 	waitFor(t, "no session left by an oversized request", func() bool { return anySessions(f) == 0 })
 }
 
-// Sessions are bounded in number: past MaxSessions a new one is refused
-// with 503 and the open ones keep working; ending one makes room. An idle
+// Sessions are bounded in number: at MaxSessions a new one closes the
+// least recently used idle one, and is refused with 503 only while every
+// open one has a POST in flight; the open ones keep working. An idle
 // session is closed after SessionIdle.
 func TestFront_TooManySessionsAreRefused(t *testing.T) {
 	h := newHarness(t, nil)
 	f := h.front(func(c *FrontConfig) { c.MaxSessions = 2 })
 	a, err := connectFront(t, f, f.cfg.Token)
 	mustf(t, err == nil, "first: %v", err)
+	defer a.Close()
 	b, err := connectFront(t, f, f.cfg.Token)
 	mustf(t, err == nil, "second: %v", err)
-	_, err = connectFront(t, f, f.cfg.Token)
-	mustf(t, err != nil, "a third session opened past the bound")
+	defer b.Close()
+	// Both sessions busy: a POST of each is in flight, its body unsent.
+	for _, cs := range []*sdk.ClientSession{a, b} {
+		holdPost(t, f, cs.ID())
+	}
+	waitFor(t, "both sessions busy", func() bool { return busy(f) == 2 })
 	res, e := post(t, f, strings.NewReader(initBody), map[string]string{"Authorization": "Bearer " + f.cfg.Token})
-	mustf(t, res.StatusCode == http.StatusServiceUnavailable && e["code"] == FrontCodeTooManySession, "third: %d %v", res.StatusCode, e)
-	_, err = a.ListTools(context.Background(), nil)
-	mustf(t, err == nil, "an open session stopped working: %v", err)
-	b.Close()
-	waitFor(t, "the ended session to close", func() bool { return sessions(f) == 1 })
-	c, err := connectFront(t, f, f.cfg.Token)
-	mustf(t, err == nil, "no room after a session ended: %v", err)
-	c.Close()
-	a.Close()
+	mustf(t, res.StatusCode == http.StatusServiceUnavailable && e["code"] == FrontCodeTooManySession, "a third while both are busy: %d %v", res.StatusCode, e)
+	mustf(t, sessions(f) == 2, "a busy session was closed")
 
 	idle := newHarness(t, nil).front(func(c *FrontConfig) { c.SessionIdle = time.Second })
 	s, err := connectFront(t, idle, idle.cfg.Token)
 	mustf(t, err == nil, "connect: %v", err)
 	defer s.Close()
 	waitFor(t, "the idle session to close", func() bool { return sessions(idle) == 0 })
+}
+
+// holdPost starts a POST of session id whose declared body never comes,
+// so the session has a request in flight until the test ends.
+func holdPost(t *testing.T, f *Front, id string) {
+	t.Helper()
+	c, err := net.Dial("tcp", f.Addr())
+	mustf(t, err == nil, "dial: %v", err)
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nMcp-Session-Id: %s\r\nContent-Type: application/json\r\n"+
+		"Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{", FrontPath, f.Addr(), f.cfg.Token, id)
+}
+
+// busy counts the sessions with a POST in flight.
+func busy(f *Front) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, u := range f.use {
+		if u.posts > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// A client holding the front's token that opens every session it may
+// does not lock a new client out: the new session closes the least
+// recently used of the old ones, oldest first, and the rest keep working.
+func TestFront_SessionCapLeavesRoomForANewClient(t *testing.T) {
+	h := newHarness(t, nil)
+	f := h.front(nil) // DefaultFrontMaxSessions
+	var greedy []*sdk.ClientSession
+	for i := 0; i < DefaultFrontMaxSessions; i++ {
+		cs, err := connectFront(t, f, f.cfg.Token)
+		mustf(t, err == nil, "greedy session %d: %v", i+1, err)
+		defer cs.Close()
+		greedy = append(greedy, cs)
+	}
+	// The second is used again, so the first is the least recently used,
+	// then the third.
+	_, err := greedy[1].ListTools(context.Background(), nil)
+	mustf(t, err == nil, "using the second: %v", err)
+	ids := map[string]bool{}
+	for ss := range f.server.Sessions() {
+		ids[ss.ID()] = true
+	}
+	mustf(t, len(ids) == DefaultFrontMaxSessions, "%d sessions open", len(ids))
+
+	for n, wantGone := range []int{0, 2} {
+		fresh, err := connectFront(t, f, f.cfg.Token)
+		mustf(t, err == nil, "new client %d at the cap: %v", n+1, err)
+		defer fresh.Close()
+		_, err = fresh.ListTools(context.Background(), nil)
+		mustf(t, err == nil, "the new client's session: %v", err)
+		gone := greedy[wantGone].ID()
+		waitFor(t, "the least recently used session to close", func() bool {
+			for ss := range f.server.Sessions() {
+				if ss.ID() == gone {
+					return false
+				}
+			}
+			return true
+		})
+		mustf(t, sessions(f) <= DefaultFrontMaxSessions, "%d sessions open past the cap", sessions(f))
+	}
+	for i, cs := range greedy {
+		if i == 0 || i == 2 {
+			continue
+		}
+		_, err := cs.ListTools(context.Background(), nil)
+		mustf(t, err == nil, "greedy session %d stopped working: %v", i+1, err)
+	}
+}
+
+// A refused request whose declared body never arrives is answered at once
+// with Connection: close, not after the front's one-minute read timeout;
+// one source's connections are capped while the front still serves.
+func TestServers_SlowBodyIsRefusedAtOnce(t *testing.T) {
+	h := newHarness(t, nil)
+	f := h.front(nil)
+	for name, head := range map[string]string{
+		"no token":      fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: 100000\r\n\r\n{", FrontPath, f.Addr()),
+		"declared 2MiB": fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n{", FrontPath, f.Addr(), f.cfg.Token, 2<<20),
+		"foreign host":  fmt.Sprintf("POST %s HTTP/1.1\r\nHost: evil.test\r\nContent-Length: 100000\r\n\r\n{", FrontPath),
+	} {
+		c, err := net.Dial("tcp", f.Addr())
+		mustf(t, err == nil, "dial: %v", err)
+		start := time.Now()
+		io.WriteString(c, head)
+		c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		mustf(t, err == nil, "%s: no answer: %v", name, err)
+		elapsed := time.Since(start)
+		res.Body.Close()
+		c.Close()
+		t.Logf("%s: %d after %s", name, res.StatusCode, elapsed)
+		mustf(t, res.StatusCode >= 400 && res.Close, "%s: %d, Connection: close %v", name, res.StatusCode, res.Close)
+		mustf(t, elapsed < 10*time.Second, "%s: answered after %s, waiting for the body", name, elapsed)
+	}
+	// Connections past the per-source cap are closed as accepted: of
+	// cap+5 opened at once, at least 5 are closed (a dial reset counts),
+	// and no more than the cap are kept.
+	var held []net.Conn
+	refused := 0
+	for i := 0; i < frontMaxConnsPerSource+5; i++ {
+		c, err := net.Dial("tcp", f.Addr())
+		if err != nil {
+			refused++
+			continue
+		}
+		held = append(held, c)
+	}
+	kept, closed := httpguard.Kept(held)
+	refused += closed
+	for _, c := range held {
+		c.Close()
+	}
+	mustf(t, refused >= 5 && kept <= frontMaxConnsPerSource, "of %d connections from one source %d were kept and %d refused; the cap is %d",
+		frontMaxConnsPerSource+5, kept, refused, frontMaxConnsPerSource)
+	waitFor(t, "the front to serve again", func() bool {
+		req, _ := http.NewRequest(http.MethodPost, f.URL(), strings.NewReader(initBody))
+		req.Header.Set("Authorization", "Bearer "+f.cfg.Token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		res, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	})
 }
 
 // The front listens on loopback only, on an address it was given as an IP

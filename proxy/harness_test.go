@@ -27,6 +27,8 @@ import (
 type upstream struct {
 	srv *httptest.Server
 	url string
+	// sseURL reaches the same server over the legacy SSE transport.
+	sseURL string
 
 	mu      sync.Mutex
 	effects []string // one entry per write that took effect: path=content
@@ -86,6 +88,9 @@ func newUpstream(t testing.TB) *upstream {
 	u.srv = httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
 	u.url = u.srv.URL + "/mcp"
 	t.Cleanup(u.srv.Close)
+	sse := httptest.NewServer(sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	u.sseURL = sse.URL + "/sse"
+	t.Cleanup(sse.Close)
 	return u
 }
 
@@ -220,7 +225,11 @@ func (h *harness) writeConfig() {
 func (h *harness) pin() {
 	h.t.Helper()
 	for _, s := range h.cfg.Servers {
-		m, err := mcp.Pin(context.Background(), s.Server())
+		srv, err := s.Dial(DialOptions{})
+		if err != nil {
+			h.t.Fatalf("pin: %v", err)
+		}
+		m, err := mcp.Pin(context.Background(), srv)
 		if err != nil {
 			h.t.Fatalf("pin: %v", err)
 		}

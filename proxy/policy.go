@@ -130,7 +130,9 @@ type gatePolicy struct {
 	// file, when set, decides instead of classes and the rules' outcomes.
 	file  agentrt.IdentifiedPolicy
 	tools map[string]*ptool
-	id    string
+	// asks are the askTool names the configuration forwards.
+	asks map[string]bool
+	id   string
 }
 
 type reaskKey struct{}
@@ -149,12 +151,20 @@ func newGatePolicy(cfg *Config, tools map[string]*ptool) (*gatePolicy, error) {
 		Rename     string                     `json:"rename,omitempty"`
 	}
 	type serverID struct {
-		Name  string            `json:"name"`
-		Rules map[string]ruleID `json:"rules"`
+		Name    string            `json:"name"`
+		Rules   map[string]ruleID `json:"rules"`
+		Forward []ServerRequest   `json:"forward,omitempty"`
 	}
 	var servers []serverID
+	asks := map[string]bool{}
 	for _, s := range cfg.Servers {
 		sid := serverID{Name: s.Name, Rules: map[string]ruleID{}}
+		for _, kind := range []ServerRequest{RequestSampling, RequestElicitation} {
+			if s.Forward[kind] {
+				sid.Forward = append(sid.Forward, kind)
+				asks[askToolName(s.Name, kind)] = true
+			}
+		}
 		for name, r := range s.Rules {
 			if r.Suggestion != "" {
 				continue // not offered, so nothing is decided from it
@@ -189,7 +199,29 @@ func newGatePolicy(cfg *Config, tools map[string]*ptool) (*gatePolicy, error) {
 		return nil, err
 	}
 	sum := sha256.Sum256(c)
-	return &gatePolicy{classes: cfg.Policy, file: file, tools: tools, id: "agentrt-proxy/sha256:" + hex.EncodeToString(sum[:])}, nil
+	return &gatePolicy{classes: cfg.Policy, file: file, tools: tools, asks: asks, id: "agentrt-proxy/sha256:" + hex.EncodeToString(sum[:])}, nil
+}
+
+// preview is what the policy decides of a new call before its run
+// exists: the file's verdict when a file decides (on the run as it will
+// start), else the rule's or the class's outcome. The fast path for an
+// allowed read and the max_pending cap go by it, so they follow what the
+// gate will decide. An evaluation error previews as "" (the gate decides,
+// and records the error).
+func (g *gatePolicy) preview(ctx context.Context, t *ptool, args json.RawMessage, limits agentrt.Limits) agentrt.PolicyOutcome {
+	if g.file == nil {
+		return t.outcome(g.classes)
+	}
+	pa, err := agentrt.PolicyJSON(args)
+	if err != nil {
+		return ""
+	}
+	view := agentrt.RunView{Run: agentrt.Run{Status: agentrt.RunRunning, StepCount: 1, Limits: limits}}
+	pd, err := g.file.Evaluate(ctx, agentrt.ToolRequest{Spec: t.spec, Args: pa}, view)
+	if err != nil {
+		return ""
+	}
+	return pd.Outcome
 }
 
 // PolicyID names the policy by a hash of what it decides from.
@@ -202,6 +234,9 @@ func (g *gatePolicy) PolicyID() string { return g.id }
 func (g *gatePolicy) Evaluate(ctx context.Context, req agentrt.ToolRequest, view agentrt.RunView) (agentrt.PolicyDecision, error) {
 	t := g.tools[req.Spec.Name]
 	if t == nil {
+		if g.asks[req.Spec.Name] {
+			return agentrt.PolicyDecision{Outcome: agentrt.Allow, Reason: "the operator forwards this server's requests to the host"}, nil
+		}
 		return agentrt.PolicyDecision{Outcome: agentrt.Deny, Reason: "not a proxied tool"}, nil
 	}
 	if g.file != nil {

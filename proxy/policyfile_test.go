@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -131,4 +132,43 @@ func TestConfig_PolicyFileIsCheckedWithTheConfig(t *testing.T) {
 	_, err = LoadConfig(writeFile(t, filepath.Join(dir, "d.json"), reaching))
 	var re *ReachError
 	mustf(t, errors.As(err, &re) && strings.Contains(re.Error(), "policy.yaml"), "a server reaching the policy file's directory: %v", err)
+}
+
+// approvalReadsPolicy asks for approval on every read and every write.
+const approvalReadsPolicy = `rules:
+  - name: ask
+    match: {tools: [up_read, up_write]}
+    outcome: require_approval
+    reason: every call needs approval
+default:
+  outcome: deny
+  reason: no rule allows this request
+`
+
+// A policy file's verdict decides the fast path and the cap. The file asks
+// for approval on a read_only tool: the read waits as PENDING_APPROVAL
+// (it answered UNAVAILABLE and opened a new approval every call), and runs
+// once an operator approves. With max_pending 2, the file's approvals
+// are capped (11 were pending with a cap of 2).
+func TestProxy_PolicyFileDecidesTheFastPathAndTheCap(t *testing.T) {
+	policy := writeFile(t, filepath.Join(t.TempDir(), "policy.yaml"), approvalReadsPolicy)
+	h := newHarness(t, func(doc map[string]any) {
+		doc["policy_file"] = policy
+		doc["max_pending"] = 2
+		doc["policy"] = map[string]any{"local_mutation": "allow"}
+	})
+	h.expect(StatusPendingApproval, "up_read", `{"path":"a"}`)
+	h.expect(StatusPendingApproval, "up_read", `{"path":"a"}`)
+	a := h.onlyPending("")
+	h.decide(a, true, "")
+	got := h.expect("", "up_read", `{"path":"a"}`)
+	mustf(t, got == "content of a", "the approved read = %q", got)
+
+	for i := range 6 {
+		res := h.call("up_write", fmt.Sprintf(`{"path":"w%d","content":"x"}`, i))
+		got := text(res)
+		mustf(t, strings.HasPrefix(got, "PENDING_APPROVAL:") || strings.HasPrefix(got, "BLOCKED:"), "write %d: %q", i, got)
+	}
+	mustf(t, len(h.pending()) == 2, "pending approvals: %d, want the cap of 2", len(h.pending()))
+	mustf(t, h.up.count() == 0, "a write ran without approval: %v", h.up.effectsNow())
 }

@@ -445,3 +445,90 @@ func (s *procSetup) setHold(t *testing.T, hold string) {
 	out, _ := json.MarshalIndent(doc, "", "  ")
 	writeFile(t, s.config, string(out))
 }
+
+// pendingOfKind lists the pending approvals of kind in the runs database,
+// as an operator's front end reads them.
+func (s *procSetup) pendingOfKind(t *testing.T, kind string) []agentrt.Approval {
+	t.Helper()
+	st, err := sqlite.OpenExisting(s.db, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runs, err := st.ListRuns(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []agentrt.Approval
+	for _, r := range runs {
+		as, _ := st.ListApprovals(context.Background(), r.ID)
+		for _, a := range as {
+			if a.Status == agentrt.ApprovalPending && a.Kind == kind {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+// SIGKILL of the proxy mid-write, then a restart: the interrupted write
+// blocks the tool at once and the operator is asked then. The first call
+// after the restart is a *different* write, and it is BLOCKED; the
+// operator sees the approval about the interruption before the model
+// repeats anything (it did not, before: the row became blocking only when
+// the identical call came again, and a different write went on to ask or
+// run).
+func TestProcess_KillMidWriteBlocksOtherWritesAtOnce(t *testing.T) {
+	s := newProcSetup(t)
+	h := s.start(t)
+	target := filepath.Join(s.sandbox, "b.txt")
+	write := fmt.Sprintf(`{"path":%q,"content":"b"}`, target)
+	h.expect(StatusPendingApproval, "fs_write_file", write)
+	run, id, _ := h.lastApproval(1)
+	s.agentrt(t, "approve", run, "-approval", id)
+
+	kids := children(h.cmd.Process.Pid)
+	mustf(t, len(kids) == 1, "the proxy's children: %v", kids)
+	if err := syscall.Kill(kids[0], syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := h.call("fs_write_file", write)
+		done <- err
+	}()
+	waitFor(t, "the write's tool start", func() bool { return s.toolStarts(t) == 1 })
+	if err := h.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	waitFor(t, "the stopped server to die with the proxy", func() bool { return syscall.Kill(kids[0], 0) != nil })
+
+	// Restarted at once: the dead proxy's lease still runs. Nobody calls;
+	// the approval appears when the lease lapses.
+	h2 := s.start(t)
+	waitFor(t, "the operator's approval about the interrupted write", func() bool {
+		return len(s.pendingOfKind(t, agentrt.InterruptedSideEffect)) == 1
+	})
+	run2, id2, kind := h2.lastApproval(1)
+	mustf(t, kind == agentrt.InterruptedSideEffect, "kind %s", kind)
+	other := fmt.Sprintf(`{"path":%q,"content":"c"}`, filepath.Join(s.sandbox, "c.txt"))
+	h2.expect(StatusBlocked, "fs_write_file", other)
+	mustf(t, len(s.pendingOfKind(t, "local_mutation")) == 0, "the blocked write opened an approval")
+	_, err := os.Stat(target)
+	mustf(t, os.IsNotExist(err), "written before the operator decided: %v", err)
+
+	// A restart after the lease lapsed finds the call on start: still
+	// blocked, the same approval, no new one.
+	h2.cs.Close()
+	h3 := s.start(t)
+	h3.expect(StatusBlocked, "fs_write_file", other)
+	mustf(t, len(s.pendingOfKind(t, agentrt.InterruptedSideEffect)) == 1, "a second approval was opened")
+
+	s.agentrt(t, "approve", run2, "-approval", id2)
+	h3.expect("", "fs_write_file", write)
+	b, err := os.ReadFile(target)
+	mustf(t, err == nil && string(b) == "b", "file %q %v", b, err)
+	h3.expect(StatusPendingApproval, "fs_write_file", other)
+	mustf(t, s.toolStarts(t) == 2, "write started %d times: once cut off, once approved", s.toolStarts(t))
+}

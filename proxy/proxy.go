@@ -44,6 +44,9 @@ type Options struct {
 	// Observer hears each event of the proxy's runs after its commit; nil
 	// hears nothing.
 	Observer agentrt.Observer
+	// Lookup reads the environment secrets come from; nil means the
+	// process's own.
+	Lookup func(string) (string, bool)
 }
 
 // Proxy is a running proxy: the upstream tools, the store, the index and
@@ -62,10 +65,8 @@ type Proxy struct {
 
 	// reports are what Load said about each server.
 	reports []*mcp.Report
-
-	// stages holds, per step id, how far a failed upstream call got, from
-	// the tool's *mcp.CallError, until the call handling reads it.
-	stages sync.Map
+	// logins are the OAuth servers' stored logins, by server.
+	logins map[string]*storedLogin
 
 	inflight sync.WaitGroup
 	stderrMu sync.Mutex
@@ -76,6 +77,18 @@ type Proxy struct {
 	hostsMu sync.Mutex
 	hosts   []*sdk.Server
 	logq    chan logItem
+
+	// prompts maps the host's prompt names to their servers (prompts.go).
+	promptsMu sync.Mutex
+	prompts   map[string]promptRoute
+	// sweepStop ends the sweep for lapsed leases (lapsed.go); sweepDone
+	// is closed when it has.
+	sweepStop, sweepDone chan struct{}
+	// callers are the host sessions with a call in flight, per server, to
+	// forward a server's requests to (asks.go).
+	callers callers
+	// subs are the host sessions' resource subscriptions (subscribe.go).
+	subs    subscriptions
 	logStop chan struct{}
 	logDone chan struct{}
 }
@@ -111,7 +124,12 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 		}
 	}
 	p = &Proxy{cfg: cfg, opts: opts, tools: map[string]*ptool{}, logq: make(chan logItem, logQueue),
-		logStop: make(chan struct{}), logDone: make(chan struct{})}
+		logStop: make(chan struct{}), logDone: make(chan struct{}),
+		subs:    subscriptions{m: map[string]*subscription{}, sem: make(chan struct{}, 16)},
+		callers: callers{m: map[string][]*sdk.ServerSession{}, sem: map[string]chan struct{}{}}}
+	for _, s := range cfg.Servers {
+		p.callers.sem[s.Name] = make(chan struct{}, maxAsksInFlight)
+	}
 	go p.drainLogs()
 	for _, st := range cfg.Suggested() {
 		p.logf("%s", suggestionLine(cfg, st))
@@ -132,9 +150,17 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 		return nil, err
 	}
 	var gateTools []agentrt.Tool
+	p.logins = map[string]*storedLogin{}
 	for i, s := range cfg.Servers {
-		srv := s.Server()
-		srv.Notifications = p.notifications(s.Name)
+		srv, derr := s.Dial(DialOptions{Lookup: opts.Lookup, OnLoginNeeded: p.loginNeeded})
+		if derr != nil {
+			p.logf("agentrt-proxy: server %s registered nothing: %s", s.Name, trace.Sanitize(derr.Error()))
+			continue
+		}
+		if l, ok := srv.OAuthHandler.(*storedLogin); ok {
+			p.logins[s.Name] = l
+		}
+		srv.Notifications = p.notifications(s)
 		tools, rep, lerr := mcp.Load(ctx, srv, manifests[i], s.MCPRules())
 		if rep != nil {
 			p.reports = append(p.reports, rep)
@@ -174,16 +200,26 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 			}
 			p.tools[t.name] = t
 			p.order = append(p.order, t)
-			gateTools = append(gateTools, stagedTool{inner: tl, p: p})
+			gateTools = append(gateTools, tl)
 		}
 	}
 	if len(p.tools) == 0 {
 		return nil, noTools(cfg)
 	}
+	for _, s := range cfg.Servers {
+		for _, kind := range []ServerRequest{RequestSampling, RequestElicitation} {
+			if s.Forward[kind] {
+				gateTools = append(gateTools, askTool{p: p, server: s.Name, kind: kind})
+			}
+		}
+	}
 	if _, clash := p.tools[cfg.StatusTool]; clash {
 		return nil, &agentrt.ConfigError{Field: "status_tool", Reason: fmt.Sprintf("%q is also the name of a proxied tool; choose another", cfg.StatusTool)}
 	}
 	sort.Slice(p.order, func(i, j int) bool { return p.order[i].name < p.order[j].name })
+	if err := p.checkPrompts(ctx); err != nil {
+		return nil, err
+	}
 	if p.policy, err = newGatePolicy(cfg, p.tools); err != nil {
 		return nil, err
 	}
@@ -212,6 +248,8 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 		return nil, err
 	}
 	p.server = p.newServer()
+	p.sweepStop, p.sweepDone = make(chan struct{}), make(chan struct{})
+	p.sweepLater(p.sweepLapsed(ctx, ""))
 	return p, nil
 }
 
@@ -247,6 +285,11 @@ func (p *Proxy) Serve(ctx context.Context, t sdk.Transport) error {
 // Close ends the upstream connections and closes the stores; calls in
 // flight finish first.
 func (p *Proxy) Close() error {
+	if p.sweepStop != nil {
+		close(p.sweepStop)
+		<-p.sweepDone
+		p.sweepStop = nil
+	}
 	p.inflight.Wait()
 	var errs []error
 	for _, c := range p.conns {
@@ -264,6 +307,19 @@ func (p *Proxy) Close() error {
 		errs = append(errs, p.store.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// loginNeeded tells the operator, once per failure, that an OAuth
+// server's tools answer UNAVAILABLE until a new login.
+func (p *Proxy) loginNeeded(server string) {
+	p.logf("agentrt-proxy: server %s needs a new login; its tools answer UNAVAILABLE until you run `agentrt-proxy login %s`", server, server)
+}
+
+// loginBroken reports whether server's stored login no longer works; a
+// new login written since makes it work again.
+func (p *Proxy) loginBroken(server string) bool {
+	l := p.logins[server]
+	return l != nil && !l.usable()
 }
 
 func (p *Proxy) logf(format string, args ...any) {
@@ -289,34 +345,6 @@ func (p *Proxy) limits() agentrt.Limits {
 		ApprovalTTL: p.cfg.ApprovalTTL, GrantTTL: p.cfg.GrantTTL, RequireSignedGrant: p.cfg.RequireSignedGrant}
 }
 
-// stagedTool records how far a failed upstream call got, by step, for the
-// call handling to classify the outcome; the runtime records only the
-// error's text, and text is not something to branch on.
-type stagedTool struct {
-	inner agentrt.Tool
-	p     *Proxy
-}
-
-func (s stagedTool) Spec() agentrt.ToolSpec { return s.inner.Spec() }
-
-func (s stagedTool) Call(ctx context.Context, call agentrt.ToolCall) (agentrt.ToolResult, error) {
-	res, err := s.inner.Call(ctx, call)
-	var ce *mcp.CallError
-	if errors.As(err, &ce) {
-		s.p.stages.Store(call.StepID, ce)
-	}
-	return res, err
-}
-
-// stage takes what stagedTool recorded for a step, or nil.
-func (p *Proxy) stage(stepID string) *mcp.CallError {
-	v, ok := p.stages.LoadAndDelete(stepID)
-	if !ok {
-		return nil
-	}
-	return v.(*mcp.CallError)
-}
-
 // newServer registers every proxied tool with its restricted schema, and
 // the status tool, and forwards the surfaces beyond tools. Nothing here
 // approves, elicits or samples.
@@ -332,6 +360,8 @@ func (p *Proxy) newServer() *sdk.Server {
 		s.AddTool(tool, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			p.inflight.Add(1)
 			defer p.inflight.Done()
+			p.callers.enter(t.server, req.Session)
+			defer p.callers.leave(t.server, req.Session)
 			return p.handle(ctx, t, req).result(), nil
 		})
 	}
@@ -348,23 +378,44 @@ func (p *Proxy) newServer() *sdk.Server {
 // operator reads before starting a host. It fails with ErrNoTools when no
 // tool registers, and when the status tool's name clashes with a tool's.
 func Check(ctx context.Context, cfg *Config) ([]*mcp.Report, error) {
+	return CheckWith(ctx, cfg, nil)
+}
+
+// CheckWith is Check reading secrets through lookup (nil: the process's
+// environment).
+func CheckWith(ctx context.Context, cfg *Config, lookup func(string) (string, bool)) ([]*mcp.Report, error) {
 	if err := checkFiles(cfg, false); err != nil {
 		return nil, err
 	}
 	var reps []*mcp.Report
 	names := map[string]bool{}
+	// The servers' surfaces, to find a prompt name two servers offer as
+	// New would.
+	probe := &Proxy{cfg: cfg, opts: Options{Stderr: io.Discard, Now: time.Now}}
+	defer func() {
+		for _, c := range probe.conns {
+			c.Close()
+		}
+	}()
 	for _, s := range cfg.Servers {
 		m, err := mcp.ReadManifest(s.Manifest)
 		if err != nil {
 			return reps, fmt.Errorf("proxy: server %q: %w (run `agentrt-proxy pin`)", s.Name, err)
 		}
-		_, rep, err := mcp.Load(ctx, s.Server(), m, s.MCPRules())
+		srv, err := s.Dial(DialOptions{Lookup: lookup})
+		if err != nil {
+			return reps, err
+		}
+		_, rep, err := mcp.Load(ctx, srv, m, s.MCPRules())
 		if rep == nil {
 			return reps, err
 		}
 		reps = append(reps, rep)
 		if rep.Connection != nil {
-			rep.Connection.Close()
+			probe.conns = append(probe.conns, rep.Connection)
+			if err == nil {
+				probe.addUpstream(s, rep.Connection)
+			}
 		}
 		for _, g := range rep.Registered {
 			names[g.Name] = true
@@ -375,6 +426,9 @@ func Check(ctx context.Context, cfg *Config) ([]*mcp.Report, error) {
 	}
 	if names[cfg.StatusTool] {
 		return reps, &agentrt.ConfigError{Field: "status_tool", Reason: fmt.Sprintf("%q is also the name of a proxied tool; choose another", cfg.StatusTool)}
+	}
+	if err := probe.checkPrompts(ctx); err != nil {
+		return reps, err
 	}
 	return reps, nil
 }

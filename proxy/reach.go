@@ -45,7 +45,7 @@ func protectedFiles(cfg *Config) []string {
 	if cfg.PolicyFile != "" {
 		out = append(out, cfg.PolicyFile)
 	}
-	return out
+	return append(out, secretFiles(cfg)...)
 }
 
 // protected is the set a server's argument must not name: each protected

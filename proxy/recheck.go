@@ -89,7 +89,11 @@ func Recheck(ctx context.Context, cfg *Config, opts RecheckOptions) (*RecheckSum
 			if err != nil {
 				return nil, err
 			}
-			ts, rep, err := mcp.Load(ctx, s.Server(), m, s.MCPRules())
+			srv, err := s.Dial(DialOptions{})
+			if err != nil {
+				return nil, err
+			}
+			ts, rep, err := mcp.Load(ctx, srv, m, s.MCPRules())
 			if err != nil {
 				return nil, err
 			}

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -45,7 +47,7 @@ func (s SuggestedTool) String() string {
 func (c *Config) Suggested() []SuggestedTool {
 	var out []SuggestedTool
 	for _, s := range c.Servers {
-		for _, name := range sortedKeys(s.Rules) {
+		for _, name := range slices.Sorted(maps.Keys(s.Rules)) {
 			if r := s.Rules[name]; r.Suggestion != "" {
 				out = append(out, SuggestedTool{Server: s.Name, Tool: name, Class: r.SideEffect, Reason: r.Suggestion})
 			}

@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
+	"unicode"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -75,6 +78,9 @@ type answer struct {
 	// content is the recorded result of a call that ran; text is then
 	// empty and the result is passed back as the server sent it.
 	content json.RawMessage
+	// blocks are the recorded result's typed blocks, returned as the
+	// server sent them when there are any.
+	blocks  []agentrt.ResultBlock
 	isError bool
 }
 
@@ -82,21 +88,71 @@ func says(s Status, format string, args ...any) answer {
 	return answer{status: s, text: string(s) + ": " + fmt.Sprintf(format, args...), isError: s.isError()}
 }
 
+// StatusMetaKey is the _meta key that marks the proxy's own answers. Its
+// value is an object whose "status" is the answer's status word. The proxy
+// never passes a server's _meta on, so no server's result carries it: a
+// host tells the proxy's answers from a server's by this key, never by
+// the text.
+const StatusMetaKey = "gated-tools/status"
+
+// serverTextMark starts a server's text that would otherwise begin like
+// one of the proxy's answers (a status word and a colon).
+const serverTextMark = "[server text] "
+
 // result is the MCP result. A recorded result that is a JSON string is
-// the server's text; an object is also its structured content.
+// the server's text; an object is also its structured content. The
+// proxy's own answers carry StatusMetaKey; a server's text that begins
+// with a status word is marked so it cannot read as one.
 func (a answer) result() *sdk.CallToolResult {
-	if a.status == "" {
-		var text string
-		if err := json.Unmarshal(a.content, &text); err == nil {
-			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}}
-		}
-		res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(a.content)}}}
+	if a.status == "" && len(a.blocks) > 0 {
+		res := &sdk.CallToolResult{Content: contentOf(a.blocks)}
 		if len(a.content) > 0 && a.content[0] == '{' {
 			res.StructuredContent = json.RawMessage(a.content)
 		}
 		return res
 	}
-	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: a.text}}, IsError: a.isError}
+	if a.status == "" {
+		var text string
+		if err := json.Unmarshal(a.content, &text); err == nil {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: unmistakable(text)}}}
+		}
+		res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: unmistakable(string(a.content))}}}
+		if len(a.content) > 0 && a.content[0] == '{' {
+			res.StructuredContent = json.RawMessage(a.content)
+		}
+		return res
+	}
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: a.text}}, IsError: a.isError,
+		Meta: sdk.Meta{StatusMetaKey: map[string]any{"status": string(a.status)}}}
+}
+
+// statuses are every status word an answer can start with.
+var statuses = []Status{StatusPendingApproval, StatusInProgress, StatusDenied, StatusInvalid, StatusRejected, StatusExpired,
+	StatusDuplicate, StatusBlocked, StatusUnknownOutcome, StatusFailed, StatusUnrecorded, StatusUnavailable, StatusGateStatus}
+
+// unmistakable marks a server's text that begins, past any blank or
+// invisible characters and in any case, with a status word and a colon.
+func unmistakable(s string) string {
+	if impersonates(s) {
+		return serverTextMark + s
+	}
+	return s
+}
+
+func impersonates(s string) bool {
+	t := strings.TrimLeftFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) || unicode.IsControl(r) })
+	if strings.HasPrefix(t, serverTextMark) {
+		return false
+	}
+	for _, st := range statuses {
+		if len(t) >= len(st) && strings.EqualFold(t[:len(st)], string(st)) {
+			rest := strings.TrimLeftFunc(t[len(st):], func(r rune) bool { return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) })
+			if rest == "" || rest[0] == ':' {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func pendingText(approvalID string, waited time.Duration) answer {
@@ -178,4 +234,49 @@ func unrecordedText(reason string) answer {
 
 func unavailableText(why string) answer {
 	return says(StatusUnavailable, "the call could not be handled now (%s). It did not run.", why)
+}
+
+// contentOf returns recorded blocks as MCP content, as the server sent
+// them: a block the runtime cut at its bounds is marked, and one whose
+// data it left out is a line naming its type, size and hash. The first
+// text is marked like a server's text result when it would read as the
+// proxy's own answer.
+func contentOf(blocks []agentrt.ResultBlock) []sdk.Content {
+	out := make([]sdk.Content, 0, len(blocks))
+	first := true
+	for _, b := range blocks {
+		omitted := b.Truncated && len(b.Data) == 0 && b.Text == "" && b.Type != agentrt.ResultResourceLink
+		switch {
+		case omitted:
+			out = append(out, &sdk.TextContent{Text: fmt.Sprintf("[%s %s of %d bytes, sha256 %s, left out at the recorded bound]",
+				b.Type, quote(b.MIMEType, boundName), b.Size, b.SHA256)})
+		case b.Type == agentrt.ResultText:
+			t := b.Text
+			if first {
+				t, first = unmistakable(t), false
+			}
+			if b.Truncated {
+				t += " [truncated]"
+			}
+			out = append(out, &sdk.TextContent{Text: t})
+		case b.Type == agentrt.ResultImage:
+			out = append(out, &sdk.ImageContent{Data: b.Data, MIMEType: b.MIMEType})
+		case b.Type == agentrt.ResultAudio:
+			out = append(out, &sdk.AudioContent{Data: b.Data, MIMEType: b.MIMEType})
+		case b.Type == agentrt.ResultResource:
+			rc := &sdk.ResourceContents{URI: b.URI, MIMEType: b.MIMEType, Text: b.Text, Blob: b.Data}
+			if b.Truncated && rc.Text != "" {
+				rc.Text += " [truncated]"
+			}
+			out = append(out, &sdk.EmbeddedResource{Resource: rc})
+		case b.Type == agentrt.ResultResourceLink:
+			l := &sdk.ResourceLink{URI: b.URI, Name: b.Name, Title: b.Title, Description: b.Description, MIMEType: b.MIMEType}
+			if b.Size > 0 {
+				size := b.Size
+				l.Size = &size
+			}
+			out = append(out, l)
+		}
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/textcut"
 )
 
 const (
@@ -38,14 +39,14 @@ func Decide(resp agentrt.ModelResponse) agentrt.Decision {
 	text := strings.TrimSpace(resp.Text)
 	switch resp.StopReason {
 	case agentrt.StopRefusal:
-		return agentrt.Decision{Kind: agentrt.KindRefused, Reason: Truncate(text, ReasonBytes)}
+		return agentrt.Decision{Kind: agentrt.KindRefused, Reason: textcut.Truncate(text, ReasonBytes)}
 	case StopContextWindowExceeded:
 		return agentrt.Decision{Kind: agentrt.KindFail, Message: "the conversation no longer fits the model's context window"}
 	case agentrt.StopMaxTokens:
-		return agentrt.Decision{Kind: agentrt.KindTruncated, Reason: Truncate(text, ReasonBytes)}
+		return agentrt.Decision{Kind: agentrt.KindTruncated, Reason: textcut.Truncate(text, ReasonBytes)}
 	}
 	if len(resp.ToolUses) == 0 {
-		return agentrt.Decision{Kind: agentrt.KindNoToolCall, Reason: Truncate(text, ReasonBytes)}
+		return agentrt.Decision{Kind: agentrt.KindNoToolCall, Reason: textcut.Truncate(text, ReasonBytes)}
 	}
 	first := resp.ToolUses[0]
 	args := json.RawMessage(`{}`)
@@ -59,17 +60,17 @@ func Decide(resp agentrt.ModelResponse) agentrt.Decision {
 // note kept whole (up to half the cap) and the text cut to fit beside it.
 func reason(text string, extra []agentrt.ToolUse) string {
 	if len(extra) == 0 {
-		return Truncate(text, ReasonBytes)
+		return textcut.Truncate(text, ReasonBytes)
 	}
 	names := make([]string, len(extra))
 	for i, tu := range extra {
-		names[i] = Truncate(tu.Name, NameBytes)
+		names[i] = textcut.Truncate(tu.Name, NameBytes)
 	}
-	note := Truncate(fmt.Sprintf("[%d further tool call(s) not executed: %s]", len(extra), strings.Join(names, ", ")), ReasonBytes/2)
+	note := textcut.Truncate(fmt.Sprintf("[%d further tool call(s) not executed: %s]", len(extra), strings.Join(names, ", ")), ReasonBytes/2)
 	if text == "" {
 		return note
 	}
-	return Truncate(text, ReasonBytes-len(note)-1) + " " + note
+	return textcut.Truncate(text, ReasonBytes-len(note)-1) + " " + note
 }
 
 // ErrNoModel says an Agent was asked to decide without a model handle; the

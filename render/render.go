@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/textcut"
 )
 
 const (
@@ -51,6 +51,26 @@ type Options struct {
 	// ToolUseID names the tool use synthesized for a step. Nil, or an empty
 	// name returned, means "step_<index>".
 	ToolUseID func(step agentrt.StepView) string
+	// Images passes the images of a recent result's recorded blocks with
+	// its tool result, for a provider that accepts images in tool results
+	// (anthropic). Without it, and for every other block that is not
+	// text, the result gets a one-line placeholder naming the block's
+	// type, media type, size and hash.
+	Images bool
+}
+
+// MaxResultImages is the most images one rendered tool result carries;
+// the rest get placeholders.
+const MaxResultImages = 8
+
+// BlockPlaceholder is the one line a result block that is not passed on
+// is rendered as.
+func BlockPlaceholder(b agentrt.ResultBlock) string {
+	media := b.MIMEType
+	if media == "" {
+		media = "no media type"
+	}
+	return fmt.Sprintf("[%s block: %s, %d bytes, sha256 %s]", b.Type, Truncate(media, 100), b.Size, b.SHA256)
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -107,7 +127,7 @@ func Messages(in agentrt.StepInput, opts Options) ([]agentrt.Message, error) {
 		}
 		msgs = append(msgs,
 			agentrt.Message{Role: agentrt.RoleAssistant, Content: assistantBlocks(st.Decision, id)},
-			agentrt.Message{Role: agentrt.RoleUser, Content: []agentrt.ContentBlock{answer(&st, id, n >= firstFull, o.MaxContentBytes)}},
+			agentrt.Message{Role: agentrt.RoleUser, Content: []agentrt.ContentBlock{answer(&st, id, n >= firstFull, o.MaxContentBytes, o.Images)}},
 		)
 		n++
 	}
@@ -150,7 +170,7 @@ func isObject(raw json.RawMessage) bool {
 
 // answer is the user block answering a step: a tool result for a tool call,
 // a text nudge for anything else.
-func answer(st *agentrt.StepView, id string, full bool, maxBytes int) agentrt.ContentBlock {
+func answer(st *agentrt.StepView, id string, full bool, maxBytes int, images bool) agentrt.ContentBlock {
 	d, obs := st.Decision, st.Observation
 	if !toolUse(d) {
 		return agentrt.ContentBlock{Type: agentrt.BlockText, Text: nudge(d.Kind, obs)}
@@ -168,7 +188,16 @@ func answer(st *agentrt.StepView, id string, full bool, maxBytes int) agentrt.Co
 		if full && len(obs.Content) > 0 && len(obs.Content) <= maxBytes {
 			result.Content = string(obs.Content)
 		} else {
-			result.Content = "[summary] " + Truncate(obs.Summary, maxBytes)
+			result.Content = "[summary] " + textcut.Truncate(obs.Summary, maxBytes)
+		}
+		for _, b := range obs.Blocks {
+			switch {
+			case b.Type == agentrt.ResultText:
+			case images && full && b.Type == agentrt.ResultImage && len(b.Data) > 0 && len(result.Images) < MaxResultImages:
+				result.Images = append(result.Images, agentrt.ImagePart{MIMEType: b.MIMEType, Data: append([]byte(nil), b.Data...)})
+			default:
+				result.Content += "\n" + BlockPlaceholder(b)
+			}
 		}
 	}
 	return result
@@ -193,29 +222,11 @@ func parenthesised(s string, maxBytes int) string {
 	if s == "" {
 		return ""
 	}
-	return " (" + Truncate(s, maxBytes) + ")"
+	return " (" + textcut.Truncate(s, maxBytes) + ")"
 }
 
-// Truncate cuts s to at most n bytes, the mark "…" included, without
-// splitting a rune. A negative n gives "". An n too small for the mark cuts
-// without it.
-func Truncate(s string, n int) string {
-	if n <= 0 {
-		return ""
-	}
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	if n < len(mark) {
-		return cut(s, n)
-	}
-	return cut(s, n-len(mark)) + mark
-}
-
-func cut(s string, n int) string {
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
+// Truncate is trace.Truncate: s cut to at most n bytes, the mark "…"
+// included, without splitting a rune.
+//
+// Deprecated: use trace.Truncate; kept for one release.
+func Truncate(s string, n int) string { return textcut.Truncate(s, n) }

@@ -338,3 +338,38 @@ func TestMessages_NamelessToolCallIsNotAToolUse(t *testing.T) {
 		t.Fatalf("an empty hook id must fall back: %+v", msgs[3].Content[0])
 	}
 }
+
+// A recent result's recorded image goes with its tool result when the
+// provider takes images (Options.Images); otherwise, and for every other
+// block that is not text, the result gets one line naming the block's
+// type, media type, size and hash.
+func TestMessages_ResultBlocksPassAsImagesOrPlaceholders(t *testing.T) {
+	png := []byte("\x89PNG\r\n\x1a\nimage bytes")
+	obs := result(`"the screen\n[image omitted]\n[resource link omitted]"`, "shot")
+	obs.Blocks = []agentrt.ResultBlock{
+		{Type: agentrt.ResultText, Text: "the screen", Size: 10, SHA256: "t"},
+		{Type: agentrt.ResultImage, MIMEType: "image/png", Data: png, Size: int64(len(png)), SHA256: "abc123"},
+		{Type: agentrt.ResultResourceLink, URI: "file:///1.png", MIMEType: "image/png", Size: 99, SHA256: "def456"},
+	}
+	in := agentrt.StepInput{Steps: agentrt.NewSteps(toolStep(0, "shot", `{}`, "", obs))}
+	msgs, err := Messages(in, Options{Opening: "go", Images: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := msgs[2].Content[0]
+	if len(r.Images) != 1 || r.Images[0].MIMEType != "image/png" || string(r.Images[0].Data) != string(png) {
+		t.Fatalf("images = %+v", r.Images)
+	}
+	if strings.Contains(r.Content, "[image block") || !strings.Contains(r.Content, "[resource_link block: image/png, 99 bytes, sha256 def456]") {
+		t.Fatalf("content with images = %q", r.Content)
+	}
+	msgs, err = Messages(in, Options{Opening: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = msgs[2].Content[0]
+	want := fmt.Sprintf("[image block: image/png, %d bytes, sha256 abc123]", len(png))
+	if len(r.Images) != 0 || !strings.Contains(r.Content, want) || strings.Count(r.Content, "\n[") != 2 {
+		t.Fatalf("content without images = %q", r.Content)
+	}
+}

@@ -14,10 +14,10 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
-	"syscall"
 	"unicode/utf8"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/files"
 )
 
 // maxRecordingBytes bounds a recording the Replayer reads.
@@ -265,49 +265,14 @@ func removeRepeats(dir, key string) error {
 	return nil
 }
 
-// writeOwnerOnly writes data to dir/name through a temporary file this
-// process creates itself (O_EXCL under a random name, so nothing planted in
-// advance is written through), mode 0600, synced, then renamed over the
-// target, which replaces rather than follows a link there; the directory is
-// synced so the rename survives a crash.
-func writeOwnerOnly(dir, name string, data []byte) (err error) {
-	f, err := os.CreateTemp(dir, ".recording-*.tmp")
-	if err != nil {
-		return fmt.Errorf("replay: creating a temporary recording: %w", err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	if err = f.Chmod(0o600); err != nil {
-		return fmt.Errorf("replay: restricting the temporary recording: %w", err)
-	}
-	if _, err = f.Write(data); err != nil {
+// writeOwnerOnly writes data to dir/name through files.WriteAtomic: a
+// temporary file this process creates itself (O_EXCL under a random name,
+// so nothing planted in advance is written through), mode 0600, synced,
+// then renamed over the target, which replaces rather than follows a link
+// there; the directory is synced so the rename survives a crash.
+func writeOwnerOnly(dir, name string, data []byte) error {
+	if err := files.WriteAtomic(filepath.Join(dir, name), data, 0o600); err != nil {
 		return fmt.Errorf("replay: writing the recording: %w", err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("replay: syncing the recording: %w", err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("replay: closing the recording: %w", err)
-	}
-	if err = os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("replay: moving the recording into place: %w", err)
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("replay: opening the recording directory to sync it: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
-		return fmt.Errorf("replay: syncing the recording directory: %w", err)
 	}
 	return nil
 }

@@ -14,7 +14,8 @@
 # installing the postgresql package with apt-get only when they are absent.
 # As root it runs the server as the postgres user. The server listens on
 # 127.0.0.1 on a free port, with its socket in a private temporary
-# directory, and trusts local connections: it is for tests only.
+# directory, and trusts local connections (except the role agentrt_pw, which
+# must give its password, for the tests of a wrong one): it is for tests only.
 set -euo pipefail
 
 die() { echo "pg-test: $*" >&2; exit 1; }
@@ -81,6 +82,11 @@ start() {
 	as_pg "$bin/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --no-locale >"$dir/initdb.log" 2>&1 ||
 		{ cat "$dir/initdb.log" >&2; die "initdb failed"; }
 	echo "include = '$dir/agentrt.conf'" >>"$dir/data/postgresql.conf"
+	# One role must give its password, over TCP, so tests can see a wrong
+	# one refused (everyone else is trusted): the first matching line wins.
+	{ echo "host all agentrt_pw 127.0.0.1/32 scram-sha-256"; cat "$dir/data/pg_hba.conf"; } >"$dir/hba.tmp"
+	mv "$dir/hba.tmp" "$dir/data/pg_hba.conf"
+	if [ "$(id -u)" = 0 ]; then chown postgres: "$dir/data/pg_hba.conf"; fi
 	for i in 1 2 3 4 5; do
 		port=$(free_port)
 		# The settings go in the cluster's own config, so a plain

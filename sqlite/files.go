@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"syscall"
 
-	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/files"
 )
 
 // secureFiles holds the database and its sidecars to the owner-only rules:
@@ -39,13 +38,7 @@ func secureFiles(path string, create, tighten bool) error {
 	case err != nil:
 		return fmt.Errorf("agentrt: cannot read %s: %w", path, err)
 	}
-	if !fi.Mode().IsRegular() {
-		return &agentrt.InsecureModeError{Path: path, Mode: uint32(fi.Mode().Perm()), Reason: "it is not a regular file"}
-	}
-	if err := checkOwner(path, fi); err != nil {
-		return err
-	}
-	if err := checkMode(path, fi, tighten); err != nil {
+	if err := checkFile(path, fi, tighten); err != nil {
 		return err
 	}
 	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
@@ -57,49 +50,26 @@ func secureFiles(path string, create, tighten bool) error {
 		if err != nil {
 			return fmt.Errorf("agentrt: cannot read %s: %w", side, err)
 		}
-		if !sfi.Mode().IsRegular() {
-			return &agentrt.InsecureModeError{Path: side, Mode: uint32(sfi.Mode().Perm()), Reason: "it is not a regular file"}
-		}
-		if err := checkOwner(side, sfi); err != nil {
-			return err
-		}
-		if err := checkMode(side, sfi, tighten); err != nil {
+		if err := checkFile(side, sfi, tighten); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// checkOwner refuses a file another account owns: its owner can rewrite it,
-// and so forge any approval in it, whatever its mode says now. This holds
-// for root too, which could write it.
-func checkOwner(path string, fi fs.FileInfo) error {
-	if uid, ok := owner(fi); ok {
-		if me := uint32(os.Geteuid()); uid != me {
-			return &agentrt.OwnerError{Path: path, Owner: uid, User: me}
-		}
+// checkFile holds a database file to the rule for every trusted file
+// (files.Check: regular, the effective user's, writable by no one else;
+// its owner could rewrite it and so forge any approval in it, whatever
+// its mode says now, and this holds for root too). With tighten set, a
+// file others can only read is then made owner-only.
+func checkFile(path string, fi fs.FileInfo, tighten bool) error {
+	if err := files.Check(path, fi); err != nil {
+		return err
 	}
-	return nil
-}
-
-// checkMode refuses a file group or others can write, after checkOwner has
-// found it the effective user's.
-func checkMode(path string, fi fs.FileInfo, tighten bool) error {
-	perm := fi.Mode().Perm()
-	if perm&0o022 != 0 {
-		return &agentrt.InsecureModeError{Path: path, Mode: uint32(perm), Reason: "it is writable by group or others"}
-	}
-	if perm&0o044 != 0 && tighten {
+	if perm := fi.Mode().Perm(); perm&0o044 != 0 && tighten {
 		if err := os.Chmod(path, perm&^0o077); err != nil {
 			return fmt.Errorf("agentrt: cannot make %s owner-only: %w", path, err)
 		}
 	}
 	return nil
-}
-
-func owner(fi fs.FileInfo) (uint32, bool) {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return st.Uid, true
-	}
-	return 0, false
 }

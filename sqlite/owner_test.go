@@ -31,8 +31,8 @@ func TestStore_RefusesADatabaseAnotherAccountOwns(t *testing.T) {
 			fmt.Println("opened")
 			os.Exit(0)
 		}
-		var oe *agentrt.OwnerError
-		if errors.As(err, &oe) && errors.Is(err, agentrt.ErrInsecureMode) {
+		var oe *agentrt.InsecureModeError
+		if errors.As(err, &oe) && oe.Problem == agentrt.FileOwner && errors.Is(err, agentrt.ErrInsecureMode) {
 			fmt.Printf("refused by owner %d user %d: %v\n", oe.Owner, oe.User, err)
 			os.Exit(0)
 		}
@@ -67,9 +67,9 @@ func TestStore_RefusesADatabaseAnotherAccountOwns(t *testing.T) {
 					st.Close()
 					t.Fatalf("%s opened a file user %d owns", name, nobody)
 				}
-				var oe *agentrt.OwnerError
-				if !errors.Is(err, agentrt.ErrInsecureMode) || !errors.As(err, &oe) || oe.Path != f || oe.Owner != nobody || oe.User != 0 {
-					t.Fatalf("%s: %v, want an OwnerError naming %s, user %d and user 0", name, err, f, nobody)
+				var oe *agentrt.InsecureModeError
+				if !errors.Is(err, agentrt.ErrInsecureMode) || !errors.As(err, &oe) || oe.Problem != agentrt.FileOwner || oe.Path != f || oe.Owner != nobody || oe.User != 0 {
+					t.Fatalf("%s: %v, want an owner refusal naming %s, user %d and user 0", name, err, f, nobody)
 				}
 				want := fmt.Sprintf("agentrt: %s is owned by user %d, not by you (user 0): ", f, nobody)
 				if msg := err.Error(); !strings.HasPrefix(msg, want) || strings.Contains(msg, ". ") {

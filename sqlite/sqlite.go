@@ -12,6 +12,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/files"
 	"github.com/agentrt/agentrt/internal/sqlstore"
 	sqlite3 "modernc.org/sqlite"
 	sqlite3lib "modernc.org/sqlite/lib"
@@ -124,11 +125,8 @@ func OpenExisting(path string, readOnly bool) (*Store, error) {
 		}
 		return nil, fmt.Errorf("agentrt: cannot read %s: %w", path, err)
 	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		return nil, &agentrt.SymlinkError{Path: path}
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &agentrt.InsecureModeError{Path: path, Mode: uint32(fi.Mode().Perm()), Reason: "it is not a regular file"}
+	if err := files.Check(path, fi); err != nil {
+		return nil, err
 	}
 	if err := secureFiles(path, false, false); err != nil {
 		return nil, err

@@ -265,8 +265,8 @@ func TestOpenExisting_RefusesASymbolicLink(t *testing.T) {
 			st.Close()
 			t.Fatal("OpenExisting followed a symbolic link")
 		}
-		var se *agentrt.SymlinkError
-		if !errors.Is(err, agentrt.ErrSymlink) || !errors.As(err, &se) || se.Path != link {
+		var se *agentrt.InsecureModeError
+		if !errors.Is(err, agentrt.ErrSymlink) || !errors.As(err, &se) || se.Problem != agentrt.FileSymlink || se.Path != link {
 			t.Fatalf("OpenExisting(link) = %v, want ErrSymlink", err)
 		}
 	}

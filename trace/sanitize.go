@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/agentrt/agentrt/internal/textcut"
 )
 
 // maxMarks is how many combining marks Sanitize keeps on one base character.
@@ -213,30 +215,4 @@ func unassigned(r rune) bool {
 //
 // Truncating before Sanitize keeps escapes whole; truncating after it bounds
 // the printed size but may cut an escape short.
-func Truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	if n <= 0 {
-		return ""
-	}
-	const mark = "…"
-	if n < len(mark) {
-		return s[:runeBoundary(s, n)]
-	}
-	return s[:runeBoundary(s, n-len(mark))] + mark
-}
-
-// runeBoundary returns the largest i <= n (n < len(s)) at which a range loop
-// over s would start a rune.
-func runeBoundary(s string, n int) int {
-	// Find the start of the sequence that s[n] belongs to, if any.
-	start := n
-	for start > 0 && start > n-utf8.UTFMax+1 && !utf8.RuneStart(s[start]) {
-		start--
-	}
-	if _, size := utf8.DecodeRuneInString(s[start:]); start+size > n {
-		return start
-	}
-	return n
-}
+func Truncate(s string, n int) string { return textcut.Truncate(s, n) }

@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/agentrt/agentrt"
@@ -91,11 +92,7 @@ func BoundValue(v any) any {
 		return out
 	case map[string]any:
 		out := make(map[string]any, len(x))
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(x))
 		for _, k := range keys {
 			bk := BoundString(k)
 			// Two long keys can share a head, a tail and a length; keep

@@ -92,6 +92,10 @@ type Config struct {
 	// Idle, when set, is called with the cursor's seq each time every
 	// event committed so far has been delivered or given up on.
 	Idle func(seq int64)
+
+	// lookup resolves a plain-http target's host; nil is the system
+	// resolver. Set by tests.
+	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
 func bad(field, reason string) error {
@@ -221,17 +225,14 @@ func (n *Notifier) client(u *url.URL, cfg Config) *http.Client {
 		if u.Scheme == "http" {
 			tr.Proxy = nil
 			d := &net.Dialer{Timeout: cfg.Timeout}
+			lookup := cfg.lookup
+			if lookup == nil {
+				lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
+					return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+				}
+			}
 			tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-				conn, err := d.DialContext(ctx, network, addr)
-				if err != nil {
-					return nil, err
-				}
-				ap, perr := netip.ParseAddrPort(conn.RemoteAddr().String())
-				if perr != nil || !ap.Addr().Unmap().IsLoopback() {
-					conn.Close()
-					return nil, fmt.Errorf("notify: refusing plain http to %s, which is not loopback", conn.RemoteAddr())
-				}
-				return conn, nil
+				return dialLoopback(ctx, d, lookup, network, addr)
 			}
 		}
 		c.Transport = tr
@@ -239,6 +240,47 @@ func (n *Notifier) client(u *url.URL, cfg Config) *http.Client {
 	c.Timeout = cfg.Timeout
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &c
+}
+
+// dialLoopback dials a plain-http target only at loopback addresses: the
+// name is resolved first and every address it resolves to must be
+// loopback (a resolver or a hosts file mapping localhost elsewhere is
+// refused before anything is sent), and the connection's far end is
+// checked again once made.
+func dialLoopback(ctx context.Context, d *net.Dialer, lookup func(context.Context, string) ([]netip.Addr, error), network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	var ips []netip.Addr
+	if ip, perr := netip.ParseAddr(host); perr == nil {
+		ips = []netip.Addr{ip}
+	} else if ips, err = lookup(ctx, host); err != nil {
+		return nil, err
+	}
+	if len(ips) == 0 {
+		return nil, fmt.Errorf("notify: %s resolves to no address", host)
+	}
+	for _, ip := range ips {
+		if !ip.Unmap().IsLoopback() {
+			return nil, fmt.Errorf("notify: refusing plain http to %s: it resolves to %s, which is not loopback", host, ip)
+		}
+	}
+	var last error
+	for _, ip := range ips {
+		conn, err := d.DialContext(ctx, network, net.JoinHostPort(ip.Unmap().String(), port))
+		if err != nil {
+			last = err
+			continue
+		}
+		ap, perr := netip.ParseAddrPort(conn.RemoteAddr().String())
+		if perr != nil || !ap.Addr().Unmap().IsLoopback() {
+			conn.Close()
+			return nil, fmt.Errorf("notify: refusing plain http to %s, which is not loopback", conn.RemoteAddr())
+		}
+		return conn, nil
+	}
+	return nil, last
 }
 
 // startAt is the cursor the follower reads from: it starts where the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/approver"
+	"github.com/agentrt/agentrt/internal/httpguard"
 )
 
 // Code names why a request was refused, in the "code" of an error body.
@@ -66,6 +67,7 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, status int, cod
 		p["detail"] = detail.Error()
 	}
 	h.observe(EventRefused, "", p)
+	httpguard.Refusing(w)
 	writeJSON(w, status, Error{Error: msg, Code: code})
 }
 

@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -113,11 +114,7 @@ func writeFields(w io.Writer, raw json.RawMessage) int {
 		fmt.Fprintf(w, "%s(no fields)\n", ind)
 		return 0
 	}
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(fields))
 	for i, k := range keys {
 		if i == maxTextFields {
 			fmt.Fprintf(w, "%s\\[%d more field(s) not shown]\n", ind, len(keys)-i)

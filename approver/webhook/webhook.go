@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/approver"
 	"github.com/agentrt/agentrt/approver/internal/sign"
+	"github.com/agentrt/agentrt/internal/httpguard"
 )
 
 // Defaults and bounds of Config.
@@ -54,9 +56,11 @@ type Config struct {
 	// Skew is how far a request's timestamp may be from the handler's
 	// clock either way. Zero is DefaultSkew; at most MaxSkew.
 	Skew time.Duration
-	// Rate is how many requests a second the handler accepts on average,
-	// and Burst how many at once; both are charged before the body is
-	// read. Zero is DefaultRate and DefaultBurst; at most MaxRate, MaxBurst.
+	// Rate is how many authenticated requests a second the handler accepts
+	// on average, and Burst how many at once; a request is charged only
+	// once its signature is verified and new, so requests that fail
+	// authentication (limited apart, per source and in total) never spend
+	// them. Zero is DefaultRate and DefaultBurst; at most MaxRate, MaxBurst.
 	Rate  float64
 	Burst int
 	// MaxBody is the largest body read, in bytes. Zero is DefaultMaxBody;
@@ -130,6 +134,7 @@ type Handler struct {
 	cfg    Config
 	secret []byte
 	bucket bucket
+	failed failedLimiter
 	replay *sign.Replay
 }
 
@@ -140,6 +145,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h := &Handler{cfg: cfg, secret: bytes.Clone(cfg.Secret)}
 	h.bucket = bucket{rate: cfg.Rate, burst: float64(cfg.Burst), tokens: float64(cfg.Burst)}
+	h.failed.init()
 	// Under the rate no more than this many signatures can be accepted in
 	// the 2×Skew a signature is remembered; the cap is a backstop.
 	h.replay = sign.NewReplay(ReplayCap(cfg), cfg.Skew)
@@ -164,10 +170,35 @@ func ReplayCap(cfg Config) int {
 }
 
 // NewServer returns an http.Server for h on addr with bounded headers and
-// timeouts, so a slow or idle client cannot hold a connection.
+// timeouts, so a slow or idle client cannot hold a connection: headers
+// within 5 seconds, a request within 10, 30 seconds idle. Serve it on
+// Listen's listener, which caps connections.
 func NewServer(addr string, h http.Handler) *http.Server {
-	return &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 15 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
+	return &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: httpguard.HeaderTimeout, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 15 * time.Second, IdleTimeout: httpguard.IdleTimeout, MaxHeaderBytes: 16 << 10}
+}
+
+// The connection caps of Listen and LimitListener: at most MaxConnections
+// open at once, MaxConnectionsPerSource of them from one source (an IPv4
+// address, an IPv6 /64). One past either is closed as it is accepted.
+const (
+	MaxConnections          = 256
+	MaxConnectionsPerSource = 32
+)
+
+// Listen listens on addr with the connection caps.
+func Listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return LimitListener(ln), nil
+}
+
+// LimitListener caps ln's connections at MaxConnections and
+// MaxConnectionsPerSource.
+func LimitListener(ln net.Listener) net.Listener {
+	return httpguard.Limit(ln, httpguard.Limits{Max: MaxConnections, PerSource: MaxConnectionsPerSource})
 }
 
 func (h *Handler) now() time.Time {
@@ -204,21 +235,31 @@ func (b *bucket) take(now time.Time) bool {
 	return true
 }
 
-// ServeHTTP charges the rate, bounds the body, verifies the signature and
-// its freshness, and only then routes.
+// bodyTimeout bounds reading an admitted request's body, whatever the
+// server's read timeout.
+const bodyTimeout = 5 * time.Second
+
+// ServeHTTP checks what it can without the body first: the signature
+// headers (present, fresh, well formed) and the declared length; a
+// request that fails is refused at once, its body unread, and the
+// connection closed. It then reads the body (within bodyTimeout), verifies
+// the signature and its freshness, remembers it against replay, and only
+// then charges the rate. So a flood of unsigned or wrongly signed requests
+// never spends the allowance of correctly signed ones: requests that fail
+// authentication are limited on their own, per source and in total.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	now := h.now()
-	if !h.bucket.take(now) {
-		w.Header().Set("Retry-After", "1")
-		h.refuse(w, r, http.StatusTooManyRequests, CodeRateLimited, "too many requests", nil)
+	if err := sign.Precheck(r.Header, now, h.cfg.Skew); err != nil {
+		h.unauthenticated(w, r, now, err)
 		return
 	}
 	if r.ContentLength > h.cfg.MaxBody {
 		h.refuse(w, r, http.StatusRequestEntityTooLarge, CodeBodyTooLarge, fmt.Sprintf("the body is over %d bytes", h.cfg.MaxBody), nil)
 		return
 	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyTimeout))
 	body, err := io.ReadAll(io.LimitReader(r.Body, h.cfg.MaxBody+1))
 	if err != nil {
 		h.refuse(w, r, http.StatusBadRequest, CodeBadRequest, "the body could not be read", err)
@@ -230,7 +271,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	key, err := sign.Verify(h.secret, r.Header, r.Method, sign.Path(r), body, now, h.cfg.Skew)
 	if err != nil {
-		h.refuse(w, r, http.StatusUnauthorized, CodeUnauthorized, err.Error(), nil)
+		h.unauthenticated(w, r, now, err)
 		return
 	}
 	if err := h.replay.Check(key, now); err != nil {
@@ -239,10 +280,30 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.refuse(w, r, http.StatusTooManyRequests, CodeRateLimited, err.Error(), nil)
 			return
 		}
-		h.refuse(w, r, http.StatusUnauthorized, CodeUnauthorized, err.Error(), nil)
+		h.unauthenticated(w, r, now, err)
+		return
+	}
+	if !h.bucket.take(now) {
+		w.Header().Set("Retry-After", "1")
+		h.refuse(w, r, http.StatusTooManyRequests, CodeRateLimited, "too many requests", nil)
 		return
 	}
 	h.route(w, r, body)
+}
+
+// unauthenticated refuses a request that failed authentication. Within
+// the per-source and total allowances for such refusals it is a 401 the
+// Observer hears; past them a 429 the Observer does not hear each of, so
+// a flood cannot flood the Observer either. Either way the body is left
+// unread and the connection closed.
+func (h *Handler) unauthenticated(w http.ResponseWriter, r *http.Request, now time.Time, err error) {
+	if !h.failed.take(httpguard.SourceKey(r.RemoteAddr), now) {
+		w.Header().Set("Retry-After", "1")
+		httpguard.Refusing(w)
+		writeJSON(w, http.StatusTooManyRequests, Error{Error: "too many requests that fail authentication", Code: CodeRateLimited})
+		return
+	}
+	h.refuse(w, r, http.StatusUnauthorized, CodeUnauthorized, err.Error(), nil)
 }
 
 // route dispatches a verified request on its path.

@@ -121,8 +121,9 @@ func TestNew_RefusesAWeakConfig(t *testing.T) {
 
 // A body over MaxBody is refused with 413: by its Content-Length without
 // reading it, and when its length is not declared, after reading no more
-// than MaxBody+1 bytes. Past the burst a request is refused with 429
-// before its body is read; when the clock has refilled the bucket the
+// than MaxBody+1 bytes. Past the burst a signed request is refused with
+// 429; an unsigned one is refused with 401 before its body is read and
+// spends nothing of the burst; when the clock has refilled the bucket the
 // same decision goes through.
 func TestHandler_BodyAndRateBounds(t *testing.T) {
 	r := newRig(t, func(c *webhook.Config) { c.Burst = 3; c.Rate = 1 })
@@ -132,13 +133,15 @@ func TestHandler_BodyAndRateBounds(t *testing.T) {
 	if got := r.send(t, http.MethodPost, approvePath(a), big); got.status != http.StatusRequestEntityTooLarge || got.code() != webhook.CodeBodyTooLarge {
 		t.Fatalf("a body over the bound = %d %s", got.status, got.body)
 	}
-	// Undeclared length, straight to the handler so the read is seen.
+	// Undeclared length, straight to the handler so the read is seen; the
+	// headers are signed (over another body), so the body must be read.
 	h, err := webhook.New(webhook.Config{Approver: r.local, Secret: secret, Now: r.f.Clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	counted := &countingReader{r: bytes.NewReader(append(big, bytes.Repeat([]byte(" "), 1<<20)...))}
 	req := httptest.NewRequest(http.MethodPost, approvePath(a), counted)
+	req.Header = r.signed(t, http.MethodPost, approvePath(a), nil).Header
 	req.ContentLength = -1
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
@@ -147,40 +150,47 @@ func TestHandler_BodyAndRateBounds(t *testing.T) {
 	}
 	declared := newReadFlag(big)
 	req = httptest.NewRequest(http.MethodPost, approvePath(a), declared)
+	req.Header = r.signed(t, http.MethodPost, approvePath(a), nil).Header
 	req.ContentLength = int64(len(big))
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	if rec.Code != http.StatusRequestEntityTooLarge || declared.read {
-		t.Fatalf("a declared body over the bound = %d, read %v", rec.Code, declared.read)
+	if rec.Code != http.StatusRequestEntityTooLarge || declared.read || rec.Header().Get("Connection") != "close" {
+		t.Fatalf("a declared body over the bound = %d, read %v, Connection %q", rec.Code, declared.read, rec.Header().Get("Connection"))
 	}
 
-	// The first request above spent one of three tokens.
-	for i := 0; i < 2; i++ {
+	// The first request above spent nothing (it was refused before its
+	// signature was checked): three tokens are left.
+	for i := 0; i < 3; i++ {
 		if got := r.send(t, http.MethodGet, "/runs/run-1/approvals", nil); got.status != http.StatusOK {
 			t.Fatalf("request %d inside the burst = %d", i, got.status)
 		}
 	}
 	body, _ := json.Marshal(decision(a, "alice"))
-	flag := newReadFlag(body)
-	req = r.signed(t, http.MethodPost, approvePath(a), nil)
-	req.Body, req.ContentLength = flag, int64(len(body))
-	got := r.do(t, req)
+	got := r.do(t, r.signed(t, http.MethodPost, approvePath(a), body))
 	if got.status != http.StatusTooManyRequests || got.code() != webhook.CodeRateLimited {
 		t.Fatalf("past the burst = %d %s", got.status, got.body)
 	}
 	r.f.Unchanged(t, before, "requests refused for size and rate")
 
-	// A direct call shows the 429 is charged before the body is read.
+	// A direct call shows an unsigned request is refused before its body
+	// is read, and does not spend the burst of one.
 	h, err = webhook.New(webhook.Config{Approver: r.local, Secret: secret, Now: r.f.Clock.Now, Burst: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
 	unread := newReadFlag(body)
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, approvePath(a), unread))
-	if rec.Code != http.StatusTooManyRequests || unread.read {
-		t.Fatalf("past the burst, directly = %d, body read %v", rec.Code, unread.read)
+	if rec.Code != http.StatusUnauthorized || unread.read || rec.Header().Get("Connection") != "close" {
+		t.Fatalf("unsigned, directly = %d, body read %v, Connection %q", rec.Code, unread.read, rec.Header().Get("Connection"))
+	}
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/runs/run-1/approvals", nil))
+	rec = httptest.NewRecorder()
+	direct := httptest.NewRequest(http.MethodGet, "/runs/run-1/approvals", nil)
+	direct.Header = r.signed(t, http.MethodGet, "/runs/run-1/approvals", nil).Header
+	h.ServeHTTP(rec, direct)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("a signed request after unsigned ones, with a burst of one = %d %s", rec.Code, rec.Body.String())
 	}
 
 	r.f.Clock.Advance(time.Second)

@@ -67,10 +67,26 @@ async function decide(ev) {
 // Live pages follow the event log: on each new event the page is fetched
 // again and its main element replaced. The HTML is the server's, rendered
 // by html/template; a parsed document runs no script.
+let stream = null; // the live page's EventSource, while it follows
+
 function live() {
   if (!document.body.dataset.live) return;
   const es = new EventSource("/events");
+  stream = es;
   es.addEventListener("open", () => { document.body.dataset.following = "1"; });
+  // The session ended (signed out, idle, past its lifetime, or the
+  // approver removed): the stream says so and the page goes with it.
+  // A page that is already leaving (a form it posted) does not navigate
+  // again.
+  const ended = () => {
+    es.close();
+    if (stream !== es) return;
+    stream = null;
+    document.body.dataset.following = "0";
+    location.assign("/login");
+  };
+  es.addEventListener("ended", ended);
+  es.addEventListener("error", () => { if (es.readyState === EventSource.CLOSED) ended(); });
   let busy = false;
   es.addEventListener("change", async () => {
     if (busy) return;
@@ -94,10 +110,14 @@ async function submitForm(ev) {
   const form = ev.target;
   if (form.method !== "post") return;
   ev.preventDefault();
+  // The page is about to be replaced: stop following, so a stream that
+  // ends with the session (signing out) does not navigate a second time.
+  if (stream) { stream.close(); stream = null; }
   const r = await fetch(form.action, { method: "POST", body: new URLSearchParams(new FormData(form)),
     headers: { "X-CSRF-Token": csrf() }, credentials: "same-origin" });
   if (r.ok) { location.assign(r.url); return; }
   const j = await r.json().catch(() => ({ error: r.statusText }));
+  live(); // the page stays: follow again
   alert("Refused: " + j.error);
 }
 

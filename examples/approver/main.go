@@ -129,8 +129,12 @@ func serveChannels(ctx context.Context, db, listen, whSecretFile, notifyURL, not
 		return err
 	}
 	srv := webhook.NewServer(listen, h)
+	ln, err := webhook.Listen(listen)
+	if err != nil {
+		return err
+	}
 	errs := make(chan error, 2)
-	go func() { errs <- srv.ListenAndServe() }()
+	go func() { errs <- srv.Serve(ln) }()
 	if nt != nil {
 		go func() { errs <- nt.Run(ctx) }()
 	}
@@ -198,7 +202,7 @@ func demo(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	whSrv := webhook.NewServer("", h)
-	go whSrv.Serve(whLn)
+	go whSrv.Serve(webhook.LimitListener(whLn))
 	defer whSrv.Close()
 
 	// The bot: it verifies each notification, and for a request fetches

@@ -3,7 +3,8 @@ package otel
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/agentrt/agentrt/internal/textcut"
 )
 
 // DefaultMaxText is the bound on one text attribute when Config.MaxText is 0.
@@ -17,11 +18,8 @@ func truncate(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s…[truncated: %d bytes]", s[:cut], len(s)-cut)
+	kept := textcut.Prefix(s, max)
+	return fmt.Sprintf("%s…[truncated: %d bytes]", kept, len(s)-len(kept))
 }
 
 // safeName reports whether s may stand in a span name: a short identifier

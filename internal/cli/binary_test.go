@@ -37,7 +37,11 @@ func buildAgentrt(t *testing.T) string {
 			return
 		}
 		agentrtBinary.path = filepath.Join(dir, "agentrt")
-		cmd := osexec.Command(gobin, "build", "-o", agentrtBinary.path, "github.com/agentrt/agentrt/cmd/agentrt")
+		// The binary lives in the distribution module (cmd/), which links
+		// every backend; building in its directory works with or without
+		// go.work.
+		cmd := osexec.Command(gobin, "build", "-o", agentrtBinary.path, "./agentrt")
+		cmd.Dir = filepath.Join("..", "..", "cmd")
 		agentrtBinary.out, agentrtBinary.err = cmd.CombinedOutput()
 	})
 	if agentrtBinary.err != nil {

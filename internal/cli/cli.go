@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/backend"
 	"github.com/agentrt/agentrt/sqlite"
 	"github.com/agentrt/agentrt/trace"
 )
@@ -57,8 +58,6 @@ type env struct {
 	prog string
 	// demo holds what tests fix about the demo.
 	demo demoOptions
-	// openers open database URLs by scheme (see RunWith).
-	openers map[string]Opener
 }
 
 // Run runs the agentrt command line: args are the arguments after the
@@ -105,7 +104,7 @@ type command struct {
 // commands are listed in this order by help.
 var commands = []*command{
 	runsCommand, showCommand, eventsCommand, followCommand, approveCommand, rejectCommand, cancelCommand,
-	verifyCommand, eraseCommand, retainCommand, approversCommand, serveCommand, versionCommand, demoCommand, resumeCommand, policyCommand, recheckCommand,
+	verifyCommand, eraseCommand, retainCommand, approversCommand, budgetsCommand, serveCommand, versionCommand, demoCommand, resumeCommand, policyCommand, recheckCommand,
 }
 
 func lookup(name string) *command {
@@ -267,33 +266,34 @@ func (e *env) fail(format string, args ...any) int {
 	return ExitFailure
 }
 
-// open opens an existing database, read-only for commands that only read.
-// A refusal is printed as one sentence.
-func (e *env) open(path string, readOnly bool) (*sqlite.Store, int) {
-	st, err := sqlite.OpenExisting(path, readOnly)
+// open opens an existing database through the backend registry (a SQLite
+// file, or a URL of a backend this binary links), read-only for commands
+// that only read. A refusal is printed as one sentence naming the database
+// without its password.
+func (e *env) open(db string, readOnly bool) (agentrt.Store, int) {
+	st, err := backend.Open(background(), db, readOnly)
 	if err != nil {
-		fmt.Fprintln(e.stderr, "agentrt: "+openRefusal(path, err))
+		fmt.Fprintln(e.stderr, "agentrt: "+openRefusal(backend.Redact(db), err))
 		return nil, ExitFailure
 	}
 	return st, ExitOK
 }
 
-// openRefusal turns an error from sqlite.OpenExisting into one sentence
+// openRefusal turns an error from a backend's OpenExisting into one sentence
 // that says what was refused and what to do, matched on the error's type,
 // never its text.
 func openRefusal(path string, err error) string {
 	p := trace.Sanitize(path)
 	var ins *agentrt.InsecureModeError
-	var own *agentrt.OwnerError
 	var uns *agentrt.UnsafeSchemaError
-	var sym *agentrt.SymlinkError
 	var ver *agentrt.SchemaVersionError
+	var sch *backend.UnknownSchemeError
 	switch {
-	case errors.As(err, &sym):
-		return fmt.Sprintf("refusing %s because it is a symbolic link, and agentrt opens only the database file itself, so name that file.", trace.Sanitize(sym.Path))
-	case errors.As(err, &own):
+	case errors.As(err, &ins) && ins.Problem == agentrt.FileSymlink:
+		return fmt.Sprintf("refusing %s because it is a symbolic link, and agentrt opens only the database file itself, so name that file.", trace.Sanitize(ins.Path))
+	case errors.As(err, &ins) && ins.Problem == agentrt.FileOwner:
 		return fmt.Sprintf("refusing %s because it is owned by user %d, not by you (user %d), and whoever owns a runs database can forge any approval in it, so run agentrt as its owner or chown it to your account.",
-			trace.Sanitize(own.Path), own.Owner, own.User)
+			trace.Sanitize(ins.Path), ins.Owner, ins.User)
 	case errors.As(err, &ins):
 		return fmt.Sprintf("refusing %s because %s (mode %04o), and anyone who can write a runs database can approve anything in it, so make it owner-only with chmod 600 and owned by the account that runs agentrt.",
 			trace.Sanitize(ins.Path), trace.Sanitize(ins.Reason), ins.Mode)
@@ -322,8 +322,16 @@ func openRefusal(path string, err error) string {
 		return fmt.Sprintf("refusing %s because it is not an agentrt runs database.", p)
 	case errors.Is(err, agentrt.ErrNotFound):
 		return fmt.Sprintf("there is no database at %s, and agentrt never creates one.", p)
+	case errors.As(err, &sch):
+		return fmt.Sprintf("refusing %s because this agentrt has no backend for %s:// URLs (it has %s).", p, trace.Sanitize(sch.Scheme), strings.Join(sch.Registered, ", "))
 	}
-	return fmt.Sprintf("cannot open %s: %s.", p, strings.TrimSuffix(trace.Sanitize(err.Error()), "."))
+	// A backend's error may already name the database (postgres: "agentrt:
+	// postgres NAME: ..."); it is named once.
+	msg := strings.TrimPrefix(err.Error(), "agentrt: ")
+	for _, prefix := range []string{"postgres " + path + ": ", "postgres DSN " + path + ": "} {
+		msg = strings.TrimPrefix(msg, prefix)
+	}
+	return fmt.Sprintf("cannot open %s: %s.", p, strings.TrimSuffix(trace.Sanitize(msg), "."))
 }
 
 // decideError turns a refusal of a decision or a cancel into one line.
@@ -356,7 +364,7 @@ func background() context.Context { return context.Background() }
 // runPage is what show and events share: a run id, one page of it, and the
 // database opened read-only once every argument has been checked.
 type runPage struct {
-	st            *sqlite.Store
+	st            agentrt.Store
 	path, runID   string
 	limit, offset int
 }

@@ -46,7 +46,7 @@ func TestOpen_InsecureFileModeRefusedWithOneSentence(t *testing.T) {
 		t.Fatal(err)
 	}
 	oneSentence(t, f.run(t, nil, "-db", f.path, "runs"), "chmod 600")
-	oneSentence(t, f.run(t, nil, "-db", f.path, "approve", f.small, "-yes", "-by", "op"), "writable by group or others")
+	oneSentence(t, f.run(t, nil, "-db", f.path, "approve", f.small, "-yes", "-by", "op"), "group or others can write it")
 	fi, err := os.Stat(f.path)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/backend"
 	"github.com/agentrt/agentrt/sqlite"
 	"github.com/agentrt/agentrt/view"
 )
@@ -48,6 +49,9 @@ func runDemo(e *env, g *global, c *command, args []string) int {
 	// The demo writes only a database it creates: -db, never $AGENTRT_DB,
 	// and never one that exists.
 	dbPath := g.db
+	if s, _, err := backend.Scheme(dbPath); dbPath != "" && (err != nil || s != backend.FileScheme) {
+		return e.fail("refusing %s: the demo runs on a new SQLite file it creates, so pass -db PATH (or no -db)", backend.Redact(dbPath))
+	}
 	if dbPath != "" {
 		if _, err := os.Lstat(dbPath); !errors.Is(err, fs.ErrNotExist) {
 			return e.fail("refusing %s: it exists, and the demo only creates a new database", dbPath)
@@ -99,6 +103,15 @@ func runDemo(e *env, g *global, c *command, args []string) int {
 		p.printf("  agent      render.Agent -> providers/openai -> a scripted Chat Completions server on 127.0.0.1 (no network, no key)\n")
 	} else {
 		p.printf("  agent      a scripted agent making the model's decisions (no model)\n")
+	}
+	if model != nil {
+		// A budget the run falls under: each model call reserves against
+		// it before it is sent and settles after.
+		if _, err := (agentrt.Operator{Store: st, Now: e.demo.now}).AddBudget(background(), agentrt.NewBudget{Name: demoBudget,
+			Scope: demoScope, Window: agentrt.WindowDay, MaxCost: 50_000, By: demoOperator}); err != nil {
+			return e.fail("adding the demo's budget: %v", err)
+		}
+		p.printf("  budget     %s: runs labelled %s may spend 50000 micros (5 cents) a day; each model call reserves before it is sent\n", demoBudget, demoScope)
 	}
 	p.printf("  goal       %s\n\n", demoGoal)
 
@@ -161,6 +174,9 @@ func runDemo(e *env, g *global, c *command, args []string) int {
 	if run.ModelCalls > 0 {
 		p.printf("model: %d call(s), %d tokens in, %d out, estimated $%.4f at the demo's invented prices\n",
 			run.ModelCalls, run.Usage.InputTokens, run.Usage.OutputTokens, float64(run.EstimatedCost)/1e6)
+	}
+	if model != nil {
+		p.printf("budget %s holds what the calls settled at (%s -db %s budgets show %s)\n", demoBudget, e.prog, db, demoBudget)
 	}
 	if b, err := os.ReadFile(filepath.Join(ws, "summary.md")); err == nil {
 		p.printf("summary.md in the workspace holds %d bytes, the content approved above\n", len(b))

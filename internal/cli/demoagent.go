@@ -117,8 +117,15 @@ func demoAgent(kind string, steps int) (agent agentrt.Agent, model *agentrt.Mode
 	return nil, nil, nil, fmt.Errorf("unknown agent %q", kind)
 }
 
+// The demo's shared budget and the label its runs carry.
+const (
+	demoBudget = "demo-daily"
+	demoScope  = "demo=yes"
+)
+
 func demoLimits() agentrt.Limits {
 	l := agentrt.DefaultLimits()
+	l.Labels = demoScope
 	l.MaxSteps = 10
 	l.MaxModelCalls = 10
 	l.MaxEstimatedCost = 10_000 // one cent

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/backend"
 	"github.com/agentrt/agentrt/sqlite"
 	"github.com/agentrt/agentrt/trace"
 )
@@ -115,27 +116,9 @@ func trimAgentrt(err error) string {
 	return s
 }
 
-// openWriter opens the database named by -db for writing: a SQLite file,
-// or a URL a registered opener serves.
+// openWriter opens the database named by -db for writing through the
+// backend registry and returns it with the name it may be printed by.
 func (e *env) openWriter(db string) (agentrt.Store, string, int) {
-	if dsnScheme(db) == "" {
-		st, code := e.open(db, false)
-		if code != ExitOK {
-			return nil, db, code
-		}
-		return st, db, ExitOK
-	}
-	name := redactDSN(db)
-	open := e.openers[dsnScheme(db)]
-	if open == nil {
-		fmt.Fprintf(e.stderr, "agentrt: %s is a %s URL, and this agentrt writes SQLite files only; use the build that includes that backend.\n",
-			trace.Sanitize(name), trace.Sanitize(dsnScheme(db)))
-		return nil, name, ExitFailure
-	}
-	st, err := open(background(), db, false)
-	if err != nil {
-		fmt.Fprintln(e.stderr, "agentrt: "+openRefusal(name, err))
-		return nil, name, ExitFailure
-	}
-	return st, name, ExitOK
+	st, code := e.open(db, false)
+	return st, backend.Redact(db), code
 }

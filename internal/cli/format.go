@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -213,11 +214,7 @@ func writeFields(p *printer, raw json.RawMessage) (n, size, shown int) {
 		p.printf("%s(no fields)\n", ind)
 		return 0, size, 0
 	}
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(fields))
 	for i, k := range keys {
 		if i == maxBlockFields {
 			rest := 0
@@ -295,11 +292,7 @@ func valueLines(raw json.RawMessage) []string {
 				add(ind + lead + "{}" + trail)
 				return
 			}
-			keys := make([]string, 0, len(x))
-			for k := range x {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
+			keys := slices.Sorted(maps.Keys(x))
 			add(ind + lead + "{")
 			for i, k := range keys {
 				t := ","

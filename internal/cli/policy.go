@@ -2,6 +2,8 @@ package cli
 
 import (
 	"errors"
+	"os/signal"
+	"syscall"
 
 	"os"
 	osexec "os/exec"
@@ -104,7 +106,26 @@ func (e *env) runCompanion(find func() (string, error), name, install string, ar
 	if db := e.getenv(dbEnv); db != "" {
 		cmd.Env = append(cmd.Env, dbEnv+"="+db)
 	}
-	err = cmd.Run()
+	// An interrupt or a termination of agentrt is passed on, so stopping
+	// `agentrt serve` stops the console it runs rather than orphaning it.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	if err = cmd.Start(); err == nil {
+		done := make(chan struct{})
+		go func() {
+			for {
+				select {
+				case s := <-sigs:
+					cmd.Process.Signal(s)
+				case <-done:
+					return
+				}
+			}
+		}()
+		err = cmd.Wait()
+		close(done)
+	}
 	var exit *osexec.ExitError
 	switch {
 	case err == nil:

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"text/tabwriter"
@@ -31,6 +32,10 @@ func runShow(e *env, g *global, c *command, args []string) int {
 	if err != nil {
 		return e.fail("reading run %s: %v", runID, err)
 	}
+	calls, err := runCalls(st, runID)
+	if err != nil {
+		return e.fail("reading run %s's model calls: %v", runID, err)
+	}
 	p := &printer{w: e.stdout}
 	if g.json {
 		b := page.Bounded()
@@ -45,10 +50,11 @@ func runShow(e *env, g *global, c *command, args []string) int {
 		}
 		writeJSON(p, struct {
 			view.RunDetailPage
-			StepsTruncated bool `json:"steps_truncated"`
-			Limit          int  `json:"limit"`
-			Offset         int  `json:"offset"`
-		}{b, offset+len(b.Steps) < b.StepsTotal, limit, offset})
+			StepsTruncated bool         `json:"steps_truncated"`
+			Limit          int          `json:"limit"`
+			Offset         int          `json:"offset"`
+			ModelCalls     []callEgress `json:"model_calls,omitempty"`
+		}{b, offset+len(b.Steps) < b.StepsTotal, limit, offset, calls})
 		return e.done(p, ExitOK)
 	}
 	writeRunHeader(p, page.Run)
@@ -89,6 +95,8 @@ func runShow(e *env, g *global, c *command, args []string) int {
 			p.printf("... %d more step(s) of %d; rerun with -offset %d\n", more, page.StepsTotal, offset+len(page.Steps))
 		}
 	}
+	writeBlocks(p, st, runID, page.Steps)
+	writeRunCalls(p, calls, e.clock())
 	if len(page.Approvals) > 0 {
 		p.printf("\n")
 		tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
@@ -144,4 +152,68 @@ func writeRunHeader(p *printer, r view.RunSummary) {
 	if r.DecodeError != "" {
 		p.printf("unread    %s\n", bounded(r.DecodeError))
 	}
+}
+
+// maxBlockSteps bounds the steps whose result blocks show lists: each is
+// one read of the step's events.
+const maxBlockSteps = 50
+
+// writeBlocks lists the typed blocks of the page's tool results, by type,
+// media type, size and hash, as the chain's step.tool_finished event
+// holds them.
+func writeBlocks(p *printer, st agentrt.StoreReader, runID string, steps []view.StepSummary) {
+	type line struct {
+		step int
+		b    agentrt.BlockDigest
+	}
+	var lines []line
+	looked := 0
+	for _, s := range steps {
+		if s.Observation != agentrt.ObsToolResult {
+			continue
+		}
+		if looked == maxBlockSteps {
+			p.printf("\n... blocks of further steps not listed; rerun with -offset\n")
+			break
+		}
+		looked++
+		evs, err := st.ListStepEvents(background(), runID, s.ID, 0, 32)
+		if err != nil {
+			continue
+		}
+		for _, ev := range evs {
+			if ev.Type != agentrt.EventToolFinished {
+				continue
+			}
+			var fin struct {
+				Blocks []agentrt.BlockDigest `json:"blocks"`
+			}
+			if json.Unmarshal(ev.Payload, &fin) != nil {
+				continue
+			}
+			for _, b := range fin.Blocks {
+				lines = append(lines, line{s.Index, b})
+			}
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	p.printf("\n")
+	tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
+	tp := &printer{w: tw}
+	tp.printf("STEP\tBLOCK\tTYPE\tMEDIA\tSIZE\tSHA256\n")
+	n := map[int]int{}
+	for _, l := range lines {
+		size := fmt.Sprint(l.b.Size)
+		if l.b.Truncated {
+			size += " (cut)"
+		}
+		tp.printf("%d\t%d\t%s\t%s\t%s\t%s\n", l.step, n[l.step], clip(string(l.b.Type), 40), dash(clip(l.b.MIMEType, 80)), size, dash(clip(l.b.SHA256, 64)))
+		n[l.step]++
+	}
+	if tp.err == nil {
+		tp.err = tw.Flush()
+	}
+	p.err = tp.err
 }

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
+	"github.com/agentrt/agentrt/backend"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
@@ -42,14 +44,18 @@ func runVersion(e *env, g *global, c *command, args []string) int {
 		return e.usageError(c, fmt.Sprintf("unexpected argument %q", clip(pos[0], 80)))
 	}
 	p := &printer{w: e.stdout}
+	backends := backend.Backends()
 	if g.json {
 		writeJSON(p, struct {
-			Version string `json:"version"`
-			Schema  int    `json:"schema"`
-			Go      string `json:"go"`
-		}{version(), sqlite.SchemaVersion, runtime.Version()})
+			Version  string   `json:"version"`
+			Schema   int      `json:"schema"`
+			Go       string   `json:"go"`
+			Backends []string `json:"backends"`
+			Schemes  []string `json:"schemes"`
+		}{version(), sqlite.SchemaVersion, runtime.Version(), backends, backend.Schemes()})
 		return e.done(p, ExitOK)
 	}
 	p.printf("agentrt %s (database schema %d, %s)\n", version(), sqlite.SchemaVersion, runtime.Version())
+	p.printf("backends: %s\n", strings.Join(backends, ", "))
 	return e.done(p, ExitOK)
 }

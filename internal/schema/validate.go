@@ -14,6 +14,7 @@ import (
 	"golang.org/x/text/message"
 
 	"github.com/agentrt/agentrt/internal/canon"
+	"github.com/agentrt/agentrt/internal/textcut"
 )
 
 // MaxReasonLen bounds the reason of an [*ArgsError], and of the detail in
@@ -140,13 +141,4 @@ func oneLine(s string, limit int) string {
 
 // clip cuts s to at most limit bytes on a character boundary, marking the
 // cut with "...".
-func clip(s string, limit int) string {
-	if len(s) <= limit {
-		return s
-	}
-	cut := limit - len("...")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
-}
+func clip(s string, limit int) string { return textcut.TruncateWith(s, limit, "...") }

@@ -77,16 +77,31 @@ func (t *tx) RunClaim(p agentrt.RunClaim) ([]agentrt.Run, error) {
 		return nil, fmt.Errorf("agentrt: a claim needs an owner and a limit > 0")
 	}
 	lapsed, args := t.s.d.leaseLapsed(p.Now)
+	// A waiting run is runnable once its approval is decided, or, with
+	// ApprovalsNow, once its pending approval has expired: the worker then
+	// records the expiry and ends the run instead of it waiting forever.
+	decided := `NOT EXISTS (SELECT 1 FROM approvals WHERE approvals.run_id = runs.id AND approvals.status = ?)`
+	dargs := []any{string(agentrt.ApprovalPending)}
+	if !p.ApprovalsNow.IsZero() {
+		expired := "julianday(approvals.expires_at) <= julianday(?)"
+		if t.s.d.DatabaseClock {
+			expired = "CAST(approvals.expires_at AS timestamptz) <= CAST(? AS timestamptz)"
+		}
+		decided = `(` + decided + ` OR EXISTS (SELECT 1 FROM approvals WHERE approvals.run_id = runs.id AND approvals.status = ?
+			AND approvals.expires_at <> '' AND ` + expired + `))`
+		dargs = append(dargs, string(agentrt.ApprovalPending), timeText(p.ApprovalsNow))
+	}
 	skip := ""
 	if len(p.Skip) > 0 {
 		skip = "AND id NOT IN (?" + strings.Repeat(", ?", len(p.Skip)-1) + ") "
 	}
 	q := `SELECT id FROM runs WHERE ` + lapsed + ` AND (status = ? OR status = ? OR (status = ?
 		AND EXISTS (SELECT 1 FROM steps WHERE steps.run_id = runs.id AND steps.status = ?)
-		AND NOT EXISTS (SELECT 1 FROM approvals WHERE approvals.run_id = runs.id AND approvals.status = ?)))
+		AND ` + decided + `))
 		` + skip + `ORDER BY rowid LIMIT ?` + t.s.d.ClaimLock
 	args = append(args, string(agentrt.RunEnqueued), string(agentrt.RunRunning), string(agentrt.RunWaiting),
-		string(agentrt.StepAwaitingApproval), string(agentrt.ApprovalPending))
+		string(agentrt.StepAwaitingApproval))
+	args = append(args, dargs...)
 	for _, id := range p.Skip {
 		args = append(args, id)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 	"unsafe"
+
+	"github.com/agentrt/agentrt/internal/textcut"
 )
 
 // timeText is the stored form of a time: RFC3339Nano in UTC, "" for zero.
@@ -40,9 +42,4 @@ func encodeJSON(v any) (string, error) {
 	return unsafe.String(&b[0], len(b)), nil
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
+func truncate(s string, n int) string { return textcut.Truncate(s, n) }

@@ -281,7 +281,8 @@ func writeValue(b *bytes.Buffer, v ref.Val, depth int) error {
 
 // decodeArgs turns a request's arguments (PolicyJSON) into the CEL map the
 // expressions read as args. Integers that fit in 64 bits are ints, other
-// numbers doubles; a number beyond a double's range, arguments larger than
+// numbers doubles; a number beyond a double's range or that a double
+// cannot hold exactly (an *InexactNumberError), arguments larger than
 // max bytes, or arguments that are not a JSON object are errors.
 func decodeArgs(raw json.RawMessage, max int) (ref.Val, error) {
 	if len(raw) == 0 {
@@ -305,11 +306,7 @@ func number(n json.Number) (any, error) {
 	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
 		return i, nil
 	}
-	f, err := strconv.ParseFloat(string(n), 64)
-	if err != nil {
-		return nil, fmt.Errorf("the number %.40s is beyond a double's range", string(n))
-	}
-	return f, nil
+	return exactDouble(string(n))
 }
 
 // specHashEntry is a tool's spec and its hash.

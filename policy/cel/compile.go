@@ -31,10 +31,11 @@ const (
 )
 
 // newEnv is the one CEL environment every policy compiles in: the standard
-// library, the strings extension, numbers compared across int and double
-// (JSON numbers arrive as either), and the declared variables.
+// library, the strings extension, nfc and clean_path, numbers compared
+// across int and double (JSON numbers arrive as either), and the declared
+// variables.
 func newEnv() (*cel.Env, error) {
-	return cel.NewEnv(
+	return cel.NewEnv(append(helperFunctions(),
 		ext.Strings(),
 		cel.CrossTypeNumericComparisons(true),
 		cel.ParserExpressionSizeLimit(MaxExpressionBytes),
@@ -51,7 +52,7 @@ func newEnv() (*cel.Env, error) {
 		cel.Variable(varRunCost, cel.IntType),
 		cel.Variable(varRunActive, cel.DurationType),
 		cel.Variable(varRunApprovals, cel.IntType),
-	)
+	)...)
 }
 
 // expr is one compiled expression.
@@ -196,7 +197,7 @@ func compileFile(fs *fileSpec, data []byte) ([]*rule, *rule, error) {
 
 func (c *compiler) rule(rs *ruleSpec) (*rule, error) {
 	r := &rule{name: rs.name, line: rs.line, col: rs.col, tools: rs.tools, sideEffects: rs.sideEffects, isDefault: rs.isDefault,
-		decision: agentrt.PolicyDecision{Outcome: rs.outcome, Reason: rs.reason, Kind: rs.kind, TTL: rs.ttl}}
+		decision: agentrt.PolicyDecision{Outcome: rs.outcome, Reason: rs.reason, Kind: rs.kind, TTL: rs.ttl, RequireSignature: rs.requireSignature}}
 	if r.decision.Reason == "" {
 		r.decision.Reason = fmt.Sprintf("rule %s: %s", rs.name, rs.outcome)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"cel.dev/cel-go/interpreter"
+
+	"github.com/agentrt/agentrt/internal/files"
 )
 
 var (
@@ -13,8 +15,11 @@ var (
 	// not compile or type-check.
 	ErrInvalidPolicy = errors.New("celpolicy: invalid policy file")
 	// ErrInsecureFile: a policy file is a symbolic link, not a regular file,
-	// not owned by the effective user, or writable by group or others.
-	ErrInsecureFile = errors.New("celpolicy: insecure policy file")
+	// not owned by the effective user, writable by group or others, swapped
+	// while it was opened or larger than MaxFileBytes. It is
+	// agentrt.ErrInsecureMode, which every reader of a trusted file
+	// returns.
+	ErrInsecureFile = files.ErrInsecureMode
 	// ErrEvaluation: an expression failed while judging a request. The
 	// policy answers with an error, which ends the run as a policy failure;
 	// it never allows.
@@ -57,19 +62,12 @@ func (e *FileError) Error() string {
 // Is matches ErrInvalidPolicy.
 func (e *FileError) Is(target error) bool { return target == ErrInvalidPolicy }
 
-// InsecureFileError names a policy file refused for how it is stored.
-type InsecureFileError struct {
-	Path   string
-	Mode   uint32
-	Reason string
-}
-
-func (e *InsecureFileError) Error() string {
-	return fmt.Sprintf("celpolicy: refusing %s: %s (mode %04o); a policy file must be a regular file owned by the account that reads it and writable by no one else (chmod 600)", e.Path, e.Reason, e.Mode)
-}
-
-// Is matches ErrInsecureFile.
-func (e *InsecureFileError) Is(target error) bool { return target == ErrInsecureFile }
+// InsecureFileError is the refusal every reader of a trusted file returns
+// (agentrt.InsecureModeError); its Problem says why.
+//
+// Deprecated: match *agentrt.InsecureModeError; this alias is kept for one
+// release.
+type InsecureFileError = files.InsecureModeError
 
 // EvalError says which rule's expression failed on a request. Field is
 // "when", "presentation.KEY" or "capability.KEY", or "args" when the

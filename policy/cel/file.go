@@ -55,6 +55,7 @@ type ruleSpec struct {
 	kind                     string
 	ttl                      time.Duration
 	presentation, capability []fieldSpec
+	requireSignature         bool
 	isDefault                bool
 }
 
@@ -214,6 +215,9 @@ func decodeFile(root *node) (*fileSpec, error) {
 		if name == defaultRule {
 			return nil, d.errAt(nn, "name", "%q is the name of the default outcome; choose another", defaultRule)
 		}
+		if name == argumentsRule {
+			return nil, d.errAt(nn, "name", "%q names the refusal of arguments the policy cannot read exactly; choose another", argumentsRule)
+		}
 		if first, dup := seen[name]; dup {
 			return nil, d.errAt(nn, "name", "the rule name %q is used twice (first at line %d)", name, first.line)
 		}
@@ -240,8 +244,8 @@ func decodeFile(root *node) (*fileSpec, error) {
 
 const defaultRule = "default"
 
-var ruleFields = []string{"name", "match", "when", "outcome", "reason", "kind", "ttl", "presentation", "capability"}
-var defaultFields = []string{"outcome", "reason", "kind", "ttl", "presentation", "capability"}
+var ruleFields = []string{"name", "match", "when", "outcome", "reason", "kind", "ttl", "require_signature", "presentation", "capability"}
+var defaultFields = []string{"outcome", "reason", "kind", "ttl", "require_signature", "presentation", "capability"}
 
 func (d *decoder) rule1(n *node, isDefault bool) (ruleSpec, error) {
 	r := ruleSpec{name: d.rule, line: n.line, col: n.col, isDefault: isDefault}
@@ -326,6 +330,14 @@ func (d *decoder) rule1(n *node, isDefault bool) (ruleSpec, error) {
 			return r, d.errAt(v, "ttl", "must be a positive duration such as 15m or 24h, got %q", s)
 		}
 		r.ttl = ttl
+	}
+	if v, ok, err := approvalOnly("require_signature"); err != nil {
+		return r, err
+	} else if ok {
+		if v.kind != kindBool {
+			return r, d.errAt(v, "require_signature", "must be true or false, not %s", v.kind)
+		}
+		r.requireSignature = v.b
 	}
 	for _, key := range []string{"presentation", "capability"} {
 		v, ok, err := approvalOnly(key)

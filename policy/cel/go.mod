@@ -6,12 +6,23 @@ toolchain go1.27.3
 
 require (
 	cel.dev/cel-go v0.33.2
-	github.com/agentrt/agentrt v0.0.0-00010101000000-000000000000
+	github.com/agentrt/agentrt v0.0.0
 	go.yaml.in/yaml/v3 v3.0.4
 )
 
 require (
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/pgx/v5 v5.13.0 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	github.com/kr/text v0.2.0 // indirect
+	github.com/rogpeppe/go-internal v1.16.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+)
+
+require (
 	cel.dev/expr v0.25.1 // indirect
+	github.com/agentrt/agentrt/postgres v0.0.0
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
@@ -21,7 +32,7 @@ require (
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
 	golang.org/x/exp v0.0.0-20240823005443-9b4947da3948 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/text v0.22.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20240826202546-f6391c0de4c7 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20240826202546-f6391c0de4c7 // indirect
 	google.golang.org/protobuf v1.36.10 // indirect
@@ -32,3 +43,5 @@ require (
 )
 
 replace github.com/agentrt/agentrt => ../..
+
+replace github.com/agentrt/agentrt/postgres => ../../postgres

@@ -155,7 +155,7 @@ func TestLoad_ReadsOnlyOwnerOnlyFiles(t *testing.T) {
 		})
 	}
 	big := writePolicy(t, dir, "big.yaml", minimal+"#"+strings.Repeat("x", celpolicy.MaxFileBytes)+"\n")
-	if _, err := celpolicy.Load(big); !errors.Is(err, celpolicy.ErrInvalidPolicy) {
+	if _, err := celpolicy.Load(big); !errors.Is(err, celpolicy.ErrInsecureFile) {
 		t.Fatalf("Load of a file over MaxFileBytes = %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package celpolicy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ type Policy struct {
 	def       *rule
 	argsBytes int
 	usesHash  bool
+	usesArgs  bool
 	// hashes caches each tool's spec hash by name, checked against the
 	// whole spec before use.
 	hashes sync.Map // string -> *specHashEntry
@@ -89,9 +91,22 @@ func Parse(data []byte, f Format) (*Policy, error) {
 	for _, r := range append(rules[:len(rules):len(rules)], def) {
 		for _, ex := range r.exprs() {
 			p.usesHash = p.usesHash || ex.usesHash
+			p.usesArgs = p.usesArgs || ex.usesArgs
 		}
 	}
 	return p, nil
+}
+
+// SignedGrantRules names, in file order, the rules (and "default") whose
+// require_approval outcome needs a signed grant (require_signature: true).
+func (p *Policy) SignedGrantRules() []string {
+	var out []string
+	for _, r := range append(p.rules[:len(p.rules):len(p.rules)], p.def) {
+		if r.decision.RequireSignature {
+			out = append(out, r.name)
+		}
+	}
+	return out
 }
 
 // PolicyID is "cel/sha256:" and the hash of the file's canonical form, so
@@ -157,7 +172,28 @@ func (p *Policy) Decide(req agentrt.ToolRequest, view agentrt.RunView) (agentrt.
 	return pd, name, err
 }
 
+// argumentsRule names the refusal of a request whose arguments hold a
+// number no expression could compare exactly.
+const argumentsRule = "(arguments)"
+
+var argumentsRefusal = &rule{name: argumentsRule}
+
 func (p *Policy) decide(act *activation, trace *[]RuleTrace) (agentrt.PolicyDecision, *rule, error) {
+	// A number a double cannot hold is refused before any rule runs: a
+	// rule would compare the double, the tool would get the literal. The
+	// refusal is a deny, recorded as any denied request is, and the model
+	// is told why.
+	if p.usesArgs {
+		act.ResolveName(varArgs)
+		var ie *InexactNumberError
+		if errors.As(act.argsErr, &ie) {
+			pd := agentrt.PolicyDecision{Outcome: agentrt.Deny, Reason: "invalid arguments: " + ie.Error()}
+			if trace != nil {
+				*trace = append(*trace, RuleTrace{Rule: argumentsRule, Matched: true, Result: "refused: " + ie.Error()})
+			}
+			return pd, argumentsRefusal, nil
+		}
+	}
 	var decided *rule
 	for _, r := range p.rules {
 		if decided != nil {

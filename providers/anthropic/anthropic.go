@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strings"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/providers"
@@ -88,104 +87,48 @@ func (c Config) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
 
 var _ agentrt.Model = (*Model)(nil)
 
+// base gives Model the shared methods without a field others can reach.
+type base = providers.Base
+
 // Model is an Anthropic model. It is safe for concurrent use.
 type Model struct {
-	name     string
-	model    string
-	baseURL  string
-	endpoint string
-	key      providers.Secret
-	client   *http.Client
-	maxOut   int64
+	base
+	model  string
+	maxOut int64
 }
 
 // New validates cfg and returns a Model. It refuses an empty model, a
 // negative MaxOutputTokens, no key for DefaultBaseURL, and an endpoint
 // providers.CheckEndpoint refuses.
 func New(cfg Config) (*Model, error) {
-	if strings.TrimSpace(cfg.Model) == "" {
-		return nil, &agentrt.ConfigError{Field: "anthropic.Config.Model", Reason: "is required"}
-	}
-	if cfg.MaxOutputTokens < 0 {
-		return nil, &agentrt.ConfigError{Field: "anthropic.Config.MaxOutputTokens", Reason: fmt.Sprintf("must not be negative, got %d", cfg.MaxOutputTokens)}
-	}
-	base := strings.TrimRight(cfg.BaseURL, "/")
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	if base == DefaultBaseURL && !cfg.APIKey.IsSet() {
-		return nil, &agentrt.ConfigError{Field: "anthropic.Config.APIKey", Reason: "is required for " + DefaultBaseURL}
-	}
-	client, err := providers.ClientFor(cfg.HTTPClient, base, cfg.APIKey.IsSet())
+	b, err := providers.NewBase(providers.Settings{Provider: provider, DefaultBaseURL: DefaultBaseURL, Path: "/v1/messages",
+		KeyRequired: true, Auth: providers.HeaderAuth("x-api-key"),
+		BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, Model: cfg.Model, Name: cfg.Name, HTTPClient: cfg.HTTPClient, MaxOutputTokens: cfg.MaxOutputTokens})
 	if err != nil {
 		return nil, err
 	}
-	name := cfg.Name
-	if name == "" {
-		name = cfg.Model
+	m := &Model{base: b, model: cfg.Model, maxOut: cfg.MaxOutputTokens}
+	if m.maxOut == 0 {
+		m.maxOut = DefaultMaxOutputTokens
 	}
-	maxOut := cfg.MaxOutputTokens
-	if maxOut == 0 {
-		maxOut = DefaultMaxOutputTokens
-	}
-	return &Model{
-		name:     name,
-		model:    cfg.Model,
-		baseURL:  base,
-		endpoint: base + "/v1/messages",
-		key:      cfg.APIKey,
-		client:   client,
-		maxOut:   maxOut,
-	}, nil
+	return m, nil
 }
 
-// Name is the accounting name.
-func (m *Model) Name() string { return m.name }
-
-// Provider is "anthropic", as gen_ai.provider.name spells it (agentrt.ModelProvider).
-func (m *Model) Provider() string { return "anthropic" }
-
-// String prints the model with the key redacted.
-func (m *Model) String() string {
-	if m == nil {
-		return "anthropic.Model(nil)"
-	}
-	return m.identity().String()
-}
-
-func (m *Model) identity() providers.Identity {
-	return providers.Identity{Provider: "anthropic", Name: m.name, Model: m.model, BaseURL: m.baseURL, Key: m.key}
-}
-
-// GoString is String, so %#v redacts too.
-func (m *Model) GoString() string { return m.String() }
-
-// Format prints String for every verb.
-func (m *Model) Format(f fmt.State, verb rune) { providers.FormatString(f, verb, m.String()) }
-
-// MarshalJSON encodes the model with the key redacted.
-func (m *Model) MarshalJSON() ([]byte, error) {
-	if m == nil {
-		return []byte("null"), nil
-	}
-	return m.identity().MarshalJSON()
-}
+var versionHeader = http.Header{"Anthropic-Version": {APIVersion}}
 
 // Generate sends req and maps the reply. It does not retry.
 func (m *Model) Generate(ctx context.Context, req agentrt.ModelRequest) (agentrt.ModelResponse, error) {
-	body, err := m.encode(req)
-	if err != nil {
-		return agentrt.ModelResponse{}, err
-	}
-	header := http.Header{}
-	header.Set("anthropic-version", APIVersion)
-	key := m.key.Reveal()
-	if key != "" {
-		header.Set("x-api-key", key)
-	}
-	data, err := providers.Send(ctx, m.client, provider, m.endpoint, header, body, key)
-	if err != nil {
-		return agentrt.ModelResponse{}, err
-	}
-	return decode(data, key)
+	return providers.Generate(ctx, &m.base, providers.Exchange{Encode: m.encode, Decode: decode}, versionHeader, req)
+}
+
+// EncodeRequest is the exact body Generate sends for req, and the
+// endpoint's host (agentrt.EncodedModel).
+func (m *Model) EncodeRequest(req agentrt.ModelRequest) (agentrt.EncodedRequest, error) {
+	return providers.Encode(&m.base, providers.Exchange{Encode: m.encode, Decode: decode}, req)
+}
+
+// SendEncoded sends a body EncodeRequest made and maps the reply as
+// Generate does.
+func (m *Model) SendEncoded(ctx context.Context, _ agentrt.ModelRequest, enc agentrt.EncodedRequest) (agentrt.ModelResponse, error) {
+	return providers.SendEncoded(ctx, &m.base, providers.Exchange{Encode: m.encode, Decode: decode}, versionHeader, enc)
 }

@@ -5,68 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"strings"
-	"sync"
+	"strconv"
 	"testing"
-	"time"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/providers"
-	"github.com/agentrt/agentrt/providers/internal/leaktest"
+	"github.com/agentrt/agentrt/providers/internal/adaptertest"
 )
 
 const testKey = "sk-ant-api03-test-0123456789abcdef"
-
-// fakeAPI is a loopback Messages API server that records what it receives
-// and answers with a canned status, headers and body.
-type fakeAPI struct {
-	*httptest.Server
-	mu      sync.Mutex
-	bodies  [][]byte
-	headers []http.Header
-	paths   []string
-}
-
-func serve(t *testing.T, status int, header http.Header, body string) *fakeAPI {
-	t.Helper()
-	f := &fakeAPI{}
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		f.mu.Lock()
-		f.bodies = append(f.bodies, b)
-		f.headers = append(f.headers, r.Header.Clone())
-		f.paths = append(f.paths, r.Method+" "+r.URL.Path)
-		f.mu.Unlock()
-		for k, vs := range header {
-			w.Header()[k] = vs
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, body)
-	}))
-	t.Cleanup(f.Close)
-	return f
-}
-
-func (f *fakeAPI) requests() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.bodies)
-}
-
-func (f *fakeAPI) body(t *testing.T, i int) map[string]any {
-	t.Helper()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var m map[string]any
-	if err := json.Unmarshal(f.bodies[i], &m); err != nil {
-		t.Fatalf("request body %d is not JSON: %v", i, err)
-	}
-	return m
-}
 
 func newModel(t *testing.T, base string) *Model {
 	t.Helper()
@@ -81,31 +29,60 @@ func message(content, stop, usage string) string {
 	return fmt.Sprintf(`{"id":"msg_01","type":"message","role":"assistant","model":"claude-test","content":%s,"stop_reason":%s,"stop_sequence":null,"usage":%s}`, content, stop, usage)
 }
 
+var (
+	serve         = adaptertest.Serve
+	simpleRequest = adaptertest.SimpleRequest
+)
+
+// Anthropic's wire format, as the shared adapter tests need it.
+func sharedAdapter() adaptertest.Adapter[Config, *Model] {
+	return adaptertest.Adapter[Config, *Model]{
+		Provider: "anthropic", Key: testKey, Path: "/v1/messages", DefaultBaseURL: DefaultBaseURL, KeyRequired: true,
+		Config: func(s providers.Settings) Config {
+			return Config{BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Name: s.Name, HTTPClient: s.HTTPClient, MaxOutputTokens: s.MaxOutputTokens}
+		},
+		New:     New,
+		SentKey: func(h http.Header) string { return h.Get("x-api-key") },
+		Reply: func(text, usage string) string {
+			return message(`[{"type":"text","text":`+strconv.Quote(text)+`}]`, `"end_turn"`, usage)
+		},
+		Usage: `{"input_tokens":20,"output_tokens":7}`,
+		BadUsages: []string{
+			`{"input_tokens":-1,"output_tokens":7}`,
+			`{"input_tokens":20,"output_tokens":-7}`,
+			`{"input_tokens":2.5,"output_tokens":7}`,
+			`{"input_tokens":2e1,"output_tokens":7}`,
+			`{"input_tokens":"20","output_tokens":7}`,
+			`{"input_tokens":99999999999999999999,"output_tokens":7}`,
+			`{"input_tokens":9223372036854775807,"output_tokens":7,"cache_read_input_tokens":9223372036854775807}`,
+			`{"input_tokens":1,"output_tokens":7,"cache_creation_input_tokens":9223372036854775000}`,
+			`{"input_tokens":1,"output_tokens":7,"cache_read_input_tokens":-3}`,
+			`[]`,
+		},
+		ErrorBody: func(msg string) string {
+			return `{"type":"error","error":{"type":"api_error","message":` + strconv.Quote(msg) + `}}`
+		},
+		EnvKey: "ANTHROPIC_API_KEY", EnvBaseURL: "ANTHROPIC_BASE_URL", EnvModel: "ANTHROPIC_MODEL",
+		FromEnv: FromEnv,
+	}
+}
+
+func TestAdapter_SharedContract(t *testing.T) { adaptertest.Run(t, sharedAdapter()) }
+
+// The seed's names for three of the shared contract's cases.
+func TestGenerate_RedirectIsRefusedAndTheKeyStaysHome(t *testing.T) {
+	adaptertest.RunOne(t, sharedAdapter(), "RedirectIsRefusedAndTheKeyStaysHome")
+}
+
+func TestGenerate_UnusableUsageIsChargedNothing(t *testing.T) {
+	adaptertest.RunOne(t, sharedAdapter(), "UnusableUsageIsChargedNothing")
+}
+
+func TestConfigAndModel_EncodeWithoutTheKey(t *testing.T) {
+	adaptertest.RunOne(t, sharedAdapter(), "ConfigAndModelEncodeWithoutTheKey")
+}
+
 const okUsage = `{"input_tokens":20,"output_tokens":7,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}`
-
-func simpleRequest() agentrt.ModelRequest {
-	return agentrt.ModelRequest{Messages: []agentrt.Message{{Role: agentrt.RoleUser, Content: []agentrt.ContentBlock{{Type: agentrt.BlockText, Text: "hi"}}}}}
-}
-
-// New requires a model, a key for the default endpoint, and names itself.
-func TestNew_RequiresAModelAndNamesItself(t *testing.T) {
-	if _, err := New(Config{APIKey: providers.NewSecret(testKey)}); !errors.Is(err, agentrt.ErrInvalidConfig) {
-		t.Fatalf("no model: %v", err)
-	}
-	if _, err := New(Config{Model: "m"}); !errors.Is(err, agentrt.ErrInvalidConfig) {
-		t.Fatalf("no key for the default endpoint: %v", err)
-	}
-	if _, err := New(Config{Model: "m", APIKey: providers.NewSecret(testKey), MaxOutputTokens: -1}); !errors.Is(err, agentrt.ErrInvalidConfig) {
-		t.Fatalf("negative cap: %v", err)
-	}
-	m, err := New(Config{Model: "claude-x", APIKey: providers.NewSecret(testKey)})
-	if err != nil || m.Name() != "claude-x" || m.endpoint != DefaultBaseURL+"/v1/messages" {
-		t.Fatalf("model = %v, %v", m, err)
-	}
-	if m, _ = New(Config{Model: "claude-x", APIKey: providers.NewSecret(testKey), Name: "anthropic:claude-x"}); m.Name() != "anthropic:claude-x" {
-		t.Fatalf("name override = %q", m.Name())
-	}
-}
 
 // A text reply maps to end_turn; the request carries the headers, the
 // default cap and no tools.
@@ -118,14 +95,14 @@ func TestGenerate_TextReply(t *testing.T) {
 	if resp.Text != "Hello." || resp.StopReason != agentrt.StopEndTurn || resp.Usage != (agentrt.Usage{InputTokens: 20, OutputTokens: 7}) || len(resp.Raw) == 0 {
 		t.Fatalf("resp = %+v", resp)
 	}
-	h := f.headers[0]
+	h := f.Header(0)
 	if h.Get("x-api-key") != testKey || h.Get("anthropic-version") != APIVersion || h.Get("Authorization") != "" {
 		t.Fatalf("headers = %v", h)
 	}
-	if f.paths[0] != "POST /v1/messages" {
-		t.Fatalf("path = %q", f.paths[0])
+	if f.Path(0) != "POST /v1/messages" {
+		t.Fatalf("path = %q", f.Path(0))
 	}
-	b := f.body(t, 0)
+	b := f.Body(t, 0)
 	if b["max_tokens"] != float64(DefaultMaxOutputTokens) || b["model"] != "claude-test" {
 		t.Fatalf("body = %v", b)
 	}
@@ -173,7 +150,7 @@ func TestGenerate_MapsToolUseAndUsage(t *testing.T) {
 	if want := (agentrt.Usage{InputTokens: 160, OutputTokens: 30, CachedInputTokens: 50}); resp.Usage != want {
 		t.Fatalf("usage = %+v, want %+v", resp.Usage, want)
 	}
-	b := f.body(t, 0)
+	b := f.Body(t, 0)
 	if _, ok := b["tool_choice"]; ok {
 		t.Error("tool_choice must be absent")
 	}
@@ -227,155 +204,48 @@ func TestGenerate_RefusalAndMaxTokensKeepUsageDropToolUse(t *testing.T) {
 	}
 }
 
-// Statuses and unusable bodies are classified; the key is in no error.
-func TestGenerate_ErrorsClassified(t *testing.T) {
-	f := serve(t, 401, nil, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key `+testKey+`"}}`)
-	_, err := newModel(t, f.URL).Generate(context.Background(), simpleRequest())
-	var se *providers.StatusError
+// Anthropic's own statuses (409, 529) are transient, a reply whose content
+// is not a list keeps its usage, and a tool input that is not an object is
+// refused before anything is sent.
+func TestGenerate_AnthropicErrorsClassified(t *testing.T) {
 	var te *agentrt.TransientError
-	if !errors.As(err, &se) || se.Status != 401 || errors.As(err, &te) || strings.Contains(err.Error(), testKey) {
-		t.Fatalf("401: %v", err)
-	}
-	for _, status := range []int{409, 500, 529} {
-		f = serve(t, status, nil, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
-		if _, err = newModel(t, f.URL).Generate(context.Background(), simpleRequest()); !errors.As(err, &te) {
+	for _, status := range []int{409, 529} {
+		f := serve(t, status, nil, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
+		if _, err := newModel(t, f.URL).Generate(context.Background(), simpleRequest()); !errors.As(err, &te) {
 			t.Fatalf("%d: %v, want transient", status, err)
 		}
 	}
-	f = serve(t, 200, nil, `{"type":"message","content":"nope","usage":{"input_tokens":4,"output_tokens":0}}`)
-	_, err = newModel(t, f.URL).Generate(context.Background(), simpleRequest())
+	f := serve(t, 200, nil, `{"type":"message","content":"nope","usage":{"input_tokens":4,"output_tokens":0}}`)
+	_, err := newModel(t, f.URL).Generate(context.Background(), simpleRequest())
 	var sv *agentrt.ServedError
 	if !errors.As(err, &sv) || sv.Usage.InputTokens != 4 || !errors.Is(err, providers.ErrUnusableReply) {
 		t.Fatalf("bad content: %v", err)
-	}
-	f = serve(t, 200, nil, `not json`)
-	_, err = newModel(t, f.URL).Generate(context.Background(), simpleRequest())
-	if !errors.As(err, &sv) || sv.Usage != (agentrt.Usage{}) || !errors.Is(err, agentrt.ErrUnusableUsage) {
-		t.Fatalf("undecodable: %v", err)
 	}
 	bad := agentrt.ModelRequest{Messages: []agentrt.Message{{Role: agentrt.RoleAssistant, Content: []agentrt.ContentBlock{{Type: agentrt.BlockToolUse, ToolUseID: "x", Name: "t", Input: json.RawMessage(`[1]`)}}}}}
 	if _, err = newModel(t, f.URL).Generate(context.Background(), bad); !errors.Is(err, providers.ErrBadRequest) {
 		t.Fatalf("non-object input: %v", err)
 	}
-	if f.requests() != 1 {
-		t.Fatalf("a request that cannot be expressed was sent (%d requests)", f.requests())
+	if f.Requests() != 1 {
+		t.Fatalf("a request that cannot be expressed was sent (%d requests)", f.Requests())
 	}
 }
 
-// A 429 is transient and carries Retry-After.
-func TestGenerate_RateLimitCarriesRetryAfter(t *testing.T) {
-	f := serve(t, 429, http.Header{"Retry-After": {"30"}}, `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`)
-	_, err := newModel(t, f.URL).Generate(context.Background(), simpleRequest())
-	var te *agentrt.TransientError
-	if !errors.As(err, &te) || te.RetryAfter != 30*time.Second || f.requests() != 1 {
-		t.Fatalf("err = %v (requests %d)", err, f.requests())
-	}
-}
-
-// A redirect is not followed: the target receives nothing and no error
-// repeats the key or the target's path and query.
-func TestGenerate_RedirectIsRefusedAndTheKeyStaysHome(t *testing.T) {
-	target := serve(t, 200, nil, message(`[{"type":"text","text":"stolen"}]`, `"end_turn"`, okUsage))
-	for _, status := range []int{301, 302, 303, 307, 308} {
-		loc := target.URL + "/collect?k=" + testKey
-		origin := serve(t, status, http.Header{"Location": {loc}}, `<a href="`+loc+`">moved</a>`)
-		_, err := newModel(t, origin.URL).Generate(context.Background(), simpleRequest())
-		var re *providers.RedirectError
-		if !errors.As(err, &re) || re.Host != strings.TrimPrefix(target.URL, "http://") {
-			t.Fatalf("%d: err = %v, want a RedirectError naming the target host", status, err)
-		}
-		for _, leak := range []string{testKey, "collect", "k="} {
-			if strings.Contains(err.Error(), leak) {
-				t.Fatalf("%d: error %q leaks %q", status, err, leak)
-			}
-		}
-	}
-	if n := target.requests(); n != 0 {
-		t.Fatalf("the redirect target received %d request(s)", n)
-	}
-}
-
-// Usage that cannot be believed is a ServedError with zero usage wrapping
-// ErrUnusableUsage.
-func TestGenerate_UnusableUsageIsChargedNothing(t *testing.T) {
-	for _, usage := range []string{
-		`{"input_tokens":-1,"output_tokens":7}`,
-		`{"input_tokens":20,"output_tokens":-7}`,
-		`{"input_tokens":2.5,"output_tokens":7}`,
-		`{"input_tokens":2e1,"output_tokens":7}`,
-		`{"input_tokens":"20","output_tokens":7}`,
-		`{"input_tokens":99999999999999999999,"output_tokens":7}`,
-		`{"input_tokens":9223372036854775807,"output_tokens":7,"cache_read_input_tokens":9223372036854775807}`,
-		`{"input_tokens":1,"output_tokens":7,"cache_creation_input_tokens":9223372036854775000}`,
-		`{"input_tokens":1,"output_tokens":7,"cache_read_input_tokens":-3}`,
-		`[]`,
-	} {
-		f := serve(t, 200, nil, message(`[{"type":"text","text":"hi"}]`, `"end_turn"`, usage))
-		resp, err := newModel(t, f.URL).Generate(context.Background(), simpleRequest())
-		var sv *agentrt.ServedError
-		if !errors.As(err, &sv) || sv.Usage != (agentrt.Usage{}) || !errors.Is(err, agentrt.ErrUnusableUsage) {
-			t.Errorf("usage %s: resp=%+v err=%v", usage, resp, err)
-		}
-	}
-}
-
-// Neither Config nor Model shows the key in any encoding, nor does any
-// encoding of a struct, slice or map holding one in an exported or
-// unexported field, by value or by pointer; errors never repeat it.
-func TestConfigAndModel_EncodeWithoutTheKey(t *testing.T) {
-	cfg := Config{APIKey: providers.NewSecret(testKey), Model: "claude-test", HTTPClient: &http.Client{}}
-	m, err := New(cfg)
-	if err != nil {
+// A tool result that carries images goes as a list of its text and base64
+// image blocks, as the API takes images in tool results.
+func TestGenerate_ToolResultImagesAreImageBlocks(t *testing.T) {
+	f := serve(t, 200, nil, message(`[{"type":"text","text":"A cat."}]`, `"end_turn"`, okUsage))
+	req := agentrt.ModelRequest{Messages: []agentrt.Message{
+		{Role: agentrt.RoleUser, Content: []agentrt.ContentBlock{{Type: agentrt.BlockText, Text: "Look."}}},
+		{Role: agentrt.RoleAssistant, Content: []agentrt.ContentBlock{{Type: agentrt.BlockToolUse, ToolUseID: "step_0", Name: "shot"}}},
+		{Role: agentrt.RoleUser, Content: []agentrt.ContentBlock{{Type: agentrt.BlockToolResult, ToolUseID: "step_0", Content: "the screen",
+			Images: []agentrt.ImagePart{{MIMEType: "image/png", Data: []byte("png bytes")}}}}},
+	}}
+	if _, err := newModel(t, f.URL).Generate(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
-	var outs []string
-	for _, v := range leaktest.Holders(cfg, m) {
-		outs = append(outs, leaktest.Encodings(t, v.V, v.Must...)...)
-	}
-	if _, err := New(Config{BaseURL: "http://api.example.com", APIKey: providers.NewSecret(testKey), Model: "m"}); err == nil {
-		t.Fatal("a key over plain http to a remote host must be refused")
-	} else {
-		outs = append(outs, err.Error())
-	}
-	f := serve(t, 400, nil, `{"type":"error","error":{"type":"invalid_request_error","message":"bad key `+testKey+`"}}`)
-	_, err = newModel(t, f.URL).Generate(context.Background(), simpleRequest())
-	outs = append(outs, err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err))
-	if o := leaktest.Leak(outs, testKey); o != "" {
-		t.Fatalf("an encoding shows the key: %s", o)
-	}
-	if o := leaktest.Leak(outs, "0123456789abcdef"); o != "" {
-		t.Fatalf("an encoding shows part of the key: %s", o)
-	}
-	if m.key.Reveal() != testKey {
-		t.Fatal("the model no longer holds the key it sends")
-	}
-	if !strings.Contains(cfg.String(), `APIKey:"[redacted]"`) || !strings.Contains(m.String(), `APIKey:"[redacted]"`) {
-		t.Fatalf("the key's presence should show redacted: %s / %s", cfg, m)
-	}
-}
-
-// A key over plain http goes only to a loopback host.
-func TestNew_RefusesAKeyOverPlainHTTPToARemoteHost(t *testing.T) {
-	for _, base := range []string{"http://api.example.com", "http://192.168.0.9:8080", "ftp://localhost"} {
-		if _, err := New(Config{BaseURL: base, APIKey: providers.NewSecret(testKey), Model: "m"}); !errors.Is(err, providers.ErrEndpoint) {
-			t.Errorf("%s: %v, want ErrEndpoint", base, err)
-		}
-	}
-	if _, err := New(Config{BaseURL: "http://[::1]:8080/", APIKey: providers.NewSecret(testKey), Model: "m"}); err != nil {
-		t.Errorf("loopback: %v", err)
-	}
-}
-
-// The documented variables are read.
-func TestFromEnv_ReadsTheDocumentedVariables(t *testing.T) {
-	t.Setenv("ANTHROPIC_API_KEY", testKey)
-	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/")
-	t.Setenv("ANTHROPIC_MODEL", "claude-env")
-	m, err := FromEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.Name() != "claude-env" || m.endpoint != "http://127.0.0.1:9/v1/messages" || m.key.Reveal() != testKey {
-		t.Fatalf("model = %v", m)
+	got, _ := json.Marshal(f.Body(t, 0)["messages"].([]any)[2])
+	want := `{"content":[{"content":[{"text":"the screen","type":"text"},{"source":{"data":"cG5nIGJ5dGVz","media_type":"image/png","type":"base64"},"type":"image"}],"tool_use_id":"step_0","type":"tool_result"}],"role":"user"}`
+	if string(got) != want {
+		t.Fatalf("tool result =\n%s\nwant\n%s", got, want)
 	}
 }

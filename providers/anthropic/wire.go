@@ -38,8 +38,23 @@ type wireBlock struct {
 	Name      string          `json:"name,omitempty"`
 	Input     json.RawMessage `json:"input,omitempty"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`
-	Content   string          `json:"content,omitempty"`
-	IsError   bool            `json:"is_error,omitempty"`
+	// Content is a tool result's: its text, or with images a list of
+	// text and image blocks.
+	Content any  `json:"content,omitempty"`
+	IsError bool `json:"is_error,omitempty"`
+}
+
+// wirePart is one block of a tool result's content list.
+type wirePart struct {
+	Type   string      `json:"type"`
+	Text   string      `json:"text,omitempty"`
+	Source *wireSource `json:"source,omitempty"`
+}
+
+type wireSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type"`
+	Data      []byte `json:"data"` // base64 on the wire, as the API wants it
 }
 
 type wireTool struct {
@@ -109,7 +124,21 @@ func encodeMessage(i int, msg agentrt.Message) (wireMessage, error) {
 			if b.ToolUseID == "" {
 				return wireMessage{}, badRequest("message %d block %d is a tool result without a tool use id", i, j)
 			}
-			results = append(results, wireBlock{Type: "tool_result", ToolUseID: b.ToolUseID, Content: b.Content, IsError: b.IsError})
+			var content any
+			if b.Content != "" {
+				content = b.Content
+			}
+			if len(b.Images) > 0 {
+				parts := []wirePart{}
+				if b.Content != "" {
+					parts = append(parts, wirePart{Type: "text", Text: b.Content})
+				}
+				for _, im := range b.Images {
+					parts = append(parts, wirePart{Type: "image", Source: &wireSource{Type: "base64", MediaType: im.MIMEType, Data: im.Data}})
+				}
+				content = parts
+			}
+			results = append(results, wireBlock{Type: "tool_result", ToolUseID: b.ToolUseID, Content: content, IsError: b.IsError})
 		default:
 			return wireMessage{}, badRequest("message %d block %d has type %q, which a %s turn cannot carry", i, j, b.Type, msg.Role)
 		}

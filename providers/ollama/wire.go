@@ -85,6 +85,9 @@ func (m *Model) encode(req agentrt.ModelRequest) ([]byte, error) {
 						texts = append(texts, b.Text)
 					}
 				case agentrt.BlockToolResult:
+					if len(b.Images) > 0 {
+						return nil, badRequest("message %d block %d is a tool result with images, which this provider does not take; render without Options.Images", i, j)
+					}
 					results = append(results, wireMessage{Role: "tool", Content: b.Content, ToolName: names[b.ToolUseID]})
 				default:
 					return nil, badRequest("message %d block %d has type %q, which a user turn cannot carry", i, j, b.Type)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/textcut"
 	"github.com/agentrt/agentrt/providers"
 )
 
@@ -112,6 +113,9 @@ func encodeMessage(i int, msg agentrt.Message) ([]wireMessage, error) {
 			case agentrt.BlockToolResult:
 				if b.ToolUseID == "" {
 					return nil, badRequest("message %d block %d is a tool result without a tool use id", i, j)
+				}
+				if len(b.Images) > 0 {
+					return nil, badRequest("message %d block %d is a tool result with images, which this provider does not take; render without Options.Images", i, j)
 				}
 				out = append(out, wireMessage{Role: "tool", ToolCallID: b.ToolUseID, Content: ptr(b.Content)})
 			default:
@@ -333,5 +337,5 @@ func decodeArguments(raw json.RawMessage) (json.RawMessage, error) {
 	if v[0] == '{' {
 		return append(json.RawMessage(nil), v...), nil
 	}
-	return nil, fmt.Errorf("arguments are neither a string nor an object (got %s)", providers.Truncate(providers.Excerpt(v), 64))
+	return nil, fmt.Errorf("arguments are neither a string nor an object (got %s)", textcut.Truncate(providers.Excerpt(v), 64))
 }

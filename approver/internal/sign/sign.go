@@ -99,35 +99,51 @@ type Key [sha256.Size]byte
 // now, with timestamps accepted within skew either way. It returns the
 // signature to remember against a replay. The comparison is constant-time.
 func Verify(secret []byte, h http.Header, method, path string, body []byte, now time.Time, skew time.Duration) (Key, error) {
-	ts, nonce, sig := h.Get(HeaderTimestamp), h.Get(HeaderNonce), h.Get(HeaderSignature)
-	if ts == "" || nonce == "" || sig == "" {
-		return Key{}, ErrMissing
-	}
-	if len(ts) > 12 || strings.TrimLeft(ts, "0123456789") != "" {
-		return Key{}, ErrSkew
-	}
-	t, err := strconv.ParseInt(ts, 10, 64)
+	k, t, nonce, err := parse(h, now, skew)
 	if err != nil {
-		return Key{}, ErrSkew
-	}
-	if d := now.Sub(time.Unix(t, 0)); d > skew || d < -skew {
-		return Key{}, ErrSkew
-	}
-	if !ValidNonce(nonce) {
-		return Key{}, ErrBad
-	}
-	got, ok := strings.CutPrefix(sig, prefix)
-	if !ok || len(got) != 2*sha256.Size {
-		return Key{}, ErrBad
-	}
-	var k Key
-	if _, err := hex.Decode(k[:], []byte(got)); err != nil {
-		return Key{}, ErrBad
+		return Key{}, err
 	}
 	if !hmac.Equal(k[:], mac(secret, t, nonce, method, path, body)) {
 		return Key{}, ErrBad
 	}
 	return k, nil
+}
+
+// Precheck is what Verify checks before it needs the body: the three
+// headers present, the timestamp within skew of now, the nonce and the
+// signature well formed. A request that fails it can be refused without
+// reading its body.
+func Precheck(h http.Header, now time.Time, skew time.Duration) error {
+	_, _, _, err := parse(h, now, skew)
+	return err
+}
+
+func parse(h http.Header, now time.Time, skew time.Duration) (k Key, t int64, nonce string, err error) {
+	ts, nonce, sig := h.Get(HeaderTimestamp), h.Get(HeaderNonce), h.Get(HeaderSignature)
+	if ts == "" || nonce == "" || sig == "" {
+		return k, 0, "", ErrMissing
+	}
+	if len(ts) > 12 || strings.TrimLeft(ts, "0123456789") != "" {
+		return k, 0, "", ErrSkew
+	}
+	t, err = strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return k, 0, "", ErrSkew
+	}
+	if d := now.Sub(time.Unix(t, 0)); d > skew || d < -skew {
+		return k, 0, "", ErrSkew
+	}
+	if !ValidNonce(nonce) {
+		return k, 0, "", ErrBad
+	}
+	got, ok := strings.CutPrefix(sig, prefix)
+	if !ok || len(got) != 2*sha256.Size {
+		return k, 0, "", ErrBad
+	}
+	if _, err := hex.Decode(k[:], []byte(got)); err != nil {
+		return k, 0, "", ErrBad
+	}
+	return k, t, nonce, nil
 }
 
 // Replay remembers verified signatures so that each is accepted once. A

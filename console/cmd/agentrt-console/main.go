@@ -10,14 +10,15 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/agentrt/agentrt/backend"
 	"github.com/agentrt/agentrt/console"
-	"github.com/agentrt/agentrt/sqlite"
+	_ "github.com/agentrt/agentrt/postgres" // postgres:// DSNs
+	_ "github.com/agentrt/agentrt/sqlite"   // SQLite files
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
@@ -63,7 +64,7 @@ func run(args []string, stderr io.Writer) int {
 		}
 		*origin = scheme + "://localhost:" + port
 	}
-	st, err := sqlite.OpenExisting(*db, false)
+	st, err := backend.Open(context.Background(), *db, false)
 	if err != nil {
 		return fail(1, "%v", err)
 	}
@@ -72,17 +73,21 @@ func run(args []string, stderr io.Writer) int {
 	if err != nil {
 		return fail(2, "%v", err)
 	}
-	srv := &http.Server{Addr: *addr, Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	srv := console.NewServer(*addr, h)
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	ln = console.LimitListener(ln)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
 	go func() {
-		fmt.Fprintf(stderr, "agentrt-console: serving %s on %s (open %s)\n", *db, *addr, *origin)
+		fmt.Fprintf(stderr, "agentrt-console: serving %s on %s (open %s)\n", backend.Redact(*db), *addr, *origin)
 		if tls {
-			errc <- srv.ListenAndServeTLS(*cert, *key)
+			errc <- srv.ServeTLS(ln, *cert, *key)
 		} else {
-			errc <- srv.ListenAndServe()
+			errc <- srv.Serve(ln)
 		}
 	}()
 	select {

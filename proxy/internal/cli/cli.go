@@ -33,7 +33,7 @@ recorded. It opens no network listener unless -listen asks for one,
 offers no tool that approves, and writes only the protocol on stdout.
 
 Bring a host's servers under the proxy:
-  agentrt-proxy init -from HOST [-config FILE] [-write-host-config]
+  agentrt-proxy init -from HOST [-config FILE] [-write-host-config] [-secret-store env|file] [-no-login] [-open]
                                         HOST: claude-desktop, claude-code, cursor, vscode or a
                                         path; pins every server and suggests each tool's class
   agentrt-proxy review -config FILE [-accept-read-only] [-accept SERVER.TOOL[=CLASS]] [-drop SERVER.TOOL]
@@ -51,6 +51,10 @@ usage:
                                         pin each server's tools (manifests 0600); -diff shows
                                         what changed since the last pin before writing
   agentrt-proxy check -config FILE      load every server and report; fails if nothing registers
+  agentrt-proxy login -config FILE [-open] SERVER
+                                        log in to an OAuth server (authorization code, PKCE);
+                                        prints the URL, receives the redirect on loopback only
+                                        while it runs, stores the tokens owner-only
   agentrt-proxy recheck -config FILE [-run ID | -session S] [-limit N] [-current-tools] [-json]
                                         ask today's policy about recorded calls
 
@@ -83,6 +87,8 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return restoreHostConfig(args, stdout, stderr)
 	case "check":
 		return check(ctx, args, stdout, stderr)
+	case "login":
+		return login(ctx, args, stdout, stderr)
 	case "recheck":
 		return recheck(ctx, args, stdout, stderr)
 	}

@@ -4,10 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/files"
 	"github.com/agentrt/agentrt/mcp"
 	"github.com/agentrt/agentrt/proxy"
 )
@@ -57,29 +56,10 @@ func (d configDoc) write(path string) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, ".proxy-config-*.json")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if _, err := proxy.LoadConfig(tmp.Name()); err != nil {
-		return fmt.Errorf("the configuration would be refused: %w", err)
-	}
-	return os.Rename(tmp.Name(), path)
+	return files.WriteAtomicChecked(path, append(b, '\n'), 0o600, func(tmp string) error {
+		if _, err := proxy.LoadConfig(tmp); err != nil {
+			return fmt.Errorf("the configuration would be refused: %w", err)
+		}
+		return nil
+	})
 }

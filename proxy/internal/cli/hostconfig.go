@@ -6,13 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/agentrt/agentrt/internal/files"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -30,6 +34,10 @@ type host struct {
 	// typed says an entry names its transport in "type" (VS Code requires
 	// it); the proxy's own entry then carries "type": "stdio".
 	typed bool
+	// passEnv are the variables the proxy's entry asks the host to pass
+	// on, each as the host's own reference ("${VAR}" or "${env:VAR}"):
+	// secrets init left in the host's environment.
+	passEnv map[string]string
 }
 
 // hostIDs are the -from values other than a path.
@@ -264,6 +272,11 @@ type hostEntry struct {
 	Args    []string
 	Env     map[string]string
 	URL     string
+	// Headers are an HTTP server's headers as the host wrote them; a value
+	// may reference one variable ("Bearer ${TOKEN}").
+	Headers map[string]string
+	// SSE says the host reaches it with the legacy SSE transport.
+	SSE bool
 	// Unsupported names a field the proxy cannot carry, or a value it
 	// cannot reproduce, with why.
 	Unsupported string
@@ -300,11 +313,7 @@ func (d *hostDoc) entries(key string) ([]hostEntry, error) {
 // read fills e from a definition's fields and says what the proxy cannot
 // carry, or "".
 func (e *hostEntry) read(fields map[string]json.RawMessage) string {
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(fields))
 	for _, k := range keys {
 		v := fields[k]
 		var err error
@@ -320,11 +329,7 @@ func (e *hostEntry) read(fields map[string]json.RawMessage) string {
 		case "url":
 			err = json.Unmarshal(v, &e.URL)
 		case "headers":
-			var h map[string]json.RawMessage
-			if json.Unmarshal(v, &h) == nil && len(h) == 0 {
-				continue
-			}
-			return "it sends HTTP headers, which the proxy's endpoint does not carry"
+			err = json.Unmarshal(v, &e.Headers)
 		case "description", "timeout", "disabled", "autoApprove", "alwaysAllow":
 			// Host-side settings; the proxy and its policy replace them.
 			if k == "disabled" && string(v) == "true" {
@@ -340,7 +345,7 @@ func (e *hostEntry) read(fields map[string]json.RawMessage) string {
 	switch e.Type {
 	case "", "stdio", "http", "streamableHttp", "streamable-http":
 	case "sse":
-		return "it uses the SSE transport; the proxy reaches servers over stdio or streamable HTTP"
+		e.SSE = true
 	default:
 		return fmt.Sprintf("its type %q is not one the proxy reaches", trace.Sanitize(e.Type))
 	}
@@ -350,29 +355,62 @@ func (e *hostEntry) read(fields map[string]json.RawMessage) string {
 	if e.Command == "" && (len(e.Args) > 0 || len(e.Env) > 0) {
 		return "it sets args or env without a command"
 	}
-	for _, s := range append(append([]string{e.Command, e.URL}, e.Args...), envValues(e.Env)...) {
+	if e.URL == "" && len(e.Headers) > 0 {
+		return "it sets headers without a url"
+	}
+	if e.SSE && e.URL == "" {
+		return "its type is sse but it sets no url"
+	}
+	for _, s := range append([]string{e.Command, e.URL}, e.Args...) {
 		if strings.Contains(s, "${") {
-			return "it uses a ${...} variable, which only the host resolves"
+			return "it uses a ${...} variable in its command, arguments or url, which only the host resolves"
+		}
+	}
+	// A variable in an env or header value becomes a secret reference;
+	// one the proxy cannot carry as one is named here.
+	for _, k := range slices.Sorted(maps.Keys(e.Env)) {
+		if _, err := parseSecretValue(e.Env[k]); err != nil {
+			return fmt.Sprintf("its env %s %s", trace.Sanitize(k), err)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
+		if _, err := parseSecretValue(e.Headers[k]); err != nil {
+			return fmt.Sprintf("its header %s %s", trace.Sanitize(k), err)
 		}
 	}
 	return ""
 }
 
+// secretValue is a host's env or header value taken apart: a literal
+// prefix and at most one variable reference that ends it.
+type secretValue struct {
+	Prefix string
+	// Var is the variable named, "" for a literal value; Ref is how the
+	// host wrote the reference.
+	Var, Ref string
+}
+
+var varRefRE = regexp.MustCompile(`\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// parseSecretValue splits v into a prefix and one trailing variable
+// reference ("Bearer ${TOKEN}", "${env:TOKEN}"), or a literal.
+func parseSecretValue(v string) (secretValue, error) {
+	if !strings.Contains(v, "${") {
+		return secretValue{Prefix: v}, nil
+	}
+	locs := varRefRE.FindAllStringSubmatchIndex(v, -1)
+	if len(locs) != 1 || locs[0][1] != len(v) || strings.Contains(v[:locs[0][0]], "${") {
+		return secretValue{}, errors.New("uses ${...} other than one variable at its end, which the proxy cannot carry as a secret reference")
+	}
+	return secretValue{Prefix: v[:locs[0][0]], Var: v[locs[0][2]:locs[0][3]], Ref: v[locs[0][0]:]}, nil
+}
+
 func envValues(env map[string]string) []string {
 	out := make([]string, 0, len(env))
-	for _, k := range sortedKeys(env) {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		out = append(out, env[k])
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // proxyEntryName is the key of the one entry that routes through the
@@ -382,13 +420,17 @@ const proxyEntryName = "gated"
 // proxyEntry is the host's definition that starts the proxy, its fields
 // in the order the hosts' own examples use.
 type proxyEntry struct {
-	Type    string   `json:"type,omitempty"`
-	Command string   `json:"command"`
-	Args    []string `json:"args"`
+	Type    string            `json:"type,omitempty"`
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env,omitempty"`
 }
 
 func (h *host) proxyEntry(bin, config string) proxyEntry {
 	e := proxyEntry{Command: bin, Args: []string{"-config", config}}
+	if len(h.passEnv) > 0 {
+		e.Env = h.passEnv
+	}
 	if h.typed {
 		e.Type = "stdio"
 	}
@@ -494,30 +536,11 @@ func writeHostConfig(h *host, raw, b []byte, now time.Time) (string, error) {
 	return backup, replaceFile(target, b, fi.Mode().Perm())
 }
 
-// replaceFile writes b to a temporary file beside path and renames it
-// over path.
+// replaceFile replaces path with b, mode perm, through files.WriteAtomic
+// (a synced temporary file beside it, renamed over it, the directory
+// synced).
 func replaceFile(path string, b []byte, perm fs.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".agentrt-proxy-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return files.WriteAtomic(path, b, perm)
 }
 
 // latestBackup is the newest backup init made of the host's file.

@@ -78,6 +78,8 @@ func TestHostConfig_EntriesNameWhatCannotBeCarried(t *testing.T) {
 	  "headers": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer t"}},
 	  "sse": {"type": "sse", "url": "https://example.com/sse"},
 	  "input": {"command": "node", "env": {"K": "${input:key}"}},
+	  "two": {"url": "https://example.com/mcp", "headers": {"X": "${A}${B}"}},
+	  "urlvar": {"url": "https://${HOST}/mcp"},
 	  "cwd": {"command": "node", "cwd": "/w"},
 	  "off": {"command": "node", "disabled": true},
 	  "both": {"command": "node", "url": "https://example.com"}
@@ -94,7 +96,7 @@ func TestHostConfig_EntriesNameWhatCannotBeCarried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"stdio": "", "http": "", "headers": "headers", "sse": "SSE", "input": "${...}", "cwd": `"cwd"`, "off": "disabled", "both": "exactly one"}
+	want := map[string]string{"stdio": "", "http": "", "headers": "", "sse": "", "input": "${...}", "two": "one variable", "urlvar": "url", "cwd": `"cwd"`, "off": "disabled", "both": "exactly one"}
 	if len(es) != len(want) || es[0].Name != "stdio" || es[len(es)-1].Name != "both" {
 		t.Fatalf("entries %+v, want the file's order", es)
 	}
@@ -104,8 +106,9 @@ func TestHostConfig_EntriesNameWhatCannotBeCarried(t *testing.T) {
 			t.Fatalf("%s: %q, want %q", e.Name, e.Unsupported, w)
 		}
 	}
-	if es[0].Command != "node" || es[0].Env["K"] != "v" || es[1].URL != "https://example.com/mcp" {
-		t.Fatalf("read %+v", es[:2])
+	if es[0].Command != "node" || es[0].Env["K"] != "v" || es[1].URL != "https://example.com/mcp" ||
+		es[2].Headers["Authorization"] != "Bearer t" || !es[3].SSE {
+		t.Fatalf("read %+v", es[:4])
 	}
 	// A repeated key is refused: two readers could see two servers.
 	if err := os.WriteFile(h.path, []byte(`{"mcpServers": {"a": {"command": "x"}, "a": {"command": "y"}}}`), 0o600); err != nil {

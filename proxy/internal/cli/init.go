@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,8 +38,15 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	from := fset.String("from", "", "the host: claude-desktop, claude-code, cursor, vscode, or a path to its configuration file")
 	config := fset.String("config", "", "the configuration to write (default ~/agentrt/proxy.json)")
 	writeHost := fset.Bool("write-host-config", false, "rewrite the host's file to start only the proxy, after a backup")
+	noLogin := fset.Bool("no-login", false, "leave out a server that asks for an OAuth login instead of logging in to it")
+	open := fset.Bool("open", false, "open a server's OAuth authorization URL in a browser")
+	store := fset.String("secret-store", "env", "where each secret a host entry references as ${VAR} lives: env (the host passes the variable to the proxy) or file (init copies its value into an owner-only file under secrets/)")
 	if code, ok := parse("init", fset, args, stderr); !ok {
 		return code
+	}
+	if *store != storeEnv && *store != storeFile {
+		fmt.Fprintf(stderr, "agentrt-proxy init: -secret-store must be env or file, got %q\n", trace.Sanitize(*store))
+		return ExitUsage
 	}
 	if *from == "" {
 		fmt.Fprintln(stderr, "agentrt-proxy init: -from HOST is required: "+strings.Join(hostIDs, ", ")+", or a path")
@@ -77,11 +86,23 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "init", fmt.Errorf("%s: %w", h.path, err))
 	}
-	// Every env value is a secret from here on: it goes into the
-	// owner-only configuration and never to stdout or stderr.
+	// Every env value and header is a secret from here on: it goes into
+	// the owner-only configuration or secret store and never to stdout or
+	// stderr. A referenced variable is read from init's own environment
+	// to pin the server now.
 	var secrets []string
-	for _, e := range entries {
-		secrets = append(secrets, envValues(e.Env)...)
+	imports := make([]imported, len(entries))
+	for i, e := range entries {
+		for _, v := range append(envValues(e.Env), envValues(e.Headers)...) {
+			// A reference names where a secret is, and is printed as such.
+			if sv, err := parseSecretValue(v); err != nil || sv.Var == "" {
+				secrets = append(secrets, v)
+			}
+		}
+		if e.Unsupported == "" {
+			imports[i] = importSecrets(e, *store, os.LookupEnv)
+			secrets = append(secrets, imports[i].values...)
+		}
 	}
 	stdout, stderr = redact(stdout, secrets), redact(stderr, secrets)
 
@@ -92,27 +113,48 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var servers []any
 	names := map[string]bool{}
 	left := 0
-	for _, e := range entries {
+	passEnv := map[string]string{}
+	for i, e := range entries {
 		label := trace.Sanitize(e.Name)
+		if e.Unsupported == "" {
+			e.Unsupported = imports[i].unsupported
+		}
 		if e.Unsupported != "" {
 			fmt.Fprintf(stderr, "agentrt-proxy init: server %s left out: %s\n", label, e.Unsupported)
 			left++
 			continue
 		}
+		im := imports[i]
 		if filepath.Base(e.Command) == "agentrt-proxy" {
 			fmt.Fprintf(stdout, "server %s already starts agentrt-proxy; skipped\n", label)
 			continue
 		}
 		name := serverName(e.Name, names)
 		names[name] = true
-		srv := mcp.Server{Name: name, Endpoint: e.URL, ConnectTimeout: initConnectTimeout}
+		srv := mcp.Server{Name: name, Endpoint: e.URL, SSE: e.SSE, ConnectTimeout: initConnectTimeout}
+		probe := &authProbe{}
 		if e.Command != "" {
 			srv.Command = append([]string{e.Command}, e.Args...)
-			for _, k := range sortedKeys(e.Env) {
-				srv.Env = append(srv.Env, k+"="+e.Env[k])
+			for _, k := range slices.Sorted(maps.Keys(im.plainEnv)) {
+				srv.Env = append(srv.Env, k+"="+im.plainEnv[k])
 			}
+			srv.Env = append(srv.Env, im.resolvedEnv...)
+		} else {
+			srv.HTTPClient = probeClient(proxy.HeaderClient(e.URL, im.resolvedHeaders), probe)
 		}
 		m, err := mcp.Pin(ctx, srv)
+		oauth := false
+		if err != nil && probe.bearer && len(e.Headers) == 0 && !e.SSE {
+			// The server asks for OAuth: log in now (the same flow as
+			// `agentrt-proxy login`), then pin with the stored tokens.
+			if *noLogin {
+				fmt.Fprintf(stderr, "agentrt-proxy init: server %s left out: it asks for an OAuth login (-no-login is set); add it with an \"oauth\" entry and run `agentrt-proxy login`\n", label)
+				left++
+				continue
+			}
+			m, err = initLogin(ctx, name, e.URL, filepath.Dir(out), *open, stdout, stderr)
+			oauth = err == nil
+		}
 		if err != nil {
 			// mcp escapes what the server chose (its stderr tail among
 			// it); escaping again would only double the backslashes.
@@ -130,7 +172,7 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "server %s: pinned %d tool(s) to %s\n", name, len(m.Tools), manifest)
 		}
 		rules := map[string]any{}
-		for _, tool := range sortedKeys(m.Tools) {
+		for _, tool := range slices.Sorted(maps.Keys(m.Tools)) {
 			class, reason := proxy.Suggest(m.Tools[tool])
 			rules[tool] = map[string]any{"side_effect": string(class), "suggestion": reason}
 			fmt.Fprintf(stdout, "  %s: suggested %s (%s)\n", trace.Sanitize(tool), class, reason)
@@ -139,22 +181,44 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"connect_timeout": initConnectTimeout.String(), "default_timeout": initDefaultTimeout.String()}
 		if e.Command != "" {
 			s["command"] = srv.Command
-			if len(e.Env) > 0 {
-				s["env"] = e.Env
+			if len(im.plainEnv) > 0 {
+				s["env"] = im.plainEnv
+			}
+			if len(im.secretEnv) > 0 {
+				s["secret_env"] = im.secretEnv
 			}
 		} else {
 			s["endpoint"] = e.URL
+			if e.SSE {
+				s["transport"] = "sse"
+			}
+			if len(im.headers) > 0 {
+				s["headers"] = im.headers
+			}
+			if oauth {
+				s["oauth"] = map[string]any{}
+			}
 		}
 		if len(rules) == 0 {
 			fmt.Fprintf(stderr, "agentrt-proxy init: server %s left out: it offers no tools\n", label)
 			left++
 			continue
 		}
+		if err := im.writeFiles(filepath.Dir(out), name); err != nil {
+			return fail(stderr, "init", err)
+		}
+		for _, line := range im.report() {
+			fmt.Fprintf(stdout, "  %s\n", line)
+		}
+		for k, v := range im.pass {
+			passEnv[k] = v
+		}
 		servers = append(servers, s)
 	}
 	if len(servers) == 0 {
 		return fail(stderr, "init", fmt.Errorf("no server was pinned; nothing written"))
 	}
+	h.passEnv = passEnv
 	cfg := configDoc{"database": "runs.db", "session": sessionFor(h), "servers": servers}
 	if err := cfg.write(out); err != nil {
 		return fail(stderr, "init", err)

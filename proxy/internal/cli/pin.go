@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/agentrt/agentrt/mcp"
+	"github.com/agentrt/agentrt/proxy"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -40,7 +41,11 @@ func pin(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	in := bufio.NewScanner(stdin)
 	declined := 0
 	for _, s := range cfg.Servers {
-		m, err := mcp.Pin(ctx, s.Server())
+		srv, err := s.Dial(proxy.DialOptions{})
+		if err != nil {
+			return fail(stderr, "pin", err)
+		}
+		m, err := mcp.Pin(ctx, srv)
 		if err != nil {
 			return fail(stderr, "pin", err)
 		}

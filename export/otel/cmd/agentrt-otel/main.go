@@ -19,9 +19,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentrt/agentrt/backend"
 	"github.com/agentrt/agentrt/export"
 	agentotel "github.com/agentrt/agentrt/export/otel"
-	"github.com/agentrt/agentrt/sqlite"
+	_ "github.com/agentrt/agentrt/postgres" // postgres:// DSNs
+	_ "github.com/agentrt/agentrt/sqlite"   // SQLite files
 )
 
 func main() {
@@ -62,7 +64,7 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	st, err := sqlite.OpenExisting(*db, true)
+	st, err := backend.Open(ctx, *db, true)
 	if err != nil {
 		return fail("%v", err)
 	}

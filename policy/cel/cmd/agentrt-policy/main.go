@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/agentrt/agentrt/policy/cel/internal/policycli"
+	_ "github.com/agentrt/agentrt/postgres" // recheck -db postgres://…
+	_ "github.com/agentrt/agentrt/sqlite"   // recheck -db FILE
 )
 
 func main() {

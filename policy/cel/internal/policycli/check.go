@@ -9,7 +9,8 @@ var checkCommand = &command{
 	name:  "check",
 	usage: "[-strict] FILE",
 	help: `Compiles FILE as agentrt would load it (owner-only, strict, every
-expression type-checked) and prints its policy id. Warns about rules that
+expression type-checked) and prints its policy id and the rules whose
+approvals need a signed grant (require_signature: true). Warns about rules that
 can never match, rules an earlier rule shadows, and a default that allows.
   -strict  exit 1 when there is any warning`,
 	run: runCheck,
@@ -31,6 +32,9 @@ func runCheck(e *env, c *command, args []string) int {
 	}
 	ws := p.Warnings()
 	fmt.Fprintf(e.stdout, "%s: compiles; id %s\n", s(pos[0]), p.PolicyID())
+	for _, r := range p.SignedGrantRules() {
+		fmt.Fprintf(e.stdout, "rule %s: an approval needs a signed grant (require_signature)\n", s(r))
+	}
 	for _, w := range ws {
 		fmt.Fprintf(e.stdout, "warning: %s:%s\n", s(pos[0]), s(w.String()))
 	}

@@ -92,6 +92,9 @@ func runExplain(e *env, c *command, args []string) int {
 		if d.TTL > 0 {
 			fmt.Fprintf(e.stdout, ", ttl %s", d.TTL)
 		}
+		if d.RequireSignature {
+			fmt.Fprint(e.stdout, ", needs a signed grant")
+		}
 		fmt.Fprintf(e.stdout, "\n  presentation %s\n  capability %s\n", s(string(d.Presentation)), s(string(d.Capability)))
 	}
 	return ExitOK

@@ -7,7 +7,8 @@ import (
 	"fmt"
 
 	agentrt "github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/sqlite"
+	"github.com/agentrt/agentrt/backend"
+	_ "github.com/agentrt/agentrt/sqlite" // SQLite files; the main links the other backends
 )
 
 var recheckCommand = &command{
@@ -47,15 +48,18 @@ func runRecheck(e *env, c *command, args []string) int {
 	if p == nil {
 		return code
 	}
-	st, err := sqlite.OpenExisting(*db, true)
+	// The backends are the ones the main links (cmd/agentrt-policy links
+	// SQLite and PostgreSQL); the name printed never holds a password.
+	name := backend.Redact(*db)
+	st, err := backend.Open(context.Background(), *db, true)
 	if err != nil {
-		return e.fail("cannot open %s: %v", *db, err)
+		return e.fail("cannot open %s: %v", name, err)
 	}
 	defer st.Close()
 	rep, err := agentrt.Recheck(context.Background(), st, pos[0], p, agentrt.RecheckOptions{})
 	if err != nil {
 		if errors.Is(err, agentrt.ErrNotFound) {
-			return e.fail("there is no run %s in %s", pos[0], *db)
+			return e.fail("there is no run %s in %s", pos[0], name)
 		}
 		return e.fail("%v", err)
 	}

@@ -1,0 +1,436 @@
+// Package enginetest is the engine's behaviour suite run on a storage
+// backend: drivers, workers, approvals, cancels, leases and grants through
+// the public API, on whatever Store the opener returns. The root package
+// runs it on SQLite and the postgres module on a real cluster, so the
+// database-clock paths are exercised by the same behaviours as SQLite's.
+package enginetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/scripted"
+)
+
+// Opener opens a fresh, empty store; every open of one test names the same
+// database (a second open is a second process's store). The suite closes
+// what it opens.
+type Opener func(t *testing.T) (open func(t *testing.T) agentrt.Store)
+
+// Exercise runs the suite.
+func Exercise(t *testing.T, fresh Opener) {
+	for _, c := range []struct {
+		name string
+		fn   func(*testing.T, func(*testing.T) agentrt.Store)
+	}{
+		{"DriverRunsAToolOnceAndTheChainVerifies", driverRuns},
+		{"ApprovalPausesAndApprovedRunResumes", approvalResumes},
+		{"RejectCancelsAndRunsNothing", rejectCancels},
+		{"CancelEndsAWaitingRun", cancelWaiting},
+		{"ChangedApprovalIsNotDecided", changedApproval},
+		{"WorkerClaimsAnApprovedRunByItself", workerApproved},
+		{"WorkerEndsARunWhoseApprovalExpired", workerExpired},
+		{"WorkerTakesOverALapsedLease", workerTakeover},
+		{"TwoWorkersRunEachEnqueuedRunOnce", twoWorkers},
+		{"HeldLeaseRefusesASecondDriver", heldLease},
+		{"UnsignedGrantIsRefusedWhenSignaturesAreRequired", unsignedGrant},
+		{"SignedGrantIsRecordedAndRunsOnce", signedGrant},
+		{"InterruptedSideEffectWaitsForAnOperator", interruptedSideEffect},
+		{"GateExecutesTheApprovedRequest", gateApproved},
+		{"RecheckReportsWhatAPolicyWouldDecideNow", recheck},
+		{"BudgetSettlesActualUsageAndRefusesBeforeTransport", budgetSettlesTruthfully},
+		{"UncertainReservationHoldsUntilReconciled", budgetUncertainHolds},
+		{"EgressDeniedRequestNeverLeaves", egressDenied},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, fresh(t)) })
+	}
+}
+
+// tool counts its calls.
+type tool struct {
+	spec agentrt.ToolSpec
+	n    atomic.Int64
+}
+
+func newTool(name string, se agentrt.SideEffect) *tool {
+	return &tool{spec: agentrt.ToolSpec{Name: name, Description: name, SideEffect: se, Timeout: 10 * time.Second,
+		InputSchema: json.RawMessage(`{"type":"object"}`)}}
+}
+
+func (c *tool) Spec() agentrt.ToolSpec { return c.spec }
+func (c *tool) Call(ctx context.Context, call agentrt.ToolCall) (agentrt.ToolResult, error) {
+	c.n.Add(1)
+	return agentrt.ToolResult{Content: json.RawMessage(`{"ok":true}`), Summary: "ok"}, nil
+}
+
+func closeLater(t *testing.T, st agentrt.Store) agentrt.Store {
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func verify(t *testing.T, st agentrt.Store) {
+	t.Helper()
+	rep, err := st.VerifyEvents(context.Background(), 0, 0)
+	if err != nil || !rep.Intact() {
+		t.Fatalf("verify = %+v, %v", rep, err)
+	}
+}
+
+func driver(t *testing.T, st agentrt.Store, agent agentrt.Agent, tools ...agentrt.Tool) *agentrt.Driver {
+	t.Helper()
+	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: tools}, Agent: agent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func pending(t *testing.T, st agentrt.Store, runID string) agentrt.Approval {
+	t.Helper()
+	apps, err := st.ListApprovals(context.Background(), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range apps {
+		if a.Status == agentrt.ApprovalPending {
+			return a
+		}
+	}
+	t.Fatalf("run %s has no pending approval (%d approvals)", runID, len(apps))
+	return agentrt.Approval{}
+}
+
+func run(t *testing.T, st agentrt.Store, id string) agentrt.Run {
+	t.Helper()
+	r, err := st.GetRun(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func driverRuns(t *testing.T, open func(*testing.T) agentrt.Store) {
+	st := closeLater(t, open(t))
+	note := newTool("note", agentrt.LocalMutation)
+	d := driver(t, st, &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("note", `{}`, "a"), scripted.Complete(`{"ok":true}`)}}, note)
+	r, err := d.Start(context.Background(), "g", agentrt.DefaultLimits())
+	if err != nil || r.Status != agentrt.RunCompleted || note.n.Load() != 1 {
+		t.Fatalf("run = %s, %v, %d calls; want COMPLETED with one call", r.Status, err, note.n.Load())
+	}
+	steps, err := st.ListSteps(context.Background(), r.ID)
+	if err != nil || len(steps) != 2 || steps[0].Status != agentrt.StepDone {
+		t.Fatalf("steps = %+v, %v", steps, err)
+	}
+	verify(t, st)
+}
+
+// startWaiting starts a run that pauses on an approval of send.
+func startWaiting(t *testing.T, st agentrt.Store, limits agentrt.Limits) (*agentrt.Driver, *tool, agentrt.Run) {
+	t.Helper()
+	send := newTool("send", agentrt.RemoteMutation)
+	d := driver(t, st, &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("send", `{"to":"x"}`, "send"), scripted.Complete(`{}`)}}, send)
+	r, err := d.Start(context.Background(), "send x", limits)
+	if err != nil || r.Status != agentrt.RunWaiting {
+		t.Fatalf("run = %s, %v; want WAITING_FOR_APPROVAL", r.Status, err)
+	}
+	return d, send, r
+}
+
+func approvalResumes(t *testing.T, open func(*testing.T) agentrt.Store) {
+	st := closeLater(t, open(t))
+	ctx := context.Background()
+	d, send, r := startWaiting(t, st, agentrt.DefaultLimits())
+	a := pending(t, st, r.ID)
+	if err := agentrt.ApproveShown(ctx, st, nil, r.ID, a.ID, a.Hash, "op", "ok"); err != nil {
+		t.Fatal(err)
+	}
+	if err := agentrt.ApproveShown(ctx, st, nil, r.ID, a.ID, a.Hash, "op", "again"); !errors.Is(err, agentrt.ErrNotPending) {
+		t.Fatalf("a second decision = %v, want ErrNotPending", err)
+	}
+	r, err := d.Resume(ctx, r.ID)
+	if err != nil || r.Status != agentrt.RunCompleted || send.n.Load() != 1 {
+		t.Fatalf("resume = %s, %v, %d calls", r.Status, err, send.n.Load())
+	}
+	// Resuming an ended run runs nothing again.
+	if _, err := d.Resume(ctx, r.ID); err == nil && send.n.Load() != 1 {
+		t.Fatalf("a second resume ran the call again")
+	}
+	verify(t, st)
+}
+
+func rejectCancels(t *testing.T, open func(*testing.T) agentrt.Store) {
+	st := closeLater(t, open(t))
+	ctx := context.Background()
+	_, send, r := startWaiting(t, st, agentrt.DefaultLimits())
+	a := pending(t, st, r.ID)
+	if err := agentrt.RejectShown(ctx, st, nil, r.ID, a.ID, a.Hash, "op", "no"); err != nil {
+		t.Fatal(err)
+	}
+	if got := run(t, st, r.ID); got.Status != agentrt.RunCancelled || send.n.Load() != 0 {
+		t.Fatalf("after reject: %s, %d calls; want CANCELLED and none", got.Status, send.n.Load())
+	}
+	verify(t, st)
+}
+
+func cancelWaiting(t *testing.T, open func(*testing.T) agentrt.Store) {
+	st := closeLater(t, open(t))
+	ctx := context.Background()
+	d, send, r := startWaiting(t, st, agentrt.DefaultLimits())
+	got, err := agentrt.Cancel(ctx, st, nil, r.ID, "op", "stop")
+	if err != nil || got.Status != agentrt.RunCancelled {
+		t.Fatalf("cancel = %s, %v", got.Status, err)
+	}
+	if _, err := agentrt.Cancel(ctx, st, nil, r.ID, "op", "again"); !errors.Is(err, agentrt.ErrRunState) {
+		t.Fatalf("cancel of a cancelled run = %v, want ErrRunState", err)
+	}
+	if _, err := d.Resume(ctx, r.ID); err == nil && send.n.Load() != 0 {
+		t.Fatal("a cancelled run ran its call")
+	}
+	a, err := st.GetApproval(ctx, r.ID, pendingID(t, st, r.ID))
+	if err != nil || a.Status != agentrt.ApprovalCancelled {
+		t.Fatalf("approval after cancel = %s, %v; want cancelled", a.Status, err)
+	}
+	verify(t, st)
+}
+
+func pendingID(t *testing.T, st agentrt.Store, runID string) string {
+	apps, err := st.ListApprovals(context.Background(), runID)
+	if err != nil || len(apps) != 1 {
+		t.Fatalf("approvals = %d, %v", len(apps), err)
+	}
+	return apps[0].ID
+}
+
+func changedApproval(t *testing.T, open func(*testing.T) agentrt.Store) {
+	st := closeLater(t, open(t))
+	ctx := context.Background()
+	_, send, r := startWaiting(t, st, agentrt.DefaultLimits())
+	a := pending(t, st, r.ID)
+	wrong := fmt.Sprintf("%064x", 1)
+	if err := agentrt.ApproveShown(ctx, st, nil, r.ID, a.ID, wrong, "op", "ok"); !errors.Is(err, agentrt.ErrApprovalChanged) {
+		t.Fatalf("approve with another hash = %v, want ErrApprovalChanged", err)
+	}
+	if got := pending(t, st, r.ID); got.Status != agentrt.ApprovalPending || send.n.Load() != 0 {
+		t.Fatalf("approval is %s after a refused decision", got.Status)
+	}
+}
+
+// worker starts a worker on st and returns a stop.
+func worker(t *testing.T, st agentrt.Store, cfg agentrt.WorkerConfig) (*agentrt.Worker, func()) {
+	t.Helper()
+	cfg.Store = st
+	if cfg.Policy == nil {
+		cfg.Policy = agentrt.DefaultPolicy()
+	}
+	if cfg.Poll == 0 {
+		cfg.Poll = 5 * time.Millisecond
+	}
+	w, err := agentrt.NewWorker(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return w, stop
+}
+
+// await waits for cond, polling the store, for up to a minute.
+func await(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func workerApproved(t *testing.T, open func(*testing.T) agentrt.Store) {
+	st := closeLater(t, open(t))
+	ctx := context.Background()
+	send := newTool("send", agentrt.RemoteMutation)
+	w, _ := worker(t, st, agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Tools: []agentrt.Tool{send}},
+		Agent: &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("send", `{}`, "s"), scripted.Complete(`{}`)}}})
+	r, err := w.Driver().Enqueue(ctx, "g", agentrt.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	await(t, "the approval", func() bool { return run(t, st, r.ID).Status == agentrt.RunWaiting })
+	a := pending(t, st, r.ID)
+	// The decision is made on a second store, as an operator's process would.
+	op := open(t)
+	if err := agentrt.ApproveShown(ctx, op, nil, r.ID, a.ID, a.Hash, "op", "ok"); err != nil {
+		t.Fatal(err)
+	}
+	op.Close()
+	await(t, "the run to complete", func() bool { return run(t, st, r.ID).Status == agentrt.RunCompleted })
+	if send.n.Load() != 1 {
+		t.Fatalf("the approved call ran %d times, want once", send.n.Load())
+	}
+	verify(t, st)
+}
+
+func workerExpired(t *testing.T, open func(*testing.T) agentrt.Store) {
+	st := closeLater(t, open(t))
+	ctx := context.Background()
+	var skew atomic.Int64
+	now := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	send := newTool("send", agentrt.RemoteMutation)
+	limits := agentrt.DefaultLimits()
+	limits.ApprovalTTL = time.Minute
+	w, _ := worker(t, st, agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Tools: []agentrt.Tool{send}, Now: now},
+		Agent: &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("send", `{}`, "s"), scripted.Complete(`{}`)}}})
+	r, err := w.Driver().Enqueue(ctx, "g", limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	await(t, "the approval", func() bool { return run(t, st, r.ID).Status == agentrt.RunWaiting })
+	a := pending(t, st, r.ID)
+	if a.ExpiresAt.IsZero() {
+		t.Fatal("the approval has no expiry")
+	}
+	// Nobody decides; the engine's clock passes the expiry.
+	skew.Store(int64(2 * time.Minute))
+	await(t, "the worker to end the run", func() bool { return run(t, st, r.ID).Status != agentrt.RunWaiting })
+	got := run(t, st, r.ID)
+	if got.Status != agentrt.RunCancelled || got.Reason != agentrt.ReasonApprovalExpired || send.n.Load() != 0 {
+		t.Fatalf("run = %s (%s), %d calls; want ended approval_expired with no call", got.Status, got.Reason, send.n.Load())
+	}
+	if a, err := st.GetApproval(ctx, r.ID, a.ID); err != nil || a.Status != agentrt.ApprovalExpired {
+		t.Fatalf("approval = %s, %v; want expired", a.Status, err)
+	}
+	verify(t, st)
+}
+
+func workerTakeover(t *testing.T, open func(*testing.T) agentrt.Store) {
+	st := closeLater(t, open(t))
+	ctx := context.Background()
+	past := time.Now().Add(-time.Hour).UTC()
+	_, err := st.Update(ctx, func(tx agentrt.Tx) error {
+		if err := tx.RunInsert(agentrt.Run{ID: "r1", Goal: "g", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(),
+			CreatedAt: past, StartedAt: past, LeaseOwner: "dead", LeaseExpiresAt: past, Generation: 1}); err != nil {
+			return err
+		}
+		_, err := tx.EventAppend(agentrt.Event{RunID: "r1", At: past, Type: agentrt.EventRunCreated})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker(t, st, agentrt.WorkerConfig{Agent: &scripted.Agent{Decisions: []agentrt.Decision{scripted.Complete(`{}`)}}})
+	await(t, "the takeover", func() bool { return run(t, st, "r1").Status == agentrt.RunCompleted })
+	evs, err := st.ListEvents(ctx, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := 0
+	for _, ev := range evs {
+		if ev.Type == agentrt.EventLeaseTakenOver {
+			taken++
+		}
+	}
+	if taken != 1 {
+		t.Fatalf("takeovers recorded = %d, want 1", taken)
+	}
+	verify(t, st)
+}
+
+func twoWorkers(t *testing.T, open func(*testing.T) agentrt.Store) {
+	st := closeLater(t, open(t))
+	ctx := context.Background()
+	var mu sync.Mutex
+	calls := map[string]int{}
+	note := agentrt.ToolFunc{ToolSpec: newTool("note", agentrt.LocalMutation).spec,
+		Fn: func(_ context.Context, c agentrt.ToolCall) (agentrt.ToolResult, error) {
+			mu.Lock()
+			calls[c.RunID]++
+			mu.Unlock()
+			return agentrt.ToolResult{Content: json.RawMessage(`{}`)}, nil
+		}}
+	agent := &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("note", `{}`, "a"), scripted.Complete(`{}`)}}
+	w1, _ := worker(t, st, agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Tools: []agentrt.Tool{note}, LeaseOwner: "w1"}, Agent: agent, Concurrency: 2})
+	second := closeLater(t, open(t))
+	worker(t, second, agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Tools: []agentrt.Tool{note}, LeaseOwner: "w2"}, Agent: agent, Concurrency: 2})
+	var ids []string
+	for i := 0; i < 12; i++ {
+		r, err := w1.Driver().Enqueue(ctx, "g", agentrt.DefaultLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID)
+	}
+	for _, id := range ids {
+		await(t, "run "+id, func() bool { return run(t, st, id).Status == agentrt.RunCompleted })
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range ids {
+		if calls[id] != 1 {
+			t.Errorf("run %s ran its call %d times, want once", id, calls[id])
+		}
+	}
+	verify(t, st)
+}
+
+func heldLease(t *testing.T, open func(*testing.T) agentrt.Store) {
+	st := closeLater(t, open(t))
+	ctx := context.Background()
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	agent := agentrt.AgentFunc(func(ctx context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
+		once.Do(func() { close(entered) })
+		<-release
+		return scripted.Complete(`{}`), nil
+	})
+	d1 := driver(t, st, agent)
+	r, err := d1.Enqueue(ctx, "g", agentrt.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := d1.Resume(ctx, r.ID); done <- err }()
+	<-entered
+	d2 := driver(t, closeLater(t, open(t)), &scripted.Agent{Decisions: []agentrt.Decision{scripted.Complete(`{}`)}})
+	_, err = d2.Resume(ctx, r.ID)
+	var le *agentrt.RunLeasedError
+	if !errors.As(err, &le) {
+		t.Fatalf("a second driver on a held run = %v, want *RunLeasedError", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := run(t, st, r.ID); got.Status != agentrt.RunCompleted {
+		t.Fatalf("run = %s", got.Status)
+	}
+}
+
+func unsignedGrant(t *testing.T, open func(*testing.T) agentrt.Store) {
+	st := closeLater(t, open(t))
+	ctx := context.Background()
+	limits := agentrt.DefaultLimits()
+	limits.RequireSignedGrant = true
+	d, send, r := startWaiting(t, st, limits)
+	a := pending(t, st, r.ID)
+	if err := agentrt.ApproveShown(ctx, st, nil, r.ID, a.ID, a.Hash, "op", "ok"); !errors.Is(err, agentrt.ErrUnsignedGrant) {
+		t.Fatalf("an unsigned grant = %v, want ErrUnsignedGrant", err)
+	}
+	if _, err := d.Resume(ctx, r.ID); err == nil || send.n.Load() != 0 {
+		t.Fatalf("resume after a refused grant = %v, %d calls; want an error and none", err, send.n.Load())
+	}
+	if got := pending(t, st, r.ID); got.Status != agentrt.ApprovalPending {
+		t.Fatalf("approval is %s", got.Status)
+	}
+}

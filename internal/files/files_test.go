@@ -1,0 +1,95 @@
+//go:build unix
+
+package files_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/agentrt/agentrt/internal/files"
+	"github.com/agentrt/agentrt/internal/files/filestest"
+)
+
+// The helpers themselves refuse the table's hostile files.
+func TestReadOwned_RefusesEveryHostileFile(t *testing.T) {
+	read := func(f func(string, int64) ([]byte, error)) func(string) error {
+		return func(p string) error { _, err := f(p, 64); return err }
+	}
+	filestest.Refuse(t, []filestest.Reader{
+		{Name: "ReadOwned", Good: []byte("trusted\n"), Max: 64, Read: read(files.ReadOwned)},
+		{Name: "ReadSecret", Good: []byte("secret\n"), Max: 64, Read: read(files.ReadSecret)},
+	})
+}
+
+// A secret others can read is refused; a trusted file others can read
+// is not, since only writing it decides anything.
+func TestReadSecret_RefusesAFileOthersCanRead(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(p, []byte("s"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ime *files.InsecureModeError
+	if _, err := files.ReadSecret(p, 8); !errors.As(err, &ime) || ime.Problem != files.ProblemReadable {
+		t.Fatalf("ReadSecret of a 0644 file = %v, want ProblemReadable", err)
+	}
+	if b, err := files.ReadOwned(p, 8); err != nil || string(b) != "s" {
+		t.Fatalf("ReadOwned of a 0644 file = %q, %v", b, err)
+	}
+}
+
+// WriteAtomic syncs the new file before it renames it over the old one,
+// then syncs the directory, and leaves the mode it was asked for.
+func TestWriteAtomic_SyncsBeforeRenameAndSetsTheMode(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "pin.json")
+	if err := os.WriteFile(p, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var steps []files.Step
+	defer files.ObserveForTest(func(s files.Step, _ string) { steps = append(steps, s) })()
+	if err := files.WriteAtomic(p, []byte("new"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if want := []files.Step{files.StepCreate, files.StepSync, files.StepRename, files.StepSyncDir}; !slices.Equal(steps, want) {
+		t.Fatalf("steps %v, want %v", steps, want)
+	}
+	b, err := os.ReadFile(p)
+	fi, _ := os.Stat(p)
+	if err != nil || string(b) != "new" || fi.Mode().Perm() != 0o640 {
+		t.Fatalf("after WriteAtomic: %q %v mode %v", b, err, fi.Mode().Perm())
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".pin.json.tmp-*")); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+}
+
+// A write the check refuses leaves the old file and no temporary file.
+func TestWriteAtomicChecked_RefusedWriteLeavesTheOldFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(p, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := errors.New("would be refused")
+	err := files.WriteAtomicChecked(p, []byte("new"), 0o600, func(tmp string) error {
+		if b, err := os.ReadFile(tmp); err != nil || string(b) != "new" {
+			t.Errorf("check saw %q, %v", b, err)
+		}
+		return bad
+	})
+	if !errors.Is(err, bad) {
+		t.Fatalf("err = %v", err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "old" {
+		t.Fatalf("the refused write changed the file to %q", b)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("left %d entries in the directory", len(ents))
+	}
+}

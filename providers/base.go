@@ -1,0 +1,164 @@
+package providers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/agentrt/agentrt"
+)
+
+// Settings are what New reads from every adapter's Config, and what the
+// adapter itself fixes: its name, its path and default root, how it sends
+// the key. An adapter's New fills one and calls NewBase.
+type Settings struct {
+	// Provider is the adapter's package name ("openai"): it prefixes errors
+	// and field names, and is gen_ai.provider.name.
+	Provider string
+	// DefaultBaseURL is used for an empty BaseURL.
+	DefaultBaseURL string
+	// Path is appended to the base URL ("/chat/completions").
+	Path string
+	// KeyRequired refuses a Config without a key for DefaultBaseURL.
+	KeyRequired bool
+	// Auth sets the key on a request's header; it is called only with a
+	// key that is set. BearerAuth and HeaderAuth make the usual ones.
+	Auth func(h http.Header, key string)
+
+	// The Config's common fields, as the consumer set them.
+	BaseURL         string
+	APIKey          Secret
+	Model           string
+	Name            string
+	HTTPClient      *http.Client
+	MaxOutputTokens int64
+}
+
+// BearerAuth sends the key as "Authorization: Bearer KEY".
+func BearerAuth(h http.Header, key string) { h.Set("Authorization", "Bearer "+key) }
+
+// HeaderAuth sends the key as the value of the named header.
+func HeaderAuth(name string) func(http.Header, string) {
+	return func(h http.Header, key string) { h.Set(name, key) }
+}
+
+// Base is what every adapter's Model shares: its names, endpoint, key and
+// client, and the methods that print and encode it with the key redacted
+// (Name, Provider, String, GoString, Format, MarshalJSON). An adapter's
+// Model embeds it under an unexported alias, so its methods are the
+// Model's and its fields no one else's.
+type Base struct {
+	id       Identity
+	endpoint string
+	client   *http.Client
+	auth     func(http.Header, string)
+}
+
+// NewBase validates s the way every adapter does and returns the Base: it
+// refuses an empty model, a negative MaxOutputTokens, no key where one is
+// required, and an endpoint ClientFor refuses. Each refusal is an
+// *agentrt.ConfigError naming the adapter's field ("openai.Config.Model").
+func NewBase(s Settings) (Base, error) {
+	field := func(f string) string { return s.Provider + ".Config." + f }
+	if strings.TrimSpace(s.Model) == "" {
+		return Base{}, &agentrt.ConfigError{Field: field("Model"), Reason: "is required"}
+	}
+	if s.MaxOutputTokens < 0 {
+		return Base{}, &agentrt.ConfigError{Field: field("MaxOutputTokens"), Reason: fmt.Sprintf("must not be negative, got %d", s.MaxOutputTokens)}
+	}
+	base := strings.TrimRight(s.BaseURL, "/")
+	if base == "" {
+		base = s.DefaultBaseURL
+	}
+	if s.KeyRequired && base == s.DefaultBaseURL && !s.APIKey.IsSet() {
+		return Base{}, &agentrt.ConfigError{Field: field("APIKey"), Reason: "is required for " + s.DefaultBaseURL}
+	}
+	client, err := ClientFor(s.HTTPClient, base, s.APIKey.IsSet())
+	if err != nil {
+		return Base{}, err
+	}
+	name := s.Name
+	if name == "" {
+		name = s.Model
+	}
+	return Base{
+		id:       Identity{Provider: s.Provider, Name: name, Model: s.Model, BaseURL: base, Key: s.APIKey},
+		endpoint: base + s.Path,
+		client:   client,
+		auth:     s.Auth,
+	}, nil
+}
+
+// Name is the accounting name that keys prices.
+func (b *Base) Name() string { return b.id.Name }
+
+// Provider is the adapter's name, as gen_ai.provider.name spells it
+// (agentrt.ModelProvider).
+func (b *Base) Provider() string { return b.id.Provider }
+
+// String prints the model with the key redacted.
+func (b *Base) String() string { return b.id.String() }
+
+// GoString is String, so %#v redacts too.
+func (b *Base) GoString() string { return b.id.String() }
+
+// Format prints String for every verb.
+func (b *Base) Format(f fmt.State, verb rune) { FormatString(f, verb, b.id.String()) }
+
+// MarshalJSON encodes the model with the key redacted.
+func (b *Base) MarshalJSON() ([]byte, error) { return b.id.MarshalJSON() }
+
+// Exchange is one adapter's wire format: encode turns a request into the
+// body to send, decode a 2xx body into the reply (key is the secret to
+// keep out of any error it returns).
+type Exchange struct {
+	Encode func(agentrt.ModelRequest) ([]byte, error)
+	Decode func(body []byte, key string) (agentrt.ModelResponse, error)
+}
+
+// Generate is every adapter's Generate: encode the request, send it with
+// the key set as the adapter sets it (and any extra header), decode the
+// reply. It does not retry. Failures are classified as Send classifies
+// them, and the key is in none of them.
+func Generate(ctx context.Context, b *Base, x Exchange, extra http.Header, req agentrt.ModelRequest) (agentrt.ModelResponse, error) {
+	enc, err := Encode(b, x, req)
+	if err != nil {
+		return agentrt.ModelResponse{}, err
+	}
+	return SendEncoded(ctx, b, x, extra, enc)
+}
+
+// Encode is every adapter's EncodeRequest (agentrt.EncodedModel): the exact
+// body Generate sends for req and the endpoint's host, for the egress
+// manifest the caller records before transport.
+func Encode(b *Base, x Exchange, req agentrt.ModelRequest) (agentrt.EncodedRequest, error) {
+	body, err := x.Encode(req)
+	if err != nil {
+		return agentrt.EncodedRequest{}, err
+	}
+	host := ""
+	if u, err := url.Parse(b.endpoint); err == nil {
+		host = u.Host
+	}
+	return agentrt.EncodedRequest{Host: host, Body: body}, nil
+}
+
+// SendEncoded is every adapter's SendEncoded: Generate's send and decode of
+// a body Encode made, so the bytes sent are the bytes the manifest names.
+func SendEncoded(ctx context.Context, b *Base, x Exchange, extra http.Header, enc agentrt.EncodedRequest) (agentrt.ModelResponse, error) {
+	header := extra.Clone()
+	if header == nil {
+		header = http.Header{}
+	}
+	key := b.id.Key.Reveal()
+	if key != "" && b.auth != nil {
+		b.auth(header, key)
+	}
+	data, err := Send(ctx, b.client, b.id.Provider, b.endpoint, header, enc.Body, key)
+	if err != nil {
+		return agentrt.ModelResponse{}, err
+	}
+	return x.Decode(data, key)
+}

@@ -1,0 +1,188 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentrt/agentrt/trace"
+)
+
+// Prompts keep the servers' own names: a host asks for a prompt by the
+// name its server gave it. A name two servers offer is refused at start,
+// naming both, unless the configuration renames one (prompt_rename).
+
+// promptRoute is where a host's prompt name goes: the server and the
+// server's own name for it.
+type promptRoute struct {
+	u    *upstreamServer
+	name string
+}
+
+// PromptCollisionError refuses a configuration under which two servers
+// offer a prompt of the same name.
+type PromptCollisionError struct {
+	Name           string
+	First, Second  string // the servers
+	FirstUpstream  string // each server's own name for it
+	SecondUpstream string
+}
+
+func (e *PromptCollisionError) Error() string {
+	return fmt.Sprintf("proxy: servers %q and %q both offer a prompt named %q; rename one with prompt_rename in its server's entry",
+		e.First, e.Second, trace.Sanitize(e.Name))
+}
+
+// hostPromptName is the name the host sees for server u's prompt name.
+func (u *upstreamServer) hostPromptName(name string) string {
+	if to, ok := u.promptRename[name]; ok {
+		return to
+	}
+	return name
+}
+
+// promptTable lists the prompts of every server that forwards prompts or
+// their completion, and maps the host's names to them. A name two servers
+// offer is a *PromptCollisionError, unless keep (the table in use) gives
+// it an owner: then the owner keeps it and the other is left out and
+// reported. The listing holds what servers forwarding prompts offer, in
+// the host's order.
+func (p *Proxy) promptTable(ctx context.Context, keep map[string]promptRoute) (map[string]promptRoute, []*sdk.Prompt, error) {
+	type entry struct {
+		route promptRoute
+		pr    *sdk.Prompt
+	}
+	byName := map[string]entry{}
+	contested := map[string]bool{}
+	for _, u := range p.ups {
+		if !u.allowed[SurfacePrompts] && !u.allowed[SurfaceCompletion] {
+			continue
+		}
+		cursor := ""
+		for page := 0; page < maxForwardPages; page++ {
+			c, cancel := u.ctx(ctx)
+			res, err := u.conn.ListPrompts(c, cursor)
+			cancel()
+			if err != nil {
+				return nil, nil, upstreamError(u.name, err)
+			}
+			for _, pr := range res.Prompts {
+				if pr == nil || !nameRE.MatchString(pr.Name) || len(byName) == maxForwardItems {
+					continue
+				}
+				host := u.hostPromptName(pr.Name)
+				if prev, dup := byName[host]; dup && prev.route.u != u {
+					pc := &PromptCollisionError{Name: host, First: prev.route.u.name, Second: u.name, FirstUpstream: prev.route.name, SecondUpstream: pr.Name}
+					if keep == nil {
+						return nil, nil, pc
+					}
+					owner, kept := keep[host]
+					if !kept {
+						// Both offer it only since start: neither gets it.
+						p.logf("agentrt-proxy: %s; neither is offered", pc.Error())
+						contested[host] = true
+						continue
+					}
+					p.logf("agentrt-proxy: %s; it stays %s's", pc.Error(), owner.u.name)
+					if owner.u != u {
+						continue
+					}
+				}
+				byName[host] = entry{promptRoute{u: u, name: pr.Name}, pr}
+			}
+			if cursor = res.NextCursor; cursor == "" {
+				break
+			}
+		}
+	}
+	table := map[string]promptRoute{}
+	var out []*sdk.Prompt
+	for host, e := range byName {
+		if contested[host] {
+			continue
+		}
+		table[host] = e.route
+		if !e.route.u.allowed[SurfacePrompts] {
+			continue
+		}
+		np := &sdk.Prompt{Name: host, Title: quote(e.pr.Title, boundName), Description: quote(e.pr.Description, boundReason)}
+		for _, a := range e.pr.Arguments {
+			if a == nil {
+				continue
+			}
+			np.Arguments = append(np.Arguments, &sdk.PromptArgument{Name: quote(a.Name, boundName), Title: quote(a.Title, boundName),
+				Description: quote(a.Description, boundReason), Required: a.Required})
+		}
+		out = append(out, np)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return table, out, nil
+}
+
+// checkPrompts reads the prompt table at start: a name two servers offer
+// refuses the configuration.
+func (p *Proxy) checkPrompts(ctx context.Context) error {
+	if !p.anyAllows(SurfacePrompts) && !p.anyAllows(SurfaceCompletion) {
+		return nil
+	}
+	table, _, err := p.promptTable(ctx, nil)
+	if pc := (*PromptCollisionError)(nil); errors.As(err, &pc) {
+		return err
+	}
+	if err != nil {
+		// A server that will not list its prompts now is reported, and
+		// asked again when the host lists.
+		p.logf("agentrt-proxy: the prompts could not be listed at start: %s", trace.Sanitize(err.Error()))
+		return nil
+	}
+	p.setPrompts(table)
+	return nil
+}
+
+func (p *Proxy) setPrompts(t map[string]promptRoute) {
+	p.promptsMu.Lock()
+	p.prompts = t
+	p.promptsMu.Unlock()
+}
+
+// listPrompts lists every server's prompts under the host's names.
+func (p *Proxy) listPrompts(ctx context.Context) (*sdk.ListPromptsResult, error) {
+	p.promptsMu.Lock()
+	keep := p.prompts
+	p.promptsMu.Unlock()
+	if keep == nil {
+		keep = map[string]promptRoute{}
+	}
+	table, list, err := p.promptTable(ctx, keep)
+	if err != nil {
+		return nil, err
+	}
+	p.setPrompts(table)
+	if list == nil {
+		list = []*sdk.Prompt{}
+	}
+	return &sdk.ListPromptsResult{Prompts: list}, nil
+}
+
+// routePrompt finds the server of a host's prompt name and the server's
+// own name for it, listing again once when the name is not known yet.
+func (p *Proxy) routePrompt(ctx context.Context, name string, s Surface) (*upstreamServer, string) {
+	for try := 0; try < 2; try++ {
+		p.promptsMu.Lock()
+		r, ok := p.prompts[name]
+		p.promptsMu.Unlock()
+		if ok && r.u.allowed[s] {
+			return r.u, r.name
+		}
+		if ok || try == 1 {
+			break
+		}
+		if _, err := p.listPrompts(ctx); err != nil {
+			break
+		}
+	}
+	return nil, ""
+}

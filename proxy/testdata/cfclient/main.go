@@ -1,0 +1,241 @@
+// Command cfclient is the client the MCP conformance suite's client
+// scenarios run (TestConformance_ClientScenarios): it puts the real
+// agentrt-proxy between a go-sdk host and the scenario's server. Given the
+// server's URL, it writes a proxy configuration naming that server (with
+// an oauth entry for the auth scenarios), runs `agentrt-proxy login` with
+// a scripted browser step when the server uses OAuth, `agentrt-proxy pin`,
+// then starts the proxy over stdio and, as the host, lists the tools and
+// calls the scenario's tool through it. When the call answers
+// UNAVAILABLE and the proxy's stderr asks for a new login (a step-up), it
+// does what an operator would: runs login again, and calls again.
+//
+// Usage (by the suite): cfclient URL, with MCP_CONFORMANCE_SCENARIO,
+// MCP_CONFORMANCE_CONTEXT and AGENTRT_PROXY_BIN set.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// scenarioTool is the tool each scenario's host calls ("" lists only).
+func scenarioTool(scenario string) string {
+	switch {
+	case scenario == "tools_call":
+		return "add_numbers"
+	case scenario == "elicitation-sep1034-client-defaults":
+		return "test_client_elicitation_defaults"
+	case scenario == "sse-retry":
+		return "test_reconnection"
+	case strings.HasPrefix(scenario, "auth/"):
+		return "test-tool"
+	}
+	return ""
+}
+
+func main() {
+	log.SetFlags(0)
+	log.SetPrefix("cfclient: ")
+	if len(os.Args) != 2 {
+		log.Fatalf("usage: cfclient URL")
+	}
+	if err := run(os.Args[1], os.Getenv("MCP_CONFORMANCE_SCENARIO")); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(url, scenario string) error {
+	bin := os.Getenv("AGENTRT_PROXY_BIN")
+	if bin == "" {
+		return fmt.Errorf("AGENTRT_PROXY_BIN is not set")
+	}
+	var cctx map[string]any
+	if s := os.Getenv("MCP_CONFORMANCE_CONTEXT"); s != "" {
+		if err := json.Unmarshal([]byte(s), &cctx); err != nil {
+			return fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %v", err)
+		}
+	}
+	dir, err := os.MkdirTemp("", "cfclient-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	tool := scenarioTool(scenario)
+	rules := map[string]any{}
+	name := tool
+	if name == "" {
+		name = "any"
+	}
+	rules[name] = map[string]any{"side_effect": "read_only", "rename": strings.ReplaceAll(name, "-", "_")}
+	server := map[string]any{"name": "cf", "endpoint": url, "manifest": "cf.manifest.json",
+		"connect_timeout": "20s", "default_timeout": "20s", "rules": rules}
+	env := os.Environ()
+	oauth := strings.HasPrefix(scenario, "auth/")
+	if oauth {
+		o := map[string]any{}
+		id, _ := cctx["client_id"].(string)
+		secret, _ := cctx["client_secret"].(string)
+		if id != "" && secret != "" {
+			o["client_id"] = id
+			o["client_secret"] = map[string]any{"env": "CF_CLIENT_SECRET"}
+			env = append(env, "CF_CLIENT_SECRET="+secret)
+			if strings.HasPrefix(scenario, "auth/client-credentials") {
+				o["grant"] = "client_credentials"
+			}
+		} else {
+			// As the go-sdk's own conformance client: a client ID metadata
+			// document, or dynamic registration.
+			o["client_metadata_url"] = "https://conformance-test.local/client-metadata.json"
+		}
+		server["oauth"] = o
+	}
+	if scenario == "elicitation-sep1034-client-defaults" {
+		server["forward"] = []string{"elicitation"}
+	}
+	cfg := map[string]any{"database": "runs.db", "session": "cf", "hold": "0s", "servers": []any{server}}
+	b, _ := json.MarshalIndent(cfg, "", "  ")
+	config := filepath.Join(dir, "proxy.json")
+	if err := os.WriteFile(config, b, 0o600); err != nil {
+		return err
+	}
+	command := func(args ...string) *exec.Cmd {
+		c := exec.Command(bin, args...)
+		c.Env = env
+		return c
+	}
+	if oauth && server["oauth"].(map[string]any)["grant"] == nil {
+		if err := login(command("login", "-config", config, "-timeout", "20s", "cf")); err != nil {
+			return err
+		}
+	}
+	if out, err := command("pin", "-config", config).CombinedOutput(); err != nil {
+		return fmt.Errorf("agentrt-proxy pin: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	proxy := command("-config", config)
+	var stderr syncWriter
+	proxy.Stderr = io.MultiWriter(os.Stderr, &stderr)
+	opts := &sdk.ClientOptions{}
+	if scenario == "elicitation-sep1034-client-defaults" {
+		opts.ElicitationHandler = func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+		}
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "cfclient-host", Version: "1"}, opts)
+	// A host of the 2025-11-25 revision, the scenarios' own: the proxy
+	// passes a server's requests on only to a host that can take them
+	// while it waits on an answer.
+	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: proxy}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		return fmt.Errorf("connect to agentrt-proxy: %v", err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("list tools: %v", err)
+	}
+	if tool == "" {
+		return nil
+	}
+	want := strings.ReplaceAll(tool, "-", "_")
+	found := false
+	for _, t := range tools.Tools {
+		found = found || t.Name == want
+	}
+	if !found {
+		return fmt.Errorf("the proxy does not offer %s", want)
+	}
+	args := map[string]any{}
+	if tool == "add_numbers" {
+		args = map[string]any{"a": 5, "b": 3}
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: want, Arguments: args})
+	if err != nil {
+		return fmt.Errorf("call %s: %v", want, err)
+	}
+	if oauth && res.IsError {
+		// stderr arrives through a pipe of its own, maybe after the answer.
+		for i := 0; i < 40 && !strings.Contains(stderr.String(), "agentrt-proxy login cf"); i++ {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if oauth && res.IsError && strings.Contains(stderr.String(), "agentrt-proxy login cf") {
+		// The operator does what the proxy's stderr says (a step-up: the
+		// server asked for more scope), and the host calls again.
+		if err := login(command("login", "-config", config, "-timeout", "20s", "cf")); err != nil {
+			return err
+		}
+		if res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: want, Arguments: args}); err != nil {
+			return fmt.Errorf("call %s after a new login: %v", want, err)
+		}
+	}
+	if res.IsError {
+		b, _ := json.Marshal(res.Content)
+		return fmt.Errorf("call %s: %s", want, b)
+	}
+	return nil
+}
+
+// login runs agentrt-proxy login and follows the URL it prints as a
+// browser would: the scenario's authorization server redirects at once to
+// the login's loopback listener.
+func login(c *exec.Cmd) error {
+	pr, err := c.StderrPipe()
+	if err != nil {
+		return err
+	}
+	if err := c.Start(); err != nil {
+		return err
+	}
+	var tail strings.Builder
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		line := sc.Text()
+		tail.WriteString(line + "\n")
+		if strings.HasPrefix(line, "http") {
+			resp, err := http.Get(line)
+			if err != nil {
+				tail.WriteString("browser: " + err.Error() + "\n")
+				continue
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	if err := c.Wait(); err != nil {
+		return fmt.Errorf("agentrt-proxy login: %v\n%s", err, tail.String())
+	}
+	return nil
+}
+
+// syncWriter keeps what the proxy wrote on stderr.
+type syncWriter struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
