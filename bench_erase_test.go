@@ -151,4 +151,3 @@ func BenchmarkErase(b *testing.B) {
 		b.ReportMetric(float64(int64(b.N)*head)/(cpuTime()-c0).Seconds(), "events/cpu-s")
 	})
 }
-

@@ -88,10 +88,50 @@ func everyEvent(t *testing.T, erase bool) (*sqlite.Store, []agentrt.Event) {
 	if _, err := e.driverFor(cfg).StartWithID(ctx, "model", "g", agentrt.DefaultLimits()); err != nil {
 		t.Fatal(err)
 	}
+	// Budgets: one added and set; a priced call reserves against it (the
+	// first price version is stored), one whose model panics leaves its
+	// reservation uncertain, which an operator reconciles; a request the
+	// egress rules refuse is recorded and never sent.
+	op := e.operator()
+	if _, err := op.AddBudget(ctx, agentrt.NewBudget{Name: "acme", Scope: "tenant=acme", Window: agentrt.WindowDay, MaxCost: 1_000_000_000, By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.SetBudget(ctx, "acme", 2_000_000_000, 0, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	acme := limits(func(l *agentrt.Limits) { l.Labels = "tenant=acme" })
+	prices := agentrt.PriceTable{"m": {InputPerMTok: 1_000_000, OutputPerMTok: 2_000_000}}
+	budgeted := func(id string, gen func(context.Context, int, agentrt.ModelRequest) (agentrt.ModelResponse, error), rules *agentrt.EgressRules) {
+		t.Helper()
+		cfg := e.config(agent, agentrt.DefaultPolicy(), echo)
+		cfg.Model = &agentrt.ModelConfig{Model: &mcModel{name: "m", GenerateFunc: gen}}
+		cfg.Prices = prices
+		cfg.Egress = rules
+		if _, err := e.driverFor(cfg).StartWithID(ctx, id, "g", acme); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	budgeted("budgeted", func(context.Context, int, agentrt.ModelRequest) (agentrt.ModelResponse, error) {
+		return agentrt.ModelResponse{Text: "ok", StopReason: agentrt.StopEndTurn, Usage: agentrt.Usage{InputTokens: 3, OutputTokens: 2}}, nil
+	}, nil)
+	budgeted("uncertain", func(context.Context, int, agentrt.ModelRequest) (agentrt.ModelResponse, error) {
+		panic("the adapter broke mid-request")
+	}, nil)
+	calls, err := st.ListModelCalls(ctx, "uncertain")
+	if err != nil || len(calls) != 1 {
+		t.Fatalf("uncertain: model calls %+v, %v", calls, err)
+	}
+	if _, err := op.ReconcileReservation(ctx, calls[0].ID, agentrt.Amount{Cost: 40, Tokens: 20}, "bob", "provider usage export"); err != nil {
+		t.Fatal(err)
+	}
+	budgeted("egress", func(context.Context, int, agentrt.ModelRequest) (agentrt.ModelResponse, error) {
+		t.Error("a request the egress rules refuse reached the model")
+		return agentrt.ModelResponse{}, errors.New("sent")
+	}, &agentrt.EgressRules{Models: []string{"another"}})
 	// A worker claims an enqueued run, and takes over a lapsed lease on a
 	// run whose read-only step was in flight.
 	past := e.clock.Now().Add(-time.Hour)
-	_, err := st.Update(ctx, func(tx agentrt.Tx) error {
+	_, err = st.Update(ctx, func(tx agentrt.Tx) error {
 		if err := tx.RunInsert(agentrt.Run{ID: "lapsed", Goal: "g", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(),
 			CreatedAt: past, StartedAt: past, LeaseOwner: "dead", LeaseExpiresAt: past, Generation: 1, StepCount: 1}); err != nil {
 			return err
@@ -115,7 +155,6 @@ func everyEvent(t *testing.T, erase bool) (*sqlite.Store, []agentrt.Event) {
 	fin.await(t, 2)
 	stop()
 	// An approver invited, enrolled and removed.
-	op := e.operator()
 	if _, _, err := op.InviteApprover(ctx, "carol", "admin"); err != nil {
 		t.Fatal(err)
 	}
