@@ -472,3 +472,51 @@ func scalar(t *testing.T, st *sqlite.Store, q string, args ...any) int64 {
 func TestRetain_BoundedBatchesOnBothBackends(t *testing.T) {
 	storetest.Retention(t, func(t *testing.T) agentrt.Store { return openStore(t) })
 }
+
+// A store keeps a run's key once it has read it, so a running run's later
+// writes skip the salt read; a write that does not prove the run is still
+// running (a late outcome's event) still reads the erasure mark. Here a
+// second handle on the same file (another process, as far as the first
+// store's memory goes) cancels and erases the run: the first store, which
+// holds the run's key, refuses the late event instead of keying it with
+// the salt the erasure deleted.
+func TestErase_LateEventRefusedByAStoreThatKeptTheRunsKey(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	now := e.clock.Now()
+	late := func(st agentrt.Store) error {
+		_, err := st.Update(ctx, func(tx agentrt.Tx) error {
+			_, err := tx.EventAppend(agentrt.Event{RunID: "late", At: now, Type: agentrt.EventToolFinished,
+				Payload: json.RawMessage(`{"late":true,"observation":{"kind":"tool_result","summary":"the secret"},"tool":"echo"}`)})
+			return err
+		})
+		return err
+	}
+	if _, err := e.store.Update(ctx, func(tx agentrt.Tx) error {
+		return tx.RunInsert(agentrt.Run{ID: "late", Goal: "g", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: now, StartedAt: now})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := late(e.store); err != nil {
+		t.Fatalf("an event on the running run: %v", err)
+	}
+	other, err := sqlite.OpenExisting(e.store.Path(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	op := agentrt.Operator{Store: other, Now: e.clock.Now}
+	if _, err := op.Cancel(ctx, "late", "op", "stop"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agentrt.Erase(ctx, other, "late", "dpo", "why"); err != nil {
+		t.Fatal(err)
+	}
+	if err := late(e.store); !errors.Is(err, agentrt.ErrRunState) {
+		t.Fatalf("a late event on the run another handle erased = %v, want ErrRunState", err)
+	}
+	rep, err := e.store.VerifyEvents(ctx, 0, 0)
+	if err != nil || !rep.Intact() {
+		t.Fatalf("chain: %+v %v", rep.Break, err)
+	}
+}

@@ -155,7 +155,8 @@ func (t *tx) eraseRun(id string, r agentrt.EraseRequest) (agentrt.ErasedRun, err
 	if _, err := t.exec(`DELETE FROM run_salts WHERE run_id = ?`, id); err != nil {
 		return agentrt.ErasedRun{}, err
 	}
-	t.salts[id] = runKey{erased: true}
+	t.remember(id, runKey{erased: true})
+	t.published = append(t.published, publishedKey{runID: id})
 	crashPoint("erase-cleared")
 	payload, err := json.Marshal(agentrt.RunErasedPayload{By: r.By, Reason: r.Reason, Events: list, Rows: rows})
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"slices"
+	"sync"
 
 	agentrt "github.com/agentrt/agentrt"
 )
@@ -26,8 +28,11 @@ const saltSize = 64
 // key, proves integrity). A nil *keyed is a run with no salt (created
 // before salts, or no run at all): plain SHA-256 of the payload.
 type keyed struct {
-	state []byte    // the SHA-256 state after the salt, marshaled
-	h     hash.Hash // restored to state for each payload
+	state []byte // the SHA-256 state after the salt, marshaled
+	// h is restored to state for each payload, under mu: a store keeps a
+	// run's key for its later transactions (keyCache).
+	mu sync.Mutex
+	h  hash.Hash
 }
 
 func newKeyed(salt []byte) *keyed {
@@ -48,6 +53,8 @@ func (k *keyed) payloadDigest(payload []byte) [32]byte {
 	if k == nil {
 		return sha256.Sum256(payload)
 	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	if err := k.h.(encoding.BinaryUnmarshaler).UnmarshalBinary(k.state); err != nil {
 		panic("sqlstore: SHA-256 state will not restore: " + err.Error())
 	}
@@ -83,7 +90,23 @@ func (t *tx) saltFor(runID string, typ agentrt.EventType) (*keyed, error) {
 	if runID == "" {
 		return nil, nil
 	}
-	k, ok := t.salts[runID]
+	k, ok := t.recalled(runID)
+	if !ok {
+		// A run's salt never changes while it has one, so the key this
+		// store read before serves. Whether the run was erased since is
+		// settled before the request's writes are kept: by the run's live
+		// status, compared in this request (a RunUpdate from live statuses
+		// under its lease, or a step write fenced by its lease; only an
+		// ended run is erased), or else by reading the mark (proveLive).
+		if key := t.s.keys.get(runID); key != nil {
+			k, ok = runKey{key: key}, true
+			t.remember(runID, k)
+			if t.unproven == nil {
+				t.unproven = t.unprovenBuf[:0]
+			}
+			t.unproven = append(t.unproven, runID)
+		}
+	}
 	if !ok {
 		var salt, erasedAt sql.NullString
 		err := t.queryRow(`SELECT s.salt, r.erased_at FROM runs r LEFT JOIN run_salts s ON s.run_id = r.id WHERE r.id = ?`, runID).Scan(&salt, &erasedAt)
@@ -98,10 +121,10 @@ func (t *tx) saltFor(runID string, typ agentrt.EventType) (*keyed, error) {
 			k.key = newKeyed(b)
 		}
 		k.erased = erasedAt.String != ""
-		if t.salts == nil {
-			t.salts = map[string]runKey{}
+		t.remember(runID, k)
+		if k.key != nil && !k.erased {
+			t.published = append(t.published, publishedKey{runID, k.key})
 		}
-		t.salts[runID] = k
 	}
 	if k.erased && typ != agentrt.EventRunErased {
 		return nil, fmt.Errorf("%w: run %s was erased and takes no more events", agentrt.ErrRunState, runID)
@@ -119,11 +142,107 @@ func (t *tx) insertSalt(runID string) error {
 		return err
 	}
 	b, _ := hex.DecodeString(salt)
+	k := runKey{key: newKeyed(b)}
+	t.remember(runID, k)
+	t.published = append(t.published, publishedKey{runID, k.key})
+	return nil
+}
+
+// proveLive checks the runs whose cached keys this request used without
+// comparing their live status: an erased one fails the request, as
+// saltFor would have had it read the mark.
+func (t *tx) proveLive() error {
+	defer func() { t.unproven, t.live = t.unproven[:0], t.live[:0] }()
+	for _, id := range t.unproven {
+		if slices.Contains(t.live, id) {
+			continue
+		}
+		if k, _ := t.recalled(id); k.erased {
+			continue // this request erased it, and saltFor refused it since
+		}
+		var erasedAt sql.NullString
+		if err := t.queryRow(`SELECT erased_at FROM runs WHERE id = ?`, id).Scan(&erasedAt); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if erasedAt.String != "" {
+			return fmt.Errorf("%w: run %s was erased and takes no more events", agentrt.ErrRunState, id)
+		}
+	}
+	return nil
+}
+
+// proven notes that this request compared runID's live status.
+func (t *tx) proven(runID string) {
+	if n := len(t.live); n == 0 || t.live[n-1] != runID {
+		if t.live == nil {
+			t.live = t.liveBuf[:0]
+		}
+		t.live = append(t.live, runID)
+	}
+}
+
+func (t *tx) recalled(runID string) (runKey, bool) {
+	if t.salt1ID != "" && t.salt1ID == runID {
+		return t.salt1, true
+	}
+	k, ok := t.salts[runID]
+	return k, ok
+}
+
+func (t *tx) remember(runID string, k runKey) {
+	if t.salt1ID == "" || t.salt1ID == runID {
+		t.salt1ID, t.salt1 = runID, k
+		return
+	}
 	if t.salts == nil {
 		t.salts = map[string]runKey{}
 	}
-	t.salts[runID] = runKey{key: newKeyed(b)}
-	return nil
+	t.salts[runID] = k
+}
+
+// publishedKey is a run's key this transaction read or made, which the
+// store keeps once the transaction commits; a nil key drops the run's.
+type publishedKey struct {
+	runID string
+	key   *keyed
+}
+
+// keyCache is a store's memory of runs' keys, as committed: a run's salt
+// is drawn once, when the run is inserted, and never changes until
+// erasure deletes it, so a key read once serves every later transaction
+// of the run in this process. A request that uses a cached key proves the
+// run was not erased before its writes are kept (tx.proveLive), so an
+// erasure by another process is always seen. At most maxCachedKeys runs
+// are kept.
+type keyCache struct {
+	mu sync.Mutex
+	m  map[string]*keyed
+}
+
+const maxCachedKeys = 4096
+
+func (c *keyCache) get(runID string) *keyed {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[runID]
+}
+
+func (c *keyCache) publish(ks []publishedKey) {
+	if len(ks) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range ks {
+		if k.key == nil {
+			delete(c.m, k.runID)
+			continue
+		}
+		if c.m == nil || len(c.m) >= maxCachedKeys {
+			c.m = make(map[string]*keyed, 64)
+		}
+		c.m[k.runID] = k.key
+	}
 }
 
 // saltCache is the verifier's memory of runs' salts: events of one run are
