@@ -20,7 +20,6 @@ import (
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/canon"
 	"github.com/agentrt/agentrt/internal/cli"
-	"github.com/agentrt/agentrt/internal/sqlstore"
 	"github.com/agentrt/agentrt/sqlite"
 	"github.com/agentrt/agentrt/storetest"
 )
@@ -382,7 +381,7 @@ func eraseChild(t *testing.T, path, point string) {
 			select {}
 		}
 	}
-	sqlstore.CrashHook = stop
+	sqlite.SetCrashHook(stop)
 	sqlite.EraseHook = func() { stop("committed") }
 	st, err := sqlite.Open(path)
 	if err != nil {

@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/sqlstore"
 )
 
 // ErrWALRetained is returned, with what was erased, when an erasure
@@ -73,3 +75,13 @@ func (s *Store) Vacuum(ctx context.Context) error {
 	}
 	return s.Checkpoint(ctx)
 }
+
+// SetCrashHook sets the function a test has called at each point of an
+// erasure inside its transaction ("erase-begun", "erase-cleared"), where it
+// may kill its process; nil removes it. Only the backends import the SQL
+// layer (ADR 0011), so tests elsewhere reach its hooks through here.
+func SetCrashHook(f func(point string)) { sqlstore.CrashHook = f }
+
+// SetSaltSource sets where new runs' salts are drawn from: tests whose
+// golden files hold chain hashes draw them from a fixed stream.
+func SetSaltSource(r io.Reader) { sqlstore.SaltSource = r }

@@ -1,11 +1,11 @@
 package cli
 
-import "github.com/agentrt/agentrt/internal/sqlstore"
+import "github.com/agentrt/agentrt/sqlite"
 
 // The golden files hold chain hashes, which are keyed by each run's salt:
 // this package's tests draw salts from a fixed stream so the hashes are
 // the same on every run.
-func init() { sqlstore.SaltSource = fixedSalts{} }
+func init() { sqlite.SetSaltSource(fixedSalts{}) }
 
 type fixedSalts struct{}
 
