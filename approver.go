@@ -102,7 +102,7 @@ type Statement struct {
 	ApprovalID   string    `json:"approval_id"`
 	ApprovalHash string    `json:"approval_hash"`
 	Decision     string    `json:"decision"`
-	Note         string    `json:"note"`
+	Note         string    `json:"note" audit:"content"`
 	Nonce        string    `json:"nonce"`
 	Time         time.Time `json:"time"`
 }

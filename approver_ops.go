@@ -13,13 +13,6 @@ import (
 	"unicode/utf8"
 )
 
-// Approver events. They belong to no run: their RunID is "".
-const (
-	EventApproverInvited  EventType = "approver.invited"
-	EventApproverEnrolled EventType = "approver.enrolled"
-	EventApproverRemoved  EventType = "approver.removed"
-)
-
 // InviteTTL is how long an enrollment invitation stays usable.
 const InviteTTL = 15 * time.Minute
 
@@ -141,12 +134,8 @@ func NewNonce() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-func approverEvent(a Approver, by string, extra map[string]string) map[string]string {
-	m := map[string]string{"approver_id": a.ID, "name": a.Name, "by": by}
-	for k, v := range extra {
-		m[k] = v
-	}
-	return m
+func approverRemoved(a Approver, by string) ApproverRemovedPayload {
+	return ApproverRemovedPayload{ApproverID: a.ID, Name: a.Name, By: by}
 }
 
 // enrollTx inserts the approver and its approver.enrolled event.
@@ -160,12 +149,10 @@ func enrollTx(tx Tx, n NewApprover, id string, now time.Time, inviteID string) (
 	if err := tx.ApproverInsert(a); err != nil {
 		return Approver{}, err
 	}
-	extra := map[string]string{"kind": string(a.Kind), "algorithm": alg, "credential_id": a.CredentialID,
-		"public_key": base64.StdEncoding.EncodeToString(a.PublicKey), "rp_id": a.RPID, "origin": a.Origin}
-	if inviteID != "" {
-		extra["invite_id"] = inviteID
-	}
-	return a, event(tx, "", "", now, EventApproverEnrolled, approverEvent(a, n.By, extra))
+	p := ApproverEnrolledPayload{ApproverID: a.ID, Name: a.Name, By: n.By, Kind: string(a.Kind), Algorithm: alg,
+		CredentialID: a.CredentialID, PublicKey: base64.StdEncoding.EncodeToString(a.PublicKey), RPID: a.RPID,
+		Origin: a.Origin, InviteID: inviteID}
+	return a, event(tx, "", "", now, EventApproverEnrolled, p)
 }
 
 // EnrollApprover enrolls an approver directly, as 'agentrt approvers add'
@@ -206,7 +193,7 @@ func (o Operator) RemoveApprover(ctx context.Context, name, by string) (Approver
 			return err
 		}
 		a.RemovedAt, a.RemovedBy = now, by
-		return event(tx, "", "", now, EventApproverRemoved, approverEvent(a, by, nil))
+		return event(tx, "", "", now, EventApproverRemoved, approverRemoved(a, by))
 	})
 	return a, err
 }
@@ -233,8 +220,8 @@ func (o Operator) InviteApprover(ctx context.Context, name, by string) (string, 
 		if err := tx.InviteInsert(inv); err != nil {
 			return err
 		}
-		return event(tx, "", "", now, EventApproverInvited, map[string]string{"invite_id": inv.ID, "name": name, "by": by,
-			"expires_at": inv.ExpiresAt.Format(time.RFC3339Nano)})
+		return event(tx, "", "", now, EventApproverInvited, ApproverInvitedPayload{InviteID: inv.ID, Name: name, By: by,
+			ExpiresAt: inv.ExpiresAt.Format(time.RFC3339Nano)})
 	})
 	if err != nil {
 		return "", ApproverInvite{}, err

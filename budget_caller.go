@@ -6,29 +6,6 @@ import (
 	"time"
 )
 
-// budgetHold is one call's reservation on one budget, as model.dispatched
-// records it.
-type budgetHold struct {
-	BudgetID  string    `json:"budget_id"`
-	Budget    string    `json:"budget"`
-	Window    time.Time `json:"window_start,omitzero"`
-	Reserved  Amount    `json:"reserved"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
-
-// settlementNote is what became of one hold, as model.completed and
-// model.failed record it: settled at Actual (the unused part of Reserved
-// released), uncertain (all of Reserved still held until reconciled), or
-// already settled by an operator before the outcome was recorded.
-type settlementNote struct {
-	BudgetID string            `json:"budget_id"`
-	Budget   string            `json:"budget"`
-	Status   ReservationStatus `json:"status"`
-	Reserved Amount            `json:"reserved"`
-	Actual   Amount            `json:"actual"`
-	Skipped  bool              `json:"already_reconciled,omitempty"`
-}
-
 // idOrEmpty is the version's id, or "" for no version.
 func (v *PriceVersion) idOrEmpty() string {
 	if v == nil {
@@ -43,7 +20,7 @@ func (v *PriceVersion) idOrEmpty() string {
 // transaction. A budget without room, a request with no output cap, or a
 // cost-bounded budget over a model the version does not price refuses the
 // call with limit_budget, and the transaction writes nothing.
-func (c *modelCaller) reserve(tx Tx, run Run, call ModelCall, req ModelRequest, est Usage, provider string, now time.Time) ([]budgetHold, string, error) {
+func (c *modelCaller) reserve(tx Tx, run Run, call ModelCall, req ModelRequest, est Usage, provider string, now time.Time) ([]BudgetHold, string, error) {
 	all, err := tx.BudgetListActive()
 	if err != nil {
 		return nil, "", err
@@ -88,7 +65,7 @@ func (c *modelCaller) reserve(tx Tx, run Run, call ModelCall, req ModelRequest, 
 				return nil, "", err
 			}
 			if added {
-				if err := event(tx, "", "", now, EventPriceVersionAdded, priceVersionAdded{ID: v.ID, Table: v.Table}); err != nil {
+				if err := event(tx, "", "", now, EventPriceVersionAdded, PriceVersionAddedPayload{ID: v.ID, Table: v.Table}); err != nil {
 					return nil, "", err
 				}
 			}
@@ -101,7 +78,7 @@ func (c *modelCaller) reserve(tx Tx, run Run, call ModelCall, req ModelRequest, 
 		timeout = defaultCallTimeout
 	}
 	expires := now.Add(timeout + recordTimeout)
-	holds := make([]budgetHold, 0, len(apply))
+	holds := make([]BudgetHold, 0, len(apply))
 	for _, b := range apply {
 		r := BudgetReservation{CallID: call.ID, BudgetID: b.ID, WindowStart: b.Window.Start(now), RunID: run.ID, StepID: call.StepID,
 			Attempt: call.Attempt, Generation: run.Generation, Provider: provider, Model: call.Model, MaxOutputTokens: req.MaxOutputTokens,
@@ -113,22 +90,16 @@ func (c *modelCaller) reserve(tx Tx, run Run, call ModelCall, req ModelRequest, 
 			}
 			return nil, "", err
 		}
-		holds = append(holds, budgetHold{BudgetID: b.ID, Budget: b.Name, Window: r.WindowStart, Reserved: amt, ExpiresAt: expires})
+		holds = append(holds, BudgetHold{BudgetID: b.ID, Budget: b.Name, Window: r.WindowStart, Reserved: amt, ExpiresAt: expires})
 	}
 	return holds, version, nil
-}
-
-// priceVersionAdded is the payload of price.version_added.
-type priceVersionAdded struct {
-	ID    string     `json:"id"`
-	Table PriceTable `json:"table"`
 }
 
 // settleHolds settles a call's holds in the transaction recording its
 // outcome: at the actual usage and cost, which may exceed the reservation,
 // or, when the outcome is unknown, as uncertain, holding all of it. A hold
 // an operator reconciled first is left as they settled it.
-func settleHolds(tx Tx, callID string, holds []budgetHold, out attemptOutcome, charged Usage, cost Micros, at time.Time, by string) ([]settlementNote, error) {
+func settleHolds(tx Tx, callID string, holds []BudgetHold, out attemptOutcome, charged Usage, cost Micros, at time.Time, by string) ([]SettlementNote, error) {
 	if len(holds) == 0 {
 		return nil, nil
 	}
@@ -137,9 +108,9 @@ func settleHolds(tx Tx, callID string, holds []budgetHold, out attemptOutcome, c
 	if out.unknown {
 		status, actual = ReservationUncertain, Amount{}
 	}
-	notes := make([]settlementNote, 0, len(holds))
+	notes := make([]SettlementNote, 0, len(holds))
 	for _, h := range holds {
-		n := settlementNote{BudgetID: h.BudgetID, Budget: h.Budget, Status: status, Reserved: h.Reserved, Actual: actual}
+		n := SettlementNote{BudgetID: h.BudgetID, Budget: h.Budget, Status: status, Reserved: h.Reserved, Actual: actual}
 		err := tx.BudgetSettle(BudgetSettlement{CallID: callID, BudgetID: h.BudgetID, WindowStart: h.Window, Reserved: h.Reserved,
 			From: ReservationReserved, Status: status, Actual: actual, At: at, By: by})
 		if errors.Is(err, ErrRunState) {

@@ -21,26 +21,6 @@ type NewBudget struct {
 	By string
 }
 
-// budgetChanged is the payload of budget.changed: what was done, by whom,
-// and the budget as it stands after.
-type budgetChanged struct {
-	Action string `json:"action"` // "added", "set" or "retired"
-	By     string `json:"by"`
-	Budget Budget `json:"budget"`
-}
-
-// budgetReconciled is the payload of budget.reconciled.
-type budgetReconciled struct {
-	CallID   string            `json:"call_id"`
-	BudgetID string            `json:"budget_id"`
-	Budget   string            `json:"budget"`
-	From     ReservationStatus `json:"from"`
-	Reserved Amount            `json:"reserved"`
-	Actual   Amount            `json:"actual"`
-	By       string            `json:"by"`
-	Note     string            `json:"note,omitempty"`
-}
-
 func checkCeilings(cost Micros, tokens int64) error {
 	if cost < 0 || cost > maxBudgetAmount {
 		return &ConfigError{Field: "budget max cost", Reason: fmt.Sprintf("must be 0 to %d micros, got %d", int64(maxBudgetAmount), cost)}
@@ -80,7 +60,7 @@ func (o Operator) AddBudget(ctx context.Context, n NewBudget) (Budget, error) {
 		if err := tx.BudgetInsert(b); err != nil {
 			return err
 		}
-		return event(tx, "", "", now, EventBudgetChanged, budgetChanged{Action: "added", By: n.By, Budget: b})
+		return event(tx, "", "", now, EventBudgetChanged, BudgetChangedPayload{Action: "added", By: n.By, Budget: b})
 	})
 	return b, err
 }
@@ -127,7 +107,7 @@ func (o Operator) changeBudget(ctx context.Context, name, by string, change func
 		if p.Retire {
 			b.RetiredAt, b.RetiredBy = now, by
 		}
-		return event(tx, "", "", now, EventBudgetChanged, budgetChanged{Action: action, By: by, Budget: b})
+		return event(tx, "", "", now, EventBudgetChanged, BudgetChangedPayload{Action: action, By: by, Budget: b})
 	})
 	return b, err
 }
@@ -171,7 +151,7 @@ func (o Operator) ReconcileReservation(ctx context.Context, callID string, actua
 				From: r.Status, Status: ReservationSettled, Actual: actual, At: now, By: by}); err != nil {
 				return err
 			}
-			if err := event(tx, r.RunID, r.StepID, now, EventBudgetReconciled, budgetReconciled{CallID: callID, BudgetID: b.ID, Budget: b.Name,
+			if err := event(tx, r.RunID, r.StepID, now, EventBudgetReconciled, BudgetReconciledPayload{CallID: callID, BudgetID: b.ID, Budget: b.Name,
 				From: r.Status, Reserved: r.Reserved, Actual: actual, By: by, Note: note}); err != nil {
 				return err
 			}

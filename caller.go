@@ -33,7 +33,7 @@ const (
 // caller returns the accounted model handle for the step at position i.
 func (s *session) caller(i int) ModelCaller {
 	return &modelCaller{s: s, cfg: s.e.model, stepID: s.steps[i].ID, stepStart: s.steps[i].StartedAt,
-		reserved: map[string]reservation{}, holds: map[string][]budgetHold{}}
+		reserved: map[string]reservation{}, holds: map[string][]BudgetHold{}}
 }
 
 // modelCaller is the accounting caller handed to an agent for one step. It
@@ -55,7 +55,7 @@ type modelCaller struct {
 	reserved map[string]reservation
 	// holds are each in-flight attempt's reservations on shared budgets,
 	// by call id, settled when its outcome is recorded.
-	holds map[string][]budgetHold
+	holds map[string][]BudgetHold
 }
 
 // reservation is what an in-flight attempt is projected to use.
@@ -189,7 +189,7 @@ func (c *modelCaller) dispatch(ctx context.Context, attempt int, name string, re
 			if _, err := s.guardRead(tx, RunUpdate{}); err != nil {
 				return err
 			}
-			return event(tx, s.runID, c.stepID, now, EventEgressDenied, egressDecided{EgressManifest: m, Reason: why})
+			return event(tx, s.runID, c.stepID, now, EventEgressDenied, EgressDeniedPayload{EgressManifest: m, Reason: why})
 		})
 		if err != nil {
 			return call, nil, err
@@ -197,7 +197,7 @@ func (c *modelCaller) dispatch(ctx context.Context, attempt int, name string, re
 		return call, nil, &EgressDeniedError{Manifest: m, Reason: why}
 	}
 	var run Run
-	var holds []budgetHold
+	var holds []BudgetHold
 	var version string
 	err = s.write(ctx, func(tx Tx) error {
 		if err := s.requireLive(); err != nil {
@@ -217,7 +217,7 @@ func (c *modelCaller) dispatch(ctx context.Context, attempt int, name string, re
 		if err := tx.ModelCallInsert(call); err != nil {
 			return err
 		}
-		return event(tx, s.runID, c.stepID, now, EventModelDispatched, modelDispatched{CallID: call.ID, Attempt: attempt, Model: name,
+		return event(tx, s.runID, c.stepID, now, EventModelDispatched, ModelDispatchedPayload{CallID: call.ID, Attempt: attempt, Model: name,
 			Provider: m.Provider, MaxOutputTokens: req.MaxOutputTokens, Estimate: est, EstimatedCost: estCost,
 			Egress: &m, PriceVersion: version, Reservations: holds})
 	})
@@ -236,23 +236,6 @@ func (c *modelCaller) dispatch(ctx context.Context, attempt int, name string, re
 	}
 	s.run = run
 	return call, enc, nil
-}
-
-// modelDispatched is the payload of model.dispatched.
-type modelDispatched struct {
-	CallID          string `json:"call_id"`
-	Attempt         int    `json:"attempt"`
-	Model           string `json:"model"`
-	Provider        string `json:"provider,omitempty"`
-	MaxOutputTokens int64  `json:"max_output_tokens"`
-	Estimate        Usage  `json:"estimate"`
-	EstimatedCost   Micros `json:"estimated_cost_micros"`
-	// Egress is the request's manifest, which the egress rules allowed.
-	Egress *EgressManifest `json:"egress,omitempty"`
-	// PriceVersion names the price table the reservations are priced at.
-	PriceVersion string `json:"price_version,omitempty"`
-	// Reservations are the call's holds on shared budgets.
-	Reservations []budgetHold `json:"reservations,omitempty"`
 }
 
 // check refuses an attempt that would cross a limit: the model calls made,
@@ -440,7 +423,7 @@ func (c *modelCaller) record(ctx context.Context, call ModelCall, out attemptOut
 	if out.status == ModelOK {
 		typ = EventModelCompleted
 	}
-	payload := modelCallEvent{CallID: call.ID, Attempt: call.Attempt, Status: out.status, Model: call.Model,
+	payload := ModelCallFinishedPayload{CallID: call.ID, Attempt: call.Attempt, Status: out.status, Model: call.Model,
 		Usage: charged, Cost: cost, LatencyMS: latency.Milliseconds(), Error: fin.Error}
 	if out.status == ModelOK {
 		payload.StopReason = clipText(out.resp.StopReason, maxStopReason)
@@ -505,28 +488,6 @@ func (c *modelCaller) record(ctx context.Context, call ModelCall, out attemptOut
 		s.run = run
 	}
 	return nil
-}
-
-// modelCallEvent is the payload of model.completed and model.failed.
-type modelCallEvent struct {
-	CallID    string          `json:"call_id"`
-	Attempt   int             `json:"attempt"`
-	Status    ModelCallStatus `json:"status"`
-	Model     string          `json:"model"`
-	Usage     Usage           `json:"usage"`
-	Cost      Micros          `json:"cost_micros"`
-	LatencyMS int64           `json:"latency_ms"`
-	Error     string          `json:"error,omitempty"`
-	// StopReason is why the provider stopped generating, as the adapter
-	// reported it (completed attempts only).
-	StopReason string `json:"stop_reason,omitempty"`
-	// Late marks an outcome recorded after the run left this session.
-	Late bool `json:"late,omitempty"`
-	// PriceVersion names the price table the settlements are priced at.
-	PriceVersion string `json:"price_version,omitempty"`
-	// Settlements say what became of each of the call's budget
-	// reservations.
-	Settlements []settlementNote `json:"settlements,omitempty"`
 }
 
 // maxStopReason bounds the provider-chosen stop reason an event records.

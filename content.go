@@ -82,7 +82,7 @@ type BlockDigest struct {
 	Type      ResultBlockType `json:"type"`
 	MIMEType  string          `json:"mime_type,omitempty"`
 	Size      int64           `json:"size"`
-	SHA256    string          `json:"sha256,omitempty"`
+	SHA256    string          `json:"sha256,omitempty" audit:"digest"`
 	Truncated bool            `json:"truncated,omitempty"`
 }
 

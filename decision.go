@@ -32,15 +32,15 @@ func (k DecisionKind) Actionable() bool {
 type Decision struct {
 	Kind    DecisionKind    `json:"kind"`
 	Tool    string          `json:"tool,omitempty"`
-	Args    json.RawMessage `json:"args,omitempty"`
-	Reason  string          `json:"reason,omitempty"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Message string          `json:"message,omitempty"`
+	Args    json.RawMessage `json:"args,omitempty" audit:"content"`
+	Reason  string          `json:"reason,omitempty" audit:"content"`
+	Result  json.RawMessage `json:"result,omitempty" audit:"content"`
+	Message string          `json:"message,omitempty" audit:"content"`
 	// InvalidArgs and InvalidResult keep, verbatim, arguments or a result that
 	// were not acceptable JSON. They are set only by the runtime; Args and
 	// Result are then empty, so nothing unusable is stored as if it were JSON.
-	InvalidArgs   string `json:"invalid_args,omitempty"`
-	InvalidResult string `json:"invalid_result,omitempty"`
+	InvalidArgs   string `json:"invalid_args,omitempty" audit:"content"`
+	InvalidResult string `json:"invalid_result,omitempty" audit:"content"`
 	// InvalidBase64 says InvalidArgs/InvalidResult hold base64 of bytes that
 	// were not UTF-8.
 	InvalidBase64 bool `json:"invalid_base64,omitempty"`

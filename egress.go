@@ -82,7 +82,7 @@ type EgressManifest struct {
 	// Bytes and SHA256 describe the exact serialized request: the body an
 	// EncodedModel sends, or else the provider-neutral JSON of the request.
 	Bytes    int64  `json:"bytes"`
-	SHA256   string `json:"sha256"`
+	SHA256   string `json:"sha256" audit:"digest"`
 	Tools    int    `json:"tools"`
 	Messages int    `json:"messages"`
 	// MaxBytes is the byte ceiling that applied; zero is none.
@@ -91,12 +91,6 @@ type EgressManifest struct {
 	// otherwise they are the provider-neutral request, which the adapter
 	// re-encodes.
 	Exact bool `json:"exact"`
-}
-
-// egressDecided is the payload of egress.denied.
-type egressDecided struct {
-	EgressManifest
-	Reason string `json:"reason"`
 }
 
 // EncodedRequest is the exact body a Model sends for a request and the host

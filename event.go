@@ -8,27 +8,57 @@ import (
 // EventType names an event. Types are dotted strings.
 type EventType string
 
-// Event types written by the runtime.
+// Every event type the runtime writes to the chain. Each has one payload
+// type in the catalogue (payloads.go); DecodePayload reads any of them.
 const (
-	EventRunCreated      EventType = "run.created"
-	EventRunStarted      EventType = "run.started"
-	EventRunFinished     EventType = "run.finished"
-	EventRunResumed      EventType = "run.resumed"
-	EventStepStarted     EventType = "step.started"
-	EventStepDecided     EventType = "step.decided"
-	EventStepPolicy      EventType = "step.policy"
-	EventToolStarted     EventType = "step.tool_started"
-	EventToolFinished    EventType = "step.tool_finished"
-	EventStepFailed      EventType = "step.failed"
+	// EventRunCreated opens a run: RunCreatedPayload.
+	EventRunCreated EventType = "run.created"
+	// EventRunStarted moves a run to RUNNING: RunStartedPayload.
+	EventRunStarted EventType = "run.started"
+	// EventRunClaimed records a worker leasing an enqueued or stranded run: RunClaimedPayload.
+	EventRunClaimed EventType = "run.claimed"
+	// EventRunFinished ends a run: RunFinishedPayload.
+	EventRunFinished EventType = "run.finished"
+	// EventRunResumed moves a WAITING or interrupted run on: RunResumedPayload.
+	EventRunResumed EventType = "run.resumed"
+	// EventRunErased records the erasure of a terminal run's content: RunErasedPayload.
+	EventRunErased EventType = "run.erased"
+	// EventStepStarted opens a step: StepStartedPayload.
+	EventStepStarted EventType = "step.started"
+	// EventStepDecided records the agent's decision as stored: Decision.
+	EventStepDecided EventType = "step.decided"
+	// EventStepPolicy records the policy's decision on a tool call: StepPolicyPayload.
+	EventStepPolicy EventType = "step.policy"
+	// EventToolStarted records that a tool is being called: ToolStartedPayload.
+	EventToolStarted EventType = "step.tool_started"
+	// EventToolFinished records what a tool returned: ToolFinishedPayload.
+	EventToolFinished EventType = "step.tool_finished"
+	// EventStepFailed records a step's failure: StepFailedPayload.
+	EventStepFailed EventType = "step.failed"
+	// EventStepInterrupted records a step found in flight on resume: StepInterruptedPayload.
 	EventStepInterrupted EventType = "step.interrupted"
+	// EventApprovalRequest records a step paused for approval: ApprovalRequestedPayload.
 	EventApprovalRequest EventType = "approval.requested"
+	// EventApprovalDecided records an approval's decision or expiry: ApprovalDecidedPayload.
 	EventApprovalDecided EventType = "approval.decided"
-	EventLimitExceeded   EventType = "limit.exceeded"
-	EventLoopDetected    EventType = "loop.detected"
-	EventLeaseTakenOver  EventType = "lease.taken_over"
+	// EventLimitExceeded records a limit that ended a run: LimitExceededPayload.
+	EventLimitExceeded EventType = "limit.exceeded"
+	// EventLoopDetected records a repeated call that ended a run: LoopDetectedPayload.
+	EventLoopDetected EventType = "loop.detected"
+	// EventLeaseTakenOver records a lease taken from another owner: LeaseTakenOverPayload.
+	EventLeaseTakenOver EventType = "lease.taken_over"
+	// EventModelDispatched records a model call sent: ModelDispatchedPayload.
 	EventModelDispatched EventType = "model.dispatched"
-	EventModelCompleted  EventType = "model.completed"
-	EventModelFailed     EventType = "model.failed"
+	// EventModelCompleted records a model call's success: ModelCallFinishedPayload.
+	EventModelCompleted EventType = "model.completed"
+	// EventModelFailed records a model call's failure: ModelCallFinishedPayload.
+	EventModelFailed EventType = "model.failed"
+	// EventApproverInvited records an enrollment invitation (no run): ApproverInvitedPayload.
+	EventApproverInvited EventType = "approver.invited"
+	// EventApproverEnrolled records an approver's enrollment (no run): ApproverEnrolledPayload.
+	EventApproverEnrolled EventType = "approver.enrolled"
+	// EventApproverRemoved records an approver's removal (no run): ApproverRemovedPayload.
+	EventApproverRemoved EventType = "approver.removed"
 )
 
 // Event explains one change. Events form a hash chain across all runs.

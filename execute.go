@@ -33,7 +33,7 @@ func (s *session) execute(ctx context.Context) (Observation, error) {
 			return Observation{}, fmt.Errorf("%w: the grant was not executed within %s", ErrApprovalExpired, s.run.Limits.GrantTTL)
 		}
 	}
-	started := toolStarted{Tool: ac.tool.spec.Name, Args: ac.request.Args}
+	started := ToolStartedPayload{Tool: ac.tool.spec.Name, Args: ac.request.Args}
 	if ac.approval != nil {
 		started.ApprovalID = ac.approval.ID
 	}
@@ -72,7 +72,7 @@ func (s *session) execute(ctx context.Context) (Observation, error) {
 	}
 	var now time.Time
 	if ac.resumed {
-		now, err = s.enter(ctx, map[string]string{"approval_id": ac.approval.ID}, func(tx Tx, now time.Time) error {
+		now, err = s.enter(ctx, RunResumedPayload{ApprovalID: ac.approval.ID}, func(tx Tx, now time.Time) error {
 			return startTx(tx, now, StepAwaitingApproval)
 		})
 		if errors.Is(err, ErrRunState) {
@@ -153,32 +153,6 @@ func (s *session) callTool(ctx context.Context, ac *allowedCall, stepID string) 
 	return res, err, timedOut
 }
 
-// Payloads of the events on every tool step, as structs: cheaper to encode
-// than maps, and the field order is fixed.
-type toolStarted struct {
-	Tool       string          `json:"tool"`
-	Args       json.RawMessage `json:"args"`
-	ApprovalID string          `json:"approval_id,omitempty"`
-}
-
-type toolFinished struct {
-	Tool        string `json:"tool"`
-	DurationMS  int64  `json:"duration_ms"`
-	Summary     string `json:"summary,omitempty"`
-	ContentHash string `json:"content_hash,omitempty"`
-	Error       string `json:"error,omitempty"`
-	// Blocks are the result's typed blocks as the chain holds them.
-	Blocks []BlockDigest `json:"blocks,omitempty"`
-	// FailureClass is a tool error's class.
-	FailureClass FailureClass `json:"failure_class,omitempty"`
-}
-
-type stepFailed struct {
-	Detail      string `json:"detail"`
-	Observation string `json:"observation"`
-	ContentHash string `json:"content_hash"`
-}
-
 // toolEnd says how a tool's outcome ends things.
 type toolEnd int
 
@@ -248,7 +222,7 @@ func (s *session) finish(ctx context.Context, i int, ac *allowedCall, obs *Obser
 		status = StepFailed
 	}
 	finished := func(now time.Time) any {
-		fin := toolFinished{Tool: ac.tool.spec.Name, DurationMS: activeFor(st, now).Milliseconds()}
+		fin := ToolFinishedPayload{Tool: ac.tool.spec.Name, DurationMS: activeFor(st, now).Milliseconds()}
 		if obs.Failure() {
 			fin.Error = obs.Summary
 			fin.FailureClass = obs.FailureClass
@@ -315,7 +289,7 @@ func (s *session) finish(ctx context.Context, i int, ac *allowedCall, obs *Obser
 		}
 		var failedJSON []byte
 		if status == StepFailed {
-			failedJSON, _ = json.Marshal(stepFailed{obs.Summary, string(obs.Kind), obs.ContentHash})
+			failedJSON, _ = json.Marshal(StepFailedPayload{obs.Summary, obs.Kind, obs.ContentHash})
 		}
 		s.deferred = &deferredEnd{active: dur, index: st.Index, fn: func(tx Tx) error {
 			if err := event(tx, s.runID, stCopy.ID, now, EventToolFinished, json.RawMessage(finJSON)); err != nil {
@@ -337,8 +311,8 @@ func (s *session) finish(ctx context.Context, i int, ac *allowedCall, obs *Obser
 			}
 			lateNow := s.e.now()
 			_, err = s.e.store.Update(ctx, func(tx Tx) error {
-				return event(tx, s.runID, stCopy.ID, lateNow, EventToolFinished, map[string]any{
-					"tool": toolName, "late": true, "observation": obs})
+				return event(tx, s.runID, stCopy.ID, lateNow, EventToolFinished, ToolFinishedPayload{
+					Tool: toolName, Late: true, Observation: obs})
 			})
 			return err
 		}}
@@ -370,8 +344,8 @@ func (s *session) finish(ctx context.Context, i int, ac *allowedCall, obs *Obser
 func (s *session) late(ctx context.Context, st *Step, ac *allowedCall, obs *Observation, run Run) error {
 	now := s.e.now()
 	err := s.write(ctx, func(tx Tx) error {
-		return event(tx, s.runID, st.ID, now, EventToolFinished, map[string]any{
-			"tool": ac.tool.spec.Name, "late": true, "observation": obs})
+		return event(tx, s.runID, st.ID, now, EventToolFinished, ToolFinishedPayload{
+			Tool: ac.tool.spec.Name, Late: true, Observation: obs})
 	})
 	s.run = run
 	s.cur = nil

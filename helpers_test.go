@@ -116,7 +116,7 @@ type snapshot map[string][]string
 func takeSnapshot(t testing.TB, st *sqlite.Store) snapshot {
 	t.Helper()
 	snap := snapshot{}
-	for _, table := range []string{"runs", "steps", "approvals", "model_calls", "tool_specs", "events"} {
+	for _, table := range []string{"runs", "steps", "approvals", "model_calls", "tool_specs", "events", "run_salts"} {
 		rows, err := st.DB().Query("SELECT * FROM " + table + " ORDER BY rowid")
 		if err != nil {
 			t.Fatalf("snapshot %s: %v", table, err)

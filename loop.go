@@ -91,7 +91,7 @@ func (s *session) begin(ctx context.Context) (int, error) {
 	}
 	now := s.e.now()
 	st := Step{ID: s.e.newID(), RunID: s.runID, Index: run.StepCount, Status: StepDeciding, StartedAt: now}
-	startedJSON, _ := json.Marshal(stepStarted{st.Index}) // an int: always encodes
+	startedJSON, _ := json.Marshal(StepStartedPayload{st.Index}) // an int: always encodes
 	err := s.write(ctx, func(tx Tx) error {
 		if _, err := s.guard(tx, RunUpdate{CheckStepCount: true, StepCount: run.StepCount, IncStepCount: true}); err != nil {
 			return err
@@ -171,13 +171,13 @@ func (s *session) checkLimits(ctx context.Context, run Run) (bool, error) {
 	}
 	if reason != "" {
 		return true, s.settle(ctx, ending{status: RunFailed, reason: reason, detail: detail,
-			post: []pendingEvent{{typ: EventLimitExceeded, v: map[string]string{"reason": string(reason), "detail": detail}}}})
+			post: []pendingEvent{{typ: EventLimitExceeded, v: LimitExceededPayload{Reason: reason, Detail: detail}}}})
 	}
 	if l.LoopThreshold > 0 {
 		if n, sig := s.trailingRepeats(); n >= l.LoopThreshold {
 			detail = fmt.Sprintf("the same call to %q got the same result %d times in a row", sig.tool, n)
 			return true, s.settle(ctx, ending{status: RunFailed, reason: ReasonLoopDetected, detail: detail,
-				pre: []pendingEvent{{typ: EventLoopDetected, v: map[string]any{"repeats": n, "tool": sig.tool, "args_hash": sig.args, "observation_hash": sig.obs}}}})
+				pre: []pendingEvent{{typ: EventLoopDetected, v: LoopDetectedPayload{Repeats: n, Tool: sig.tool, ArgsHash: sig.args, ObservationHash: sig.obs}}}})
 		}
 	}
 	return false, nil
@@ -213,10 +213,6 @@ func (s *session) argsHash(i int) string {
 		s.argsHashes[i] = h
 	}
 	return s.argsHashes[i]
-}
-
-type stepStarted struct {
-	Index int `json:"index"`
 }
 
 type callSig struct{ tool, args, obs string }
@@ -293,7 +289,7 @@ func (s *session) agentFailed(ctx context.Context, err error) error {
 	end := ending{status: RunFailed, reason: reason, detail: detail,
 		step: &stepEnd{idx: s.cur.idx, from: onlyDeciding, obs: failure(ObsInvalidDecision, "agent error: "+detail)}}
 	if reason != ReasonAgentError {
-		end.post = []pendingEvent{{typ: EventLimitExceeded, v: map[string]string{"reason": string(reason), "detail": detail}}}
+		end.post = []pendingEvent{{typ: EventLimitExceeded, v: LimitExceededPayload{Reason: reason, Detail: detail}}}
 	}
 	if err := s.settle(ctx, end); err != nil {
 		return err
@@ -541,30 +537,14 @@ func (s *session) apply(ctx context.Context, tool *regTool, req ToolRequest, pd 
 
 // policyEvent is the step.policy event for a decision.
 func (s *session) policyEvent(tool *regTool, pd PolicyDecision, withView bool) pendingEvent {
-	payload := struct {
-		PolicyDecision
-		PolicyID string  `json:"policy_id,omitempty"`
-		SpecHash string  `json:"spec_hash,omitempty"`
-		View     viewSum `json:"view,omitzero"`
-	}{PolicyDecision: pd, SpecHash: tool.hash}
+	payload := StepPolicyPayload{PolicyDecision: pd, SpecHash: tool.hash}
 	if withView {
 		payload.PolicyID = s.e.policyID
 		r := s.run
-		payload.View = viewSum{Status: r.Status, StepCount: r.StepCount, ModelCalls: r.ModelCalls, Usage: r.Usage,
+		payload.View = ViewSummary{Status: r.Status, StepCount: r.StepCount, ModelCalls: r.ModelCalls, Usage: r.Usage,
 			Cost: r.EstimatedCost, ActiveMS: r.ActiveTime.Milliseconds(), Steps: s.cur.idx, Approvals: len(s.approvals)}
 	}
 	return pendingEvent{typ: EventStepPolicy, v: payload}
-}
-
-type viewSum struct {
-	Status     RunStatus `json:"status"`
-	StepCount  int       `json:"step_count"`
-	ModelCalls int       `json:"model_calls"`
-	Usage      Usage     `json:"usage"`
-	Cost       Micros    `json:"estimated_cost_micros"`
-	ActiveMS   int64     `json:"active_ms"`
-	Steps      int       `json:"steps"`
-	Approvals  int       `json:"approvals"`
 }
 
 func (s *session) allow(tool *regTool, req ToolRequest, pd PolicyDecision, grant *Approval) (Verdict, error) {

@@ -139,17 +139,14 @@ func (o Operator) decide(ctx context.Context, runID, approvalID, shownHash strin
 			return expireTx(tx, run, a, now)
 		}
 		decidedBy := by
-		payload := map[string]any{"approval_id": a.ID, "status": string(status), "by": by, "note": note}
+		payload := ApprovalDecidedPayload{ApprovalID: a.ID, Status: status, By: by, Note: note}
 		if opt.sig != nil {
 			ap, err := signedBy(tx, opt.sig, runID, a.ID, shownHash, approve, by, note, now)
 			if err != nil {
 				return err
 			}
 			decidedBy = ap.Name
-			payload["by"] = ap.Name
-			payload["approver_id"] = ap.ID
-			payload["credential_id"] = ap.CredentialID
-			payload["signature"] = opt.sig
+			payload.By, payload.ApproverID, payload.CredentialID, payload.Signature = ap.Name, ap.ID, ap.CredentialID, opt.sig
 		} else if approve {
 			// A run's requirement is known here and refused early; a policy's
 			// is the policy's to state again when Resume asks it, and Resume
@@ -173,16 +170,16 @@ func (o Operator) decide(ctx context.Context, runID, approvalID, shownHash strin
 			Observation: obs, FinishedAt: now}); err != nil {
 			return err
 		}
-		if err := event(tx, runID, a.StepID, now, EventStepFailed, map[string]string{
-			"detail": obs.Summary, "observation": string(obs.Kind), "content_hash": obs.ContentHash}); err != nil {
+		if err := event(tx, runID, a.StepID, now, EventStepFailed, keySorted{StepFailedPayload{
+			Detail: obs.Summary, Observation: obs.Kind, ContentHash: obs.ContentHash}}); err != nil {
 			return err
 		}
 		if err := tx.RunUpdate(RunUpdate{ID: runID, From: []RunStatus{RunWaiting}, Status: RunCancelled,
 			Reason: ReasonApprovalRejected, ReasonDetail: note, FinishedAt: now, SetLease: true}); err != nil {
 			return err
 		}
-		return event(tx, runID, "", now, EventRunFinished, map[string]any{
-			"status": RunCancelled, "reason": ReasonApprovalRejected, "detail": note, "steps": run.StepCount, "by": decidedBy})
+		return event(tx, runID, "", now, EventRunFinished, RunFinishedPayload{
+			Status: RunCancelled, Reason: ReasonApprovalRejected, Detail: note, Steps: run.StepCount, By: &decidedBy})
 	})
 	if err != nil {
 		return err
@@ -224,8 +221,8 @@ func (o Operator) Cancel(ctx context.Context, runID, by, note string) (Run, erro
 				Status: ApprovalCancelled, DecidedAt: now, DecidedBy: by, Note: note}); err != nil {
 				return err
 			}
-			if err := event(tx, runID, a.StepID, now, EventApprovalDecided, map[string]string{
-				"approval_id": a.ID, "status": string(ApprovalCancelled), "by": by, "note": note}); err != nil {
+			if err := event(tx, runID, a.StepID, now, EventApprovalDecided, ApprovalDecidedPayload{
+				ApprovalID: a.ID, Status: ApprovalCancelled, By: by, Note: note}); err != nil {
 				return err
 			}
 		}
@@ -236,8 +233,8 @@ func (o Operator) Cancel(ctx context.Context, runID, by, note string) (Run, erro
 					Observation: obs, FinishedAt: now}); err != nil {
 					return err
 				}
-				if err := event(tx, runID, st.ID, now, EventStepFailed, map[string]string{
-					"detail": obs.Summary, "observation": string(obs.Kind), "content_hash": obs.ContentHash}); err != nil {
+				if err := event(tx, runID, st.ID, now, EventStepFailed, keySorted{StepFailedPayload{
+					Detail: obs.Summary, Observation: obs.Kind, ContentHash: obs.ContentHash}}); err != nil {
 					return err
 				}
 			}
@@ -246,8 +243,8 @@ func (o Operator) Cancel(ctx context.Context, runID, by, note string) (Run, erro
 			Reason: ReasonOperatorCancelled, ReasonDetail: note, FinishedAt: now, SetLease: true}); err != nil {
 			return err
 		}
-		return event(tx, runID, "", now, EventRunFinished, map[string]any{
-			"status": RunCancelled, "reason": ReasonOperatorCancelled, "detail": note, "steps": run.StepCount, "by": by})
+		return event(tx, runID, "", now, EventRunFinished, RunFinishedPayload{
+			Status: RunCancelled, Reason: ReasonOperatorCancelled, Detail: note, Steps: run.StepCount, By: &by})
 	})
 	if err != nil {
 		return Run{}, err

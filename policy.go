@@ -38,7 +38,7 @@ type ToolRequest struct {
 	RunID  string          `json:"run_id"`
 	StepID string          `json:"step_id"`
 	Spec   ToolSpec        `json:"spec"`
-	Args   json.RawMessage `json:"args"`
+	Args   json.RawMessage `json:"args" audit:"content"`
 }
 
 // RunView is the run as recorded, handed to a policy or a reconciliation.
@@ -59,8 +59,8 @@ type PolicyDecision struct {
 	Outcome      PolicyOutcome   `json:"outcome"`
 	Reason       string          `json:"reason,omitempty"`
 	Kind         string          `json:"kind,omitempty"`
-	Capability   json.RawMessage `json:"capability,omitempty"`
-	Presentation json.RawMessage `json:"presentation,omitempty"`
+	Capability   json.RawMessage `json:"capability,omitempty" audit:"content"`
+	Presentation json.RawMessage `json:"presentation,omitempty" audit:"content"`
 	// TTL, when positive, bounds how long the approval may stay pending.
 	// It can only shorten the run's Limits.ApprovalTTL, never lengthen it:
 	// the shorter of the two applies. Zero or negative means the limit

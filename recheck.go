@@ -138,10 +138,7 @@ func Recheck(ctx context.Context, store StoreReader, runID string, policy Policy
 		if ev.Type != EventStepPolicy || ev.StepID == "" {
 			continue
 		}
-		var p struct {
-			SpecHash string `json:"spec_hash"`
-		}
-		if json.Unmarshal(ev.Payload, &p) == nil && p.SpecHash != "" {
+		if p, err := PayloadAs[StepPolicyPayload](ev); err == nil && p.SpecHash != "" {
 			policySpec[ev.StepID] = p.SpecHash
 		}
 	}

@@ -176,24 +176,21 @@ func (s *session) checkGrantRecorded(ctx context.Context, st *Step, g *Approval)
 					decided = ev
 				}
 			case EventApprovalRequest:
-				var p struct {
-					ApprovalID string `json:"approval_id"`
-				}
-				if requested == nil && json.Unmarshal(ev.Payload, &p) == nil && p.ApprovalID == g.ID {
+				if p, err := PayloadAs[ApprovalRequestedPayload](*ev); requested == nil && err == nil && p.ApprovalID == g.ID {
 					requested = ev
 				}
 			case EventApprovalDecided:
-				var p struct {
-					ApprovalID string `json:"approval_id"`
-				}
-				if decidedGrant == nil && json.Unmarshal(ev.Payload, &p) == nil && p.ApprovalID == g.ID {
+				if p, err := PayloadAs[ApprovalDecidedPayload](*ev); decidedGrant == nil && err == nil && p.ApprovalID == g.ID {
 					decidedGrant = ev
 				}
 			}
 		}
 	}
-	var d Decision
-	if decided == nil || json.Unmarshal(decided.Payload, &d) != nil {
+	if decided == nil {
+		return mismatch("decision", "", "")
+	}
+	d, err := PayloadAs[Decision](*decided)
+	if err != nil {
 		return mismatch("decision", "", "")
 	}
 	if d.Tool != g.Request.Spec.Name {
@@ -208,10 +205,11 @@ func (s *session) checkGrantRecorded(ctx context.Context, st *Step, g *Approval)
 	if rerr != nil || gerr != nil || string(recorded) != string(granted) {
 		return mismatch("arguments", string(recorded), string(granted))
 	}
-	var p struct {
-		Hash string `json:"hash"`
+	if requested == nil || requested.Seq < decided.Seq {
+		return mismatch("request", "", "")
 	}
-	if requested == nil || requested.Seq < decided.Seq || json.Unmarshal(requested.Payload, &p) != nil {
+	p, err := PayloadAs[ApprovalRequestedPayload](*requested)
+	if err != nil {
 		return mismatch("request", "", "")
 	}
 	if p.Hash != g.Hash {
@@ -226,12 +224,11 @@ func (s *session) checkGrantRecorded(ctx context.Context, st *Step, g *Approval)
 // flipped to approved, or given a signature copied from elsewhere, has no
 // event that matches it.
 func checkGrantDecided(g *Approval, granted *Event, requestedSeq int64, mismatch func(field, recorded, granted string) error) error {
-	var p struct {
-		Status    ApprovalStatus  `json:"status"`
-		By        string          `json:"by"`
-		Signature json.RawMessage `json:"signature"`
+	if granted == nil || granted.Seq < requestedSeq {
+		return mismatch("decided", "", "")
 	}
-	if granted == nil || granted.Seq < requestedSeq || json.Unmarshal(granted.Payload, &p) != nil {
+	p, err := PayloadAs[ApprovalDecidedPayload](*granted)
+	if err != nil {
 		return mismatch("decided", "", "")
 	}
 	if p.Status != ApprovalApproved {
@@ -241,10 +238,14 @@ func checkGrantDecided(g *Approval, granted *Event, requestedSeq int64, mismatch
 		return mismatch("decider", p.By, g.DecidedBy)
 	}
 	recorded := ""
-	if len(p.Signature) > 0 && string(p.Signature) != "null" {
-		c, err := CanonicalJSON(p.Signature)
+	if p.Signature != nil {
+		b, err := json.Marshal(p.Signature)
 		if err != nil {
-			return mismatch("signature", string(p.Signature), "")
+			return err
+		}
+		c, err := CanonicalJSON(b)
+		if err != nil {
+			return mismatch("signature", string(b), "")
 		}
 		recorded = string(c)
 	}
@@ -276,8 +277,11 @@ func (s *session) checkRunRecord(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var created runCreated
-	if len(evs) == 0 || evs[0].Type != EventRunCreated || json.Unmarshal(evs[0].Payload, &created) != nil {
+	if len(evs) == 0 || evs[0].Type != EventRunCreated {
+		return &RunRecordError{RunID: s.runID, Field: "run.created"}
+	}
+	created, err := PayloadAs[RunCreatedPayload](evs[0])
+	if err != nil {
 		return &RunRecordError{RunID: s.runID, Field: "run.created"}
 	}
 	var chain, row map[string]any
@@ -314,7 +318,7 @@ func (s *session) checkRunRecord(ctx context.Context) error {
 func (s *session) resumeInvalid(ctx context.Context, idx int, why string) (Verdict, error) {
 	st := s.step(idx)
 	obs := failure(ObsInvalidDecision, "invalid decision on resume: "+why)
-	now, err := s.enter(ctx, map[string]string{"after": "invalid_on_resume"}, func(tx Tx, now time.Time) error {
+	now, err := s.enter(ctx, RunResumedPayload{After: "invalid_on_resume"}, func(tx Tx, now time.Time) error {
 		return s.endStepTx(tx, st, []StepStatus{StepAwaitingApproval}, StepFailed, obs, nil, now, obs.Summary)
 	})
 	if err != nil {
@@ -391,8 +395,8 @@ func (s *session) resumeInterrupted(ctx context.Context) (Verdict, error) {
 			return err
 		}
 		if run.LeaseOwner != "" && run.LeaseOwner != s.lease.owner {
-			if err := event(tx, s.runID, "", now, EventLeaseTakenOver, map[string]any{
-				"previous_owner": run.LeaseOwner, "previous_expires_at": run.LeaseExpiresAt, "owner": s.lease.owner}); err != nil {
+			if err := event(tx, s.runID, "", now, EventLeaseTakenOver, LeaseTakenOverPayload{
+				PreviousOwner: run.LeaseOwner, PreviousExpiresAt: run.LeaseExpiresAt, Owner: s.lease.owner}); err != nil {
 				return err
 			}
 		}
@@ -403,7 +407,7 @@ func (s *session) resumeInterrupted(ctx context.Context) (Verdict, error) {
 			if err := tx.StepUpdate(StepUpdate{ID: st.ID, From: []StepStatus{st.Status}, Status: StepInterrupted, Observation: o, FinishedAt: now}); err != nil {
 				return err
 			}
-			if err := event(tx, s.runID, st.ID, now, EventStepInterrupted, map[string]any{"previous_status": st.Status, "observation": o}); err != nil {
+			if err := event(tx, s.runID, st.ID, now, EventStepInterrupted, StepInterruptedPayload{PreviousStatus: st.Status, Observation: o}); err != nil {
 				return err
 			}
 		}
@@ -460,7 +464,7 @@ func (s *session) continueAfterInterruption(ctx context.Context) (Verdict, error
 		if _, err := s.guard(tx, RunUpdate{}); err != nil {
 			return err
 		}
-		return event(tx, s.runID, "", now, EventRunResumed, map[string]string{"after": "interruption"})
+		return event(tx, s.runID, "", now, EventRunResumed, RunResumedPayload{After: "interruption"})
 	})
 	if err != nil {
 		if lerr := s.lost(ctx, err); lerr != nil {

@@ -112,7 +112,7 @@ func (e *engine) begin(ctx context.Context, id, goal string, limits Limits) (*se
 		if err := tx.RunInsert(run); err != nil {
 			return err
 		}
-		if err := event(tx, id, "", now, EventRunCreated, runCreated{Goal: goal, Limits: limits, Tools: e.toolList}); err != nil {
+		if err := event(tx, id, "", now, EventRunCreated, RunCreatedPayload{Goal: goal, Limits: limits, Tools: e.toolList}); err != nil {
 			return err
 		}
 		for _, t := range e.tools {
@@ -120,7 +120,7 @@ func (e *engine) begin(ctx context.Context, id, goal string, limits Limits) (*se
 				return err
 			}
 		}
-		return event(tx, id, "", now, EventRunStarted, nil)
+		return event(tx, id, "", now, EventRunStarted, RunStartedPayload{})
 	})
 	if err != nil {
 		e.unclaim(id)

@@ -69,7 +69,7 @@ func (s *session) denyOnResume(ctx context.Context, pd PolicyDecision, policyEve
 	st := s.step(i)
 	content := map[string]string{"tool": st.Decision.Tool, "reason": pd.Reason}
 	obs := observation(ObsPolicyDenied, content, "denied on resume: "+pd.Reason)
-	now, err := s.enter(ctx, map[string]any{"after": "denial"}, func(tx Tx, now time.Time) error {
+	now, err := s.enter(ctx, RunResumedPayload{After: "denial"}, func(tx Tx, now time.Time) error {
 		if err := event(tx, s.runID, st.ID, now, policyEvent.typ, policyEvent.v); err != nil {
 			return err
 		}

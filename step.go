@@ -47,15 +47,15 @@ func (k ObservationKind) Failure() bool { return k != ObsToolResult }
 // Observation is what a step produced for the agent to read.
 type Observation struct {
 	Kind        ObservationKind `json:"kind"`
-	Content     json.RawMessage `json:"content,omitempty"`
-	Summary     string          `json:"summary,omitempty"`
-	ContentHash string          `json:"content_hash,omitempty"`
+	Content     json.RawMessage `json:"content,omitempty" audit:"content"`
+	Summary     string          `json:"summary,omitempty" audit:"content"`
+	ContentHash string          `json:"content_hash,omitempty" audit:"digest"`
 	// Blocks are a tool result's typed blocks, bounded (content.go).
-	Blocks []ResultBlock `json:"blocks,omitempty"`
+	Blocks []ResultBlock `json:"blocks,omitempty" audit:"content"`
 	// FailureClass, on a tool error, says what kind of failure it was;
 	// FailureMessage is the source's own account, bounded.
 	FailureClass   FailureClass `json:"failure_class,omitempty"`
-	FailureMessage string       `json:"failure_message,omitempty"`
+	FailureMessage string       `json:"failure_message,omitempty" audit:"content"`
 }
 
 // Failure reports whether the observation counts as a failed step.

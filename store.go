@@ -338,7 +338,17 @@ type VerifyReport struct {
 	Last  int64       `json:"last"`
 	Hash  string      `json:"hash"`
 	Break *ChainBreak `json:"break,omitempty"`
+	// Erased counts the events checked whose payloads were erased (their
+	// content removed, their digest kept), and ErasedRuns names the runs
+	// they belong to, at most MaxReportedRuns of them; ErasedRunCount is
+	// how many runs there are.
+	Erased         int64    `json:"erased,omitempty"`
+	ErasedRuns     []string `json:"erased_runs,omitempty"`
+	ErasedRunCount int      `json:"erased_run_count,omitempty"`
 }
+
+// MaxReportedRuns bounds the runs a VerifyReport names.
+const MaxReportedRuns = 1000
 
 // Intact reports whether no break was found.
 func (r VerifyReport) Intact() bool { return r.Break == nil }

@@ -2,7 +2,6 @@ package agentrt
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -10,12 +9,6 @@ import (
 	"sync"
 	"time"
 )
-
-// EventRunClaimed records a worker's claim of a run that nobody held: an
-// enqueued run, or a waiting run whose approval was decided. A claim of a
-// run another owner held (its lease lapsed) is recorded as
-// EventLeaseTakenOver.
-const EventRunClaimed EventType = "run.claimed"
 
 // Worker defaults.
 const (
@@ -201,10 +194,10 @@ func (w *Worker) claim(ctx context.Context, n int) ([]Run, error) {
 		}
 		now := e.now()
 		for _, r := range runs {
-			typ, payload := EventRunClaimed, map[string]any{"owner": e.owner, "status": r.Status, "generation": r.Generation + 1}
+			typ, payload := EventRunClaimed, any(RunClaimedPayload{Owner: e.owner, Status: r.Status, Generation: r.Generation + 1})
 			if r.LeaseOwner != "" {
-				typ = EventLeaseTakenOver
-				payload["previous_owner"], payload["previous_expires_at"] = r.LeaseOwner, r.LeaseExpiresAt
+				typ, payload = EventLeaseTakenOver, LeaseTakenOverPayload{Owner: e.owner, Status: r.Status, Generation: r.Generation + 1,
+					PreviousOwner: r.LeaseOwner, PreviousExpiresAt: r.LeaseExpiresAt}
 			}
 			if err := event(tx, r.ID, "", now, typ, payload); err != nil {
 				return err
@@ -251,15 +244,6 @@ func (w *Worker) report(runID string, err error) {
 	}
 }
 
-// runCreated is the run.created payload.
-type runCreated struct {
-	Goal   string          `json:"goal"`
-	Limits Limits          `json:"limits"`
-	Tools  json.RawMessage `json:"tools"`
-	// Enqueued marks a run created to wait for a worker.
-	Enqueued bool `json:"enqueued,omitempty"`
-}
-
 // stopKey carries a worker's stop channel to the loop it drives: a loop
 // that sees it closed ends at its next step boundary, leaving the run
 // RUNNING with its lease released.
@@ -304,7 +288,7 @@ func (d *Driver) EnqueueWithID(ctx context.Context, id, goal string, limits Limi
 				return err
 			}
 		}
-		return event(tx, id, "", now, EventRunCreated, runCreated{goal, limits, e.toolList, true})
+		return event(tx, id, "", now, EventRunCreated, RunCreatedPayload{goal, limits, e.toolList, true})
 	})
 	if err != nil {
 		return Run{}, err
@@ -333,7 +317,7 @@ func (s *session) startEnqueued(ctx context.Context) (Verdict, error) {
 			LeaseExpiresAt: exp, LeaseTTL: s.lease.ttl, BumpGeneration: true}); err != nil {
 			return err
 		}
-		return event(tx, s.runID, "", now, EventRunStarted, nil)
+		return event(tx, s.runID, "", now, EventRunStarted, RunStartedPayload{})
 	})
 	if err != nil {
 		return Verdict{Run: copyRun(run)}, err

@@ -35,15 +35,15 @@ func (s *session) expireGrant(ctx context.Context, g *Approval, now time.Time) e
 			Reason: ReasonApprovalExpired, ReasonDetail: detail, FinishedAt: now, SetLease: true}); err != nil {
 			return err
 		}
-		if err := event(tx, s.runID, st.ID, now, EventApprovalDecided, map[string]string{
-			"approval_id": g.ID, "status": string(ApprovalExpired), "by": "", "note": detail}); err != nil {
+		if err := event(tx, s.runID, st.ID, now, EventApprovalDecided, ApprovalDecidedPayload{
+			ApprovalID: g.ID, Status: ApprovalExpired, Note: detail}); err != nil {
 			return err
 		}
 		if err := s.endStepTx(tx, st, []StepStatus{StepAwaitingApproval}, StepFailed, obs, nil, now, detail); err != nil {
 			return err
 		}
-		return event(tx, s.runID, "", now, EventRunFinished, map[string]any{
-			"status": RunCancelled, "reason": ReasonApprovalExpired, "detail": detail, "steps": run.StepCount})
+		return event(tx, s.runID, "", now, EventRunFinished, RunFinishedPayload{
+			Status: RunCancelled, Reason: ReasonApprovalExpired, Detail: detail, Steps: run.StepCount})
 	})
 	if err != nil {
 		return s.lost(ctx, err)
@@ -77,7 +77,7 @@ func (s *session) endStepTx(tx Tx, st *Step, from []StepStatus, status StepStatu
 		return err
 	}
 	if status == StepFailed && obs != nil {
-		return event(tx, s.runID, st.ID, now, EventStepFailed, stepFailed{detail, string(obs.Kind), obs.ContentHash})
+		return event(tx, s.runID, st.ID, now, EventStepFailed, StepFailedPayload{detail, obs.Kind, obs.ContentHash})
 	}
 	return nil
 }
@@ -110,8 +110,8 @@ func expireTx(tx Tx, run Run, a Approval, now time.Time) error {
 		Status: ApprovalExpired, DecidedAt: now}); err != nil {
 		return err
 	}
-	if err := event(tx, run.ID, a.StepID, now, EventApprovalDecided, map[string]string{
-		"approval_id": a.ID, "status": string(ApprovalExpired), "by": "", "note": detail}); err != nil {
+	if err := event(tx, run.ID, a.StepID, now, EventApprovalDecided, ApprovalDecidedPayload{
+		ApprovalID: a.ID, Status: ApprovalExpired, Note: detail}); err != nil {
 		return err
 	}
 	obs := failure(ObsInterrupted, detail)
@@ -123,8 +123,8 @@ func expireTx(tx Tx, run Run, a Approval, now time.Time) error {
 		Reason: ReasonApprovalExpired, ReasonDetail: detail, FinishedAt: now, SetLease: true}); err != nil {
 		return err
 	}
-	return event(tx, run.ID, "", now, EventRunFinished, map[string]any{
-		"status": RunCancelled, "reason": ReasonApprovalExpired, "detail": detail, "steps": run.StepCount})
+	return event(tx, run.ID, "", now, EventRunFinished, RunFinishedPayload{
+		Status: RunCancelled, Reason: ReasonApprovalExpired, Detail: detail, Steps: run.StepCount})
 }
 
 // write commits fn (after a deferred step end, if one is waiting), delivers
@@ -171,6 +171,23 @@ func (s *session) flush(ctx context.Context) error {
 	})
 }
 
+// keySorted writes a payload with its keys in sorted order, the form the
+// operator's step.failed events have always had: the chain holds each
+// payload's digest, so a writer keeps the bytes it has written before.
+type keySorted struct{ v any }
+
+func (k keySorted) encode() ([]byte, error) {
+	b, err := json.Marshal(k.v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
+
 // event appends one event with a JSON payload built from v.
 func event(tx Tx, runID, stepID string, at time.Time, typ EventType, v any) error {
 	var payload []byte
@@ -179,6 +196,12 @@ func event(tx Tx, runID, stepID string, at time.Time, typ EventType, v any) erro
 		payload = []byte("{}")
 	case json.RawMessage:
 		payload = p
+	case keySorted:
+		b, err := p.encode()
+		if err != nil {
+			return &JSONError{What: string(typ) + " event", Reason: "will not encode: " + err.Error()}
+		}
+		payload = b
 	default:
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -317,8 +340,8 @@ func (s *session) settle(ctx context.Context, end ending) error {
 				return err
 			}
 		}
-		return event(tx, s.runID, "", now, EventRunFinished, map[string]any{
-			"status": end.status, "reason": end.reason, "detail": end.detail, "steps": runBefore.StepCount})
+		return event(tx, s.runID, "", now, EventRunFinished, RunFinishedPayload{
+			Status: end.status, Reason: end.reason, Detail: end.detail, Steps: runBefore.StepCount})
 	})
 	if err != nil {
 		return s.lost(ctx, err)
@@ -377,8 +400,8 @@ func (s *session) failInternal(ctx context.Context, from []RunStatus, detail str
 				return err
 			}
 		}
-		return event(tx, s.runID, "", now, EventRunFinished, map[string]any{
-			"status": RunFailed, "reason": ReasonInternalError, "detail": detail, "steps": before.StepCount})
+		return event(tx, s.runID, "", now, EventRunFinished, RunFinishedPayload{
+			Status: RunFailed, Reason: ReasonInternalError, Detail: detail, Steps: before.StepCount})
 	})
 	if err != nil {
 		return s.lost(ctx, err)
@@ -452,9 +475,9 @@ func (s *session) pause(ctx context.Context, tool *regTool, req ToolRequest, pd 
 		if err := tx.ApprovalInsert(a); err != nil {
 			return err
 		}
-		return event(tx, s.runID, st.ID, now, EventApprovalRequest, map[string]any{
-			"approval_id": a.ID, "kind": a.Kind, "reason": pd.Reason, "capability": a.Capability,
-			"presentation": a.Presentation, "hash": a.Hash})
+		return event(tx, s.runID, st.ID, now, EventApprovalRequest, ApprovalRequestedPayload{
+			ApprovalID: a.ID, Kind: a.Kind, Reason: pd.Reason, Capability: a.Capability,
+			Presentation: a.Presentation, Hash: a.Hash})
 	})
 	if err != nil {
 		if from[0] != RunRunning && errors.Is(err, ErrRunState) {
@@ -492,7 +515,7 @@ func (s *session) pause(ctx context.Context, tool *regTool, req ToolRequest, pd 
 
 // enter moves a WAITING run to RUNNING under this session's lease (a new
 // fencing generation), with run.resumed and whatever more fn writes.
-func (s *session) enter(ctx context.Context, resumed any, fn func(tx Tx, now time.Time) error) (time.Time, error) {
+func (s *session) enter(ctx context.Context, resumed RunResumedPayload, fn func(tx Tx, now time.Time) error) (time.Time, error) {
 	now := s.e.now()
 	exp := s.lease.expiry()
 	var gen int64

@@ -103,3 +103,8 @@ func TestOpen_ConcurrentOpenersMigrateOnce(t *testing.T) {
 		}
 	}
 }
+
+// Retention on Postgres: the suite the SQLite store runs.
+func TestRetain_BoundedBatchesOnBothBackends(t *testing.T) {
+	storetest.Retention(t, func(t *testing.T) agentrt.Store { return open(t, pgtest.Fresh(t)) })
+}

@@ -258,10 +258,12 @@ func TestOpen_MigratesAVersion2DatabaseKeepingItsChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	// The run is inserted as a version-2 runtime would have: with no salt,
+	// so its events' digests are plain SHA-256.
+	if _, err := raw(t, src).Exec(`INSERT INTO runs (id, status, created_at) VALUES ('r1', 'RUNNING', '2026-01-01T00:00:00Z')`); err != nil {
+		t.Fatal(err)
+	}
 	_, err = s.Update(ctx, func(tx agentrt.Tx) error {
-		if err := tx.RunInsert(agentrt.Run{ID: "r1", Status: agentrt.RunRunning, CreatedAt: at, Limits: agentrt.DefaultLimits()}); err != nil {
-			return err
-		}
 		for i := 0; i < 3; i++ {
 			if _, err := tx.EventAppend(agentrt.Event{RunID: "r1", At: at, Type: agentrt.EventRunStarted, Payload: json.RawMessage(`{"i":1}`)}); err != nil {
 				return err
@@ -289,8 +291,8 @@ func TestOpen_MigratesAVersion2DatabaseKeepingItsChain(t *testing.T) {
 		"CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
 		"INSERT INTO schema_migrations VALUES (1, '2026-01-01T00:00:00Z'), (2, '2026-01-01T00:00:00Z')",
 		"ATTACH DATABASE '" + src + "' AS src",
-		"INSERT INTO runs SELECT * FROM src.runs",
-		"INSERT INTO events SELECT * FROM src.events",
+		"INSERT INTO runs SELECT id, goal, status, reason, reason_detail, limits_json, step_count, created_at, started_at, finished_at, result_json, model_calls, input_tokens, output_tokens, cached_input_tokens, estimated_cost_micros, active_ns, lease_owner, lease_expires_at, generation FROM src.runs",
+		"INSERT INTO events SELECT seq, run_id, step_id, at, type, payload_json, hash FROM src.events",
 		"DETACH DATABASE src",
 		"DELETE FROM events WHERE seq = 3",
 	} {

@@ -83,7 +83,9 @@ func dsn(path string, mode string, writer bool) string {
 		q = append(q, "mode="+mode)
 	}
 	if writer {
-		q = append(q, "_pragma=synchronous(FULL)", "_txlock=immediate")
+		// secure_delete zeroes what a write frees, so content replaced by
+		// an update or removed by erasure leaves no copy in free space.
+		q = append(q, "_pragma=synchronous(FULL)", "_pragma=secure_delete(1)", "_txlock=immediate")
 	} else {
 		q = append(q, "_pragma=query_only(1)")
 	}

@@ -516,10 +516,7 @@ func Check(r Result) []error {
 		if e.Type != agentrt.EventToolStarted {
 			continue
 		}
-		var p struct {
-			ApprovalID string `json:"approval_id"`
-		}
-		_ = json.Unmarshal(e.Payload, &p)
+		p, _ := agentrt.PayloadAs[agentrt.ToolStartedPayload](e)
 		starts[e.StepID] = append(starts[e.StepID], start{e.Seq, p.ApprovalID})
 		if p.ApprovalID != "" {
 			byApproval[p.ApprovalID]++

@@ -74,23 +74,24 @@ func summary(s string) string {
 // build makes the notification for e, or reports false for an event that
 // is not about an approval's waiting.
 func build(ctx context.Context, st agentrt.StoreReader, e agentrt.Event, args bool) (Notification, bool, error) {
+	// What the two approval events say that a notification uses.
 	var p struct {
-		ApprovalID string `json:"approval_id"`
-		Status     string `json:"status"`
-		By         string `json:"by"`
-		Note       string `json:"note"`
-		Reason     string `json:"reason"`
-		Hash       string `json:"hash"`
+		ApprovalID, Status, By, Note, Reason, Hash string
 	}
 	var typ Type
-	switch e.Type {
-	case agentrt.EventApprovalRequest:
+	v, err := agentrt.DecodePayload(e)
+	switch q := v.(type) {
+	case agentrt.ApprovalRequestedPayload:
 		typ = Requested
-	case agentrt.EventApprovalDecided:
+		p.ApprovalID, p.Reason, p.Hash = q.ApprovalID, q.Reason, q.Hash
+	case agentrt.ApprovalDecidedPayload:
+		p.ApprovalID, p.Status, p.By, p.Note = q.ApprovalID, string(q.Status), q.By, q.Note
 	default:
-		return Notification{}, false, nil
+		if e.Type != agentrt.EventApprovalRequest && e.Type != agentrt.EventApprovalDecided {
+			return Notification{}, false, nil
+		}
 	}
-	if err := json.Unmarshal(e.Payload, &p); err != nil || p.ApprovalID == "" {
+	if err != nil || p.ApprovalID == "" {
 		// A payload the runtime did not write (or a stand-in for one too
 		// big to read) says nothing to notify about.
 		return Notification{}, false, nil

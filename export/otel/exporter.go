@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -104,73 +106,82 @@ func (x *Exporter) Sink(ctx context.Context) export.Sink {
 	return func(e agentrt.Event) error { return x.Handle(ctx, e) }
 }
 
-// payload is the union of the fields events carry. Fields a payload lacks
-// stay zero.
-type payload struct {
-	Goal   string                     `json:"goal"`
-	Limits map[string]json.RawMessage `json:"limits"`
-	Index  *int64                     `json:"index"`
+// event is one event being mapped: its decoded payload (a catalogue type,
+// or nil when it would not decode), its attributes so far, and once found
+// the run and step it belongs to.
+type event struct {
+	ctx context.Context
+	e   agentrt.Event
+	p   any
+	a   *attrs
+	rs  *runState
+	st  *stepState
+}
 
-	Kind          string          `json:"kind"`
-	Tool          string          `json:"tool"`
-	Args          json.RawMessage `json:"args"`
-	Reason        string          `json:"reason"`
-	Result        json.RawMessage `json:"result"`
-	Message       string          `json:"message"`
-	Origin        string          `json:"origin"`
-	InvalidArgs   string          `json:"invalid_args"`
-	InvalidResult string          `json:"invalid_result"`
-	InvalidBase64 bool            `json:"invalid_base64"`
+// handler maps one event type.
+type handler func(x *Exporter, ev *event) error
 
-	Outcome  string `json:"outcome"`
-	PolicyID string `json:"policy_id"`
-	SpecHash string `json:"spec_hash"`
+// on adapts a function of one payload type to a handler; a payload that
+// would not decode reaches it as its zero value.
+func on[T any](f func(x *Exporter, ev *event, p T) error) handler {
+	return func(x *Exporter, ev *event) error {
+		p, _ := ev.p.(T)
+		return f(x, ev, p)
+	}
+}
 
-	DurationMS  *int64          `json:"duration_ms"`
-	Summary     string          `json:"summary"`
-	ContentHash string          `json:"content_hash"`
-	Error       string          `json:"error"`
-	Observation json.RawMessage `json:"observation"`
-	Late        bool            `json:"late"`
+// runHandlers map the events that open or close the run's and steps' spans;
+// stepHandlers the events of a step, once its span is found; describers the
+// attributes of events that become span events.
+var runHandlers, stepHandlers map[agentrt.EventType]handler
 
-	Status         string `json:"status"`
-	Detail         string `json:"detail"`
-	By             string `json:"by"`
-	Note           string `json:"note"`
-	Steps          *int64 `json:"steps"`
-	PreviousStatus string `json:"previous_status"`
-	After          string `json:"after"`
+var describers = map[agentrt.EventType]func(p any, a *attrs){
+	agentrt.EventRunStarted: func(any, *attrs) {},
+	agentrt.EventRunResumed: func(v any, a *attrs) {
+		p, _ := v.(agentrt.RunResumedPayload)
+		a.str("resumed.after", p.After)
+	},
+	agentrt.EventLeaseTakenOver: func(v any, a *attrs) {
+		p, _ := v.(agentrt.LeaseTakenOverPayload)
+		a.str("lease.previous_owner", p.PreviousOwner)
+		if !p.PreviousExpiresAt.IsZero() {
+			a.str("lease.previous_expires_at", p.PreviousExpiresAt.Format(time.RFC3339Nano))
+		}
+		a.str("lease.owner", p.Owner)
+	},
+	agentrt.EventLimitExceeded: func(v any, a *attrs) {
+		p, _ := v.(agentrt.LimitExceededPayload)
+		a.str("limit.reason", string(p.Reason))
+		a.str("limit.detail", p.Detail)
+	},
+	agentrt.EventLoopDetected: func(v any, a *attrs) {
+		p, _ := v.(agentrt.LoopDetectedPayload)
+		a.int("loop.repeats", int64(p.Repeats))
+		a.str("loop.tool", p.Tool)
+		a.str("loop.args_hash", p.ArgsHash)
+		a.str("loop.observation_hash", p.ObservationHash)
+	},
+}
 
-	ApprovalID   string          `json:"approval_id"`
-	Hash         string          `json:"hash"`
-	Capability   json.RawMessage `json:"capability"`
-	Presentation json.RawMessage `json:"presentation"`
-
-	CallID          string `json:"call_id"`
-	Attempt         int64  `json:"attempt"`
-	Model           string `json:"model"`
-	Provider        string `json:"provider"`
-	MaxOutputTokens *int64 `json:"max_output_tokens"`
-	Usage           struct {
-		InputTokens       int64 `json:"input_tokens"`
-		OutputTokens      int64 `json:"output_tokens"`
-		CachedInputTokens int64 `json:"cached_input_tokens"`
-	} `json:"usage"`
-	CostMicros int64  `json:"cost_micros"`
-	LatencyMS  int64  `json:"latency_ms"`
-	StopReason string `json:"stop_reason"`
-
-	PreviousOwner     string `json:"previous_owner"`
-	PreviousExpiresAt string `json:"previous_expires_at"`
-	Owner             string `json:"owner"`
-
-	Repeats         int64  `json:"repeats"`
-	ArgsHash        string `json:"args_hash"`
-	ObservationHash string `json:"observation_hash"`
-
-	// A payload the store would not load whole: {"truncated":true,...}.
-	Truncated bool  `json:"truncated"`
-	Length    int64 `json:"length"`
+func init() {
+	runHandlers = map[agentrt.EventType]handler{
+		agentrt.EventRunCreated:  on((*Exporter).runCreated),
+		agentrt.EventRunFinished: on((*Exporter).runFinished),
+		agentrt.EventStepStarted: on((*Exporter).stepStarted),
+	}
+	stepHandlers = map[agentrt.EventType]handler{
+		agentrt.EventStepDecided:     on((*Exporter).stepDecided),
+		agentrt.EventStepPolicy:      on((*Exporter).stepPolicy),
+		agentrt.EventToolStarted:     on((*Exporter).toolStarted),
+		agentrt.EventToolFinished:    on((*Exporter).toolFinished),
+		agentrt.EventStepFailed:      on((*Exporter).stepFailed),
+		agentrt.EventStepInterrupted: on((*Exporter).stepInterrupted),
+		agentrt.EventApprovalRequest: on((*Exporter).approvalRequested),
+		agentrt.EventApprovalDecided: on((*Exporter).approvalDecided),
+		agentrt.EventModelDispatched: on((*Exporter).modelDispatched),
+		agentrt.EventModelCompleted:  on((*Exporter).modelFinished),
+		agentrt.EventModelFailed:     on((*Exporter).modelFinished),
+	}
 }
 
 // attrs collects attributes, cutting every text value at MaxText.
@@ -203,6 +214,13 @@ func (a *attrs) json(k string, v json.RawMessage) {
 	a.str(k, string(v))
 }
 
+// value adds a decoded value as compact JSON text.
+func (a *attrs) value(k string, v any) {
+	if b, err := json.Marshal(v); err == nil && string(b) != "null" {
+		a.str(k, string(b))
+	}
+}
+
 func (a *attrs) int(k string, v int64) { a.kv = append(a.kv, attribute.Int64(k, v)) }
 
 func (a *attrs) bool(k string, v bool) {
@@ -218,283 +236,341 @@ func (a *attrs) add(kv ...attribute.KeyValue) { a.kv = append(a.kv, kv...) }
 func (x *Exporter) Handle(ctx context.Context, e agentrt.Event) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	var p payload
-	bad := json.Unmarshal(e.Payload, &p) != nil
-	a := &attrs{max: x.maxText}
+	p, err := agentrt.DecodePayload(e)
+	ev := &event{ctx: ctx, e: e, p: p, a: &attrs{max: x.maxText}}
+	a := ev.a
 	a.int("event.seq", e.Seq)
-	if bad {
+	if err != nil && (!errors.Is(err, agentrt.ErrUnknownEvent) || !json.Valid(e.Payload)) {
 		a.bool("payload.invalid", true)
 	}
-	if p.Truncated && p.Length > 0 {
-		a.bool("payload.truncated", true)
-		a.int("payload.length", p.Length)
+	var stand struct {
+		Truncated bool  `json:"truncated"`
+		Length    int64 `json:"length"`
 	}
-	switch e.Type {
-	case agentrt.EventRunCreated:
-		a.str("run.id", e.RunID)
-		a.str("run.goal", p.Goal)
-		for k, v := range p.Limits {
+	if json.Unmarshal(e.Payload, &stand) == nil && stand.Truncated && stand.Length > 0 {
+		// A payload the store would not load whole: {"truncated":true,...}.
+		a.bool("payload.truncated", true)
+		a.int("payload.length", stand.Length)
+	}
+	if h := runHandlers[e.Type]; h != nil {
+		return h(x, ev)
+	}
+	if ev.rs, err = x.runSpan(ctx, e, false, nil); err != nil {
+		return err
+	}
+	if e.StepID == "" {
+		// A run-level event: a span event on the run.
+		x.describe(ev)
+		ev.rs.span.AddEvent(eventName(e.Type), trace.WithTimestamp(e.At), trace.WithAttributes(a.kv...))
+		return nil
+	}
+	if ev.st, err = x.step(ctx, ev.rs, e); err != nil {
+		return err
+	}
+	ev.st.last = e.At
+	if h := stepHandlers[e.Type]; h != nil {
+		return h(x, ev)
+	}
+	x.describe(ev)
+	ev.st.span.AddEvent(eventName(e.Type), trace.WithTimestamp(e.At), trace.WithAttributes(a.kv...))
+	return nil
+}
+
+func (x *Exporter) runCreated(ev *event, p agentrt.RunCreatedPayload) error {
+	a := ev.a
+	a.str("run.id", ev.e.RunID)
+	a.str("run.goal", p.Goal)
+	var limits map[string]json.RawMessage
+	if b, err := json.Marshal(p.Limits); err == nil && json.Unmarshal(b, &limits) == nil {
+		for _, k := range slices.Sorted(maps.Keys(limits)) {
 			var n int64
-			if json.Unmarshal(v, &n) == nil {
+			if json.Unmarshal(limits[k], &n) == nil {
 				a.int("limits."+truncate(k, 64), n)
 			}
 		}
-		_, err := x.runSpan(ctx, e, true, a)
-		return err
-	case agentrt.EventRunFinished:
-		rs, err := x.endOpenStep(ctx, e)
-		if err != nil {
-			return err
-		}
-		for k, s := range rs.open {
-			s.End(trace.WithTimestamp(e.At))
-			delete(rs.open, k)
-		}
-		a.str("run.status", p.Status)
-		a.str("run.reason", p.Reason)
-		a.str("run.detail", p.Detail)
-		a.str("run.by", p.By)
-		if p.Steps != nil {
-			a.int("run.steps", *p.Steps)
-		}
-		rs.span.SetAttributes(a.kv...)
-		switch agentrt.RunStatus(p.Status) {
-		case agentrt.RunCompleted:
-			rs.span.SetStatus(codes.Ok, "")
-		case agentrt.RunFailed:
-			rs.span.SetStatus(codes.Error, truncate(p.Reason, x.maxText))
-		}
-		rs.span.End(trace.WithTimestamp(e.At))
-		delete(x.runs, e.RunID)
-		return nil
-	case agentrt.EventStepStarted:
-		rs, err := x.endOpenStep(ctx, e)
-		if err != nil {
-			return err
-		}
-		a.str("step.id", e.StepID)
-		if p.Index != nil {
-			a.int("step.index", *p.Index)
-		}
-		st, err := x.startStep(ctx, rs, e, e.At, a)
-		if err != nil {
-			return err
-		}
-		rs.step = st
-		return nil
 	}
+	_, err := x.runSpan(ev.ctx, ev.e, true, a)
+	return err
+}
 
-	if e.StepID == "" {
-		// A run-level event: a span event on the run.
-		rs, err := x.runSpan(ctx, e, false, nil)
-		if err != nil {
-			return err
-		}
-		x.describe(e, &p, a)
-		rs.span.AddEvent(eventName(e.Type), trace.WithTimestamp(e.At), trace.WithAttributes(a.kv...))
-		return nil
-	}
-	rs, err := x.runSpan(ctx, e, false, nil)
+func (x *Exporter) runFinished(ev *event, p agentrt.RunFinishedPayload) error {
+	e, a := ev.e, ev.a
+	rs, err := x.endOpenStep(ev.ctx, e)
 	if err != nil {
 		return err
 	}
-	st, err := x.step(ctx, rs, e)
+	for k, s := range rs.open {
+		s.End(trace.WithTimestamp(e.At))
+		delete(rs.open, k)
+	}
+	a.str("run.status", string(p.Status))
+	a.str("run.reason", string(p.Reason))
+	a.str("run.detail", p.Detail)
+	if p.By != nil {
+		a.str("run.by", *p.By)
+	}
+	if ev.p != nil {
+		a.int("run.steps", int64(p.Steps))
+	}
+	rs.span.SetAttributes(a.kv...)
+	switch p.Status {
+	case agentrt.RunCompleted:
+		rs.span.SetStatus(codes.Ok, "")
+	case agentrt.RunFailed:
+		rs.span.SetStatus(codes.Error, truncate(string(p.Reason), x.maxText))
+	}
+	rs.span.End(trace.WithTimestamp(e.At))
+	delete(x.runs, e.RunID)
+	return nil
+}
+
+func (x *Exporter) stepStarted(ev *event, p agentrt.StepStartedPayload) error {
+	rs, err := x.endOpenStep(ev.ctx, ev.e)
 	if err != nil {
 		return err
 	}
-	st.last = e.At
-	switch e.Type {
-	case agentrt.EventStepDecided:
-		a.str("decision.kind", p.Kind)
-		a.str("decision.tool", p.Tool)
-		a.json("decision.args", p.Args)
-		a.str("decision.reason", p.Reason)
-		a.json("decision.result", p.Result)
-		a.str("decision.message", p.Message)
-		a.str("decision.origin", p.Origin)
-		a.str("decision.invalid_args", p.InvalidArgs)
-		a.str("decision.invalid_result", p.InvalidResult)
-		a.bool("decision.invalid_base64", p.InvalidBase64)
-		st.span.SetAttributes(a.kv[1:]...)
-		st.span.AddEvent(string(e.Type), trace.WithTimestamp(e.At), trace.WithAttributes(a.kv[:1]...))
-	case agentrt.EventStepPolicy:
-		a.str("policy.outcome", p.Outcome)
-		a.str("policy.reason", p.Reason)
-		a.str("policy.kind", p.Kind)
-		a.str("policy.id", p.PolicyID)
-		a.str("policy.spec_hash", p.SpecHash)
-		st.span.SetAttributes(a.kv[1:]...)
-		st.span.AddEvent(string(e.Type), trace.WithTimestamp(e.At), trace.WithAttributes(a.kv...))
-	case agentrt.EventToolStarted:
-		a.str("tool.name", p.Tool)
-		a.add(semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolTypeKey.String("function"))
+	ev.a.str("step.id", ev.e.StepID)
+	if ev.p != nil {
+		ev.a.int("step.index", int64(p.Index))
+	}
+	st, err := x.startStep(ev.ctx, rs, ev.e, ev.e.At, ev.a)
+	if err != nil {
+		return err
+	}
+	rs.step = st
+	return nil
+}
+
+func (x *Exporter) stepDecided(ev *event, p agentrt.Decision) error {
+	a := ev.a
+	a.str("decision.kind", string(p.Kind))
+	a.str("decision.tool", p.Tool)
+	a.json("decision.args", p.Args)
+	a.str("decision.reason", p.Reason)
+	a.json("decision.result", p.Result)
+	a.str("decision.message", p.Message)
+	a.str("decision.invalid_args", p.InvalidArgs)
+	a.str("decision.invalid_result", p.InvalidResult)
+	a.bool("decision.invalid_base64", p.InvalidBase64)
+	ev.st.span.SetAttributes(a.kv[1:]...)
+	ev.st.span.AddEvent(string(ev.e.Type), trace.WithTimestamp(ev.e.At), trace.WithAttributes(a.kv[:1]...))
+	return nil
+}
+
+func (x *Exporter) stepPolicy(ev *event, p agentrt.StepPolicyPayload) error {
+	a := ev.a
+	a.str("policy.outcome", string(p.Outcome))
+	a.str("policy.reason", p.Reason)
+	a.str("policy.kind", p.Kind)
+	a.str("policy.id", p.PolicyID)
+	a.str("policy.spec_hash", p.SpecHash)
+	ev.st.span.SetAttributes(a.kv[1:]...)
+	ev.st.span.AddEvent(string(ev.e.Type), trace.WithTimestamp(ev.e.At), trace.WithAttributes(a.kv...))
+	return nil
+}
+
+func (x *Exporter) toolStarted(ev *event, p agentrt.ToolStartedPayload) error {
+	e, a := ev.e, ev.a
+	a.str("tool.name", p.Tool)
+	a.add(semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolTypeKey.String("function"))
+	a.str(string(semconv.GenAIToolNameKey), p.Tool)
+	a.str(string(semconv.GenAIToolCallIDKey), e.StepID)
+	name := SpanTool
+	if safeName(p.Tool) {
+		name += " " + p.Tool
+	}
+	s, err := x.start(ev.ctx, e.RunID, kindTool, e.StepID, SpanID(kindStep, e.StepID), name, trace.SpanKindInternal, e.At, a.kv)
+	if err != nil {
+		return err
+	}
+	ev.rs.open[kindTool+"\x00"+e.StepID] = s
+	return nil
+}
+
+func (x *Exporter) toolFinished(ev *event, p agentrt.ToolFinishedPayload) error {
+	e, a, rs := ev.e, ev.a, ev.rs
+	a.str("tool.name", p.Tool)
+	if ev.p != nil && !p.Late {
+		a.int("tool.duration_ms", p.DurationMS)
+	}
+	a.str("tool.summary", p.Summary)
+	a.str("tool.content_hash", p.ContentHash)
+	a.str("tool.error", p.Error)
+	if p.Observation != nil {
+		a.value("tool.observation", p.Observation)
+	}
+	if p.Late {
+		a.add(semconv.GenAIOperationNameExecuteTool)
 		a.str(string(semconv.GenAIToolNameKey), p.Tool)
 		a.str(string(semconv.GenAIToolCallIDKey), e.StepID)
+		s, err := x.start(ev.ctx, e.RunID, kindLateTool, e.StepID, SpanID(kindStep, e.StepID), SpanLateTool, trace.SpanKindInternal, e.At, a.kv)
+		if err != nil {
+			return err
+		}
+		s.End(trace.WithTimestamp(e.At))
+		return nil
+	}
+	key := kindTool + "\x00" + e.StepID
+	s := rs.open[key]
+	if s == nil {
+		// Started before a restart.
+		b := &attrs{max: x.maxText}
+		b.add(semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolTypeKey.String("function"))
+		b.str(string(semconv.GenAIToolNameKey), p.Tool)
+		b.str(string(semconv.GenAIToolCallIDKey), e.StepID)
+		start, known := x.eventStart(ev.ctx, e, agentrt.EventToolStarted)
+		if !known && ev.p != nil {
+			start = e.At.Add(-time.Duration(p.DurationMS) * time.Millisecond)
+		}
+		b.bool("span.start_unknown", !known)
 		name := SpanTool
 		if safeName(p.Tool) {
 			name += " " + p.Tool
 		}
-		s, err := x.start(ctx, e.RunID, kindTool, e.StepID, SpanID(kindStep, e.StepID), name, trace.SpanKindInternal, e.At, a.kv)
-		if err != nil {
+		var err error
+		if s, err = x.start(ev.ctx, e.RunID, kindTool, e.StepID, SpanID(kindStep, e.StepID), name, trace.SpanKindInternal, start, b.kv); err != nil {
 			return err
 		}
-		rs.open[kindTool+"\x00"+e.StepID] = s
-	case agentrt.EventToolFinished:
-		a.str("tool.name", p.Tool)
-		if p.DurationMS != nil {
-			a.int("tool.duration_ms", *p.DurationMS)
-		}
-		a.str("tool.summary", p.Summary)
-		a.str("tool.content_hash", p.ContentHash)
-		a.str("tool.error", p.Error)
-		a.json("tool.observation", p.Observation)
-		if p.Late {
-			a.add(semconv.GenAIOperationNameExecuteTool)
-			a.str(string(semconv.GenAIToolNameKey), p.Tool)
-			a.str(string(semconv.GenAIToolCallIDKey), e.StepID)
-			s, err := x.start(ctx, e.RunID, kindLateTool, e.StepID, SpanID(kindStep, e.StepID), SpanLateTool, trace.SpanKindInternal, e.At, a.kv)
-			if err != nil {
-				return err
+	}
+	delete(rs.open, key)
+	s.SetAttributes(a.kv[1:]...)
+	if p.Error != "" {
+		s.SetAttributes(semconv.ErrorTypeKey.String("tool_error"))
+		s.SetStatus(codes.Error, truncate(p.Error, x.maxText))
+	}
+	s.End(trace.WithTimestamp(e.At))
+	return nil
+}
+
+func (x *Exporter) stepFailed(ev *event, p agentrt.StepFailedPayload) error {
+	a, st := ev.a, ev.st
+	a.str("step.detail", p.Detail)
+	a.str("step.observation", string(p.Observation))
+	a.str("step.content_hash", p.ContentHash)
+	st.span.SetAttributes(a.kv[1:]...)
+	st.span.SetStatus(codes.Error, truncate(p.Detail, x.maxText))
+	st.span.AddEvent(string(ev.e.Type), trace.WithTimestamp(ev.e.At), trace.WithAttributes(a.kv[:1]...))
+	x.endStepAt(ev.rs, st, ev.e.At)
+	return nil
+}
+
+func (x *Exporter) stepInterrupted(ev *event, p agentrt.StepInterruptedPayload) error {
+	a := ev.a
+	a.str("step.previous_status", string(p.PreviousStatus))
+	if p.Observation != nil {
+		a.value("step.observation", p.Observation)
+	}
+	// Not the step's end: a takeover may run its call again, on the
+	// same step.
+	ev.st.span.AddEvent(string(ev.e.Type), trace.WithTimestamp(ev.e.At), trace.WithAttributes(a.kv...))
+	return nil
+}
+
+func (x *Exporter) approvalRequested(ev *event, p agentrt.ApprovalRequestedPayload) error {
+	e, a := ev.e, ev.a
+	a.str("approval.id", p.ApprovalID)
+	a.str("approval.kind", p.Kind)
+	a.str("approval.reason", p.Reason)
+	a.str("approval.hash", p.Hash)
+	a.json("approval.capability", p.Capability)
+	a.json("approval.presentation", p.Presentation)
+	s, err := x.start(ev.ctx, e.RunID, kindApproval, p.ApprovalID, SpanID(kindStep, e.StepID), SpanApproval, trace.SpanKindInternal, e.At, a.kv)
+	if err != nil {
+		return err
+	}
+	ev.rs.open[kindApproval+"\x00"+p.ApprovalID] = s
+	return nil
+}
+
+func (x *Exporter) approvalDecided(ev *event, p agentrt.ApprovalDecidedPayload) error {
+	e, a, rs := ev.e, ev.a, ev.rs
+	key := kindApproval + "\x00" + p.ApprovalID
+	s := rs.open[key]
+	if s == nil {
+		start, known := e.At, false
+		if x.store != nil {
+			if ap, err := x.store.GetApproval(ev.ctx, e.RunID, p.ApprovalID); err == nil && !ap.CreatedAt.IsZero() {
+				start, known = ap.CreatedAt, true
 			}
-			s.End(trace.WithTimestamp(e.At))
-			return nil
 		}
-		key := kindTool + "\x00" + e.StepID
-		s := rs.open[key]
-		if s == nil {
-			// Started before a restart.
-			b := &attrs{max: x.maxText}
-			b.add(semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolTypeKey.String("function"))
-			b.str(string(semconv.GenAIToolNameKey), p.Tool)
-			b.str(string(semconv.GenAIToolCallIDKey), e.StepID)
-			start, known := x.eventStart(ctx, e, agentrt.EventToolStarted)
-			if !known && p.DurationMS != nil {
-				start = e.At.Add(-time.Duration(*p.DurationMS) * time.Millisecond)
-			}
-			b.bool("span.start_unknown", !known)
-			name := SpanTool
-			if safeName(p.Tool) {
-				name += " " + p.Tool
-			}
-			if s, err = x.start(ctx, e.RunID, kindTool, e.StepID, SpanID(kindStep, e.StepID), name, trace.SpanKindInternal, start, b.kv); err != nil {
-				return err
-			}
-		}
-		delete(rs.open, key)
-		s.SetAttributes(a.kv[1:]...)
-		if p.Error != "" {
-			s.SetAttributes(semconv.ErrorTypeKey.String("tool_error"))
-			s.SetStatus(codes.Error, truncate(p.Error, x.maxText))
-		}
-		s.End(trace.WithTimestamp(e.At))
-	case agentrt.EventStepFailed:
-		a.str("step.detail", p.Detail)
-		a.json("step.observation", p.Observation)
-		a.str("step.content_hash", p.ContentHash)
-		st.span.SetAttributes(a.kv[1:]...)
-		st.span.SetStatus(codes.Error, truncate(p.Detail, x.maxText))
-		st.span.AddEvent(string(e.Type), trace.WithTimestamp(e.At), trace.WithAttributes(a.kv[:1]...))
-		x.endStepAt(rs, st, e.At)
-	case agentrt.EventStepInterrupted:
-		a.str("step.previous_status", p.PreviousStatus)
-		a.json("step.observation", p.Observation)
-		// Not the step's end: a takeover may run its call again, on the
-		// same step.
-		st.span.AddEvent(string(e.Type), trace.WithTimestamp(e.At), trace.WithAttributes(a.kv...))
-	case agentrt.EventApprovalRequest:
-		a.str("approval.id", p.ApprovalID)
-		a.str("approval.kind", p.Kind)
-		a.str("approval.reason", p.Reason)
-		a.str("approval.hash", p.Hash)
-		a.json("approval.capability", p.Capability)
-		a.json("approval.presentation", p.Presentation)
-		s, err := x.start(ctx, e.RunID, kindApproval, p.ApprovalID, SpanID(kindStep, e.StepID), SpanApproval, trace.SpanKindInternal, e.At, a.kv)
-		if err != nil {
+		b := &attrs{max: x.maxText}
+		b.str("approval.id", p.ApprovalID)
+		b.bool("span.start_unknown", !known)
+		var err error
+		if s, err = x.start(ev.ctx, e.RunID, kindApproval, p.ApprovalID, SpanID(kindStep, e.StepID), SpanApproval, trace.SpanKindInternal, start, b.kv); err != nil {
 			return err
 		}
-		rs.open[kindApproval+"\x00"+p.ApprovalID] = s
-	case agentrt.EventApprovalDecided:
-		key := kindApproval + "\x00" + p.ApprovalID
-		s := rs.open[key]
-		if s == nil {
-			start, known := e.At, false
-			if x.store != nil {
-				if ap, err := x.store.GetApproval(ctx, e.RunID, p.ApprovalID); err == nil && !ap.CreatedAt.IsZero() {
-					start, known = ap.CreatedAt, true
+	}
+	delete(rs.open, key)
+	a.str("approval.status", string(p.Status))
+	a.str("approval.by", p.By)
+	a.str("approval.note", p.Note)
+	s.SetAttributes(a.kv...)
+	s.End(trace.WithTimestamp(e.At))
+	return nil
+}
+
+func (x *Exporter) modelDispatched(ev *event, p agentrt.ModelDispatchedPayload) error {
+	e, a := ev.e, ev.a
+	modelStart(p, a)
+	name := SpanModel
+	if safeName(p.Model) {
+		name += " " + p.Model
+	}
+	s, err := x.start(ev.ctx, e.RunID, kindModel, p.CallID, SpanID(kindStep, e.StepID), name, trace.SpanKindClient, e.At, a.kv)
+	if err != nil {
+		return err
+	}
+	ev.rs.open[kindModel+"\x00"+p.CallID] = s
+	return nil
+}
+
+func (x *Exporter) modelFinished(ev *event, p agentrt.ModelCallFinishedPayload) error {
+	e, a, rs := ev.e, ev.a, ev.rs
+	key := kindModel + "\x00" + p.CallID
+	s := rs.open[key]
+	if s == nil {
+		start, known := e.At.Add(-time.Duration(p.LatencyMS)*time.Millisecond), false
+		if x.store != nil {
+			if calls, err := x.store.ListModelCalls(ev.ctx, e.RunID); err == nil {
+				for _, c := range calls {
+					if c.ID == p.CallID {
+						start, known = c.DispatchedAt, true
+					}
 				}
 			}
-			b := &attrs{max: x.maxText}
-			b.str("approval.id", p.ApprovalID)
-			b.bool("span.start_unknown", !known)
-			if s, err = x.start(ctx, e.RunID, kindApproval, p.ApprovalID, SpanID(kindStep, e.StepID), SpanApproval, trace.SpanKindInternal, start, b.kv); err != nil {
-				return err
-			}
 		}
-		delete(rs.open, key)
-		a.str("approval.status", p.Status)
-		a.str("approval.by", p.By)
-		a.str("approval.note", p.Note)
-		s.SetAttributes(a.kv...)
-		s.End(trace.WithTimestamp(e.At))
-	case agentrt.EventModelDispatched:
-		x.modelStart(&p, a)
+		b := &attrs{max: x.maxText}
+		modelStart(agentrt.ModelDispatchedPayload{CallID: p.CallID, Attempt: p.Attempt, Model: p.Model}, b)
+		b.bool("span.start_unknown", !known)
 		name := SpanModel
 		if safeName(p.Model) {
 			name += " " + p.Model
 		}
-		s, err := x.start(ctx, e.RunID, kindModel, p.CallID, SpanID(kindStep, e.StepID), name, trace.SpanKindClient, e.At, a.kv)
-		if err != nil {
+		var err error
+		if s, err = x.start(ev.ctx, e.RunID, kindModel, p.CallID, SpanID(kindStep, e.StepID), name, trace.SpanKindClient, start, b.kv); err != nil {
 			return err
 		}
-		rs.open[kindModel+"\x00"+p.CallID] = s
-	case agentrt.EventModelCompleted, agentrt.EventModelFailed:
-		key := kindModel + "\x00" + p.CallID
-		s := rs.open[key]
-		if s == nil {
-			start, known := e.At.Add(-time.Duration(p.LatencyMS)*time.Millisecond), false
-			if x.store != nil {
-				if calls, err := x.store.ListModelCalls(ctx, e.RunID); err == nil {
-					for _, c := range calls {
-						if c.ID == p.CallID {
-							start, known = c.DispatchedAt, true
-						}
-					}
-				}
-			}
-			b := &attrs{max: x.maxText}
-			x.modelStart(&p, b)
-			b.bool("span.start_unknown", !known)
-			name := SpanModel
-			if safeName(p.Model) {
-				name += " " + p.Model
-			}
-			if s, err = x.start(ctx, e.RunID, kindModel, p.CallID, SpanID(kindStep, e.StepID), name, trace.SpanKindClient, start, b.kv); err != nil {
-				return err
-			}
-		}
-		delete(rs.open, key)
-		a.str("model.status", p.Status)
-		a.int("model.input_tokens", p.Usage.InputTokens)
-		a.int("model.output_tokens", p.Usage.OutputTokens)
-		a.int("model.cached_input_tokens", p.Usage.CachedInputTokens)
-		a.int("model.cost_micros", p.CostMicros)
-		a.int("model.latency_ms", p.LatencyMS)
-		a.str("model.error", p.Error)
-		a.bool("model.late", p.Late)
-		a.add(semconv.GenAIUsageInputTokens(int(p.Usage.InputTokens)), semconv.GenAIUsageOutputTokens(int(p.Usage.OutputTokens)))
-		if p.StopReason != "" {
-			a.add(semconv.GenAIResponseFinishReasons(truncate(p.StopReason, 64)))
-		}
-		s.SetAttributes(a.kv[1:]...)
-		if e.Type == agentrt.EventModelFailed {
-			s.SetAttributes(semconv.ErrorTypeKey.String(truncate(p.Status, 64)))
-			s.SetStatus(codes.Error, truncate(p.Error, x.maxText))
-		}
-		s.End(trace.WithTimestamp(e.At))
-	default:
-		x.describe(e, &p, a)
-		st.span.AddEvent(eventName(e.Type), trace.WithTimestamp(e.At), trace.WithAttributes(a.kv...))
 	}
+	delete(rs.open, key)
+	a.str("model.status", string(p.Status))
+	a.int("model.input_tokens", p.Usage.InputTokens)
+	a.int("model.output_tokens", p.Usage.OutputTokens)
+	a.int("model.cached_input_tokens", p.Usage.CachedInputTokens)
+	a.int("model.cost_micros", int64(p.Cost))
+	a.int("model.latency_ms", p.LatencyMS)
+	a.str("model.error", p.Error)
+	a.bool("model.late", p.Late)
+	a.add(semconv.GenAIUsageInputTokens(int(p.Usage.InputTokens)), semconv.GenAIUsageOutputTokens(int(p.Usage.OutputTokens)))
+	if p.StopReason != "" {
+		a.add(semconv.GenAIResponseFinishReasons(truncate(p.StopReason, 64)))
+	}
+	s.SetAttributes(a.kv[1:]...)
+	if e.Type == agentrt.EventModelFailed {
+		s.SetAttributes(semconv.ErrorTypeKey.String(truncate(string(p.Status), 64)))
+		s.SetStatus(codes.Error, truncate(p.Error, x.maxText))
+	}
+	s.End(trace.WithTimestamp(e.At))
 	return nil
 }
 
@@ -556,9 +632,8 @@ func (x *Exporter) reopenLastStep(ctx context.Context, rs *runState, e agentrt.E
 	}
 	a := &attrs{max: x.maxText}
 	a.str("step.id", started.StepID)
-	var p payload
-	if json.Unmarshal(started.Payload, &p) == nil && p.Index != nil {
-		a.int("step.index", *p.Index)
+	if p, err := agentrt.PayloadAs[agentrt.StepStartedPayload](*started); err == nil {
+		a.int("step.index", int64(p.Index))
 	}
 	st, err := x.startStep(ctx, rs, *started, started.At, a)
 	if err != nil {
@@ -570,39 +645,25 @@ func (x *Exporter) reopenLastStep(ctx context.Context, rs *runState, e agentrt.E
 }
 
 // modelStart adds what a model span knows from its dispatch.
-func (x *Exporter) modelStart(p *payload, a *attrs) {
+func modelStart(p agentrt.ModelDispatchedPayload, a *attrs) {
 	a.str("model.call_id", p.CallID)
-	a.int("model.attempt", p.Attempt)
+	a.int("model.attempt", int64(p.Attempt))
 	a.str("model.name", p.Model)
 	a.add(semconv.GenAIOperationNameChat)
 	a.str(string(semconv.GenAIRequestModelKey), p.Model)
 	a.str(string(semconv.GenAIProviderNameKey), p.Provider)
-	if p.MaxOutputTokens != nil && *p.MaxOutputTokens > 0 {
-		a.add(semconv.GenAIRequestMaxTokens(int(*p.MaxOutputTokens)))
+	if p.MaxOutputTokens > 0 {
+		a.add(semconv.GenAIRequestMaxTokens(int(p.MaxOutputTokens)))
 	}
 }
 
 // describe adds the attributes of events that are span events.
-func (x *Exporter) describe(e agentrt.Event, p *payload, a *attrs) {
-	switch e.Type {
-	case agentrt.EventRunResumed:
-		a.str("resumed.after", p.After)
-	case agentrt.EventLeaseTakenOver:
-		a.str("lease.previous_owner", p.PreviousOwner)
-		a.str("lease.previous_expires_at", p.PreviousExpiresAt)
-		a.str("lease.owner", p.Owner)
-	case agentrt.EventLimitExceeded:
-		a.str("limit.reason", p.Reason)
-		a.str("limit.detail", p.Detail)
-	case agentrt.EventLoopDetected:
-		a.int("loop.repeats", p.Repeats)
-		a.str("loop.tool", p.Tool)
-		a.str("loop.args_hash", p.ArgsHash)
-		a.str("loop.observation_hash", p.ObservationHash)
-	case agentrt.EventRunStarted:
-	default:
-		a.str("event.type", string(e.Type))
+func (x *Exporter) describe(ev *event) {
+	if d := describers[ev.e.Type]; d != nil {
+		d(ev.p, ev.a)
+		return
 	}
+	ev.a.str("event.type", string(ev.e.Type))
 }
 
 // eventName is the span event's name: the event type for the types the

@@ -104,7 +104,7 @@ type command struct {
 // commands are listed in this order by help.
 var commands = []*command{
 	runsCommand, showCommand, eventsCommand, followCommand, approveCommand, rejectCommand, cancelCommand,
-	verifyCommand, approversCommand, budgetsCommand, serveCommand, versionCommand, demoCommand, resumeCommand, policyCommand, recheckCommand,
+	verifyCommand, eraseCommand, retainCommand, approversCommand, budgetsCommand, serveCommand, versionCommand, demoCommand, resumeCommand, policyCommand, recheckCommand,
 }
 
 func lookup(name string) *command {

@@ -53,11 +53,16 @@ type verifyReport struct {
 	To      int64 `json:"to"`
 	Checked int64 `json:"checked"`
 	// Last is the seq of the last event checked intact, Hash its hash.
-	Last      int64               `json:"last"`
-	Hash      string              `json:"hash,omitempty"`
-	Intact    bool                `json:"intact"`
-	Break     *agentrt.ChainBreak `json:"break,omitempty"`
-	Requested *struct {
+	Last   int64               `json:"last"`
+	Hash   string              `json:"hash,omitempty"`
+	Intact bool                `json:"intact"`
+	Break  *agentrt.ChainBreak `json:"break,omitempty"`
+	// Erased counts the checked events whose payloads were erased, and
+	// ErasedRuns names their runs (at most agentrt.MaxReportedRuns).
+	Erased         int64    `json:"erased,omitempty"`
+	ErasedRuns     []string `json:"erased_runs,omitempty"`
+	ErasedRunCount int      `json:"erased_run_count,omitempty"`
+	Requested      *struct {
 		To      int64 `json:"to"`
 		Reached bool  `json:"reached"`
 	} `json:"requested,omitempty"`
@@ -174,6 +179,7 @@ func verifyChain(e *env, st agentrt.StoreReader, from, to int64, kept *keptHead)
 	}
 	rep.From, rep.To = from, end
 	show := e.progress != nil && e.progress(e.stderr) && end-from+1 > verifyWindow
+	erasedRuns := map[string]bool{}
 	for cur := from; cur <= end; {
 		wEnd := min(cur+verifyWindow-1, end)
 		r, err := st.VerifyEvents(ctx, cur, wEnd)
@@ -181,6 +187,16 @@ func verifyChain(e *env, st agentrt.StoreReader, from, to int64, kept *keptHead)
 			return rep, err
 		}
 		rep.Checked += r.Checked
+		rep.Erased += r.Erased
+		for _, id := range r.ErasedRuns {
+			if !erasedRuns[id] {
+				erasedRuns[id] = true
+				if len(rep.ErasedRuns) < agentrt.MaxReportedRuns {
+					rep.ErasedRuns = append(rep.ErasedRuns, id)
+				}
+			}
+		}
+		rep.ErasedRunCount = max(rep.ErasedRunCount, len(erasedRuns), r.ErasedRunCount)
 		if r.Checked > 0 {
 			rep.Last, rep.Hash = r.Last, r.Hash
 		}
@@ -244,6 +260,12 @@ func writeVerify(p *printer, rep verifyReport) {
 	default:
 		p.printf("intact: %d event(s), seq %d to %d\n", rep.Checked, rep.From, rep.To)
 		p.printf("last checked: seq %d hash %s\n", rep.Last, clip(rep.Hash, 128))
+	}
+	if rep.Erased > 0 {
+		p.printf("erased: %d event payload(s) in %d run(s), digests kept and recorded by run.erased\n", rep.Erased, rep.ErasedRunCount)
+		for _, id := range rep.ErasedRuns {
+			p.printf("  erased run %s\n", clip(id, 64))
+		}
 	}
 	if r := rep.Requested; r != nil && !r.Reached {
 		p.printf("not reached: -to %d; the last event is seq %d\n", r.To, rep.Head.Seq)

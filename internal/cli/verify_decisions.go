@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -21,6 +22,9 @@ type decisionsReport struct {
 	// (each a failure with pinned keys).
 	Unsigned  int64 `json:"unsigned_approvals"`
 	Approvers int   `json:"approvers"`
+	// Erased is how many decisions belong to erased runs: their
+	// signatures were removed with the content they signed.
+	Erased int64 `json:"erased,omitempty"`
 	// Failure is the first signed decision (or enrollment) that does not
 	// hold, in chain order.
 	Failure *decisionFailure `json:"failure,omitempty"`
@@ -62,6 +66,7 @@ func verifyDecisions(st agentrt.StoreReader, head int64, pinned *agentrt.PinnedK
 	type state struct{ enrolled, removed bool }
 	seen := map[string]*state{}
 	approvedInChain := map[[2]string]bool{}
+	erased := map[string]bool{}
 	fail := func(e agentrt.Event, approvalID, format string, args ...any) (*decisionsReport, error) {
 		rep.Failure = &decisionFailure{Seq: e.Seq, RunID: e.RunID, ApprovalID: approvalID, Reason: fmt.Sprintf(format, args...)}
 		return rep, nil
@@ -81,47 +86,46 @@ func verifyDecisions(st agentrt.StoreReader, head int64, pinned *agentrt.PinnedK
 			}
 			switch e.Type {
 			case agentrt.EventApproverEnrolled:
-				var p struct {
-					ID        string `json:"approver_id"`
-					PublicKey string `json:"public_key"`
-					Cred      string `json:"credential_id"`
-				}
-				if err := json.Unmarshal(e.Payload, &p); err != nil {
+				p, err := agentrt.PayloadAs[agentrt.ApproverEnrolledPayload](e)
+				if err != nil {
 					return fail(e, "", "the approver.enrolled event will not decode")
 				}
-				a, ok := byID[p.ID]
+				a, ok := byID[p.ApproverID]
 				k, kerr := base64.StdEncoding.DecodeString(p.PublicKey)
-				if !ok || kerr != nil || !bytes.Equal(k, a.PublicKey) || p.Cred != a.CredentialID {
-					return fail(e, "", "approver %s's stored key is not the one its approver.enrolled event recorded", p.ID)
+				if !ok || kerr != nil || !bytes.Equal(k, a.PublicKey) || p.CredentialID != a.CredentialID {
+					return fail(e, "", "approver %s's stored key is not the one its approver.enrolled event recorded", p.ApproverID)
 				}
-				seen[p.ID] = &state{enrolled: true}
+				seen[p.ApproverID] = &state{enrolled: true}
 			case agentrt.EventApproverRemoved:
-				var p struct {
-					ID string `json:"approver_id"`
-				}
-				if json.Unmarshal(e.Payload, &p) == nil && seen[p.ID] != nil {
-					seen[p.ID].removed = true
+				if p, err := agentrt.PayloadAs[agentrt.ApproverRemovedPayload](e); err == nil && seen[p.ApproverID] != nil {
+					seen[p.ApproverID].removed = true
 				}
 			case agentrt.EventApprovalDecided:
 				rep.Decisions++
-				var p struct {
-					ApprovalID string                     `json:"approval_id"`
-					Status     string                     `json:"status"`
-					By         string                     `json:"by"`
-					Note       string                     `json:"note"`
-					ApproverID string                     `json:"approver_id"`
-					Signature  *agentrt.DecisionSignature `json:"signature"`
-				}
-				if err := json.Unmarshal(e.Payload, &p); err != nil {
+				p, err := agentrt.PayloadAs[agentrt.ApprovalDecidedPayload](e)
+				if err != nil {
 					return fail(e, "", "the approval.decided event will not decode")
 				}
 				row, err := st.GetApproval(ctx, e.RunID, p.ApprovalID)
 				if err != nil {
 					return fail(e, p.ApprovalID, "its approval row is missing: %v", err)
 				}
-				approved := p.Status == string(agentrt.ApprovalApproved)
+				approved := p.Status == agentrt.ApprovalApproved
 				if approved {
 					approvedInChain[[2]string{e.RunID, p.ApprovalID}] = true
+				}
+				if row.Hash == "" {
+					// Erasure blanks an approval's hash and removes its
+					// signature, which signed content; the chain's own
+					// check proves the erasure was recorded.
+					er, err := runErased(ctx, st, erased, e.RunID)
+					if err != nil {
+						return nil, err
+					}
+					if er {
+						rep.Erased++
+						continue
+					}
 				}
 				if p.Signature == nil {
 					if row.Signature != nil && row.Status != agentrt.ApprovalExpired {
@@ -148,7 +152,7 @@ func verifyDecisions(st agentrt.StoreReader, head int64, pinned *agentrt.PinnedK
 					return fail(e, p.ApprovalID, "the event names %q as deciding, but %q signed it", p.By, a.Name)
 				}
 				verb := agentrt.StatementReject
-				if p.Status == string(agentrt.ApprovalApproved) {
+				if p.Status == agentrt.ApprovalApproved {
 					verb = agentrt.StatementApprove
 				}
 				stmt := sig.Statement
@@ -203,4 +207,18 @@ func checkApprovedRows(st agentrt.StoreReader, approvedInChain map[[2]string]boo
 			return nil
 		}
 	}
+}
+
+// runErased reports whether the run's last event is its run.erased.
+func runErased(ctx context.Context, st agentrt.StoreReader, memo map[string]bool, runID string) (bool, error) {
+	if v, ok := memo[runID]; ok {
+		return v, nil
+	}
+	evs, err := st.ListEvents(ctx, runID)
+	if err != nil {
+		return false, err
+	}
+	v := len(evs) > 0 && evs[len(evs)-1].Type == agentrt.EventRunErased
+	memo[runID] = v
+	return v, nil
 }

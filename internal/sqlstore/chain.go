@@ -17,8 +17,11 @@ import (
 // The chain: each event's hash is the SHA-256 of seven netstrings
 // (<length>:<bytes>,): the previous event's hash ("" before the first), the
 // seq in decimal, run id, step id, time, type, and the hex SHA-256 of the
-// payload as stored. Hashing the payload's digest rather than its bytes lets
-// retention drop a payload later and keep the chain verifiable.
+// payload as stored, keyed by the run's salt when it has one (SHA-256 of
+// the 64-byte salt and the payload).
+// Hashing the payload's digest rather than its bytes lets erasure replace a
+// payload later and keep the chain verifiable; keying it by a salt erased
+// with the content keeps the digest from confirming a guess of it.
 
 func appendNetstring[T string | []byte](buf []byte, b T) []byte {
 	buf = strconv.AppendInt(buf, int64(len(b)), 10)
@@ -92,7 +95,11 @@ func (t *tx) EventAppend(e agentrt.Event) (agentrt.Event, error) {
 		payload = []byte("{}")
 	}
 	at := t.timeText(e.At)
-	digest := sha256.Sum256(payload)
+	key, err := t.saltFor(e.RunID, e.Type)
+	if err != nil {
+		return agentrt.Event{}, err
+	}
+	digest := key.payloadDigest(payload)
 	for {
 		seq := t.headSeq + 1
 		h := eventHash(t.headHash, seq, e.RunID, e.StepID, at, string(e.Type), &digest)
@@ -232,15 +239,18 @@ func (s *Store) VerifyEvents(ctx context.Context, from, to int64) (agentrt.Verif
 		CASE WHEN octet_length(run_id) <= 4096 THEN run_id END, CASE WHEN octet_length(step_id) <= 4096 THEN step_id END,
 		CASE WHEN octet_length(at) <= 4096 THEN at END, CASE WHEN octet_length(type) <= 4096 THEN type END,
 		CASE WHEN octet_length(payload_json) <= ` + strconv.Itoa(agentrt.MaxStoredValue) + ` THEN payload_json END, octet_length(payload_json), substr(hash, 1, 128),
-		octet_length(run_id) > 4096 OR octet_length(step_id) > 4096 OR octet_length(at) > 4096 OR octet_length(type) > 4096
+		octet_length(run_id) > 4096 OR octet_length(step_id) > 4096 OR octet_length(at) > 4096 OR octet_length(type) > 4096,
+		CASE WHEN octet_length(payload_digest) <= 128 THEN payload_digest END
 		FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq LIMIT ?`)
 	cur := from
 	first := true
 	var prevBuf, want [64]byte
 	prevB := append(prevBuf[:0], prev...)
 	var seq, lPayload int64
-	var runID, stepID, at, typ, payload, stored sql.RawBytes
+	var runID, stepID, at, typ, payload, stored, erasedDigest sql.RawBytes
 	var big bool
+	salts := &saltCache{s: s}
+	erased := map[string]int64{}
 	for cur <= to {
 		rows, err := s.rdb.QueryContext(ctx, q, cur, to, verifyPage)
 		if err != nil {
@@ -249,7 +259,7 @@ func (s *Store) VerifyEvents(ctx context.Context, from, to int64) (agentrt.Verif
 		n := 0
 		for rows.Next() {
 			n++
-			if err := rows.Scan(&seq, &runID, &stepID, &at, &typ, &payload, &lPayload, &stored, &big); err != nil {
+			if err := rows.Scan(&seq, &runID, &stepID, &at, &typ, &payload, &lPayload, &stored, &big, &erasedDigest); err != nil {
 				rows.Close()
 				return rep, err
 			}
@@ -279,7 +289,24 @@ func (s *Store) VerifyEvents(ctx context.Context, from, to int64) (agentrt.Verif
 				rows.Close()
 				return brk(fmt.Sprintf("the payload is %d bytes, larger than any event agentrt writes", lPayload), "", nil), nil
 			}
-			digest := sha256.Sum256(payload)
+			var digest [32]byte
+			if len(erasedDigest) > 0 {
+				// Erased: the chain hashed the digest kept beside the
+				// payload; the erasure check below proves what remains.
+				if n, err := hex.Decode(digest[:], erasedDigest); err != nil || n != 32 {
+					rows.Close()
+					return brk("the kept digest of an erased payload is not a SHA-256 digest", "", erasedDigest), nil
+				}
+				erased[string(runID)]++
+				rep.Erased++
+			} else {
+				key, err := salts.of(ctx, string(runID))
+				if err != nil {
+					rows.Close()
+					return rep, err
+				}
+				digest = key.payloadDigest(payload)
+			}
 			eventHashInto(&want, prevB, seq, []byte(runID), []byte(stepID), []byte(at), []byte(typ), &digest)
 			if !bytes.Equal(want[:], stored) {
 				rows.Close()
@@ -304,6 +331,7 @@ func (s *Store) VerifyEvents(ctx context.Context, from, to int64) (agentrt.Verif
 	}
 	if prevSeq < to {
 		rep.Break = &agentrt.ChainBreak{Seq: prevSeq + 1, Detail: fmt.Sprintf("events %d to %d are missing", prevSeq+1, to)}
+		return rep, nil
 	}
-	return rep, nil
+	return s.verifyErasures(ctx, rep, erased)
 }

@@ -116,9 +116,11 @@ type Store struct {
 	// The chain head as of this store's last commit, and a buffer of
 	// events; only the group commit leader touches them.
 	headKnown bool
-	headSeq   int64
-	headHash  string
-	evbuf     []agentrt.Event
+	// Runs' keys as committed (keyCache).
+	keys     keyCache
+	headSeq  int64
+	headHash string
+	evbuf    []agentrt.Event
 
 	stats struct {
 		sync.Mutex
@@ -387,6 +389,9 @@ func (s *Store) runBatch(batch []*request, savepoints bool) bool {
 		}
 		mark := t.mark()
 		r.panicked, r.err = runFn(r.fn, handed)
+		if r.err == nil && r.panicked == nil {
+			r.err = t.proveLive()
+		}
 		if r.err != nil || r.panicked != nil {
 			t.reset(mark)
 			if !shared {
@@ -432,6 +437,7 @@ func (s *Store) runBatch(batch []*request, savepoints bool) bool {
 	if !s.d.SharedWriters {
 		s.headKnown, s.headSeq, s.headHash = t.headRead, t.headSeq, t.headHash
 	}
+	s.keys.publish(t.published)
 	s.stats.Lock()
 	s.stats.Commits++
 	s.stats.Updates += int64(len(batch))

@@ -28,6 +28,19 @@ type tx struct {
 	queue       bool
 	rows        []eventRow
 
+	// What this transaction read or made of runs' salts (saltFor).
+	salts map[string]runKey
+	// The request's runs whose cached keys it used (unproven) and whose
+	// live status it compared (live: a RunUpdate from live statuses under
+	// the lease, or a fenced StepUpdate); see proveLive. published are
+	// the keys the store keeps after commit (keyCache).
+	unproven, live       []string
+	published            []publishedKey
+	unprovenBuf, liveBuf [2]string // most requests touch one run
+	// The first run's entry of salts, kept out of the map.
+	salt1ID string
+	salt1   runKey
+
 	// The database's time for this transaction, once read (DatabaseClock).
 	dbNow time.Time
 
@@ -65,6 +78,10 @@ func (t *tx) reset(m txMark) {
 	t.events = t.events[:m.events]
 	t.rows = t.rows[:m.rows]
 	t.headRead, t.headTrusted, t.headSeq, t.headHash = m.headRead, m.headTrusted, m.headSeq, m.headHash
+	clear(t.salts)
+	t.salt1ID = ""
+	t.unproven, t.live = t.unproven[:0], t.live[:0]
+	t.published = t.published[:0]
 }
 
 func (t *tx) take(m txMark) []agentrt.Event {
@@ -122,7 +139,10 @@ func (t *tx) RunInsert(r agentrt.Run) error {
 	if err != nil && isConstraint(err) {
 		return fmt.Errorf("%w: run %s already exists", agentrt.ErrRunState, r.ID)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return t.insertSalt(r.ID)
 }
 
 func isConstraint(err error) bool {
@@ -256,7 +276,23 @@ func (t *tx) RunUpdate(p agentrt.RunUpdate) error {
 	if err != nil {
 		return err
 	}
-	return oneRow(res, "run", p.ID)
+	if err := oneRow(res, "run", p.ID); err != nil {
+		return err
+	}
+	if p.CheckLease && liveOnly(p.From) {
+		t.proven(p.ID)
+	}
+	return nil
+}
+
+// liveOnly reports whether from names statuses, none of them terminal.
+func liveOnly(from []agentrt.RunStatus) bool {
+	for _, s := range from {
+		if s.Terminal() {
+			return false
+		}
+	}
+	return len(from) > 0
 }
 
 func flag(b bool) byte {
@@ -415,7 +451,14 @@ func (t *tx) StepUpdate(p agentrt.StepUpdate) error {
 	if err != nil {
 		return err
 	}
-	return oneRow(res, "step", p.ID)
+	if err := oneRow(res, "step", p.ID); err != nil {
+		return err
+	}
+	if p.Fence.RunID != "" {
+		// The fence matched only a running run.
+		t.proven(p.Fence.RunID)
+	}
+	return nil
 }
 
 func (t *tx) StepList(runID string) ([]agentrt.Step, error) {

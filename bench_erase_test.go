@@ -1,0 +1,153 @@
+//go:build unix
+
+package agentrt_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/sqlite"
+)
+
+// eraseRuns is how many runs of eraseSteps steps BenchmarkErase erases.
+const (
+	eraseRuns  = 1000
+	eraseSteps = 10
+)
+
+// erasableDB writes eraseRuns completed runs of eraseSteps steps once and
+// returns the file, which each iteration copies.
+func erasableDB(b *testing.B) string {
+	b.Helper()
+	dir := b.TempDir()
+	path := filepath.Join(dir, "runs.db")
+	s, err := sqlite.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	limits := agentrt.DefaultLimits()
+	limits.MaxSteps = eraseSteps + 1
+	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: s, Policy: agentrt.DefaultPolicy(),
+		Tools: []agentrt.Tool{echoTool(false)}}, Agent: benchAgent{eraseSteps}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < eraseRuns; i++ {
+		if r, err := d.Start(context.Background(), "bench", limits); err != nil || r.Status != agentrt.RunCompleted {
+			b.Fatalf("run: %v %s", err, r.Status)
+		}
+	}
+	if err := s.Checkpoint(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	s.Close()
+	if keep := os.Getenv("AGENTRT_BENCH_KEEP_DB"); keep != "" {
+		// For measuring the CLI's peak RSS on the same database.
+		data, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(keep, data, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return path
+}
+
+func copyDB(b *testing.B, from string) string {
+	b.Helper()
+	to := filepath.Join(b.TempDir(), "copy.db")
+	data, err := os.ReadFile(from)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return to
+}
+
+// BenchmarkErase measures, over 1,000 completed runs of 10 steps on a
+// SQLite file (secure_delete on, synchronous=FULL), retention erasing them
+// all (retain: runs/s, the WAL truncated at its end) and then verify over
+// the erased chain (verify: events/s; erased events are hashed by their
+// kept digest and checked against run.erased). The runs are written once.
+func BenchmarkErase(b *testing.B) {
+	src := erasableDB(b)
+	ctx := context.Background()
+	b.Run("retain", func(b *testing.B) {
+		var total, cpu time.Duration
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			s, err := sqlite.Open(copyDB(b, src))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			start, c0 := time.Now(), cpuTime()
+			rep, err := agentrt.Operator{Store: s}.Retain(ctx, agentrt.RetainOptions{FinishedBefore: time.Now().Add(time.Hour), By: "bench", Reason: "bench"})
+			total, cpu = total+time.Since(start), cpu+cpuTime()-c0
+			if err != nil || rep.Erased != eraseRuns {
+				b.Fatalf("retain = %+v, %v", rep, err)
+			}
+			b.StopTimer()
+			s.Close()
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(b.N*eraseRuns)/total.Seconds(), "runs/s")
+		// Per second of this process's CPU: on a shared machine the wall
+		// figure measures the neighbours too.
+		b.ReportMetric(float64(b.N*eraseRuns)/cpu.Seconds(), "runs/cpu-s")
+	})
+	b.Run("verify-salted", func(b *testing.B) {
+		b.StopTimer()
+		s, err := sqlite.Open(copyDB(b, src))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		head, _, err := s.ChainHead(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start, c0 := time.Now(), cpuTime()
+		for i := 0; i < b.N; i++ {
+			rep, err := s.VerifyEvents(ctx, 0, 0)
+			if err != nil || rep.Break != nil || rep.Checked != head {
+				b.Fatalf("verify = %+v, %v", rep, err)
+			}
+		}
+		b.ReportMetric(float64(int64(b.N)*head)/time.Since(start).Seconds(), "events/s")
+		b.ReportMetric(float64(int64(b.N)*head)/(cpuTime()-c0).Seconds(), "events/cpu-s")
+	})
+	b.Run("verify", func(b *testing.B) {
+		b.StopTimer()
+		s, err := sqlite.Open(copyDB(b, src))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		if _, err := (agentrt.Operator{Store: s}).Retain(ctx, agentrt.RetainOptions{FinishedBefore: time.Now().Add(time.Hour), By: "bench", Reason: "bench"}); err != nil {
+			b.Fatal(err)
+		}
+		head, _, err := s.ChainHead(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start, c0 := time.Now(), cpuTime()
+		for i := 0; i < b.N; i++ {
+			rep, err := s.VerifyEvents(ctx, 0, 0)
+			if err != nil || rep.Break != nil || rep.ErasedRunCount != eraseRuns {
+				b.Fatalf("verify = %+v, %v", rep, err)
+			}
+		}
+		b.ReportMetric(float64(int64(b.N)*head)/time.Since(start).Seconds(), "events/s")
+		b.ReportMetric(float64(int64(b.N)*head)/(cpuTime()-c0).Seconds(), "events/cpu-s")
+	})
+}

@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/backend"
+	"github.com/agentrt/agentrt/sqlite"
+	"github.com/agentrt/agentrt/trace"
+)
+
+var eraseCommand = &command{
+	name:    "erase",
+	summary: "remove the content of a run that has ended, keeping the chain verifiable",
+	usage:   "<run> -by WHO -reason TEXT [-vacuum]",
+	run:     runErase,
+}
+
+// vacuumer is a store that can rewrite its files so no freed copy of
+// erased content stays in them.
+type vacuumer interface {
+	Vacuum(ctx context.Context) error
+}
+
+// postgresNote says what a Postgres erasure leaves until VACUUM.
+const postgresNote = "note: Postgres keeps the replaced row versions, content included, in its table files until VACUUM reclaims their space and later writes reuse it, and in its write-ahead log, replicas and backups until they are recycled; erase -vacuum runs VACUUM FULL on the tables erasure changed, which rewrites them under an exclusive lock."
+
+func runErase(e *env, g *global, c *command, args []string) int {
+	fs := e.flags(c, g)
+	by := fs.String("by", "", "who erases the run, recorded in its run.erased event (default $USER)")
+	reason := fs.String("reason", "", "why, recorded in the run.erased event (required)")
+	vacuum := fs.Bool("vacuum", false, "then rewrite the database files (SQLite VACUUM, Postgres VACUUM FULL) so no freed copy of the content stays")
+	pos, code, ok := e.parse(c, fs, args)
+	if !ok {
+		return code
+	}
+	runID, code := e.runArg(c, pos)
+	if code != ExitOK {
+		return code
+	}
+	if !flagGiven(fs, "by") {
+		*by = e.getenv("USER")
+	}
+	if *by == "" {
+		return e.usageError(c, "no one to record as erasing: pass -by WHO or set USER")
+	}
+	if *reason == "" {
+		return e.usageError(c, "-reason is required: say why the run's content is erased")
+	}
+	path, code := g.requireDB(e, c)
+	if code != ExitOK {
+		return code
+	}
+	st, name, code := e.openWriter(path)
+	if code != ExitOK {
+		return code
+	}
+	defer st.Close()
+	ctx := background()
+	op := agentrt.Operator{Store: st, Now: e.now}
+	er, err := op.Erase(ctx, runID, *by, *reason)
+	walNote := ""
+	switch {
+	case errors.Is(err, sqlite.ErrWALRetained):
+		walNote = "note: " + err.Error() + "; run 'agentrt erase' on another run or reopen the database when readers are done to empty it."
+	case errors.Is(err, agentrt.ErrNotFound):
+		return e.fail("no run %s in %s", runID, name)
+	case errors.Is(err, agentrt.ErrRunState):
+		return e.fail("run %s was not erased: %s; nothing was changed", runID, trimAgentrt(err))
+	case errors.Is(err, agentrt.ErrNotErasable):
+		return e.fail("%s cannot erase content; nothing was changed", name)
+	case err != nil:
+		return e.fail("erasing run %s: %v", runID, err)
+	}
+	if *vacuum {
+		if v, ok := st.(vacuumer); ok {
+			if err := v.Vacuum(ctx); err != nil {
+				return e.fail("run %s was erased, but the vacuum failed: %v", runID, err)
+			}
+		}
+	}
+	p := &printer{w: e.stdout}
+	if g.json {
+		writeJSON(p, struct {
+			Erased agentrt.ErasedRun `json:"erased"`
+			Vacuum bool              `json:"vacuum"`
+		}{er, *vacuum})
+	} else {
+		p.printf("run %s: erased %d event payload(s), %d step(s), %d approval(s), %d model call(s); run.erased is seq %d\n",
+			clip(er.RunID, 64), er.Events, er.Rows["steps"], er.Rows["approvals"], er.Rows["model_calls"], er.Seq)
+	}
+	if walNote != "" {
+		fmt.Fprintln(e.stderr, "agentrt: "+trace.Sanitize(walNote))
+	}
+	if _, isSQLite := st.(*sqlite.Store); !isSQLite && !*vacuum {
+		fmt.Fprintln(e.stderr, "agentrt: "+postgresNote)
+	}
+	return e.done(p, ExitOK)
+}
+
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+func trimAgentrt(err error) string {
+	s := err.Error()
+	const p = "agentrt: "
+	for len(s) > len(p) && s[:len(p)] == p {
+		s = s[len(p):]
+	}
+	return s
+}
+
+// openWriter opens the database named by -db for writing through the
+// backend registry and returns it with the name it may be printed by.
+func (e *env) openWriter(db string) (agentrt.Store, string, int) {
+	st, code := e.open(db, false)
+	return st, backend.Redact(db), code
+}
