@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
-	"flag"
 	"fmt"
 	"net/url"
 	"os"
@@ -71,11 +70,7 @@ func runApprovers(e *env, g *global, c *command, args []string) int {
 	if !ok {
 		return code
 	}
-	byGiven := false
-	fs.Visit(func(fl *flag.Flag) { byGiven = byGiven || fl.Name == "by" })
-	if !byGiven {
-		*by = e.getenv("USER")
-	}
+	e.defaultBy(fs, by)
 	var name string
 	switch sub {
 	case "list", "keygen":

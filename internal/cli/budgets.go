@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -71,11 +70,7 @@ func runBudgets(e *env, g *global, c *command, args []string) int {
 	if !ok {
 		return code
 	}
-	byGiven := false
-	fs.Visit(func(fl *flag.Flag) { byGiven = byGiven || fl.Name == "by" })
-	if !byGiven {
-		*by = e.getenv("USER")
-	}
+	e.defaultBy(fs, by)
 	var name string
 	switch sub {
 	case "list", "prices":

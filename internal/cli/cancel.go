@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"flag"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/trace"
@@ -28,11 +27,7 @@ func runCancel(e *env, g *global, c *command, args []string) int {
 	if code != ExitOK {
 		return code
 	}
-	byGiven := false
-	fs.Visit(func(fl *flag.Flag) { byGiven = byGiven || fl.Name == "by" })
-	if !byGiven {
-		*by = e.getenv("USER")
-	}
+	e.defaultBy(fs, by)
 	if *by == "" {
 		return e.usageError(c, "no one to record as cancelling: pass -by WHO (a label, recorded as given) or set USER")
 	}

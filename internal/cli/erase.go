@@ -41,9 +41,7 @@ func runErase(e *env, g *global, c *command, args []string) int {
 	if code != ExitOK {
 		return code
 	}
-	if !flagGiven(fs, "by") {
-		*by = e.getenv("USER")
-	}
+	e.defaultBy(fs, by)
 	if *by == "" {
 		return e.usageError(c, "no one to record as erasing: pass -by WHO or set USER")
 	}
@@ -99,6 +97,14 @@ func runErase(e *env, g *global, c *command, args []string) int {
 		fmt.Fprintln(e.stderr, "agentrt: "+postgresNote)
 	}
 	return e.done(p, ExitOK)
+}
+
+// defaultBy sets *by to $USER when the command's -by flag was not given:
+// the one rule every command that records who acted follows.
+func (e *env) defaultBy(fs *flag.FlagSet, by *string) {
+	if !flagGiven(fs, "by") {
+		*by = e.getenv("USER")
+	}
 }
 
 func flagGiven(fs *flag.FlagSet, name string) bool {

@@ -70,9 +70,7 @@ func runRetain(e *env, g *global, c *command, args []string) int {
 	if *batch < 1 || *batch > agentrt.MaxEraseBatch {
 		return e.usageError(c, fmt.Sprintf("-batch must be 1 to %d", agentrt.MaxEraseBatch))
 	}
-	if !flagGiven(fs, "by") {
-		*by = e.getenv("USER")
-	}
+	e.defaultBy(fs, by)
 	if *by == "" && !*dry {
 		return e.usageError(c, "no one to record as erasing: pass -by WHO or set USER")
 	}
