@@ -49,7 +49,8 @@ type Rules map[string]Rule
 type Report struct {
 	Server string `json:"server"`
 	// Connection is shared by the registered tools; the caller closes it.
-	// It is nil when nothing registered.
+	// It is nil when nothing registered, unless the server offers no tool
+	// at all and the manifest pins none.
 	Connection   *Connection    `json:"-"`
 	Registered   []Registration `json:"registered"`
 	Refused      []Refusal      `json:"refused"`
@@ -101,8 +102,11 @@ func (r *Report) String() string {
 // Load connects to srv and registers each tool that is pinned in m, has a
 // rule in rules, and passes every check; each refused tool is in the
 // report with its reason, and the others still register. Connecting,
-// listing and every check fall inside srv.ConnectTimeout. When nothing
-// registers the connection is closed and the error wraps ErrNoTools.
+// listing and every check fall inside srv.ConnectTimeout. A server that
+// offers no tool at all, under a manifest that pins none, loads with no
+// tools and its connection (it may still have prompts or resources).
+// Otherwise, when nothing registers, the connection is closed and the
+// error wraps ErrNoTools.
 func Load(ctx context.Context, srv Server, m *Manifest, rules Rules) ([]agentrt.Tool, *Report, error) {
 	if err := srv.validate(); err != nil {
 		return nil, nil, err
@@ -137,7 +141,7 @@ func Load(ctx context.Context, srv Server, m *Manifest, rules Rules) ([]agentrt.
 		if h := loadHook.Load(); h != nil {
 			(*h)(ctx)
 		}
-		if len(tools) == 0 {
+		if len(tools) == 0 && (len(l.tools) > 0 || len(m.Tools) > 0) {
 			c.Close()
 			return out{nil, rep}, fmt.Errorf("mcp: server %q: %w", srv.Name, ErrNoTools)
 		}

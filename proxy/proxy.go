@@ -98,9 +98,11 @@ var ErrNoTools = errors.New("proxy: no tool registered")
 
 // New checks the proxy's files, opens the database and the index, checks
 // the files again, loads every server's tools under its manifest and
-// rules, and builds the gate and the MCP server. A server that registers
-// nothing is reported on Stderr and left out; if none registers anything,
-// New fails with ErrNoTools.
+// rules, and builds the gate and the MCP server. A server that fails to
+// load is reported on Stderr and left out; if every server fails, New
+// fails with ErrNoTools. Servers that load but offer no tool at all (the
+// manifest pins none) are served with a warning on Stderr: the host sees
+// an empty tool list beside the status tool, and their other surfaces.
 func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 	if opts.Stderr == nil {
 		opts.Stderr = io.Discard
@@ -150,6 +152,7 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 		return nil, err
 	}
 	var gateTools []agentrt.Tool
+	loaded := 0 // servers whose load succeeded, with tools or none
 	p.logins = map[string]*storedLogin{}
 	for i, s := range cfg.Servers {
 		srv, derr := s.Dial(DialOptions{Lookup: opts.Lookup, OnLoginNeeded: p.loginNeeded})
@@ -174,6 +177,10 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 		if lerr != nil {
 			p.logf("agentrt-proxy: server %s registered nothing: %s", s.Name, trace.Sanitize(lerr.Error()))
 			continue
+		}
+		loaded++
+		if len(tools) == 0 {
+			p.logf("agentrt-proxy: server %s offers no tools; its prompts and resources are still served", s.Name)
 		}
 		regs := map[string]mcp.Registration{}
 		for _, g := range rep.Registered {
@@ -203,8 +210,11 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 			gateTools = append(gateTools, tl)
 		}
 	}
-	if len(p.tools) == 0 {
+	if loaded == 0 {
 		return nil, noTools(cfg)
+	}
+	if len(p.tools) == 0 {
+		p.logf("agentrt-proxy: no server offers a tool; the host sees only %s until one does (run `agentrt-proxy pin` when a server adds tools)", cfg.StatusTool)
 	}
 	for _, s := range cfg.Servers {
 		for _, kind := range []ServerRequest{RequestSampling, RequestElicitation} {
@@ -376,7 +386,8 @@ func (p *Proxy) newServer() *sdk.Server {
 // Check loads every server as New would, without opening the database or
 // the index, and closes the connections again: the load report an
 // operator reads before starting a host. It fails with ErrNoTools when no
-// tool registers, and when the status tool's name clashes with a tool's.
+// server loads (a server offering no tool at all loads), and when the
+// status tool's name clashes with a tool's.
 func Check(ctx context.Context, cfg *Config) ([]*mcp.Report, error) {
 	return CheckWith(ctx, cfg, nil)
 }
@@ -389,6 +400,7 @@ func CheckWith(ctx context.Context, cfg *Config, lookup func(string) (string, bo
 	}
 	var reps []*mcp.Report
 	names := map[string]bool{}
+	loaded := 0
 	// The servers' surfaces, to find a prompt name two servers offer as
 	// New would.
 	probe := &Proxy{cfg: cfg, opts: Options{Stderr: io.Discard, Now: time.Now}}
@@ -415,13 +427,14 @@ func CheckWith(ctx context.Context, cfg *Config, lookup func(string) (string, bo
 			probe.conns = append(probe.conns, rep.Connection)
 			if err == nil {
 				probe.addUpstream(s, rep.Connection)
+				loaded++
 			}
 		}
 		for _, g := range rep.Registered {
 			names[g.Name] = true
 		}
 	}
-	if len(names) == 0 {
+	if loaded == 0 {
 		return reps, noTools(cfg)
 	}
 	if names[cfg.StatusTool] {
