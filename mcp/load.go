@@ -322,3 +322,42 @@ func short(h string) string {
 	}
 	return h
 }
+
+// Offline builds the tools m pins and rules classify, checked as Load
+// checks them but against the pin instead of a listing, without
+// connecting: for a server that cannot be reached now (its login lapsed),
+// so its tools can still be offered. Each one's Call fails as CallNotSent
+// (ErrClosed); a caller swaps in Load's tools once the server is
+// reachable. The report's Connection is nil.
+func Offline(srv Server, m *Manifest, rules Rules) ([]agentrt.Tool, *Report, error) {
+	if err := srv.validate(); err != nil {
+		return nil, nil, err
+	}
+	if m == nil || m.Server != srv.Name {
+		return nil, nil, fmt.Errorf("mcp: server %q: no manifest pins it; run Pin first", srv.Name)
+	}
+	c := &Connection{srv: srv, closed: make(chan struct{})}
+	c.closeOnce.Do(func() { close(c.closed) })
+	l := &listing{byName: map[string]*liveTool{}}
+	for _, name := range slices.Sorted(maps.Keys(m.Tools)) {
+		p := m.Tools[name]
+		// A listing's schemas are canonical; the manifest file's may be
+		// indented.
+		in, err := agentrt.CanonicalJSON(p.InputSchema)
+		if err != nil {
+			return nil, nil, fmt.Errorf("mcp: server %q: the pinned input schema of %q cannot be read: %v", srv.Name, trace.Sanitize(name), err)
+		}
+		var out json.RawMessage
+		if p.OutputSchema != nil {
+			if out, err = agentrt.CanonicalJSON(p.OutputSchema); err != nil {
+				return nil, nil, fmt.Errorf("mcp: server %q: the pinned output schema of %q cannot be read: %v", srv.Name, trace.Sanitize(name), err)
+			}
+		}
+		lt := &liveTool{Name: name, Description: p.Description, InputSchema: in, OutputSchema: out,
+			Annotations: p.Annotations, SchemaHash: p.SchemaHash, DescriptionHash: p.DescriptionHash, OutputSchemaHash: p.OutputSchemaHash}
+		l.tools = append(l.tools, lt)
+		l.byName[name] = lt
+	}
+	tools, rep := c.register(l, m, rules)
+	return tools, rep, nil
+}

@@ -61,7 +61,10 @@ type Proxy struct {
 	tools  map[string]*ptool
 	order  []*ptool
 	conns  []*mcp.Connection
-	server *sdk.Server
+	// standby are the OAuth servers whose login did not work at start
+	// (standby.go); written only in New.
+	standby map[string]*standbyServer
+	server  *sdk.Server
 
 	// reports are what Load said about each server.
 	reports []*mcp.Report
@@ -155,16 +158,26 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 	loaded := 0 // servers whose load succeeded, with tools or none
 	p.logins = map[string]*storedLogin{}
 	for i, s := range cfg.Servers {
-		srv, derr := s.Dial(DialOptions{Lookup: opts.Lookup, OnLoginNeeded: p.loginNeeded})
-		if derr != nil {
-			p.logf("agentrt-proxy: server %s registered nothing: %s", s.Name, trace.Sanitize(derr.Error()))
-			continue
+		srv, lerr := s.Dial(DialOptions{Lookup: opts.Lookup, OnLoginNeeded: p.loginNeeded})
+		var tools []agentrt.Tool
+		var rep *mcp.Report
+		if lerr == nil {
+			if l, ok := srv.OAuthHandler.(*storedLogin); ok {
+				p.logins[s.Name] = l
+			}
+			srv.Notifications = p.notifications(s)
+			tools, rep, lerr = mcp.Load(ctx, srv, manifests[i], s.MCPRules())
 		}
-		if l, ok := srv.OAuthHandler.(*storedLogin); ok {
-			p.logins[s.Name] = l
+		if lerr != nil && s.OAuth != nil && s.OAuth.Grant != GrantClientCredentials && loginLapsed(lerr) {
+			// Its tools are still offered, from the pin, and answer
+			// UNAVAILABLE until a new login; stderr says how.
+			if rep != nil && rep.Connection != nil {
+				rep.Connection.Close()
+			}
+			_, told := p.logins[s.Name] // its handler said so as it failed
+			delete(p.logins, s.Name)
+			tools, rep, lerr = p.offlineTools(s, manifests[i], told)
 		}
-		srv.Notifications = p.notifications(s)
-		tools, rep, lerr := mcp.Load(ctx, srv, manifests[i], s.MCPRules())
 		if rep != nil {
 			p.reports = append(p.reports, rep)
 			if rep.Connection != nil {
@@ -305,6 +318,7 @@ func (p *Proxy) Close() error {
 	for _, c := range p.conns {
 		errs = append(errs, c.Close())
 	}
+	errs = append(errs, p.closeStandby()...)
 	if p.logStop != nil {
 		close(p.logStop)
 		<-p.logDone
@@ -329,6 +343,9 @@ func (p *Proxy) loginNeeded(server string) {
 // new login written since makes it work again.
 func (p *Proxy) loginBroken(server string) bool {
 	l := p.logins[server]
+	if sb := p.standby[server]; sb != nil {
+		l = sb.login.Load()
+	}
 	return l != nil && !l.usable()
 }
 
