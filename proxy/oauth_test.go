@@ -166,7 +166,7 @@ func TestRemote_LoginBrokenAtStartListsToolsThatAnswerUnavailable(t *testing.T) 
 	h, _ := newOAuthHarness(t, as, nil)
 	tokens := h.cfg.Servers[0].OAuth.Tokens
 	for _, broken := range []struct {
-		name   string
+		name  string
 		spoil func()
 	}{
 		{"revoked", as.revokeAll},
