@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,49 +25,36 @@ func TestCall_DroppedStreamIsResumedNeverResent(t *testing.T) {
 	var closedAt time.Time
 	var resumedAfter time.Duration
 	var lastEventID string
-	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			id := r.Header.Get("Last-Event-ID")
-			mu.Lock()
-			p := pending
-			if id != "" {
-				lastEventID, resumedAfter, pending = id, time.Since(closedAt), nil
-			}
-			mu.Unlock()
-			if id == "" || p == nil {
-				w.WriteHeader(http.StatusMethodNotAllowed)
-				return
-			}
-			w.Header().Set("Content-Type", "text/event-stream")
-			fmt.Fprintf(w, "event: message\nid: e2\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"done once\"}]}}\n\n", p)
+	get := func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("Last-Event-ID")
+		mu.Lock()
+		p := pending
+		if id != "" {
+			lastEventID, resumedAfter, pending = id, time.Since(closedAt), nil
+		}
+		mu.Unlock()
+		if id == "" || p == nil {
+			w.WriteHeader(http.StatusMethodNotAllowed)
 			return
 		}
-		var req struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		body, _ := io.ReadAll(r.Body)
-		_ = json.Unmarshal(body, &req)
-		switch {
-		case req.ID == nil:
-			w.WriteHeader(http.StatusAccepted)
-		case req.Method == "initialize":
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "event: message\nid: e2\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"done once\"}]}}\n\n", p)
+	}
+	s := httpMCPStreams(t, get, func(w http.ResponseWriter, id json.RawMessage, method string) {
+		switch method {
+		case "tools/list":
 			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, initResult)
-		case req.Method == "tools/list":
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"act","inputSchema":{"type":"object"}}]}}`, req.ID)
-		case req.Method == "tools/call":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"act","inputSchema":{"type":"object"}}]}}`, id)
+		case "tools/call":
 			calls.Add(1)
 			w.Header().Set("Content-Type", "text/event-stream")
 			fmt.Fprintf(w, "id: e1\nretry: %d\ndata: \n\n", retry.Milliseconds())
 			w.(http.Flusher).Flush()
 			mu.Lock()
-			pending, closedAt = req.ID, time.Now()
+			pending, closedAt = id, time.Now()
 			mu.Unlock()
 		}
-	}))
-	defer s.Close()
+	})
 	srv := httpServer(s.URL)
 	m := pin(t, srv)
 	tools, rep := load(t, srv, m, Rules{"act": {SideEffect: agentrt.RemoteMutation}})
