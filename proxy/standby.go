@@ -18,7 +18,8 @@ import (
 // proxy started. Its tools are offered from the pin (mcp.Offline) and
 // answer UNAVAILABLE; the first call after the token file changes (a new
 // `agentrt-proxy login`) loads the server, and from then on each tool
-// whose loaded spec is the one offered calls through.
+// whose loaded spec is the one offered calls through. Its prompts and
+// resources are not forwarded until the proxy starts again.
 type standbyServer struct {
 	cfg      ServerConfig
 	manifest *mcp.Manifest
@@ -101,7 +102,10 @@ func (p *Proxy) reachable(ctx context.Context, server string) bool {
 		p.logf("agentrt-proxy: server %s is still not loaded: %s", sb.cfg.Name, trace.Sanitize(err.Error()))
 		return false
 	}
-	tools, rep, err := mcp.Load(ctx, srv, sb.manifest, sb.cfg.MCPRules())
+	srv.Notifications = p.notifications(sb.cfg)
+	// Bounded by the server's connect timeout; a host that gives up on
+	// this call does not spend the attempt.
+	tools, rep, err := mcp.Load(context.WithoutCancel(ctx), srv, sb.manifest, sb.cfg.MCPRules())
 	if err != nil {
 		if rep != nil && rep.Connection != nil {
 			rep.Connection.Close()
