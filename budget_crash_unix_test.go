@@ -118,10 +118,10 @@ func TestBudget_KilledWorkerLeavesUncertainReservationsHoldingCapacity(t *testin
 			cmd.Wait()
 			t.Fatalf("the child ended before its request was in flight:\n%s", stderr.String())
 		}
-	case <-time.After(lkWait):
+	case <-time.After(childWait):
 		cmd.Process.Kill()
 		cmd.Wait()
-		t.Fatalf("the child's request was not in flight within %s:\n%s", lkWait, stderr.String())
+		t.Fatalf("the child's request was not in flight within %s:\n%s", childWait, stderr.String())
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -160,7 +160,7 @@ func TestBudget_KilledWorkerLeavesUncertainReservationsHoldingCapacity(t *testin
 	requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLimitBudget)
 	// The killed run, taken over once the child's lease lapses, is refused
 	// too: its old reservation is not released by the new worker.
-	deadline := time.Now().Add(lkWait)
+	deadline := time.Now().Add(childWait)
 	for {
 		run, err = d.Resume(ctx, "killed")
 		var le *agentrt.RunLeasedError

@@ -145,15 +145,34 @@ func everyEvent(t *testing.T, erase bool) (*sqlite.Store, []agentrt.Event) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fin := newFinishes(2)
-	wcfg := agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echo},
-		Observer: fin.observe, Now: e.clock.Now, NewID: seqIDs("w")}, Agent: script(complete(`{}`)), Poll: 5 * time.Millisecond, Concurrency: 1}
-	w, stop := startWorker(t, wcfg)
+	finished := make(chan struct{}, 2)
+	observe := func(ev agentrt.Event) {
+		if ev.Type == agentrt.EventRunFinished {
+			finished <- struct{}{}
+		}
+	}
+	w, err := agentrt.NewWorker(agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echo},
+		Observer: observe, Now: e.clock.Now, NewID: seqIDs("w")}, Agent: script(complete(`{}`)), Poll: 5 * time.Millisecond, Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
 	if _, err := w.Driver().EnqueueWithID(ctx, "queued", "g", agentrt.DefaultLimits()); err != nil {
 		t.Fatal(err)
 	}
-	fin.await(t, 2)
+	for i := 0; i < 2; i++ {
+		select {
+		case <-finished:
+		case <-time.After(time.Minute):
+			t.Fatalf("only %d of 2 runs finished", i)
+		}
+	}
 	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("worker Run = %v", err)
+	}
 	// An approver invited, enrolled and removed.
 	if _, _, err := op.InviteApprover(ctx, "carol", "admin"); err != nil {
 		t.Fatal(err)

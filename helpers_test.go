@@ -551,3 +551,15 @@ func newCountingServer(t testing.TB, hit func(path string)) string {
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
+
+// pausedRun starts run-1 whose one send call the default policy pauses.
+func pausedRun(t *testing.T, e *env, args string) (*counted, agentrt.Approval) {
+	t.Helper()
+	send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
+	d := e.driver(script(call("send", args)), agentrt.DefaultPolicy(), send)
+	run, err := d.StartWithID(context.Background(), "run-1", "g", agentrt.DefaultLimits())
+	if err != nil || run.Status != agentrt.RunWaiting {
+		t.Fatalf("Start = %s, %v; want a pause", run.Status, err)
+	}
+	return send, pendingApproval(t, e.store, "run-1")
+}

@@ -1,4 +1,4 @@
-package agentrt_test
+package enginetest
 
 import (
 	"context"
@@ -33,9 +33,9 @@ func pausedRun(t *testing.T, e *env, args string) (*counted, agentrt.Approval) {
 // A paused request is approved and resumed by another process whose agent
 // would now ask for something else: the request recorded at the pause runs,
 // once, and the agent is asked only for the step after it.
-func TestApproval_ApproveThenResumeExecutesRecordedRequest(t *testing.T) {
+func caseApproval_ApproveThenResumeExecutesRecordedRequest(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
+	e := newEnv(t, bk)
 	_, a := pausedRun(t, e, `{ "path" : "/report" }`)
 	steps := mustSteps(t, e.store, "run-1")
 	if a.StepID != steps[0].ID || a.Kind != string(agentrt.RemoteMutation) || a.Request.Spec.Name != "send" ||
@@ -50,18 +50,18 @@ func TestApproval_ApproveThenResumeExecutesRecordedRequest(t *testing.T) {
 	}
 
 	// A second process, whose agent would now ask for another path.
-	other := reopen(t, e.store)
+	other := e.db.open(t)
 	send2 := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
 	agent2 := script(call("send", `{"path":"/etc/shadow"}`), complete(`{"sent":true}`))
 	cfg := e.config(agent2, agentrt.DefaultPolicy(), send2)
 	cfg.Store = other
 	d2 := e.driverFor(cfg)
 
-	before := takeSnapshot(t, e.store)
+	before := e.db.snapshot(t)
 	if _, err := d2.Resume(ctx, "run-1"); !errors.Is(err, agentrt.ErrRunState) {
 		t.Fatalf("Resume before a decision = %v, want ErrRunState", err)
 	}
-	requireUnchanged(t, e.store, before, "a Resume before the decision")
+	e.db.requireUnchanged(t, before, "a Resume before the decision")
 
 	if err := agentrt.ApproveShown(ctx, e.store, nil, "run-1", a.ID, a.Hash, "alice", "ok"); err != nil {
 		t.Fatalf("Approve: %v", err)
@@ -103,21 +103,23 @@ func TestApproval_ApproveThenResumeExecutesRecordedRequest(t *testing.T) {
 // An approvals row edited behind the runtime's back no longer matches its
 // hash: deciding it and resuming its grant are refused with ErrApprovalHash
 // and change nothing; the run can still be cancelled.
-func TestApproval_TamperedRowRefused(t *testing.T) {
+func caseApproval_TamperedRowRefused(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	edits := []struct{ name, sql string }{
-		{"arguments", `UPDATE approvals SET request_json = json_set(request_json, '$.args.path', '/etc/shadow') WHERE id = ?`},
-		{"tool", `UPDATE approvals SET request_json = json_set(request_json, '$.spec.side_effect', 'read_only') WHERE id = ?`},
-		{"capability", `UPDATE approvals SET capability_json = '{"args":{"path":"/etc/shadow"},"tool":"send"}' WHERE id = ?`},
-		{"presentation", `UPDATE approvals SET presentation_json = '{"args":{"path":"/tmp/harmless"},"tool":"send"}' WHERE id = ?`},
-		{"kind", `UPDATE approvals SET kind = 'read_only' WHERE id = ?`},
+	edits := []struct {
+		name string
+		edit rowEdit
+	}{
+		{"arguments", jsonEdit("request_json", "/etc/shadow", "args", "path")},
+		{"tool", jsonEdit("request_json", "read_only", "spec", "side_effect")},
+		{"capability", sqlEdit(`UPDATE approvals SET capability_json = '{"args":{"path":"/etc/shadow"},"tool":"send"}' WHERE id = ?`)},
+		{"presentation", sqlEdit(`UPDATE approvals SET presentation_json = '{"args":{"path":"/tmp/harmless"},"tool":"send"}' WHERE id = ?`)},
+		{"kind", sqlEdit(`UPDATE approvals SET kind = 'read_only' WHERE id = ?`)},
 	}
 	for _, edit := range edits {
 		t.Run("pending "+edit.name, func(t *testing.T) {
-			e := newEnv(t)
+			e := newEnv(t, bk)
 			_, a := pausedRun(t, e, `{"path":"/report"}`)
-			db := rawDB(t, e.store)
-			execSQL(t, db, 1, edit.sql, a.ID)
+			edit.edit(t, e.db, a.ID)
 			stored, err := e.store.GetApproval(ctx, "run-1", a.ID)
 			if err != nil {
 				t.Fatal(err)
@@ -125,7 +127,7 @@ func TestApproval_TamperedRowRefused(t *testing.T) {
 			if err := agentrt.VerifyApproval(stored); !errors.Is(err, agentrt.ErrApprovalHash) {
 				t.Fatalf("VerifyApproval of the edited row = %v, want ErrApprovalHash", err)
 			}
-			before := takeSnapshot(t, e.store)
+			before := e.db.snapshot(t)
 			op := e.operator()
 			for name, decide := range map[string]func() error{
 				"ApproveShown": func() error { return op.ApproveShown(ctx, "run-1", a.ID, stored.Hash, "op", "") },
@@ -135,20 +137,20 @@ func TestApproval_TamperedRowRefused(t *testing.T) {
 					t.Fatalf("%s of the edited row = %v, want ErrApprovalHash", name, err)
 				}
 			}
-			requireUnchanged(t, e.store, before, "refused decisions")
+			e.db.requireUnchanged(t, before, "refused decisions")
 			run, err := e.operator().Cancel(ctx, "run-1", "op", "tampered")
 			if err != nil || run.Status != agentrt.RunCancelled {
 				t.Fatalf("Cancel = %s, %v", run.Status, err)
 			}
 		})
 		t.Run("granted "+edit.name, func(t *testing.T) {
-			e := newEnv(t)
+			e := newEnv(t, bk)
 			_, a := pausedRun(t, e, `{"path":"/report"}`)
 			if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 				t.Fatalf("Approve: %v", err)
 			}
-			execSQL(t, rawDB(t, e.store), 1, edit.sql, a.ID)
-			before := takeSnapshot(t, e.store)
+			edit.edit(t, e.db, a.ID)
+			before := e.db.snapshot(t)
 			send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
 			policy := recording(agentrt.DefaultPolicy())
 			d := e.driver(script(complete(`{}`), complete(`{}`)), policy, send)
@@ -158,7 +160,7 @@ func TestApproval_TamperedRowRefused(t *testing.T) {
 			if send.n() != 0 || policy.n() != 0 {
 				t.Fatalf("send ran %d times, policy asked %d times", send.n(), policy.n())
 			}
-			requireUnchanged(t, e.store, before, "a refused Resume")
+			e.db.requireUnchanged(t, before, "a refused Resume")
 			if _, err := d.Cancel(ctx, "run-1", "op", "tampered"); err != nil {
 				t.Fatalf("Cancel: %v", err)
 			}
@@ -195,7 +197,7 @@ func (t staleTx) ApprovalGet(runID, id string) (agentrt.Approval, error) {
 // with ErrApprovalChanged and nothing written, even when the decision's own
 // read of it is stale, because the update is conditional on the shown hash.
 // Two decisions racing on one approval: exactly one applies.
-func TestApproval_ShownDecisionIsAtomic(t *testing.T) {
+func caseApproval_ShownDecisionIsAtomic(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	// rewrite makes the approval another one that verifies: a new
 	// presentation and the hash that goes with it.
@@ -207,7 +209,7 @@ func TestApproval_ShownDecisionIsAtomic(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.Hash = h
-		execSQL(t, rawDB(t, e.store), 1, `UPDATE approvals SET presentation_json = ?, hash = ? WHERE id = ?`, string(b.Presentation), h, a.ID)
+		e.db.exec(t, 1, `UPDATE approvals SET presentation_json = ?, hash = ? WHERE id = ?`, string(b.Presentation), h, a.ID)
 		stored, err := e.store.GetApproval(ctx, "run-1", a.ID)
 		if err != nil || agentrt.VerifyApproval(stored) != nil {
 			t.Fatalf("rewritten approval does not verify: %v", err)
@@ -215,10 +217,10 @@ func TestApproval_ShownDecisionIsAtomic(t *testing.T) {
 		return stored
 	}
 	t.Run("changed since shown", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		_, shown := pausedRun(t, e, `{"path":"/report"}`)
 		now := rewrite(t, e, shown)
-		before := takeSnapshot(t, e.store)
+		before := e.db.snapshot(t)
 		op := e.operator()
 		if err := op.ApproveShown(ctx, "run-1", shown.ID, shown.Hash, "op", ""); !errors.Is(err, agentrt.ErrApprovalChanged) {
 			t.Fatalf("ApproveShown(old hash) = %v, want ErrApprovalChanged", err)
@@ -229,7 +231,7 @@ func TestApproval_ShownDecisionIsAtomic(t *testing.T) {
 		if err := op.ApproveShown(ctx, "run-1", shown.ID, "", "op", ""); !errors.Is(err, agentrt.ErrApprovalChanged) {
 			t.Fatalf("ApproveShown(no hash) = %v, want ErrApprovalChanged", err)
 		}
-		requireUnchanged(t, e.store, before, "decisions on a changed approval")
+		e.db.requireUnchanged(t, before, "decisions on a changed approval")
 		if err := op.ApproveShown(ctx, "run-1", shown.ID, now.Hash, "op", ""); err != nil {
 			t.Fatalf("ApproveShown(current hash): %v", err)
 		}
@@ -239,10 +241,10 @@ func TestApproval_ShownDecisionIsAtomic(t *testing.T) {
 	})
 	t.Run("stale read inside the transaction", func(t *testing.T) {
 		for _, approve := range []bool{true, false} {
-			e := newEnv(t)
+			e := newEnv(t, bk)
 			_, shown := pausedRun(t, e, `{"path":"/report"}`)
 			rewrite(t, e, shown)
-			before := takeSnapshot(t, e.store)
+			before := e.db.snapshot(t)
 			op := agentrt.Operator{Store: &staleStore{Store: e.store, shown: shown}, Now: e.clock.Now}
 			decide := op.RejectShown
 			if approve {
@@ -251,13 +253,13 @@ func TestApproval_ShownDecisionIsAtomic(t *testing.T) {
 			if err := decide(ctx, "run-1", shown.ID, shown.Hash, "op", ""); !errors.Is(err, agentrt.ErrApprovalChanged) {
 				t.Fatalf("decision on a stale read (approve=%v) = %v, want ErrApprovalChanged", approve, err)
 			}
-			requireUnchanged(t, e.store, before, "a decision on a stale read")
+			e.db.requireUnchanged(t, before, "a decision on a stale read")
 		}
 	})
 	t.Run("racing decisions", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		_, shown := pausedRun(t, e, `{"path":"/report"}`)
-		other := reopen(t, e.store)
+		other := e.db.open(t)
 		ops := []agentrt.Operator{{Store: e.store, Now: e.clock.Now}, {Store: other, Now: e.clock.Now}}
 		start := make(chan struct{})
 		errs := make([]error, 2)
@@ -308,7 +310,7 @@ func TestApproval_ShownDecisionIsAtomic(t *testing.T) {
 // rather than hash a stand-in; a stored approval holding such a value is
 // refused rather than decided; and a policy handing one fails the run with no
 // approval written.
-func TestApprovalHash_ErrorsRatherThanSubstituting(t *testing.T) {
+func caseApprovalHash_ErrorsRatherThanSubstituting(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	req := agentrt.ToolRequest{RunID: "r", StepID: "s", Args: json.RawMessage(`{"path":"/a"}`),
 		Spec: agentrt.ToolSpec{Name: "send", InputSchema: json.RawMessage(pathSchema), SideEffect: agentrt.RemoteMutation, Timeout: 1e9}}
@@ -388,7 +390,7 @@ func TestApprovalHash_ErrorsRatherThanSubstituting(t *testing.T) {
 	}
 
 	t.Run("policy hands a repeated key", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
 		pd := agentrt.PolicyDecision{Outcome: agentrt.RequireApproval, Kind: "k", Capability: json.RawMessage(`{"c":1,"c":2}`)}
 		d := e.driver(script(call("send", `{"path":"/a"}`)), fixed(pd), send)
@@ -397,16 +399,16 @@ func TestApprovalHash_ErrorsRatherThanSubstituting(t *testing.T) {
 			t.Fatalf("Start: %v", err)
 		}
 		requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
-		if send.n() != 0 || countRows(t, e.store, "SELECT * FROM approvals") != 0 {
+		if send.n() != 0 || e.db.countRows(t, "SELECT * FROM approvals") != 0 {
 			t.Fatal("the tool ran or an approval was written")
 		}
 	})
 	t.Run("stored approval that will not hash", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		_, a := pausedRun(t, e, `{"path":"/report"}`)
 		// Valid JSON to a decoder, refused by the canonical encoder: a
 		// hash over it would have to be over a stand-in.
-		execSQL(t, rawDB(t, e.store), 1, `UPDATE approvals SET capability_json = '{"tool":"send","tool":"rm"}' WHERE id = ?`, a.ID)
+		e.db.exec(t, 1, `UPDATE approvals SET capability_json = '{"tool":"send","tool":"rm"}' WHERE id = ?`, a.ID)
 		stored, err := e.store.GetApproval(ctx, "run-1", a.ID)
 		if err != nil || stored.DecodeError != "" {
 			t.Fatalf("GetApproval = %+v, %v", stored, err)
@@ -414,11 +416,11 @@ func TestApprovalHash_ErrorsRatherThanSubstituting(t *testing.T) {
 		if err := agentrt.VerifyApproval(stored); !errors.Is(err, agentrt.ErrApprovalHash) {
 			t.Fatalf("VerifyApproval = %v, want ErrApprovalHash", err)
 		}
-		before := takeSnapshot(t, e.store)
+		before := e.db.snapshot(t)
 		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); !errors.Is(err, agentrt.ErrApprovalHash) {
 			t.Fatalf("Approve = %v, want ErrApprovalHash", err)
 		}
-		requireUnchanged(t, e.store, before, "a refused Approve")
+		e.db.requireUnchanged(t, before, "a refused Approve")
 	})
 }
 
@@ -427,11 +429,11 @@ func TestApprovalHash_ErrorsRatherThanSubstituting(t *testing.T) {
 // Resume after it, records the approval as expired and cancels the run as
 // approval_expired in one transaction, running nothing; and deciding it
 // after that is ErrNotPending with nothing written.
-func TestApproval_PendingApprovalExpiresAfterTheTTL(t *testing.T) {
+func caseApproval_PendingApprovalExpiresAfterTheTTL(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	const ttl = time.Hour
 	pause := func(t *testing.T) (*env, *counted, *agentrt.Driver, agentrt.Approval) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
 		d := e.driver(script(call("send", `{"path":"/report"}`), complete(`{}`)), agentrt.DefaultPolicy(), send)
 		run, err := d.StartWithID(ctx, "run-1", "g", limits(func(l *agentrt.Limits) { l.ApprovalTTL = ttl }))
@@ -458,11 +460,11 @@ func TestApproval_PendingApprovalExpiresAfterTheTTL(t *testing.T) {
 			t.Fatalf("send ran %d times", send.n())
 		}
 		requireEvents(t, e.store, "run-1", evStart, evPause, []E{apprDecided, runFinished})
-		before := takeSnapshot(t, e.store)
+		before := e.db.snapshot(t)
 		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "late", ""); !errors.Is(err, agentrt.ErrNotPending) {
 			t.Fatalf("ApproveShown of the expired approval = %v, want ErrNotPending", err)
 		}
-		requireUnchanged(t, e.store, before, "a decision on an expired approval")
+		e.db.requireUnchanged(t, before, "a decision on an expired approval")
 	}
 	t.Run("decided just before the deadline", func(t *testing.T) {
 		e, send, d, a := pause(t)

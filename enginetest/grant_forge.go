@@ -1,4 +1,4 @@
-package agentrt_test
+package enginetest
 
 import (
 	"bytes"
@@ -67,7 +67,7 @@ type forgeEnv struct {
 
 func (f *forgeEnv) flip(t *testing.T, by, approverID, credentialID, sigJSON string) {
 	t.Helper()
-	execSQL(t, rawDB(t, f.e.store), 1, `UPDATE approvals SET status = 'approved', decided_by = ?, decided_at = ?,
+	f.e.db.exec(t, 1, `UPDATE approvals SET status = 'approved', decided_by = ?, decided_at = ?,
 		approver_id = ?, credential_id = ?, signature_json = ? WHERE id = ?`,
 		by, f.e.clock.Now().Format(time.RFC3339Nano), approverID, credentialID, sigJSON, f.pending.ID)
 }
@@ -76,7 +76,7 @@ var forgeries = []forgery{
 	{"a_unsigned", func(t *testing.T, f *forgeEnv) { f.flip(t, "forger", "", "", "") }},
 	{"b_unsigned_and_requirement_removed", func(t *testing.T, f *forgeEnv) {
 		f.flip(t, "forger", "", "", "")
-		execSQL(t, rawDB(t, f.e.store), 1, `UPDATE runs SET limits_json = ? WHERE id = 'run-1'`,
+		f.e.db.exec(t, 1, `UPDATE runs SET limits_json = ? WHERE id = 'run-1'`,
 			`{"max_steps":50,"max_consecutive_tool_failures":3,"loop_threshold":3}`)
 	}},
 	{"c_signed_by_a_key_enrolled_only_in_the_database", func(t *testing.T, f *forgeEnv) {
@@ -93,10 +93,10 @@ var forgeries = []forgery{
 
 // newForgeEnv pauses run-1 for approval under RequireSignedGrant with
 // alice's key pinned, and grants run-2 with alice's valid signature.
-func newForgeEnv(t *testing.T) *forgeEnv {
+func newForgeEnv(t *testing.T, bk *Backend) *forgeEnv {
 	t.Helper()
 	ctx := context.Background()
-	e := newEnv(t)
+	e := newEnv(t, bk)
 	alice, aliceKey := keyApprover(t, e, "alice")
 	mallory, malloryKey := keyApprover(t, e, "mallory")
 	keys := map[string]ed25519.PrivateKey{alice.ID: aliceKey, mallory.ID: malloryKey}
@@ -169,7 +169,7 @@ func runRows(s snapshot, claims bool) snapshot {
 // nothing and changes none of run-1's rows (a worker's claim records only
 // its lease), and the real 'agentrt verify -decisions -pinned' exits 1
 // naming the approval.
-func TestGrant_DatabaseWriterCannotForge(t *testing.T) {
+func caseGrant_DatabaseWriterCannotForge(t *testing.T, bk *Backend) {
 	bin := agentrtBinary(t)
 	ctx := context.Background()
 	engine := func(f *forgeEnv) agentrt.EngineConfig {
@@ -244,9 +244,9 @@ func TestGrant_DatabaseWriterCannotForge(t *testing.T) {
 	for _, p := range paths {
 		for _, fg := range forgeries {
 			t.Run(p.name+"/"+fg.name, func(t *testing.T) {
-				f := newForgeEnv(t)
+				f := newForgeEnv(t, bk)
 				fg.forge(t, f)
-				before := runRows(takeSnapshot(t, f.e.store), p.claims)
+				before := runRows(f.e.db.snapshot(t), p.claims)
 				err := p.run(t, f)
 				if !errors.Is(err, agentrt.ErrTamperedRecord) && !errors.Is(err, agentrt.ErrUnsignedGrant) {
 					t.Fatalf("%s = %v; want ErrTamperedRecord or ErrUnsignedGrant", p.name, err)
@@ -256,7 +256,7 @@ func TestGrant_DatabaseWriterCannotForge(t *testing.T) {
 						t.Fatalf("run-1's send ran: %s", a)
 					}
 				}
-				after := runRows(takeSnapshot(t, f.e.store), p.claims)
+				after := runRows(f.e.db.snapshot(t), p.claims)
 				for table := range after {
 					if strings.Join(before[table], "\n") != strings.Join(after[table], "\n") {
 						t.Fatalf("%s changed run-1's %s rows:\nbefore:\n  %s\nafter:\n  %s", p.name, table,
@@ -264,7 +264,7 @@ func TestGrant_DatabaseWriterCannotForge(t *testing.T) {
 					}
 				}
 				var stdout, stderr bytes.Buffer
-				cmd := exec.Command(bin, "-db", f.e.store.Path(), "verify", "-decisions", "-pinned", f.pinsPath)
+				cmd := exec.Command(bin, "-db", f.e.db.dsn, "verify", "-decisions", "-pinned", f.pinsPath)
 				cmd.Stdout, cmd.Stderr = &stdout, &stderr
 				err = cmd.Run()
 				var ee *exec.ExitError

@@ -1,4 +1,4 @@
-package agentrt_test
+package enginetest
 
 import (
 	"context"
@@ -74,8 +74,8 @@ func requireSteps(t *testing.T, st agentrt.StoreReader, runID string, n int) {
 // Two workers share twenty enqueued runs on one SQLite file: each run is
 // claimed once, completes, calls its tool exactly once, and the chain
 // verifies with a claim recorded for every run.
-func TestWorker_SharesEnqueuedRunsAndRunsEachOnce(t *testing.T) {
-	st := openStore(t)
+func caseWorker_SharesEnqueuedRunsAndRunsEachOnce(t *testing.T, bk *Backend) {
+	st := openStore(t, bk)
 	var mu sync.Mutex
 	calls := map[string]int{}
 	tool := newTool("note", agentrt.ReadOnly, `{"type":"object"}`, func(_ context.Context, c agentrt.ToolCall) (agentrt.ToolResult, error) {
@@ -135,8 +135,8 @@ func TestWorker_SharesEnqueuedRunsAndRunsEachOnce(t *testing.T) {
 
 // A run paused on an approval resumes by itself once it is approved: the
 // worker claims it, runs the approved call once, and completes it.
-func TestWorker_ApprovedRunResumesByItself(t *testing.T) {
-	st := openStore(t)
+func caseWorker_ApprovedRunResumesByItself(t *testing.T, bk *Backend) {
+	st := openStore(t, bk)
 	tool := newTool("send", agentrt.RemoteMutation, `{"type":"object"}`, nil)
 	agent := &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("send", `{"to":"x"}`, "send it"), scripted.Complete(`{}`)}}
 	paused := make(chan struct{}, 1)
@@ -187,8 +187,8 @@ func TestWorker_ApprovedRunResumesByItself(t *testing.T) {
 // A run whose holder died (its lease lapsed, a read-only call in flight) is
 // taken over: the claim is recorded as a takeover naming the previous
 // owner, the interrupted step is marked, and the run completes.
-func TestWorker_TakesOverALapsedLease(t *testing.T) {
-	st := openStore(t)
+func caseWorker_TakesOverALapsedLease(t *testing.T, bk *Backend) {
+	st := openStore(t, bk)
 	ctx := context.Background()
 	past := time.Now().Add(-time.Hour).UTC()
 	_, err := st.Update(ctx, func(tx agentrt.Tx) error {
@@ -220,8 +220,8 @@ func TestWorker_TakesOverALapsedLease(t *testing.T) {
 // A worker told to stop lets the call in flight finish, ends the run at
 // that step boundary with its lease released, and another worker finishes
 // it without running the call again.
-func TestWorker_StopsAtAStepBoundaryAndReleasesTheLease(t *testing.T) {
-	st := openStore(t)
+func caseWorker_StopsAtAStepBoundaryAndReleasesTheLease(t *testing.T, bk *Backend) {
+	st := openStore(t, bk)
 	ctx := context.Background()
 	started, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -285,8 +285,8 @@ func TestWorker_StopsAtAStepBoundaryAndReleasesTheLease(t *testing.T) {
 }
 
 // The config is checked field by field.
-func TestWorker_ConfigIsValidated(t *testing.T) {
-	st := openStore(t)
+func caseWorker_ConfigIsValidated(t *testing.T, bk *Backend) {
+	st := openStore(t, bk)
 	for _, c := range []struct {
 		cfg   agentrt.WorkerConfig
 		field string

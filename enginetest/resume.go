@@ -1,4 +1,4 @@
-package agentrt_test
+package enginetest
 
 import (
 	"context"
@@ -18,9 +18,9 @@ import (
 // often, even when the policy asks precisely for an older approval that was
 // granted; once it is granted, a policy asking for the older one again asks
 // anew.
-func TestResume_OnlyTheLatestApprovalOfAStepGrants(t *testing.T) {
+func caseResume_OnlyTheLatestApprovalOfAStepGrants(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
+	e := newEnv(t, bk)
 	send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
 	var version atomic.Int64
 	version.Store(1)
@@ -52,7 +52,7 @@ func TestResume_OnlyTheLatestApprovalOfAStepGrants(t *testing.T) {
 
 	// The policy asks for a1 again, which was granted; a2 is the latest.
 	version.Store(1)
-	before := takeSnapshot(t, e.store)
+	before := e.db.snapshot(t)
 	asked := policy.n()
 	for i := 0; i < 3; i++ {
 		if _, err := d.Resume(ctx, "run-1"); !errors.Is(err, agentrt.ErrRunState) {
@@ -62,7 +62,7 @@ func TestResume_OnlyTheLatestApprovalOfAStepGrants(t *testing.T) {
 	if err := op.ApproveShown(ctx, "run-1", a1.ID, a1.Hash, "op", ""); !errors.Is(err, agentrt.ErrNotPending) {
 		t.Fatalf("Approve a1 again = %v, want ErrNotPending", err)
 	}
-	requireUnchanged(t, e.store, before, "refused resumes")
+	e.db.requireUnchanged(t, before, "refused resumes")
 	if policy.n() != asked {
 		t.Fatal("a refused resume asked the policy")
 	}
@@ -108,9 +108,9 @@ func TestResume_OnlyTheLatestApprovalOfAStepGrants(t *testing.T) {
 // A grant resumed by a driver whose tool now has a stricter schema does not
 // run: the recorded arguments fail the current schema, the step becomes an
 // invalid decision without asking the policy, and the agent decides again.
-func TestResume_ApprovedArgumentsMeetTheCurrentSchema(t *testing.T) {
+func caseResume_ApprovedArgumentsMeetTheCurrentSchema(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
+	e := newEnv(t, bk)
 	_, a := pausedRun(t, e, `{"path":"/etc/hosts"}`)
 	if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 		t.Fatalf("Approve: %v", err)
@@ -152,9 +152,9 @@ func TestResume_ApprovedArgumentsMeetTheCurrentSchema(t *testing.T) {
 // A grant binds the request with the tool's spec: a driver whose tool was
 // redescribed and reclassified since does not run the old grant; the policy
 // is asked about the request as it would run now and the step waits again.
-func TestResume_ChangedSpecIsAnotherRequest(t *testing.T) {
+func caseResume_ChangedSpecIsAnotherRequest(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
+	e := newEnv(t, bk)
 	_, a := pausedRun(t, e, `{"path":"/report"}`)
 	if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 		t.Fatalf("Approve: %v", err)
@@ -195,9 +195,9 @@ func (p gatedPolicy) Evaluate(ctx context.Context, req agentrt.ToolRequest, view
 
 // Two processes resume one approved run at once, both past the policy: one
 // executes the request, the other gets ErrRunState, and the tool runs once.
-func TestResume_ConcurrentResumeExecutesOnce(t *testing.T) {
+func caseResume_ConcurrentResumeExecutesOnce(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
+	e := newEnv(t, bk)
 	_, a := pausedRun(t, e, `{"path":"/report"}`)
 	if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 		t.Fatalf("Approve: %v", err)
@@ -209,7 +209,7 @@ func TestResume_ConcurrentResumeExecutesOnce(t *testing.T) {
 	release := make(chan struct{})
 	drivers := make([]*agentrt.Driver, 2)
 	for i := range drivers {
-		st := reopen(t, e.store)
+		st := e.db.open(t)
 		send := newTool("send", agentrt.RemoteMutation, pathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 			executions.Add(1)
 			return agentrt.ToolResult{Content: json.RawMessage(`{"sent":true}`)}, nil
@@ -303,15 +303,15 @@ func (c *crashingStore) RenewLease(ctx context.Context, p agentrt.LeaseRenewal) 
 // together; the run cannot be taken over while the lease lives, and a
 // takeover after it lapses asks an operator before running that request
 // again, on the same step.
-func TestResume_CrashAfterResumeKeepsTheApprovedRequest(t *testing.T) {
+func caseResume_CrashAfterResumeKeepsTheApprovedRequest(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	t.Run("before the resume commits", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		_, a := pausedRun(t, e, `{"path":"/report"}`)
 		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 			t.Fatalf("Approve: %v", err)
 		}
-		before := takeSnapshot(t, e.store)
+		before := e.db.snapshot(t)
 		cs := &crashingStore{Store: e.store}
 		send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
 		policy := agentrt.PolicyFunc(func(ctx context.Context, req agentrt.ToolRequest, view agentrt.RunView) (agentrt.PolicyDecision, error) {
@@ -326,7 +326,7 @@ func TestResume_CrashAfterResumeKeepsTheApprovedRequest(t *testing.T) {
 		if send.n() != 0 {
 			t.Fatal("the tool ran though its start was never committed")
 		}
-		requireUnchanged(t, e.store, before, "a resume that died before committing")
+		e.db.requireUnchanged(t, before, "a resume that died before committing")
 
 		send2 := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
 		run, err := e.driver(script(call("send", `{"path":"/x"}`), complete(`{}`)), agentrt.DefaultPolicy(), send2).Resume(ctx, "run-1")
@@ -340,7 +340,7 @@ func TestResume_CrashAfterResumeKeepsTheApprovedRequest(t *testing.T) {
 		requireEvents(t, e.store, "run-1", evStart, evPause, []E{apprDecided, runResumed, stepPolicy, toolStarted, toolFinished}, evComplete)
 	})
 	t.Run("after the resume commits", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		_, a := pausedRun(t, e, `{"path":"/report"}`)
 		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 			t.Fatalf("Approve: %v", err)
@@ -371,15 +371,15 @@ func TestResume_CrashAfterResumeKeepsTheApprovedRequest(t *testing.T) {
 		send2 := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
 		agent2 := script(call("send", `{"path":"/other"}`), complete(`{}`))
 		d2 := e.driver(agent2, agentrt.DefaultPolicy(), send2)
-		before := takeSnapshot(t, e.store)
+		before := e.db.snapshot(t)
 		if _, err := d2.Resume(ctx, "run-1"); !errors.Is(err, agentrt.ErrRunLeased) {
 			t.Fatalf("Resume under a live lease = %v, want ErrRunLeased", err)
 		}
-		requireUnchanged(t, e.store, before, "a Resume refused by the lease")
+		e.db.requireUnchanged(t, before, "a Resume refused by the lease")
 
 		// The lease lapses (the wall clock it is judged by is not the
 		// test's to move, so the row is aged instead).
-		execSQL(t, rawDB(t, e.store), 1, `UPDATE runs SET lease_expires_at = '2000-01-01T00:00:00Z' WHERE id = 'run-1'`)
+		e.db.exec(t, 1, `UPDATE runs SET lease_expires_at = '2000-01-01T00:00:00Z' WHERE id = 'run-1'`)
 		run, err := d2.Resume(ctx, "run-1")
 		if err != nil || run.Status != agentrt.RunWaiting {
 			t.Fatalf("takeover = %s, %v; want a pause for the operator", run.Status, err)
@@ -436,7 +436,7 @@ func TestResume_CrashAfterResumeKeepsTheApprovedRequest(t *testing.T) {
 // run is cancelled as approval_expired, the grant keeps who decided it, and
 // nothing runs or is asked. Within the TTL it runs; ApprovalTTL alone never
 // expires a grant.
-func TestResume_GrantNotResumedWithinTheTTLExpires(t *testing.T) {
+func caseResume_GrantNotResumedWithinTheTTLExpires(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	cases := []struct {
 		name    string
@@ -450,7 +450,7 @@ func TestResume_GrantNotResumedWithinTheTTLExpires(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t)
+			e := newEnv(t, bk)
 			send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
 			policy := recording(agentrt.DefaultPolicy())
 			agent := script(call("send", `{"path":"/report"}`), complete(`{}`))
@@ -504,9 +504,9 @@ func TestResume_GrantNotResumedWithinTheTTLExpires(t *testing.T) {
 // Two processes resume one approved run at once and today's policy asks for
 // a different approval: one re-pauses the step, the other gets ErrRunState,
 // and exactly one new approval is added.
-func TestResume_ConcurrentRepauseAddsOneApproval(t *testing.T) {
+func caseResume_ConcurrentRepauseAddsOneApproval(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
+	e := newEnv(t, bk)
 	_, a := pausedRun(t, e, `{"path":"/report"}`)
 	if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 		t.Fatalf("Approve: %v", err)
@@ -520,7 +520,7 @@ func TestResume_ConcurrentRepauseAddsOneApproval(t *testing.T) {
 	})
 	drivers := make([]*agentrt.Driver, 2)
 	for i := range drivers {
-		st := reopen(t, e.store)
+		st := e.db.open(t)
 		send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
 		cfg := e.config(script(), gatedPolicy{inner: secondLook, resume: &resume, arrived: arrived, release: release}, send)
 		cfg.Store = st

@@ -1,4 +1,4 @@
-package agentrt_test
+package enginetest
 
 import (
 	"bytes"
@@ -91,20 +91,20 @@ func byteRun(t *testing.T, e *env, policy agentrt.Policy) {
 // as registered come back from the record in the same PolicyJSON form. A
 // stricter policy is named at exactly the steps it changes, and a re-check
 // writes nothing.
-func TestRecheck_ByteReadingPolicyDecidesAlike(t *testing.T) {
+func caseRecheck_ByteReadingPolicyDecidesAlike(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
+	e := newEnv(t, bk)
 	live := &bytePolicy{}
 	byteRun(t, e, live)
 	steps := mustSteps(t, e.store, "run-1")
-	before := takeSnapshot(t, e.store)
+	before := e.db.snapshot(t)
 
 	again := &bytePolicy{}
 	rep, err := agentrt.Recheck(ctx, e.store, "run-1", again, agentrt.RecheckOptions{})
 	if err != nil {
 		t.Fatalf("Recheck: %v", err)
 	}
-	requireUnchanged(t, e.store, before, "a re-check")
+	e.db.requireUnchanged(t, before, "a re-check")
 	wantOutcomes := []agentrt.PolicyOutcome{agentrt.Deny, agentrt.Deny, agentrt.Allow, agentrt.RequireApproval}
 	if len(rep.Evaluations) != len(wantOutcomes) || rep.RunID != "run-1" {
 		t.Fatalf("report = %+v", rep)
@@ -150,16 +150,16 @@ func TestRecheck_ByteReadingPolicyDecidesAlike(t *testing.T) {
 	if len(diff) != 1 || diff[0].StepIndex != 3 || diff[0].Recorded != agentrt.RequireApproval || diff[0].Now != agentrt.Deny || rep.Same() || !rep.Complete() {
 		t.Fatalf("stricter re-check = %+v", rep)
 	}
-	requireUnchanged(t, e.store, before, "a second re-check")
+	e.db.requireUnchanged(t, before, "a second re-check")
 }
 
 // What a re-check cannot ask again is said, never passed as the same: a
 // policy that failed in the run, a spec neither stored nor given; a current
 // tool that refuses the recorded arguments differs; a policy failing now
 // differs; a missing run is ErrNotFound.
-func TestRecheck_ReportsWhatItCannotAskAgain(t *testing.T) {
+func caseRecheck_ReportsWhatItCannotAskAgain(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
+	e := newEnv(t, bk)
 	read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
 	failing := false
 	policy := agentrt.PolicyFunc(func(ctx context.Context, req agentrt.ToolRequest, view agentrt.RunView) (agentrt.PolicyDecision, error) {
@@ -197,7 +197,7 @@ func TestRecheck_ReportsWhatItCannotAskAgain(t *testing.T) {
 	failing = false
 
 	// Without the stored spec, only a given tool can stand in.
-	execSQL(t, rawDB(t, e.store), 1, `DELETE FROM tool_specs`)
+	e.db.exec(t, 1, `DELETE FROM tool_specs`)
 	rep, _ = agentrt.Recheck(ctx, e.store, "run-1", policy, agentrt.RecheckOptions{})
 	if ev := rep.Evaluations[0]; ev.Result != agentrt.RecheckNotRecheckable {
 		t.Fatalf("no spec = %+v", ev)

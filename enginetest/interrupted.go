@@ -1,4 +1,4 @@
-package agentrt_test
+package enginetest
 
 import (
 	"context"
@@ -14,14 +14,13 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/testhook"
-	"github.com/agentrt/agentrt/sqlite"
 )
 
 // lkCrash makes the process "crash" the first time runID reaches point at
 // step (-1: any step): the store is closed, so nothing more is written and
 // the lease stays in the row, and the goroutine ends where it stands. The
 // channel closes when it has happened.
-func lkCrash(t testing.TB, runID, point string, step int, st *sqlite.Store) <-chan struct{} {
+func lkCrash(t testing.TB, runID, point string, step int, st agentrt.Store) <-chan struct{} {
 	t.Helper()
 	crashed := make(chan struct{})
 	var fired atomic.Bool
@@ -67,12 +66,12 @@ func lkLater(n int, ttl time.Duration) *lkWall {
 // for the approval the consumer names, and runs once more when granted), or
 // conflict (the run fails). The runtime never runs the call again by
 // itself.
-func TestResume_InterruptedStepIsReconciledAndContinued(t *testing.T) {
+func caseResume_InterruptedStepIsReconciledAndContinued(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	const ttl = time.Minute
 
 	type env struct {
-		st    *sqlite.Store
+		st    agentrt.Store
 		send  *lkTool
 		step0 agentrt.Step
 		views []agentrt.RunView
@@ -80,11 +79,11 @@ func TestResume_InterruptedStepIsReconciledAndContinued(t *testing.T) {
 	// crash runs step 0's call to send until its effect and crashes, then
 	// returns a resumer configured with reconcile.
 	crash := func(t *testing.T, id string, reconcile func(agentrt.RunView) agentrt.Reconciliation, agent agentrt.Agent) (*env, *agentrt.Driver) {
-		st, path := lkOpen(t)
+		st, db := lkOpen(t, bk)
 		send := lkNewTool("send", agentrt.LocalMutation, nil)
 		dA := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{send}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("send", `{"text":"hello"}`))}, nil)
 		lkCrashed(t, dA, id, lkCrash(t, id, "tool.effect", 0, st))
-		e := &env{st: lkOpenAgain(t, path), send: send}
+		e := &env{st: db.open(t), send: send}
 		e.step0 = lkSteps(t, e.st, id)[0]
 		if e.step0.Status != agentrt.StepExecuting || len(send.args()) != 1 {
 			t.Fatalf("after the crash: step 0 %s, %d calls", e.step0.Status, len(send.args()))
@@ -248,22 +247,22 @@ func TestResume_InterruptedStepIsReconciledAndContinued(t *testing.T) {
 // more, on the same step; rejected, the run ends. A crash after the takeover
 // still leaves the decision to the operator. A read-only call, or a step
 // cut off while deciding, simply continues.
-func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
+func caseResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	const ttl = time.Minute
 
 	// crashAt runs a one-call script until point on step 0 and crashes.
-	crashAt := func(t *testing.T, id, point string, se agentrt.SideEffect) (st *sqlite.Store, path string, tool *lkTool, step0 agentrt.Step) {
-		st, path = lkOpen(t)
+	crashAt := func(t *testing.T, id, point string, se agentrt.SideEffect) (st agentrt.Store, db *database, tool *lkTool, step0 agentrt.Step) {
+		st, db = lkOpen(t, bk)
 		tool = lkNewTool("append", se, nil)
 		dA := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("append", `{"text":"line"}`))}, nil)
 		lkCrashed(t, dA, id, lkCrash(t, id, point, 0, st))
-		st = lkOpenAgain(t, path)
-		return st, path, tool, lkSteps(t, st, id)[0]
+		st = db.open(t)
+		return st, db, tool, lkSteps(t, st, id)[0]
 	}
 	// requireOperatorPause requires the run to wait on one pending
 	// interrupted_side_effect approval for step 0's call.
-	requireOperatorPause := func(t *testing.T, st *sqlite.Store, id string, step0 agentrt.Step) agentrt.Approval {
+	requireOperatorPause := func(t *testing.T, st agentrt.Store, id string, step0 agentrt.Step) agentrt.Approval {
 		t.Helper()
 		if r := lkRun(t, st, id); r.Status != agentrt.RunWaiting || r.LeaseOwner != "" {
 			t.Fatalf("run %s leased %q; want waiting and free", r.Status, r.LeaseOwner)
@@ -302,7 +301,7 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 
 	t.Run("approved runs it once more on the same step", func(t *testing.T) {
 		const id = "lk-ise-approved"
-		st, _, tool, step0 := crashAt(t, id, "tool.effect", agentrt.LocalMutation)
+		st, db, tool, step0 := crashAt(t, id, "tool.effect", agentrt.LocalMutation)
 		d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("append", "{}"), lkComplete())}, lkLater(1, ttl))
 		run, err := d.Resume(ctx, id)
 		if err != nil || run.Status != agentrt.RunWaiting {
@@ -314,11 +313,11 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 		}
 
 		// Undecided, a resume changes nothing.
-		before := lkSnap(t, st)
+		before := db.snapshot(t)
 		if _, err := d.Resume(ctx, id); !errors.Is(err, agentrt.ErrRunState) {
 			t.Fatalf("resume of an undecided pause: %v, want ErrRunState", err)
 		}
-		lkUnchanged(t, st, before, "a resume of an undecided pause")
+		db.requireUnchanged(t, before, "a resume of an undecided pause")
 
 		if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, id, a.ID, a.Hash, "op", "run it again"); err != nil {
 			t.Fatal(err)
@@ -392,7 +391,7 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 
 	t.Run("crash after the takeover still waits", func(t *testing.T) {
 		const id = "lk-ise-twice"
-		st, path, tool, step0 := crashAt(t, id, "tool.effect", agentrt.LocalMutation)
+		st, db, tool, step0 := crashAt(t, id, "tool.effect", agentrt.LocalMutation)
 		d1 := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkNever(t)}, lkLater(1, ttl))
 		crashed := lkCrash(t, id, "step.interrupted", 0, st)
 		done := lkGo(func() (agentrt.Run, error) { return d1.Resume(ctx, id) })
@@ -403,7 +402,7 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 		case <-time.After(lkWait):
 			t.Fatal("first resume did not crash")
 		}
-		st = lkOpenAgain(t, path)
+		st = db.open(t)
 		if s := lkSteps(t, st, id)[0]; s.Status != agentrt.StepInterrupted {
 			t.Fatalf("step 0 is %s after the first takeover, want interrupted", s.Status)
 		}

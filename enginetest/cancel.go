@@ -1,4 +1,4 @@
-package agentrt_test
+package enginetest
 
 import (
 	"context"
@@ -30,7 +30,7 @@ type startResult struct {
 // An operator cancels a run while its loop is busy, from another process:
 // the loop's next write fails, nothing it was about to do happens, and it
 // returns the cancelled run. The cancel is not overwritten.
-func TestCancel_LiveLoopStopsAtItsNextWrite(t *testing.T) {
+func caseCancel_LiveLoopStopsAtItsNextWrite(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	cases := []struct {
 		name    string
@@ -42,7 +42,7 @@ func TestCancel_LiveLoopStopsAtItsNextWrite(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t)
+			e := newEnv(t, bk)
 			busy := make(chan struct{})
 			proceed := make(chan struct{})
 			wait := func() {
@@ -65,7 +65,7 @@ func TestCancel_LiveLoopStopsAtItsNextWrite(t *testing.T) {
 			d := e.driver(agent, policy, write)
 			done := startAsync(d)
 			<-busy
-			other := agentrt.Operator{Store: reopen(t, e.store), Now: e.clock.Now}
+			other := agentrt.Operator{Store: e.db.open(t), Now: e.clock.Now}
 			cancelled, err := other.Cancel(ctx, "run-1", "alice", "stop it")
 			if err != nil {
 				t.Fatalf("Cancel: %v", err)
@@ -112,7 +112,7 @@ func TestCancel_LiveLoopStopsAtItsNextWrite(t *testing.T) {
 // after the run ended, as a late step.tool_finished carrying the whole
 // observation; the cancelled run and the cancel's record of the step stand,
 // even when the tool would have completed or aborted the run.
-func TestCancel_ToolOutcomeIsAppendedLate(t *testing.T) {
+func caseCancel_ToolOutcomeIsAppendedLate(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	cases := []struct {
 		name     string
@@ -132,7 +132,7 @@ func TestCancel_ToolOutcomeIsAppendedLate(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t)
+			e := newEnv(t, bk)
 			running := make(chan struct{})
 			release := make(chan struct{})
 			send := newTool("send", agentrt.LocalMutation, pathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
@@ -195,9 +195,9 @@ func TestCancel_ToolOutcomeIsAppendedLate(t *testing.T) {
 // transaction the pending approval becomes cancelled, recorded with who
 // cancelled and why, so nothing is left pending. Deciding it afterwards,
 // either way, is ErrNotPending and writes nothing.
-func TestCancel_LeavesNoApprovalPending(t *testing.T) {
+func caseCancel_LeavesNoApprovalPending(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
+	e := newEnv(t, bk)
 	_, a := pausedRun(t, e, `{"path":"/report"}`)
 	e.clock.Advance(time.Minute)
 	at := e.clock.Now()
@@ -222,7 +222,7 @@ func TestCancel_LeavesNoApprovalPending(t *testing.T) {
 		t.Fatalf("approval.decided = %s", dec[0].Payload)
 	}
 
-	before := takeSnapshot(t, e.store)
+	before := e.db.snapshot(t)
 	op := e.operator()
 	if err := op.ApproveShown(ctx, "run-1", a.ID, a.Hash, "bob", ""); !errors.Is(err, agentrt.ErrNotPending) {
 		t.Fatalf("ApproveShown after the cancel = %v, want ErrNotPending", err)
@@ -230,5 +230,5 @@ func TestCancel_LeavesNoApprovalPending(t *testing.T) {
 	if err := op.RejectShown(ctx, "run-1", a.ID, a.Hash, "bob", ""); !errors.Is(err, agentrt.ErrNotPending) {
 		t.Fatalf("RejectShown after the cancel = %v, want ErrNotPending", err)
 	}
-	requireUnchanged(t, e.store, before, "decisions after the cancel")
+	e.db.requireUnchanged(t, before, "decisions after the cancel")
 }

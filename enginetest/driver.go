@@ -1,4 +1,4 @@
-package agentrt_test
+package enginetest
 
 import (
 	"context"
@@ -19,15 +19,15 @@ import (
 // A read and a completion: the run, both steps and every event are in the
 // file and read the same through a second handle; the run Start returned is
 // the run stored; the observer heard each event only once it was committed.
-func TestDriver_CompletesAndPersists(t *testing.T) {
+func caseDriver_CompletesAndPersists(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
+	e := newEnv(t, bk)
 	read := newTool("read", agentrt.ReadOnly, pathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 		return agentrt.ToolResult{Content: json.RawMessage(`{"text":"hello"}`), Summary: "read 5 bytes"}, nil
 	})
 	agent := script(call("read", `{"path":"/a"}`), complete(`{"answer":"hello"}`))
 	policy := recording(agentrt.DefaultPolicy())
-	second := reopen(t, e.store)
+	second := e.db.open(t)
 	cfg := e.config(agent, policy, read)
 	var notYetCommitted []string
 	cfg.Observer = func(ev agentrt.Event) {
@@ -101,7 +101,7 @@ func TestDriver_CompletesAndPersists(t *testing.T) {
 	if n := len(mustApprovals(t, second, "run-1")); n != 0 {
 		t.Fatalf("%d approvals written", n)
 	}
-	if n := countRows(t, e.store, "SELECT * FROM model_calls"); n != 0 {
+	if n := e.db.countRows(t, "SELECT * FROM model_calls"); n != 0 {
 		t.Fatalf("%d model calls written", n)
 	}
 	requireEvents(t, second, "run-1", evStart, evToolStep, evComplete)
@@ -122,9 +122,9 @@ func TestDriver_CompletesAndPersists(t *testing.T) {
 // Arguments that do not fit the schema, an unknown tool and a nameless call
 // each become an invalid_decision observation the policy never sees; the loop
 // goes on and a valid call after them is judged and runs.
-func TestDriver_InvalidArgumentsBecomeObservation(t *testing.T) {
+func caseDriver_InvalidArgumentsBecomeObservation(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
+	e := newEnv(t, bk)
 	write := newTool("write", agentrt.LocalMutation, pathSchema, nil)
 	agent := script(
 		call("write", `{"path": 7}`),
@@ -174,9 +174,9 @@ func TestDriver_InvalidArgumentsBecomeObservation(t *testing.T) {
 // Arguments and a result that are not JSON the runtime accepts are kept
 // verbatim beside the decision, never as its arguments or result; the
 // agent's reason is recorded with them and nothing is judged or run.
-func TestDriver_InvalidArgumentsAreRecordedOutOfBand(t *testing.T) {
+func caseDriver_InvalidArgumentsAreRecordedOutOfBand(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
+	e := newEnv(t, bk)
 	write := newTool("write", agentrt.LocalMutation, pathSchema, nil)
 	notUTF8 := []byte{'{', '"', 'p', 0xff, '"', ':', '1', '}'}
 	agent := script(
@@ -225,7 +225,7 @@ func TestDriver_InvalidArgumentsAreRecordedOutOfBand(t *testing.T) {
 			t.Fatalf("step %d is %s", i, st.Status)
 		}
 		// The column itself has no args or result member.
-		raw := column(t, e.store, "SELECT decision_json FROM steps WHERE id = ?", st.ID)
+		raw := e.db.column(t, "SELECT decision_json FROM steps WHERE id = ?", st.ID)
 		var cols map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(raw), &cols); err != nil {
 			t.Fatalf("step %d decision_json %q: %v", i, raw, err)
@@ -255,9 +255,9 @@ func TestDriver_InvalidArgumentsAreRecordedOutOfBand(t *testing.T) {
 // tool use become the deliberately invalid kinds; neither they nor an
 // unknown kind is acted on, even when one carries a tool and arguments that
 // would pass.
-func TestDriver_PseudoDecisionKindsAreInvalid(t *testing.T) {
+func caseDriver_PseudoDecisionKindsAreInvalid(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
+	e := newEnv(t, bk)
 	write := newTool("write", agentrt.LocalMutation, pathSchema, nil)
 	cut := render.Decide(agentrt.ModelResponse{Text: "I will write", StopReason: agentrt.StopMaxTokens,
 		ToolUses: []agentrt.ToolUse{{ID: "t1", Name: "write", Args: json.RawMessage(`{"path":"/a"}`)}}})
@@ -315,9 +315,9 @@ func TestDriver_PseudoDecisionKindsAreInvalid(t *testing.T) {
 
 // A destructive request under the default policy is denied: the tool does not
 // run, the denial is the step's observation, and the loop goes on.
-func TestDriver_PolicyDenyIsObservation(t *testing.T) {
+func caseDriver_PolicyDenyIsObservation(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
+	e := newEnv(t, bk)
 	rm := newTool("rm", agentrt.Destructive, pathSchema, nil)
 	read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
 	var sawDenial bool
@@ -361,9 +361,9 @@ func TestDriver_PolicyDenyIsObservation(t *testing.T) {
 
 // An abort ends the run at once: the tool does not run and the agent is not
 // asked again.
-func TestDriver_PolicyAbortEndsRun(t *testing.T) {
+func caseDriver_PolicyAbortEndsRun(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
+	e := newEnv(t, bk)
 	rm := newTool("rm", agentrt.Destructive, pathSchema, nil)
 	read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
 	agent := script(call("read", `{"path":"/a"}`), call("rm", `{"path":"/"}`), complete(`{}`))
@@ -398,9 +398,9 @@ func TestDriver_PolicyAbortEndsRun(t *testing.T) {
 
 // The step limit ends the run before a step past it starts: no further step,
 // no further tool call.
-func TestDriver_StepLimit(t *testing.T) {
+func caseDriver_StepLimit(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
+	e := newEnv(t, bk)
 	read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
 	agent := &countingAgent{inner: agentrt.AgentFunc(func(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
 		return call("read", fmt.Sprintf(`{"path":"/%d"}`, in.Steps.Len())), nil
@@ -427,10 +427,10 @@ func TestDriver_StepLimit(t *testing.T) {
 
 // The same call getting the same result LoopThreshold times ends the run as
 // loop_detected; a call whose result changes is progress and goes on.
-func TestDriver_IdenticalCallAndResultStops(t *testing.T) {
+func caseDriver_IdenticalCallAndResultStops(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	t.Run("same result", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
 		agent := &countingAgent{inner: agentrt.AgentFunc(func(context.Context, agentrt.StepInput) (agentrt.Decision, error) {
 			return call("read", `{"path":"/a"}`), nil
@@ -456,7 +456,7 @@ func TestDriver_IdenticalCallAndResultStops(t *testing.T) {
 		requireEvents(t, e.store, "run-1", evStart, evToolStep, evToolStep, evToolStep, []E{loopDetected, runFinished})
 	})
 	t.Run("changing result", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		var n int
 		read := newTool("read", agentrt.ReadOnly, pathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 			n++
@@ -518,7 +518,7 @@ func (w *stateWatch) Update(ctx context.Context, fn func(agentrt.Tx) error) ([]a
 // A terminal tool's success, a tool's abort, a completion and a policy abort
 // each end their step and the run in one commit: no commit shows the step
 // ended with the run still going, and the tool's outcome is in that commit.
-func TestDriver_TerminalToolCommitsWithTheRun(t *testing.T) {
+func caseDriver_TerminalToolCommitsWithTheRun(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	cases := []struct {
 		name       string
@@ -556,7 +556,7 @@ func TestDriver_TerminalToolCommitsWithTheRun(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t)
+			e := newEnv(t, bk)
 			fin := newTool("finish", agentrt.ReadOnly, pathSchema, c.tool)
 			fin.Terminal = c.terminal
 			read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
@@ -611,9 +611,9 @@ func TestDriver_TerminalToolCommitsWithTheRun(t *testing.T) {
 // The agent and the policy each mutate everything they are handed, and what
 // they handed back after the driver took it: nothing reaches the store, the
 // driver, the tool, the approval, or the other consumer.
-func TestDriver_ConsumersCannotCorruptEachOther(t *testing.T) {
+func caseDriver_ConsumersCannotCorruptEachOther(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
+	e := newEnv(t, bk)
 	read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
 	send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
 	schemaCopy := string(read.InputSchema)
@@ -734,9 +734,9 @@ func nilIfEmpty[T any](s []T) []T {
 // After every write, what the agent and the policy are handed equals a fresh
 // read of the store: the run, every step and every approval, through a tool
 // step, an invalid one, a denial, a tool error, a pause, a resume and the end.
-func TestDriver_CachedViewEqualsReloadedView(t *testing.T) {
+func caseDriver_CachedViewEqualsReloadedView(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
+	e := newEnv(t, bk)
 	tick := func() { e.clock.Advance(1500 * time.Millisecond) } // 1.5s: active time accrues
 	read := newTool("read", agentrt.ReadOnly, pathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 		tick()
@@ -830,7 +830,7 @@ func TestDriver_CachedViewEqualsReloadedView(t *testing.T) {
 // and a result as invalid decisions kept out of band, tool content as a tool
 // error keeping the bytes, a capability or presentation by failing the run.
 // Nothing deep is stored as JSON, hashed, judged or executed.
-func TestDriver_DeepJSONIsRefusedWhereItEnters(t *testing.T) {
+func caseDriver_DeepJSONIsRefusedWhereItEnters(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	const anySchema = `{"type":"object"}`
 	deepArgs := `{"a":` + nested(256, "1") + `}`  // 257 levels
@@ -838,7 +838,7 @@ func TestDriver_DeepJSONIsRefusedWhereItEnters(t *testing.T) {
 	deep := nested(257, "1")
 
 	t.Run("arguments", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		tool := newTool("any", agentrt.ReadOnly, anySchema, nil)
 		policy := recording(agentrt.DefaultPolicy())
 		d := e.driver(script(call("any", deepArgs), call("any", limitArgs), complete(`{}`)), policy, tool)
@@ -864,7 +864,7 @@ func TestDriver_DeepJSONIsRefusedWhereItEnters(t *testing.T) {
 		requireEvents(t, e.store, "run-1", evStart, evInvalid, evToolStep, evComplete)
 	})
 	t.Run("result", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		d := e.driver(script(complete(deep), complete(`{"ok":1}`)), agentrt.DefaultPolicy())
 		run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
 		if err != nil {
@@ -882,7 +882,7 @@ func TestDriver_DeepJSONIsRefusedWhereItEnters(t *testing.T) {
 		requireEvents(t, e.store, "run-1", evStart, evInvalid, evComplete)
 	})
 	t.Run("tool content", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		tool := newTool("any", agentrt.ReadOnly, anySchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 			return agentrt.ToolResult{Content: json.RawMessage(deep)}, nil
 		})
@@ -904,7 +904,7 @@ func TestDriver_DeepJSONIsRefusedWhereItEnters(t *testing.T) {
 	})
 	for _, field := range []string{"capability", "presentation"} {
 		t.Run(field, func(t *testing.T) {
-			e := newEnv(t)
+			e := newEnv(t, bk)
 			tool := newTool("send", agentrt.RemoteMutation, anySchema, nil)
 			pd := agentrt.PolicyDecision{Outcome: agentrt.RequireApproval, Kind: "k", Reason: "r",
 				Capability: json.RawMessage(`{}`), Presentation: json.RawMessage(`{}`)}
@@ -925,7 +925,7 @@ func TestDriver_DeepJSONIsRefusedWhereItEnters(t *testing.T) {
 			if tool.n() != 0 {
 				t.Fatal("tool ran")
 			}
-			if n := countRows(t, e.store, "SELECT * FROM approvals"); n != 0 {
+			if n := e.db.countRows(t, "SELECT * FROM approvals"); n != 0 {
 				t.Fatalf("%d approvals written", n)
 			}
 			pe := eventsOf(t, e.store, "run-1", stepPolicy)
@@ -940,7 +940,7 @@ func TestDriver_DeepJSONIsRefusedWhereItEnters(t *testing.T) {
 		})
 	}
 	t.Run("tool schema", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		tool := newTool("any", agentrt.ReadOnly, `{"type":"object","default":`+deep+`}`, nil)
 		if _, err := agentrt.NewDriver(e.config(script(), agentrt.DefaultPolicy(), tool)); !errors.Is(err, agentrt.ErrInvalidJSON) {
 			t.Fatalf("NewDriver with a deep schema = %v, want ErrInvalidJSON", err)
@@ -952,7 +952,7 @@ func TestDriver_DeepJSONIsRefusedWhereItEnters(t *testing.T) {
 // enter, against a schema that bounds them, without a panic: arguments and a
 // result as invalid decisions, tool content as a tool error, a capability by
 // failing the run, and a tool schema at registration.
-func TestDriver_HugeNumbersAreRefusedWhereTheyEnter(t *testing.T) {
+func caseDriver_HugeNumbersAreRefusedWhereTheyEnter(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	const numSchema = `{"type":"object","properties":{"n":{"type":"number","minimum":0,"maximum":1e9,"multipleOf":0.5}},"additionalProperties":false}`
 	long := "1" + strings.Repeat("0", 10000) // 10,001 characters
@@ -964,7 +964,7 @@ func TestDriver_HugeNumbersAreRefusedWhereTheyEnter(t *testing.T) {
 		`{"n":0.` + strings.Repeat("0", 10001) + `1}`,
 	}
 	t.Run("arguments and result", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		tool := newTool("num", agentrt.ReadOnly, numSchema, nil)
 		var ds []agentrt.Decision
 		for _, a := range refused {
@@ -1000,7 +1000,7 @@ func TestDriver_HugeNumbersAreRefusedWhereTheyEnter(t *testing.T) {
 		requireEvents(t, e.store, "run-1", want...)
 	})
 	t.Run("tool content", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		tool := newTool("num", agentrt.ReadOnly, numSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 			return agentrt.ToolResult{Content: json.RawMessage(`{"n":1e-100000}`)}, nil
 		})
@@ -1018,7 +1018,7 @@ func TestDriver_HugeNumbersAreRefusedWhereTheyEnter(t *testing.T) {
 		requireEvents(t, e.store, "run-1", evStart, evToolStep, []E{stepFailed}, evComplete)
 	})
 	t.Run("capability", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		tool := newTool("num", agentrt.RemoteMutation, numSchema, nil)
 		pd := agentrt.PolicyDecision{Outcome: agentrt.RequireApproval, Kind: "k", Capability: json.RawMessage(`{"n":1e100000}`)}
 		d := e.driver(script(call("num", `{"n":1}`)), fixed(pd), tool)
@@ -1027,7 +1027,7 @@ func TestDriver_HugeNumbersAreRefusedWhereTheyEnter(t *testing.T) {
 			t.Fatalf("Start: %v", err)
 		}
 		requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
-		if tool.n() != 0 || countRows(t, e.store, "SELECT * FROM approvals") != 0 {
+		if tool.n() != 0 || e.db.countRows(t, "SELECT * FROM approvals") != 0 {
 			t.Fatal("tool ran or an approval was written")
 		}
 		requireEvents(t, e.store, "run-1", evStart, []E{stepStarted, stepDecided, stepPolicy, stepFailed, runFinished})
@@ -1038,7 +1038,7 @@ func TestDriver_HugeNumbersAreRefusedWhereTheyEnter(t *testing.T) {
 			if _, err := agentrt.CompileTool(spec); !errors.Is(err, agentrt.ErrInvalidJSON) {
 				t.Fatalf("CompileTool(%.40s) = %v, want ErrInvalidJSON", s, err)
 			}
-			e := newEnv(t)
+			e := newEnv(t, bk)
 			tool := newTool("num", agentrt.ReadOnly, s, nil)
 			if _, err := agentrt.NewDriver(e.config(script(), agentrt.DefaultPolicy(), tool)); !errors.Is(err, agentrt.ErrInvalidJSON) {
 				t.Fatalf("NewDriver(%.40s) = %v, want ErrInvalidJSON", s, err)
@@ -1050,7 +1050,7 @@ func TestDriver_HugeNumbersAreRefusedWhereTheyEnter(t *testing.T) {
 // A caller that gives up while a tool runs still gets the tool's outcome
 // recorded: a success as a success, a failure caused by the cancellation as
 // an interruption whose outcome is unknown. No further step starts.
-func TestDriver_CancelledContextAfterToolKeepsTheObservation(t *testing.T) {
+func caseDriver_CancelledContextAfterToolKeepsTheObservation(t *testing.T, bk *Backend) {
 	for _, c := range []struct {
 		name   string
 		fail   bool
@@ -1062,7 +1062,7 @@ func TestDriver_CancelledContextAfterToolKeepsTheObservation(t *testing.T) {
 		{"tool fails from the cancellation", true, agentrt.ObsInterrupted, agentrt.StepFailed, []E{stepFailed}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t)
+			e := newEnv(t, bk)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			write := newTool("write", agentrt.LocalMutation, pathSchema, func(tctx context.Context, _ agentrt.ToolCall) (agentrt.ToolResult, error) {
@@ -1102,7 +1102,7 @@ func TestDriver_CancelledContextAfterToolKeepsTheObservation(t *testing.T) {
 // A schema that refers outside itself, by $ref, $id or $schema, to a URL, a
 // file or a relative document, refuses the tool at NewDriver; nothing is
 // fetched. References inside the schema and to the standard metaschemas pass.
-func TestNewDriver_SchemaReferencesOutsideItselfAreRefused(t *testing.T) {
+func caseNewDriver_SchemaReferencesOutsideItselfAreRefused(t *testing.T, bk *Backend) {
 	var hits sync.Map
 	var hitCount int
 	var mu sync.Mutex
@@ -1112,8 +1112,8 @@ func TestNewDriver_SchemaReferencesOutsideItselfAreRefused(t *testing.T) {
 		mu.Unlock()
 		hits.Store(path, true)
 	})
-	e := newEnv(t)
-	before := takeSnapshot(t, e.store)
+	e := newEnv(t, bk)
+	before := e.db.snapshot(t)
 	refused := []struct{ schema, names string }{
 		{`{"$ref":"` + srv + `/s.json"}`, srv + "/s.json"},
 		{`{"type":"object","properties":{"a":{"$ref":"` + srv + `/s.json#/x"}}}`, srv + "/s.json"},
@@ -1154,13 +1154,13 @@ func TestNewDriver_SchemaReferencesOutsideItselfAreRefused(t *testing.T) {
 		hits.Range(func(k, _ any) bool { paths = append(paths, k.(string)); return true })
 		t.Fatalf("the server was asked for %v", paths)
 	}
-	requireUnchanged(t, e.store, before, "registering tools")
+	e.db.requireUnchanged(t, before, "registering tools")
 }
 
 // Consecutive failures, active time and elapsed time each end the run with
 // their reason before the next step starts; time spent waiting for an
 // approval is not active time, and elapsed time counts it.
-func TestDriver_LimitsEndTheRunBeforeTheNextStep(t *testing.T) {
+func caseDriver_LimitsEndTheRunBeforeTheNextStep(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	slowTool := func(e *env, name string, se agentrt.SideEffect) *counted {
 		return newTool(name, se, pathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
@@ -1177,7 +1177,7 @@ func TestDriver_LimitsEndTheRunBeforeTheNextStep(t *testing.T) {
 		})}
 	}
 	t.Run("consecutive failures", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
 		agent := &countingAgent{inner: agentrt.AgentFunc(func(context.Context, agentrt.StepInput) (agentrt.Decision, error) {
 			return call("read", `{"path":1}`), nil
@@ -1193,7 +1193,7 @@ func TestDriver_LimitsEndTheRunBeforeTheNextStep(t *testing.T) {
 		requireEvents(t, e.store, "run-1", evStart, evInvalid, evInvalid, evInvalid, []E{limitExceeded, runFinished})
 	})
 	t.Run("active time", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		read := slowTool(e, "read", agentrt.ReadOnly)
 		agent := byStep()
 		run, err := e.driver(agent, agentrt.DefaultPolicy(), read).StartWithID(ctx, "run-1", "g",
@@ -1208,7 +1208,7 @@ func TestDriver_LimitsEndTheRunBeforeTheNextStep(t *testing.T) {
 		requireEvents(t, e.store, "run-1", evStart, evToolStep, evToolStep, evToolStep, []E{limitExceeded, runFinished})
 	})
 	t.Run("approval wait is not active time", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		read := slowTool(e, "read", agentrt.ReadOnly)
 		send := slowTool(e, "send", agentrt.RemoteMutation)
 		agent := byStep(call("send", `{"path":"/s"}`), call("read", `{"path":"/r"}`), complete(`{}`))
@@ -1232,7 +1232,7 @@ func TestDriver_LimitsEndTheRunBeforeTheNextStep(t *testing.T) {
 		}
 	})
 	t.Run("elapsed time counts the wait", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		send := slowTool(e, "send", agentrt.RemoteMutation)
 		agent := byStep(call("send", `{"path":"/s"}`), complete(`{}`))
 		d := e.driver(agent, agentrt.DefaultPolicy(), send)
@@ -1260,10 +1260,10 @@ func TestDriver_LimitsEndTheRunBeforeTheNextStep(t *testing.T) {
 // A panic in a tool is that tool's error and the loop goes on; a panic in the
 // policy fails the run as internal_error and one in the agent as
 // agent_error. None takes the process down or runs anything further.
-func TestDriver_PanicsAreErrorsOfTheirOwner(t *testing.T) {
+func caseDriver_PanicsAreErrorsOfTheirOwner(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	t.Run("tool", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		bad := newTool("bad", agentrt.ReadOnly, pathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 			panic("tool bug")
 		})
@@ -1280,7 +1280,7 @@ func TestDriver_PanicsAreErrorsOfTheirOwner(t *testing.T) {
 		requireEvents(t, e.store, "run-1", evStart, evToolStep, []E{stepFailed}, evComplete)
 	})
 	t.Run("policy", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
 		policy := agentrt.PolicyFunc(func(context.Context, agentrt.ToolRequest, agentrt.RunView) (agentrt.PolicyDecision, error) {
 			panic("policy bug")
@@ -1296,7 +1296,7 @@ func TestDriver_PanicsAreErrorsOfTheirOwner(t *testing.T) {
 		requireEvents(t, e.store, "run-1", evStart, []E{stepStarted, stepDecided, stepFailed, runFinished})
 	})
 	t.Run("agent", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		agent := agentrt.AgentFunc(func(context.Context, agentrt.StepInput) (agentrt.Decision, error) {
 			panic("agent bug")
 		})

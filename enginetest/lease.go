@@ -1,11 +1,9 @@
-package agentrt_test
+package enginetest
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -15,7 +13,6 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/testhook"
-	"github.com/agentrt/agentrt/sqlite"
 )
 
 // The lease, interruption and gate tests share the helpers below, named lk…
@@ -38,23 +35,12 @@ func (w *lkWall) Advance(d time.Duration) { w.ns.Add(int64(d)) }
 // lkWait bounds every wait on another goroutine.
 const lkWait = 20 * time.Second
 
-// lkOpen opens a fresh database file and returns it with its path.
-func lkOpen(t testing.TB) (*sqlite.Store, string) {
+// lkOpen opens a store on a fresh database and returns it with the
+// database, for a second process's store.
+func lkOpen(t testing.TB, b *Backend) (agentrt.Store, *database) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "agentrt.db")
-	return lkOpenAgain(t, path), path
-}
-
-// lkOpenAgain opens a second handle on a database, as another process
-// would.
-func lkOpenAgain(t testing.TB, path string) *sqlite.Store {
-	t.Helper()
-	st, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatalf("sqlite.Open: %v", err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
+	db := b.fresh(t)
+	return db.open(t), db
 }
 
 // lkTool is a tool that records every call it receives.
@@ -238,58 +224,6 @@ func lkPayload(t testing.TB, e agentrt.Event) map[string]any {
 	return m
 }
 
-// lkSnap is every row of every table, as text. Equal snapshots mean
-// nothing was written in between.
-func lkSnap(t testing.TB, st *sqlite.Store) map[string][]string {
-	t.Helper()
-	snap := map[string][]string{}
-	for _, table := range []string{"runs", "steps", "approvals", "model_calls", "tool_specs", "events"} {
-		rows, err := st.DB().Query("SELECT * FROM " + table + " ORDER BY rowid")
-		if err != nil {
-			t.Fatalf("snapshot %s: %v", table, err)
-		}
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatalf("snapshot %s: %v", table, err)
-			}
-			var b strings.Builder
-			for i, v := range vals {
-				if raw, ok := v.([]byte); ok {
-					v = string(raw)
-				}
-				fmt.Fprintf(&b, "%s=%v|", cols[i], v)
-			}
-			snap[table] = append(snap[table], b.String())
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatalf("snapshot %s: %v", table, err)
-		}
-		rows.Close()
-	}
-	return snap
-}
-
-func lkUnchanged(t testing.TB, st *sqlite.Store, before map[string][]string, what string) {
-	t.Helper()
-	after := lkSnap(t, st)
-	if reflect.DeepEqual(before, after) {
-		return
-	}
-	for table := range after {
-		if !reflect.DeepEqual(before[table], after[table]) {
-			t.Errorf("%s changed table %s:\nbefore:\n  %s\nafter:\n  %s", what, table,
-				strings.Join(before[table], "\n  "), strings.Join(after[table], "\n  "))
-		}
-	}
-	t.FailNow()
-}
-
 // lkLeased requires err to be a *RunLeasedError naming owner, matching both
 // ErrRunLeased and ErrRunState.
 func lkLeased(t testing.TB, err error, runID, owner string, expires time.Time) {
@@ -314,9 +248,9 @@ func lkLeased(t testing.TB, err error, runID, owner string, expires time.Time) {
 // ErrRunLeased naming the holder and its expiry; no clock is read and no row
 // changes. The holder's own driver is refused a second call too, and the
 // run then completes as if nobody had asked.
-func TestLease_ResumeOfALiveRunIsRefused(t *testing.T) {
+func caseLease_ResumeOfALiveRunIsRefused(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	st, path := lkOpen(t)
+	st, db := lkOpen(t, bk)
 	deciding, release := make(chan struct{}), make(chan struct{})
 	agentA := agentrt.AgentFunc(func(context.Context, agentrt.StepInput) (agentrt.Decision, error) {
 		close(deciding)
@@ -327,7 +261,7 @@ func TestLease_ResumeOfALiveRunIsRefused(t *testing.T) {
 	done := lkGo(func() (agentrt.Run, error) { return dA.StartWithID(ctx, "run-1", "goal", agentrt.DefaultLimits()) })
 	lkSignal(t, deciding, "the holder deciding")
 
-	other := lkOpenAgain(t, path)
+	other := db.open(t)
 	held := lkRun(t, other, "run-1")
 	if held.Status != agentrt.RunRunning || !strings.HasPrefix(held.LeaseOwner, "holder/") || held.Generation != 1 {
 		t.Fatalf("running run: status %s owner %q generation %d", held.Status, held.LeaseOwner, held.Generation)
@@ -335,7 +269,7 @@ func TestLease_ResumeOfALiveRunIsRefused(t *testing.T) {
 	if !held.LeaseExpiresAt.After(time.Now()) {
 		t.Fatalf("live lease expires at %s, in the past", held.LeaseExpiresAt)
 	}
-	before := lkSnap(t, other)
+	before := db.snapshot(t)
 
 	var clockReads atomic.Int64
 	now := func() time.Time { clockReads.Add(1); return time.Now() }
@@ -357,14 +291,14 @@ func TestLease_ResumeOfALiveRunIsRefused(t *testing.T) {
 	if n := clockReads.Load(); n != 0 {
 		t.Errorf("refused resumes read Config.Now %d times, want 0", n)
 	}
-	lkUnchanged(t, other, before, "a refused resume")
+	db.requireUnchanged(t, before, "a refused resume")
 
 	// The holder's own driver refuses a second, concurrent call on the run.
 	_, err = dA.Resume(ctx, "run-1")
 	if !errors.Is(err, agentrt.ErrRunLeased) || !errors.Is(err, agentrt.ErrRunState) {
 		t.Fatalf("second call on the holder's driver: %v, want ErrRunLeased", err)
 	}
-	lkUnchanged(t, other, before, "a refused second call")
+	db.requireUnchanged(t, before, "a refused second call")
 
 	close(release)
 	out := lkAwait(t, done, "the holder's run")
@@ -386,12 +320,12 @@ func TestLease_ResumeOfALiveRunIsRefused(t *testing.T) {
 // its decision is not recorded, and the tool never runs for it again. In a
 // second case the takeover happens while the tool runs: the late outcome is
 // not recorded over the new owner's record.
-func TestLease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall(t *testing.T) {
+func caseLease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	const ttl = time.Minute
 
 	t.Run("while deciding", func(t *testing.T) {
-		st, path := lkOpen(t)
+		st, db := lkOpen(t, bk)
 		write := lkNewTool("write", agentrt.LocalMutation, nil)
 		deciding, takenOver := make(chan struct{}), make(chan struct{})
 		agentA := agentrt.AgentFunc(func(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
@@ -416,7 +350,7 @@ func TestLease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall(t *testing.T) {
 			<-aGone
 			return lkComplete(), nil
 		})
-		stB := lkOpenAgain(t, path)
+		stB := db.open(t)
 		dB := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: stB, Tools: []agentrt.Tool{write}, LeaseTTL: ttl, LeaseOwner: "b"}, Agent: agentB}, wallB)
 		doneB := lkGo(func() (agentrt.Run, error) { return dB.Resume(ctx, "run-1") })
 		lkSignal(t, bDeciding, "the new owner deciding")
@@ -459,7 +393,7 @@ func TestLease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall(t *testing.T) {
 	})
 
 	t.Run("while a tool runs", func(t *testing.T) {
-		st, path := lkOpen(t)
+		st, db := lkOpen(t, bk)
 		inTool, finishTool := make(chan struct{}), make(chan struct{})
 		write := lkNewTool("write", agentrt.LocalMutation, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 			close(inTool)
@@ -479,19 +413,19 @@ func TestLease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall(t *testing.T) {
 
 		wallB := lkNewWall()
 		wallB.Advance(2 * ttl)
-		dB := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: lkOpenAgain(t, path), Tools: []agentrt.Tool{write}, LeaseTTL: ttl}, Agent: lkNever(t)}, wallB)
+		dB := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: db.open(t), Tools: []agentrt.Tool{write}, LeaseTTL: ttl}, Agent: lkNever(t)}, wallB)
 		run, err := dB.Resume(ctx, "run-1")
 		if err != nil || run.Status != agentrt.RunWaiting {
 			t.Fatalf("takeover of an executing step: %s, %v; want it waiting for an operator", run.Status, err)
 		}
-		before := lkSnap(t, st)
+		before := db.snapshot(t)
 
 		close(finishTool)
 		outA := lkAwait(t, doneA, "the first owner's loop")
 		if !errors.Is(outA.err, agentrt.ErrLeaseLost) {
 			t.Fatalf("first owner returned %s, %v; want ErrLeaseLost", outA.run.Status, outA.err)
 		}
-		lkUnchanged(t, st, before, "the first owner's late outcome")
+		db.requireUnchanged(t, before, "the first owner's late outcome")
 		if got := write.args(); len(got) != 1 {
 			t.Errorf("tool ran %d times, want 1", len(got))
 		}
@@ -502,12 +436,12 @@ func TestLease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall(t *testing.T) {
 // nobody takes the run. The loop starts no tool call, no model request, and
 // no further step: it returns ErrLeaseLost, frees the run, and another
 // process resumes it at once, deciding anew.
-func TestLease_LapsedLeaseStartsNoSideEffect(t *testing.T) {
+func caseLease_LapsedLeaseStartsNoSideEffect(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	const ttl = time.Minute
 
 	t.Run("tool call", func(t *testing.T) {
-		st, _ := lkOpen(t)
+		st, _ := lkOpen(t, bk)
 		wall := lkNewWall()
 		write := lkNewTool("write", agentrt.LocalMutation, nil)
 		agent := agentrt.AgentFunc(func(context.Context, agentrt.StepInput) (agentrt.Decision, error) {
@@ -546,7 +480,7 @@ func TestLease_LapsedLeaseStartsNoSideEffect(t *testing.T) {
 	})
 
 	t.Run("model request", func(t *testing.T) {
-		st, _ := lkOpen(t)
+		st, _ := lkOpen(t, bk)
 		wall := lkNewWall()
 		var dispatched atomic.Int64
 		model := lkModel{generate: func(context.Context, agentrt.ModelRequest) (agentrt.ModelResponse, error) {
@@ -588,7 +522,7 @@ func TestLease_LapsedLeaseStartsNoSideEffect(t *testing.T) {
 	})
 
 	t.Run("next step", func(t *testing.T) {
-		st, _ := lkOpen(t)
+		st, _ := lkOpen(t, bk)
 		wall := lkNewWall()
 		write := lkNewTool("write", agentrt.LocalMutation, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 			wall.Advance(ttl) // a long call, with no heartbeat to renew the lease by this clock
@@ -622,10 +556,10 @@ func TestLease_LapsedLeaseStartsNoSideEffect(t *testing.T) {
 // configuration would be, are two owners: each lease names its own, and
 // neither can resume the other's live run. A driver restarted under the
 // name waits out its previous life's lease like anyone else.
-func TestLease_SameLeaseOwnerNameIsTwoOwners(t *testing.T) {
+func caseLease_SameLeaseOwnerNameIsTwoOwners(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	st, path := lkOpen(t)
-	stB := lkOpenAgain(t, path)
+	st, db := lkOpen(t, bk)
+	stB := db.open(t)
 	var deciding sync.WaitGroup
 	deciding.Add(2)
 	release := make(chan struct{})
@@ -651,17 +585,17 @@ func TestLease_SameLeaseOwnerNameIsTwoOwners(t *testing.T) {
 	if a.LeaseOwner == b.LeaseOwner {
 		t.Fatalf("two drivers named worker share the owner %q", a.LeaseOwner)
 	}
-	before := lkSnap(t, st)
+	before := db.snapshot(t)
 	_, err := dB.Resume(ctx, "run-a")
 	lkLeased(t, err, "run-a", a.LeaseOwner, a.LeaseExpiresAt)
 	_, err = dA.Resume(ctx, "run-b")
 	lkLeased(t, err, "run-b", b.LeaseOwner, b.LeaseExpiresAt)
 
 	// A restart under the same name is a new owner.
-	restarted := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: lkOpenAgain(t, path), LeaseOwner: "worker"}, Agent: lkNever(t)}, nil)
+	restarted := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: db.open(t), LeaseOwner: "worker"}, Agent: lkNever(t)}, nil)
 	_, err = restarted.Resume(ctx, "run-a")
 	lkLeased(t, err, "run-a", a.LeaseOwner, a.LeaseExpiresAt)
-	lkUnchanged(t, st, before, "refused resumes under a shared name")
+	db.requireUnchanged(t, before, "refused resumes under a shared name")
 
 	close(release)
 	for _, ch := range []<-chan lkOutcome{doneA, doneB} {
