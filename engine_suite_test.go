@@ -133,4 +133,3 @@ func TestResume_GrantCheckReadsOnlyItsStepsEvents(t *testing.T)              { o
 func TestGrant_DatabaseWriterCannotForge(t *testing.T)                       { onSQLite(t) }
 func TestRecheck_ByteReadingPolicyDecidesAlike(t *testing.T)                 { onSQLite(t) }
 func TestRecheck_ReportsWhatItCannotAskAgain(t *testing.T)                   { onSQLite(t) }
-func TestDecide_OneWayBoundToAShownHash(t *testing.T)                        { onSQLite(t) }

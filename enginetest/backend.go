@@ -85,6 +85,8 @@ type database struct {
 	b   *Backend
 	dsn string
 	raw *sql.DB
+	// dbClock: the stores keep lease time on the database's clock.
+	dbClock bool
 }
 
 // fresh makes an empty database for t.
@@ -107,6 +109,9 @@ func (d *database) openUnclosed(t testing.TB) agentrt.Store {
 	st, err := d.b.Open(context.Background(), d.dsn)
 	if err != nil {
 		t.Fatalf("open %s store: %v", d.b.Name, err)
+	}
+	if _, ok := st.(agentrt.DatabaseClock); ok {
+		d.dbClock = true
 	}
 	return st
 }
@@ -273,14 +278,17 @@ func (d *database) requireUnchanged(t testing.TB, before snapshot, what string) 
 	t.FailNow()
 }
 
-// lapse moves a run's lease expiry into the past on a store that judges
-// leases by the database's clock, where moving a driver's wall clock
-// (testhook.SetWallClock) does not lapse another's lease; on any other
-// store the test's moved wall clock already has.
-func (d *database) lapse(t testing.TB, st agentrt.Store, runID string) {
+// lapseAll moves every held lease's expiry into the past on a store that
+// judges leases by the database's clock, where a test's moved wall clock
+// (testhook.SetWallClock) lapses no other process's lease; elsewhere the
+// moved clock already has, and nothing is written.
+func (d *database) lapseAll(t testing.TB) {
 	t.Helper()
-	if _, ok := st.(agentrt.DatabaseClock); ok {
-		d.exec(t, 1, `UPDATE runs SET lease_expires_at = '2000-01-01T00:00:00Z' WHERE id = ?`, runID)
+	if !d.dbClock {
+		return
+	}
+	if _, err := d.db(t).Exec(`UPDATE runs SET lease_expires_at = '2000-01-01T00:00:00Z' WHERE lease_owner <> ''`); err != nil {
+		t.Fatalf("lapse the leases: %v", err)
 	}
 }
 

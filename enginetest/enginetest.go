@@ -104,7 +104,6 @@ var cases = []Case{
 	{Name: "Grant_DatabaseWriterCannotForge", fn: caseGrant_DatabaseWriterCannotForge},
 	{Name: "Recheck_ByteReadingPolicyDecidesAlike", fn: caseRecheck_ByteReadingPolicyDecidesAlike},
 	{Name: "Recheck_ReportsWhatItCannotAskAgain", fn: caseRecheck_ReportsWhatItCannotAskAgain},
-	{Name: "Decide_OneWayBoundToAShownHash", fn: caseDecide_OneWayBoundToAShownHash},
 }
 
 // legacy adapts a case written against an opener of one database's stores.

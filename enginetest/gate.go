@@ -275,7 +275,7 @@ func caseGate_AbandonedAfterAllowedRunsNothing(t *testing.T, bk *Backend) {
 		lkPropose(t, stepA, lkCall("note", `{"text":"a"}`), agentrt.VerdictAllowed)
 
 		stB := db.open(t)
-		gB := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: stB, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, lkLater(1, ttl))
+		gB := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: stB, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, db.later(t, 1, ttl))
 		sB, v, err := gB.Attach(ctx, "run-1")
 		if err != nil || v.Outcome != "" || sB.Current() != nil {
 			t.Fatalf("Attach: %q, %v; want an open session with no step", v.Outcome, err)
@@ -351,7 +351,7 @@ func caseGate_AbandonedDuringExecutePausesForAnOperator(t *testing.T, bk *Backen
 	lkSignal(t, inTool, "the tool running")
 
 	stB := db.open(t)
-	gB := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: stB, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, lkLater(1, ttl))
+	gB := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: stB, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, db.later(t, 1, ttl))
 	sB, v, err := gB.Attach(ctx, "run-1")
 	if err != nil || v.Outcome != agentrt.VerdictPending || v.Approval == nil || !sB.Done() {
 		t.Fatalf("Attach: %s, %v; want pending and the session over", v.Outcome, err)
@@ -452,7 +452,7 @@ func caseGate_CallsAfterTheLeaseIsLostAreRefused(t *testing.T, bk *Backend) {
 		lkPropose(t, stepA, lkCall("note", `{"text":"a"}`), agentrt.VerdictAllowed)
 
 		stB := db.open(t)
-		gB := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: stB, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, lkLater(1, ttl))
+		gB := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: stB, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, db.later(t, 1, ttl))
 		sB, _, err := gB.Attach(ctx, "run-1")
 		if err != nil {
 			t.Fatal(err)

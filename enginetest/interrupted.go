@@ -59,6 +59,16 @@ func lkLater(n int, ttl time.Duration) *lkWall {
 	return w
 }
 
+// later is lkLater for a process about to take over the database's runs.
+// A store that judges leases by the database's clock is not moved by the
+// clock lkLater returns, so there every lease held in the database is
+// lapsed as well.
+func (d *database) later(t testing.TB, n int, ttl time.Duration) *lkWall {
+	t.Helper()
+	d.lapseAll(t)
+	return lkLater(n, ttl)
+}
+
 // A step was cut off after its tool took effect and before the outcome was
 // recorded. On resume the consumer's Reconcile reads its own journal and
 // answers: continue (the agent decides anew), completed (the run completes
@@ -106,7 +116,7 @@ func caseResume_InterruptedStepIsReconciledAndContinued(t *testing.T, bk *Backen
 			},
 			Agent: agent,
 		}
-		return e, lkDriver(t, cfg, lkLater(1, ttl))
+		return e, lkDriver(t, cfg, db.later(t, 1, ttl))
 	}
 	// checkView requires the one reconciliation to have seen step 0 marked
 	// interrupted while executing, with the call it was making.
@@ -302,7 +312,7 @@ func caseResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T, bk *Backen
 	t.Run("approved runs it once more on the same step", func(t *testing.T) {
 		const id = "lk-ise-approved"
 		st, db, tool, step0 := crashAt(t, id, "tool.effect", agentrt.LocalMutation)
-		d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("append", "{}"), lkComplete())}, lkLater(1, ttl))
+		d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("append", "{}"), lkComplete())}, db.later(t, 1, ttl))
 		run, err := d.Resume(ctx, id)
 		if err != nil || run.Status != agentrt.RunWaiting {
 			t.Fatalf("resume: %s, %v", run.Status, err)
@@ -345,8 +355,8 @@ func caseResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T, bk *Backen
 
 	t.Run("rejected ends the run", func(t *testing.T) {
 		const id = "lk-ise-rejected"
-		st, _, tool, step0 := crashAt(t, id, "tool.effect", agentrt.LocalMutation)
-		d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkNever(t)}, lkLater(1, ttl))
+		st, db, tool, step0 := crashAt(t, id, "tool.effect", agentrt.LocalMutation)
+		d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkNever(t)}, db.later(t, 1, ttl))
 		if _, err := d.Resume(ctx, id); err != nil {
 			t.Fatal(err)
 		}
@@ -369,11 +379,11 @@ func caseResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T, bk *Backen
 		// The start is durable, so the runtime cannot know the tool did
 		// not run: the operator decides.
 		const id = "lk-ise-started"
-		st, _, tool, step0 := crashAt(t, id, "step.tool_started", agentrt.LocalMutation)
+		st, db, tool, step0 := crashAt(t, id, "step.tool_started", agentrt.LocalMutation)
 		if n := len(tool.args()); n != 0 {
 			t.Fatalf("tool ran %d times", n)
 		}
-		d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("append", "{}"), lkComplete())}, lkLater(1, ttl))
+		d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("append", "{}"), lkComplete())}, db.later(t, 1, ttl))
 		if _, err := d.Resume(ctx, id); err != nil {
 			t.Fatal(err)
 		}
@@ -392,7 +402,7 @@ func caseResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T, bk *Backen
 	t.Run("crash after the takeover still waits", func(t *testing.T) {
 		const id = "lk-ise-twice"
 		st, db, tool, step0 := crashAt(t, id, "tool.effect", agentrt.LocalMutation)
-		d1 := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkNever(t)}, lkLater(1, ttl))
+		d1 := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkNever(t)}, db.later(t, 1, ttl))
 		crashed := lkCrash(t, id, "step.interrupted", 0, st)
 		done := lkGo(func() (agentrt.Run, error) { return d1.Resume(ctx, id) })
 		select {
@@ -411,7 +421,7 @@ func caseResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T, bk *Backen
 		if _, err := early.Resume(ctx, id); !errors.Is(err, agentrt.ErrRunLeased) {
 			t.Fatalf("resume within the first resumer's lease: %v, want ErrRunLeased", err)
 		}
-		d2 := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("append", "{}"), lkComplete())}, lkLater(3, ttl))
+		d2 := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("append", "{}"), lkComplete())}, db.later(t, 3, ttl))
 		if run, err := d2.Resume(ctx, id); err != nil || run.Status != agentrt.RunWaiting {
 			t.Fatalf("second resume: %s, %v", run.Status, err)
 		}
@@ -440,7 +450,7 @@ func caseResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T, bk *Backen
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			id := "lk-ise-" + strings.ReplaceAll(c.name, " ", "-")
-			st, _, tool, step0 := crashAt(t, id, c.point, c.se)
+			st, db, tool, step0 := crashAt(t, id, c.point, c.se)
 			ran := len(tool.args())
 			var asked atomic.Int64
 			script := lkScript(t, lkCall("append", "{}"), lkComplete())
@@ -451,7 +461,7 @@ func caseResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T, bk *Backen
 				}
 				return script(ctx, in)
 			})
-			d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: agent}, lkLater(1, ttl))
+			d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: agent}, db.later(t, 1, ttl))
 			run, err := d.Resume(ctx, id)
 			if err != nil || run.Status != agentrt.RunCompleted {
 				t.Fatalf("resume: %s, %v", run.Status, err)

@@ -351,6 +351,7 @@ func caseLease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall(t *testing.T, bk 
 			return lkComplete(), nil
 		})
 		stB := db.open(t)
+		db.lapseAll(t)
 		dB := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: stB, Tools: []agentrt.Tool{write}, LeaseTTL: ttl, LeaseOwner: "b"}, Agent: agentB}, wallB)
 		doneB := lkGo(func() (agentrt.Run, error) { return dB.Resume(ctx, "run-1") })
 		lkSignal(t, bDeciding, "the new owner deciding")
@@ -413,6 +414,7 @@ func caseLease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall(t *testing.T, bk 
 
 		wallB := lkNewWall()
 		wallB.Advance(2 * ttl)
+		db.lapseAll(t)
 		dB := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: db.open(t), Tools: []agentrt.Tool{write}, LeaseTTL: ttl}, Agent: lkNever(t)}, wallB)
 		run, err := dB.Resume(ctx, "run-1")
 		if err != nil || run.Status != agentrt.RunWaiting {

@@ -1,4 +1,4 @@
-package enginetest
+package agentrt_test
 
 import (
 	"go/ast"
@@ -16,7 +16,7 @@ import (
 // two on an Operator's clock. No exported function or method of the core
 // decides an approval without a shown hash, so no consumer can reach for an
 // unbound form beside the bound one.
-func caseDecide_OneWayBoundToAShownHash(t *testing.T, bk *Backend) {
+func TestDecide_OneWayBoundToAShownHash(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
