@@ -1,8 +1,11 @@
 // Package enginetest is the engine's behaviour suite run on a storage
-// backend: drivers, workers, approvals, cancels, leases and grants through
-// the public API, on whatever Store the opener returns. The root package
-// runs it on SQLite and the postgres module on a real cluster, so the
-// database-clock paths are exercised by the same behaviours as SQLite's.
+// backend: drivers, resumes, leases, interrupted side effects, workers,
+// gates, approvals and approvers, cancels, signed grants and their
+// forgeries, and re-checks, through the public API, on whatever stores a
+// Backend opens. The root package runs each case on SQLite as its own
+// top-level test; the postgres module runs them all on a real cluster, so
+// the database-clock paths are exercised by the same behaviours as
+// SQLite's. It is for this module's backends and is not a stable API.
 package enginetest
 
 import (
