@@ -5,17 +5,15 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/enginetest"
 	"github.com/agentrt/agentrt/scripted"
 	"github.com/agentrt/agentrt/sqlite"
 )
@@ -109,65 +107,16 @@ func execSQL(t testing.TB, db *sql.DB, want int64, q string, args ...any) {
 	}
 }
 
-// snapshot is every row of every table, as text, in storage order. Two equal
-// snapshots mean nothing was written in between.
-type snapshot map[string][]string
-
-func takeSnapshot(t testing.TB, st *sqlite.Store) snapshot {
+// takeSnapshot is every row of every table of st, as text.
+func takeSnapshot(t testing.TB, st *sqlite.Store) map[string][]string {
 	t.Helper()
-	snap := snapshot{}
-	for _, table := range []string{"runs", "steps", "approvals", "model_calls", "tool_specs", "events", "run_salts"} {
-		rows, err := st.DB().Query("SELECT * FROM " + table + " ORDER BY rowid")
-		if err != nil {
-			t.Fatalf("snapshot %s: %v", table, err)
-		}
-		cols, err := rows.Columns()
-		if err != nil {
-			t.Fatalf("snapshot %s: %v", table, err)
-		}
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatalf("snapshot %s: %v", table, err)
-			}
-			var b strings.Builder
-			for i, v := range vals {
-				if i > 0 {
-					b.WriteString(" | ")
-				}
-				if raw, ok := v.([]byte); ok {
-					v = string(raw)
-				}
-				fmt.Fprintf(&b, "%s=%v", cols[i], v)
-			}
-			snap[table] = append(snap[table], b.String())
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatalf("snapshot %s: %v", table, err)
-		}
-		rows.Close()
-	}
-	return snap
+	return enginetest.Snapshot(t, st.DB())
 }
 
 // requireUnchanged fails unless the store holds exactly what before held.
-func requireUnchanged(t testing.TB, st *sqlite.Store, before snapshot, what string) {
+func requireUnchanged(t testing.TB, st *sqlite.Store, before map[string][]string, what string) {
 	t.Helper()
-	after := takeSnapshot(t, st)
-	if reflect.DeepEqual(before, after) {
-		return
-	}
-	for table := range after {
-		b, a := before[table], after[table]
-		if !reflect.DeepEqual(b, a) {
-			t.Errorf("%s changed table %s:\nbefore:\n  %s\nafter:\n  %s", what, table, strings.Join(b, "\n  "), strings.Join(a, "\n  "))
-		}
-	}
-	t.FailNow()
+	enginetest.RequireUnchanged(t, st.DB(), before, what)
 }
 
 // column reads one text column of one row.
@@ -226,8 +175,6 @@ func seq(parts ...[]E) []E {
 var (
 	evStart    = []E{runCreated, runStarted}
 	evToolStep = []E{stepStarted, stepDecided, stepPolicy, toolStarted, toolFinished}
-	evInvalid  = []E{stepStarted, stepDecided, stepFailed}
-	evDenied   = []E{stepStarted, stepDecided, stepPolicy, stepFailed}
 	evPause    = []E{stepStarted, stepDecided, stepPolicy, apprRequested}
 	evComplete = []E{stepStarted, stepDecided, runFinished}
 )
@@ -318,27 +265,6 @@ func requireEnded(t testing.TB, run agentrt.Run, status agentrt.RunStatus, reaso
 	}
 }
 
-// requireObs fails unless the step's observation has the kind.
-func requireObs(t testing.TB, st agentrt.Step, kind agentrt.ObservationKind) {
-	t.Helper()
-	if st.Observation == nil || st.Observation.Kind != kind {
-		t.Fatalf("step %d observation = %+v, want kind %s", st.Index, st.Observation, kind)
-	}
-}
-
-// obsContent decodes a step's observation content into a map.
-func obsContent(t testing.TB, st agentrt.Step) map[string]any {
-	t.Helper()
-	if st.Observation == nil {
-		t.Fatalf("step %d has no observation", st.Index)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(st.Observation.Content, &m); err != nil {
-		t.Fatalf("step %d observation content %s: %v", st.Index, st.Observation.Content, err)
-	}
-	return m
-}
-
 // A schema with one required string and nothing else.
 const pathSchema = `{"type":"object","properties":{"path":{"type":"string","maxLength":200}},"required":["path"],"additionalProperties":false}`
 
@@ -362,13 +288,6 @@ func (c *counted) n() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.calls)
-}
-
-// args is what each execution was handed.
-func (c *counted) args() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.calls...)
 }
 
 // newTool builds a counted tool; a nil fn echoes {"ok":true}.
@@ -452,12 +371,6 @@ func (e *env) observe(ev agentrt.Event) {
 	e.mu.Unlock()
 }
 
-func (e *env) observed() []agentrt.Event {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]agentrt.Event(nil), e.heard...)
-}
-
 // config is a driver configuration on the env's store, clock and ids.
 func (e *env) config(agent agentrt.Agent, policy agentrt.Policy, tools ...agentrt.Tool) agentrt.Config {
 	return agentrt.Config{
@@ -489,15 +402,6 @@ func (e *env) driverFor(cfg agentrt.Config) *agentrt.Driver {
 
 func (e *env) operator() agentrt.Operator {
 	return agentrt.Operator{Store: e.store, Observer: e.observe, Now: e.clock.Now}
-}
-
-// tools converts counted tools to the interface slice a config takes.
-func tools(ts ...*counted) []agentrt.Tool {
-	out := make([]agentrt.Tool, len(ts))
-	for i, t := range ts {
-		out[i] = t
-	}
-	return out
 }
 
 // limits is DefaultLimits changed by fn.
@@ -533,23 +437,6 @@ func pendingApproval(t testing.TB, st agentrt.StoreReader, runID string) agentrt
 		t.Fatalf("run %s has %d pending approvals, want 1", runID, len(found))
 	}
 	return found[0]
-}
-
-// nested returns depth levels of arrays around v.
-func nested(depth int, v string) string {
-	return strings.Repeat("[", depth) + v + strings.Repeat("]", depth)
-}
-
-// newCountingServer serves 404 to everything and reports each path asked
-// for; it returns the server's URL.
-func newCountingServer(t testing.TB, hit func(path string)) string {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hit(r.URL.Path)
-		http.NotFound(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
 }
 
 // pausedRun starts run-1 whose one send call the default policy pauses.

@@ -215,15 +215,25 @@ func (d *database) editJSON(t testing.TB, table, col, id string, value any, path
 
 // snapshot is every row of every table, as text, sorted. Two equal
 // snapshots mean nothing was written in between.
-type snapshot map[string][]string
+type snapshot = map[string][]string
 
 var snapshotTables = []string{"runs", "steps", "approvals", "model_calls", "tool_specs", "events", "run_salts"}
 
-func (d *database) snapshot(t testing.TB) snapshot {
+func (d *database) snapshot(t testing.TB) snapshot { t.Helper(); return Snapshot(t, d.db(t)) }
+
+func (d *database) requireUnchanged(t testing.TB, before snapshot, what string) {
 	t.Helper()
-	snap := snapshot{}
+	RequireUnchanged(t, d.db(t), before, what)
+}
+
+// Snapshot reads every row of the store's tables through db, each row as
+// text, each table's rows sorted: two equal snapshots mean nothing was
+// written in between. The root package's SQLite-only tests use it too.
+func Snapshot(t testing.TB, db *sql.DB) map[string][]string {
+	t.Helper()
+	snap := map[string][]string{}
 	for _, table := range snapshotTables {
-		rows, err := d.db(t).Query("SELECT * FROM " + table)
+		rows, err := db.Query("SELECT * FROM " + table)
 		if err != nil {
 			t.Fatalf("snapshot %s: %v", table, err)
 		}
@@ -261,11 +271,10 @@ func (d *database) snapshot(t testing.TB) snapshot {
 	return snap
 }
 
-// requireUnchanged fails unless the database holds exactly what before
-// held.
-func (d *database) requireUnchanged(t testing.TB, before snapshot, what string) {
+// RequireUnchanged fails unless db holds exactly what before held.
+func RequireUnchanged(t testing.TB, db *sql.DB, before map[string][]string, what string) {
 	t.Helper()
-	after := d.snapshot(t)
+	after := Snapshot(t, db)
 	if reflect.DeepEqual(before, after) {
 		return
 	}
