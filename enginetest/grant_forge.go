@@ -204,7 +204,7 @@ func caseGrant_DatabaseWriterCannotForge(t *testing.T, bk *Backend) {
 					return err
 				}
 			}
-			return fmt.Errorf("Attach = %s with no error; want a refusal", v.Outcome)
+			return fmt.Errorf("attach = %s with no error; want a refusal", v.Outcome)
 		}},
 		{"Worker", true, func(t *testing.T, f *forgeEnv) error {
 			refused := make(chan error, 16)
