@@ -16,12 +16,13 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 )
 
 // statement is a fresh statement about a on the env's clock.
 func statement(e *env, a agentrt.Approval, decision, note string) agentrt.Statement {
 	return agentrt.Statement{RunID: a.RunID, ApprovalID: a.ID, ApprovalHash: a.Hash, Decision: decision, Note: note,
-		Nonce: agentrt.NewNonce(), Time: e.clock.Now()}
+		Nonce: agentrt.NewNonce(), Time: e.Clock.Now()}
 }
 
 // assertion makes a WebAuthn assertion over st as an authenticator would:
@@ -87,12 +88,12 @@ func benchDecisions(b *testing.B, n int) (*env, []agentrt.Approval, *ecdsa.Priva
 	ctx := context.Background()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	der, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	ap, err := e.operator().EnrollApprover(ctx, agentrt.NewApprover{Name: "alice", Kind: agentrt.ApproverPasskey, PublicKey: der,
+	ap, err := e.Operator().EnrollApprover(ctx, agentrt.NewApprover{Name: "alice", Kind: agentrt.ApproverPasskey, PublicKey: der,
 		CredentialID: "Y3JlZA", RPID: "localhost", Origin: "http://localhost:7380", By: "admin"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := agentrt.ToolRequest{Spec: agentrt.ToolSpec{Name: "send", InputSchema: json.RawMessage(pathSchema)}, Args: json.RawMessage(`{"path":"/r"}`)}
+	req := agentrt.ToolRequest{Spec: agentrt.ToolSpec{Name: "send", InputSchema: json.RawMessage(kit.PathSchema)}, Args: json.RawMessage(`{"path":"/r"}`)}
 	h, err := agentrt.ApprovalHash("send", json.RawMessage(`{}`), json.RawMessage(`{}`), req)
 	if err != nil {
 		b.Fatal(err)
@@ -101,11 +102,11 @@ func benchDecisions(b *testing.B, n int) (*env, []agentrt.Approval, *ecdsa.Priva
 	_, err = e.store.Update(ctx, func(tx agentrt.Tx) error {
 		for i := 0; i < n; i++ {
 			run := fmt.Sprintf("run-%d", i)
-			if err := tx.RunInsert(agentrt.Run{ID: run, Status: agentrt.RunWaiting, CreatedAt: e.clock.Now(), Limits: agentrt.DefaultLimits()}); err != nil {
+			if err := tx.RunInsert(agentrt.Run{ID: run, Status: agentrt.RunWaiting, CreatedAt: e.Clock.Now(), Limits: agentrt.DefaultLimits()}); err != nil {
 				return err
 			}
 			a := agentrt.Approval{ID: fmt.Sprintf("ap-%d", i), RunID: run, StepID: "s", Kind: "send", Capability: json.RawMessage(`{}`),
-				Presentation: json.RawMessage(`{}`), Request: req, Hash: h, Status: agentrt.ApprovalPending, CreatedAt: e.clock.Now()}
+				Presentation: json.RawMessage(`{}`), Request: req, Hash: h, Status: agentrt.ApprovalPending, CreatedAt: e.Clock.Now()}
 			if err := tx.ApprovalInsert(a); err != nil {
 				return err
 			}
@@ -122,7 +123,7 @@ func benchDecisions(b *testing.B, n int) (*env, []agentrt.Approval, *ecdsa.Priva
 // BenchmarkDecide_Unsigned is a durable ApproveShown: the commit alone.
 func BenchmarkDecide_Unsigned(b *testing.B) {
 	e, as, _, _ := benchDecisions(b, b.N)
-	op := e.operator()
+	op := e.Operator()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if err := op.ApproveShown(context.Background(), as[i].RunID, as[i].ID, as[i].Hash, "op", ""); err != nil {
@@ -137,7 +138,7 @@ func BenchmarkDecide_Unsigned(b *testing.B) {
 // what a signature costs.
 func BenchmarkDecide_SignedPasskey(b *testing.B) {
 	e, as, key, ap := benchDecisions(b, b.N)
-	op := e.operator()
+	op := e.Operator()
 	sigs := make([]agentrt.DecisionSignature, b.N)
 	for i := range sigs {
 		sigs[i] = assertion(b, key, ap, statement(e, as[i], agentrt.StatementApprove, ""), "localhost", ap.Origin, "webauthn.get", 0x05)

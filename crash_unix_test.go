@@ -17,6 +17,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
@@ -66,9 +67,9 @@ func lkAppendTool(path string, then func()) agentrt.Tool {
 func lkAppendScript() agentrt.AgentFunc {
 	return func(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
 		if in.Steps.Len() == 0 {
-			return call("append", `{"text":"line"}`), nil
+			return kit.Call("append", `{"text":"line"}`), nil
 		}
-		return complete(`{"done":true}`), nil
+		return kit.Complete(`{"done":true}`), nil
 	}
 }
 
@@ -163,8 +164,8 @@ func TestCrash_SIGKILLAfterTheEffectWaitsForAnOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	killed := mustRun(t, st, "crash-run")
-	steps := mustSteps(t, st, "crash-run")
+	killed := kit.MustRun(t, st, "crash-run")
+	steps := kit.MustSteps(t, st, "crash-run")
 	if killed.Status != agentrt.RunRunning || !strings.HasPrefix(killed.LeaseOwner, "child/") || len(steps) != 1 || steps[0].Status != agentrt.StepExecuting {
 		t.Fatalf("after SIGKILL: run %s leased %q, %d steps", killed.Status, killed.LeaseOwner, len(steps))
 	}
@@ -202,15 +203,15 @@ func TestCrash_SIGKILLAfterTheEffectWaitsForAnOperator(t *testing.T) {
 	if err != nil || run.Status != agentrt.RunWaiting {
 		t.Fatalf("resume after the crash: %s, %v; want waiting", run.Status, err)
 	}
-	a := pendingApproval(t, st, "crash-run")
+	a := kit.PendingApproval(t, st, "crash-run")
 	if a.Kind != agentrt.InterruptedSideEffect || a.StepID != steps[0].ID || !strings.Contains(string(a.Presentation), "outcome is unknown") {
 		t.Fatalf("approval %s for step %s: %s", a.Kind, a.StepID, a.Presentation)
 	}
 	if got := lines(); len(got) != 1 {
 		t.Fatalf("the resume ran the call again: the file holds %q", got)
 	}
-	tk := eventsOf(t, st, "crash-run", agentrt.EventLeaseTakenOver)
-	if len(tk) != 1 || payload(t, tk[0])["previous_owner"] != killed.LeaseOwner {
+	tk := kit.EventsOf(t, st, "crash-run", agentrt.EventLeaseTakenOver)
+	if len(tk) != 1 || kit.Payload(t, tk[0])["previous_owner"] != killed.LeaseOwner {
 		t.Fatalf("takeover events %v", tk)
 	}
 
@@ -224,7 +225,7 @@ func TestCrash_SIGKILLAfterTheEffectWaitsForAnOperator(t *testing.T) {
 	if got := lines(); len(got) != 2 || got[0] != "line" || got[1] != "line" {
 		t.Fatalf("the file holds %q, want the child's line and one approved re-run", got)
 	}
-	if s := mustSteps(t, st, "crash-run"); len(s) != 2 || s[0].Status != agentrt.StepDone {
+	if s := kit.MustSteps(t, st, "crash-run"); len(s) != 2 || s[0].Status != agentrt.StepDone {
 		t.Fatalf("steps after the re-run: %d, first %s", len(s), s[0].Status)
 	}
 	if _, err := d.Resume(ctx, "crash-run"); !errors.Is(err, agentrt.ErrRunState) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 )
 
 // keyApprover enrolls an ed25519 key-file approver and returns it with its
@@ -29,7 +30,7 @@ func keyApprover(t *testing.T, e *env, name string) (agentrt.Approver, ed25519.P
 	if err != nil {
 		t.Fatal(err)
 	}
-	ap, err := e.operator().EnrollApprover(context.Background(), agentrt.NewApprover{Name: name, Kind: agentrt.ApproverKeyFile, PublicKey: der, By: "admin"})
+	ap, err := e.Operator().EnrollApprover(context.Background(), agentrt.NewApprover{Name: name, Kind: agentrt.ApproverKeyFile, PublicKey: der, By: "admin"})
 	if err != nil {
 		t.Fatalf("EnrollApprover: %v", err)
 	}
@@ -39,7 +40,7 @@ func keyApprover(t *testing.T, e *env, name string) (agentrt.Approver, ed25519.P
 // statement is a fresh statement about a on the env's clock.
 func statement(e *env, a agentrt.Approval, decision, note string) agentrt.Statement {
 	return agentrt.Statement{RunID: a.RunID, ApprovalID: a.ID, ApprovalHash: a.Hash, Decision: decision, Note: note,
-		Nonce: agentrt.NewNonce(), Time: e.clock.Now()}
+		Nonce: agentrt.NewNonce(), Time: e.Clock.Now()}
 }
 
 func sign(t *testing.T, key ed25519.PrivateKey, ap agentrt.Approver, st agentrt.Statement) agentrt.DecisionSignature {
@@ -52,15 +53,15 @@ func sign(t *testing.T, key ed25519.PrivateKey, ap agentrt.Approver, st agentrt.
 }
 
 // pausedWith starts run-1 whose one send call the policy pd pauses.
-func pausedWith(t *testing.T, e *env, pd agentrt.PolicyDecision, l agentrt.Limits) (*counted, agentrt.Approval) {
+func pausedWith(t *testing.T, e *env, pd agentrt.PolicyDecision, l agentrt.Limits) (*kit.Counted, agentrt.Approval) {
 	t.Helper()
-	send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
-	d := e.driver(script(call("send", `{"path":"/report"}`)), fixed(pd), send)
+	send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
+	d := e.Driver(kit.Script(kit.Call("send", `{"path":"/report"}`)), kit.Fixed(pd), send)
 	run, err := d.StartWithID(context.Background(), "run-1", "g", l)
 	if err != nil || run.Status != agentrt.RunWaiting {
 		t.Fatalf("Start = %s, %v; want a pause", run.Status, err)
 	}
-	return send, pendingApproval(t, e.store, "run-1")
+	return send, kit.PendingApproval(t, e.Store, "run-1")
 }
 
 var askApproval = agentrt.PolicyDecision{Outcome: agentrt.RequireApproval, Kind: "send", Reason: "writes"}
@@ -76,24 +77,24 @@ func caseApprovers_SignedDecisionIsRecordedAndVerifiesOffline(t *testing.T, bk *
 	ap, key := keyApprover(t, e, "alice")
 	send, a := pausedWith(t, e, askApproval, agentrt.DefaultLimits())
 	sig := sign(t, key, ap, statement(e, a, agentrt.StatementApprove, "ok"))
-	if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "", "ok", agentrt.WithSignature(sig)); err != nil {
+	if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "", "ok", agentrt.WithSignature(sig)); err != nil {
 		t.Fatalf("ApproveShown signed: %v", err)
 	}
-	got, err := e.store.GetApproval(ctx, "run-1", a.ID)
+	got, err := e.Store.GetApproval(ctx, "run-1", a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.DecidedBy != "alice" || got.ApproverID != ap.ID || got.CredentialID != ap.CredentialID || got.Signature == nil {
 		t.Fatalf("decided approval = by %q approver %q credential %q signature %v", got.DecidedBy, got.ApproverID, got.CredentialID, got.Signature)
 	}
-	stored, err := e.store.GetApprover(ctx, ap.ID)
+	stored, err := e.Store.GetApprover(ctx, ap.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := agentrt.VerifyDecision(stored, *got.Signature); err != nil {
 		t.Fatalf("the stored signature does not verify: %v", err)
 	}
-	decided := eventsOf(t, e.store, "run-1", agentrt.EventApprovalDecided)
+	decided := kit.EventsOf(t, e.Store, "run-1", agentrt.EventApprovalDecided)
 	var p struct {
 		By        string                     `json:"by"`
 		Approver  string                     `json:"approver_id"`
@@ -114,13 +115,13 @@ func caseApprovers_SignedDecisionIsRecordedAndVerifiesOffline(t *testing.T, bk *
 		}
 	}
 	// The enrollment is in the chain, naming who enrolled whom.
-	enrolled := eventsOf(t, e.store, "", agentrt.EventApproverEnrolled)
-	if len(enrolled) != 1 || payload(t, enrolled[0])["by"] != "admin" || payload(t, enrolled[0])["name"] != "alice" {
+	enrolled := kit.EventsOf(t, e.Store, "", agentrt.EventApproverEnrolled)
+	if len(enrolled) != 1 || kit.Payload(t, enrolled[0])["by"] != "admin" || kit.Payload(t, enrolled[0])["name"] != "alice" {
 		t.Fatalf("approver.enrolled events = %v", enrolled)
 	}
-	d := e.driver(script(call("send", `{"path":"/report"}`), complete(`{}`)), fixed(askApproval), send)
-	if _, err := d.Resume(ctx, "run-1"); err != nil || send.n() != 1 {
-		t.Fatalf("Resume of a signed grant = %v, send ran %d times; want once", err, send.n())
+	d := e.Driver(kit.Script(kit.Call("send", `{"path":"/report"}`), kit.Complete(`{}`)), kit.Fixed(askApproval), send)
+	if _, err := d.Resume(ctx, "run-1"); err != nil || send.N() != 1 {
+		t.Fatalf("Resume of a signed grant = %v, send ran %d times; want once", err, send.N())
 	}
 }
 
@@ -164,23 +165,23 @@ func caseApprovers_SignedDecisionMustBeThisOne(t *testing.T, bk *Backend) {
 	}
 	for _, c := range cases {
 		before := e.db.snapshot(t)
-		err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, c.by, "", agentrt.WithSignature(c.sig()))
+		err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, c.by, "", agentrt.WithSignature(c.sig()))
 		if !errors.Is(err, agentrt.ErrSignature) {
 			t.Fatalf("%s: ApproveShown = %v, want ErrSignature", c.name, err)
 		}
 		e.db.requireUnchanged(t, before, c.name)
 	}
-	if _, err := e.operator().RemoveApprover(ctx, "bob", "admin"); err != nil {
+	if _, err := e.Operator().RemoveApprover(ctx, "bob", "admin"); err != nil {
 		t.Fatal(err)
 	}
 	before := e.db.snapshot(t)
-	err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "", "", agentrt.WithSignature(sign(t, otherKey, other, statement(e, a, agentrt.StatementApprove, ""))))
+	err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "", "", agentrt.WithSignature(sign(t, otherKey, other, statement(e, a, agentrt.StatementApprove, ""))))
 	if !errors.Is(err, agentrt.ErrSignature) {
 		t.Fatalf("removed approver: ApproveShown = %v, want ErrSignature", err)
 	}
 	e.db.requireUnchanged(t, before, "a removed approver's signature")
-	removed := eventsOf(t, e.store, "", agentrt.EventApproverRemoved)
-	if len(removed) != 1 || payload(t, removed[0])["name"] != "bob" || payload(t, removed[0])["by"] != "admin" {
+	removed := kit.EventsOf(t, e.Store, "", agentrt.EventApproverRemoved)
+	if len(removed) != 1 || kit.Payload(t, removed[0])["name"] != "bob" || kit.Payload(t, removed[0])["by"] != "admin" {
 		t.Fatalf("approver.removed events = %v", removed)
 	}
 }
@@ -193,23 +194,23 @@ func caseApprovers_SignedDecisionMustBeThisOne(t *testing.T, bk *Backend) {
 func caseResume_RefusesAnUnsignedGrantOfARunThatRequiresOne(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	e := newEnv(t, bk)
-	send, a := pausedWith(t, e, askApproval, limits(func(l *agentrt.Limits) { l.RequireSignedGrant = true }))
+	send, a := pausedWith(t, e, askApproval, kit.Limits(func(l *agentrt.Limits) { l.RequireSignedGrant = true }))
 	before := e.db.snapshot(t)
-	err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", "")
+	err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", "")
 	var ue *agentrt.UnsignedGrantError
 	if !errors.Is(err, agentrt.ErrUnsignedGrant) || !errors.As(err, &ue) || ue.Required != "run" {
 		t.Fatalf("unsigned ApproveShown = %v, want ErrUnsignedGrant required by the run", err)
 	}
 	e.db.requireUnchanged(t, before, "a refused unsigned approval")
 	e.db.exec(t, 1, `UPDATE approvals SET status = 'approved', decided_by = 'forger', decided_at = ? WHERE id = ?`,
-		e.clock.Now().Format(time.RFC3339Nano), a.ID)
+		e.Clock.Now().Format(time.RFC3339Nano), a.ID)
 	before = e.db.snapshot(t)
-	d := e.driver(script(complete(`{}`)), fixed(askApproval), send)
+	d := e.Driver(kit.Script(kit.Complete(`{}`)), kit.Fixed(askApproval), send)
 	if _, err := d.Resume(ctx, "run-1"); !errors.Is(err, agentrt.ErrTamperedRecord) {
 		t.Fatalf("Resume of a forged unsigned grant = %v, want ErrTamperedRecord", err)
 	}
-	if send.n() != 0 {
-		t.Fatalf("send ran %d times", send.n())
+	if send.N() != 0 {
+		t.Fatalf("send ran %d times", send.N())
 	}
 	e.db.requireUnchanged(t, before, "a refused Resume")
 }
@@ -225,15 +226,15 @@ func caseResume_PolicyRequiredSignature(t *testing.T, bk *Backend) {
 	pd.RequireSignature = true
 	e := newEnv(t, bk)
 	send, a := pausedWith(t, e, pd, agentrt.DefaultLimits())
-	if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
+	if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 		t.Fatalf("unsigned ApproveShown: %v", err)
 	}
 	before := e.db.snapshot(t)
-	d := e.driver(script(complete(`{}`)), fixed(pd), send)
+	d := e.Driver(kit.Script(kit.Complete(`{}`)), kit.Fixed(pd), send)
 	_, err := d.Resume(ctx, "run-1")
 	var ue *agentrt.UnsignedGrantError
-	if !errors.As(err, &ue) || ue.Required != "policy" || send.n() != 0 {
-		t.Fatalf("Resume = %v, send ran %d times; want ErrUnsignedGrant required by the policy and nothing run", err, send.n())
+	if !errors.As(err, &ue) || ue.Required != "policy" || send.N() != 0 {
+		t.Fatalf("Resume = %v, send ran %d times; want ErrUnsignedGrant required by the policy and nothing run", err, send.N())
 	}
 	e.db.requireUnchanged(t, before, "a refused Resume")
 
@@ -241,26 +242,26 @@ func caseResume_PolicyRequiredSignature(t *testing.T, bk *Backend) {
 	ap, key := keyApprover(t, e2, "alice")
 	send2, a2 := pausedWith(t, e2, pd, agentrt.DefaultLimits())
 	sig := sign(t, key, ap, statement(e2, a2, agentrt.StatementApprove, ""))
-	if err := e2.operator().ApproveShown(ctx, "run-1", a2.ID, a2.Hash, "", "", agentrt.WithSignature(sig)); err != nil {
+	if err := e2.Operator().ApproveShown(ctx, "run-1", a2.ID, a2.Hash, "", "", agentrt.WithSignature(sig)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e2.operator().RemoveApprover(ctx, "alice", "admin"); err != nil {
+	if _, err := e2.Operator().RemoveApprover(ctx, "alice", "admin"); err != nil {
 		t.Fatal(err)
 	}
-	d2 := e2.driver(script(complete(`{}`)), fixed(pd), send2)
-	if _, err := d2.Resume(ctx, "run-1"); !errors.Is(err, agentrt.ErrUnsignedGrant) || send2.n() != 0 {
-		t.Fatalf("Resume after the signer's removal = %v, send ran %d; want ErrUnsignedGrant", err, send2.n())
+	d2 := e2.Driver(kit.Script(kit.Complete(`{}`)), kit.Fixed(pd), send2)
+	if _, err := d2.Resume(ctx, "run-1"); !errors.Is(err, agentrt.ErrUnsignedGrant) || send2.N() != 0 {
+		t.Fatalf("Resume after the signer's removal = %v, send ran %d; want ErrUnsignedGrant", err, send2.N())
 	}
 
 	e3 := newEnv(t, bk)
 	ap3, key3 := keyApprover(t, e3, "carol")
 	send3, a3 := pausedWith(t, e3, pd, agentrt.DefaultLimits())
-	if err := e3.operator().ApproveShown(ctx, "run-1", a3.ID, a3.Hash, "", "", agentrt.WithSignature(sign(t, key3, ap3, statement(e3, a3, agentrt.StatementApprove, "")))); err != nil {
+	if err := e3.Operator().ApproveShown(ctx, "run-1", a3.ID, a3.Hash, "", "", agentrt.WithSignature(sign(t, key3, ap3, statement(e3, a3, agentrt.StatementApprove, "")))); err != nil {
 		t.Fatal(err)
 	}
-	d3 := e3.driver(script(call("send", `{"path":"/report"}`), complete(`{}`)), fixed(pd), send3)
-	if _, err := d3.Resume(ctx, "run-1"); err != nil || send3.n() != 1 {
-		t.Fatalf("Resume of a signed grant = %v, send ran %d; want once", err, send3.n())
+	d3 := e3.Driver(kit.Script(kit.Call("send", `{"path":"/report"}`), kit.Complete(`{}`)), kit.Fixed(pd), send3)
+	if _, err := d3.Resume(ctx, "run-1"); err != nil || send3.N() != 1 {
+		t.Fatalf("Resume of a signed grant = %v, send ran %d; want once", err, send3.N())
 	}
 }
 
@@ -273,7 +274,7 @@ func caseResume_PinnedKeysExcludeKeysEnrolledOnlyInTheDatabase(t *testing.T, bk 
 		e := newEnv(t, bk)
 		ap, key := keyApprover(t, e, "alice")
 		send, a := pausedWith(t, e, askApproval, agentrt.DefaultLimits())
-		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "", "", agentrt.WithSignature(sign(t, key, ap, statement(e, a, agentrt.StatementApprove, "")))); err != nil {
+		if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "", "", agentrt.WithSignature(sign(t, key, ap, statement(e, a, agentrt.StatementApprove, "")))); err != nil {
 			t.Fatal(err)
 		}
 		other, _ := keyApprover(t, e, "trusted")
@@ -298,14 +299,14 @@ func caseResume_PinnedKeysExcludeKeysEnrolledOnlyInTheDatabase(t *testing.T, bk 
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := e.config(script(call("send", `{"path":"/report"}`), complete(`{}`)), fixed(askApproval), send)
+		cfg := e.Config(kit.Script(kit.Call("send", `{"path":"/report"}`), kit.Complete(`{}`)), kit.Fixed(askApproval), send)
 		cfg.PinnedKeys = pinned
-		_, err = e.driverFor(cfg).Resume(ctx, "run-1")
-		if pin && (err != nil || send.n() != 1) {
-			t.Fatalf("pinned: Resume = %v, send ran %d; want once", err, send.n())
+		_, err = e.DriverFor(cfg).Resume(ctx, "run-1")
+		if pin && (err != nil || send.N() != 1) {
+			t.Fatalf("pinned: Resume = %v, send ran %d; want once", err, send.N())
 		}
-		if !pin && (!errors.Is(err, agentrt.ErrUnsignedGrant) || send.n() != 0) {
-			t.Fatalf("not pinned: Resume = %v, send ran %d; want ErrUnsignedGrant", err, send.n())
+		if !pin && (!errors.Is(err, agentrt.ErrUnsignedGrant) || send.N() != 0) {
+			t.Fatalf("not pinned: Resume = %v, send ran %d; want ErrUnsignedGrant", err, send.N())
 		}
 	}
 }
@@ -316,7 +317,7 @@ func caseResume_PinnedKeysExcludeKeysEnrolledOnlyInTheDatabase(t *testing.T, bk 
 func caseApprovers_InvitationIsOneTimeAndExpires(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	e := newEnv(t, bk)
-	token, inv, err := e.operator().InviteApprover(ctx, "alice", "admin")
+	token, inv, err := e.Operator().InviteApprover(ctx, "alice", "admin")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,27 +330,27 @@ func caseApprovers_InvitationIsOneTimeAndExpires(t *testing.T, bk *Backend) {
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	der, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
 	n := agentrt.NewApprover{Kind: agentrt.ApproverPasskey, PublicKey: der, CredentialID: "Y3JlZA", RPID: "localhost", Origin: "http://localhost:7380"}
-	ap, err := e.operator().EnrollInvited(ctx, token, n)
+	ap, err := e.Operator().EnrollInvited(ctx, token, n)
 	if err != nil || ap.Name != "alice" || ap.EnrolledBy != "admin" {
 		t.Fatalf("EnrollInvited = %+v, %v", ap, err)
 	}
 	n.CredentialID = "b3RoZXI"
-	if _, err := e.operator().EnrollInvited(ctx, token, n); !errors.Is(err, agentrt.ErrInvite) {
+	if _, err := e.Operator().EnrollInvited(ctx, token, n); !errors.Is(err, agentrt.ErrInvite) {
 		t.Fatalf("a second use = %v, want ErrInvite", err)
 	}
-	enrolled := eventsOf(t, e.store, "", agentrt.EventApproverEnrolled)
-	if len(enrolled) != 1 || payload(t, enrolled[0])["invite_id"] != inv.ID || payload(t, enrolled[0])["by"] != "admin" {
+	enrolled := kit.EventsOf(t, e.Store, "", agentrt.EventApproverEnrolled)
+	if len(enrolled) != 1 || kit.Payload(t, enrolled[0])["invite_id"] != inv.ID || kit.Payload(t, enrolled[0])["by"] != "admin" {
 		t.Fatalf("approver.enrolled = %v", enrolled)
 	}
-	token2, _, err := e.operator().InviteApprover(ctx, "bob", "admin")
+	token2, _, err := e.Operator().InviteApprover(ctx, "bob", "admin")
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.clock.Advance(agentrt.InviteTTL)
-	if _, err := e.operator().EnrollInvited(ctx, token2, n); !errors.Is(err, agentrt.ErrInvite) {
+	e.Clock.Advance(agentrt.InviteTTL)
+	if _, err := e.Operator().EnrollInvited(ctx, token2, n); !errors.Is(err, agentrt.ErrInvite) {
 		t.Fatalf("an expired invitation = %v, want ErrInvite", err)
 	}
-	if _, err := e.operator().EnrollInvited(ctx, "not-a-token", n); !errors.Is(err, agentrt.ErrInvite) {
+	if _, err := e.Operator().EnrollInvited(ctx, "not-a-token", n); !errors.Is(err, agentrt.ErrInvite) {
 		t.Fatalf("an unknown token = %v, want ErrInvite", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 )
 
 var (
@@ -56,7 +57,7 @@ type forgery struct {
 
 type forgeEnv struct {
 	e        *env
-	send     *counted
+	send     *kit.Counted
 	pending  agentrt.Approval // run-1's
 	other    agentrt.Approval // run-2's, approved with a pinned signature
 	mallory  agentrt.Approver // enrolled in the database only
@@ -69,7 +70,7 @@ func (f *forgeEnv) flip(t *testing.T, by, approverID, credentialID, sigJSON stri
 	t.Helper()
 	f.e.db.exec(t, 1, `UPDATE approvals SET status = 'approved', decided_by = ?, decided_at = ?,
 		approver_id = ?, credential_id = ?, signature_json = ? WHERE id = ?`,
-		by, f.e.clock.Now().Format(time.RFC3339Nano), approverID, credentialID, sigJSON, f.pending.ID)
+		by, f.e.Clock.Now().Format(time.RFC3339Nano), approverID, credentialID, sigJSON, f.pending.ID)
 }
 
 var forgeries = []forgery{
@@ -113,17 +114,17 @@ func newForgeEnv(t *testing.T, bk *Backend) *forgeEnv {
 		t.Fatal(err)
 	}
 	f.pinned = p
-	required := limits(func(l *agentrt.Limits) { l.RequireSignedGrant = true })
+	required := kit.Limits(func(l *agentrt.Limits) { l.RequireSignedGrant = true })
 	f.send, f.pending = pausedWith(t, e, askApproval, required)
-	d := e.driver(script(call("send", `{"path":"/other"}`)), fixed(askApproval), f.send)
+	d := e.Driver(kit.Script(kit.Call("send", `{"path":"/other"}`)), kit.Fixed(askApproval), f.send)
 	if run, err := d.StartWithID(ctx, "run-2", "g", required); err != nil || run.Status != agentrt.RunWaiting {
 		t.Fatalf("run-2: %s, %v", run.Status, err)
 	}
-	o := pendingApproval(t, e.store, "run-2")
-	if err := e.operator().ApproveShown(ctx, "run-2", o.ID, o.Hash, "", "", agentrt.WithSignature(f.sign(alice, o))); err != nil {
+	o := kit.PendingApproval(t, e.Store, "run-2")
+	if err := e.Operator().ApproveShown(ctx, "run-2", o.ID, o.Hash, "", "", agentrt.WithSignature(f.sign(alice, o))); err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range mustApprovals(t, e.store, "run-2") {
+	for _, a := range kit.MustApprovals(t, e.Store, "run-2") {
 		if a.ID == o.ID {
 			f.other = a
 		}
@@ -173,8 +174,8 @@ func caseGrant_DatabaseWriterCannotForge(t *testing.T, bk *Backend) {
 	bin := agentrtBinary(t)
 	ctx := context.Background()
 	engine := func(f *forgeEnv) agentrt.EngineConfig {
-		return agentrt.EngineConfig{Store: f.e.store, Policy: fixed(askApproval), Tools: tools(f.send),
-			Now: f.e.clock.Now, NewID: f.e.ids, PinnedKeys: f.pinned}
+		return agentrt.EngineConfig{Store: f.e.Store, Policy: kit.Fixed(askApproval), Tools: kit.Tools(f.send),
+			Now: f.e.Clock.Now, NewID: f.e.IDs, PinnedKeys: f.pinned}
 	}
 	paths := []struct {
 		name   string
@@ -182,7 +183,7 @@ func caseGrant_DatabaseWriterCannotForge(t *testing.T, bk *Backend) {
 		run    func(t *testing.T, f *forgeEnv) error
 	}{
 		{"Driver", false, func(t *testing.T, f *forgeEnv) error {
-			d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: engine(f), Agent: script(complete(`{}`))})
+			d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: engine(f), Agent: kit.Script(kit.Complete(`{}`))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -210,7 +211,7 @@ func caseGrant_DatabaseWriterCannotForge(t *testing.T, bk *Backend) {
 			refused := make(chan error, 16)
 			cfg := engine(f)
 			cfg.LeaseTTL = time.Second
-			w, err := agentrt.NewWorker(agentrt.WorkerConfig{EngineConfig: cfg, Agent: script(complete(`{}`)),
+			w, err := agentrt.NewWorker(agentrt.WorkerConfig{EngineConfig: cfg, Agent: kit.Script(kit.Complete(`{}`)),
 				Poll: 5 * time.Millisecond, OnError: func(runID string, err error) {
 					if runID == "run-1" {
 						refused <- err
@@ -235,7 +236,7 @@ func caseGrant_DatabaseWriterCannotForge(t *testing.T, bk *Backend) {
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
-			if n := len(eventsOf(t, f.e.store, "run-1", agentrt.EventRunClaimed)); n != 1 {
+			if n := len(kit.EventsOf(t, f.e.Store, "run-1", agentrt.EventRunClaimed)); n != 1 {
 				t.Errorf("the worker claimed run-1 %d times, want once", n)
 			}
 			return got
@@ -251,7 +252,7 @@ func caseGrant_DatabaseWriterCannotForge(t *testing.T, bk *Backend) {
 				if !errors.Is(err, agentrt.ErrTamperedRecord) && !errors.Is(err, agentrt.ErrUnsignedGrant) {
 					t.Fatalf("%s = %v; want ErrTamperedRecord or ErrUnsignedGrant", p.name, err)
 				}
-				for _, a := range f.send.args() {
+				for _, a := range f.send.Args() {
 					if strings.Contains(a, "/report") {
 						t.Fatalf("run-1's send ran: %s", a)
 					}

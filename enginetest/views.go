@@ -9,6 +9,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 )
 
 // scribble writes over everything reachable from v that a consumer could
@@ -155,17 +156,17 @@ func caseDriver_ConsumersCannotCorruptTheirOwnLaterViews(t *testing.T, bk *Backe
 	ctx := context.Background()
 	e := newEnv(t, bk)
 	big := json.RawMessage(fmt.Sprintf(`{"rows":[%q,%q]}`, "<row one>", "row two"))
-	read := newTool("read", agentrt.ReadOnly, pathSchema, func(_ context.Context, c agentrt.ToolCall) (agentrt.ToolResult, error) {
+	read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, func(_ context.Context, c agentrt.ToolCall) (agentrt.ToolResult, error) {
 		return agentrt.ToolResult{Content: append(json.RawMessage(nil), big...), Summary: "read " + string(c.Args)}, nil
 	})
-	send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
-	rm := newTool("rm", agentrt.Destructive, pathSchema, nil)
+	send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
+	rm := kit.NewTool("rm", agentrt.Destructive, kit.PathSchema, nil)
 	specs := []agentrt.ToolSpec{read.Spec(), rm.Spec(), send.Spec()}
 	decisions := []agentrt.Decision{
-		call("read", `{"path":"/a"}`), call("rm", `{"path":"/"}`), call("read", `{"path":7}`),
-		call("read", `{"path":"/b"}`), call("send", `{"path":"/c"}`),
-		call("read", `{"path":"/d"}`), call("read", `{"path":"/e"}`), call("read", `{"path":"/f"}`),
-		complete(`{"r":1}`),
+		kit.Call("read", `{"path":"/a"}`), kit.Call("rm", `{"path":"/"}`), kit.Call("read", `{"path":7}`),
+		kit.Call("read", `{"path":"/b"}`), kit.Call("send", `{"path":"/c"}`),
+		kit.Call("read", `{"path":"/d"}`), kit.Call("read", `{"path":"/e"}`), kit.Call("read", `{"path":"/f"}`),
+		kit.Complete(`{"r":1}`),
 	}
 
 	var problems []string
@@ -173,16 +174,16 @@ func caseDriver_ConsumersCannotCorruptTheirOwnLaterViews(t *testing.T, bk *Backe
 	calls := map[string]int{}
 	compare := func(who string, run agentrt.Run, list agentrt.Steps, approvals []agentrt.Approval) {
 		calls[who]++
-		fresh := mustSteps(t, e.store, "run-1")
+		fresh := kit.MustSteps(t, e.Store, "run-1")
 		for _, steps := range [][]agentrt.Step{list.Records(), viaAt(list)} {
 			if len(steps) > len(fresh) || !reflect.DeepEqual(steps, nilIfEmpty(fresh[:len(steps)])) {
 				fail("%s, call %d, was handed steps\n %+v\nthe store holds\n %+v", who, calls[who], steps, fresh)
 			}
 		}
-		if fa := mustApprovals(t, e.store, "run-1"); !reflect.DeepEqual(approvals, fa) {
+		if fa := kit.MustApprovals(t, e.Store, "run-1"); !reflect.DeepEqual(approvals, fa) {
 			fail("%s, call %d, was handed approvals\n %+v\nthe store holds\n %+v", who, calls[who], approvals, fa)
 		}
-		if fr := mustRun(t, e.store, "run-1"); run.ID != fr.ID || run.Goal != fr.Goal || run.StepCount != fr.StepCount || run.Status != fr.Status {
+		if fr := kit.MustRun(t, e.Store, "run-1"); run.ID != fr.ID || run.Goal != fr.Goal || run.StepCount != fr.StepCount || run.Status != fr.Status {
 			fail("%s, call %d, was handed the run %+v; the store holds %+v", who, calls[who], run, fr)
 		}
 	}
@@ -210,39 +211,39 @@ func caseDriver_ConsumersCannotCorruptTheirOwnLaterViews(t *testing.T, bk *Backe
 		handedBack = append(handedBack, &pd)
 		return pd, err
 	})
-	cfg := e.config(agent, policy, read, rm, send)
+	cfg := e.Config(agent, policy, read, rm, send)
 	cfg.Observer = func(ev agentrt.Event) { scribbleAll(&ev) }
-	d := e.driverFor(cfg)
+	d := e.DriverFor(cfg)
 
-	run, err := d.StartWithID(ctx, "run-1", "g", limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
+	run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
 	if err != nil || run.Status != agentrt.RunWaiting {
 		t.Fatalf("Start = %s %q, %v; want a pause", run.Status, run.ReasonDetail, err)
 	}
-	a := pendingApproval(t, e.store, "run-1")
-	if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
+	a := kit.PendingApproval(t, e.Store, "run-1")
+	if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
 	run, err = d.Resume(ctx, "run-1")
 	if err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
-	requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 	for _, p := range problems {
 		t.Error(p)
 	}
 	if calls["the agent"] != len(decisions) || calls["the policy"] != 8 {
 		t.Errorf("the agent was asked %d times and the policy %d; want %d and 8", calls["the agent"], calls["the policy"], len(decisions))
 	}
-	if got, want := read.args(), []string{`{"path":"/a"}`, `{"path":"/b"}`, `{"path":"/d"}`, `{"path":"/e"}`, `{"path":"/f"}`}; !reflect.DeepEqual(got, want) {
+	if got, want := read.Args(), []string{`{"path":"/a"}`, `{"path":"/b"}`, `{"path":"/d"}`, `{"path":"/e"}`, `{"path":"/f"}`}; !reflect.DeepEqual(got, want) {
 		t.Errorf("read ran with %q, want %q", got, want)
 	}
-	if got := send.args(); !reflect.DeepEqual(got, []string{`{"path":"/c"}`}) {
+	if got := send.Args(); !reflect.DeepEqual(got, []string{`{"path":"/c"}`}) {
 		t.Errorf("send ran with %q", got)
 	}
-	if n := len(rm.args()); n != 0 {
+	if n := len(rm.Args()); n != 0 {
 		t.Errorf("rm ran %d times", n)
 	}
-	steps := mustSteps(t, e.store, "run-1")
+	steps := kit.MustSteps(t, e.Store, "run-1")
 	for i, want := range decisions {
 		got := steps[i].Decision
 		if got == nil || got.Kind != want.Kind || got.Tool != want.Tool || string(got.Args) != string(want.Args) && got.InvalidArgs == "" {
@@ -254,7 +255,7 @@ func caseDriver_ConsumersCannotCorruptTheirOwnLaterViews(t *testing.T, bk *Backe
 			t.Errorf("step %d observation stored as %+v", i, o)
 		}
 	}
-	if as := mustApprovals(t, e.store, "run-1"); len(as) != 1 || as[0].Hash != a.Hash || agentrt.VerifyApproval(as[0]) != nil {
+	if as := kit.MustApprovals(t, e.Store, "run-1"); len(as) != 1 || as[0].Hash != a.Hash || agentrt.VerifyApproval(as[0]) != nil {
 		t.Errorf("approvals = %+v", as)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/scripted"
 )
 
@@ -60,7 +61,7 @@ func startWorker(t *testing.T, cfg agentrt.WorkerConfig) (*agentrt.Worker, func(
 // that no step holds two decisions (one row per index).
 func requireSteps(t *testing.T, st agentrt.StoreReader, runID string, n int) {
 	t.Helper()
-	steps := mustSteps(t, st, runID)
+	steps := kit.MustSteps(t, st, runID)
 	if len(steps) != n {
 		t.Fatalf("run %s has %d steps, want %d", runID, len(steps), n)
 	}
@@ -78,7 +79,7 @@ func caseWorker_SharesEnqueuedRunsAndRunsEachOnce(t *testing.T, bk *Backend) {
 	st := openStore(t, bk)
 	var mu sync.Mutex
 	calls := map[string]int{}
-	tool := newTool("note", agentrt.ReadOnly, `{"type":"object"}`, func(_ context.Context, c agentrt.ToolCall) (agentrt.ToolResult, error) {
+	tool := kit.NewTool("note", agentrt.ReadOnly, `{"type":"object"}`, func(_ context.Context, c agentrt.ToolCall) (agentrt.ToolResult, error) {
 		mu.Lock()
 		calls[c.RunID]++
 		mu.Unlock()
@@ -115,7 +116,7 @@ func caseWorker_SharesEnqueuedRunsAndRunsEachOnce(t *testing.T, bk *Backend) {
 	stop1()
 	stop2()
 	for _, id := range ids {
-		r := mustRun(t, st, id)
+		r := kit.MustRun(t, st, id)
 		if r.Status != agentrt.RunCompleted || r.LeaseOwner != "" {
 			t.Errorf("run %s is %s held by %q, want COMPLETED and released", id, r.Status, r.LeaseOwner)
 		}
@@ -123,7 +124,7 @@ func caseWorker_SharesEnqueuedRunsAndRunsEachOnce(t *testing.T, bk *Backend) {
 			t.Errorf("run %s called its tool %d times, want once", id, calls[id])
 		}
 		requireSteps(t, st, id, 2)
-		if got := len(eventsOf(t, st, id, agentrt.EventRunClaimed)); got != 1 {
+		if got := len(kit.EventsOf(t, st, id, agentrt.EventRunClaimed)); got != 1 {
 			t.Errorf("run %s has %d claims recorded, want 1", id, got)
 		}
 	}
@@ -137,7 +138,7 @@ func caseWorker_SharesEnqueuedRunsAndRunsEachOnce(t *testing.T, bk *Backend) {
 // worker claims it, runs the approved call once, and completes it.
 func caseWorker_ApprovedRunResumesByItself(t *testing.T, bk *Backend) {
 	st := openStore(t, bk)
-	tool := newTool("send", agentrt.RemoteMutation, `{"type":"object"}`, nil)
+	tool := kit.NewTool("send", agentrt.RemoteMutation, `{"type":"object"}`, nil)
 	agent := &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("send", `{"to":"x"}`, "send it"), scripted.Complete(`{}`)}}
 	paused := make(chan struct{}, 1)
 	fin := newFinishes(1)
@@ -168,18 +169,18 @@ func caseWorker_ApprovedRunResumesByItself(t *testing.T, bk *Backend) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the run never asked for approval")
 	}
-	apps := mustApprovals(t, st, r.ID)
-	if len(apps) != 1 || tool.n() != 0 {
-		t.Fatalf("approvals %d, tool calls %d before the decision", len(apps), tool.n())
+	apps := kit.MustApprovals(t, st, r.ID)
+	if len(apps) != 1 || tool.N() != 0 {
+		t.Fatalf("approvals %d, tool calls %d before the decision", len(apps), tool.N())
 	}
 	if err := agentrt.ApproveShown(ctx, st, nil, r.ID, apps[0].ID, apps[0].Hash, "op", "ok"); err != nil {
 		t.Fatal(err)
 	}
 	fin.await(t, 1)
-	if got := mustRun(t, st, r.ID); got.Status != agentrt.RunCompleted || tool.n() != 1 {
-		t.Fatalf("after approval: run %s, tool calls %d; want COMPLETED and one call", got.Status, tool.n())
+	if got := kit.MustRun(t, st, r.ID); got.Status != agentrt.RunCompleted || tool.N() != 1 {
+		t.Fatalf("after approval: run %s, tool calls %d; want COMPLETED and one call", got.Status, tool.N())
 	}
-	if got := len(eventsOf(t, st, r.ID, agentrt.EventRunClaimed)); got != 2 {
+	if got := len(kit.EventsOf(t, st, r.ID, agentrt.EventRunClaimed)); got != 2 {
 		t.Fatalf("claims recorded = %d, want 2 (enqueued, then approved)", got)
 	}
 }
@@ -207,12 +208,12 @@ func caseWorker_TakesOverALapsedLease(t *testing.T, bk *Backend) {
 	_, stop := startWorker(t, agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Observer: fin.observe}, Agent: agent, Poll: 5 * time.Millisecond})
 	fin.await(t, 1)
 	stop()
-	r := mustRun(t, st, "r1")
+	r := kit.MustRun(t, st, "r1")
 	if r.Status != agentrt.RunCompleted || r.Generation < 3 {
 		t.Fatalf("run = %s at generation %d, want COMPLETED past generation 1 (claim, takeover)", r.Status, r.Generation)
 	}
-	tk := eventsOf(t, st, "r1", agentrt.EventLeaseTakenOver)
-	if len(tk) != 1 || payload(t, tk[0])["previous_owner"] != "dead" {
+	tk := kit.EventsOf(t, st, "r1", agentrt.EventLeaseTakenOver)
+	if len(tk) != 1 || kit.Payload(t, tk[0])["previous_owner"] != "dead" {
 		t.Fatalf("takeovers = %v, want one naming the dead owner", tk)
 	}
 }
@@ -225,7 +226,7 @@ func caseWorker_StopsAtAStepBoundaryAndReleasesTheLease(t *testing.T, bk *Backen
 	ctx := context.Background()
 	started, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	tool := newTool("slow", agentrt.LocalMutation, `{"type":"object"}`, func(ctx context.Context, _ agentrt.ToolCall) (agentrt.ToolResult, error) {
+	tool := kit.NewTool("slow", agentrt.LocalMutation, `{"type":"object"}`, func(ctx context.Context, _ agentrt.ToolCall) (agentrt.ToolResult, error) {
 		once.Do(func() { close(started) })
 		select {
 		case <-release:
@@ -267,19 +268,19 @@ func caseWorker_StopsAtAStepBoundaryAndReleasesTheLease(t *testing.T, bk *Backen
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	got := mustRun(t, st, r.ID)
-	steps := mustSteps(t, st, r.ID)
-	if got.Status != agentrt.RunRunning || got.LeaseOwner != "" || len(steps) != 1 || steps[0].Status != agentrt.StepDone || tool.n() != 1 {
+	got := kit.MustRun(t, st, r.ID)
+	steps := kit.MustSteps(t, st, r.ID)
+	if got.Status != agentrt.RunRunning || got.LeaseOwner != "" || len(steps) != 1 || steps[0].Status != agentrt.StepDone || tool.N() != 1 {
 		t.Fatalf("after stop: run %s owner %q, %d steps (%v), %d calls; want RUNNING, released, one done step, one call",
-			got.Status, got.LeaseOwner, len(steps), steps, tool.n())
+			got.Status, got.LeaseOwner, len(steps), steps, tool.N())
 	}
 	fin := newFinishes(1)
 	cfg.Observer = fin.observe
 	_, stop := startWorker(t, cfg)
 	fin.await(t, 1)
 	stop()
-	if got := mustRun(t, st, r.ID); got.Status != agentrt.RunCompleted || tool.n() != 1 {
-		t.Fatalf("second worker: run %s, %d calls; want COMPLETED, one call", got.Status, tool.n())
+	if got := kit.MustRun(t, st, r.ID); got.Status != agentrt.RunCompleted || tool.N() != 1 {
+		t.Fatalf("second worker: run %s, %d calls; want COMPLETED, one call", got.Status, tool.N())
 	}
 	requireSteps(t, st, r.ID, 2)
 }
@@ -291,9 +292,9 @@ func caseWorker_ConfigIsValidated(t *testing.T, bk *Backend) {
 		cfg   agentrt.WorkerConfig
 		field string
 	}{
-		{agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy()}, Agent: script(), Concurrency: -1}, "WorkerConfig.Concurrency"},
-		{agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy()}, Agent: script(), Poll: -1}, "WorkerConfig.Poll"},
-		{agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy()}, Agent: script(), Grace: -1}, "WorkerConfig.Grace"},
+		{agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy()}, Agent: kit.Script(), Concurrency: -1}, "WorkerConfig.Concurrency"},
+		{agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy()}, Agent: kit.Script(), Poll: -1}, "WorkerConfig.Poll"},
+		{agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy()}, Agent: kit.Script(), Grace: -1}, "WorkerConfig.Grace"},
 		{agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy()}}, "Config.Agent"},
 	} {
 		_, err := agentrt.NewWorker(c.cfg)
