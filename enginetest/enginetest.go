@@ -286,7 +286,8 @@ func changedApproval(t *testing.T, open func(*testing.T) agentrt.Store) {
 	}
 }
 
-// worker starts a worker on st and returns a stop.
+// worker starts a worker on st, with the default policy and a 5ms poll
+// unless cfg names others, and returns a stop; the test's end stops it too.
 func worker(t *testing.T, st agentrt.Store, cfg agentrt.WorkerConfig) (*agentrt.Worker, func()) {
 	t.Helper()
 	cfg.Store = st
@@ -296,17 +297,11 @@ func worker(t *testing.T, st agentrt.Store, cfg agentrt.WorkerConfig) (*agentrt.
 	if cfg.Poll == 0 {
 		cfg.Poll = 5 * time.Millisecond
 	}
-	w, err := agentrt.NewWorker(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
+	w, stop := startWorker(t, cfg)
 	var once sync.Once
-	stop := func() { once.Do(func() { cancel(); <-done }) }
-	t.Cleanup(stop)
-	return w, stop
+	stopOnce := func() { once.Do(stop) }
+	t.Cleanup(stopOnce)
+	return w, stopOnce
 }
 
 // await waits for cond, polling the store, for up to a minute.

@@ -12,28 +12,9 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/internal/testhook"
 )
-
-// lkClock is a Config.Now clock moved by hand.
-type lkClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func lkNewClock() *lkClock { return &lkClock{t: time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)} }
-
-func (c *lkClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *lkClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // lkGate builds a gate whose leases are judged by wall (nil: the real
 // clock).
@@ -91,7 +72,7 @@ func lkFinish(t testing.TB, s *agentrt.Session) {
 
 func lkPending(t testing.TB, st agentrt.StoreReader, id string) agentrt.Approval {
 	t.Helper()
-	for _, a := range lkApprovals(t, st, id) {
+	for _, a := range kit.MustApprovals(t, st, id) {
 		if a.Status == agentrt.ApprovalPending {
 			return a
 		}
@@ -142,7 +123,7 @@ func caseGate_ApprovedStepExecutesTheRecordedRequest(t *testing.T, bk *Backend) 
 	if open == nil || open.Index() != 0 || open.ID() != stored.StepID || open.Model() != nil {
 		t.Fatalf("approved step: %+v", open)
 	}
-	if r := lkRun(t, st, "run-1"); r.Status != agentrt.RunWaiting {
+	if r := kit.MustRun(t, st, "run-1"); r.Status != agentrt.RunWaiting {
 		t.Fatalf("the run is %s before Execute; it waits until the tool starts", r.Status)
 	}
 	copy(v2.Request.Args, `{"text":"v9"}`)
@@ -191,9 +172,9 @@ func caseGate_GrantTTLHoldsUntilExecute(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	limits := agentrt.DefaultLimits()
 	limits.GrantTTL = time.Minute
-	approved := func(t *testing.T, id string) (*lkClock, *agentrt.Gate, *lkTool, agentrt.StoreReader) {
+	approved := func(t *testing.T, id string) (*kit.FakeClock, *agentrt.Gate, *lkTool, agentrt.StoreReader) {
 		st, _ := lkOpen(t, bk)
-		clock := lkNewClock()
+		clock := kit.NewClock()
 		deploy := lkNewTool("deploy", agentrt.RemoteMutation, nil)
 		g := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{deploy}, Now: clock.Now}}, nil)
 		_, step := lkBegin(t, g, id, limits)
@@ -237,14 +218,14 @@ func caseGate_GrantTTLHoldsUntilExecute(t *testing.T, bk *Backend) {
 		if n := len(deploy.args()); n != 0 {
 			t.Fatalf("an expired grant ran %d times", n)
 		}
-		run := lkRun(t, st, "run-1")
+		run := kit.MustRun(t, st, "run-1")
 		if run.Status != agentrt.RunCancelled || run.Reason != agentrt.ReasonApprovalExpired || run.LeaseOwner != "" {
 			t.Fatalf("run %s %s leased %q", run.Status, run.Reason, run.LeaseOwner)
 		}
-		if a := lkApprovals(t, st, "run-1")[0]; a.Status != agentrt.ApprovalExpired {
+		if a := kit.MustApprovals(t, st, "run-1")[0]; a.Status != agentrt.ApprovalExpired {
 			t.Errorf("approval %s, want expired", a.Status)
 		}
-		if n := len(lkEvents(t, st, "run-1", agentrt.EventToolStarted)); n != 0 {
+		if n := len(kit.EventsOf(t, st, "run-1", agentrt.EventToolStarted)); n != 0 {
 			t.Errorf("%d tool starts recorded", n)
 		}
 		if !s.Done() {
@@ -280,7 +261,7 @@ func caseGate_AbandonedAfterAllowedRunsNothing(t *testing.T, bk *Backend) {
 		if err != nil || v.Outcome != "" || sB.Current() != nil {
 			t.Fatalf("Attach: %q, %v; want an open session with no step", v.Outcome, err)
 		}
-		if s := lkSteps(t, stB, "run-1")[0]; s.Status != agentrt.StepInterrupted {
+		if s := kit.MustSteps(t, stB, "run-1")[0]; s.Status != agentrt.StepInterrupted {
 			t.Fatalf("step 0 is %s, want interrupted", s.Status)
 		}
 		before := db.snapshot(t)
@@ -304,7 +285,7 @@ func caseGate_AbandonedAfterAllowedRunsNothing(t *testing.T, bk *Backend) {
 		if _, err := step.Execute(ctx); !errors.Is(err, agentrt.ErrSessionClosed) {
 			t.Fatalf("Execute after Close: %v, want ErrSessionClosed", err)
 		}
-		if r := lkRun(t, st, "run-1"); r.Status != agentrt.RunRunning || r.LeaseOwner != "" {
+		if r := kit.MustRun(t, st, "run-1"); r.Status != agentrt.RunRunning || r.LeaseOwner != "" {
 			t.Fatalf("closed session left run %s leased %q", r.Status, r.LeaseOwner)
 		}
 		// Free at once: another gate, on the real clock, takes it.
@@ -312,7 +293,7 @@ func caseGate_AbandonedAfterAllowedRunsNothing(t *testing.T, bk *Backend) {
 		if err != nil || v.Outcome != "" {
 			t.Fatalf("Attach after Close: %q, %v", v.Outcome, err)
 		}
-		if n := len(lkEvents(t, st, "run-1", agentrt.EventLeaseTakenOver)); n != 0 {
+		if n := len(kit.EventsOf(t, st, "run-1", agentrt.EventLeaseTakenOver)); n != 0 {
 			t.Errorf("%d takeovers of a released lease", n)
 		}
 		lkFinish(t, s2)
@@ -432,14 +413,14 @@ func caseGate_CallsAfterTheLeaseIsLostAreRefused(t *testing.T, bk *Backend) {
 		if _, err := step.Propose(ctx, lkCall("note", `{"text":"a"}`)); !errors.Is(err, agentrt.ErrLeaseLost) {
 			t.Fatalf("Propose on a lapsed lease: %v, want ErrLeaseLost", err)
 		}
-		if st0 := lkSteps(t, st, "run-1")[0]; st0.Decision != nil || st0.Status != agentrt.StepDeciding {
+		if st0 := kit.MustSteps(t, st, "run-1")[0]; st0.Decision != nil || st0.Status != agentrt.StepDeciding {
 			t.Fatalf("a refused proposal was recorded: %s %+v", st0.Status, st0.Decision)
 		}
 		refusedAll(t, s, step, func() map[string][]string { return db.snapshot(t) })
 		if n := len(note.args()); n != 0 {
 			t.Fatalf("note ran %d times", n)
 		}
-		if r := lkRun(t, st, "run-1"); r.LeaseOwner != "" {
+		if r := kit.MustRun(t, st, "run-1"); r.LeaseOwner != "" {
 			t.Errorf("the lapsed session left its lease on the run: %q", r.LeaseOwner)
 		}
 	})
@@ -527,7 +508,7 @@ func caseGate_HugeNumberIsAnInvalidDecision(t *testing.T, bk *Backend) {
 		if v.Observation == nil || v.Observation.Kind != agentrt.ObsInvalidDecision || !strings.Contains(v.Observation.Summary, "number") {
 			t.Fatalf("args %.40s: observation %+v", args, v.Observation)
 		}
-		rec := lkSteps(t, st, "run-1")[i]
+		rec := kit.MustSteps(t, st, "run-1")[i]
 		if rec.Status != agentrt.StepFailed || rec.Decision == nil || rec.Decision.InvalidArgs != args || len(rec.Decision.Args) != 0 {
 			t.Fatalf("args %.40s recorded as %s %+v", args, rec.Status, rec.Decision)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/internal/testhook"
 )
 
@@ -94,7 +95,7 @@ func caseResume_InterruptedStepIsReconciledAndContinued(t *testing.T, bk *Backen
 		dA := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{send}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("send", `{"text":"hello"}`))}, nil)
 		lkCrashed(t, dA, id, lkCrash(t, id, "tool.effect", 0, st))
 		e := &env{st: db.open(t), send: send}
-		e.step0 = lkSteps(t, e.st, id)[0]
+		e.step0 = kit.MustSteps(t, e.st, id)[0]
 		if e.step0.Status != agentrt.StepExecuting || len(send.args()) != 1 {
 			t.Fatalf("after the crash: step 0 %s, %d calls", e.step0.Status, len(send.args()))
 		}
@@ -152,14 +153,14 @@ func caseResume_InterruptedStepIsReconciledAndContinued(t *testing.T, bk *Backen
 		if n := len(e.send.args()); n != 1 {
 			t.Errorf("send ran %d times, want 1", n)
 		}
-		resumed := lkEvents(t, e.st, "lk-rec-continue", agentrt.EventRunResumed)
-		if len(resumed) != 1 || lkPayload(t, resumed[0])["after"] != "interruption" {
+		resumed := kit.EventsOf(t, e.st, "lk-rec-continue", agentrt.EventRunResumed)
+		if len(resumed) != 1 || kit.Payload(t, resumed[0])["after"] != "interruption" {
 			t.Errorf("run.resumed events %v", resumed)
 		}
-		if n := len(lkEvents(t, e.st, "lk-rec-continue", agentrt.EventLeaseTakenOver)); n != 1 {
+		if n := len(kit.EventsOf(t, e.st, "lk-rec-continue", agentrt.EventLeaseTakenOver)); n != 1 {
 			t.Errorf("%d lease.taken_over events, want 1", n)
 		}
-		if steps := lkSteps(t, e.st, "lk-rec-continue"); len(steps) != 2 || steps[0].Status != agentrt.StepInterrupted {
+		if steps := kit.MustSteps(t, e.st, "lk-rec-continue"); len(steps) != 2 || steps[0].Status != agentrt.StepInterrupted {
 			t.Errorf("steps %d, first %s; want step 0 interrupted and a new step", len(steps), steps[0].Status)
 		}
 	})
@@ -173,7 +174,7 @@ func caseResume_InterruptedStepIsReconciledAndContinued(t *testing.T, bk *Backen
 			t.Fatal(err)
 		}
 		checkView(t, e)
-		run = lkRun(t, e.st, "lk-rec-completed")
+		run = kit.MustRun(t, e.st, "lk-rec-completed")
 		if run.Status != agentrt.RunCompleted || run.Reason != agentrt.ReasonGoalCompleted || string(run.Result) != `{"sent":"hello"}` ||
 			run.ReasonDetail != "completed by reconciliation: the journal has the message" || run.LeaseOwner != "" {
 			t.Errorf("run %s %s %q %s leased %q", run.Status, run.Reason, run.ReasonDetail, run.Result, run.LeaseOwner)
@@ -198,14 +199,14 @@ func caseResume_InterruptedStepIsReconciledAndContinued(t *testing.T, bk *Backen
 			t.Fatalf("resume: %s, %v; want waiting", run.Status, err)
 		}
 		checkView(t, e)
-		apps := lkApprovals(t, e.st, "lk-rec-waiting")
+		apps := kit.MustApprovals(t, e.st, "lk-rec-waiting")
 		if len(apps) != 1 || apps[0].Kind != "journal_unsure" || apps[0].StepID != e.step0.ID || apps[0].Status != agentrt.ApprovalPending {
 			t.Fatalf("approvals %+v", apps)
 		}
 		if string(apps[0].Request.Args) != `{"text":"hello"}` {
 			t.Errorf("the approval binds %s, not the interrupted call", apps[0].Request.Args)
 		}
-		if s := lkSteps(t, e.st, "lk-rec-waiting")[0]; s.Status != agentrt.StepAwaitingApproval || s.Observation != nil {
+		if s := kit.MustSteps(t, e.st, "lk-rec-waiting")[0]; s.Status != agentrt.StepAwaitingApproval || s.Observation != nil {
 			t.Errorf("step 0 %s with observation %+v; want awaiting approval, cleared", s.Status, s.Observation)
 		}
 		if n := len(e.send.args()); n != 1 {
@@ -224,12 +225,12 @@ func caseResume_InterruptedStepIsReconciledAndContinued(t *testing.T, bk *Backen
 		if len(calls) != 2 || calls[1].StepID != e.step0.ID || string(calls[1].Args) != `{"text":"hello"}` {
 			t.Fatalf("calls %+v; want one more, on step 0, with its arguments", calls)
 		}
-		if s := lkSteps(t, e.st, "lk-rec-waiting")[0]; s.Status != agentrt.StepDone {
+		if s := kit.MustSteps(t, e.st, "lk-rec-waiting")[0]; s.Status != agentrt.StepDone {
 			t.Errorf("step 0 is %s after the approved re-run, want done", s.Status)
 		}
-		started := lkEvents(t, e.st, "lk-rec-waiting", agentrt.EventToolStarted)
-		if len(started) != 2 || lkPayload(t, started[1])["approval_id"] != apps[0].ID {
-			t.Errorf("tool starts %d; the re-run names approval %v", len(started), lkPayload(t, started[len(started)-1])["approval_id"])
+		started := kit.EventsOf(t, e.st, "lk-rec-waiting", agentrt.EventToolStarted)
+		if len(started) != 2 || kit.Payload(t, started[1])["approval_id"] != apps[0].ID {
+			t.Errorf("tool starts %d; the re-run names approval %v", len(started), kit.Payload(t, started[len(started)-1])["approval_id"])
 		}
 	})
 
@@ -241,7 +242,7 @@ func caseResume_InterruptedStepIsReconciledAndContinued(t *testing.T, bk *Backen
 			t.Fatal(err)
 		}
 		checkView(t, e)
-		run := lkRun(t, e.st, "lk-rec-conflict")
+		run := kit.MustRun(t, e.st, "lk-rec-conflict")
 		if run.Status != agentrt.RunFailed || run.Reason != agentrt.ReasonReconcileConflict || run.ReasonDetail != "the journal and the record disagree" {
 			t.Errorf("run %s %s %q", run.Status, run.Reason, run.ReasonDetail)
 		}
@@ -268,17 +269,17 @@ func caseResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T, bk *Backen
 		dA := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("append", `{"text":"line"}`))}, nil)
 		lkCrashed(t, dA, id, lkCrash(t, id, point, 0, st))
 		st = db.open(t)
-		return st, db, tool, lkSteps(t, st, id)[0]
+		return st, db, tool, kit.MustSteps(t, st, id)[0]
 	}
 	// requireOperatorPause requires the run to wait on one pending
 	// interrupted_side_effect approval for step 0's call.
 	requireOperatorPause := func(t *testing.T, st agentrt.Store, id string, step0 agentrt.Step) agentrt.Approval {
 		t.Helper()
-		if r := lkRun(t, st, id); r.Status != agentrt.RunWaiting || r.LeaseOwner != "" {
+		if r := kit.MustRun(t, st, id); r.Status != agentrt.RunWaiting || r.LeaseOwner != "" {
 			t.Fatalf("run %s leased %q; want waiting and free", r.Status, r.LeaseOwner)
 		}
 		var pending []agentrt.Approval
-		for _, a := range lkApprovals(t, st, id) {
+		for _, a := range kit.MustApprovals(t, st, id) {
 			if a.Status == agentrt.ApprovalPending {
 				pending = append(pending, a)
 			}
@@ -303,7 +304,7 @@ func caseResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T, bk *Backen
 			!strings.Contains(pres.Notice, "outcome is unknown") || !strings.Contains(pres.Notice, "Approving runs it again") {
 			t.Fatalf("presentation %s does not say what is at stake", a.Presentation)
 		}
-		if s := lkSteps(t, st, id)[0]; s.Status != agentrt.StepAwaitingApproval {
+		if s := kit.MustSteps(t, st, id)[0]; s.Status != agentrt.StepAwaitingApproval {
 			t.Fatalf("step 0 is %s, want awaiting approval", s.Status)
 		}
 		return a
@@ -342,7 +343,7 @@ func caseResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T, bk *Backen
 		if len(calls) != 2 || calls[1].StepID != step0.ID {
 			t.Fatalf("%d calls, last on step %s; want exactly one more, on step 0", len(calls), calls[len(calls)-1].StepID)
 		}
-		if s := lkSteps(t, st, id)[0]; s.Status != agentrt.StepDone {
+		if s := kit.MustSteps(t, st, id)[0]; s.Status != agentrt.StepDone {
 			t.Errorf("step 0 is %s, want done", s.Status)
 		}
 		if _, err := d.Resume(ctx, id); !errors.Is(err, agentrt.ErrRunState) {
@@ -364,7 +365,7 @@ func caseResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T, bk *Backen
 		if err := (agentrt.Operator{Store: st}).RejectShown(ctx, id, a.ID, a.Hash, "op", "it went through"); err != nil {
 			t.Fatal(err)
 		}
-		if r := lkRun(t, st, id); r.Status != agentrt.RunCancelled || r.Reason != agentrt.ReasonApprovalRejected {
+		if r := kit.MustRun(t, st, id); r.Status != agentrt.RunCancelled || r.Reason != agentrt.ReasonApprovalRejected {
 			t.Errorf("run %s %s", r.Status, r.Reason)
 		}
 		if _, err := d.Resume(ctx, id); !errors.Is(err, agentrt.ErrRunState) {
@@ -413,7 +414,7 @@ func caseResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T, bk *Backen
 			t.Fatal("first resume did not crash")
 		}
 		st = db.open(t)
-		if s := lkSteps(t, st, id)[0]; s.Status != agentrt.StepInterrupted {
+		if s := kit.MustSteps(t, st, id)[0]; s.Status != agentrt.StepInterrupted {
 			t.Fatalf("step 0 is %s after the first takeover, want interrupted", s.Status)
 		}
 		// Within the first resumer's lease, the run is refused.
@@ -426,7 +427,7 @@ func caseResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T, bk *Backen
 			t.Fatalf("second resume: %s, %v", run.Status, err)
 		}
 		a := requireOperatorPause(t, st, id, step0)
-		if n := len(lkEvents(t, st, id, agentrt.EventLeaseTakenOver)); n != 2 {
+		if n := len(kit.EventsOf(t, st, id, agentrt.EventLeaseTakenOver)); n != 2 {
 			t.Errorf("%d takeovers recorded, want 2", n)
 		}
 		if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, id, a.ID, a.Hash, "op", ""); err != nil {
@@ -469,14 +470,14 @@ func caseResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T, bk *Backen
 			if asked.Load() != 1 {
 				t.Errorf("agent asked %d times, want 1", asked.Load())
 			}
-			if apps := lkApprovals(t, st, id); len(apps) != 0 {
+			if apps := kit.MustApprovals(t, st, id); len(apps) != 0 {
 				t.Errorf("%d approvals; nothing needed an operator", len(apps))
 			}
 			if n := len(tool.args()); n != ran {
 				t.Errorf("tool ran %d more times on resume", n-ran)
 			}
-			resumed := lkEvents(t, st, id, agentrt.EventRunResumed)
-			if len(resumed) != 1 || !reflect.DeepEqual(lkPayload(t, resumed[0]), map[string]any{"after": "interruption"}) {
+			resumed := kit.EventsOf(t, st, id, agentrt.EventRunResumed)
+			if len(resumed) != 1 || !reflect.DeepEqual(kit.Payload(t, resumed[0]), map[string]any{"after": "interruption"}) {
 				t.Errorf("run.resumed events %v", resumed)
 			}
 		})

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	kit "github.com/agentrt/agentrt/internal/enginekit"
+
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/testhook"
 )
@@ -167,63 +169,6 @@ func lkSignal(t testing.TB, ch <-chan struct{}, what string) {
 	}
 }
 
-func lkRun(t testing.TB, st agentrt.StoreReader, id string) agentrt.Run {
-	t.Helper()
-	r, err := st.GetRun(context.Background(), id)
-	if err != nil {
-		t.Fatalf("GetRun %s: %v", id, err)
-	}
-	return r
-}
-
-func lkSteps(t testing.TB, st agentrt.StoreReader, id string) []agentrt.Step {
-	t.Helper()
-	s, err := st.ListSteps(context.Background(), id)
-	if err != nil {
-		t.Fatalf("ListSteps %s: %v", id, err)
-	}
-	return s
-}
-
-func lkApprovals(t testing.TB, st agentrt.StoreReader, id string) []agentrt.Approval {
-	t.Helper()
-	a, err := st.ListApprovals(context.Background(), id)
-	if err != nil {
-		t.Fatalf("ListApprovals %s: %v", id, err)
-	}
-	return a
-}
-
-// lkEvents returns the run's events of the given types (all when none).
-func lkEvents(t testing.TB, st agentrt.StoreReader, id string, types ...agentrt.EventType) []agentrt.Event {
-	t.Helper()
-	evs, err := st.ListEvents(context.Background(), id)
-	if err != nil {
-		t.Fatalf("ListEvents %s: %v", id, err)
-	}
-	if len(types) == 0 {
-		return evs
-	}
-	var out []agentrt.Event
-	for _, e := range evs {
-		for _, typ := range types {
-			if e.Type == typ {
-				out = append(out, e)
-			}
-		}
-	}
-	return out
-}
-
-func lkPayload(t testing.TB, e agentrt.Event) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(e.Payload, &m); err != nil {
-		t.Fatalf("event %s payload: %v", e.Type, err)
-	}
-	return m
-}
-
 // lkLeased requires err to be a *RunLeasedError naming owner, matching both
 // ErrRunLeased and ErrRunState.
 func lkLeased(t testing.TB, err error, runID, owner string, expires time.Time) {
@@ -262,7 +207,7 @@ func caseLease_ResumeOfALiveRunIsRefused(t *testing.T, bk *Backend) {
 	lkSignal(t, deciding, "the holder deciding")
 
 	other := db.open(t)
-	held := lkRun(t, other, "run-1")
+	held := kit.MustRun(t, other, "run-1")
 	if held.Status != agentrt.RunRunning || !strings.HasPrefix(held.LeaseOwner, "holder/") || held.Generation != 1 {
 		t.Fatalf("running run: status %s owner %q generation %d", held.Status, held.LeaseOwner, held.Generation)
 	}
@@ -305,11 +250,11 @@ func caseLease_ResumeOfALiveRunIsRefused(t *testing.T, bk *Backend) {
 	if out.err != nil || out.run.Status != agentrt.RunCompleted {
 		t.Fatalf("holder's run: %s, %v", out.run.Status, out.err)
 	}
-	final := lkRun(t, other, "run-1")
+	final := kit.MustRun(t, other, "run-1")
 	if final.LeaseOwner != "" || final.Generation != 1 {
 		t.Errorf("completed run keeps lease %q, generation %d", final.LeaseOwner, final.Generation)
 	}
-	if evs := lkEvents(t, other, "run-1", agentrt.EventLeaseTakenOver); len(evs) != 0 {
+	if evs := kit.EventsOf(t, other, "run-1", agentrt.EventLeaseTakenOver); len(evs) != 0 {
 		t.Errorf("a refused resume recorded %d takeovers", len(evs))
 	}
 }
@@ -339,7 +284,7 @@ func caseLease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall(t *testing.T, bk 
 		dA := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{write}, LeaseTTL: ttl, LeaseOwner: "a"}, Agent: agentA}, nil)
 		doneA := lkGo(func() (agentrt.Run, error) { return dA.StartWithID(ctx, "run-1", "goal", agentrt.DefaultLimits()) })
 		lkSignal(t, deciding, "step 1 deciding")
-		ownerA := lkRun(t, st, "run-1").LeaseOwner
+		ownerA := kit.MustRun(t, st, "run-1").LeaseOwner
 
 		// B's clock is past A's lease; B decides step 2 once A has given up.
 		wallB := lkNewWall()
@@ -370,25 +315,25 @@ func caseLease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall(t *testing.T, bk 
 		if got := write.args(); !reflect.DeepEqual(got, []string{`{"n":0}`}) {
 			t.Errorf("tool calls %v, want only step 0's", got)
 		}
-		steps := lkSteps(t, st, "run-1")
+		steps := kit.MustSteps(t, st, "run-1")
 		if len(steps) != 3 {
 			t.Fatalf("%d steps, want 3", len(steps))
 		}
 		if steps[1].Status != agentrt.StepInterrupted || steps[1].Decision != nil {
 			t.Errorf("step 1: status %s decision %+v; want interrupted with no decision recorded", steps[1].Status, steps[1].Decision)
 		}
-		tk := lkEvents(t, st, "run-1", agentrt.EventLeaseTakenOver)
+		tk := kit.EventsOf(t, st, "run-1", agentrt.EventLeaseTakenOver)
 		if len(tk) != 1 {
 			t.Fatalf("%d lease.taken_over events, want 1", len(tk))
 		}
-		p := lkPayload(t, tk[0])
+		p := kit.Payload(t, tk[0])
 		if p["previous_owner"] != ownerA || p["owner"] == ownerA || !strings.HasPrefix(p["owner"].(string), "b/") {
 			t.Errorf("lease.taken_over payload %v", p)
 		}
-		if n := len(lkEvents(t, st, "run-1", agentrt.EventToolStarted)); n != 1 {
+		if n := len(kit.EventsOf(t, st, "run-1", agentrt.EventToolStarted)); n != 1 {
 			t.Errorf("%d tool starts, want 1", n)
 		}
-		if r := lkRun(t, st, "run-1"); r.Generation != 2 || r.LeaseOwner != "" {
+		if r := kit.MustRun(t, st, "run-1"); r.Generation != 2 || r.LeaseOwner != "" {
 			t.Errorf("run generation %d lease %q; want 2 and released", r.Generation, r.LeaseOwner)
 		}
 	})
@@ -458,10 +403,10 @@ func caseLease_LapsedLeaseStartsNoSideEffect(t *testing.T, bk *Backend) {
 		if n := len(write.args()); n != 0 {
 			t.Fatalf("a lapsed loop called the tool %d times", n)
 		}
-		if n := len(lkEvents(t, st, "run-1", agentrt.EventToolStarted)); n != 0 {
+		if n := len(kit.EventsOf(t, st, "run-1", agentrt.EventToolStarted)); n != 0 {
 			t.Fatalf("a lapsed loop recorded %d tool starts", n)
 		}
-		run := lkRun(t, st, "run-1")
+		run := kit.MustRun(t, st, "run-1")
 		if run.Status != agentrt.RunRunning || run.LeaseOwner != "" {
 			t.Fatalf("lapsed run: %s leased to %q; want RUNNING and free", run.Status, run.LeaseOwner)
 		}
@@ -476,7 +421,7 @@ func caseLease_LapsedLeaseStartsNoSideEffect(t *testing.T, bk *Backend) {
 		if n := len(write.args()); n != 0 {
 			t.Fatalf("the call a lapsed loop was allowed ran %d times after the resume", n)
 		}
-		if s := lkSteps(t, st, "run-1"); s[0].Status != agentrt.StepInterrupted {
+		if s := kit.MustSteps(t, st, "run-1"); s[0].Status != agentrt.StepInterrupted {
 			t.Errorf("step 0 is %s, want interrupted", s[0].Status)
 		}
 	})
@@ -518,7 +463,7 @@ func caseLease_LapsedLeaseStartsNoSideEffect(t *testing.T, bk *Backend) {
 		if err != nil || len(calls) != 0 {
 			t.Fatalf("model calls recorded: %d, %v; want none", len(calls), err)
 		}
-		if r := lkRun(t, st, "run-1"); r.Status != agentrt.RunRunning {
+		if r := kit.MustRun(t, st, "run-1"); r.Status != agentrt.RunRunning {
 			t.Errorf("run is %s; a lost lease must not end it", r.Status)
 		}
 	})
@@ -547,7 +492,7 @@ func caseLease_LapsedLeaseStartsNoSideEffect(t *testing.T, bk *Backend) {
 		if n := asked.Load(); n != 1 {
 			t.Errorf("agent asked %d times, want 1", n)
 		}
-		steps := lkSteps(t, st, "run-1")
+		steps := kit.MustSteps(t, st, "run-1")
 		if len(steps) != 1 || steps[0].Status != agentrt.StepDone {
 			t.Errorf("steps after the lapse: %d, first %s; want the one step, done", len(steps), steps[0].Status)
 		}
@@ -578,7 +523,7 @@ func caseLease_SameLeaseOwnerNameIsTwoOwners(t *testing.T, bk *Backend) {
 	go func() { deciding.Wait(); close(waited) }()
 	lkSignal(t, waited, "both drivers deciding")
 
-	a, b := lkRun(t, st, "run-a"), lkRun(t, st, "run-b")
+	a, b := kit.MustRun(t, st, "run-a"), kit.MustRun(t, st, "run-b")
 	for _, r := range []agentrt.Run{a, b} {
 		if !strings.HasPrefix(r.LeaseOwner, "worker/") || len(r.LeaseOwner) <= len("worker/") {
 			t.Fatalf("run %s owner %q, want the name and a suffix", r.ID, r.LeaseOwner)
