@@ -419,10 +419,10 @@ func TestVerify_AlteredPayloadIsABreakEvenBesideErasures(t *testing.T) {
 			switch tc {
 			case "altered":
 				seq = scalar(t, st, `SELECT MIN(seq) FROM events WHERE run_id = 'b' AND type = 'step.tool_started'`)
-				execSQL(t, db, 1, `UPDATE events SET payload_json = '{"tool":"echo","args":{"x":2}}' WHERE seq = ?`, seq)
+				kit.Exec(t, db, 1, `UPDATE events SET payload_json = '{"tool":"echo","args":{"x":2}}' WHERE seq = ?`, seq)
 			case "kept payload changed":
 				seq = scalar(t, st, `SELECT MIN(seq) FROM events WHERE run_id = 'a' AND type = 'step.tool_started'`)
-				execSQL(t, db, 1, `UPDATE events SET payload_json = '{"tool":"rm","args":null}' WHERE seq = ?`, seq)
+				kit.Exec(t, db, 1, `UPDATE events SET payload_json = '{"tool":"rm","args":null}' WHERE seq = ?`, seq)
 			case "erased by hand":
 				// The forger knows the digest the chain hashed (they
 				// read the salt before deleting it) and keeps it.
@@ -434,7 +434,7 @@ func TestVerify_AlteredPayloadIsABreakEvenBesideErasures(t *testing.T) {
 				if err := db.QueryRow(`SELECT payload_json FROM events WHERE seq = ?`, seq).Scan(&pl); err != nil {
 					t.Fatal(err)
 				}
-				execSQL(t, db, 1, `UPDATE events SET payload_json = '{"tool":"echo","args":null}', payload_digest = ? WHERE seq = ?`, keyedDigest(t, salt, pl), seq)
+				kit.Exec(t, db, 1, `UPDATE events SET payload_json = '{"tool":"echo","args":null}', payload_digest = ? WHERE seq = ?`, keyedDigest(t, salt, pl), seq)
 			}
 			rep, err := st.VerifyEvents(ctx, 0, 0)
 			if err != nil || rep.Break == nil || rep.Break.Seq != seq {

@@ -48,23 +48,6 @@ func rawDB(t testing.TB, st *sqlite.Store) *sql.DB {
 	return db
 }
 
-// execSQL runs one statement on a raw handle and requires it to change
-// exactly want rows.
-func execSQL(t testing.TB, db *sql.DB, want int64, q string, args ...any) {
-	t.Helper()
-	res, err := db.Exec(q, args...)
-	if err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	if n != want {
-		t.Fatalf("%s changed %d rows, want %d", q, n, want)
-	}
-}
-
 // takeSnapshot is every row of every table of st, as text.
 func takeSnapshot(t testing.TB, st *sqlite.Store) map[string][]string {
 	t.Helper()

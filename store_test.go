@@ -31,7 +31,7 @@ func TestStore_UndecodableRowsDoNotWedgeTheRun(t *testing.T) {
 	}
 	corrupt := func(t *testing.T, e *env) string {
 		id := kit.MustSteps(t, e.store, "run-1")[0].ID
-		execSQL(t, rawDB(t, e.store), 1, `UPDATE steps SET decision_json = ? WHERE id = ?`, damage, id)
+		kit.Exec(t, rawDB(t, e.store), 1, `UPDATE steps SET decision_json = ? WHERE id = ?`, damage, id)
 		return id
 	}
 	requireDamaged := func(t *testing.T, e *env, id string) {
@@ -122,7 +122,7 @@ func TestStore_UndecodableRowsDoNotWedgeTheRun(t *testing.T) {
 	t.Run("damaged approval", func(t *testing.T) {
 		e := newEnv(t)
 		a := waiting(t, e)
-		execSQL(t, rawDB(t, e.store), 1, `UPDATE approvals SET capability_json = 'not json' WHERE id = ?`, a.ID)
+		kit.Exec(t, rawDB(t, e.store), 1, `UPDATE approvals SET capability_json = 'not json' WHERE id = ?`, a.ID)
 		got, err := e.store.GetApproval(ctx, "run-1", a.ID)
 		if err != nil || got.DecodeError == "" {
 			t.Fatalf("GetApproval = %+v, %v", got, err)
@@ -148,7 +148,7 @@ func TestStore_UndecodableRowsDoNotWedgeTheRun(t *testing.T) {
 		waiting(t, e)
 		id := kit.MustSteps(t, e.store, "run-1")[0].ID
 		big := damage + strings.Repeat("x", 2*agentrt.MaxPageText)
-		execSQL(t, rawDB(t, e.store), 1, `UPDATE steps SET decision_json = ? WHERE id = ?`, big, id)
+		kit.Exec(t, rawDB(t, e.store), 1, `UPDATE steps SET decision_json = ? WHERE id = ?`, big, id)
 		steps, total, err := e.store.ListStepsPage(ctx, "run-1", 10, 0)
 		if err != nil || total != 2 || len(steps) != 2 {
 			t.Fatalf("ListStepsPage = %d of %d, %v", len(steps), total, err)
@@ -179,7 +179,7 @@ func TestStore_UndecodableRowsDoNotWedgeTheRun(t *testing.T) {
 		t.Run(c.name+" read and cancelled", func(t *testing.T) {
 			e := newEnv(t)
 			waiting(t, e)
-			execSQL(t, rawDB(t, e.store), 1, c.set)
+			kit.Exec(t, rawDB(t, e.store), 1, c.set)
 			if !damagedInteger(t, e.store, column) {
 				t.Fatalf("no row names %s as damaged", column)
 			}
@@ -195,7 +195,7 @@ func TestStore_UndecodableRowsDoNotWedgeTheRun(t *testing.T) {
 			if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 				t.Fatalf("Approve: %v", err)
 			}
-			execSQL(t, rawDB(t, e.store), 1, c.set)
+			kit.Exec(t, rawDB(t, e.store), 1, c.set)
 			send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
 			read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, nil)
 			agent := kit.Script(kit.Complete(`{}`), kit.Complete(`{}`))

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	kit "github.com/agentrt/agentrt/internal/enginekit"
+
 	agentrt "github.com/agentrt/agentrt"
 )
 
@@ -155,17 +157,7 @@ func (d *database) sql(q string) string {
 // exactly want rows.
 func (d *database) exec(t testing.TB, want int64, q string, args ...any) {
 	t.Helper()
-	res, err := d.db(t).Exec(d.sql(q), args...)
-	if err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	if n != want {
-		t.Fatalf("%s changed %d rows, want %d", q, n, want)
-	}
+	kit.Exec(t, d.db(t), want, d.sql(q), args...)
 }
 
 // column reads one text column of one row.

@@ -376,18 +376,7 @@ func workerExpired(t *testing.T, open func(*testing.T) agentrt.Store) {
 func workerTakeover(t *testing.T, open func(*testing.T) agentrt.Store) {
 	st := closeLater(t, open(t))
 	ctx := context.Background()
-	past := time.Now().Add(-time.Hour).UTC()
-	_, err := st.Update(ctx, func(tx agentrt.Tx) error {
-		if err := tx.RunInsert(agentrt.Run{ID: "r1", Goal: "g", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(),
-			CreatedAt: past, StartedAt: past, LeaseOwner: "dead", LeaseExpiresAt: past, Generation: 1}); err != nil {
-			return err
-		}
-		_, err := tx.EventAppend(agentrt.Event{RunID: "r1", At: past, Type: agentrt.EventRunCreated})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	insertLapsedRun(t, st)
 	worker(t, st, agentrt.WorkerConfig{Agent: &scripted.Agent{Decisions: []agentrt.Decision{scripted.Complete(`{}`)}}})
 	await(t, "the takeover", func() bool { return run(t, st, "r1").Status == agentrt.RunCompleted })
 	evs, err := st.ListEvents(ctx, "r1")

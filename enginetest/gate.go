@@ -13,7 +13,6 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	kit "github.com/agentrt/agentrt/internal/enginekit"
-	"github.com/agentrt/agentrt/internal/testhook"
 )
 
 // lkGate builds a gate whose leases are judged by wall (nil: the real
@@ -24,13 +23,7 @@ func lkGate(t testing.TB, cfg agentrt.GateConfig, wall *lkWall) *agentrt.Gate {
 		cfg.Policy = agentrt.DefaultPolicy()
 	}
 	g, err := agentrt.NewGate(cfg)
-	if err != nil {
-		t.Fatalf("NewGate: %v", err)
-	}
-	if wall != nil {
-		testhook.SetWallClock(g, wall.Now)
-	}
-	return g
+	return onWall(t, g, err, wall)
 }
 
 // lkBegin begins run id on g and opens its first step.

@@ -125,13 +125,20 @@ func lkDriver(t testing.TB, cfg agentrt.Config, wall *lkWall) *agentrt.Driver {
 		cfg.Policy = agentrt.DefaultPolicy()
 	}
 	d, err := agentrt.NewDriver(cfg)
+	return onWall(t, d, err, wall)
+}
+
+// onWall fails on err, else judges target's leases by wall (when one is
+// given) and returns it; target is a *agentrt.Driver or *agentrt.Gate.
+func onWall[T any](t testing.TB, target T, err error, wall *lkWall) T {
+	t.Helper()
 	if err != nil {
-		t.Fatalf("NewDriver: %v", err)
+		t.Fatal(err)
 	}
 	if wall != nil {
-		testhook.SetWallClock(d, wall.Now)
+		testhook.SetWallClock(target, wall.Now)
 	}
-	return d
+	return target
 }
 
 type lkOutcome struct {

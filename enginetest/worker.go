@@ -190,19 +190,7 @@ func caseWorker_ApprovedRunResumesByItself(t *testing.T, bk *Backend) {
 // owner, the interrupted step is marked, and the run completes.
 func caseWorker_TakesOverALapsedLease(t *testing.T, bk *Backend) {
 	st := openStore(t, bk)
-	ctx := context.Background()
-	past := time.Now().Add(-time.Hour).UTC()
-	_, err := st.Update(ctx, func(tx agentrt.Tx) error {
-		if err := tx.RunInsert(agentrt.Run{ID: "r1", Goal: "g", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(),
-			CreatedAt: past, StartedAt: past, LeaseOwner: "dead", LeaseExpiresAt: past, Generation: 1}); err != nil {
-			return err
-		}
-		_, err := tx.EventAppend(agentrt.Event{RunID: "r1", At: past, Type: agentrt.EventRunCreated})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	insertLapsedRun(t, st)
 	fin := newFinishes(1)
 	agent := &scripted.Agent{Decisions: []agentrt.Decision{scripted.Complete(`{}`)}}
 	_, stop := startWorker(t, agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Observer: fin.observe}, Agent: agent, Poll: 5 * time.Millisecond})
@@ -302,5 +290,23 @@ func caseWorker_ConfigIsValidated(t *testing.T, bk *Backend) {
 		if !errors.As(err, &ce) || ce.Field != c.field {
 			t.Errorf("NewWorker = %v, want a ConfigError on %s", err, c.field)
 		}
+	}
+}
+
+// insertLapsedRun writes run r1 as a process that died an hour ago left it:
+// RUNNING, leased to "dead" until an hour ago.
+func insertLapsedRun(t *testing.T, st agentrt.Store) {
+	t.Helper()
+	past := time.Now().Add(-time.Hour).UTC()
+	_, err := st.Update(context.Background(), func(tx agentrt.Tx) error {
+		if err := tx.RunInsert(agentrt.Run{ID: "r1", Goal: "g", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(),
+			CreatedAt: past, StartedAt: past, LeaseOwner: "dead", LeaseExpiresAt: past, Generation: 1}); err != nil {
+			return err
+		}
+		_, err := tx.EventAppend(agentrt.Event{RunID: "r1", At: past, Type: agentrt.EventRunCreated})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -2,6 +2,7 @@ package enginekit
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -431,4 +432,21 @@ func PausedRun(t testing.TB, e *Env, args string) (*Counted, agentrt.Approval) {
 		t.Fatalf("send ran %d times before an approval", send.N())
 	}
 	return send, PendingApproval(t, e.Store, "run-1")
+}
+
+// Exec runs one statement on a raw handle, outside any store, and requires
+// it to change exactly want rows.
+func Exec(t testing.TB, db *sql.DB, want int64, q string, args ...any) {
+	t.Helper()
+	res, err := db.Exec(q, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	if n != want {
+		t.Fatalf("%s changed %d rows, want %d", q, n, want)
+	}
 }
