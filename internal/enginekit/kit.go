@@ -1,3 +1,8 @@
+// Package enginekit holds the test helpers the engine suite (enginetest)
+// and the root package's other tests share: a clock moved by hand, ids in
+// sequence, tools and agents that count their calls, a policy that records
+// what it was handed, readers of what was stored, and the core of a test's
+// driver environment. It is internal: only this module's tests use it.
 package enginekit
 
 import (
@@ -17,10 +22,6 @@ import (
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/scripted"
 )
-
-// The helpers here are shared by the driver, approval, resume, cancel, policy
-// and recheck tests: a file-backed store per test, a clock moved by hand,
-// Tools that count their executions, and readers of what was stored.
 
 // TestZone is the zone the fake clock reports times in. It is not UTC, as
 // time.Now is usually not, so a cache that keeps the clock's zone where the
@@ -123,7 +124,7 @@ func RequireEvents(t testing.TB, st agentrt.StoreReader, runID string, want ...[
 	}
 }
 
-// events returns the run's stored events of one type.
+// EventsOf returns the run's stored events of one type.
 func EventsOf(t testing.TB, st agentrt.StoreReader, runID string, typ E) []agentrt.Event {
 	t.Helper()
 	evs, err := st.ListEvents(context.Background(), runID)
@@ -139,7 +140,7 @@ func EventsOf(t testing.TB, st agentrt.StoreReader, runID string, typ E) []agent
 	return out
 }
 
-// Payload decodes an event's Payload into a map.
+// Payload decodes an event's payload into a map.
 func Payload(t testing.TB, e agentrt.Event) map[string]any {
 	t.Helper()
 	var m map[string]any
@@ -358,7 +359,7 @@ func (e *Env) Operator() agentrt.Operator {
 	return agentrt.Operator{Store: e.Store, Observer: e.Observe, Now: e.Clock.Now}
 }
 
-// Tools converts Counted Tools to the interface slice a config takes.
+// Tools converts counted tools to the interface slice a config takes.
 func Tools(ts ...*Counted) []agentrt.Tool {
 	out := make([]agentrt.Tool, len(ts))
 	for i, t := range ts {
@@ -380,7 +381,7 @@ func Call(tool, args string) agentrt.Decision { return scripted.ToolCall(tool, a
 
 func Complete(result string) agentrt.Decision { return scripted.Complete(result) }
 
-// policyFunc is a policy answering with a Fixed decision.
+// Fixed is a policy answering with a fixed decision.
 func Fixed(pd agentrt.PolicyDecision) agentrt.PolicyFunc {
 	return func(context.Context, agentrt.ToolRequest, agentrt.RunView) (agentrt.PolicyDecision, error) {
 		return pd, nil
@@ -419,7 +420,7 @@ func NewCountingServer(t testing.TB, hit func(path string)) string {
 	return srv.URL
 }
 
-// PausedRun starts run-1 whose one send Call the default policy pauses.
+// PausedRun starts run-1 whose one send call the default policy pauses.
 func PausedRun(t testing.TB, e *Env, args string) (*Counted, agentrt.Approval) {
 	t.Helper()
 	send := NewTool("send", agentrt.RemoteMutation, PathSchema, nil)
