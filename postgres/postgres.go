@@ -64,6 +64,7 @@ var dialect = sqlstore.Dialect{
 	ClaimLock:          " FOR UPDATE SKIP LOCKED",
 	Translate:          sqlstore.PostgresTranslate,
 	Busy:               isBusy,
+	ExecBatch:          execBatch,
 }
 
 // isBusy reports a transaction the server refused for contention, which

@@ -49,6 +49,9 @@ type Dialect struct {
 	// Translate, when set, rewrites a query written in the shared SQL for
 	// the engine, after placeholders; its results are cached per query.
 	Translate func(string) string
+	// ExecBatch, when set, pipelines a write transaction's statements
+	// (pipeline.go).
+	ExecBatch ExecBatch
 }
 
 // translated caches Translate's work: queries are few and repeat.
@@ -121,6 +124,9 @@ type Store struct {
 	headSeq  int64
 	headHash string
 	evbuf    []agentrt.Event
+	// The pipelined writes of the open transaction, its buffers kept
+	// between transactions.
+	pipe pipeState
 
 	stats struct {
 		sync.Mutex
@@ -259,9 +265,16 @@ func (s *Store) Update(ctx context.Context, fn func(agentrt.Tx) error) ([]agentr
 // whole transaction is rolled back and the batch runs again with each
 // Update in its own savepoint, so that Update's writes are undone and no
 // other's are.
+//
+// Where the dialect pipelines (ExecBatch), the first attempt sends its
+// writes together; if one of them failed, the attempt is void and the
+// batch runs again with every statement executed where it is made: a
+// shared batch with savepoints, a lone Update as it is.
 func (s *Store) commit(batch []*request) {
-	if !(len(batch) > 1 && s.runBatch(batch, false)) {
-		s.runBatch(batch, len(batch) > 1)
+	shared := len(batch) > 1
+	pipelined := s.d.ExecBatch != nil
+	if !((shared || pipelined) && s.runBatch(batch, false, pipelined)) {
+		s.runBatch(batch, shared, false)
 	}
 	for _, r := range batch {
 		if r.err != nil {
@@ -298,9 +311,10 @@ func (s *Store) checkWriter() (dropped bool) {
 }
 
 // runBatch runs batch in one transaction and commits it. It returns false
-// only when, without savepoints, an fn of a shared batch failed: then
-// nothing was kept and the batch must run again with savepoints.
-func (s *Store) runBatch(batch []*request, savepoints bool) bool {
+// only when nothing was kept and the batch must run again: without
+// savepoints, an fn of a shared batch failed (it runs again with them), or
+// a pipelined write failed (it runs again unpipelined).
+func (s *Store) runBatch(batch []*request, savepoints, pipelined bool) bool {
 	fail := func(err error) {
 		for _, r := range batch {
 			if r.err == nil && r.panicked == nil {
@@ -358,6 +372,18 @@ func (s *Store) runBatch(batch []*request, savepoints bool) bool {
 		fail(err)
 	}
 	t := &tx{s: s, events: s.evbuf[:0], headRead: s.headKnown, headSeq: s.headSeq, headHash: s.headHash}
+	if pipelined {
+		s.pipe.reset()
+		t.pipe = &s.pipe
+	}
+	// again undoes the attempt for a second run; false is runBatch's answer.
+	again := func() bool {
+		exec("ROLLBACK")
+		for _, b := range batch {
+			b.err, b.panicked, b.events = nil, nil, nil
+		}
+		return false
+	}
 	if s.d.BeginHead != "" {
 		// The head is read under its lock, and trusted for the transaction.
 		var seq sql.NullInt64
@@ -376,9 +402,10 @@ func (s *Store) runBatch(batch []*request, savepoints bool) bool {
 	t.queue = shared && !savepoints
 	s.headKnown = false // until this transaction's outcome is known
 	defer func() {
-		// Keep the buffer for the next commit; take copied what callers keep.
+		// Keep the buffers for the next commit; take copied what callers keep.
 		clear(t.events)
 		s.evbuf = t.events[:0]
+		s.pipe.reset()
 	}()
 	for i, r := range batch {
 		if savepoints {
@@ -392,6 +419,14 @@ func (s *Store) runBatch(batch []*request, savepoints bool) bool {
 		if r.err == nil && r.panicked == nil {
 			r.err = t.proveLive()
 		}
+		if !shared && (r.err != nil || r.panicked != nil) {
+			// Whether the fn failed on its own or on a write it could
+			// not yet see fail, only its writes' results say.
+			t.flushPending()
+		}
+		if t.pipe != nil && t.pipe.voided != nil {
+			return again()
+		}
 		if r.err != nil || r.panicked != nil {
 			t.reset(mark)
 			if !shared {
@@ -400,11 +435,7 @@ func (s *Store) runBatch(batch []*request, savepoints bool) bool {
 			}
 			if !savepoints {
 				// Undo everything and run the batch again, isolated.
-				exec("ROLLBACK")
-				for _, b := range batch {
-					b.err, b.panicked, b.events = nil, nil, nil
-				}
-				return false
+				return again()
 			}
 			if err := exec(fmt.Sprintf("ROLLBACK TO sp%d", i)); err != nil {
 				abort(fmt.Errorf("agentrt: rollback to savepoint: %w", err))
@@ -423,12 +454,11 @@ func (s *Store) runBatch(batch []*request, savepoints bool) bool {
 	}
 	if t.queue {
 		if err := t.flushEvents(); err != nil {
-			exec("ROLLBACK")
-			for _, b := range batch {
-				b.err, b.panicked, b.events = nil, nil, nil
-			}
-			return false
+			return again()
 		}
+	}
+	if t.flushPending() != nil {
+		return again()
 	}
 	if err := exec("COMMIT"); err != nil {
 		abort(fmt.Errorf("agentrt: commit: %w", err))
