@@ -105,6 +105,10 @@ type StoreReader interface {
 	// in commit order, under the same bounds: a resume's read of what the
 	// chain recorded for the step it continues, whatever the run's length.
 	ListStepEvents(ctx context.Context, runID, stepID string, after int64, limit int) ([]Event, error)
+	// ListStepsEvents reads at most limit events of type typ of any of the
+	// named steps of one run, in commit order, under the same bounds: what
+	// a page listing many steps needs of their events, in one read.
+	ListStepsEvents(ctx context.Context, runID string, stepIDs []string, typ EventType, limit int) ([]Event, error)
 
 	// VerifyEvents checks the hash chain from seq from to seq to (from < 1:
 	// the first; to < 1: the head) and reports the first event that does not

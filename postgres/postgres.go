@@ -64,6 +64,7 @@ var dialect = sqlstore.Dialect{
 	ClaimLock:          " FOR UPDATE SKIP LOCKED",
 	Translate:          sqlstore.PostgresTranslate,
 	Busy:               isBusy,
+	ExecBatch:          execBatch,
 }
 
 // isBusy reports a transaction the server refused for contention, which
@@ -137,6 +138,10 @@ func openStore(ctx context.Context, dsn string, o Options, existing bool) (st *S
 		// The server refuses every write of a read-only store's sessions,
 		// whatever a bug in this process would try.
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+		// A reader (an operator's command, mostly) runs each query a few
+		// times, not thousands: one round trip each (the extended protocol
+		// with an unnamed statement), not a prepare and then an execute.
+		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -154,9 +154,12 @@ func writeRunHeader(p *printer, r view.RunSummary) {
 	}
 }
 
-// maxBlockSteps bounds the steps whose result blocks show lists: each is
-// one read of the step's events.
-const maxBlockSteps = 50
+// maxBlockSteps bounds the steps whose result blocks show lists, and
+// blockEvents the tool_finished events it reads for them, in one read.
+const (
+	maxBlockSteps = 50
+	blockEvents   = 4 * maxBlockSteps
+)
 
 // writeBlocks lists the typed blocks of the page's tool results, by type,
 // media type, size and hash, as the chain's step.tool_finished event
@@ -166,34 +169,38 @@ func writeBlocks(p *printer, st agentrt.StoreReader, runID string, steps []view.
 		step int
 		b    agentrt.BlockDigest
 	}
-	var lines []line
-	looked := 0
+	var ids []string
+	index := map[string]int{}
 	for _, s := range steps {
 		if s.Observation != agentrt.ObsToolResult {
 			continue
 		}
-		if looked == maxBlockSteps {
+		if len(ids) == maxBlockSteps {
 			p.printf("\n... blocks of further steps not listed; rerun with -offset\n")
 			break
 		}
-		looked++
-		evs, err := st.ListStepEvents(background(), runID, s.ID, 0, 32)
-		if err != nil {
+		ids = append(ids, s.ID)
+		index[s.ID] = s.Index
+	}
+	evs, err := st.ListStepsEvents(background(), runID, ids, agentrt.EventToolFinished, blockEvents)
+	if err != nil {
+		return
+	}
+	// In page order, and within a step in commit order.
+	byStep := map[string][]agentrt.BlockDigest{}
+	for _, ev := range evs {
+		var fin struct {
+			Blocks []agentrt.BlockDigest `json:"blocks"`
+		}
+		if json.Unmarshal(ev.Payload, &fin) != nil {
 			continue
 		}
-		for _, ev := range evs {
-			if ev.Type != agentrt.EventToolFinished {
-				continue
-			}
-			var fin struct {
-				Blocks []agentrt.BlockDigest `json:"blocks"`
-			}
-			if json.Unmarshal(ev.Payload, &fin) != nil {
-				continue
-			}
-			for _, b := range fin.Blocks {
-				lines = append(lines, line{s.Index, b})
-			}
+		byStep[ev.StepID] = append(byStep[ev.StepID], fin.Blocks...)
+	}
+	var lines []line
+	for _, id := range ids {
+		for _, b := range byStep[id] {
+			lines = append(lines, line{index[id], b})
 		}
 	}
 	if len(lines) == 0 {

@@ -62,6 +62,23 @@ func (s *Store) ListStepEvents(ctx context.Context, runID, stepID string, after 
 	return s.eventsPage(ctx, eventsAfterSelect+" WHERE run_id = ? AND step_id = ? AND seq > ?", []any{runID, stepID, after}, limit)
 }
 
+// ListStepsEvents reads at most limit events of type typ of the named
+// steps of one run, in seq order, bounded as ListEventsAfter is.
+func (s *Store) ListStepsEvents(ctx context.Context, runID string, stepIDs []string, typ agentrt.EventType, limit int) ([]agentrt.Event, error) {
+	if runID == "" || typ == "" || limit <= 0 {
+		return nil, fmt.Errorf("agentrt: reading steps' events needs a run, a type and limit > 0, got run %q type %q limit %d", runID, typ, limit)
+	}
+	if len(stepIDs) == 0 {
+		return nil, nil
+	}
+	args := make([]any, 0, len(stepIDs)+2)
+	args = append(args, runID, string(typ))
+	for _, id := range stepIDs {
+		args = append(args, id)
+	}
+	return s.eventsPage(ctx, eventsAfterSelect+" WHERE run_id = ? AND type = ? AND step_id IN ("+placeholders(len(stepIDs))+")", args, limit)
+}
+
 // eventsPage runs q (eventsAfterSelect and its WHERE) in seq order under
 // the page bounds.
 func (s *Store) eventsPage(ctx context.Context, q string, args []any, limit int) ([]agentrt.Event, error) {

@@ -107,7 +107,7 @@ func (t *tx) EventAppend(e agentrt.Event) (agentrt.Event, error) {
 		case t.queue:
 			t.rows = append(t.rows, eventRow{seq: seq, runID: e.RunID, stepID: e.StepID, at: at, typ: string(e.Type), payload: string(payload), hash: h})
 		case t.headTrusted:
-			if _, err := t.exec(insertEvents(1), seq, e.RunID, e.StepID, at, string(e.Type), string(payload), h); err != nil {
+			if err := t.write(insertEvents(1), outcome{}, seq, e.RunID, e.StepID, at, string(e.Type), string(payload), h); err != nil {
 				return agentrt.Event{}, err
 			}
 		default:
@@ -157,7 +157,7 @@ func (t *tx) flushEvents() error {
 		for _, r := range rows[:n] {
 			args = append(args, r.seq, r.runID, r.stepID, r.at, r.typ, r.payload, r.hash)
 		}
-		if _, err := t.exec(insertEvents(n), args...); err != nil {
+		if err := t.write(insertEvents(n), outcome{}, args...); err != nil {
 			return err
 		}
 		rows = rows[n:]

@@ -138,7 +138,7 @@ func (t *tx) insertSalt(runID string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := t.exec(`INSERT INTO run_salts (run_id, salt) VALUES (?, ?)`, runID, salt); err != nil {
+	if err := t.write(`INSERT INTO run_salts (run_id, salt) VALUES (?, ?)`, outcome{}, runID, salt); err != nil {
 		return err
 	}
 	b, _ := hex.DecodeString(salt)

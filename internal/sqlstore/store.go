@@ -49,6 +49,9 @@ type Dialect struct {
 	// Translate, when set, rewrites a query written in the shared SQL for
 	// the engine, after placeholders; its results are cached per query.
 	Translate func(string) string
+	// ExecBatch, when set, pipelines a write transaction's statements
+	// (pipeline.go).
+	ExecBatch ExecBatch
 }
 
 // translated caches Translate's work: queries are few and repeat.
@@ -121,6 +124,9 @@ type Store struct {
 	headSeq  int64
 	headHash string
 	evbuf    []agentrt.Event
+	// The pipelined writes of the open transaction, its buffers kept
+	// between transactions.
+	pipe pipeState
 
 	stats struct {
 		sync.Mutex
@@ -233,10 +239,16 @@ func (s *Store) Update(ctx context.Context, fn func(agentrt.Tx) error) ([]agentr
 			continue
 		}
 		s.writing = true
+		s.mu.Unlock()
+		// The batch is taken once the transaction holds its locks: the
+		// Updates that arrived while it waited for them (on Postgres, for
+		// another process's turn on the chain head) ride in it too.
+		o, err := s.begin()
+		s.mu.Lock()
 		batch := s.queue
 		s.queue = nil
 		s.mu.Unlock()
-		s.commit(batch)
+		s.commit(batch, o, err)
 		s.mu.Lock()
 		for _, b := range batch {
 			b.done = true
@@ -259,9 +271,32 @@ func (s *Store) Update(ctx context.Context, fn func(agentrt.Tx) error) ([]agentr
 // whole transaction is rolled back and the batch runs again with each
 // Update in its own savepoint, so that Update's writes are undone and no
 // other's are.
-func (s *Store) commit(batch []*request) {
-	if !(len(batch) > 1 && s.runBatch(batch, false)) {
-		s.runBatch(batch, len(batch) > 1)
+//
+// Where the dialect pipelines (ExecBatch), the first attempt sends its
+// writes together; if one of them failed, the attempt is void and the
+// batch runs again with every statement executed where it is made: a
+// shared batch with savepoints, a lone Update as it is.
+//
+// o is the transaction begin opened for the first attempt (or err, why it
+// could not); an attempt after it opens its own.
+func (s *Store) commit(batch []*request, o opened, err error) {
+	if err != nil {
+		for _, r := range batch {
+			r.err = err
+		}
+		s.checkWriter()
+		return
+	}
+	shared := len(batch) > 1
+	pipelined := s.d.ExecBatch != nil
+	if shared || pipelined {
+		// The first attempt runs without savepoints, pipelined where the
+		// dialect can; the second, if it must, isolates and does neither.
+		if !s.runBatch(batch, false, pipelined, o) {
+			s.runBatch(batch, shared, false, opened{})
+		}
+	} else {
+		s.runBatch(batch, false, false, o)
 	}
 	for _, r := range batch {
 		if r.err != nil {
@@ -298,9 +333,10 @@ func (s *Store) checkWriter() (dropped bool) {
 }
 
 // runBatch runs batch in one transaction and commits it. It returns false
-// only when, without savepoints, an fn of a shared batch failed: then
-// nothing was kept and the batch must run again with savepoints.
-func (s *Store) runBatch(batch []*request, savepoints bool) bool {
+// only when nothing was kept and the batch must run again: without
+// savepoints, an fn of a shared batch failed (it runs again with them), or
+// a pipelined write failed (it runs again unpipelined).
+func (s *Store) runBatch(batch []*request, savepoints, pipelined bool, o opened) bool {
 	fail := func(err error) {
 		for _, r := range batch {
 			if r.err == nil && r.panicked == nil {
@@ -309,64 +345,34 @@ func (s *Store) runBatch(batch []*request, savepoints bool) bool {
 			r.events = nil
 		}
 	}
-	ctx := context.Background()
-	if s.wconn == nil {
-		c, err := s.db.Conn(ctx)
-		if err != nil {
-			fail(fmt.Errorf("agentrt: writer connection: %w", err))
+	if !o.begun {
+		var err error
+		if o, err = s.begin(); err != nil {
+			fail(err)
 			return true
 		}
-		s.wconn = c
 	}
-	exec := func(q string) error {
-		// BEGIN, COMMIT and ROLLBACK are prepared once on the writer's
-		// connection like every other statement.
-		st, err := s.stmt(q)
-		if err != nil {
-			return err
-		}
-		_, err = st.ExecContext(ctx)
-		return err
-	}
-	var err error
-	reconnected := false
-	for attempt := 0; ; attempt++ {
-		err = exec(s.d.Begin)
-		if err != nil && !reconnected && s.checkWriter() {
-			// The connection died since the last batch (a database
-			// restart): nothing was begun, so begin again on a new one.
-			reconnected = true
-			c, cerr := s.db.Conn(ctx)
-			if cerr != nil {
-				fail(fmt.Errorf("agentrt: writer connection: %w", cerr))
-				return true
-			}
-			s.wconn = c
-			continue
-		}
-		if err == nil || s.d.Busy == nil || !s.d.Busy(err) || attempt > 50 {
-			break
-		}
-		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
-	}
-	if err != nil {
-		fail(fmt.Errorf("agentrt: begin transaction: %w", err))
-		return true
-	}
+	exec := s.execW
 	abort := func(err error) {
 		exec("ROLLBACK")
 		fail(err)
 	}
 	t := &tx{s: s, events: s.evbuf[:0], headRead: s.headKnown, headSeq: s.headSeq, headHash: s.headHash}
-	if s.d.BeginHead != "" {
-		// The head is read under its lock, and trusted for the transaction.
-		var seq sql.NullInt64
-		var h sql.NullString
-		if err := t.queryRow(s.d.BeginHead).Scan(&seq, &h); err != nil {
-			abort(fmt.Errorf("agentrt: lock the chain head: %w", err))
-			return true
+	if pipelined {
+		s.pipe.reset()
+		t.pipe = &s.pipe
+	}
+	// again undoes the attempt for a second run; false is runBatch's answer.
+	again := func() bool {
+		exec("ROLLBACK")
+		for _, b := range batch {
+			b.err, b.panicked, b.events = nil, nil, nil
 		}
-		t.headRead, t.headTrusted, t.headSeq, t.headHash = true, true, seq.Int64, h.String
+		return false
+	}
+	if o.locked {
+		// The head was read under its lock, and is trusted for the transaction.
+		t.headRead, t.headTrusted, t.headSeq, t.headHash = true, true, o.seq, o.hash
 	}
 	var handed agentrt.Tx = t
 	if s.d.DatabaseClock {
@@ -376,9 +382,10 @@ func (s *Store) runBatch(batch []*request, savepoints bool) bool {
 	t.queue = shared && !savepoints
 	s.headKnown = false // until this transaction's outcome is known
 	defer func() {
-		// Keep the buffer for the next commit; take copied what callers keep.
+		// Keep the buffers for the next commit; take copied what callers keep.
 		clear(t.events)
 		s.evbuf = t.events[:0]
+		s.pipe.reset()
 	}()
 	for i, r := range batch {
 		if savepoints {
@@ -392,6 +399,14 @@ func (s *Store) runBatch(batch []*request, savepoints bool) bool {
 		if r.err == nil && r.panicked == nil {
 			r.err = t.proveLive()
 		}
+		if !shared && (r.err != nil || r.panicked != nil) {
+			// Whether the fn failed on its own or on a write it could
+			// not yet see fail, only its writes' results say.
+			t.flushPending()
+		}
+		if t.pipe != nil && t.pipe.voided != nil {
+			return again()
+		}
 		if r.err != nil || r.panicked != nil {
 			t.reset(mark)
 			if !shared {
@@ -400,11 +415,7 @@ func (s *Store) runBatch(batch []*request, savepoints bool) bool {
 			}
 			if !savepoints {
 				// Undo everything and run the batch again, isolated.
-				exec("ROLLBACK")
-				for _, b := range batch {
-					b.err, b.panicked, b.events = nil, nil, nil
-				}
-				return false
+				return again()
 			}
 			if err := exec(fmt.Sprintf("ROLLBACK TO sp%d", i)); err != nil {
 				abort(fmt.Errorf("agentrt: rollback to savepoint: %w", err))
@@ -423,12 +434,11 @@ func (s *Store) runBatch(batch []*request, savepoints bool) bool {
 	}
 	if t.queue {
 		if err := t.flushEvents(); err != nil {
-			exec("ROLLBACK")
-			for _, b := range batch {
-				b.err, b.panicked, b.events = nil, nil, nil
-			}
-			return false
+			return again()
 		}
+	}
+	if t.flushPending() != nil {
+		return again()
 	}
 	if err := exec("COMMIT"); err != nil {
 		abort(fmt.Errorf("agentrt: commit: %w", err))
@@ -443,6 +453,79 @@ func (s *Store) runBatch(batch []*request, savepoints bool) bool {
 	s.stats.Updates += int64(len(batch))
 	s.stats.Unlock()
 	return true
+}
+
+// opened is a write transaction begun on the writer's connection, with
+// the chain head read under its lock where the dialect takes one
+// (BeginHead).
+type opened struct {
+	begun  bool
+	locked bool
+	seq    int64
+	hash   string
+}
+
+// execW runs a statement without arguments (BEGIN, COMMIT, ROLLBACK,
+// savepoints) on the writer's connection, prepared once like every other.
+func (s *Store) execW(q string) error {
+	st, err := s.stmt(q)
+	if err != nil {
+		return err
+	}
+	_, err = st.ExecContext(context.Background())
+	return err
+}
+
+// begin opens a write transaction on the writer's connection, connecting
+// again once if the connection died since the last one, and waiting out a
+// busy database; where the dialect says, it locks and reads the chain head.
+func (s *Store) begin() (opened, error) {
+	ctx := context.Background()
+	if s.wconn == nil {
+		c, err := s.db.Conn(ctx)
+		if err != nil {
+			return opened{}, fmt.Errorf("agentrt: writer connection: %w", err)
+		}
+		s.wconn = c
+	}
+	var err error
+	reconnected := false
+	for attempt := 0; ; attempt++ {
+		err = s.execW(s.d.Begin)
+		if err != nil && !reconnected && s.checkWriter() {
+			// The connection died since the last batch (a database
+			// restart): nothing was begun, so begin again on a new one.
+			reconnected = true
+			c, cerr := s.db.Conn(ctx)
+			if cerr != nil {
+				return opened{}, fmt.Errorf("agentrt: writer connection: %w", cerr)
+			}
+			s.wconn = c
+			continue
+		}
+		if err == nil || s.d.Busy == nil || !s.d.Busy(err) || attempt > 50 {
+			break
+		}
+		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+	}
+	if err != nil {
+		return opened{}, fmt.Errorf("agentrt: begin transaction: %w", err)
+	}
+	o := opened{begun: true}
+	if s.d.BeginHead != "" {
+		var seq sql.NullInt64
+		var h sql.NullString
+		st, err := s.stmt(s.d.BeginHead)
+		if err == nil {
+			err = st.QueryRowContext(ctx).Scan(&seq, &h)
+		}
+		if err != nil {
+			s.execW("ROLLBACK")
+			return opened{}, fmt.Errorf("agentrt: lock the chain head: %w", err)
+		}
+		o.locked, o.seq, o.hash = true, seq.Int64, h.String
+	}
+	return o, nil
 }
 
 func runFn(fn func(agentrt.Tx) error, t agentrt.Tx) (p any, err error) {

@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"database/sql"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +26,11 @@ type tx struct {
 	headHash    string
 	queue       bool
 	rows        []eventRow
+
+	// pipe, on a pipelined attempt (the dialect's ExecBatch): writes wait
+	// there and reach the server together, in one round trip, before the
+	// transaction's next read and before its commit (pipeline.go).
+	pipe *pipeState
 
 	// What this transaction read or made of runs' salts (saltFor).
 	salts map[string]runKey
@@ -94,6 +98,9 @@ func (t *tx) take(m txMark) []agentrt.Event {
 }
 
 func (t *tx) exec(q string, args ...any) (sql.Result, error) {
+	if err := t.flushPending(); err != nil {
+		return nil, err
+	}
 	st, err := t.s.stmt(q)
 	if err != nil {
 		return nil, err
@@ -102,6 +109,9 @@ func (t *tx) exec(q string, args ...any) (sql.Result, error) {
 }
 
 func (t *tx) query(q string, args ...any) (*sql.Rows, error) {
+	if err := t.flushPending(); err != nil {
+		return nil, err
+	}
 	st, err := t.s.stmt(q)
 	if err != nil {
 		return nil, err
@@ -114,6 +124,9 @@ type errRow struct{ err error }
 func (r errRow) Scan(...any) error { return r.err }
 
 func (t *tx) queryRow(q string, args ...any) scanner {
+	if err := t.flushPending(); err != nil {
+		return errRow{err}
+	}
 	st, err := t.s.stmt(q)
 	if err != nil {
 		return errRow{err}
@@ -130,15 +143,12 @@ func (t *tx) RunInsert(r agentrt.Run) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.exec(`INSERT INTO runs (id, goal, status, reason, reason_detail, limits_json, step_count,
+	err = t.write(`INSERT INTO runs (id, goal, status, reason, reason_detail, limits_json, step_count,
 		created_at, started_at, finished_at, result_json, lease_owner, lease_expires_at, generation)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, outcome{dup: dupRun, id: r.ID},
 		r.ID, r.Goal, string(r.Status), string(r.Reason), r.ReasonDetail, limits, r.StepCount,
 		t.timeText(r.CreatedAt), t.timeText(r.StartedAt), t.timeText(r.FinishedAt), string(r.Result),
 		r.LeaseOwner, t.timeText(r.LeaseExpiresAt), r.Generation)
-	if err != nil && isConstraint(err) {
-		return fmt.Errorf("%w: run %s already exists", agentrt.ErrRunState, r.ID)
-	}
 	if err != nil {
 		return err
 	}
@@ -272,11 +282,7 @@ func (t *tx) RunUpdate(p agentrt.RunUpdate) error {
 		}
 		storeQuery(key, q)
 	}
-	res, err := t.exec(q, args...)
-	if err != nil {
-		return err
-	}
-	if err := oneRow(res, "run", p.ID); err != nil {
+	if err := t.write(q, outcome{one: "run", id: p.ID}, args...); err != nil {
 		return err
 	}
 	if p.CheckLease && liveOnly(p.From) {
@@ -316,10 +322,7 @@ func oneRow(res sql.Result, what, id string) error {
 	if err != nil {
 		return err
 	}
-	if n != 1 {
-		return fmt.Errorf("%w: %s %s did not match the expected state", agentrt.ErrRunState, what, id)
-	}
-	return nil
+	return outcome{one: what, id: id}.check(n, nil)
 }
 
 func (t *tx) StepInsert(st agentrt.Step) error {
@@ -327,15 +330,11 @@ func (t *tx) StepInsert(st agentrt.Step) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.exec(`INSERT INTO steps (id, run_id, idx, status, started_at, finished_at, spec_hash, policy_id,
+	return t.write(`INSERT INTO steps (id, run_id, idx, status, started_at, finished_at, spec_hash, policy_id,
 		decision_fields, policy_fields, observation_fields, decision_json, policy_json, observation_json)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, outcome{dup: dupStep, id: st.RunID, idx: st.Index},
 		st.ID, st.RunID, st.Index, string(st.Status), t.timeText(st.StartedAt), t.timeText(st.FinishedAt), st.SpecHash, st.PolicyID,
 		decisionFieldsOf(st.Decision, dec), policyFieldsOf(st.Policy, pol), observationFieldsOf(st.Observation, obs), dec, pol, obs)
-	if err != nil && isConstraint(err) {
-		return fmt.Errorf("%w: step %d of run %s already exists", agentrt.ErrRunState, st.Index, st.RunID)
-	}
-	return err
 }
 
 // pre drops a value whose JSON the caller encoded already.
@@ -447,11 +446,7 @@ func (t *tx) StepUpdate(p agentrt.StepUpdate) error {
 		}
 		storeQuery(key, q)
 	}
-	res, err := t.exec(q, args...)
-	if err != nil {
-		return err
-	}
-	if err := oneRow(res, "step", p.ID); err != nil {
+	if err := t.write(q, outcome{one: "step", id: p.ID}, args...); err != nil {
 		return err
 	}
 	if p.Fence.RunID != "" {
@@ -474,12 +469,11 @@ func (t *tx) ApprovalInsert(a agentrt.Approval) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.exec(`INSERT INTO approvals (id, run_id, step_id, kind, capability_json, presentation_json,
+	return t.write(`INSERT INTO approvals (id, run_id, step_id, kind, capability_json, presentation_json,
 		request_json, hash, status, created_at, expires_at, decided_at, decided_by, note)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, outcome{},
 		a.ID, a.RunID, a.StepID, a.Kind, string(a.Capability), string(a.Presentation), req, a.Hash,
 		string(a.Status), t.timeText(a.CreatedAt), t.timeText(a.ExpiresAt), t.timeText(a.DecidedAt), a.DecidedBy, a.Note)
-	return err
 }
 
 func (t *tx) ApprovalGet(runID, id string) (agentrt.Approval, error) {
@@ -513,36 +507,26 @@ func (t *tx) ApprovalDecide(p agentrt.ApprovalDecide) error {
 		q += " AND hash = ?"
 		args = append(args, p.Hash)
 	}
-	res, err := t.exec(q, args...)
-	if err != nil {
-		return err
-	}
-	return oneRow(res, "approval", p.ID)
+	return t.write(q, outcome{one: "approval", id: p.ID}, args...)
 }
 
 func (t *tx) ModelCallInsert(c agentrt.ModelCall) error {
-	_, err := t.exec(`INSERT INTO model_calls (id, run_id, step_id, attempt, status, model, input_tokens,
+	return t.write(`INSERT INTO model_calls (id, run_id, step_id, attempt, status, model, input_tokens,
 		output_tokens, cached_input_tokens, cost_micros, latency_ns, error, dispatched_at, completed_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, outcome{},
 		c.ID, c.RunID, c.StepID, c.Attempt, string(c.Status), c.Model, c.Usage.InputTokens,
 		c.Usage.OutputTokens, c.Usage.CachedInputTokens, int64(c.Cost), int64(c.Latency), c.Error,
 		t.timeText(c.DispatchedAt), t.timeText(c.CompletedAt))
-	return err
 }
 
 func (t *tx) ModelCallFinish(p agentrt.ModelCallFinish) error {
-	res, err := t.exec(`UPDATE model_calls SET status = ?, input_tokens = ?, output_tokens = ?,
+	return t.write(`UPDATE model_calls SET status = ?, input_tokens = ?, output_tokens = ?,
 		cached_input_tokens = ?, cost_micros = ?, latency_ns = ?, error = ?, completed_at = ?
-		WHERE id = ? AND status = ?`,
+		WHERE id = ? AND status = ?`, outcome{one: "model call", id: p.ID},
 		string(p.Status), p.Usage.InputTokens, p.Usage.OutputTokens, p.Usage.CachedInputTokens,
 		int64(p.Cost), int64(p.Latency), p.Error, t.timeText(p.CompletedAt), p.ID, string(agentrt.ModelDispatched))
-	if err != nil {
-		return err
-	}
-	return oneRow(res, "model call", p.ID)
 }
 
 func (t *tx) SpecPut(hash string, canonical []byte) error {
-	_, err := t.exec(t.s.d.InsertIgnorePrefix+" tool_specs (hash, spec_json) VALUES (?, ?)"+t.s.d.InsertIgnoreSuffix, hash, string(canonical))
-	return err
+	return t.write(t.s.d.InsertIgnorePrefix+" tool_specs (hash, spec_json) VALUES (?, ?)"+t.s.d.InsertIgnoreSuffix, outcome{}, hash, string(canonical))
 }

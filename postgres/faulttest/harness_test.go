@@ -38,7 +38,7 @@ type proc struct {
 
 // cluster is a test's workers and what they share.
 type cluster struct {
-	t       *testing.T
+	t       testing.TB
 	dsn     string
 	journal string
 	dir     string
@@ -48,7 +48,7 @@ type cluster struct {
 	n       int
 }
 
-func newCluster(t *testing.T, ttl time.Duration) *cluster {
+func newCluster(t testing.TB, ttl time.Duration) *cluster {
 	dir := t.TempDir()
 	return &cluster{t: t, dsn: pgtest.Fresh(t), journal: filepath.Join(dir, "journal"), dir: dir, ttl: ttl}
 }
@@ -129,7 +129,10 @@ func (c *cluster) store() *postgres.Store {
 }
 
 // enqueue records n runs, many at a time (their commits group).
-func (c *cluster) enqueue(st *postgres.Store, n int) {
+func (c *cluster) enqueue(st *postgres.Store, n int) { c.enqueueAs(st, "run-", n) }
+
+// enqueueAs is enqueue with the runs' ids prefixed.
+func (c *cluster) enqueueAs(st *postgres.Store, prefix string, n int) {
 	c.t.Helper()
 	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy()}, Agent: agentrt.AgentFunc(nil)})
 	if err != nil {
@@ -147,7 +150,7 @@ func (c *cluster) enqueue(st *postgres.Store, n int) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				if _, err := d.EnqueueWithID(context.Background(), fmt.Sprintf("run-%06d", i), "fault", faultLimits()); err != nil {
+				if _, err := d.EnqueueWithID(context.Background(), fmt.Sprintf("%s%06d", prefix, i), "fault", faultLimits()); err != nil {
 					errs <- err
 				}
 			}

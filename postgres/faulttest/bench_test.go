@@ -1,0 +1,60 @@
+package faulttest
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/postgres/internal/pgtest"
+)
+
+// BenchmarkWorkerProcesses runs real worker processes (this test binary in
+// the worker role, each a Worker of concurrency 8 on its own store) on one
+// database: 1 and 4 of them. Each iteration enqueues 128 runs of Steps
+// steps and waits until every one has completed; steps/s is what the
+// processes together sustained, claims, lease renewals and cross-process
+// chain-head turns included. 4 processes ÷ 1 is the scaling.
+func BenchmarkWorkerProcesses(b *testing.B) {
+	pgtest.DSN(b)
+	const runs = 128
+	for _, procs := range []int{1, 4} {
+		b.Run(fmt.Sprintf("procs=%d", procs), func(b *testing.B) {
+			c := newCluster(b, 5*time.Second)
+			st := c.store()
+			workers := make([]*proc, procs)
+			for i := range workers {
+				workers[i] = c.start("w"+strconv.Itoa(i), "")
+			}
+			defer func() {
+				for _, w := range workers {
+					w.stop()
+				}
+			}()
+			ctx := context.Background()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				c.enqueueAs(st, fmt.Sprintf("b%d-", i), runs)
+				want := (i + 1) * runs
+				deadline := time.Now().Add(5 * time.Minute)
+				for {
+					var done int
+					if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM runs WHERE status = 'COMPLETED'`).Scan(&done); err != nil {
+						b.Fatal(err)
+					}
+					if done == want {
+						break
+					}
+					if time.Now().After(deadline) {
+						b.Fatalf("%d of %d runs completed after 5 minutes", done, want)
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N*runs*Steps)/b.Elapsed().Seconds(), "steps/s")
+			b.ReportMetric(float64(b.N*runs)/b.Elapsed().Seconds(), "runs/s")
+		})
+	}
+}
