@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,13 +142,9 @@ func TestFault_PartitionedWorker(t *testing.T) {
 // nothing runs twice.
 func TestFault_DatabaseRestart(t *testing.T) {
 	pgtest.DSN(t)
-	bin, data := os.Getenv("TEST_PG_BIN"), os.Getenv("TEST_PG_DATA")
-	if bin == "" || data == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true but TEST_PG_BIN and TEST_PG_DATA are unset: run under scripts/pg-test.sh")
-		}
-		t.Skip("restarting the cluster needs TEST_PG_BIN and TEST_PG_DATA, which scripts/pg-test.sh sets")
-	}
+	// The restart gets a cluster of its own: stopping the shared one would
+	// cut off every other package's tests that run beside this one.
+	bin, data := ownCluster(t)
 	c := newCluster(t, time.Second)
 	st := c.store()
 	n := 300
@@ -197,4 +194,40 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// ownCluster starts a throwaway cluster with scripts/pg-test.sh for this
+// test alone, points TEST_PG_DSN at it for the test's duration, and stops
+// and removes it afterwards. It returns the cluster's bin and data
+// directories, for pg_ctl.
+func ownCluster(t *testing.T) (bin, data string) {
+	t.Helper()
+	script, err := filepath.Abs(filepath.Join("..", "..", "scripts", "pg-test.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("bash", script, "start").Output()
+	if err != nil {
+		t.Fatalf("scripts/pg-test.sh start: %v", err)
+	}
+	vars := map[string]string{}
+	var dir string
+	for _, line := range strings.Split(string(out), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "="); ok && strings.HasPrefix(line, "export ") {
+			vars[k] = strings.Trim(v, "'")
+		}
+		if _, d, ok := strings.Cut(line, " stop "); ok && strings.HasPrefix(line, "# stop with:") {
+			dir = strings.TrimSpace(d)
+		}
+	}
+	if dir == "" || vars["TEST_PG_DSN"] == "" || vars["TEST_PG_BIN"] == "" || vars["TEST_PG_DATA"] == "" {
+		t.Fatalf("scripts/pg-test.sh start printed no cluster:\n%s", out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("bash", script, "stop", dir).CombinedOutput(); err != nil {
+			t.Errorf("scripts/pg-test.sh stop %s: %v\n%s", dir, err, out)
+		}
+	})
+	t.Setenv("TEST_PG_DSN", vars["TEST_PG_DSN"])
+	return vars["TEST_PG_BIN"], vars["TEST_PG_DATA"]
 }
