@@ -17,8 +17,9 @@ import (
 	"github.com/agentrt/agentrt/sqlite"
 )
 
-// onlyPendingIn is the one pending approval in a runs database.
-func onlyPendingIn(t *testing.T, db string) agentrt.Approval {
+// pendingIn lists the pending approvals in a runs database, of kind or,
+// when kind is "", of every kind, as an operator's front end reads them.
+func pendingIn(t *testing.T, db, kind string) []agentrt.Approval {
 	t.Helper()
 	st, err := sqlite.OpenExisting(db, true)
 	if err != nil {
@@ -31,13 +32,23 @@ func onlyPendingIn(t *testing.T, db string) agentrt.Approval {
 	}
 	var out []agentrt.Approval
 	for _, r := range runs {
-		as, _ := st.ListApprovals(context.Background(), r.ID)
+		as, err := st.ListApprovals(context.Background(), r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, a := range as {
-			if a.Status == agentrt.ApprovalPending {
+			if a.Status == agentrt.ApprovalPending && (kind == "" || a.Kind == kind) {
 				out = append(out, a)
 			}
 		}
 	}
+	return out
+}
+
+// onlyPendingIn is the one pending approval in a runs database.
+func onlyPendingIn(t *testing.T, db string) agentrt.Approval {
+	t.Helper()
+	out := pendingIn(t, db, "")
 	if len(out) != 1 {
 		t.Fatalf("%d approvals pending, want 1: %+v", len(out), out)
 	}
