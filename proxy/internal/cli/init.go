@@ -200,9 +200,9 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		if len(rules) == 0 {
-			fmt.Fprintf(stderr, "agentrt-proxy init: server %s left out: it offers no tools\n", label)
-			left++
-			continue
+			// "rules": {} says the server offers no tools; its prompts and
+			// resources are served as its surfaces allow.
+			fmt.Fprintf(stdout, "  it offers no tools: written with \"rules\": {}\n")
 		}
 		if err := im.writeFiles(filepath.Dir(out), name); err != nil {
 			return fail(stderr, "init", err)
