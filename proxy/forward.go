@@ -151,28 +151,12 @@ func (p *Proxy) notifications(sc ServerConfig) *mcp.Notifications {
 	}
 	if sc.Forward[RequestSampling] {
 		n.Sample = func(ctx context.Context, params *sdk.CreateMessageParams) (*sdk.CreateMessageResult, error) {
-			raw, err := p.ask(ctx, name, RequestSampling, params)
-			if err != nil {
-				return nil, err
-			}
-			var out sdk.CreateMessageResult
-			if err := json.Unmarshal(raw, &out); err != nil {
-				return nil, refusedAsk("the host's answer will not decode")
-			}
-			return &out, nil
+			return askHost[sdk.CreateMessageResult](ctx, p, name, RequestSampling, params)
 		}
 	}
 	if sc.Forward[RequestElicitation] {
 		n.Elicit = func(ctx context.Context, params *sdk.ElicitParams) (*sdk.ElicitResult, error) {
-			raw, err := p.ask(ctx, name, RequestElicitation, params)
-			if err != nil {
-				return nil, err
-			}
-			var out sdk.ElicitResult
-			if err := json.Unmarshal(raw, &out); err != nil {
-				return nil, refusedAsk("the host's answer will not decode")
-			}
-			return &out, nil
+			return askHost[sdk.ElicitResult](ctx, p, name, RequestElicitation, params)
 		}
 	}
 	return n
