@@ -3,7 +3,6 @@
 package proxy
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,35 +13,15 @@ import (
 	"testing"
 
 	agentrt "github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/sqlite"
 )
 
 // pendingIn lists the pending approvals in a runs database, of kind or,
-// when kind is "", of every kind, as an operator's front end reads them.
+// when kind is "", of every kind.
 func pendingIn(t *testing.T, db, kind string) []agentrt.Approval {
 	t.Helper()
-	st, err := sqlite.OpenExisting(db, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := readStore(t, db)
 	defer st.Close()
-	runs, err := st.ListRuns(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []agentrt.Approval
-	for _, r := range runs {
-		as, err := st.ListApprovals(context.Background(), r.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range as {
-			if a.Status == agentrt.ApprovalPending && (kind == "" || a.Kind == kind) {
-				out = append(out, a)
-			}
-		}
-	}
-	return out
+	return pendingOf(t, st, kind)
 }
 
 // onlyPendingIn is the one pending approval in a runs database.

@@ -21,7 +21,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	agentrt "github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/sqlite"
 )
 
 // The process tests build the real binaries, start agentrt-proxy the way a
@@ -201,10 +200,7 @@ func (s *procSetup) agentrt(t *testing.T, args ...string) string {
 // toolStarts counts the write tool starts the runs database records.
 func (s *procSetup) toolStarts(t *testing.T) int {
 	t.Helper()
-	st, err := sqlite.OpenExisting(s.db, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := readStore(t, s.db)
 	defer st.Close()
 	runs, err := st.ListRuns(context.Background())
 	if err != nil {
