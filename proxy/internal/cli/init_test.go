@@ -1,35 +1,25 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/agentrt/agentrt/proxy"
+	"github.com/agentrt/agentrt/proxy/internal/upstreamtest"
 )
 
 // A host's server that offers no tools (a prompt only) is pinned and
 // written with "rules": {}, which the proxy reads as "offers no tools",
 // not left out; the configuration init writes loads.
 func TestInit_ServerWithNoToolsIsWrittenWithEmptyRules(t *testing.T) {
-	up := sdk.NewServer(&sdk.Implementation{Name: "bare", Version: "1"}, nil)
-	up.AddPrompt(&sdk.Prompt{Name: "greet", Description: "Says hello."},
-		func(context.Context, *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
-			return &sdk.GetPromptResult{Messages: []*sdk.PromptMessage{{Role: "user", Content: &sdk.TextContent{Text: "hello"}}}}, nil
-		})
-	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return up }, nil))
-	defer hs.Close()
+	endpoint := upstreamtest.PromptOnly(t)
 	base := t.TempDir()
 	t.Setenv("HOME", base)
 	host := filepath.Join(base, "mcp.json")
-	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"bare": map[string]any{"type": "http", "url": hs.URL + "/mcp"}}})
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"bare": map[string]any{"type": "http", "url": endpoint}}})
 	if err := os.WriteFile(host, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
