@@ -59,15 +59,18 @@ func binaries(t *testing.T) (proxyBin, agentrtBin string) {
 	return filepath.Join(buildDir, "agentrt-proxy"), filepath.Join(buildDir, "agentrt")
 }
 
-// filesystemEntry is the pinned filesystem server. A missing install
-// fails, never skips.
-func filesystemEntry(t *testing.T) string {
+// filesystemEntry is the pinned filesystem server.
+func filesystemEntry(t *testing.T) string { t.Helper(); return pinnedServer(t, "server-filesystem") }
+
+// pinnedServer is the entry point of the pinned @modelcontextprotocol
+// package name, run with node. A missing install fails, never skips.
+func pinnedServer(t *testing.T, name string) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	entry := filepath.Join(filepath.Dir(file), "..", "mcp", "testdata", "servers", "node_modules", "@modelcontextprotocol",
-		"server-filesystem", "dist", "index.js")
+		name, "dist", "index.js")
 	if _, err := os.Stat(entry); err != nil {
-		t.Fatalf("the pinned MCP filesystem server is not installed (%v): run `make mcp-servers` at the repository root, which runs npm ci --ignore-scripts in mcp/testdata/servers", err)
+		t.Fatalf("the pinned MCP server %s is not installed (%v): run `make mcp-servers` at the repository root, which runs npm ci --ignore-scripts in mcp/testdata/servers", name, err)
 	}
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Fatalf("node is not on PATH; the pinned MCP servers run with node: %v", err)
