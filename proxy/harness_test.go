@@ -18,7 +18,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	agentrt "github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/internal/testclock"
 	"github.com/agentrt/agentrt/mcp"
 	"github.com/agentrt/agentrt/sqlite"
 )
@@ -130,7 +129,7 @@ type harness struct {
 	p      *Proxy
 	cs     *sdk.ClientSession
 	stderr *syncBuffer
-	clock  *testclock.Clock
+	clock  *clock
 	events chan agentrt.Event
 	texts  []string // every text the host was shown
 	cancel context.CancelFunc
@@ -152,6 +151,24 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// clock is a recorded clock a test moves by hand.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
 }
 
 // baseConfig is the harness's configuration: read allowed, write asks for
@@ -180,7 +197,7 @@ func rules(doc map[string]any, tool string) map[string]any {
 func newHarness(t testing.TB, edit func(doc map[string]any)) *harness {
 	t.Helper()
 	h := &harness{t: t, dir: t.TempDir(), up: newUpstream(t), stderr: &syncBuffer{},
-		clock: testclock.New(time.Now().UTC()), events: make(chan agentrt.Event, 4096)}
+		clock: &clock{t: time.Now().UTC()}, events: make(chan agentrt.Event, 4096)}
 	h.cfgDoc = baseConfig(h.up)
 	if edit != nil {
 		edit(h.cfgDoc)

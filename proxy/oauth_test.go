@@ -12,7 +12,6 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/internal/testclock"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -24,7 +23,7 @@ func newOAuthHarness(t testing.TB, as *testAS, edit func(doc map[string]any)) (*
 	t.Helper()
 	pu := newProtectedUpstream(t, as)
 	h := &harness{t: t, dir: t.TempDir(), up: pu.upstream, stderr: &syncBuffer{},
-		clock: testclock.New(time.Now().UTC()), events: make(chan agentrt.Event, 4096)}
+		clock: &clock{t: time.Now().UTC()}, events: make(chan agentrt.Event, 4096)}
 	h.cfgDoc = baseConfig(pu.upstream)
 	s := h.cfgDoc["servers"].([]any)[0].(map[string]any)
 	s["endpoint"] = pu.mcpURL
