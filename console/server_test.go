@@ -1,10 +1,7 @@
 package console_test
 
 import (
-	"bufio"
-	"io"
 	"net"
-	"net/http"
 	"testing"
 	"time"
 
@@ -34,43 +31,19 @@ func TestServers_SlowBodyIsRefusedAtOnce(t *testing.T) {
 		"no session":     "POST /runs/r/cancel HTTP/1.1\r\nHost: localhost\r\nOrigin: http://localhost:7380\r\nContent-Length: 60000\r\n\r\nnote=",
 		"no CSRF token":  "POST /api/login/begin HTTP/1.1\r\nHost: localhost\r\nOrigin: http://localhost:7380\r\nContent-Length: 60000\r\n\r\n{",
 	} {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		start := time.Now()
-		io.WriteString(c, head)
-		c.SetReadDeadline(time.Now().Add(60 * time.Second))
-		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		status, closes, elapsed, err := httpguard.SendHead(addr, head, 60*time.Second)
 		if err != nil {
 			t.Fatalf("%s: no answer: %v", name, err)
 		}
-		elapsed := time.Since(start)
-		res.Body.Close()
-		c.Close()
-		if res.StatusCode < 400 || !res.Close {
-			t.Errorf("%s: %d, Connection: close %v", name, res.StatusCode, res.Close)
+		if status < 400 || !closes {
+			t.Errorf("%s: %d, Connection: close %v", name, status, closes)
 		}
-		t.Logf("%s: %d after %s", name, res.StatusCode, elapsed)
+		t.Logf("%s: %d after %s", name, status, elapsed)
 		if elapsed > 10*time.Second {
 			t.Errorf("%s: answered after %s, waiting for the body", name, elapsed)
 		}
 	}
-	var held []net.Conn
-	refused := 0
-	for i := 0; i < console.MaxConnectionsPerSource+5; i++ {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			refused++
-			continue
-		}
-		held = append(held, c)
-	}
-	kept, closed := httpguard.Kept(held)
-	refused += closed
-	for _, c := range held {
-		c.Close()
-	}
+	kept, refused := httpguard.Flood(addr, console.MaxConnectionsPerSource+5)
 	if refused < 5 || kept > console.MaxConnectionsPerSource {
 		t.Fatalf("of %d connections from one source %d were kept and %d refused; the cap is %d",
 			console.MaxConnectionsPerSource+5, kept, refused, console.MaxConnectionsPerSource)

@@ -1,12 +1,12 @@
 package mcp
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/canon"
 	"github.com/agentrt/agentrt/internal/files"
 )
 
@@ -87,13 +87,5 @@ func decodeStrict(b []byte, v any) error {
 	if err := agentrt.CheckJSON(b); err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return fmt.Errorf("trailing data")
-	}
-	return nil
+	return canon.DecodeStrict(b, v)
 }

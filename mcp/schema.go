@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/schema"
 )
 
 // decodeExact decodes JSON keeping numbers as written.
@@ -25,33 +26,9 @@ func decodeExact(raw []byte) (any, error) {
 	return v, nil
 }
 
-// metaschemas are the $schema values the core compiler has embedded.
-var metaschemas = []string{
-	"json-schema.org/schema",
-	"json-schema.org/draft/2020-12/schema",
-	"json-schema.org/draft/2019-09/schema",
-	"json-schema.org/draft-07/schema",
-	"json-schema.org/draft-06/schema",
-	"json-schema.org/draft-04/schema",
-}
-
-// wellKnown reports whether s names a metaschema (http or https, an
-// optional trailing #).
-func wellKnown(s string) bool {
-	rest, ok := strings.CutPrefix(s, "https://")
-	if !ok {
-		if rest, ok = strings.CutPrefix(s, "http://"); !ok {
-			return false
-		}
-	}
-	rest = strings.TrimSuffix(rest, "#")
-	for _, m := range metaschemas {
-		if rest == m {
-			return true
-		}
-	}
-	return false
-}
+// wellKnown reports whether s names a metaschema the core compiler has
+// embedded (http or https, an optional trailing #).
+func wellKnown(s string) bool { return schema.Metaschema(s, false) }
 
 func fragment(s string) bool { return strings.HasPrefix(s, "#") }
 

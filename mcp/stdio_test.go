@@ -112,15 +112,10 @@ func TestStdio_StderrTailIsInAFailedListing(t *testing.T) {
 	must(t, err != nil && strings.Contains(err.Error(), "list tools") && strings.Contains(err.Error(), "listing is broken"), "Pin: %v", err)
 }
 
-// A server that never answers initialize is bounded by ConnectTimeout and
-// the error says so; the test's own deadline bounds the test.
-func TestServer_ConnectTimeoutBoundsAnInitializeThatNeverAnswers(t *testing.T) {
-	srv := rawServer("slow", func(method string, _ json.RawMessage) (string, bool) {
-		if method == "initialize" {
-			return "hang", false
-		}
-		return "", false
-	})
+// pinTimesOut pins srv with a short ConnectTimeout and wants
+// ErrConnectTimeout; a minute bounds the test itself.
+func pinTimesOut(t *testing.T, srv Server) {
+	t.Helper()
 	srv.ConnectTimeout = 200 * time.Millisecond
 	done := make(chan error, 1)
 	go func() { _, err := Pin(context.Background(), srv); done <- err }()
@@ -132,19 +127,23 @@ func TestServer_ConnectTimeoutBoundsAnInitializeThatNeverAnswers(t *testing.T) {
 	}
 }
 
+// A server that never answers initialize is bounded by ConnectTimeout and
+// the error says so; the test's own deadline bounds the test.
+func TestServer_ConnectTimeoutBoundsAnInitializeThatNeverAnswers(t *testing.T) {
+	srv := rawServer("slow", func(method string, _ json.RawMessage) (string, bool) {
+		if method == "initialize" {
+			return "hang", false
+		}
+		return "", false
+	})
+	pinTimesOut(t, srv)
+}
+
 // A listing that never ends (page after page, never answered, or a cursor
 // loop) is bounded too.
 func TestServer_ConnectTimeoutBoundsAListingThatNeverAnswers(t *testing.T) {
 	srv := rawServer("slow", func(method string, _ json.RawMessage) (string, bool) { return "", false })
-	srv.ConnectTimeout = 200 * time.Millisecond
-	done := make(chan error, 1)
-	go func() { _, err := Pin(context.Background(), srv); done <- err }()
-	select {
-	case err := <-done:
-		must(t, errors.Is(err, ErrConnectTimeout), "Pin: %v", err)
-	case <-time.After(time.Minute):
-		t.Fatal("Pin did not return")
-	}
+	pinTimesOut(t, srv)
 }
 
 // The npm servers the tests and examples/mcp run are pinned by exact

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/text/message"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/schema"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -422,11 +423,11 @@ func runeLen(r rune, size int) int {
 // compileOutput compiles a pinned output schema, first through the core's
 // compiler (which refuses what reaches outside, again), then for
 // validation, with a loader that fetches nothing.
-func compileOutput(schema json.RawMessage) (*jsonschema.Schema, error) {
-	if _, err := agentrt.CompileTool(agentrt.ToolSpec{Name: "output", SideEffect: agentrt.ReadOnly, Timeout: 1, InputSchema: schema}); err != nil {
+func compileOutput(raw json.RawMessage) (*jsonschema.Schema, error) {
+	if _, err := agentrt.CompileTool(agentrt.ToolSpec{Name: "output", SideEffect: agentrt.ReadOnly, Timeout: 1, InputSchema: raw}); err != nil {
 		return nil, err
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, err
 	}
@@ -436,16 +437,7 @@ func compileOutput(schema json.RawMessage) (*jsonschema.Schema, error) {
 	if err := c.AddResource(loc, doc); err != nil {
 		return nil, err
 	}
-	return safeCompile(c, loc)
-}
-
-func safeCompile(c *jsonschema.Compiler, loc string) (s *jsonschema.Schema, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			s, err = nil, fmt.Errorf("the schema compiler failed: %v", r)
-		}
-	}()
-	return c.Compile(loc)
+	return schema.SafeCompile(c, loc)
 }
 
 // validateOutput checks canonical structured content against the output
@@ -472,20 +464,7 @@ func validateOutput(s *jsonschema.Schema, content json.RawMessage) (path, reason
 	for len(ve.Causes) > 0 {
 		ve = ve.Causes[0]
 	}
-	return pointer(ve.InstanceLocation), trace.Sanitize(ve.ErrorKind.LocalizedString(printer)), false
+	return schema.Pointer(ve.InstanceLocation), trace.Sanitize(ve.ErrorKind.LocalizedString(printer)), false
 }
 
 var printer = message.NewPrinter(language.English)
-
-func pointer(tokens []string) string {
-	if len(tokens) == 0 {
-		return "the top level"
-	}
-	var b strings.Builder
-	for _, tok := range tokens {
-		b.WriteByte('/')
-		tok = strings.ReplaceAll(tok, "~", "~0")
-		b.WriteString(strings.ReplaceAll(tok, "/", "~1"))
-	}
-	return b.String()
-}

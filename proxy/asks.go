@@ -148,6 +148,20 @@ func refusedAsk(format string, args ...any) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf(format, args...)}
 }
 
+// askHost asks the host on server's behalf (p.ask) and decodes its
+// answer as a T; an answer that will not decode is refused.
+func askHost[T any](ctx context.Context, p *Proxy, server string, kind ServerRequest, params any) (*T, error) {
+	raw, err := p.ask(ctx, server, kind, params)
+	if err != nil {
+		return nil, err
+	}
+	var out T
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, refusedAsk("the host's answer will not decode")
+	}
+	return &out, nil
+}
+
 // ask forwards one request of server's to the host, recorded as a run.
 func (p *Proxy) ask(ctx context.Context, server string, kind ServerRequest, params any) (json.RawMessage, error) {
 	method := map[ServerRequest]string{RequestSampling: "sampling/createMessage", RequestElicitation: "elicitation/create"}[kind]

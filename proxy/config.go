@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/canon"
 	"github.com/agentrt/agentrt/mcp"
 	celpolicy "github.com/agentrt/agentrt/policy/cel"
 	"github.com/agentrt/agentrt/trace"
@@ -329,15 +329,7 @@ func decodeStrict(b []byte, v any) error {
 	if err := agentrt.CheckJSON(b); err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return fmt.Errorf("trailing data after the configuration")
-	}
-	return nil
+	return canon.DecodeStrict(b, v)
 }
 
 func bad(field, format string, args ...any) error {

@@ -151,28 +151,12 @@ func (p *Proxy) notifications(sc ServerConfig) *mcp.Notifications {
 	}
 	if sc.Forward[RequestSampling] {
 		n.Sample = func(ctx context.Context, params *sdk.CreateMessageParams) (*sdk.CreateMessageResult, error) {
-			raw, err := p.ask(ctx, name, RequestSampling, params)
-			if err != nil {
-				return nil, err
-			}
-			var out sdk.CreateMessageResult
-			if err := json.Unmarshal(raw, &out); err != nil {
-				return nil, refusedAsk("the host's answer will not decode")
-			}
-			return &out, nil
+			return askHost[sdk.CreateMessageResult](ctx, p, name, RequestSampling, params)
 		}
 	}
 	if sc.Forward[RequestElicitation] {
 		n.Elicit = func(ctx context.Context, params *sdk.ElicitParams) (*sdk.ElicitResult, error) {
-			raw, err := p.ask(ctx, name, RequestElicitation, params)
-			if err != nil {
-				return nil, err
-			}
-			var out sdk.ElicitResult
-			if err := json.Unmarshal(raw, &out); err != nil {
-				return nil, refusedAsk("the host's answer will not decode")
-			}
-			return &out, nil
+			return askHost[sdk.ElicitResult](ctx, p, name, RequestElicitation, params)
 		}
 	}
 	return n
@@ -272,6 +256,28 @@ func (u *upstreamServer) ctx(parent context.Context) (context.Context, context.C
 	return context.WithTimeout(parent, u.timeout)
 }
 
+// listPages reads one server's listing page by page, at most
+// maxForwardPages of them, each under the server's timeout, and hands
+// each page to page; next reads a page's cursor.
+func listPages[R any](ctx context.Context, u *upstreamServer, list func(context.Context, string) (*R, error), next func(*R) string, page func(*R) error) error {
+	cursor := ""
+	for range maxForwardPages {
+		c, cancel := u.ctx(ctx)
+		res, err := list(c, cursor)
+		cancel()
+		if err != nil {
+			return upstreamError(u.name, err)
+		}
+		if err := page(res); err != nil {
+			return err
+		}
+		if cursor = next(res); cursor == "" {
+			return nil
+		}
+	}
+	return nil
+}
+
 // listResources lists every server's resources in one page: names,
 // titles and descriptions escaped, URIs bounded, the whole bounded.
 func (p *Proxy) listResources(ctx context.Context) (*sdk.ListResourcesResult, error) {
@@ -281,14 +287,7 @@ func (p *Proxy) listResources(ctx context.Context) (*sdk.ListResourcesResult, er
 			continue
 		}
 		uris := map[string]bool{}
-		cursor := ""
-		for page := 0; page < maxForwardPages; page++ {
-			c, cancel := u.ctx(ctx)
-			res, err := u.conn.ListResources(c, cursor)
-			cancel()
-			if err != nil {
-				return nil, upstreamError(u.name, err)
-			}
+		err := listPages(ctx, u, u.conn.ListResources, func(r *sdk.ListResourcesResult) string { return r.NextCursor }, func(res *sdk.ListResourcesResult) error {
 			for _, r := range res.Resources {
 				if r == nil || !goodURI(r.URI) || len(out.Resources) == maxForwardItems {
 					continue
@@ -297,9 +296,10 @@ func (p *Proxy) listResources(ctx context.Context) (*sdk.ListResourcesResult, er
 				out.Resources = append(out.Resources, &sdk.Resource{URI: r.URI, Name: quote(r.Name, boundName),
 					Title: quote(r.Title, boundName), Description: quote(r.Description, boundReason), MIMEType: quote(r.MIMEType, boundName), Size: r.Size})
 			}
-			if cursor = res.NextCursor; cursor == "" {
-				break
-			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		u.mu.Lock()
 		u.uris, u.listedRes = uris, true
@@ -316,14 +316,7 @@ func (p *Proxy) listTemplates(ctx context.Context) (*sdk.ListResourceTemplatesRe
 			continue
 		}
 		var tmpls []*uriTemplate
-		cursor := ""
-		for page := 0; page < maxForwardPages; page++ {
-			c, cancel := u.ctx(ctx)
-			res, err := u.conn.ListResourceTemplates(c, cursor)
-			cancel()
-			if err != nil {
-				return nil, upstreamError(u.name, err)
-			}
+		err := listPages(ctx, u, u.conn.ListResourceTemplates, func(r *sdk.ListResourceTemplatesResult) string { return r.NextCursor }, func(res *sdk.ListResourceTemplatesResult) error {
 			for _, r := range res.ResourceTemplates {
 				if r == nil || !goodURI(r.URITemplate) || len(out.ResourceTemplates) == maxForwardItems {
 					continue
@@ -334,9 +327,10 @@ func (p *Proxy) listTemplates(ctx context.Context) (*sdk.ListResourceTemplatesRe
 				out.ResourceTemplates = append(out.ResourceTemplates, &sdk.ResourceTemplate{URITemplate: r.URITemplate,
 					Name: quote(r.Name, boundName), Title: quote(r.Title, boundName), Description: quote(r.Description, boundReason), MIMEType: quote(r.MIMEType, boundName)})
 			}
-			if cursor = res.NextCursor; cursor == "" {
-				break
-			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		u.mu.Lock()
 		u.templates, u.listedTmpl = tmpls, true

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -317,38 +316,16 @@ func TestServers_SlowBodyIsRefusedAtOnce(t *testing.T) {
 		"declared 2MiB": fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n{", FrontPath, f.Addr(), f.cfg.Token, 2<<20),
 		"foreign host":  fmt.Sprintf("POST %s HTTP/1.1\r\nHost: evil.test\r\nContent-Length: 100000\r\n\r\n{", FrontPath),
 	} {
-		c, err := net.Dial("tcp", f.Addr())
-		mustf(t, err == nil, "dial: %v", err)
-		start := time.Now()
-		io.WriteString(c, head)
-		c.SetReadDeadline(time.Now().Add(30 * time.Second))
-		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		status, closes, elapsed, err := httpguard.SendHead(f.Addr(), head, 30*time.Second)
 		mustf(t, err == nil, "%s: no answer: %v", name, err)
-		elapsed := time.Since(start)
-		res.Body.Close()
-		c.Close()
-		t.Logf("%s: %d after %s", name, res.StatusCode, elapsed)
-		mustf(t, res.StatusCode >= 400 && res.Close, "%s: %d, Connection: close %v", name, res.StatusCode, res.Close)
+		t.Logf("%s: %d after %s", name, status, elapsed)
+		mustf(t, status >= 400 && closes, "%s: %d, Connection: close %v", name, status, closes)
 		mustf(t, elapsed < 10*time.Second, "%s: answered after %s, waiting for the body", name, elapsed)
 	}
 	// Connections past the per-source cap are closed as accepted: of
 	// cap+5 opened at once, at least 5 are closed (a dial reset counts),
 	// and no more than the cap are kept.
-	var held []net.Conn
-	refused := 0
-	for i := 0; i < frontMaxConnsPerSource+5; i++ {
-		c, err := net.Dial("tcp", f.Addr())
-		if err != nil {
-			refused++
-			continue
-		}
-		held = append(held, c)
-	}
-	kept, closed := httpguard.Kept(held)
-	refused += closed
-	for _, c := range held {
-		c.Close()
-	}
+	kept, refused := httpguard.Flood(f.Addr(), frontMaxConnsPerSource+5)
 	mustf(t, refused >= 5 && kept <= frontMaxConnsPerSource, "of %d connections from one source %d were kept and %d refused; the cap is %d",
 		frontMaxConnsPerSource+5, kept, refused, frontMaxConnsPerSource)
 	waitFor(t, "the front to serve again", func() bool {

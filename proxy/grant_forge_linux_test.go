@@ -113,6 +113,20 @@ func TestGrant_DatabaseWriterCannotForge(t *testing.T) {
 			t.Fatalf("forging %s: %v (%d rows)", a.ID, err, n)
 		}
 	}
+	// requireSigned rewrites a run's limits behind the runtime's back.
+	requireSigned := func(runID string, on bool) {
+		t.Helper()
+		r, err := st.GetRun(ctx, runID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := r.Limits
+		l.RequireSignedGrant = on
+		lb, _ := json.Marshal(l)
+		if _, err := db.Exec(`UPDATE runs SET limits_json = ? WHERE id = ?`, string(lb), runID); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cases := []struct {
 		name  string
 		forge func(a agentrt.Approval)
@@ -120,16 +134,7 @@ func TestGrant_DatabaseWriterCannotForge(t *testing.T) {
 		{"a_unsigned", func(a agentrt.Approval) { flip(a, "forger", "", "", "") }},
 		{"b_unsigned_and_requirement_removed", func(a agentrt.Approval) {
 			flip(a, "forger", "", "", "")
-			run, err := st.GetRun(ctx, a.RunID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			l := run.Limits
-			l.RequireSignedGrant = false
-			lb, _ := json.Marshal(l)
-			if _, err := db.Exec(`UPDATE runs SET limits_json = ? WHERE id = ?`, string(lb), a.RunID); err != nil {
-				t.Fatal(err)
-			}
+			requireSigned(a.RunID, false)
 		}},
 		{"c_signed_by_a_key_enrolled_only_in_the_database", func(a agentrt.Approval) {
 			sb, _ := json.Marshal(sign(malloryKey, mallory, a))
@@ -169,16 +174,7 @@ func TestGrant_DatabaseWriterCannotForge(t *testing.T) {
 				credential_id = '', signature_json = '' WHERE id = ?`, a.ID); err != nil {
 				t.Fatal(err)
 			}
-			run0, err := st.GetRun(ctx, a.RunID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			l := run0.Limits
-			l.RequireSignedGrant = true
-			lb, _ := json.Marshal(l)
-			if _, err := db.Exec(`UPDATE runs SET limits_json = ? WHERE id = ?`, string(lb), a.RunID); err != nil {
-				t.Fatal(err)
-			}
+			requireSigned(a.RunID, true)
 			if _, err := op.Cancel(ctx, run, "test", "forged"); err != nil {
 				t.Fatalf("cancel %s: %v", run, err)
 			}

@@ -379,24 +379,41 @@ func (h *harness) operator() agentrt.Store {
 // pending lists every pending approval in the database.
 func (h *harness) pending() []agentrt.Approval {
 	h.t.Helper()
-	st := h.p.Store()
+	return pendingOf(h.t, h.p.Store(), "")
+}
+
+// pendingOf lists the pending approvals in st, of kind or, when kind is
+// "", of every kind, as an operator's front end reads them.
+func pendingOf(t testing.TB, st agentrt.Store, kind string) []agentrt.Approval {
+	t.Helper()
 	runs, err := st.ListRuns(context.Background())
 	if err != nil {
-		h.t.Fatal(err)
+		t.Fatal(err)
 	}
 	var out []agentrt.Approval
 	for _, r := range runs {
 		as, err := st.ListApprovals(context.Background(), r.ID)
 		if err != nil {
-			h.t.Fatal(err)
+			t.Fatal(err)
 		}
 		for _, a := range as {
-			if a.Status == agentrt.ApprovalPending {
+			if a.Status == agentrt.ApprovalPending && (kind == "" || a.Kind == kind) {
 				out = append(out, a)
 			}
 		}
 	}
 	return out
+}
+
+// readStore opens a runs database read-only, as agentrt does; the
+// caller closes it.
+func readStore(t testing.TB, db string) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.OpenExisting(db, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // onlyPending is the one pending approval, of kind.

@@ -3,7 +3,6 @@
 package proxy
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,30 +13,21 @@ import (
 	"testing"
 
 	agentrt "github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/sqlite"
 )
+
+// pendingIn lists the pending approvals in a runs database, of kind or,
+// when kind is "", of every kind.
+func pendingIn(t *testing.T, db, kind string) []agentrt.Approval {
+	t.Helper()
+	st := readStore(t, db)
+	defer st.Close()
+	return pendingOf(t, st, kind)
+}
 
 // onlyPendingIn is the one pending approval in a runs database.
 func onlyPendingIn(t *testing.T, db string) agentrt.Approval {
 	t.Helper()
-	st, err := sqlite.OpenExisting(db, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	runs, err := st.ListRuns(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []agentrt.Approval
-	for _, r := range runs {
-		as, _ := st.ListApprovals(context.Background(), r.ID)
-		for _, a := range as {
-			if a.Status == agentrt.ApprovalPending {
-				out = append(out, a)
-			}
-		}
-	}
+	out := pendingIn(t, db, "")
 	if len(out) != 1 {
 		t.Fatalf("%d approvals pending, want 1: %+v", len(out), out)
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentrt/agentrt/mcp"
+	"github.com/agentrt/agentrt/proxy/internal/upstreamtest"
 )
 
 // A server that offers no tool at all (only a prompt, say) is not a
@@ -22,16 +21,10 @@ import (
 // its remedy, and a server whose tools are all unclassified still leaves a
 // proxy with nothing to start.
 func TestProxy_UpstreamWithNoToolsIsServedWithAWarning(t *testing.T) {
-	up := sdk.NewServer(&sdk.Implementation{Name: "bare", Version: "1"}, nil)
-	up.AddPrompt(&sdk.Prompt{Name: "greet", Description: "Says hello."},
-		func(context.Context, *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
-			return &sdk.GetPromptResult{Messages: []*sdk.PromptMessage{{Role: "user", Content: &sdk.TextContent{Text: "hello"}}}}, nil
-		})
-	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return up }, nil))
-	defer hs.Close()
+	endpoint := upstreamtest.PromptOnly(t)
 	dir := t.TempDir()
 	doc := map[string]any{"database": "runs.db", "session": "bare", "hold": "0s",
-		"servers": []any{map[string]any{"name": "bare", "endpoint": hs.URL + "/mcp", "manifest": "bare.manifest.json",
+		"servers": []any{map[string]any{"name": "bare", "endpoint": endpoint, "manifest": "bare.manifest.json",
 			"surfaces": map[string]any{"prompts": "allow"}}}}
 	write := func() string {
 		b, _ := json.Marshal(doc)

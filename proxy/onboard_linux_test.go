@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -30,18 +29,8 @@ const (
 	brokenSecret     = "sk-live-broken-fedcba9876543210"
 )
 
-// everythingEntry is the pinned everything server. A missing install
-// fails, never skips.
-func everythingEntry(t *testing.T) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	entry := filepath.Join(filepath.Dir(file), "..", "mcp", "testdata", "servers", "node_modules", "@modelcontextprotocol",
-		"server-everything", "dist", "index.js")
-	if _, err := os.Stat(entry); err != nil {
-		t.Fatalf("the pinned MCP everything server is not installed (%v): run `make mcp-servers` at the repository root", err)
-	}
-	return entry
-}
+// everythingEntry is the pinned everything server.
+func everythingEntry(t *testing.T) string { t.Helper(); return pinnedServer(t, "server-everything") }
 
 // onboard is one host's fixture: a HOME, a workspace (VS Code's file is
 // the workspace's), a sandbox the filesystem server is given, and where

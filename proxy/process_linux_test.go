@@ -21,7 +21,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	agentrt "github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/sqlite"
 )
 
 // The process tests build the real binaries, start agentrt-proxy the way a
@@ -60,15 +59,18 @@ func binaries(t *testing.T) (proxyBin, agentrtBin string) {
 	return filepath.Join(buildDir, "agentrt-proxy"), filepath.Join(buildDir, "agentrt")
 }
 
-// filesystemEntry is the pinned filesystem server. A missing install
-// fails, never skips.
-func filesystemEntry(t *testing.T) string {
+// filesystemEntry is the pinned filesystem server.
+func filesystemEntry(t *testing.T) string { t.Helper(); return pinnedServer(t, "server-filesystem") }
+
+// pinnedServer is the entry point of the pinned @modelcontextprotocol
+// package name, run with node. A missing install fails, never skips.
+func pinnedServer(t *testing.T, name string) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	entry := filepath.Join(filepath.Dir(file), "..", "mcp", "testdata", "servers", "node_modules", "@modelcontextprotocol",
-		"server-filesystem", "dist", "index.js")
+		name, "dist", "index.js")
 	if _, err := os.Stat(entry); err != nil {
-		t.Fatalf("the pinned MCP filesystem server is not installed (%v): run `make mcp-servers` at the repository root, which runs npm ci --ignore-scripts in mcp/testdata/servers", err)
+		t.Fatalf("the pinned MCP server %s is not installed (%v): run `make mcp-servers` at the repository root, which runs npm ci --ignore-scripts in mcp/testdata/servers", name, err)
 	}
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Fatalf("node is not on PATH; the pinned MCP servers run with node: %v", err)
@@ -201,10 +203,7 @@ func (s *procSetup) agentrt(t *testing.T, args ...string) string {
 // toolStarts counts the write tool starts the runs database records.
 func (s *procSetup) toolStarts(t *testing.T) int {
 	t.Helper()
-	st, err := sqlite.OpenExisting(s.db, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := readStore(t, s.db)
 	defer st.Close()
 	runs, err := st.ListRuns(context.Background())
 	if err != nil {
@@ -279,21 +278,19 @@ func children(pid int) []int {
 	return out
 }
 
-// SIGKILL of the proxy while an approved write is in the server leaves an
-// unknown outcome: after a restart the identical call is IN_PROGRESS while
-// the dead proxy's lease lasts, then UNKNOWN_OUTCOME; every other write is
-// BLOCKED; nothing is written until an operator approves the re-run, which
-// then writes the file once.
-func TestProcess_KillMidWriteLeavesAnUnknownOutcome(t *testing.T) {
-	s := newProcSetup(t)
+// killMidWrite starts the proxy, has the operator approve a write of
+// "b" to target, stops the server so the write reaches it and is never
+// answered, and kills the proxy (SIGKILL) while the write is in the
+// server. The stopped server dies with the proxy; nothing is written.
+func (s *procSetup) killMidWrite(t *testing.T) (target, write string) {
+	t.Helper()
 	h := s.start(t)
-	target := filepath.Join(s.sandbox, "b.txt")
-	write := fmt.Sprintf(`{"path":%q,"content":"b"}`, target)
+	target = filepath.Join(s.sandbox, "b.txt")
+	write = fmt.Sprintf(`{"path":%q,"content":"b"}`, target)
 	h.expect(StatusPendingApproval, "fs_write_file", write)
 	run, id, _ := h.lastApproval(1)
 	s.agentrt(t, "approve", run, "-approval", id)
 
-	// Stop the server so the write reaches it and is never answered.
 	kids := children(h.cmd.Process.Pid)
 	mustf(t, len(kids) == 1, "the proxy's children: %v", kids)
 	if err := syscall.Kill(kids[0], syscall.SIGSTOP); err != nil {
@@ -309,11 +306,20 @@ func TestProcess_KillMidWriteLeavesAnUnknownOutcome(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-done // the host sees its connection end; the SDK reaps the process
-	waitFor(t, "the stopped server to die with the proxy", func() bool {
-		return syscall.Kill(kids[0], 0) != nil
-	})
+	waitFor(t, "the stopped server to die with the proxy", func() bool { return syscall.Kill(kids[0], 0) != nil })
 	_, err := os.Stat(target)
 	mustf(t, os.IsNotExist(err), "the stopped server wrote: %v", err)
+	return target, write
+}
+
+// SIGKILL of the proxy while an approved write is in the server leaves an
+// unknown outcome: after a restart the identical call is IN_PROGRESS while
+// the dead proxy's lease lasts, then UNKNOWN_OUTCOME; every other write is
+// BLOCKED; nothing is written until an operator approves the re-run, which
+// then writes the file once.
+func TestProcess_KillMidWriteLeavesAnUnknownOutcome(t *testing.T) {
+	s := newProcSetup(t)
+	target, write := s.killMidWrite(t)
 
 	h2 := s.start(t)
 	// IN_PROGRESS while the dead proxy's lease lasts, then the takeover.
@@ -333,7 +339,7 @@ func TestProcess_KillMidWriteLeavesAnUnknownOutcome(t *testing.T) {
 	other := fmt.Sprintf(`{"path":%q,"content":"c"}`, filepath.Join(s.sandbox, "c.txt"))
 	h2.expect(StatusBlocked, "fs_write_file", other)
 	h2.expect(StatusUnknownOutcome, "fs_write_file", write)
-	_, err = os.Stat(target)
+	_, err := os.Stat(target)
 	mustf(t, os.IsNotExist(err), "written before the operator decided: %v", err)
 
 	run2, id2, kind := h2.lastApproval(1)
@@ -450,25 +456,7 @@ func (s *procSetup) setHold(t *testing.T, hold string) {
 // as an operator's front end reads them.
 func (s *procSetup) pendingOfKind(t *testing.T, kind string) []agentrt.Approval {
 	t.Helper()
-	st, err := sqlite.OpenExisting(s.db, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	runs, err := st.ListRuns(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []agentrt.Approval
-	for _, r := range runs {
-		as, _ := st.ListApprovals(context.Background(), r.ID)
-		for _, a := range as {
-			if a.Status == agentrt.ApprovalPending && a.Kind == kind {
-				out = append(out, a)
-			}
-		}
-	}
-	return out
+	return pendingIn(t, s.db, kind)
 }
 
 // SIGKILL of the proxy mid-write, then a restart: the interrupted write
@@ -480,29 +468,7 @@ func (s *procSetup) pendingOfKind(t *testing.T, kind string) []agentrt.Approval 
 // run).
 func TestProcess_KillMidWriteBlocksOtherWritesAtOnce(t *testing.T) {
 	s := newProcSetup(t)
-	h := s.start(t)
-	target := filepath.Join(s.sandbox, "b.txt")
-	write := fmt.Sprintf(`{"path":%q,"content":"b"}`, target)
-	h.expect(StatusPendingApproval, "fs_write_file", write)
-	run, id, _ := h.lastApproval(1)
-	s.agentrt(t, "approve", run, "-approval", id)
-
-	kids := children(h.cmd.Process.Pid)
-	mustf(t, len(kids) == 1, "the proxy's children: %v", kids)
-	if err := syscall.Kill(kids[0], syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, _, err := h.call("fs_write_file", write)
-		done <- err
-	}()
-	waitFor(t, "the write's tool start", func() bool { return s.toolStarts(t) == 1 })
-	if err := h.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-done
-	waitFor(t, "the stopped server to die with the proxy", func() bool { return syscall.Kill(kids[0], 0) != nil })
+	target, write := s.killMidWrite(t)
 
 	// Restarted at once: the dead proxy's lease still runs. Nobody calls;
 	// the approval appears when the lease lapses.

@@ -61,14 +61,7 @@ func (p *Proxy) promptTable(ctx context.Context, keep map[string]promptRoute) (m
 		if !u.allowed[SurfacePrompts] && !u.allowed[SurfaceCompletion] {
 			continue
 		}
-		cursor := ""
-		for page := 0; page < maxForwardPages; page++ {
-			c, cancel := u.ctx(ctx)
-			res, err := u.conn.ListPrompts(c, cursor)
-			cancel()
-			if err != nil {
-				return nil, nil, upstreamError(u.name, err)
-			}
+		err := listPages(ctx, u, u.conn.ListPrompts, func(r *sdk.ListPromptsResult) string { return r.NextCursor }, func(res *sdk.ListPromptsResult) error {
 			for _, pr := range res.Prompts {
 				if pr == nil || !nameRE.MatchString(pr.Name) || len(byName) == maxForwardItems {
 					continue
@@ -77,7 +70,7 @@ func (p *Proxy) promptTable(ctx context.Context, keep map[string]promptRoute) (m
 				if prev, dup := byName[host]; dup && prev.route.u != u {
 					pc := &PromptCollisionError{Name: host, First: prev.route.u.name, Second: u.name, FirstUpstream: prev.route.name, SecondUpstream: pr.Name}
 					if keep == nil {
-						return nil, nil, pc
+						return pc
 					}
 					owner, kept := keep[host]
 					if !kept {
@@ -93,9 +86,10 @@ func (p *Proxy) promptTable(ctx context.Context, keep map[string]promptRoute) (m
 				}
 				byName[host] = entry{promptRoute{u: u, name: pr.Name}, pr}
 			}
-			if cursor = res.NextCursor; cursor == "" {
-				break
-			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
 		}
 	}
 	table := map[string]promptRoute{}

@@ -18,6 +18,7 @@ import (
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/approver"
 	"github.com/agentrt/agentrt/approver/internal/sign"
+	"github.com/agentrt/agentrt/internal/canon"
 	"github.com/agentrt/agentrt/internal/httpguard"
 )
 
@@ -399,17 +400,7 @@ type Result struct {
 
 // decodeStrict decodes exactly one JSON object into v, refusing unknown
 // fields and trailing data.
-func decodeStrict(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("trailing data after the object")
-	}
-	return nil
-}
+func decodeStrict(body []byte, v any) error { return canon.DecodeStrict(body, v) }
 
 func checkText(by, note string) string {
 	switch {

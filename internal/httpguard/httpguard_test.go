@@ -60,3 +60,35 @@ func TestSourceKey_IPv6By64(t *testing.T) {
 		}
 	}
 }
+
+// Flood counts what a capped listener keeps and refuses and leaves no
+// connection open; SendHead reads the answer to a request whose body
+// never comes.
+func TestFlood_CountsKeptAndRefusedAndClosesThem(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Limit(ln, Limits{Max: 100, PerSource: 3})
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		Refusing(w)
+		http.Error(w, "no", http.StatusUnauthorized)
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(l)
+	defer srv.Close()
+	kept, refused := Flood(ln.Addr().String(), 5)
+	if kept != 3 || refused != 2 {
+		t.Fatalf("kept %d, refused %d; want 3, 2", kept, refused)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for open, _ := l.Open(); open != 0; open, _ = l.Open() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections still open after Flood", open)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	status, closes, _, err := SendHead(ln.Addr().String(), "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{", 10*time.Second)
+	if err != nil || status != http.StatusUnauthorized || !closes {
+		t.Fatalf("SendHead: %d, Connection: close %v, %v", status, closes, err)
+	}
+}

@@ -84,7 +84,7 @@ func Compile(tool string, schema []byte) (*Schema, error) {
 	if err := c.AddResource(loc, doc); err != nil {
 		return refuse("input schema does not compile: "+oneLine(err.Error(), MaxReasonLen), err)
 	}
-	sch, err := compile(c, loc)
+	sch, err := SafeCompile(c, loc)
 	if err != nil {
 		var le *jsonschema.LoadURLError
 		if errors.As(err, &le) {
@@ -111,9 +111,10 @@ func canonReason(err error) string {
 	return canon.ReasonSyntax
 }
 
-// compile runs the library's compiler, turning a panic into an error: a
-// schema that crashes the compiler is refused like any other bad schema.
-func compile(c *jsonschema.Compiler, loc string) (sch *jsonschema.Schema, err error) {
+// SafeCompile runs the library's compiler, turning a panic into an error:
+// a schema that crashes the compiler is refused like any other bad schema.
+// The mcp module compiles pinned output schemas through it too.
+func SafeCompile(c *jsonschema.Compiler, loc string) (sch *jsonschema.Schema, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			sch, err = nil, fmt.Errorf("the schema compiler failed: %v", r)
@@ -133,9 +134,10 @@ var metaschemas = []string{
 	"json-schema.org/draft-04/schema",
 }
 
-// metaschema reports whether ref names a standard metaschema, optionally
-// followed by a fragment when fragments are allowed.
-func metaschema(ref string, fragments bool) bool {
+// Metaschema reports whether ref names a standard metaschema (http or
+// https, an empty trailing "#" allowed), followed by a fragment only when
+// fragments are allowed.
+func Metaschema(ref string, fragments bool) bool {
 	u, frag, _ := strings.Cut(ref, "#")
 	if frag != "" && !fragments {
 		return false
@@ -161,7 +163,7 @@ func outside(doc any) (string, bool) {
 	draft4 := false
 	if obj, ok := doc.(map[string]any); ok {
 		s, _ := obj["$schema"].(string)
-		draft4 = metaschema(s, false) && strings.Contains(s, "draft-04")
+		draft4 = Metaschema(s, false) && strings.Contains(s, "draft-04")
 	}
 	return walkSchema(doc, draft4)
 }
@@ -194,12 +196,12 @@ func walkKeyword(k string, v any, draft4 bool) (string, bool) {
 	case "const", "enum", "default", "examples":
 		return "", false
 	case "$schema":
-		if s, ok := v.(string); ok && !metaschema(s, false) {
+		if s, ok := v.(string); ok && !Metaschema(s, false) {
 			return s, true
 		}
 		return "", false
 	case "$ref", "$dynamicRef", "$recursiveRef":
-		if s, ok := v.(string); ok && !local(s) && !metaschema(s, true) {
+		if s, ok := v.(string); ok && !local(s) && !Metaschema(s, true) {
 			return s, true
 		}
 		return "", false

@@ -100,7 +100,7 @@ func describe(ve *jsonschema.ValidationError, limit int) string {
 			}
 			return
 		}
-		part := "at " + pointer(e.InstanceLocation) + ": " + e.ErrorKind.LocalizedString(printer)
+		part := "at " + Pointer(e.InstanceLocation) + ": " + e.ErrorKind.LocalizedString(printer)
 		if !seen[part] {
 			seen[part] = true
 			parts = append(parts, part)
@@ -113,8 +113,8 @@ func describe(ve *jsonschema.ValidationError, limit int) string {
 	return oneLine(strings.Join(parts, "; "), limit)
 }
 
-// pointer writes an instance location as a JSON pointer, or "the top level".
-func pointer(tokens []string) string {
+// Pointer writes an instance location as a JSON pointer, or "the top level".
+func Pointer(tokens []string) string {
 	if len(tokens) == 0 {
 		return "the top level"
 	}

@@ -51,6 +51,16 @@ func writeConfig(t *testing.T, dir, url string) string {
 	return path
 }
 
+// pinnedConfig is writeConfig's configuration, pinned.
+func pinnedConfig(t *testing.T, dir, url string) string {
+	t.Helper()
+	cfg := writeConfig(t, dir, url)
+	if code, _, errs := run("pin", "-config", cfg); code != ExitOK {
+		t.Fatal(errs)
+	}
+	return cfg
+}
+
 func run(args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
 	code := Run(context.Background(), args, strings.NewReader(""), &out, &errb)
@@ -125,10 +135,7 @@ func TestCLI_PinAndCheck(t *testing.T) {
 func TestCLI_RecheckOfNothingFails(t *testing.T) {
 	dir := t.TempDir()
 	url, _ := upstream(t)
-	cfg := writeConfig(t, dir, url)
-	if code, _, errs := run("pin", "-config", cfg); code != ExitOK {
-		t.Fatal(errs)
-	}
+	cfg := pinnedConfig(t, dir, url)
 	c, err := proxy.LoadConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

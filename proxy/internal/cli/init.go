@@ -48,13 +48,8 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agentrt-proxy init: -secret-store must be env or file, got %q\n", trace.Sanitize(*store))
 		return ExitUsage
 	}
-	if *from == "" {
-		fmt.Fprintln(stderr, "agentrt-proxy init: -from HOST is required: "+strings.Join(hostIDs, ", ")+", or a path")
-		return ExitUsage
-	}
-	h, err := findHost(*from, true)
-	if err != nil {
-		fmt.Fprintf(stderr, "agentrt-proxy init: %s\n", trace.Sanitize(err.Error()))
+	h, ok := hostArg("init", *from, true, stderr)
+	if !ok {
 		return ExitUsage
 	}
 	out := *config
@@ -65,7 +60,8 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		out = filepath.Join(home, "agentrt", "proxy.json")
 	}
-	if out, err = filepath.Abs(out); err != nil {
+	out, err := filepath.Abs(out)
+	if err != nil {
 		return fail(stderr, "init", err)
 	}
 	if _, err := os.Lstat(out); err == nil {
@@ -200,9 +196,9 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		if len(rules) == 0 {
-			fmt.Fprintf(stderr, "agentrt-proxy init: server %s left out: it offers no tools\n", label)
-			left++
-			continue
+			// "rules": {} says the server offers no tools; its prompts and
+			// resources are served as its surfaces allow.
+			fmt.Fprintf(stdout, "  it offers no tools: written with \"rules\": {}\n")
 		}
 		if err := im.writeFiles(filepath.Dir(out), name); err != nil {
 			return fail(stderr, "init", err)

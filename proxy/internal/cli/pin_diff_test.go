@@ -22,10 +22,7 @@ func runIn(stdin string, args ...string) (int, string, string) {
 func TestCLI_PinDiffShowsAChangedDescription(t *testing.T) {
 	dir := t.TempDir()
 	url, desc := upstream(t)
-	cfg := writeConfig(t, dir, url)
-	if code, _, errs := run("pin", "-config", cfg); code != ExitOK {
-		t.Fatal(errs)
-	}
+	cfg := pinnedConfig(t, dir, url)
 	manifest := filepath.Join(dir, "up.manifest.json")
 	code, out, _ := runIn("", "pin", "-config", cfg, "-diff")
 	if code != ExitOK || !strings.Contains(out, "server up: nothing changed since the last pin") {

@@ -22,13 +22,8 @@ func restoreHostConfig(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parse("restore-host-config", fset, args, stderr); !ok {
 		return code
 	}
-	if *from == "" {
-		fmt.Fprintln(stderr, "agentrt-proxy restore-host-config: -from HOST is required: "+strings.Join(hostIDs, ", ")+", or a path")
-		return ExitUsage
-	}
-	h, err := findHost(*from, false)
-	if err != nil {
-		fmt.Fprintf(stderr, "agentrt-proxy restore-host-config: %s\n", trace.Sanitize(err.Error()))
+	h, ok := hostArg("restore-host-config", *from, false, stderr)
+	if !ok {
 		return ExitUsage
 	}
 	target, backup, err := latestBackup(h)
@@ -50,4 +45,19 @@ func restoreHostConfig(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "restored %s from %s; restart the host\n", trace.Sanitize(target), trace.Sanitize(backup))
 	return ExitOK
+}
+
+// hostArg finds the host -from names for cmd (detect as findHost has
+// it); a missing or unknown host is a usage error on stderr.
+func hostArg(cmd, from string, detect bool, stderr io.Writer) (*host, bool) {
+	if from == "" {
+		fmt.Fprintln(stderr, "agentrt-proxy "+cmd+": -from HOST is required: "+strings.Join(hostIDs, ", ")+", or a path")
+		return nil, false
+	}
+	h, err := findHost(from, detect)
+	if err != nil {
+		fmt.Fprintf(stderr, "agentrt-proxy %s: %s\n", cmd, trace.Sanitize(err.Error()))
+		return nil, false
+	}
+	return h, true
 }
