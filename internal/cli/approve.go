@@ -92,11 +92,7 @@ func runDecide(e *env, g *global, c *command, args []string, approve bool) int {
 	if ask && !e.interactive(e.stdin) {
 		return e.usageError(c, "stdin is not a terminal, so agentrt will not ask and will not guess; read the approval with 'agentrt show', then pass -approval ID or -yes")
 	}
-	path, code := g.requireDB(e, c)
-	if code != ExitOK {
-		return code
-	}
-	st, code := e.open(path, false)
+	st, _, code := g.openDB(e, c, false)
 	if code != ExitOK {
 		return code
 	}

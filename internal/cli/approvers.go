@@ -102,11 +102,7 @@ func runApprovers(e *env, g *global, c *command, args []string) int {
 			return e.usageError(c, "-origin must be a URL like "+defaultOrigin+", with no path")
 		}
 	}
-	path, code := g.requireDB(e, c)
-	if code != ExitOK {
-		return code
-	}
-	st, code := e.open(path, sub == "list")
+	st, _, code := g.openDB(e, c, sub == "list")
 	if code != ExitOK {
 		return code
 	}

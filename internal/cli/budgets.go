@@ -107,12 +107,8 @@ func runBudgets(e *env, g *global, c *command, args []string) int {
 			return e.usageError(c, "budgets reconcile needs the call's actual -cost-micros N and -tokens N")
 		}
 	}
-	path, code := g.requireDB(e, c)
-	if code != ExitOK {
-		return code
-	}
 	readOnly := sub == "list" || sub == "show" || sub == "prices"
-	st, code := e.open(path, readOnly)
+	st, where, code := g.openDB(e, c, readOnly)
 	if code != ExitOK {
 		return code
 	}
@@ -248,7 +244,7 @@ func runBudgets(e *env, g *global, c *command, args []string) int {
 		}
 	}
 	if b == nil {
-		return e.fail("no budget is named %s in %s", name, path)
+		return e.fail("no budget is named %s in %s", name, where)
 	}
 	ws, err := br.ListBudgetUsage(ctx, b.ID, 50)
 	if err != nil {

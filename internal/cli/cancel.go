@@ -31,11 +31,7 @@ func runCancel(e *env, g *global, c *command, args []string) int {
 	if *by == "" {
 		return e.usageError(c, "no one to record as cancelling: pass -by WHO (a label, recorded as given) or set USER")
 	}
-	path, code := g.requireDB(e, c)
-	if code != ExitOK {
-		return code
-	}
-	st, code := e.open(path, false)
+	st, where, code := g.openDB(e, c, false)
 	if code != ExitOK {
 		return code
 	}
@@ -53,7 +49,7 @@ func runCancel(e *env, g *global, c *command, args []string) int {
 			}
 		}
 		if errors.Is(err, agentrt.ErrNotFound) {
-			return e.fail("no run %s in %s", runID, path)
+			return e.fail("no run %s in %s", runID, where)
 		}
 		return e.decideError(runID, "", err)
 	}

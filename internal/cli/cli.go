@@ -178,6 +178,19 @@ func (g *global) requireDB(e *env, c *command) (string, int) {
 	return p, ExitOK
 }
 
+// openDB opens the database the global flags name through the backend
+// registry, read-only when readOnly, refusing a command run without one.
+// name is how messages may print it: a URL's password redacted. A code
+// other than ExitOK means stop with it.
+func (g *global) openDB(e *env, c *command, readOnly bool) (st agentrt.Store, name string, code int) {
+	path, code := g.requireDB(e, c)
+	if code != ExitOK {
+		return nil, "", code
+	}
+	st, code = e.open(path, readOnly)
+	return st, backend.Redact(path), code
+}
+
 // flags makes a subcommand's flag set, with the global flags on it too, so
 // they may come after the command.
 func (e *env) flags(c *command, g *global) *flag.FlagSet {
@@ -364,9 +377,11 @@ func background() context.Context { return context.Background() }
 // runPage is what show and events share: a run id, one page of it, and the
 // database opened read-only once every argument has been checked.
 type runPage struct {
-	st            agentrt.Store
-	path, runID   string
-	limit, offset int
+	st agentrt.Store
+	// path is the database as given (for a command line to print), name
+	// how messages print it.
+	path, name, runID string
+	limit, offset     int
 }
 
 // openRunPage parses "<run> [-limit N] [-offset N]", checks them, and opens
@@ -386,13 +401,9 @@ func (e *env) openRunPage(c *command, g *global, args []string, limitHelp, offse
 	if code := checkPage(c, e, *limit, *offset); code != ExitOK {
 		return runPage{}, code
 	}
-	path, code := g.requireDB(e, c)
+	st, name, code := g.openDB(e, c, true)
 	if code != ExitOK {
 		return runPage{}, code
 	}
-	st, code := e.open(path, true)
-	if code != ExitOK {
-		return runPage{}, code
-	}
-	return runPage{st: st, path: path, runID: runID, limit: *limit, offset: *offset}, ExitOK
+	return runPage{st: st, path: g.path(e), name: name, runID: runID, limit: *limit, offset: *offset}, ExitOK
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/backend"
 	"github.com/agentrt/agentrt/sqlite"
 	"github.com/agentrt/agentrt/trace"
 )
@@ -48,11 +47,7 @@ func runErase(e *env, g *global, c *command, args []string) int {
 	if *reason == "" {
 		return e.usageError(c, "-reason is required: say why the run's content is erased")
 	}
-	path, code := g.requireDB(e, c)
-	if code != ExitOK {
-		return code
-	}
-	st, name, code := e.openWriter(path)
+	st, name, code := g.openDB(e, c, false)
 	if code != ExitOK {
 		return code
 	}
@@ -120,11 +115,4 @@ func trimAgentrt(err error) string {
 		s = s[len(p):]
 	}
 	return s
-}
-
-// openWriter opens the database named by -db for writing through the
-// backend registry and returns it with the name it may be printed by.
-func (e *env) openWriter(db string) (agentrt.Store, string, int) {
-	st, code := e.open(db, false)
-	return st, backend.Redact(db), code
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/backend"
 )
 
 var resumeCommand = &command{
@@ -49,7 +50,7 @@ func runResume(e *env, g *global, c *command, args []string) int {
 	ctx := background()
 	r, err := st.GetRunCapped(ctx, runID)
 	if errors.Is(err, agentrt.ErrNotFound) {
-		return e.fail("no run %s in %s", runID, path)
+		return e.fail("no run %s in %s", runID, backend.Redact(path))
 	}
 	if err != nil {
 		return e.fail("reading run %s: %v", runID, err)
@@ -113,7 +114,7 @@ func runResume(e *env, g *global, c *command, args []string) int {
 	p.printf("\nrun %s: %s (%s) after %d steps\n", clip(runID, 64), run.Status, run.Reason, run.StepCount)
 	rep, err := verifyChain(e, st, 0, 0, nil)
 	if err != nil {
-		return e.fail("verifying %s: %v", path, err)
+		return e.fail("verifying %s: %v", backend.Redact(path), err)
 	}
 	p.printf("\nverify (%s -db %s verify):\n", e.prog, db)
 	writeVerify(p, rep)
