@@ -225,18 +225,22 @@ func (e *env) parse(c *command, fs *flag.FlagSet, args []string) ([]string, int,
 	}
 }
 
-// runArg checks that exactly one positional argument, a run id, was given.
-func (e *env) runArg(c *command, pos []string) (string, int) {
+// parseRun is parse for a command that takes exactly one positional
+// argument, a run id, and checks it.
+func (e *env) parseRun(c *command, fs *flag.FlagSet, args []string) (string, int, bool) {
+	pos, code, ok := e.parse(c, fs, args)
 	switch {
+	case !ok:
+		return "", code, false
 	case len(pos) == 0:
-		return "", e.usageError(c, "missing the run id")
+		return "", e.usageError(c, "missing the run id"), false
 	case len(pos) > 1:
-		return "", e.usageError(c, fmt.Sprintf("unexpected argument %q after the run id", trace.Sanitize(trace.Truncate(pos[1], 80))))
+		return "", e.usageError(c, fmt.Sprintf("unexpected argument %q after the run id", trace.Sanitize(trace.Truncate(pos[1], 80)))), false
 	}
 	if msg := checkID("run id", pos[0]); msg != "" {
-		return "", e.usageError(c, msg)
+		return "", e.usageError(c, msg), false
 	}
-	return pos[0], ExitOK
+	return pos[0], ExitOK, true
 }
 
 func checkID(what, id string) string {
@@ -390,12 +394,8 @@ func (e *env) openRunPage(c *command, g *global, args []string, limitHelp, offse
 	fs := e.flags(c, g)
 	limit := fs.Int("limit", defaultDetail, fmt.Sprintf("%s, 1 to %d", limitHelp, maxLimit))
 	offset := fs.Int("offset", 0, offsetHelp)
-	pos, code, ok := e.parse(c, fs, args)
+	runID, code, ok := e.parseRun(c, fs, args)
 	if !ok {
-		return runPage{}, code
-	}
-	runID, code := e.runArg(c, pos)
-	if code != ExitOK {
 		return runPage{}, code
 	}
 	if code := checkPage(c, e, *limit, *offset); code != ExitOK {

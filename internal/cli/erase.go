@@ -32,17 +32,12 @@ func runErase(e *env, g *global, c *command, args []string) int {
 	by := fs.String("by", "", "who erases the run, recorded in its run.erased event (default $USER)")
 	reason := fs.String("reason", "", "why, recorded in the run.erased event (required)")
 	vacuum := fs.Bool("vacuum", false, "then rewrite the database files (SQLite VACUUM, Postgres VACUUM FULL) so no freed copy of the content stays")
-	pos, code, ok := e.parse(c, fs, args)
+	runID, code, ok := e.parseRun(c, fs, args)
 	if !ok {
 		return code
 	}
-	runID, code := e.runArg(c, pos)
-	if code != ExitOK {
+	if code, ok := e.requireBy(c, fs, by, "erasing"); !ok {
 		return code
-	}
-	e.defaultBy(fs, by)
-	if *by == "" {
-		return e.usageError(c, "no one to record as erasing: pass -by WHO or set USER")
 	}
 	if *reason == "" {
 		return e.usageError(c, "-reason is required: say why the run's content is erased")
@@ -100,6 +95,16 @@ func (e *env) defaultBy(fs *flag.FlagSet, by *string) {
 	if !flagGiven(fs, "by") {
 		*by = e.getenv("USER")
 	}
+}
+
+// requireBy is defaultBy for a command that records who is doing it: with
+// no -by and no USER it refuses, saying how to name someone.
+func (e *env) requireBy(c *command, fs *flag.FlagSet, by *string, doing string) (int, bool) {
+	e.defaultBy(fs, by)
+	if *by == "" {
+		return e.usageError(c, "no one to record as "+doing+": pass -by WHO (a label, recorded as given) or set USER"), false
+	}
+	return ExitOK, true
 }
 
 func flagGiven(fs *flag.FlagSet, name string) bool {

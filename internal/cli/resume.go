@@ -20,12 +20,8 @@ func runResume(e *env, g *global, c *command, args []string) int {
 	fs := e.flags(c, g)
 	ws := fs.String("workspace", "", "the demo's workspace, as demo printed it")
 	kind := fs.String("agent", agentModel, "model or scripted, as the demo ran")
-	pos, code, ok := e.parse(c, fs, args)
+	runID, code, ok := e.parseRun(c, fs, args)
 	if !ok {
-		return code
-	}
-	runID, code := e.runArg(c, pos)
-	if code != ExitOK {
 		return code
 	}
 	if *ws == "" {
