@@ -78,16 +78,8 @@ func runResume(e *env, g *global, c *command, args []string) int {
 	}
 	defer stop()
 	drv, err := agentrt.NewDriver(agentrt.Config{
-		EngineConfig: agentrt.EngineConfig{
-			Store:      st,
-			Model:      model,
-			Policy:     demoPolicy{},
-			Tools:      demoTools(*ws),
-			Now:        e.demo.now,
-			NewID:      e.demo.newID,
-			LeaseOwner: "agentrt-demo",
-		},
-		Agent: agent,
+		EngineConfig: e.demoEngine(st, model, *ws, "agentrt-demo"),
+		Agent:        agent,
 	})
 	if err != nil {
 		return e.fail("setting up the demo's driver: %v", err)
