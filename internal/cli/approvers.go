@@ -71,17 +71,11 @@ func runApprovers(e *env, g *global, c *command, args []string) int {
 		return code
 	}
 	e.defaultBy(fs, by)
-	var name string
-	switch sub {
-	case "list", "keygen":
-		if len(pos) > 0 {
-			return e.usageError(c, fmt.Sprintf("unexpected argument %q", clip(pos[0], 80)))
-		}
-	default:
-		if len(pos) != 1 {
-			return e.usageError(c, "approvers "+sub+" takes exactly one NAME")
-		}
-		name = pos[0]
+	name, code, ok := e.subArg(c, sub, pos, sub == "list" || sub == "keygen", "NAME")
+	if !ok {
+		return code
+	}
+	if sub != "list" && sub != "keygen" {
 		if err := agentrt.CheckApproverName(name); err != nil {
 			return e.usageError(c, strings.TrimPrefix(err.Error(), "agentrt: "))
 		}

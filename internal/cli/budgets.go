@@ -71,17 +71,9 @@ func runBudgets(e *env, g *global, c *command, args []string) int {
 		return code
 	}
 	e.defaultBy(fs, by)
-	var name string
-	switch sub {
-	case "list", "prices":
-		if len(pos) > 0 {
-			return e.usageError(c, fmt.Sprintf("unexpected argument %q", clip(pos[0], 80)))
-		}
-	default:
-		if len(pos) != 1 {
-			return e.usageError(c, "budgets "+sub+" takes exactly one "+map[bool]string{true: "CALL", false: "NAME"}[sub == "reconcile"])
-		}
-		name = pos[0]
+	name, code, ok := e.subArg(c, sub, pos, sub == "list" || sub == "prices", map[bool]string{true: "CALL", false: "NAME"}[sub == "reconcile"])
+	if !ok {
+		return code
 	}
 	switch sub {
 	case "add", "set", "retire", "reconcile":

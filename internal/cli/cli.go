@@ -225,6 +225,20 @@ func (e *env) parse(c *command, fs *flag.FlagSet, args []string) ([]string, int,
 	}
 }
 
+// subArg checks a subcommand's positional arguments: none when takesNone,
+// else exactly one, which it returns (what says what it names: "NAME").
+func (e *env) subArg(c *command, sub string, pos []string, takesNone bool, what string) (string, int, bool) {
+	switch {
+	case takesNone && len(pos) > 0:
+		return "", e.usageError(c, fmt.Sprintf("unexpected argument %q", clip(pos[0], 80))), false
+	case takesNone:
+		return "", ExitOK, true
+	case len(pos) != 1:
+		return "", e.usageError(c, c.name+" "+sub+" takes exactly one "+what), false
+	}
+	return pos[0], ExitOK, true
+}
+
 // parseRun is parse for a command that takes exactly one positional
 // argument, a run id, and checks it.
 func (e *env) parseRun(c *command, fs *flag.FlagSet, args []string) (string, int, bool) {
