@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/backend"
+	"github.com/agentrt/agentrt/internal/cliflag"
 	"github.com/agentrt/agentrt/sqlite"
 	"github.com/agentrt/agentrt/trace"
 )
@@ -204,25 +205,15 @@ func (e *env) flags(c *command, g *global) *flag.FlagSet {
 // It returns the positionals, or an exit code when parsing ended the
 // command (help, or a usage error).
 func (e *env) parse(c *command, fs *flag.FlagSet, args []string) ([]string, int, bool) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				e.commandUsage(e.stdout, c)
-				return nil, ExitOK, false
-			}
-			return nil, e.usageError(c, err.Error()), false
-		}
-		consumed := len(args) - fs.NArg()
-		if consumed > 0 && args[consumed-1] == "--" {
-			return append(pos, fs.Args()...), ExitOK, true
-		}
-		if fs.NArg() == 0 {
-			return pos, ExitOK, true
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+	pos, err := cliflag.Parse(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		e.commandUsage(e.stdout, c)
+		return nil, ExitOK, false
 	}
+	if err != nil {
+		return nil, e.usageError(c, err.Error()), false
+	}
+	return pos, ExitOK, true
 }
 
 // subArg checks a subcommand's positional arguments: none when takesNone,
