@@ -3,7 +3,6 @@ package agentrt_test
 import (
 	"context"
 	"crypto/ecdsa"
-	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
@@ -13,305 +12,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 )
-
-// keyApprover enrolls an ed25519 key-file approver and returns it with its
-// private key.
-func keyApprover(t *testing.T, e *env, name string) (agentrt.Approver, ed25519.PrivateKey) {
-	t.Helper()
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKIXPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ap, err := e.operator().EnrollApprover(context.Background(), agentrt.NewApprover{Name: name, Kind: agentrt.ApproverKeyFile, PublicKey: der, By: "admin"})
-	if err != nil {
-		t.Fatalf("EnrollApprover: %v", err)
-	}
-	return ap, priv
-}
 
 // statement is a fresh statement about a on the env's clock.
 func statement(e *env, a agentrt.Approval, decision, note string) agentrt.Statement {
 	return agentrt.Statement{RunID: a.RunID, ApprovalID: a.ID, ApprovalHash: a.Hash, Decision: decision, Note: note,
-		Nonce: agentrt.NewNonce(), Time: e.clock.Now()}
-}
-
-func sign(t *testing.T, key ed25519.PrivateKey, ap agentrt.Approver, st agentrt.Statement) agentrt.DecisionSignature {
-	t.Helper()
-	sig, err := agentrt.SignStatement(key, ap, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sig
-}
-
-// pausedWith starts run-1 whose one send call the policy pd pauses.
-func pausedWith(t *testing.T, e *env, pd agentrt.PolicyDecision, l agentrt.Limits) (*counted, agentrt.Approval) {
-	t.Helper()
-	send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
-	d := e.driver(script(call("send", `{"path":"/report"}`)), fixed(pd), send)
-	run, err := d.StartWithID(context.Background(), "run-1", "g", l)
-	if err != nil || run.Status != agentrt.RunWaiting {
-		t.Fatalf("Start = %s, %v; want a pause", run.Status, err)
-	}
-	return send, pendingApproval(t, e.store, "run-1")
-}
-
-var askApproval = agentrt.PolicyDecision{Outcome: agentrt.RequireApproval, Kind: "send", Reason: "writes"}
-
-// A key-file approver signs an approval's statement; the decision records
-// the signature, the approver and its credential on the row and in the
-// approval.decided event, decided_by is the enrolled name (not the label
-// given), and the stored signature verifies offline with the stored key.
-// One byte changed in the stored signature makes it fail.
-func TestApprovers_SignedDecisionIsRecordedAndVerifiesOffline(t *testing.T) {
-	ctx := context.Background()
-	e := newEnv(t)
-	ap, key := keyApprover(t, e, "alice")
-	send, a := pausedWith(t, e, askApproval, agentrt.DefaultLimits())
-	sig := sign(t, key, ap, statement(e, a, agentrt.StatementApprove, "ok"))
-	if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "", "ok", agentrt.WithSignature(sig)); err != nil {
-		t.Fatalf("ApproveShown signed: %v", err)
-	}
-	got, err := e.store.GetApproval(ctx, "run-1", a.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.DecidedBy != "alice" || got.ApproverID != ap.ID || got.CredentialID != ap.CredentialID || got.Signature == nil {
-		t.Fatalf("decided approval = by %q approver %q credential %q signature %v", got.DecidedBy, got.ApproverID, got.CredentialID, got.Signature)
-	}
-	stored, err := e.store.GetApprover(ctx, ap.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := agentrt.VerifyDecision(stored, *got.Signature); err != nil {
-		t.Fatalf("the stored signature does not verify: %v", err)
-	}
-	decided := eventsOf(t, e.store, "run-1", agentrt.EventApprovalDecided)
-	var p struct {
-		By        string                     `json:"by"`
-		Approver  string                     `json:"approver_id"`
-		Signature *agentrt.DecisionSignature `json:"signature"`
-	}
-	if err := json.Unmarshal(decided[0].Payload, &p); err != nil || p.By != "alice" || p.Approver != ap.ID || p.Signature == nil {
-		t.Fatalf("approval.decided = %s", decided[0].Payload)
-	}
-	if err := agentrt.VerifyDecision(stored, *p.Signature); err != nil {
-		t.Fatalf("the event's signature does not verify: %v", err)
-	}
-	for i := range got.Signature.Signature {
-		bad := *got.Signature
-		bad.Signature = append([]byte(nil), bad.Signature...)
-		bad.Signature[i] ^= 1
-		if err := agentrt.VerifyDecision(stored, bad); !errors.Is(err, agentrt.ErrSignature) {
-			t.Fatalf("byte %d of the signature altered: VerifyDecision = %v, want ErrSignature", i, err)
-		}
-	}
-	// The enrollment is in the chain, naming who enrolled whom.
-	enrolled := eventsOf(t, e.store, "", agentrt.EventApproverEnrolled)
-	if len(enrolled) != 1 || payload(t, enrolled[0])["by"] != "admin" || payload(t, enrolled[0])["name"] != "alice" {
-		t.Fatalf("approver.enrolled events = %v", enrolled)
-	}
-	d := e.driver(script(call("send", `{"path":"/report"}`), complete(`{}`)), fixed(askApproval), send)
-	if _, err := d.Resume(ctx, "run-1"); err != nil || send.n() != 1 {
-		t.Fatalf("Resume of a signed grant = %v, send ran %d times; want once", err, send.n())
-	}
-}
-
-// A signature that is not for this decision is refused and nothing is
-// written: a statement about another hash, another decision or note, one
-// signed long ago, by a removed approver, one whose "by" names someone
-// else, or one whose key is another's.
-func TestApprovers_SignedDecisionMustBeThisOne(t *testing.T) {
-	ctx := context.Background()
-	e := newEnv(t)
-	ap, key := keyApprover(t, e, "alice")
-	other, otherKey := keyApprover(t, e, "bob")
-	_, a := pausedWith(t, e, askApproval, agentrt.DefaultLimits())
-	cases := []struct {
-		name string
-		sig  func() agentrt.DecisionSignature
-		by   string
-	}{
-		{"other hash", func() agentrt.DecisionSignature {
-			st := statement(e, a, agentrt.StatementApprove, "")
-			st.ApprovalHash = "00" + st.ApprovalHash[2:]
-			return sign(t, key, ap, st)
-		}, ""},
-		{"reject statement", func() agentrt.DecisionSignature {
-			return sign(t, key, ap, statement(e, a, agentrt.StatementReject, ""))
-		}, ""},
-		{"other note", func() agentrt.DecisionSignature {
-			return sign(t, key, ap, statement(e, a, agentrt.StatementApprove, "x"))
-		}, ""},
-		{"stale", func() agentrt.DecisionSignature {
-			st := statement(e, a, agentrt.StatementApprove, "")
-			st.Time = st.Time.Add(-agentrt.MaxStatementAge - time.Second)
-			return sign(t, key, ap, st)
-		}, ""},
-		{"by someone else", func() agentrt.DecisionSignature {
-			return sign(t, key, ap, statement(e, a, agentrt.StatementApprove, ""))
-		}, "mallory"},
-		{"another's key", func() agentrt.DecisionSignature {
-			return sign(t, otherKey, ap, statement(e, a, agentrt.StatementApprove, ""))
-		}, ""},
-	}
-	for _, c := range cases {
-		before := takeSnapshot(t, e.store)
-		err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, c.by, "", agentrt.WithSignature(c.sig()))
-		if !errors.Is(err, agentrt.ErrSignature) {
-			t.Fatalf("%s: ApproveShown = %v, want ErrSignature", c.name, err)
-		}
-		requireUnchanged(t, e.store, before, c.name)
-	}
-	if _, err := e.operator().RemoveApprover(ctx, "bob", "admin"); err != nil {
-		t.Fatal(err)
-	}
-	before := takeSnapshot(t, e.store)
-	err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "", "", agentrt.WithSignature(sign(t, otherKey, other, statement(e, a, agentrt.StatementApprove, ""))))
-	if !errors.Is(err, agentrt.ErrSignature) {
-		t.Fatalf("removed approver: ApproveShown = %v, want ErrSignature", err)
-	}
-	requireUnchanged(t, e.store, before, "a removed approver's signature")
-	removed := eventsOf(t, e.store, "", agentrt.EventApproverRemoved)
-	if len(removed) != 1 || payload(t, removed[0])["name"] != "bob" || payload(t, removed[0])["by"] != "admin" {
-		t.Fatalf("approver.removed events = %v", removed)
-	}
-}
-
-// A run with Limits.RequireSignedGrant refuses an unsigned approval
-// (ErrUnsignedGrant, nothing written). A grant written straight into the
-// database without a signature is refused by Resume as a tampered record
-// (no approval.decided event holds it), which executes nothing and leaves
-// every row as it was.
-func TestResume_RefusesAnUnsignedGrantOfARunThatRequiresOne(t *testing.T) {
-	ctx := context.Background()
-	e := newEnv(t)
-	send, a := pausedWith(t, e, askApproval, limits(func(l *agentrt.Limits) { l.RequireSignedGrant = true }))
-	before := takeSnapshot(t, e.store)
-	err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", "")
-	var ue *agentrt.UnsignedGrantError
-	if !errors.Is(err, agentrt.ErrUnsignedGrant) || !errors.As(err, &ue) || ue.Required != "run" {
-		t.Fatalf("unsigned ApproveShown = %v, want ErrUnsignedGrant required by the run", err)
-	}
-	requireUnchanged(t, e.store, before, "a refused unsigned approval")
-	execSQL(t, rawDB(t, e.store), 1, `UPDATE approvals SET status = 'approved', decided_by = 'forger', decided_at = ? WHERE id = ?`,
-		e.clock.Now().Format(time.RFC3339Nano), a.ID)
-	before = takeSnapshot(t, e.store)
-	d := e.driver(script(complete(`{}`)), fixed(askApproval), send)
-	if _, err := d.Resume(ctx, "run-1"); !errors.Is(err, agentrt.ErrTamperedRecord) {
-		t.Fatalf("Resume of a forged unsigned grant = %v, want ErrTamperedRecord", err)
-	}
-	if send.n() != 0 {
-		t.Fatalf("send ran %d times", send.n())
-	}
-	requireUnchanged(t, e.store, before, "a refused Resume")
-}
-
-// A policy outcome may require the signature instead of the run: an
-// unsigned CLI-style approval is recorded, but Resume refuses the grant
-// with ErrUnsignedGrant and runs nothing. A second run, signed, resumes and
-// runs the tool once; after its approver is removed, a third signed grant
-// is refused at Resume.
-func TestResume_PolicyRequiredSignature(t *testing.T) {
-	ctx := context.Background()
-	pd := askApproval
-	pd.RequireSignature = true
-	e := newEnv(t)
-	send, a := pausedWith(t, e, pd, agentrt.DefaultLimits())
-	if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
-		t.Fatalf("unsigned ApproveShown: %v", err)
-	}
-	before := takeSnapshot(t, e.store)
-	d := e.driver(script(complete(`{}`)), fixed(pd), send)
-	_, err := d.Resume(ctx, "run-1")
-	var ue *agentrt.UnsignedGrantError
-	if !errors.As(err, &ue) || ue.Required != "policy" || send.n() != 0 {
-		t.Fatalf("Resume = %v, send ran %d times; want ErrUnsignedGrant required by the policy and nothing run", err, send.n())
-	}
-	requireUnchanged(t, e.store, before, "a refused Resume")
-
-	e2 := newEnv(t)
-	ap, key := keyApprover(t, e2, "alice")
-	send2, a2 := pausedWith(t, e2, pd, agentrt.DefaultLimits())
-	sig := sign(t, key, ap, statement(e2, a2, agentrt.StatementApprove, ""))
-	if err := e2.operator().ApproveShown(ctx, "run-1", a2.ID, a2.Hash, "", "", agentrt.WithSignature(sig)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e2.operator().RemoveApprover(ctx, "alice", "admin"); err != nil {
-		t.Fatal(err)
-	}
-	d2 := e2.driver(script(complete(`{}`)), fixed(pd), send2)
-	if _, err := d2.Resume(ctx, "run-1"); !errors.Is(err, agentrt.ErrUnsignedGrant) || send2.n() != 0 {
-		t.Fatalf("Resume after the signer's removal = %v, send ran %d; want ErrUnsignedGrant", err, send2.n())
-	}
-
-	e3 := newEnv(t)
-	ap3, key3 := keyApprover(t, e3, "carol")
-	send3, a3 := pausedWith(t, e3, pd, agentrt.DefaultLimits())
-	if err := e3.operator().ApproveShown(ctx, "run-1", a3.ID, a3.Hash, "", "", agentrt.WithSignature(sign(t, key3, ap3, statement(e3, a3, agentrt.StatementApprove, "")))); err != nil {
-		t.Fatal(err)
-	}
-	d3 := e3.driver(script(call("send", `{"path":"/report"}`), complete(`{}`)), fixed(pd), send3)
-	if _, err := d3.Resume(ctx, "run-1"); err != nil || send3.n() != 1 {
-		t.Fatalf("Resume of a signed grant = %v, send ran %d; want once", err, send3.n())
-	}
-}
-
-// With pinned keys, a grant signed by an approver enrolled in the database
-// but not pinned is refused, and one whose key is pinned runs. No one but
-// its owner may write the pinned file.
-func TestResume_PinnedKeysExcludeKeysEnrolledOnlyInTheDatabase(t *testing.T) {
-	ctx := context.Background()
-	for _, pin := range []bool{false, true} {
-		e := newEnv(t)
-		ap, key := keyApprover(t, e, "alice")
-		send, a := pausedWith(t, e, askApproval, agentrt.DefaultLimits())
-		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "", "", agentrt.WithSignature(sign(t, key, ap, statement(e, a, agentrt.StatementApprove, "")))); err != nil {
-			t.Fatal(err)
-		}
-		other, _ := keyApprover(t, e, "trusted")
-		lines := agentrt.PinnedLine(other) + "\n"
-		if pin {
-			lines += agentrt.PinnedLine(ap) + "\n"
-		}
-		path := filepath.Join(t.TempDir(), "pinned")
-		if err := os.WriteFile(path, []byte(lines), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(path, 0o664); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := agentrt.LoadPinnedKeys(path); !errors.Is(err, agentrt.ErrInsecureMode) {
-			t.Fatalf("LoadPinnedKeys of a group-writable file = %v, want ErrInsecureMode", err)
-		}
-		if err := os.Chmod(path, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		pinned, err := agentrt.LoadPinnedKeys(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := e.config(script(call("send", `{"path":"/report"}`), complete(`{}`)), fixed(askApproval), send)
-		cfg.PinnedKeys = pinned
-		_, err = e.driverFor(cfg).Resume(ctx, "run-1")
-		if pin && (err != nil || send.n() != 1) {
-			t.Fatalf("pinned: Resume = %v, send ran %d; want once", err, send.n())
-		}
-		if !pin && (!errors.Is(err, agentrt.ErrUnsignedGrant) || send.n() != 0) {
-			t.Fatalf("not pinned: Resume = %v, send ran %d; want ErrUnsignedGrant", err, send.n())
-		}
-	}
+		Nonce: agentrt.NewNonce(), Time: e.Clock.Now()}
 }
 
 // assertion makes a WebAuthn assertion over st as an authenticator would:
@@ -370,50 +81,6 @@ func TestVerifyDecision_PasskeyAssertion(t *testing.T) {
 	}
 }
 
-// An invitation is stored only as its token's hash, enrolls once, and not
-// after InviteTTL; the enrollment event names the inviter and the
-// invitation.
-func TestApprovers_InvitationIsOneTimeAndExpires(t *testing.T) {
-	ctx := context.Background()
-	e := newEnv(t)
-	token, inv, err := e.operator().InviteApprover(ctx, "alice", "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := countRows(t, e.store, `SELECT 1 FROM approver_invites WHERE token_hash = ?`, agentrt.TokenHash(token)); n != 1 {
-		t.Fatalf("%d invitations stored by the token's hash", n)
-	}
-	if n := countRows(t, e.store, `SELECT 1 FROM approver_invites WHERE token_hash = ? OR id = ?`, token, token); n != 0 {
-		t.Fatal("the token itself is stored")
-	}
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	der, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	n := agentrt.NewApprover{Kind: agentrt.ApproverPasskey, PublicKey: der, CredentialID: "Y3JlZA", RPID: "localhost", Origin: "http://localhost:7380"}
-	ap, err := e.operator().EnrollInvited(ctx, token, n)
-	if err != nil || ap.Name != "alice" || ap.EnrolledBy != "admin" {
-		t.Fatalf("EnrollInvited = %+v, %v", ap, err)
-	}
-	n.CredentialID = "b3RoZXI"
-	if _, err := e.operator().EnrollInvited(ctx, token, n); !errors.Is(err, agentrt.ErrInvite) {
-		t.Fatalf("a second use = %v, want ErrInvite", err)
-	}
-	enrolled := eventsOf(t, e.store, "", agentrt.EventApproverEnrolled)
-	if len(enrolled) != 1 || payload(t, enrolled[0])["invite_id"] != inv.ID || payload(t, enrolled[0])["by"] != "admin" {
-		t.Fatalf("approver.enrolled = %v", enrolled)
-	}
-	token2, _, err := e.operator().InviteApprover(ctx, "bob", "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.clock.Advance(agentrt.InviteTTL)
-	if _, err := e.operator().EnrollInvited(ctx, token2, n); !errors.Is(err, agentrt.ErrInvite) {
-		t.Fatalf("an expired invitation = %v, want ErrInvite", err)
-	}
-	if _, err := e.operator().EnrollInvited(ctx, "not-a-token", n); !errors.Is(err, agentrt.ErrInvite) {
-		t.Fatalf("an unknown token = %v, want ErrInvite", err)
-	}
-}
-
 // benchDecisions makes n runs each waiting on one approval, written
 // straight into the store, and a passkey approver to sign them.
 func benchDecisions(b *testing.B, n int) (*env, []agentrt.Approval, *ecdsa.PrivateKey, agentrt.Approver) {
@@ -421,12 +88,12 @@ func benchDecisions(b *testing.B, n int) (*env, []agentrt.Approval, *ecdsa.Priva
 	ctx := context.Background()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	der, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	ap, err := e.operator().EnrollApprover(ctx, agentrt.NewApprover{Name: "alice", Kind: agentrt.ApproverPasskey, PublicKey: der,
+	ap, err := e.Operator().EnrollApprover(ctx, agentrt.NewApprover{Name: "alice", Kind: agentrt.ApproverPasskey, PublicKey: der,
 		CredentialID: "Y3JlZA", RPID: "localhost", Origin: "http://localhost:7380", By: "admin"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := agentrt.ToolRequest{Spec: agentrt.ToolSpec{Name: "send", InputSchema: json.RawMessage(pathSchema)}, Args: json.RawMessage(`{"path":"/r"}`)}
+	req := agentrt.ToolRequest{Spec: agentrt.ToolSpec{Name: "send", InputSchema: json.RawMessage(kit.PathSchema)}, Args: json.RawMessage(`{"path":"/r"}`)}
 	h, err := agentrt.ApprovalHash("send", json.RawMessage(`{}`), json.RawMessage(`{}`), req)
 	if err != nil {
 		b.Fatal(err)
@@ -435,11 +102,11 @@ func benchDecisions(b *testing.B, n int) (*env, []agentrt.Approval, *ecdsa.Priva
 	_, err = e.store.Update(ctx, func(tx agentrt.Tx) error {
 		for i := 0; i < n; i++ {
 			run := fmt.Sprintf("run-%d", i)
-			if err := tx.RunInsert(agentrt.Run{ID: run, Status: agentrt.RunWaiting, CreatedAt: e.clock.Now(), Limits: agentrt.DefaultLimits()}); err != nil {
+			if err := tx.RunInsert(agentrt.Run{ID: run, Status: agentrt.RunWaiting, CreatedAt: e.Clock.Now(), Limits: agentrt.DefaultLimits()}); err != nil {
 				return err
 			}
 			a := agentrt.Approval{ID: fmt.Sprintf("ap-%d", i), RunID: run, StepID: "s", Kind: "send", Capability: json.RawMessage(`{}`),
-				Presentation: json.RawMessage(`{}`), Request: req, Hash: h, Status: agentrt.ApprovalPending, CreatedAt: e.clock.Now()}
+				Presentation: json.RawMessage(`{}`), Request: req, Hash: h, Status: agentrt.ApprovalPending, CreatedAt: e.Clock.Now()}
 			if err := tx.ApprovalInsert(a); err != nil {
 				return err
 			}
@@ -456,7 +123,7 @@ func benchDecisions(b *testing.B, n int) (*env, []agentrt.Approval, *ecdsa.Priva
 // BenchmarkDecide_Unsigned is a durable ApproveShown: the commit alone.
 func BenchmarkDecide_Unsigned(b *testing.B) {
 	e, as, _, _ := benchDecisions(b, b.N)
-	op := e.operator()
+	op := e.Operator()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if err := op.ApproveShown(context.Background(), as[i].RunID, as[i].ID, as[i].Hash, "op", ""); err != nil {
@@ -471,7 +138,7 @@ func BenchmarkDecide_Unsigned(b *testing.B) {
 // what a signature costs.
 func BenchmarkDecide_SignedPasskey(b *testing.B) {
 	e, as, key, ap := benchDecisions(b, b.N)
-	op := e.operator()
+	op := e.Operator()
 	sigs := make([]agentrt.DecisionSignature, b.N)
 	for i := range sigs {
 		sigs[i] = assertion(b, key, ap, statement(e, as[i], agentrt.StatementApprove, ""), "localhost", ap.Origin, "webauthn.get", 0x05)

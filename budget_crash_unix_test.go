@@ -16,6 +16,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
@@ -118,10 +119,10 @@ func TestBudget_KilledWorkerLeavesUncertainReservationsHoldingCapacity(t *testin
 			cmd.Wait()
 			t.Fatalf("the child ended before its request was in flight:\n%s", stderr.String())
 		}
-	case <-time.After(lkWait):
+	case <-time.After(childWait):
 		cmd.Process.Kill()
 		cmd.Wait()
-		t.Fatalf("the child's request was not in flight within %s:\n%s", lkWait, stderr.String())
+		t.Fatalf("the child's request was not in flight within %s:\n%s", childWait, stderr.String())
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -157,10 +158,10 @@ func TestBudget_KilledWorkerLeavesUncertainReservationsHoldingCapacity(t *testin
 	if err != nil {
 		t.Fatal(err)
 	}
-	requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLimitBudget)
+	kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLimitBudget)
 	// The killed run, taken over once the child's lease lapses, is refused
 	// too: its old reservation is not released by the new worker.
-	deadline := time.Now().Add(lkWait)
+	deadline := time.Now().Add(childWait)
 	for {
 		run, err = d.Resume(ctx, "killed")
 		var le *agentrt.RunLeasedError
@@ -175,7 +176,7 @@ func TestBudget_KilledWorkerLeavesUncertainReservationsHoldingCapacity(t *testin
 	if err != nil {
 		t.Fatal(err)
 	}
-	requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLimitBudget)
+	kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLimitBudget)
 	if len(m.requests()) != 0 {
 		t.Fatalf("%d requests reached the model while the reservation held the capacity", len(m.requests()))
 	}
@@ -200,8 +201,8 @@ func TestBudget_KilledWorkerLeavesUncertainReservationsHoldingCapacity(t *testin
 	if u := held(); u.Reserved != (agentrt.Amount{}) || u.Uncertain != (agentrt.Amount{}) || u.Settled != figure {
 		t.Fatalf("after reconcile the window holds %+v, want exactly the figure %+v settled", u, figure)
 	}
-	evs := eventsOf(t, st, "killed", agentrt.EventBudgetReconciled)
-	if len(evs) != 1 || payload(t, evs[0])["by"] != "bob" {
+	evs := kit.EventsOf(t, st, "killed", agentrt.EventBudgetReconciled)
+	if len(evs) != 1 || kit.Payload(t, evs[0])["by"] != "bob" {
 		t.Fatalf("budget.reconciled events %v", evs)
 	}
 	if _, err := op.ReconcileReservation(ctx, res.CallID, figure, "bob", ""); !errors.Is(err, agentrt.ErrBudget) {
@@ -213,7 +214,7 @@ func TestBudget_KilledWorkerLeavesUncertainReservationsHoldingCapacity(t *testin
 	if err != nil {
 		t.Fatal(err)
 	}
-	requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 	rep, err := st.VerifyEvents(ctx, 0, 0)
 	if err != nil || !rep.Intact() {
 		t.Fatalf("chain: %+v %v", rep.Break, err)

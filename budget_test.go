@@ -9,6 +9,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/sqlite"
 	"github.com/agentrt/agentrt/storetest"
 )
@@ -116,7 +117,7 @@ func TestBudget_ActualUsageBeyondTheEstimateIsRecordedTruthfully(t *testing.T) {
 	m := &mcModel{name: "m", GenerateFunc: mcReply(actual)}
 	prices := agentrt.PriceTable{"m": bgPrice}
 	run := e.start(e.driver(m, prices, req), "r1", "tenant=acme")
-	requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 
 	calls := mcCalls(t, e.store, "r1")
 	if len(calls) != 1 || calls[0].Cost != actualCost || calls[0].Usage != actual {
@@ -131,7 +132,7 @@ func TestBudget_ActualUsageBeyondTheEstimateIsRecordedTruthfully(t *testing.T) {
 	if len(ws) != 1 || ws[0].Settled != wantActual || ws[0].Reserved != (agentrt.Amount{}) {
 		t.Fatalf("windows %+v, want settled %+v and nothing reserved", ws, wantActual)
 	}
-	ev := eventsOf(t, e.store, "r1", agentrt.EventModelCompleted)
+	ev := kit.EventsOf(t, e.store, "r1", agentrt.EventModelCompleted)
 	if len(ev) != 1 || !strings.Contains(string(ev[0].Payload), fmt.Sprintf(`"actual":{"cost_micros":%d,`, actualCost)) {
 		t.Fatalf("model.completed does not record the actual cost: %v", ev)
 	}
@@ -141,7 +142,7 @@ func TestBudget_ActualUsageBeyondTheEstimateIsRecordedTruthfully(t *testing.T) {
 	}
 	n := len(m.requests())
 	run = e.start(e.driver(m, prices, req), "r2", "tenant=acme")
-	requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLimitBudget)
+	kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLimitBudget)
 	if !strings.Contains(run.ReasonDetail, `"acme"`) {
 		t.Errorf("the refusal does not name the budget: %s", run.ReasonDetail)
 	}
@@ -153,7 +154,7 @@ func TestBudget_ActualUsageBeyondTheEstimateIsRecordedTruthfully(t *testing.T) {
 	}
 	// A run outside the scope is not held to the budget.
 	run = e.start(e.driver(m, prices, req), "r3", "tenant=other")
-	requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 	if rs := e.reservations(agentrt.ReservationFilter{RunID: "r3"}); len(rs) != 0 {
 		t.Errorf("a run outside the scope reserved %+v", rs)
 	}
@@ -171,11 +172,11 @@ func TestBudget_WindowRollsOver(t *testing.T) {
 	used := agentrt.Usage{InputTokens: bound.Tokens - req.MaxOutputTokens, OutputTokens: req.MaxOutputTokens}
 	m := &mcModel{name: "m", GenerateFunc: mcReply(used)}
 	d := e.driver(m, nil, req) // a token ceiling needs no price
-	requireEnded(t, e.start(d, "h1", ""), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	kit.RequireEnded(t, e.start(d, "h1", ""), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 	e.clock.Advance(20 * time.Minute) // 12:50, same hour
-	requireEnded(t, e.start(d, "h2", ""), agentrt.RunFailed, agentrt.ReasonLimitBudget)
+	kit.RequireEnded(t, e.start(d, "h2", ""), agentrt.RunFailed, agentrt.ReasonLimitBudget)
 	e.clock.Advance(10 * time.Minute) // 13:00, the next hour
-	requireEnded(t, e.start(d, "h3", ""), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	kit.RequireEnded(t, e.start(d, "h3", ""), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 	if got := len(m.requests()); got != 2 {
 		t.Fatalf("the model received %d requests, want 2", got)
 	}
@@ -224,13 +225,13 @@ func TestPrices_VersionIsImmutableAndNamedByEverySettlement(t *testing.T) {
 	if again.ID != v1.ID {
 		t.Fatalf("the same table hashed to %s and %s", v1.ID, again.ID)
 	}
-	requireEnded(t, e.start(e.driver(m, p1, req), "p1", ""), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	kit.RequireEnded(t, e.start(e.driver(m, p1, req), "p1", ""), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 	row := func(id string) string {
 		return column(t, e.store, "SELECT table_json FROM price_versions WHERE id = ?", id)
 	}
 	before := row(v1.ID)
-	requireEnded(t, e.start(e.driver(m, p1, req), "p1b", ""), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
-	requireEnded(t, e.start(e.driver(m, p2, req), "p2", ""), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	kit.RequireEnded(t, e.start(e.driver(m, p1, req), "p1b", ""), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	kit.RequireEnded(t, e.start(e.driver(m, p2, req), "p2", ""), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 	if after := row(v1.ID); after != before || before != string(v1.Canonical) {
 		t.Fatalf("version %s was rewritten: %s then %s", v1.ID, before, after)
 	}
@@ -248,8 +249,8 @@ func TestPrices_VersionIsImmutableAndNamedByEverySettlement(t *testing.T) {
 			t.Errorf("run %s: reservations %+v, want one settled at %d micros under %s", run, rs, want, v.ID)
 		}
 		for _, typ := range []agentrt.EventType{agentrt.EventModelDispatched, agentrt.EventModelCompleted} {
-			evs := eventsOf(t, e.store, run, typ)
-			if len(evs) != 1 || payload(t, evs[0])["price_version"] != v.ID {
+			evs := kit.EventsOf(t, e.store, run, typ)
+			if len(evs) != 1 || kit.Payload(t, evs[0])["price_version"] != v.ID {
 				t.Errorf("run %s: %s does not name %s: %v", run, typ, v.ID, evs)
 			}
 		}
@@ -268,7 +269,7 @@ func TestPrices_VersionIsImmutableAndNamedByEverySettlement(t *testing.T) {
 	// ceiling, before it is sent.
 	n := len(m.requests())
 	run := e.start(e.driver(m, agentrt.PriceTable{"other": {InputPerMTok: 1}}, req), "unpriced", "")
-	requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLimitBudget)
+	kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLimitBudget)
 	if !strings.Contains(run.ReasonDetail, "no price") || len(m.requests()) != n {
 		t.Errorf("unpriced model: %s, %d requests sent", run.ReasonDetail, len(m.requests())-n)
 	}

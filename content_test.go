@@ -11,6 +11,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 )
 
 // classified is a tool error that names its class.
@@ -48,8 +49,8 @@ func gateCall(t *testing.T, fn func(ctx context.Context, call agentrt.ToolCall) 
 	if _, err := os.Execute(ctx); err != nil {
 		t.Fatal(err)
 	}
-	steps := mustSteps(t, st, "r1")
-	fin := eventsOf(t, st, "r1", agentrt.EventToolFinished)
+	steps := kit.MustSteps(t, st, "r1")
+	fin := kit.EventsOf(t, st, "r1", agentrt.EventToolFinished)
 	if len(fin) != 1 {
 		t.Fatalf("tool_finished events: %d", len(fin))
 	}
@@ -57,7 +58,7 @@ func gateCall(t *testing.T, fn func(ctx context.Context, call agentrt.ToolCall) 
 	if err != nil || !rep.Intact() {
 		t.Fatalf("chain: %+v %v", rep, err)
 	}
-	return steps[0], payload(t, fin[0])
+	return steps[0], kit.Payload(t, fin[0])
 }
 
 // A tool's typed blocks are recorded in the observation as sent, each

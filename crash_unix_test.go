@@ -17,6 +17,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
@@ -26,6 +27,8 @@ const (
 	lkChildDB   = "AGENTRT_TEST_CRASH_DB"
 	lkChildFile = "AGENTRT_TEST_CRASH_FILE"
 	lkChildTTL  = 500 * time.Millisecond
+	// childWait bounds every wait on the child or on its lease.
+	childWait = 20 * time.Second
 )
 
 // lkAppendTool appends a line to path and syncs it; after the effect it
@@ -64,9 +67,9 @@ func lkAppendTool(path string, then func()) agentrt.Tool {
 func lkAppendScript() agentrt.AgentFunc {
 	return func(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
 		if in.Steps.Len() == 0 {
-			return lkCall("append", `{"text":"line"}`), nil
+			return kit.Call("append", `{"text":"line"}`), nil
 		}
-		return lkComplete(), nil
+		return kit.Complete(`{"done":true}`), nil
 	}
 }
 
@@ -144,10 +147,10 @@ func TestCrash_SIGKILLAfterTheEffectWaitsForAnOperator(t *testing.T) {
 			cmd.Wait()
 			t.Fatalf("the child ended without reaching the effect:\n%s", stderr.String())
 		}
-	case <-time.After(lkWait):
+	case <-time.After(childWait):
 		cmd.Process.Kill()
 		cmd.Wait()
-		t.Fatalf("the child did not reach the effect within %s:\n%s", lkWait, stderr.String())
+		t.Fatalf("the child did not reach the effect within %s:\n%s", childWait, stderr.String())
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -161,8 +164,8 @@ func TestCrash_SIGKILLAfterTheEffectWaitsForAnOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	killed := lkRun(t, st, "crash-run")
-	steps := lkSteps(t, st, "crash-run")
+	killed := kit.MustRun(t, st, "crash-run")
+	steps := kit.MustSteps(t, st, "crash-run")
 	if killed.Status != agentrt.RunRunning || !strings.HasPrefix(killed.LeaseOwner, "child/") || len(steps) != 1 || steps[0].Status != agentrt.StepExecuting {
 		t.Fatalf("after SIGKILL: run %s leased %q, %d steps", killed.Status, killed.LeaseOwner, len(steps))
 	}
@@ -177,10 +180,14 @@ func TestCrash_SIGKILLAfterTheEffectWaitsForAnOperator(t *testing.T) {
 		t.Fatalf("the file holds %q, want the one line the child wrote", got)
 	}
 
-	d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{lkAppendTool(linesPath, nil)}, LeaseOwner: "parent"}, Agent: lkAppendScript()}, nil)
+	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(),
+		Tools: []agentrt.Tool{lkAppendTool(linesPath, nil)}, LeaseOwner: "parent"}, Agent: lkAppendScript()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The dead child's lease blocks the run until it lapses: at most one
 	// TTL, since the child renewed it until it died.
-	deadline := time.Now().Add(lkWait)
+	deadline := time.Now().Add(childWait)
 	var run agentrt.Run
 	for {
 		run, err = d.Resume(ctx, "crash-run")
@@ -196,15 +203,15 @@ func TestCrash_SIGKILLAfterTheEffectWaitsForAnOperator(t *testing.T) {
 	if err != nil || run.Status != agentrt.RunWaiting {
 		t.Fatalf("resume after the crash: %s, %v; want waiting", run.Status, err)
 	}
-	a := lkPending(t, st, "crash-run")
+	a := kit.PendingApproval(t, st, "crash-run")
 	if a.Kind != agentrt.InterruptedSideEffect || a.StepID != steps[0].ID || !strings.Contains(string(a.Presentation), "outcome is unknown") {
 		t.Fatalf("approval %s for step %s: %s", a.Kind, a.StepID, a.Presentation)
 	}
 	if got := lines(); len(got) != 1 {
 		t.Fatalf("the resume ran the call again: the file holds %q", got)
 	}
-	tk := lkEvents(t, st, "crash-run", agentrt.EventLeaseTakenOver)
-	if len(tk) != 1 || lkPayload(t, tk[0])["previous_owner"] != killed.LeaseOwner {
+	tk := kit.EventsOf(t, st, "crash-run", agentrt.EventLeaseTakenOver)
+	if len(tk) != 1 || kit.Payload(t, tk[0])["previous_owner"] != killed.LeaseOwner {
 		t.Fatalf("takeover events %v", tk)
 	}
 
@@ -218,7 +225,7 @@ func TestCrash_SIGKILLAfterTheEffectWaitsForAnOperator(t *testing.T) {
 	if got := lines(); len(got) != 2 || got[0] != "line" || got[1] != "line" {
 		t.Fatalf("the file holds %q, want the child's line and one approved re-run", got)
 	}
-	if s := lkSteps(t, st, "crash-run"); len(s) != 2 || s[0].Status != agentrt.StepDone {
+	if s := kit.MustSteps(t, st, "crash-run"); len(s) != 2 || s[0].Status != agentrt.StepDone {
 		t.Fatalf("steps after the re-run: %d, first %s", len(s), s[0].Status)
 	}
 	if _, err := d.Resume(ctx, "crash-run"); !errors.Is(err, agentrt.ErrRunState) {

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/providers/openai"
 )
 
@@ -127,7 +128,7 @@ func TestEgress_DeniedRequestNeverLeaves(t *testing.T) {
 		if calls := mcCalls(t, e.store, id); len(calls) != 0 {
 			t.Errorf("%s: model_calls %+v for a denied request", id, calls)
 		}
-		denied := eventsOf(t, e.store, id, agentrt.EventEgressDenied)
+		denied := kit.EventsOf(t, e.store, id, agentrt.EventEgressDenied)
 		if len(denied) != 1 {
 			t.Fatalf("%s: %d egress.denied events, want 1", id, len(denied))
 		}
@@ -140,7 +141,7 @@ func TestEgress_DeniedRequestNeverLeaves(t *testing.T) {
 		t.Fatalf("the server accepted %d connections and read %d requests, want none", conns, len(bodies))
 	}
 	d, _ := egDriver(t, e, api, &agentrt.EgressRules{Providers: []string{"openai"}, Hosts: []string{api.host()}}, req)
-	requireEnded(t, e.start(d, "allowed", ""), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	kit.RequireEnded(t, e.start(d, "allowed", ""), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 	if conns, bodies := api.seen(); conns != 1 || len(bodies) != 1 {
 		t.Fatalf("allowed: the server accepted %d connections and read %d requests, want 1 and 1", conns, len(bodies))
 	}
@@ -176,7 +177,7 @@ func TestEgress_ByteCeilingCountsToolSchemas(t *testing.T) {
 	if _, err := agent.result(); !errors.Is(err, agentrt.ErrEgressDenied) {
 		t.Fatalf("the wide request: %v, want ErrEgressDenied", err)
 	}
-	denied := eventsOf(t, e.store, "wide", agentrt.EventEgressDenied)
+	denied := kit.EventsOf(t, e.store, "wide", agentrt.EventEgressDenied)
 	if len(denied) != 1 {
 		t.Fatalf("%d egress.denied events", len(denied))
 	}
@@ -188,8 +189,8 @@ func TestEgress_ByteCeilingCountsToolSchemas(t *testing.T) {
 		t.Fatalf("the wide request reached the server")
 	}
 	d, _ = egDriver(t, e, api, rules, small)
-	requireEnded(t, e.start(d, "small", ""), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
-	ev := eventsOf(t, e.store, "small", agentrt.EventModelDispatched)
+	kit.RequireEnded(t, e.start(d, "small", ""), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	ev := kit.EventsOf(t, e.store, "small", agentrt.EventModelDispatched)
 	if m, _ := egManifest(t, ev[0]); m.Bytes > ceiling || m.Tools != 0 {
 		t.Errorf("small manifest %+v", m)
 	}
@@ -206,13 +207,13 @@ func TestEgress_ManifestMatchesTheBytesSent(t *testing.T) {
 		agentrt.Message{Role: agentrt.RoleUser, Content: []agentrt.ContentBlock{{Type: agentrt.BlockText, Text: "Again, with é and \u2028."}}})
 	req.Tools = mcToolSpecs()
 	d, _ := egDriver(t, e, api, &agentrt.EgressRules{Hosts: []string{api.host()}, MaxRequestBytes: 1 << 20}, req)
-	requireEnded(t, e.start(d, "m", ""), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	kit.RequireEnded(t, e.start(d, "m", ""), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 	_, bodies := api.seen()
 	if len(bodies) != 1 {
 		t.Fatalf("%d requests", len(bodies))
 	}
 	sum := sha256.Sum256(bodies[0])
-	ev := eventsOf(t, e.store, "m", agentrt.EventModelDispatched)
+	ev := kit.EventsOf(t, e.store, "m", agentrt.EventModelDispatched)
 	m, _ := egManifest(t, ev[0])
 	if m.SHA256 != hex.EncodeToString(sum[:]) || m.Bytes != int64(len(bodies[0])) {
 		t.Fatalf("manifest says %d bytes %s; the server received %d bytes %x", m.Bytes, m.SHA256, len(bodies[0]), sum)

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	kit "github.com/agentrt/agentrt/internal/enginekit"
+
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/canon"
 	"github.com/agentrt/agentrt/internal/cli"
@@ -40,7 +42,7 @@ func contentRun(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	send := newTool("send", agentrt.RemoteMutation, `{"type":"object"}`, func(_ context.Context, c agentrt.ToolCall) (agentrt.ToolResult, error) {
+	send := kit.NewTool("send", agentrt.RemoteMutation, `{"type":"object"}`, func(_ context.Context, c agentrt.ToolCall) (agentrt.ToolResult, error) {
 		return agentrt.ToolResult{Content: json.RawMessage(`{"sent_to":"` + marker + `"}`), Summary: "sent to " + marker}, nil
 	})
 	m := &mcModel{name: "m", GenerateFunc: func(context.Context, int, agentrt.ModelRequest) (agentrt.ModelResponse, error) {
@@ -62,7 +64,7 @@ func contentRun(t *testing.T, path string) {
 	if _, err := d.StartWithID(ctx, "run-1", "write to "+marker, agentrt.DefaultLimits()); err != nil {
 		t.Fatal(err)
 	}
-	a := pendingApproval(t, st, "run-1")
+	a := kit.PendingApproval(t, st, "run-1")
 	if err := agentrt.ApproveShown(ctx, st, nil, "run-1", a.ID, a.Hash, "alice", "ok for "+marker); err != nil {
 		t.Fatal(err)
 	}
@@ -228,8 +230,8 @@ func TestErase_ErasedValueCannotBeConfirmedByGuessing(t *testing.T) {
 func TestErase_RefusedForALiveRun(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	pausedRun(t, e, `{"path":"/r"}`)
-	now := e.clock.Now()
+	kit.PausedRun(t, e.Env, `{"path":"/r"}`)
+	now := e.Clock.Now()
 	if _, err := e.store.Update(ctx, func(tx agentrt.Tx) error {
 		return tx.RunInsert(agentrt.Run{ID: "running", Goal: "g", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: now, StartedAt: now})
 	}); err != nil {
@@ -249,7 +251,7 @@ func TestErase_RefusedForALiveRun(t *testing.T) {
 		t.Fatalf("erase of a waiting run = %d %s", code, errOut)
 	}
 	requireUnchanged(t, e.store, before, "a refused erasure")
-	if _, err := e.operator().Cancel(ctx, "run-1", "op", "stop"); err != nil {
+	if _, err := e.Operator().Cancel(ctx, "run-1", "op", "stop"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := agentrt.Erase(ctx, e.store, "run-1", "dpo", "why"); err != nil {
@@ -400,7 +402,7 @@ func TestVerify_AlteredPayloadIsABreakEvenBesideErasures(t *testing.T) {
 		t.Run(tc, func(t *testing.T) {
 			e := newEnv(t)
 			st := e.store
-			d := e.driver(script(call("echo", `{"x":1}`), complete(`{}`)), agentrt.DefaultPolicy(), newTool("echo", agentrt.ReadOnly, `{"type":"object"}`, nil))
+			d := e.Driver(kit.Script(kit.Call("echo", `{"x":1}`), kit.Complete(`{}`)), agentrt.DefaultPolicy(), kit.NewTool("echo", agentrt.ReadOnly, `{"type":"object"}`, nil))
 			for _, id := range []string{"a", "b"} {
 				if _, err := d.StartWithID(ctx, id, "g "+id, agentrt.DefaultLimits()); err != nil {
 					t.Fatal(err)
@@ -417,10 +419,10 @@ func TestVerify_AlteredPayloadIsABreakEvenBesideErasures(t *testing.T) {
 			switch tc {
 			case "altered":
 				seq = scalar(t, st, `SELECT MIN(seq) FROM events WHERE run_id = 'b' AND type = 'step.tool_started'`)
-				execSQL(t, db, 1, `UPDATE events SET payload_json = '{"tool":"echo","args":{"x":2}}' WHERE seq = ?`, seq)
+				kit.Exec(t, db, 1, `UPDATE events SET payload_json = '{"tool":"echo","args":{"x":2}}' WHERE seq = ?`, seq)
 			case "kept payload changed":
 				seq = scalar(t, st, `SELECT MIN(seq) FROM events WHERE run_id = 'a' AND type = 'step.tool_started'`)
-				execSQL(t, db, 1, `UPDATE events SET payload_json = '{"tool":"rm","args":null}' WHERE seq = ?`, seq)
+				kit.Exec(t, db, 1, `UPDATE events SET payload_json = '{"tool":"rm","args":null}' WHERE seq = ?`, seq)
 			case "erased by hand":
 				// The forger knows the digest the chain hashed (they
 				// read the salt before deleting it) and keeps it.
@@ -432,7 +434,7 @@ func TestVerify_AlteredPayloadIsABreakEvenBesideErasures(t *testing.T) {
 				if err := db.QueryRow(`SELECT payload_json FROM events WHERE seq = ?`, seq).Scan(&pl); err != nil {
 					t.Fatal(err)
 				}
-				execSQL(t, db, 1, `UPDATE events SET payload_json = '{"tool":"echo","args":null}', payload_digest = ? WHERE seq = ?`, keyedDigest(t, salt, pl), seq)
+				kit.Exec(t, db, 1, `UPDATE events SET payload_json = '{"tool":"echo","args":null}', payload_digest = ? WHERE seq = ?`, keyedDigest(t, salt, pl), seq)
 			}
 			rep, err := st.VerifyEvents(ctx, 0, 0)
 			if err != nil || rep.Break == nil || rep.Break.Seq != seq {
@@ -482,7 +484,7 @@ func TestRetain_BoundedBatchesOnBothBackends(t *testing.T) {
 func TestErase_LateEventRefusedByAStoreThatKeptTheRunsKey(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	now := e.clock.Now()
+	now := e.Clock.Now()
 	late := func(st agentrt.Store) error {
 		_, err := st.Update(ctx, func(tx agentrt.Tx) error {
 			_, err := tx.EventAppend(agentrt.Event{RunID: "late", At: now, Type: agentrt.EventToolFinished,
@@ -504,7 +506,7 @@ func TestErase_LateEventRefusedByAStoreThatKeptTheRunsKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	op := agentrt.Operator{Store: other, Now: e.clock.Now}
+	op := agentrt.Operator{Store: other, Now: e.Clock.Now}
 	if _, err := op.Cancel(ctx, "late", "op", "stop"); err != nil {
 		t.Fatal(err)
 	}

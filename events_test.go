@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	kit "github.com/agentrt/agentrt/internal/enginekit"
+
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/scripted"
 	"github.com/agentrt/agentrt/sqlite"
@@ -27,31 +29,31 @@ func everyEvent(t *testing.T, erase bool) (*sqlite.Store, []agentrt.Event) {
 	ctx := context.Background()
 	e := newEnv(t)
 	st := e.store
-	echo := newTool("echo", agentrt.ReadOnly, `{"type":"object"}`, nil)
-	send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
+	echo := kit.NewTool("echo", agentrt.ReadOnly, `{"type":"object"}`, nil)
+	send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
 
 	// Allowed, then completed.
-	d := e.driver(script(call("echo", `{"x":"<a&b>"}`), complete(`{"done":true}`)), agentrt.DefaultPolicy(), echo)
+	d := e.Driver(kit.Script(kit.Call("echo", `{"x":"<a&b>"}`), kit.Complete(`{"done":true}`)), agentrt.DefaultPolicy(), echo)
 	if _, err := d.StartWithID(ctx, "allow", "say <hi>", agentrt.DefaultLimits()); err != nil {
 		t.Fatal(err)
 	}
 	// Denied, then the step limit.
-	d = e.driver(script(call("echo", `{}`), call("echo", `{"y":1}`)), fixed(agentrt.PolicyDecision{Outcome: agentrt.Deny, Reason: "no"}), echo)
-	if _, err := d.StartWithID(ctx, "deny", "g", limits(func(l *agentrt.Limits) { l.MaxSteps = 1 })); err != nil {
+	d = e.Driver(kit.Script(kit.Call("echo", `{}`), kit.Call("echo", `{"y":1}`)), kit.Fixed(agentrt.PolicyDecision{Outcome: agentrt.Deny, Reason: "no"}), echo)
+	if _, err := d.StartWithID(ctx, "deny", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxSteps = 1 })); err != nil {
 		t.Fatal(err)
 	}
 	// A loop.
-	d = e.driver(script(call("echo", `{}`), call("echo", `{}`), call("echo", `{}`)), agentrt.DefaultPolicy(), echo)
-	if _, err := d.StartWithID(ctx, "loop", "g", limits(func(l *agentrt.Limits) { l.LoopThreshold = 2 })); err != nil {
+	d = e.Driver(kit.Script(kit.Call("echo", `{}`), kit.Call("echo", `{}`), kit.Call("echo", `{}`)), agentrt.DefaultPolicy(), echo)
+	if _, err := d.StartWithID(ctx, "loop", "g", kit.Limits(func(l *agentrt.Limits) { l.LoopThreshold = 2 })); err != nil {
 		t.Fatal(err)
 	}
 	// Approved and resumed; rejected; cancelled while waiting.
 	for _, id := range []string{"approve", "reject", "cancel"} {
-		d = e.driver(script(call("send", `{"path":"/r"}`), complete(`{}`)), agentrt.DefaultPolicy(), send)
+		d = e.Driver(kit.Script(kit.Call("send", `{"path":"/r"}`), kit.Complete(`{}`)), agentrt.DefaultPolicy(), send)
 		if _, err := d.StartWithID(ctx, id, "g", agentrt.DefaultLimits()); err != nil {
 			t.Fatal(err)
 		}
-		a := pendingApproval(t, st, id)
+		a := kit.PendingApproval(t, st, id)
 		var err error
 		switch id {
 		case "approve":
@@ -61,7 +63,7 @@ func everyEvent(t *testing.T, erase bool) (*sqlite.Store, []agentrt.Event) {
 		case "reject":
 			err = agentrt.RejectShown(ctx, st, nil, id, a.ID, a.Hash, "bob", "not that")
 		case "cancel":
-			_, err = e.operator().Cancel(ctx, id, "op", "stop")
+			_, err = e.Operator().Cancel(ctx, id, "op", "stop")
 		}
 		if err != nil {
 			t.Fatalf("%s: %v", id, err)
@@ -83,31 +85,31 @@ func everyEvent(t *testing.T, erase bool) (*sqlite.Store, []agentrt.Event) {
 		return agentrt.Decision{Kind: agentrt.KindToolCall, Tool: "echo", Args: json.RawMessage(`{}`)}, nil
 	})
 	mcfg := agentrt.ModelConfig{Model: m}
-	cfg := e.config(agent, agentrt.DefaultPolicy(), echo)
+	cfg := e.Config(agent, agentrt.DefaultPolicy(), echo)
 	cfg.Model = &mcfg
-	if _, err := e.driverFor(cfg).StartWithID(ctx, "model", "g", agentrt.DefaultLimits()); err != nil {
+	if _, err := e.DriverFor(cfg).StartWithID(ctx, "model", "g", agentrt.DefaultLimits()); err != nil {
 		t.Fatal(err)
 	}
 	// Budgets: one added and set; a priced call reserves against it (the
 	// first price version is stored), one whose model panics leaves its
 	// reservation uncertain, which an operator reconciles; a request the
 	// egress rules refuse is recorded and never sent.
-	op := e.operator()
+	op := e.Operator()
 	if _, err := op.AddBudget(ctx, agentrt.NewBudget{Name: "acme", Scope: "tenant=acme", Window: agentrt.WindowDay, MaxCost: 1_000_000_000, By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := op.SetBudget(ctx, "acme", 2_000_000_000, 0, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	acme := limits(func(l *agentrt.Limits) { l.Labels = "tenant=acme" })
+	acme := kit.Limits(func(l *agentrt.Limits) { l.Labels = "tenant=acme" })
 	prices := agentrt.PriceTable{"m": {InputPerMTok: 1_000_000, OutputPerMTok: 2_000_000}}
 	budgeted := func(id string, gen func(context.Context, int, agentrt.ModelRequest) (agentrt.ModelResponse, error), rules *agentrt.EgressRules) {
 		t.Helper()
-		cfg := e.config(agent, agentrt.DefaultPolicy(), echo)
+		cfg := e.Config(agent, agentrt.DefaultPolicy(), echo)
 		cfg.Model = &agentrt.ModelConfig{Model: &mcModel{name: "m", GenerateFunc: gen}}
 		cfg.Prices = prices
 		cfg.Egress = rules
-		if _, err := e.driverFor(cfg).StartWithID(ctx, id, "g", acme); err != nil {
+		if _, err := e.DriverFor(cfg).StartWithID(ctx, id, "g", acme); err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
 	}
@@ -130,7 +132,7 @@ func everyEvent(t *testing.T, erase bool) (*sqlite.Store, []agentrt.Event) {
 	}, &agentrt.EgressRules{Models: []string{"another"}})
 	// A worker claims an enqueued run, and takes over a lapsed lease on a
 	// run whose read-only step was in flight.
-	past := e.clock.Now().Add(-time.Hour)
+	past := e.Clock.Now().Add(-time.Hour)
 	_, err = st.Update(ctx, func(tx agentrt.Tx) error {
 		if err := tx.RunInsert(agentrt.Run{ID: "lapsed", Goal: "g", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(),
 			CreatedAt: past, StartedAt: past, LeaseOwner: "dead", LeaseExpiresAt: past, Generation: 1, StepCount: 1}); err != nil {
@@ -145,15 +147,34 @@ func everyEvent(t *testing.T, erase bool) (*sqlite.Store, []agentrt.Event) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fin := newFinishes(2)
-	wcfg := agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echo},
-		Observer: fin.observe, Now: e.clock.Now, NewID: seqIDs("w")}, Agent: script(complete(`{}`)), Poll: 5 * time.Millisecond, Concurrency: 1}
-	w, stop := startWorker(t, wcfg)
+	finished := make(chan struct{}, 2)
+	observe := func(ev agentrt.Event) {
+		if ev.Type == agentrt.EventRunFinished {
+			finished <- struct{}{}
+		}
+	}
+	w, err := agentrt.NewWorker(agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echo},
+		Observer: observe, Now: e.Clock.Now, NewID: kit.SeqIDs("w")}, Agent: kit.Script(kit.Complete(`{}`)), Poll: 5 * time.Millisecond, Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
 	if _, err := w.Driver().EnqueueWithID(ctx, "queued", "g", agentrt.DefaultLimits()); err != nil {
 		t.Fatal(err)
 	}
-	fin.await(t, 2)
+	for i := 0; i < 2; i++ {
+		select {
+		case <-finished:
+		case <-time.After(time.Minute):
+			t.Fatalf("only %d of 2 runs finished", i)
+		}
+	}
 	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("worker Run = %v", err)
+	}
 	// An approver invited, enrolled and removed.
 	if _, _, err := op.InviteApprover(ctx, "carol", "admin"); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 )
 
 // A policy's TTL on a require_approval bounds how long the approval stays
@@ -28,21 +29,21 @@ func TestPolicy_ApprovalTTLOnlyShortensTheLimit(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t)
-			send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
+			send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
 			pd := agentrt.PolicyDecision{Outcome: agentrt.RequireApproval, Kind: "send", TTL: c.policy}
-			d := e.driver(script(call("send", `{"path":"/x"}`)), fixed(pd), send)
-			run, err := d.StartWithID(ctx, "run-1", "g", limits(func(l *agentrt.Limits) { l.ApprovalTTL = c.limit }))
+			d := e.Driver(kit.Script(kit.Call("send", `{"path":"/x"}`)), kit.Fixed(pd), send)
+			run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.ApprovalTTL = c.limit }))
 			if err != nil || run.Status != agentrt.RunWaiting {
 				t.Fatalf("Start = %s, %v", run.Status, err)
 			}
-			a := pendingApproval(t, e.store, "run-1")
+			a := kit.PendingApproval(t, e.store, "run-1")
 			switch {
 			case c.want == 0 && !a.ExpiresAt.IsZero():
 				t.Fatalf("approval expires at %s, want never", a.ExpiresAt)
 			case c.want != 0 && !a.ExpiresAt.Equal(a.CreatedAt.Add(c.want)):
 				t.Fatalf("approval expires %s after it was created, want %s", a.ExpiresAt.Sub(a.CreatedAt), c.want)
 			}
-			if st := mustSteps(t, e.store, "run-1"); st[0].Policy == nil || st[0].Policy.TTL != c.policy {
+			if st := kit.MustSteps(t, e.store, "run-1"); st[0].Policy == nil || st[0].Policy.TTL != c.policy {
 				t.Fatalf("recorded policy decision %+v, want TTL %s", st[0].Policy, c.policy)
 			}
 		})
@@ -73,28 +74,28 @@ func TestNeedApproval_ExpiresAfterSetsTheTTLPerKind(t *testing.T) {
 	}
 	for _, c := range cases {
 		e := newEnv(t)
-		tool := newTool(c.tool, agentrt.RemoteMutation, pathSchema, nil)
-		d := e.driver(script(call(c.tool, `{"path":"/x"}`), complete(`{}`)), byKind, tool)
-		if run, err := d.StartWithID(ctx, "run-1", "g", limits(func(l *agentrt.Limits) { l.ApprovalTTL = c.limit })); err != nil || run.Status != agentrt.RunWaiting {
+		tool := kit.NewTool(c.tool, agentrt.RemoteMutation, kit.PathSchema, nil)
+		d := e.Driver(kit.Script(kit.Call(c.tool, `{"path":"/x"}`), kit.Complete(`{}`)), byKind, tool)
+		if run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.ApprovalTTL = c.limit })); err != nil || run.Status != agentrt.RunWaiting {
 			t.Fatalf("%s: Start = %s, %v", c.tool, run.Status, err)
 		}
-		a := pendingApproval(t, e.store, "run-1")
+		a := kit.PendingApproval(t, e.store, "run-1")
 		if got := a.ExpiresAt.Sub(a.CreatedAt); got != c.want {
 			t.Fatalf("%s under limit %s: approval waits %s, want %s", c.tool, c.limit, got, c.want)
 		}
 		if c.tool != "pay" || c.limit != 0 {
 			continue
 		}
-		e.clock.Advance(15 * time.Minute)
+		e.Clock.Advance(15 * time.Minute)
 		run, err := d.Resume(ctx, "run-1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := mustApprovals(t, e.store, "run-1")[0]
+		got := kit.MustApprovals(t, e.store, "run-1")[0]
 		if run.Status != agentrt.RunCancelled || run.Reason != agentrt.ReasonApprovalExpired || got.Status != agentrt.ApprovalExpired {
 			t.Fatalf("payment past its TTL: run %s/%s, approval %s; want cancelled/approval_expired, expired", run.Status, run.Reason, got.Status)
 		}
-		if tool.n() != 0 {
+		if tool.N() != 0 {
 			t.Fatal("an expired payment ran")
 		}
 	}

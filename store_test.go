@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 )
 
 // A step row whose decision will not decode is listed with DecodeError rather
@@ -19,23 +20,23 @@ func TestStore_UndecodableRowsDoNotWedgeTheRun(t *testing.T) {
 	const damage = `{"kind":"tool_call","tool":"read","args":`
 	// waiting leaves run-1 paused at step 1 after a read at step 0.
 	waiting := func(t *testing.T, e *env) agentrt.Approval {
-		read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
-		send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
-		d := e.driver(script(call("read", `{"path":"/a"}`), call("send", `{"path":"/b"}`)), agentrt.DefaultPolicy(), read, send)
+		read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, nil)
+		send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
+		d := e.Driver(kit.Script(kit.Call("read", `{"path":"/a"}`), kit.Call("send", `{"path":"/b"}`)), agentrt.DefaultPolicy(), read, send)
 		run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
 		if err != nil || run.Status != agentrt.RunWaiting {
 			t.Fatalf("Start = %s, %v", run.Status, err)
 		}
-		return pendingApproval(t, e.store, "run-1")
+		return kit.PendingApproval(t, e.store, "run-1")
 	}
 	corrupt := func(t *testing.T, e *env) string {
-		id := mustSteps(t, e.store, "run-1")[0].ID
-		execSQL(t, rawDB(t, e.store), 1, `UPDATE steps SET decision_json = ? WHERE id = ?`, damage, id)
+		id := kit.MustSteps(t, e.store, "run-1")[0].ID
+		kit.Exec(t, rawDB(t, e.store), 1, `UPDATE steps SET decision_json = ? WHERE id = ?`, damage, id)
 		return id
 	}
 	requireDamaged := func(t *testing.T, e *env, id string) {
 		t.Helper()
-		steps := mustSteps(t, e.store, "run-1")
+		steps := kit.MustSteps(t, e.store, "run-1")
 		if steps[0].ID != id || steps[0].DecodeError == "" || !strings.Contains(steps[0].DecodeError, "decision") || steps[0].Decision != nil {
 			t.Fatalf("damaged step listed as %+v", steps[0])
 		}
@@ -52,102 +53,102 @@ func TestStore_UndecodableRowsDoNotWedgeTheRun(t *testing.T) {
 		if steps, total, err := e.store.ListStepsPage(ctx, "run-1", 10, 0); err != nil || total != 2 || len(steps) != 2 || steps[0].DecodeError == "" {
 			t.Fatalf("ListStepsPage = %+v, %d, %v", steps, total, err)
 		}
-		if run := mustRun(t, e.store, "run-1"); run.Status != agentrt.RunWaiting || run.DecodeError != "" {
+		if run := kit.MustRun(t, e.store, "run-1"); run.Status != agentrt.RunWaiting || run.DecodeError != "" {
 			t.Fatalf("run = %+v", run)
 		}
-		run, err := e.operator().Cancel(ctx, "run-1", "op", "damaged")
+		run, err := e.Operator().Cancel(ctx, "run-1", "op", "damaged")
 		if err != nil {
 			t.Fatalf("Cancel: %v", err)
 		}
-		requireEnded(t, run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
+		kit.RequireEnded(t, run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
 		requireDamaged(t, e, id)
 	})
 	t.Run("resumed while waiting", func(t *testing.T) {
 		e := newEnv(t)
 		a := waiting(t, e)
-		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
+		if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 			t.Fatalf("Approve: %v", err)
 		}
 		id := corrupt(t, e)
-		send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
-		read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
-		policy := recording(agentrt.DefaultPolicy())
-		agent := script(complete(`{}`), complete(`{}`), complete(`{}`))
-		run, err := e.driver(agent, policy, read, send).Resume(ctx, "run-1")
+		send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
+		read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, nil)
+		policy := kit.Recording(agentrt.DefaultPolicy())
+		agent := kit.Script(kit.Complete(`{}`), kit.Complete(`{}`), kit.Complete(`{}`))
+		run, err := e.Driver(agent, policy, read, send).Resume(ctx, "run-1")
 		if err != nil {
 			t.Fatalf("Resume: %v", err)
 		}
-		requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
+		kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
 		if !strings.Contains(run.ReasonDetail, "will not decode") {
 			t.Fatalf("detail = %q", run.ReasonDetail)
 		}
-		if send.n() != 0 || policy.n() != 0 || agent.n.Load() != 0 {
-			t.Fatalf("after the damage: send ran %d, policy asked %d, agent asked %d times", send.n(), policy.n(), agent.n.Load())
+		if send.N() != 0 || policy.N() != 0 || agent.N.Load() != 0 {
+			t.Fatalf("after the damage: send ran %d, policy asked %d, agent asked %d times", send.N(), policy.N(), agent.N.Load())
 		}
 		requireDamaged(t, e, id)
-		if st := mustSteps(t, e.store, "run-1")[1]; st.Status != agentrt.StepFailed {
+		if st := kit.MustSteps(t, e.store, "run-1")[1]; st.Status != agentrt.StepFailed {
 			t.Fatalf("the waiting step is %s", st.Status)
 		}
-		requireEvents(t, e.store, "run-1", evStart, evToolStep, evPause, []E{apprDecided, stepFailed, runFinished})
+		kit.RequireEvents(t, e.store, "run-1", kit.EvStart, kit.EvToolStep, kit.EvPause, []kit.E{kit.ApprDecided, kit.StepFailed, kit.RunFinished})
 	})
 	t.Run("taken over after a crash", func(t *testing.T) {
 		e := newEnv(t)
-		read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
+		read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, nil)
 		dctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		agent := agentrt.AgentFunc(func(c context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
 			if in.Steps.Len() == 0 {
-				return call("read", `{"path":"/a"}`), nil
+				return kit.Call("read", `{"path":"/a"}`), nil
 			}
 			cancel() // the process gives up mid-decision
 			return agentrt.Decision{}, c.Err()
 		})
-		if _, err := e.driver(agent, agentrt.DefaultPolicy(), read).StartWithID(dctx, "run-1", "g", agentrt.DefaultLimits()); !errors.Is(err, context.Canceled) {
+		if _, err := e.Driver(agent, agentrt.DefaultPolicy(), read).StartWithID(dctx, "run-1", "g", agentrt.DefaultLimits()); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Start = %v", err)
 		}
 		id := corrupt(t, e)
-		agent2 := script(complete(`{}`), complete(`{}`))
-		run, err := e.driver(agent2, agentrt.DefaultPolicy(), read).Resume(ctx, "run-1")
+		agent2 := kit.Script(kit.Complete(`{}`), kit.Complete(`{}`))
+		run, err := e.Driver(agent2, agentrt.DefaultPolicy(), read).Resume(ctx, "run-1")
 		if err != nil {
 			t.Fatalf("Resume: %v", err)
 		}
-		requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
-		if agent2.n.Load() != 0 || read.n() != 1 {
-			t.Fatalf("continued from a damaged record: agent asked %d, read ran %d times", agent2.n.Load(), read.n())
+		kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
+		if agent2.N.Load() != 0 || read.N() != 1 {
+			t.Fatalf("continued from a damaged record: agent asked %d, read ran %d times", agent2.N.Load(), read.N())
 		}
 		requireDamaged(t, e, id)
-		requireEvents(t, e.store, "run-1", evStart, evToolStep, []E{stepStarted, stepInterrupt, runFinished})
+		kit.RequireEvents(t, e.store, "run-1", kit.EvStart, kit.EvToolStep, []kit.E{kit.StepStarted, kit.StepInterrupt, kit.RunFinished})
 	})
 	t.Run("damaged approval", func(t *testing.T) {
 		e := newEnv(t)
 		a := waiting(t, e)
-		execSQL(t, rawDB(t, e.store), 1, `UPDATE approvals SET capability_json = 'not json' WHERE id = ?`, a.ID)
+		kit.Exec(t, rawDB(t, e.store), 1, `UPDATE approvals SET capability_json = 'not json' WHERE id = ?`, a.ID)
 		got, err := e.store.GetApproval(ctx, "run-1", a.ID)
 		if err != nil || got.DecodeError == "" {
 			t.Fatalf("GetApproval = %+v, %v", got, err)
 		}
-		if as := mustApprovals(t, e.store, "run-1"); len(as) != 1 || as[0].DecodeError == "" {
+		if as := kit.MustApprovals(t, e.store, "run-1"); len(as) != 1 || as[0].DecodeError == "" {
 			t.Fatalf("ListApprovals = %+v", as)
 		}
 		before := takeSnapshot(t, e.store)
-		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); !errors.Is(err, agentrt.ErrApprovalHash) {
+		if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); !errors.Is(err, agentrt.ErrApprovalHash) {
 			t.Fatalf("Approve of a damaged approval = %v, want ErrApprovalHash", err)
 		}
 		requireUnchanged(t, e.store, before, "a refused Approve")
-		run, err := e.operator().Cancel(ctx, "run-1", "op", "damaged")
+		run, err := e.Operator().Cancel(ctx, "run-1", "op", "damaged")
 		if err != nil {
 			t.Fatalf("Cancel: %v", err)
 		}
-		requireEnded(t, run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
+		kit.RequireEnded(t, run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
 	})
 	// A decision over a page's cap that is not JSON: the page read lists
 	// the step by its size rather than failing on the JSON functions.
 	t.Run("large decision that is not JSON", func(t *testing.T) {
 		e := newEnv(t)
 		waiting(t, e)
-		id := mustSteps(t, e.store, "run-1")[0].ID
+		id := kit.MustSteps(t, e.store, "run-1")[0].ID
 		big := damage + strings.Repeat("x", 2*agentrt.MaxPageText)
-		execSQL(t, rawDB(t, e.store), 1, `UPDATE steps SET decision_json = ? WHERE id = ?`, big, id)
+		kit.Exec(t, rawDB(t, e.store), 1, `UPDATE steps SET decision_json = ? WHERE id = ?`, big, id)
 		steps, total, err := e.store.ListStepsPage(ctx, "run-1", 10, 0)
 		if err != nil || total != 2 || len(steps) != 2 {
 			t.Fatalf("ListStepsPage = %d of %d, %v", len(steps), total, err)
@@ -158,11 +159,11 @@ func TestStore_UndecodableRowsDoNotWedgeTheRun(t *testing.T) {
 		if steps[1].DecodeError != "" || steps[1].Decision == nil {
 			t.Fatalf("the sound step is listed as %+v", steps[1])
 		}
-		run, err := e.operator().Cancel(ctx, "run-1", "op", "damaged")
+		run, err := e.Operator().Cancel(ctx, "run-1", "op", "damaged")
 		if err != nil {
 			t.Fatalf("Cancel: %v", err)
 		}
-		requireEnded(t, run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
+		kit.RequireEnded(t, run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
 	})
 	// Integer columns holding text, a fraction or a number past int64: the
 	// row is read with DecodeError naming the column, the run can be
@@ -178,36 +179,36 @@ func TestStore_UndecodableRowsDoNotWedgeTheRun(t *testing.T) {
 		t.Run(c.name+" read and cancelled", func(t *testing.T) {
 			e := newEnv(t)
 			waiting(t, e)
-			execSQL(t, rawDB(t, e.store), 1, c.set)
+			kit.Exec(t, rawDB(t, e.store), 1, c.set)
 			if !damagedInteger(t, e.store, column) {
 				t.Fatalf("no row names %s as damaged", column)
 			}
-			run, err := e.operator().Cancel(ctx, "run-1", "op", "damaged")
+			run, err := e.Operator().Cancel(ctx, "run-1", "op", "damaged")
 			if err != nil {
 				t.Fatalf("Cancel: %v", err)
 			}
-			requireEnded(t, run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
+			kit.RequireEnded(t, run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
 		})
 		t.Run(c.name+" resumed", func(t *testing.T) {
 			e := newEnv(t)
 			a := waiting(t, e)
-			if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
+			if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 				t.Fatalf("Approve: %v", err)
 			}
-			execSQL(t, rawDB(t, e.store), 1, c.set)
-			send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
-			read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
-			agent := script(complete(`{}`), complete(`{}`))
-			run, err := e.driver(agent, agentrt.DefaultPolicy(), read, send).Resume(ctx, "run-1")
+			kit.Exec(t, rawDB(t, e.store), 1, c.set)
+			send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
+			read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, nil)
+			agent := kit.Script(kit.Complete(`{}`), kit.Complete(`{}`))
+			run, err := e.Driver(agent, agentrt.DefaultPolicy(), read, send).Resume(ctx, "run-1")
 			if err != nil {
 				t.Fatalf("Resume: %v", err)
 			}
-			requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
+			kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
 			if !strings.Contains(run.ReasonDetail, "will not decode") || !strings.Contains(run.ReasonDetail, column) {
 				t.Fatalf("detail = %q", run.ReasonDetail)
 			}
-			if send.n() != 0 || agent.n.Load() != 0 {
-				t.Fatalf("after the damage: send ran %d, agent asked %d times", send.n(), agent.n.Load())
+			if send.N() != 0 || agent.N.Load() != 0 {
+				t.Fatalf("after the damage: send ran %d, agent asked %d times", send.N(), agent.N.Load())
 			}
 		})
 	}

@@ -119,6 +119,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	hard, cancelHard := context.WithCancel(context.Background())
 	defer cancelHard()
 	runCtx := context.WithValue(hard, stopKey{}, (<-chan struct{})(stop))
+	// The runs in flight hear of the stop the moment ctx is done, not when
+	// the loop next gets round to it (it may be inside a slow claim), so a
+	// run never takes a step it was asked to stop before.
+	defer context.AfterFunc(ctx, func() { close(stop) })()
 	var wg sync.WaitGroup
 	tick := time.NewTicker(w.cfg.Poll)
 	defer tick.Stop()
@@ -130,7 +134,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}
 	for {
-		if free := cap(w.slots) - len(w.slots); free > 0 {
+		if free := cap(w.slots) - len(w.slots); free > 0 && ctx.Err() == nil {
 			runs, err := w.claim(ctx, free)
 			if err != nil && ctx.Err() == nil {
 				w.report("", err)
@@ -151,7 +155,6 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			close(stop)
 			done := make(chan struct{})
 			go func() { wg.Wait(); close(done) }()
 			t := time.NewTimer(w.cfg.Grace)

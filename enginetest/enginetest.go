@@ -1,8 +1,11 @@
 // Package enginetest is the engine's behaviour suite run on a storage
-// backend: drivers, workers, approvals, cancels, leases and grants through
-// the public API, on whatever Store the opener returns. The root package
-// runs it on SQLite and the postgres module on a real cluster, so the
-// database-clock paths are exercised by the same behaviours as SQLite's.
+// backend: drivers, resumes, leases, interrupted side effects, workers,
+// gates, approvals and approvers, cancels, signed grants and their
+// forgeries, and re-checks, through the public API, on whatever stores a
+// Backend opens. The root package runs each case on SQLite as its own
+// top-level test; the postgres module runs them all on a real cluster, so
+// the database-clock paths are exercised by the same behaviours as
+// SQLite's. It is for this module's backends and is not a stable API.
 package enginetest
 
 import (
@@ -19,37 +22,98 @@ import (
 	"github.com/agentrt/agentrt/scripted"
 )
 
-// Opener opens a fresh, empty store; every open of one test names the same
-// database (a second open is a second process's store). The suite closes
-// what it opens.
-type Opener func(t *testing.T) (open func(t *testing.T) agentrt.Store)
+// cases is the suite. The first are the backend behaviours it began with;
+// the rest are the root package's engine tests, each under its test name
+// without the Test prefix.
+var cases = []Case{
+	{Name: "DriverRunsAToolOnceAndTheChainVerifies", fn: legacy(driverRuns)},
+	{Name: "ApprovalPausesAndApprovedRunResumes", fn: legacy(approvalResumes)},
+	{Name: "RejectCancelsAndRunsNothing", fn: legacy(rejectCancels)},
+	{Name: "CancelEndsAWaitingRun", fn: legacy(cancelWaiting)},
+	{Name: "ChangedApprovalIsNotDecided", fn: legacy(changedApproval)},
+	{Name: "WorkerClaimsAnApprovedRunByItself", fn: legacy(workerApproved)},
+	{Name: "WorkerEndsARunWhoseApprovalExpired", fn: legacy(workerExpired)},
+	{Name: "WorkerTakesOverALapsedLease", fn: legacy(workerTakeover)},
+	{Name: "TwoWorkersRunEachEnqueuedRunOnce", fn: legacy(twoWorkers)},
+	{Name: "HeldLeaseRefusesASecondDriver", fn: legacy(heldLease)},
+	{Name: "UnsignedGrantIsRefusedWhenSignaturesAreRequired", fn: legacy(unsignedGrant)},
+	{Name: "SignedGrantIsRecordedAndRunsOnce", fn: legacy(signedGrant)},
+	{Name: "InterruptedSideEffectWaitsForAnOperator", fn: legacy(interruptedSideEffect), serial: true},
+	{Name: "GateExecutesTheApprovedRequest", fn: legacy(gateApproved)},
+	{Name: "RecheckReportsWhatAPolicyWouldDecideNow", fn: legacy(recheck)},
+	{Name: "BudgetSettlesActualUsageAndRefusesBeforeTransport", fn: legacy(budgetSettlesTruthfully)},
+	{Name: "UncertainReservationHoldsUntilReconciled", fn: legacy(budgetUncertainHolds)},
+	{Name: "EgressDeniedRequestNeverLeaves", fn: legacy(egressDenied)},
+	{Name: "Driver_CompletesAndPersists", fn: caseDriver_CompletesAndPersists},
+	{Name: "Driver_InvalidArgumentsBecomeObservation", fn: caseDriver_InvalidArgumentsBecomeObservation},
+	{Name: "Driver_InvalidArgumentsAreRecordedOutOfBand", fn: caseDriver_InvalidArgumentsAreRecordedOutOfBand},
+	{Name: "Driver_PseudoDecisionKindsAreInvalid", fn: caseDriver_PseudoDecisionKindsAreInvalid},
+	{Name: "Driver_PolicyDenyIsObservation", fn: caseDriver_PolicyDenyIsObservation},
+	{Name: "Driver_PolicyAbortEndsRun", fn: caseDriver_PolicyAbortEndsRun},
+	{Name: "Driver_StepLimit", fn: caseDriver_StepLimit},
+	{Name: "Driver_IdenticalCallAndResultStops", fn: caseDriver_IdenticalCallAndResultStops},
+	{Name: "Driver_TerminalToolCommitsWithTheRun", fn: caseDriver_TerminalToolCommitsWithTheRun},
+	{Name: "Driver_ConsumersCannotCorruptEachOther", fn: caseDriver_ConsumersCannotCorruptEachOther},
+	{Name: "Driver_CachedViewEqualsReloadedView", fn: caseDriver_CachedViewEqualsReloadedView},
+	{Name: "Driver_DeepJSONIsRefusedWhereItEnters", fn: caseDriver_DeepJSONIsRefusedWhereItEnters},
+	{Name: "Driver_HugeNumbersAreRefusedWhereTheyEnter", fn: caseDriver_HugeNumbersAreRefusedWhereTheyEnter},
+	{Name: "Driver_CancelledContextAfterToolKeepsTheObservation", fn: caseDriver_CancelledContextAfterToolKeepsTheObservation},
+	{Name: "NewDriver_SchemaReferencesOutsideItselfAreRefused", fn: caseNewDriver_SchemaReferencesOutsideItselfAreRefused},
+	{Name: "Driver_LimitsEndTheRunBeforeTheNextStep", fn: caseDriver_LimitsEndTheRunBeforeTheNextStep},
+	{Name: "Driver_PanicsAreErrorsOfTheirOwner", fn: caseDriver_PanicsAreErrorsOfTheirOwner},
+	{Name: "Driver_ConsumersCannotCorruptTheirOwnLaterViews", fn: caseDriver_ConsumersCannotCorruptTheirOwnLaterViews},
+	{Name: "Resume_OnlyTheLatestApprovalOfAStepGrants", fn: caseResume_OnlyTheLatestApprovalOfAStepGrants},
+	{Name: "Resume_ApprovedArgumentsMeetTheCurrentSchema", fn: caseResume_ApprovedArgumentsMeetTheCurrentSchema},
+	{Name: "Resume_ChangedSpecIsAnotherRequest", fn: caseResume_ChangedSpecIsAnotherRequest},
+	{Name: "Resume_ConcurrentResumeExecutesOnce", fn: caseResume_ConcurrentResumeExecutesOnce},
+	{Name: "Resume_CrashAfterResumeKeepsTheApprovedRequest", fn: caseResume_CrashAfterResumeKeepsTheApprovedRequest},
+	{Name: "Resume_GrantNotResumedWithinTheTTLExpires", fn: caseResume_GrantNotResumedWithinTheTTLExpires},
+	{Name: "Resume_ConcurrentRepauseAddsOneApproval", fn: caseResume_ConcurrentRepauseAddsOneApproval},
+	{Name: "Lease_ResumeOfALiveRunIsRefused", fn: caseLease_ResumeOfALiveRunIsRefused},
+	{Name: "Lease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall", fn: caseLease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall},
+	{Name: "Lease_LapsedLeaseStartsNoSideEffect", fn: caseLease_LapsedLeaseStartsNoSideEffect},
+	{Name: "Lease_SameLeaseOwnerNameIsTwoOwners", fn: caseLease_SameLeaseOwnerNameIsTwoOwners},
+	{Name: "Resume_InterruptedStepIsReconciledAndContinued", fn: caseResume_InterruptedStepIsReconciledAndContinued, serial: true},
+	{Name: "Resume_InterruptedSideEffectWaitsForAnOperator", fn: caseResume_InterruptedSideEffectWaitsForAnOperator, serial: true},
+	{Name: "Worker_SharesEnqueuedRunsAndRunsEachOnce", fn: caseWorker_SharesEnqueuedRunsAndRunsEachOnce},
+	{Name: "Worker_ApprovedRunResumesByItself", fn: caseWorker_ApprovedRunResumesByItself},
+	{Name: "Worker_TakesOverALapsedLease", fn: caseWorker_TakesOverALapsedLease},
+	{Name: "Worker_StopsAtAStepBoundaryAndReleasesTheLease", fn: caseWorker_StopsAtAStepBoundaryAndReleasesTheLease},
+	{Name: "Worker_ConfigIsValidated", fn: caseWorker_ConfigIsValidated},
+	{Name: "Gate_ApprovedStepExecutesTheRecordedRequest", fn: caseGate_ApprovedStepExecutesTheRecordedRequest},
+	{Name: "Gate_GrantTTLHoldsUntilExecute", fn: caseGate_GrantTTLHoldsUntilExecute},
+	{Name: "Gate_AbandonedAfterAllowedRunsNothing", fn: caseGate_AbandonedAfterAllowedRunsNothing},
+	{Name: "Gate_AbandonedDuringExecutePausesForAnOperator", fn: caseGate_AbandonedDuringExecutePausesForAnOperator},
+	{Name: "Gate_CallsAfterTheLeaseIsLostAreRefused", fn: caseGate_CallsAfterTheLeaseIsLostAreRefused},
+	{Name: "Gate_HugeNumberIsAnInvalidDecision", fn: caseGate_HugeNumberIsAnInvalidDecision},
+	{Name: "Policy_GateProposeAndAttachHandedTheSameBytes", fn: casePolicy_GateProposeAndAttachHandedTheSameBytes},
+	{Name: "Gate_MisuseIsRefused", fn: caseGate_MisuseIsRefused},
+	{Name: "Approval_ApproveThenResumeExecutesRecordedRequest", fn: caseApproval_ApproveThenResumeExecutesRecordedRequest},
+	{Name: "Approval_TamperedRowRefused", fn: caseApproval_TamperedRowRefused},
+	{Name: "Approval_ShownDecisionIsAtomic", fn: caseApproval_ShownDecisionIsAtomic},
+	{Name: "ApprovalHash_ErrorsRatherThanSubstituting", fn: caseApprovalHash_ErrorsRatherThanSubstituting},
+	{Name: "Approval_PendingApprovalExpiresAfterTheTTL", fn: caseApproval_PendingApprovalExpiresAfterTheTTL},
+	{Name: "Approvers_SignedDecisionIsRecordedAndVerifiesOffline", fn: caseApprovers_SignedDecisionIsRecordedAndVerifiesOffline},
+	{Name: "Approvers_SignedDecisionMustBeThisOne", fn: caseApprovers_SignedDecisionMustBeThisOne},
+	{Name: "Resume_RefusesAnUnsignedGrantOfARunThatRequiresOne", fn: caseResume_RefusesAnUnsignedGrantOfARunThatRequiresOne},
+	{Name: "Resume_PolicyRequiredSignature", fn: caseResume_PolicyRequiredSignature},
+	{Name: "Resume_PinnedKeysExcludeKeysEnrolledOnlyInTheDatabase", fn: caseResume_PinnedKeysExcludeKeysEnrolledOnlyInTheDatabase},
+	{Name: "Approvers_InvitationIsOneTimeAndExpires", fn: caseApprovers_InvitationIsOneTimeAndExpires},
+	{Name: "Cancel_LiveLoopStopsAtItsNextWrite", fn: caseCancel_LiveLoopStopsAtItsNextWrite},
+	{Name: "Cancel_ToolOutcomeIsAppendedLate", fn: caseCancel_ToolOutcomeIsAppendedLate},
+	{Name: "Cancel_LeavesNoApprovalPending", fn: caseCancel_LeavesNoApprovalPending},
+	{Name: "Resume_GrantMustEqualWhatTheChainRecorded", fn: caseResume_GrantMustEqualWhatTheChainRecorded},
+	{Name: "Resume_GrantCheckReadsOnlyItsStepsEvents", fn: caseResume_GrantCheckReadsOnlyItsStepsEvents},
+	{Name: "Grant_DatabaseWriterCannotForge", fn: caseGrant_DatabaseWriterCannotForge},
+	{Name: "Recheck_ByteReadingPolicyDecidesAlike", fn: caseRecheck_ByteReadingPolicyDecidesAlike},
+	{Name: "Recheck_ReportsWhatItCannotAskAgain", fn: caseRecheck_ReportsWhatItCannotAskAgain},
+}
 
-// Exercise runs the suite.
-func Exercise(t *testing.T, fresh Opener) {
-	for _, c := range []struct {
-		name string
-		fn   func(*testing.T, func(*testing.T) agentrt.Store)
-	}{
-		{"DriverRunsAToolOnceAndTheChainVerifies", driverRuns},
-		{"ApprovalPausesAndApprovedRunResumes", approvalResumes},
-		{"RejectCancelsAndRunsNothing", rejectCancels},
-		{"CancelEndsAWaitingRun", cancelWaiting},
-		{"ChangedApprovalIsNotDecided", changedApproval},
-		{"WorkerClaimsAnApprovedRunByItself", workerApproved},
-		{"WorkerEndsARunWhoseApprovalExpired", workerExpired},
-		{"WorkerTakesOverALapsedLease", workerTakeover},
-		{"TwoWorkersRunEachEnqueuedRunOnce", twoWorkers},
-		{"HeldLeaseRefusesASecondDriver", heldLease},
-		{"UnsignedGrantIsRefusedWhenSignaturesAreRequired", unsignedGrant},
-		{"SignedGrantIsRecordedAndRunsOnce", signedGrant},
-		{"InterruptedSideEffectWaitsForAnOperator", interruptedSideEffect},
-		{"GateExecutesTheApprovedRequest", gateApproved},
-		{"RecheckReportsWhatAPolicyWouldDecideNow", recheck},
-		{"BudgetSettlesActualUsageAndRefusesBeforeTransport", budgetSettlesTruthfully},
-		{"UncertainReservationHoldsUntilReconciled", budgetUncertainHolds},
-		{"EgressDeniedRequestNeverLeaves", egressDenied},
-	} {
-		t.Run(c.name, func(t *testing.T) { c.fn(t, fresh(t)) })
+// legacy adapts a case written against an opener of one database's stores.
+func legacy(fn func(*testing.T, func(*testing.T) agentrt.Store)) func(*testing.T, *Backend) {
+	return func(t *testing.T, b *Backend) {
+		d := b.fresh(t)
+		fn(t, func(t *testing.T) agentrt.Store { return d.openUnclosed(t) })
 	}
 }
 
@@ -59,7 +123,7 @@ type tool struct {
 	n    atomic.Int64
 }
 
-func newTool(name string, se agentrt.SideEffect) *tool {
+func simpleTool(name string, se agentrt.SideEffect) *tool {
 	return &tool{spec: agentrt.ToolSpec{Name: name, Description: name, SideEffect: se, Timeout: 10 * time.Second,
 		InputSchema: json.RawMessage(`{"type":"object"}`)}}
 }
@@ -118,7 +182,7 @@ func run(t *testing.T, st agentrt.Store, id string) agentrt.Run {
 
 func driverRuns(t *testing.T, open func(*testing.T) agentrt.Store) {
 	st := closeLater(t, open(t))
-	note := newTool("note", agentrt.LocalMutation)
+	note := simpleTool("note", agentrt.LocalMutation)
 	d := driver(t, st, &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("note", `{}`, "a"), scripted.Complete(`{"ok":true}`)}}, note)
 	r, err := d.Start(context.Background(), "g", agentrt.DefaultLimits())
 	if err != nil || r.Status != agentrt.RunCompleted || note.n.Load() != 1 {
@@ -134,7 +198,7 @@ func driverRuns(t *testing.T, open func(*testing.T) agentrt.Store) {
 // startWaiting starts a run that pauses on an approval of send.
 func startWaiting(t *testing.T, st agentrt.Store, limits agentrt.Limits) (*agentrt.Driver, *tool, agentrt.Run) {
 	t.Helper()
-	send := newTool("send", agentrt.RemoteMutation)
+	send := simpleTool("send", agentrt.RemoteMutation)
 	d := driver(t, st, &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("send", `{"to":"x"}`, "send"), scripted.Complete(`{}`)}}, send)
 	r, err := d.Start(context.Background(), "send x", limits)
 	if err != nil || r.Status != agentrt.RunWaiting {
@@ -222,7 +286,8 @@ func changedApproval(t *testing.T, open func(*testing.T) agentrt.Store) {
 	}
 }
 
-// worker starts a worker on st and returns a stop.
+// worker starts a worker on st, with the default policy and a 5ms poll
+// unless cfg names others, and returns a stop; the test's end stops it too.
 func worker(t *testing.T, st agentrt.Store, cfg agentrt.WorkerConfig) (*agentrt.Worker, func()) {
 	t.Helper()
 	cfg.Store = st
@@ -232,17 +297,11 @@ func worker(t *testing.T, st agentrt.Store, cfg agentrt.WorkerConfig) (*agentrt.
 	if cfg.Poll == 0 {
 		cfg.Poll = 5 * time.Millisecond
 	}
-	w, err := agentrt.NewWorker(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
+	w, stop := startWorker(t, cfg)
 	var once sync.Once
-	stop := func() { once.Do(func() { cancel(); <-done }) }
-	t.Cleanup(stop)
-	return w, stop
+	stopOnce := func() { once.Do(stop) }
+	t.Cleanup(stopOnce)
+	return w, stopOnce
 }
 
 // await waits for cond, polling the store, for up to a minute.
@@ -260,7 +319,7 @@ func await(t *testing.T, what string, cond func() bool) {
 func workerApproved(t *testing.T, open func(*testing.T) agentrt.Store) {
 	st := closeLater(t, open(t))
 	ctx := context.Background()
-	send := newTool("send", agentrt.RemoteMutation)
+	send := simpleTool("send", agentrt.RemoteMutation)
 	w, _ := worker(t, st, agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Tools: []agentrt.Tool{send}},
 		Agent: &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("send", `{}`, "s"), scripted.Complete(`{}`)}}})
 	r, err := w.Driver().Enqueue(ctx, "g", agentrt.DefaultLimits())
@@ -287,7 +346,7 @@ func workerExpired(t *testing.T, open func(*testing.T) agentrt.Store) {
 	ctx := context.Background()
 	var skew atomic.Int64
 	now := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
-	send := newTool("send", agentrt.RemoteMutation)
+	send := simpleTool("send", agentrt.RemoteMutation)
 	limits := agentrt.DefaultLimits()
 	limits.ApprovalTTL = time.Minute
 	w, _ := worker(t, st, agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Tools: []agentrt.Tool{send}, Now: now},
@@ -317,18 +376,7 @@ func workerExpired(t *testing.T, open func(*testing.T) agentrt.Store) {
 func workerTakeover(t *testing.T, open func(*testing.T) agentrt.Store) {
 	st := closeLater(t, open(t))
 	ctx := context.Background()
-	past := time.Now().Add(-time.Hour).UTC()
-	_, err := st.Update(ctx, func(tx agentrt.Tx) error {
-		if err := tx.RunInsert(agentrt.Run{ID: "r1", Goal: "g", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(),
-			CreatedAt: past, StartedAt: past, LeaseOwner: "dead", LeaseExpiresAt: past, Generation: 1}); err != nil {
-			return err
-		}
-		_, err := tx.EventAppend(agentrt.Event{RunID: "r1", At: past, Type: agentrt.EventRunCreated})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	insertLapsedRun(t, st)
 	worker(t, st, agentrt.WorkerConfig{Agent: &scripted.Agent{Decisions: []agentrt.Decision{scripted.Complete(`{}`)}}})
 	await(t, "the takeover", func() bool { return run(t, st, "r1").Status == agentrt.RunCompleted })
 	evs, err := st.ListEvents(ctx, "r1")
@@ -352,7 +400,7 @@ func twoWorkers(t *testing.T, open func(*testing.T) agentrt.Store) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	calls := map[string]int{}
-	note := agentrt.ToolFunc{ToolSpec: newTool("note", agentrt.LocalMutation).spec,
+	note := agentrt.ToolFunc{ToolSpec: simpleTool("note", agentrt.LocalMutation).spec,
 		Fn: func(_ context.Context, c agentrt.ToolCall) (agentrt.ToolResult, error) {
 			mu.Lock()
 			calls[c.RunID]++

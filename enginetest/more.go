@@ -26,7 +26,7 @@ func interruptedSideEffect(t *testing.T, open func(*testing.T) agentrt.Store) {
 	const ttl = 500 * time.Millisecond
 	const id = "run-interrupted"
 	first := open(t)
-	appendTool := newTool("append", agentrt.LocalMutation)
+	appendTool := simpleTool("append", agentrt.LocalMutation)
 	crashed := make(chan struct{})
 	var fired atomic.Bool
 	restore := testhook.Set(func(point, runID string, step int) {
@@ -86,7 +86,7 @@ func interruptedSideEffect(t *testing.T, open func(*testing.T) agentrt.Store) {
 func gateApproved(t *testing.T, open func(*testing.T) agentrt.Store) {
 	ctx := context.Background()
 	st := closeLater(t, open(t))
-	deploy := newTool("deploy", agentrt.RemoteMutation)
+	deploy := simpleTool("deploy", agentrt.RemoteMutation)
 	g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{deploy}}})
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +131,7 @@ func gateApproved(t *testing.T, open func(*testing.T) agentrt.Store) {
 func recheck(t *testing.T, open func(*testing.T) agentrt.Store) {
 	ctx := context.Background()
 	st := closeLater(t, open(t))
-	note := newTool("note", agentrt.LocalMutation)
+	note := simpleTool("note", agentrt.LocalMutation)
 	d := driver(t, st, &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("note", `{}`, "a"), scripted.Complete(`{}`)}}, note)
 	r, err := d.Start(ctx, "g", agentrt.DefaultLimits())
 	if err != nil || r.Status != agentrt.RunCompleted {

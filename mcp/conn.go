@@ -12,7 +12,8 @@ import (
 )
 
 // Connection is one client session, shared by every tool loaded from one
-// server. There is no reconnect: once the session drops, every call fails.
+// server. There is no new session: once the session drops, every call fails
+// (a dropped event stream is resumed, never a call re-sent; see connect).
 // Close is idempotent and safe to call while a call is in flight.
 type Connection struct {
 	srv  Server
@@ -105,7 +106,7 @@ func connect(ctx context.Context, srv *Server) (*Connection, error) {
 		t = &sdk.StreamableClientTransport{
 			Endpoint:     srv.Endpoint,
 			HTTPClient:   httpClient(srv.HTTPClient, c.tap),
-			MaxRetries:   -1,
+			MaxRetries:   MaxStreamRetries,
 			OAuthHandler: srv.OAuthHandler,
 		}
 	}

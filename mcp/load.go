@@ -49,7 +49,8 @@ type Rules map[string]Rule
 type Report struct {
 	Server string `json:"server"`
 	// Connection is shared by the registered tools; the caller closes it.
-	// It is nil when nothing registered.
+	// It is nil when nothing registered, unless the server offers no tool
+	// at all and the manifest pins none.
 	Connection   *Connection    `json:"-"`
 	Registered   []Registration `json:"registered"`
 	Refused      []Refusal      `json:"refused"`
@@ -101,8 +102,11 @@ func (r *Report) String() string {
 // Load connects to srv and registers each tool that is pinned in m, has a
 // rule in rules, and passes every check; each refused tool is in the
 // report with its reason, and the others still register. Connecting,
-// listing and every check fall inside srv.ConnectTimeout. When nothing
-// registers the connection is closed and the error wraps ErrNoTools.
+// listing and every check fall inside srv.ConnectTimeout. A server that
+// offers no tool at all, under a manifest that pins none, loads with no
+// tools and its connection (it may still have prompts or resources).
+// Otherwise, when nothing registers, the connection is closed and the
+// error wraps ErrNoTools.
 func Load(ctx context.Context, srv Server, m *Manifest, rules Rules) ([]agentrt.Tool, *Report, error) {
 	if err := srv.validate(); err != nil {
 		return nil, nil, err
@@ -137,7 +141,7 @@ func Load(ctx context.Context, srv Server, m *Manifest, rules Rules) ([]agentrt.
 		if h := loadHook.Load(); h != nil {
 			(*h)(ctx)
 		}
-		if len(tools) == 0 {
+		if len(tools) == 0 && (len(l.tools) > 0 || len(m.Tools) > 0) {
 			c.Close()
 			return out{nil, rep}, fmt.Errorf("mcp: server %q: %w", srv.Name, ErrNoTools)
 		}
@@ -317,4 +321,43 @@ func short(h string) string {
 		return h[:12]
 	}
 	return h
+}
+
+// Offline builds the tools m pins and rules classify, checked as Load
+// checks them but against the pin instead of a listing, without
+// connecting: for a server that cannot be reached now (its login lapsed),
+// so its tools can still be offered. Each one's Call fails as CallNotSent
+// (ErrClosed); a caller swaps in Load's tools once the server is
+// reachable. The report's Connection is nil.
+func Offline(srv Server, m *Manifest, rules Rules) ([]agentrt.Tool, *Report, error) {
+	if err := srv.validate(); err != nil {
+		return nil, nil, err
+	}
+	if m == nil || m.Server != srv.Name {
+		return nil, nil, fmt.Errorf("mcp: server %q: no manifest pins it; run Pin first", srv.Name)
+	}
+	c := &Connection{srv: srv, closed: make(chan struct{})}
+	c.closeOnce.Do(func() { close(c.closed) })
+	l := &listing{byName: map[string]*liveTool{}}
+	for _, name := range slices.Sorted(maps.Keys(m.Tools)) {
+		p := m.Tools[name]
+		// A listing's schemas are canonical; the manifest file's may be
+		// indented.
+		in, err := agentrt.CanonicalJSON(p.InputSchema)
+		if err != nil {
+			return nil, nil, fmt.Errorf("mcp: server %q: the pinned input schema of %q cannot be read: %v", srv.Name, trace.Sanitize(name), err)
+		}
+		var out json.RawMessage
+		if p.OutputSchema != nil {
+			if out, err = agentrt.CanonicalJSON(p.OutputSchema); err != nil {
+				return nil, nil, fmt.Errorf("mcp: server %q: the pinned output schema of %q cannot be read: %v", srv.Name, trace.Sanitize(name), err)
+			}
+		}
+		lt := &liveTool{Name: name, Description: p.Description, InputSchema: in, OutputSchema: out,
+			Annotations: p.Annotations, SchemaHash: p.SchemaHash, DescriptionHash: p.DescriptionHash, OutputSchemaHash: p.OutputSchemaHash}
+		l.tools = append(l.tools, lt)
+		l.byName[name] = lt
+	}
+	tools, rep := c.register(l, m, rules)
+	return tools, rep, nil
 }

@@ -33,6 +33,14 @@ const (
 	// MaxResponseBodyBytes caps one streamable HTTP response body, and one
 	// event of the long-lived stream the server pushes notifications on.
 	MaxResponseBodyBytes = 16 << 20
+	// MaxStreamRetries is how many times in a row a streamable HTTP
+	// server's event stream is reopened without progress (the SDK's
+	// backoff, or the delay the server's retry field asks for) before the
+	// connection is given up. A call's stream is only ever resumed, with
+	// Last-Event-ID on a GET of the same stream; the call itself is never
+	// sent again, and a call whose stream cannot be resumed ends not
+	// finished, within its own deadline.
+	MaxStreamRetries = 5
 	// StderrTailBytes is how much of a stdio server's stderr is kept for
 	// connect and listing errors.
 	StderrTailBytes = 4 << 10

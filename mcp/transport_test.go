@@ -23,8 +23,18 @@ import (
 // answered as JSON, notifications get 202, the standalone GET stream 405,
 // and every other request goes to respond, which writes the response.
 func httpMCP(t *testing.T, respond func(w http.ResponseWriter, id json.RawMessage, method string)) *httptest.Server {
+	return httpMCPStreams(t, nil, respond)
+}
+
+// httpMCPStreams is httpMCP whose GET requests (the event streams) go to
+// get; nil answers them 405.
+func httpMCPStreams(t *testing.T, get http.HandlerFunc, respond func(w http.ResponseWriter, id json.RawMessage, method string)) *httptest.Server {
 	t.Helper()
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && get != nil {
+			get(w, r)
+			return
+		}
 		if r.Method != http.MethodPost {
 			w.WriteHeader(http.StatusMethodNotAllowed)
 			return

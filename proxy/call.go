@@ -67,7 +67,7 @@ func (p *Proxy) handle(ctx context.Context, t *ptool, req *sdk.CallToolRequest) 
 }
 
 func (p *Proxy) callTool(ctx context.Context, c *call) answer {
-	if p.loginBroken(c.t.server) {
+	if !p.reachable(ctx, c.t.server) || !p.standbyLive(c.t) || p.loginBroken(c.t.server) {
 		// How to fix it is the operator's, on stderr; the model learns
 		// only that the call did not run.
 		return unavailableText(serverUnreachable)

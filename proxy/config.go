@@ -484,8 +484,11 @@ func (fs *fileServer) resolve(field string, rel func(string) string) (s ServerCo
 	if s.Forward, err = resolveForward(field, fs.Forward); err != nil {
 		return s, err
 	}
-	if len(fs.Rules) == 0 {
-		return s, bad(field+".rules", "must classify at least one tool: a tool without a rule is never registered")
+	// A missing rules object is a mistake; an empty one is the operator
+	// saying the server offers no tools (its prompts and resources are
+	// still served), and any tool it does offer stays unclassified.
+	if fs.Rules == nil {
+		return s, bad(field+".rules", "must classify at least one tool: a tool without a rule is never registered (write \"rules\": {} for a server that offers no tools)")
 	}
 	for _, name := range slices.Sorted(maps.Keys(fs.Rules)) {
 		fr := fs.Rules[name]

@@ -155,3 +155,49 @@ func BenchmarkProxyCallOAuth(b *testing.B) {
 		})
 	}
 }
+
+// A server whose login does not work when the proxy starts (revoked, or
+// never made) still has its pinned tools listed; they answer UNAVAILABLE
+// with nothing about logins for the model, stderr and check name
+// `agentrt-proxy login up` once, and a new login brings them back without
+// a restart.
+func TestRemote_LoginBrokenAtStartListsToolsThatAnswerUnavailable(t *testing.T) {
+	as := newTestAS(t)
+	h, _ := newOAuthHarness(t, as, nil)
+	tokens := h.cfg.Servers[0].OAuth.Tokens
+	for _, broken := range []struct {
+		name  string
+		spoil func()
+	}{
+		{"revoked", as.revokeAll},
+		{"no login", func() { mustf(t, os.Remove(tokens) == nil, "remove the token file") }},
+	} {
+		broken.spoil()
+		h.stderr = &syncBuffer{}
+		h.start()
+		lt, err := h.cs.ListTools(context.Background(), nil)
+		mustf(t, err == nil, "%s: list tools: %v", broken.name, err)
+		var names []string
+		for _, tl := range lt.Tools {
+			names = append(names, tl.Name)
+		}
+		mustf(t, slices.Contains(names, "up_read") && slices.Contains(names, "up_write"), "%s: the pinned tools are not listed: %v", broken.name, names)
+		for _, call := range []struct{ tool, args string }{{"up_read", `{"path":"a"}`}, {"up_write", `{"path":"w","content":"x"}`}} {
+			got := h.expect(StatusUnavailable, call.tool, call.args)
+			for _, leak := range []string{"login", "agentrt-proxy", "token", "oauth", "401"} {
+				mustf(t, !strings.Contains(strings.ToLower(got), leak), "%s: the model was told %q: %s", broken.name, leak, got)
+			}
+		}
+		mustf(t, h.up.count() == 0, "%s: a write ran without a working login", broken.name)
+		mustf(t, len(h.pending()) == 0, "%s: an approval was opened for a call that cannot run", broken.name)
+		mustf(t, strings.Count(h.stderr.String(), "needs a new login") == 1 && strings.Contains(h.stderr.String(), "`agentrt-proxy login up`"),
+			"%s: stderr should say once to log in:\n%s", broken.name, h.stderr)
+		_, err = Check(context.Background(), h.cfg)
+		mustf(t, err != nil && strings.Contains(err.Error(), "agentrt-proxy login up"), "%s: check: %v", broken.name, err)
+
+		h.login()
+		got := text(h.call("up_read", `{"path":"d"}`))
+		mustf(t, got == "content of d", "%s: a new login did not bring the tool back: %s\n%s", broken.name, got, h.stderr)
+		h.stop()
+	}
+}

@@ -61,7 +61,10 @@ type Proxy struct {
 	tools  map[string]*ptool
 	order  []*ptool
 	conns  []*mcp.Connection
-	server *sdk.Server
+	// standby are the OAuth servers whose login did not work at start
+	// (standby.go); written only in New.
+	standby map[string]*standbyServer
+	server  *sdk.Server
 
 	// reports are what Load said about each server.
 	reports []*mcp.Report
@@ -98,9 +101,11 @@ var ErrNoTools = errors.New("proxy: no tool registered")
 
 // New checks the proxy's files, opens the database and the index, checks
 // the files again, loads every server's tools under its manifest and
-// rules, and builds the gate and the MCP server. A server that registers
-// nothing is reported on Stderr and left out; if none registers anything,
-// New fails with ErrNoTools.
+// rules, and builds the gate and the MCP server. A server that fails to
+// load is reported on Stderr and left out; if every server fails, New
+// fails with ErrNoTools. Servers that load but offer no tool at all (the
+// manifest pins none) are served with a warning on Stderr: the host sees
+// an empty tool list beside the status tool, and their other surfaces.
 func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 	if opts.Stderr == nil {
 		opts.Stderr = io.Discard
@@ -150,18 +155,29 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 		return nil, err
 	}
 	var gateTools []agentrt.Tool
+	loaded := 0 // servers whose load succeeded, with tools or none
 	p.logins = map[string]*storedLogin{}
 	for i, s := range cfg.Servers {
-		srv, derr := s.Dial(DialOptions{Lookup: opts.Lookup, OnLoginNeeded: p.loginNeeded})
-		if derr != nil {
-			p.logf("agentrt-proxy: server %s registered nothing: %s", s.Name, trace.Sanitize(derr.Error()))
-			continue
+		srv, lerr := s.Dial(DialOptions{Lookup: opts.Lookup, OnLoginNeeded: p.loginNeeded})
+		var tools []agentrt.Tool
+		var rep *mcp.Report
+		if lerr == nil {
+			if l, ok := srv.OAuthHandler.(*storedLogin); ok {
+				p.logins[s.Name] = l
+			}
+			srv.Notifications = p.notifications(s)
+			tools, rep, lerr = mcp.Load(ctx, srv, manifests[i], s.MCPRules())
 		}
-		if l, ok := srv.OAuthHandler.(*storedLogin); ok {
-			p.logins[s.Name] = l
+		if lerr != nil && s.OAuth != nil && s.OAuth.Grant != GrantClientCredentials && loginLapsed(lerr) {
+			// Its tools are still offered, from the pin, and answer
+			// UNAVAILABLE until a new login; stderr says how.
+			if rep != nil && rep.Connection != nil {
+				rep.Connection.Close()
+			}
+			_, told := p.logins[s.Name] // its handler said so as it failed
+			delete(p.logins, s.Name)
+			tools, rep, lerr = p.offlineTools(s, manifests[i], told)
 		}
-		srv.Notifications = p.notifications(s)
-		tools, rep, lerr := mcp.Load(ctx, srv, manifests[i], s.MCPRules())
 		if rep != nil {
 			p.reports = append(p.reports, rep)
 			if rep.Connection != nil {
@@ -174,6 +190,10 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 		if lerr != nil {
 			p.logf("agentrt-proxy: server %s registered nothing: %s", s.Name, trace.Sanitize(lerr.Error()))
 			continue
+		}
+		loaded++
+		if len(tools) == 0 {
+			p.logf("agentrt-proxy: server %s offers no tools; its prompts and resources are still served", s.Name)
 		}
 		regs := map[string]mcp.Registration{}
 		for _, g := range rep.Registered {
@@ -203,8 +223,11 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 			gateTools = append(gateTools, tl)
 		}
 	}
-	if len(p.tools) == 0 {
+	if loaded == 0 {
 		return nil, noTools(cfg)
+	}
+	if len(p.tools) == 0 {
+		p.logf("agentrt-proxy: no server offers a tool; the host sees only %s until one does (run `agentrt-proxy pin` when a server adds tools)", cfg.StatusTool)
 	}
 	for _, s := range cfg.Servers {
 		for _, kind := range []ServerRequest{RequestSampling, RequestElicitation} {
@@ -295,6 +318,7 @@ func (p *Proxy) Close() error {
 	for _, c := range p.conns {
 		errs = append(errs, c.Close())
 	}
+	errs = append(errs, p.closeStandby()...)
 	if p.logStop != nil {
 		close(p.logStop)
 		<-p.logDone
@@ -319,6 +343,9 @@ func (p *Proxy) loginNeeded(server string) {
 // new login written since makes it work again.
 func (p *Proxy) loginBroken(server string) bool {
 	l := p.logins[server]
+	if sb := p.standby[server]; sb != nil {
+		l = sb.login.Load()
+	}
 	return l != nil && !l.usable()
 }
 
@@ -376,7 +403,8 @@ func (p *Proxy) newServer() *sdk.Server {
 // Check loads every server as New would, without opening the database or
 // the index, and closes the connections again: the load report an
 // operator reads before starting a host. It fails with ErrNoTools when no
-// tool registers, and when the status tool's name clashes with a tool's.
+// server loads (a server offering no tool at all loads), and when the
+// status tool's name clashes with a tool's.
 func Check(ctx context.Context, cfg *Config) ([]*mcp.Report, error) {
 	return CheckWith(ctx, cfg, nil)
 }
@@ -389,6 +417,7 @@ func CheckWith(ctx context.Context, cfg *Config, lookup func(string) (string, bo
 	}
 	var reps []*mcp.Report
 	names := map[string]bool{}
+	loaded := 0
 	// The servers' surfaces, to find a prompt name two servers offer as
 	// New would.
 	probe := &Proxy{cfg: cfg, opts: Options{Stderr: io.Discard, Now: time.Now}}
@@ -415,13 +444,14 @@ func CheckWith(ctx context.Context, cfg *Config, lookup func(string) (string, bo
 			probe.conns = append(probe.conns, rep.Connection)
 			if err == nil {
 				probe.addUpstream(s, rep.Connection)
+				loaded++
 			}
 		}
 		for _, g := range rep.Registered {
 			names[g.Name] = true
 		}
 	}
-	if len(names) == 0 {
+	if loaded == 0 {
 		return reps, noTools(cfg)
 	}
 	if names[cfg.StatusTool] {

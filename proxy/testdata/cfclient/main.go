@@ -74,12 +74,12 @@ func run(url, scenario string) error {
 	}
 	defer os.RemoveAll(dir)
 	tool := scenarioTool(scenario)
+	// A scenario without a tool to call (initialize) has a server that
+	// offers none: no rule to write.
 	rules := map[string]any{}
-	name := tool
-	if name == "" {
-		name = "any"
+	if tool != "" {
+		rules[tool] = map[string]any{"side_effect": "read_only", "rename": strings.ReplaceAll(tool, "-", "_")}
 	}
-	rules[name] = map[string]any{"side_effect": "read_only", "rename": strings.ReplaceAll(name, "-", "_")}
 	server := map[string]any{"name": "cf", "endpoint": url, "manifest": "cf.manifest.json",
 		"connect_timeout": "20s", "default_timeout": "20s", "rules": rules}
 	env := os.Environ()

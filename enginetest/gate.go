@@ -1,4 +1,4 @@
-package agentrt_test
+package enginetest
 
 import (
 	"context"
@@ -12,28 +12,8 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/internal/testhook"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 )
-
-// lkClock is a Config.Now clock moved by hand.
-type lkClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func lkNewClock() *lkClock { return &lkClock{t: time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)} }
-
-func (c *lkClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *lkClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // lkGate builds a gate whose leases are judged by wall (nil: the real
 // clock).
@@ -43,13 +23,7 @@ func lkGate(t testing.TB, cfg agentrt.GateConfig, wall *lkWall) *agentrt.Gate {
 		cfg.Policy = agentrt.DefaultPolicy()
 	}
 	g, err := agentrt.NewGate(cfg)
-	if err != nil {
-		t.Fatalf("NewGate: %v", err)
-	}
-	if wall != nil {
-		testhook.SetWallClock(g, wall.Now)
-	}
-	return g
+	return onWall(t, g, err, wall)
 }
 
 // lkBegin begins run id on g and opens its first step.
@@ -91,7 +65,7 @@ func lkFinish(t testing.TB, s *agentrt.Session) {
 
 func lkPending(t testing.TB, st agentrt.StoreReader, id string) agentrt.Approval {
 	t.Helper()
-	for _, a := range lkApprovals(t, st, id) {
+	for _, a := range kit.MustApprovals(t, st, id) {
 		if a.Status == agentrt.ApprovalPending {
 			return a
 		}
@@ -105,9 +79,9 @@ func lkPending(t testing.TB, st agentrt.StoreReader, id string) agentrt.Approval
 // request. Whatever the caller does to the verdicts it was shown, Execute
 // runs exactly the recorded request. The same holds for a request the
 // policy allowed outright.
-func TestGate_ApprovedStepExecutesTheRecordedRequest(t *testing.T) {
+func caseGate_ApprovedStepExecutesTheRecordedRequest(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	st, _ := lkOpen(t)
+	st, _ := lkOpen(t, bk)
 	deploy := lkNewTool("deploy", agentrt.RemoteMutation, nil)
 	note := lkNewTool("note", agentrt.LocalMutation, nil)
 	g := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{deploy, note}}}, nil)
@@ -142,7 +116,7 @@ func TestGate_ApprovedStepExecutesTheRecordedRequest(t *testing.T) {
 	if open == nil || open.Index() != 0 || open.ID() != stored.StepID || open.Model() != nil {
 		t.Fatalf("approved step: %+v", open)
 	}
-	if r := lkRun(t, st, "run-1"); r.Status != agentrt.RunWaiting {
+	if r := kit.MustRun(t, st, "run-1"); r.Status != agentrt.RunWaiting {
 		t.Fatalf("the run is %s before Execute; it waits until the tool starts", r.Status)
 	}
 	copy(v2.Request.Args, `{"text":"v9"}`)
@@ -187,13 +161,13 @@ func TestGate_ApprovedStepExecutesTheRecordedRequest(t *testing.T) {
 // judged again at Execute on a fresh clock reading. Within the TTL the
 // grant runs; past it, the grant expires, the run is cancelled as
 // approval_expired, nothing executes, and the session is over.
-func TestGate_GrantTTLHoldsUntilExecute(t *testing.T) {
+func caseGate_GrantTTLHoldsUntilExecute(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	limits := agentrt.DefaultLimits()
 	limits.GrantTTL = time.Minute
-	approved := func(t *testing.T, id string) (*lkClock, *agentrt.Gate, *lkTool, agentrt.StoreReader) {
-		st, _ := lkOpen(t)
-		clock := lkNewClock()
+	approved := func(t *testing.T, id string) (*kit.FakeClock, *agentrt.Gate, *lkTool, agentrt.StoreReader) {
+		st, _ := lkOpen(t, bk)
+		clock := kit.NewClock()
 		deploy := lkNewTool("deploy", agentrt.RemoteMutation, nil)
 		g := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{deploy}, Now: clock.Now}}, nil)
 		_, step := lkBegin(t, g, id, limits)
@@ -237,14 +211,14 @@ func TestGate_GrantTTLHoldsUntilExecute(t *testing.T) {
 		if n := len(deploy.args()); n != 0 {
 			t.Fatalf("an expired grant ran %d times", n)
 		}
-		run := lkRun(t, st, "run-1")
+		run := kit.MustRun(t, st, "run-1")
 		if run.Status != agentrt.RunCancelled || run.Reason != agentrt.ReasonApprovalExpired || run.LeaseOwner != "" {
 			t.Fatalf("run %s %s leased %q", run.Status, run.Reason, run.LeaseOwner)
 		}
-		if a := lkApprovals(t, st, "run-1")[0]; a.Status != agentrt.ApprovalExpired {
+		if a := kit.MustApprovals(t, st, "run-1")[0]; a.Status != agentrt.ApprovalExpired {
 			t.Errorf("approval %s, want expired", a.Status)
 		}
-		if n := len(lkEvents(t, st, "run-1", agentrt.EventToolStarted)); n != 0 {
+		if n := len(kit.EventsOf(t, st, "run-1", agentrt.EventToolStarted)); n != 0 {
 			t.Errorf("%d tool starts recorded", n)
 		}
 		if !s.Done() {
@@ -263,31 +237,31 @@ func TestGate_GrantTTLHoldsUntilExecute(t *testing.T) {
 // Crashed, its lease lapses and a fresh gate marks the step interrupted and
 // goes on; closed, the run is free at once. Either way the abandoned step
 // cannot execute afterwards.
-func TestGate_AbandonedAfterAllowedRunsNothing(t *testing.T) {
+func caseGate_AbandonedAfterAllowedRunsNothing(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	const ttl = time.Minute
 
 	t.Run("crashed", func(t *testing.T) {
-		st, path := lkOpen(t)
+		st, db := lkOpen(t, bk)
 		note := lkNewTool("note", agentrt.LocalMutation, nil)
 		gA := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, nil)
 		_, stepA := lkBegin(t, gA, "run-1", agentrt.DefaultLimits())
 		lkPropose(t, stepA, lkCall("note", `{"text":"a"}`), agentrt.VerdictAllowed)
 
-		stB := lkOpenAgain(t, path)
-		gB := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: stB, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, lkLater(1, ttl))
+		stB := db.open(t)
+		gB := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: stB, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, db.later(t, 1, ttl))
 		sB, v, err := gB.Attach(ctx, "run-1")
 		if err != nil || v.Outcome != "" || sB.Current() != nil {
 			t.Fatalf("Attach: %q, %v; want an open session with no step", v.Outcome, err)
 		}
-		if s := lkSteps(t, stB, "run-1")[0]; s.Status != agentrt.StepInterrupted {
+		if s := kit.MustSteps(t, stB, "run-1")[0]; s.Status != agentrt.StepInterrupted {
 			t.Fatalf("step 0 is %s, want interrupted", s.Status)
 		}
-		before := lkSnap(t, stB)
+		before := db.snapshot(t)
 		if _, err := stepA.Execute(ctx); !errors.Is(err, agentrt.ErrLeaseLost) {
 			t.Fatalf("the abandoned step's Execute: %v, want ErrLeaseLost", err)
 		}
-		lkUnchanged(t, stB, before, "the abandoned step's Execute")
+		db.requireUnchanged(t, before, "the abandoned step's Execute")
 		lkFinish(t, sB)
 		if n := len(note.args()); n != 0 {
 			t.Fatalf("note ran %d times", n)
@@ -295,7 +269,7 @@ func TestGate_AbandonedAfterAllowedRunsNothing(t *testing.T) {
 	})
 
 	t.Run("closed", func(t *testing.T) {
-		st, _ := lkOpen(t)
+		st, _ := lkOpen(t, bk)
 		note := lkNewTool("note", agentrt.LocalMutation, nil)
 		g := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, nil)
 		s, step := lkBegin(t, g, "run-1", agentrt.DefaultLimits())
@@ -304,7 +278,7 @@ func TestGate_AbandonedAfterAllowedRunsNothing(t *testing.T) {
 		if _, err := step.Execute(ctx); !errors.Is(err, agentrt.ErrSessionClosed) {
 			t.Fatalf("Execute after Close: %v, want ErrSessionClosed", err)
 		}
-		if r := lkRun(t, st, "run-1"); r.Status != agentrt.RunRunning || r.LeaseOwner != "" {
+		if r := kit.MustRun(t, st, "run-1"); r.Status != agentrt.RunRunning || r.LeaseOwner != "" {
 			t.Fatalf("closed session left run %s leased %q", r.Status, r.LeaseOwner)
 		}
 		// Free at once: another gate, on the real clock, takes it.
@@ -312,7 +286,7 @@ func TestGate_AbandonedAfterAllowedRunsNothing(t *testing.T) {
 		if err != nil || v.Outcome != "" {
 			t.Fatalf("Attach after Close: %q, %v", v.Outcome, err)
 		}
-		if n := len(lkEvents(t, st, "run-1", agentrt.EventLeaseTakenOver)); n != 0 {
+		if n := len(kit.EventsOf(t, st, "run-1", agentrt.EventLeaseTakenOver)); n != 0 {
 			t.Errorf("%d takeovers of a released lease", n)
 		}
 		lkFinish(t, s2)
@@ -327,10 +301,10 @@ func TestGate_AbandonedAfterAllowedRunsNothing(t *testing.T) {
 // interrupted_side_effect approval. The abandoned session cannot record
 // over the run when its tool returns. Approved, the call runs once more on
 // the same step.
-func TestGate_AbandonedDuringExecutePausesForAnOperator(t *testing.T) {
+func caseGate_AbandonedDuringExecutePausesForAnOperator(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	const ttl = time.Minute
-	st, path := lkOpen(t)
+	st, db := lkOpen(t, bk)
 	inTool, finish := make(chan struct{}), make(chan struct{})
 	var calls atomic.Int64
 	note := lkNewTool("note", agentrt.LocalMutation, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
@@ -350,8 +324,8 @@ func TestGate_AbandonedDuringExecutePausesForAnOperator(t *testing.T) {
 	}()
 	lkSignal(t, inTool, "the tool running")
 
-	stB := lkOpenAgain(t, path)
-	gB := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: stB, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, lkLater(1, ttl))
+	stB := db.open(t)
+	gB := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: stB, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, db.later(t, 1, ttl))
 	sB, v, err := gB.Attach(ctx, "run-1")
 	if err != nil || v.Outcome != agentrt.VerdictPending || v.Approval == nil || !sB.Done() {
 		t.Fatalf("Attach: %s, %v; want pending and the session over", v.Outcome, err)
@@ -359,7 +333,7 @@ func TestGate_AbandonedDuringExecutePausesForAnOperator(t *testing.T) {
 	if v.Approval.Kind != agentrt.InterruptedSideEffect || v.Approval.StepID != stepA.ID() || !strings.Contains(string(v.Approval.Presentation), "outcome is unknown") {
 		t.Fatalf("approval %s on step %s: %s", v.Approval.Kind, v.Approval.StepID, v.Approval.Presentation)
 	}
-	before := lkSnap(t, stB)
+	before := db.snapshot(t)
 	close(finish)
 	select {
 	case err := <-executed:
@@ -369,7 +343,7 @@ func TestGate_AbandonedDuringExecutePausesForAnOperator(t *testing.T) {
 	case <-time.After(lkWait):
 		t.Fatal("the abandoned Execute did not return")
 	}
-	lkUnchanged(t, stB, before, "the abandoned session's late outcome")
+	db.requireUnchanged(t, before, "the abandoned session's late outcome")
 
 	if err := (agentrt.Operator{Store: stB}).ApproveShown(ctx, "run-1", v.Approval.ID, v.Approval.Hash, "op", "again"); err != nil {
 		t.Fatal(err)
@@ -393,7 +367,7 @@ func TestGate_AbandonedDuringExecutePausesForAnOperator(t *testing.T) {
 // A session's lease is lost, by lapsing on its own clock or to another
 // owner's takeover. Every later call is refused with ErrLeaseLost and
 // starts nothing: no step, decision, tool call or model request.
-func TestGate_CallsAfterTheLeaseIsLostAreRefused(t *testing.T) {
+func caseGate_CallsAfterTheLeaseIsLostAreRefused(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	const ttl = time.Minute
 
@@ -423,7 +397,7 @@ func TestGate_CallsAfterTheLeaseIsLostAreRefused(t *testing.T) {
 	}
 
 	t.Run("lapsed", func(t *testing.T) {
-		st, _ := lkOpen(t)
+		st, db := lkOpen(t, bk)
 		wall := lkNewWall()
 		note := lkNewTool("note", agentrt.LocalMutation, nil)
 		g := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, wall)
@@ -432,37 +406,37 @@ func TestGate_CallsAfterTheLeaseIsLostAreRefused(t *testing.T) {
 		if _, err := step.Propose(ctx, lkCall("note", `{"text":"a"}`)); !errors.Is(err, agentrt.ErrLeaseLost) {
 			t.Fatalf("Propose on a lapsed lease: %v, want ErrLeaseLost", err)
 		}
-		if st0 := lkSteps(t, st, "run-1")[0]; st0.Decision != nil || st0.Status != agentrt.StepDeciding {
+		if st0 := kit.MustSteps(t, st, "run-1")[0]; st0.Decision != nil || st0.Status != agentrt.StepDeciding {
 			t.Fatalf("a refused proposal was recorded: %s %+v", st0.Status, st0.Decision)
 		}
-		refusedAll(t, s, step, func() map[string][]string { return lkSnap(t, st) })
+		refusedAll(t, s, step, func() map[string][]string { return db.snapshot(t) })
 		if n := len(note.args()); n != 0 {
 			t.Fatalf("note ran %d times", n)
 		}
-		if r := lkRun(t, st, "run-1"); r.LeaseOwner != "" {
+		if r := kit.MustRun(t, st, "run-1"); r.LeaseOwner != "" {
 			t.Errorf("the lapsed session left its lease on the run: %q", r.LeaseOwner)
 		}
 	})
 
 	t.Run("taken over", func(t *testing.T) {
-		st, path := lkOpen(t)
+		st, db := lkOpen(t, bk)
 		note := lkNewTool("note", agentrt.LocalMutation, nil)
 		gA := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, nil)
 		sA, stepA := lkBegin(t, gA, "run-1", agentrt.DefaultLimits())
 		lkPropose(t, stepA, lkCall("note", `{"text":"a"}`), agentrt.VerdictAllowed)
 
-		stB := lkOpenAgain(t, path)
-		gB := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: stB, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, lkLater(1, ttl))
+		stB := db.open(t)
+		gB := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: stB, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, db.later(t, 1, ttl))
 		sB, _, err := gB.Attach(ctx, "run-1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		before := lkSnap(t, stB)
+		before := db.snapshot(t)
 		if _, err := stepA.Execute(ctx); !errors.Is(err, agentrt.ErrLeaseLost) {
 			t.Fatalf("Execute after a takeover: %v, want ErrLeaseLost", err)
 		}
-		lkUnchanged(t, stB, before, "Execute after a takeover")
-		refusedAll(t, sA, stepA, func() map[string][]string { return lkSnap(t, stB) })
+		db.requireUnchanged(t, before, "Execute after a takeover")
+		refusedAll(t, sA, stepA, func() map[string][]string { return db.snapshot(t) })
 		if n := len(note.args()); n != 0 {
 			t.Fatalf("note ran %d times", n)
 		}
@@ -470,7 +444,7 @@ func TestGate_CallsAfterTheLeaseIsLostAreRefused(t *testing.T) {
 	})
 
 	t.Run("model request", func(t *testing.T) {
-		st, _ := lkOpen(t)
+		st, db := lkOpen(t, bk)
 		wall := lkNewWall()
 		var dispatched atomic.Int64
 		model := lkModel{generate: func(context.Context, agentrt.ModelRequest) (agentrt.ModelResponse, error) {
@@ -495,7 +469,7 @@ func TestGate_CallsAfterTheLeaseIsLostAreRefused(t *testing.T) {
 		if n := dispatched.Load(); n != 0 {
 			t.Fatalf("%d model requests dispatched", n)
 		}
-		refusedAll(t, s, step, func() map[string][]string { return lkSnap(t, st) })
+		refusedAll(t, s, step, func() map[string][]string { return db.snapshot(t) })
 	})
 }
 
@@ -503,9 +477,9 @@ func TestGate_CallsAfterTheLeaseIsLostAreRefused(t *testing.T) {
 // accepts is an invalid decision: recorded verbatim out of band, denied
 // with an invalid_decision observation, never handed to the schema library
 // or the tool, and the session goes on.
-func TestGate_HugeNumberIsAnInvalidDecision(t *testing.T) {
+func caseGate_HugeNumberIsAnInvalidDecision(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	st, _ := lkOpen(t)
+	st, _ := lkOpen(t, bk)
 	note := lkNewTool("note", agentrt.LocalMutation, nil)
 	var judged atomic.Int64
 	policy := agentrt.PolicyFunc(func(context.Context, agentrt.ToolRequest, agentrt.RunView) (agentrt.PolicyDecision, error) {
@@ -527,7 +501,7 @@ func TestGate_HugeNumberIsAnInvalidDecision(t *testing.T) {
 		if v.Observation == nil || v.Observation.Kind != agentrt.ObsInvalidDecision || !strings.Contains(v.Observation.Summary, "number") {
 			t.Fatalf("args %.40s: observation %+v", args, v.Observation)
 		}
-		rec := lkSteps(t, st, "run-1")[i]
+		rec := kit.MustSteps(t, st, "run-1")[i]
 		if rec.Status != agentrt.StepFailed || rec.Decision == nil || rec.Decision.InvalidArgs != args || len(rec.Decision.Args) != 0 {
 			t.Fatalf("args %.40s recorded as %s %+v", args, rec.Status, rec.Decision)
 		}
@@ -548,9 +522,9 @@ func TestGate_HugeNumberIsAnInvalidDecision(t *testing.T) {
 // gate: on Propose and on Attach's re-evaluation it receives the same
 // PolicyJSON bytes for the arguments and the tool's schema, whatever the
 // caller's spelling, so a grant made at Propose is recognised at Attach.
-func TestPolicy_GateProposeAndAttachHandedTheSameBytes(t *testing.T) {
+func casePolicy_GateProposeAndAttachHandedTheSameBytes(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	st, _ := lkOpen(t)
+	st, _ := lkOpen(t, bk)
 	note := lkNewTool("note", agentrt.RemoteMutation, nil)
 	var mu sync.Mutex
 	var args, schemas []string
@@ -606,9 +580,9 @@ func TestPolicy_GateProposeAndAttachHandedTheSameBytes(t *testing.T) {
 // allowed verdict, a second decision, Fail without an error or after a
 // decision, and any call on a step that has ended. After Close every call
 // fails with ErrSessionClosed.
-func TestGate_MisuseIsRefused(t *testing.T) {
+func caseGate_MisuseIsRefused(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	st, _ := lkOpen(t)
+	st, db := lkOpen(t, bk)
 	note := lkNewTool("note", agentrt.LocalMutation, nil)
 	g := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{note}}}, nil)
 	s, step := lkBegin(t, g, "run-1", agentrt.DefaultLimits())
@@ -619,32 +593,32 @@ func TestGate_MisuseIsRefused(t *testing.T) {
 			t.Fatalf("%s: %v, want ErrRunState", what, err)
 		}
 	}
-	before := lkSnap(t, st)
+	before := db.snapshot(t)
 	_, err := s.Step(ctx)
 	refused("a second open step", err)
 	_, err = step.Execute(ctx)
 	refused("Execute before a decision", err)
 	_, err = step.Fail(ctx, nil)
 	refused("Fail without an error", err)
-	lkUnchanged(t, st, before, "calls out of turn")
+	db.requireUnchanged(t, before, "calls out of turn")
 
 	lkPropose(t, step, lkCall("note", `{"text":"a"}`), agentrt.VerdictAllowed)
-	before = lkSnap(t, st)
+	before = db.snapshot(t)
 	_, err = step.Propose(ctx, lkCall("note", `{"text":"b"}`))
 	refused("a second decision", err)
 	_, err = step.Fail(ctx, errors.New("changed my mind"))
 	refused("Fail after a decision", err)
-	lkUnchanged(t, st, before, "calls out of turn on a decided step")
+	db.requireUnchanged(t, before, "calls out of turn on a decided step")
 
 	if _, err := step.Execute(ctx); err != nil {
 		t.Fatal(err)
 	}
-	before = lkSnap(t, st)
+	before = db.snapshot(t)
 	_, err = step.Execute(ctx)
 	refused("a second Execute", err)
 	_, err = step.Propose(ctx, lkComplete())
 	refused("Propose on an ended step", err)
-	lkUnchanged(t, st, before, "calls on an ended step")
+	db.requireUnchanged(t, before, "calls on an ended step")
 	if s.Done() {
 		t.Fatal("refused calls ended the session")
 	}

@@ -1,11 +1,9 @@
-package agentrt_test
+package enginetest
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -13,9 +11,10 @@ import (
 	"testing"
 	"time"
 
+	kit "github.com/agentrt/agentrt/internal/enginekit"
+
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/testhook"
-	"github.com/agentrt/agentrt/sqlite"
 )
 
 // The lease, interruption and gate tests share the helpers below, named lk…
@@ -38,23 +37,12 @@ func (w *lkWall) Advance(d time.Duration) { w.ns.Add(int64(d)) }
 // lkWait bounds every wait on another goroutine.
 const lkWait = 20 * time.Second
 
-// lkOpen opens a fresh database file and returns it with its path.
-func lkOpen(t testing.TB) (*sqlite.Store, string) {
+// lkOpen opens a store on a fresh database and returns it with the
+// database, for a second process's store.
+func lkOpen(t testing.TB, b *Backend) (agentrt.Store, *database) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "agentrt.db")
-	return lkOpenAgain(t, path), path
-}
-
-// lkOpenAgain opens a second handle on a database, as another process
-// would.
-func lkOpenAgain(t testing.TB, path string) *sqlite.Store {
-	t.Helper()
-	st, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatalf("sqlite.Open: %v", err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
+	db := b.fresh(t)
+	return db.open(t), db
 }
 
 // lkTool is a tool that records every call it receives.
@@ -137,13 +125,20 @@ func lkDriver(t testing.TB, cfg agentrt.Config, wall *lkWall) *agentrt.Driver {
 		cfg.Policy = agentrt.DefaultPolicy()
 	}
 	d, err := agentrt.NewDriver(cfg)
+	return onWall(t, d, err, wall)
+}
+
+// onWall fails on err, else judges target's leases by wall (when one is
+// given) and returns it; target is a *agentrt.Driver or *agentrt.Gate.
+func onWall[T any](t testing.TB, target T, err error, wall *lkWall) T {
+	t.Helper()
 	if err != nil {
-		t.Fatalf("NewDriver: %v", err)
+		t.Fatal(err)
 	}
 	if wall != nil {
-		testhook.SetWallClock(d, wall.Now)
+		testhook.SetWallClock(target, wall.Now)
 	}
-	return d
+	return target
 }
 
 type lkOutcome struct {
@@ -181,115 +176,6 @@ func lkSignal(t testing.TB, ch <-chan struct{}, what string) {
 	}
 }
 
-func lkRun(t testing.TB, st agentrt.StoreReader, id string) agentrt.Run {
-	t.Helper()
-	r, err := st.GetRun(context.Background(), id)
-	if err != nil {
-		t.Fatalf("GetRun %s: %v", id, err)
-	}
-	return r
-}
-
-func lkSteps(t testing.TB, st agentrt.StoreReader, id string) []agentrt.Step {
-	t.Helper()
-	s, err := st.ListSteps(context.Background(), id)
-	if err != nil {
-		t.Fatalf("ListSteps %s: %v", id, err)
-	}
-	return s
-}
-
-func lkApprovals(t testing.TB, st agentrt.StoreReader, id string) []agentrt.Approval {
-	t.Helper()
-	a, err := st.ListApprovals(context.Background(), id)
-	if err != nil {
-		t.Fatalf("ListApprovals %s: %v", id, err)
-	}
-	return a
-}
-
-// lkEvents returns the run's events of the given types (all when none).
-func lkEvents(t testing.TB, st agentrt.StoreReader, id string, types ...agentrt.EventType) []agentrt.Event {
-	t.Helper()
-	evs, err := st.ListEvents(context.Background(), id)
-	if err != nil {
-		t.Fatalf("ListEvents %s: %v", id, err)
-	}
-	if len(types) == 0 {
-		return evs
-	}
-	var out []agentrt.Event
-	for _, e := range evs {
-		for _, typ := range types {
-			if e.Type == typ {
-				out = append(out, e)
-			}
-		}
-	}
-	return out
-}
-
-func lkPayload(t testing.TB, e agentrt.Event) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(e.Payload, &m); err != nil {
-		t.Fatalf("event %s payload: %v", e.Type, err)
-	}
-	return m
-}
-
-// lkSnap is every row of every table, as text. Equal snapshots mean
-// nothing was written in between.
-func lkSnap(t testing.TB, st *sqlite.Store) map[string][]string {
-	t.Helper()
-	snap := map[string][]string{}
-	for _, table := range []string{"runs", "steps", "approvals", "model_calls", "tool_specs", "events"} {
-		rows, err := st.DB().Query("SELECT * FROM " + table + " ORDER BY rowid")
-		if err != nil {
-			t.Fatalf("snapshot %s: %v", table, err)
-		}
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatalf("snapshot %s: %v", table, err)
-			}
-			var b strings.Builder
-			for i, v := range vals {
-				if raw, ok := v.([]byte); ok {
-					v = string(raw)
-				}
-				fmt.Fprintf(&b, "%s=%v|", cols[i], v)
-			}
-			snap[table] = append(snap[table], b.String())
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatalf("snapshot %s: %v", table, err)
-		}
-		rows.Close()
-	}
-	return snap
-}
-
-func lkUnchanged(t testing.TB, st *sqlite.Store, before map[string][]string, what string) {
-	t.Helper()
-	after := lkSnap(t, st)
-	if reflect.DeepEqual(before, after) {
-		return
-	}
-	for table := range after {
-		if !reflect.DeepEqual(before[table], after[table]) {
-			t.Errorf("%s changed table %s:\nbefore:\n  %s\nafter:\n  %s", what, table,
-				strings.Join(before[table], "\n  "), strings.Join(after[table], "\n  "))
-		}
-	}
-	t.FailNow()
-}
-
 // lkLeased requires err to be a *RunLeasedError naming owner, matching both
 // ErrRunLeased and ErrRunState.
 func lkLeased(t testing.TB, err error, runID, owner string, expires time.Time) {
@@ -314,9 +200,9 @@ func lkLeased(t testing.TB, err error, runID, owner string, expires time.Time) {
 // ErrRunLeased naming the holder and its expiry; no clock is read and no row
 // changes. The holder's own driver is refused a second call too, and the
 // run then completes as if nobody had asked.
-func TestLease_ResumeOfALiveRunIsRefused(t *testing.T) {
+func caseLease_ResumeOfALiveRunIsRefused(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	st, path := lkOpen(t)
+	st, db := lkOpen(t, bk)
 	deciding, release := make(chan struct{}), make(chan struct{})
 	agentA := agentrt.AgentFunc(func(context.Context, agentrt.StepInput) (agentrt.Decision, error) {
 		close(deciding)
@@ -327,15 +213,15 @@ func TestLease_ResumeOfALiveRunIsRefused(t *testing.T) {
 	done := lkGo(func() (agentrt.Run, error) { return dA.StartWithID(ctx, "run-1", "goal", agentrt.DefaultLimits()) })
 	lkSignal(t, deciding, "the holder deciding")
 
-	other := lkOpenAgain(t, path)
-	held := lkRun(t, other, "run-1")
+	other := db.open(t)
+	held := kit.MustRun(t, other, "run-1")
 	if held.Status != agentrt.RunRunning || !strings.HasPrefix(held.LeaseOwner, "holder/") || held.Generation != 1 {
 		t.Fatalf("running run: status %s owner %q generation %d", held.Status, held.LeaseOwner, held.Generation)
 	}
 	if !held.LeaseExpiresAt.After(time.Now()) {
 		t.Fatalf("live lease expires at %s, in the past", held.LeaseExpiresAt)
 	}
-	before := lkSnap(t, other)
+	before := db.snapshot(t)
 
 	var clockReads atomic.Int64
 	now := func() time.Time { clockReads.Add(1); return time.Now() }
@@ -357,25 +243,25 @@ func TestLease_ResumeOfALiveRunIsRefused(t *testing.T) {
 	if n := clockReads.Load(); n != 0 {
 		t.Errorf("refused resumes read Config.Now %d times, want 0", n)
 	}
-	lkUnchanged(t, other, before, "a refused resume")
+	db.requireUnchanged(t, before, "a refused resume")
 
 	// The holder's own driver refuses a second, concurrent call on the run.
 	_, err = dA.Resume(ctx, "run-1")
 	if !errors.Is(err, agentrt.ErrRunLeased) || !errors.Is(err, agentrt.ErrRunState) {
 		t.Fatalf("second call on the holder's driver: %v, want ErrRunLeased", err)
 	}
-	lkUnchanged(t, other, before, "a refused second call")
+	db.requireUnchanged(t, before, "a refused second call")
 
 	close(release)
 	out := lkAwait(t, done, "the holder's run")
 	if out.err != nil || out.run.Status != agentrt.RunCompleted {
 		t.Fatalf("holder's run: %s, %v", out.run.Status, out.err)
 	}
-	final := lkRun(t, other, "run-1")
+	final := kit.MustRun(t, other, "run-1")
 	if final.LeaseOwner != "" || final.Generation != 1 {
 		t.Errorf("completed run keeps lease %q, generation %d", final.LeaseOwner, final.Generation)
 	}
-	if evs := lkEvents(t, other, "run-1", agentrt.EventLeaseTakenOver); len(evs) != 0 {
+	if evs := kit.EventsOf(t, other, "run-1", agentrt.EventLeaseTakenOver); len(evs) != 0 {
 		t.Errorf("a refused resume recorded %d takeovers", len(evs))
 	}
 }
@@ -386,12 +272,12 @@ func TestLease_ResumeOfALiveRunIsRefused(t *testing.T) {
 // its decision is not recorded, and the tool never runs for it again. In a
 // second case the takeover happens while the tool runs: the late outcome is
 // not recorded over the new owner's record.
-func TestLease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall(t *testing.T) {
+func caseLease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	const ttl = time.Minute
 
 	t.Run("while deciding", func(t *testing.T) {
-		st, path := lkOpen(t)
+		st, db := lkOpen(t, bk)
 		write := lkNewTool("write", agentrt.LocalMutation, nil)
 		deciding, takenOver := make(chan struct{}), make(chan struct{})
 		agentA := agentrt.AgentFunc(func(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
@@ -405,7 +291,7 @@ func TestLease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall(t *testing.T) {
 		dA := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{write}, LeaseTTL: ttl, LeaseOwner: "a"}, Agent: agentA}, nil)
 		doneA := lkGo(func() (agentrt.Run, error) { return dA.StartWithID(ctx, "run-1", "goal", agentrt.DefaultLimits()) })
 		lkSignal(t, deciding, "step 1 deciding")
-		ownerA := lkRun(t, st, "run-1").LeaseOwner
+		ownerA := kit.MustRun(t, st, "run-1").LeaseOwner
 
 		// B's clock is past A's lease; B decides step 2 once A has given up.
 		wallB := lkNewWall()
@@ -416,7 +302,8 @@ func TestLease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall(t *testing.T) {
 			<-aGone
 			return lkComplete(), nil
 		})
-		stB := lkOpenAgain(t, path)
+		stB := db.open(t)
+		db.lapseAll(t)
 		dB := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: stB, Tools: []agentrt.Tool{write}, LeaseTTL: ttl, LeaseOwner: "b"}, Agent: agentB}, wallB)
 		doneB := lkGo(func() (agentrt.Run, error) { return dB.Resume(ctx, "run-1") })
 		lkSignal(t, bDeciding, "the new owner deciding")
@@ -435,31 +322,31 @@ func TestLease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall(t *testing.T) {
 		if got := write.args(); !reflect.DeepEqual(got, []string{`{"n":0}`}) {
 			t.Errorf("tool calls %v, want only step 0's", got)
 		}
-		steps := lkSteps(t, st, "run-1")
+		steps := kit.MustSteps(t, st, "run-1")
 		if len(steps) != 3 {
 			t.Fatalf("%d steps, want 3", len(steps))
 		}
 		if steps[1].Status != agentrt.StepInterrupted || steps[1].Decision != nil {
 			t.Errorf("step 1: status %s decision %+v; want interrupted with no decision recorded", steps[1].Status, steps[1].Decision)
 		}
-		tk := lkEvents(t, st, "run-1", agentrt.EventLeaseTakenOver)
+		tk := kit.EventsOf(t, st, "run-1", agentrt.EventLeaseTakenOver)
 		if len(tk) != 1 {
 			t.Fatalf("%d lease.taken_over events, want 1", len(tk))
 		}
-		p := lkPayload(t, tk[0])
+		p := kit.Payload(t, tk[0])
 		if p["previous_owner"] != ownerA || p["owner"] == ownerA || !strings.HasPrefix(p["owner"].(string), "b/") {
 			t.Errorf("lease.taken_over payload %v", p)
 		}
-		if n := len(lkEvents(t, st, "run-1", agentrt.EventToolStarted)); n != 1 {
+		if n := len(kit.EventsOf(t, st, "run-1", agentrt.EventToolStarted)); n != 1 {
 			t.Errorf("%d tool starts, want 1", n)
 		}
-		if r := lkRun(t, st, "run-1"); r.Generation != 2 || r.LeaseOwner != "" {
+		if r := kit.MustRun(t, st, "run-1"); r.Generation != 2 || r.LeaseOwner != "" {
 			t.Errorf("run generation %d lease %q; want 2 and released", r.Generation, r.LeaseOwner)
 		}
 	})
 
 	t.Run("while a tool runs", func(t *testing.T) {
-		st, path := lkOpen(t)
+		st, db := lkOpen(t, bk)
 		inTool, finishTool := make(chan struct{}), make(chan struct{})
 		write := lkNewTool("write", agentrt.LocalMutation, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 			close(inTool)
@@ -479,19 +366,20 @@ func TestLease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall(t *testing.T) {
 
 		wallB := lkNewWall()
 		wallB.Advance(2 * ttl)
-		dB := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: lkOpenAgain(t, path), Tools: []agentrt.Tool{write}, LeaseTTL: ttl}, Agent: lkNever(t)}, wallB)
+		db.lapseAll(t)
+		dB := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: db.open(t), Tools: []agentrt.Tool{write}, LeaseTTL: ttl}, Agent: lkNever(t)}, wallB)
 		run, err := dB.Resume(ctx, "run-1")
 		if err != nil || run.Status != agentrt.RunWaiting {
 			t.Fatalf("takeover of an executing step: %s, %v; want it waiting for an operator", run.Status, err)
 		}
-		before := lkSnap(t, st)
+		before := db.snapshot(t)
 
 		close(finishTool)
 		outA := lkAwait(t, doneA, "the first owner's loop")
 		if !errors.Is(outA.err, agentrt.ErrLeaseLost) {
 			t.Fatalf("first owner returned %s, %v; want ErrLeaseLost", outA.run.Status, outA.err)
 		}
-		lkUnchanged(t, st, before, "the first owner's late outcome")
+		db.requireUnchanged(t, before, "the first owner's late outcome")
 		if got := write.args(); len(got) != 1 {
 			t.Errorf("tool ran %d times, want 1", len(got))
 		}
@@ -502,12 +390,12 @@ func TestLease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall(t *testing.T) {
 // nobody takes the run. The loop starts no tool call, no model request, and
 // no further step: it returns ErrLeaseLost, frees the run, and another
 // process resumes it at once, deciding anew.
-func TestLease_LapsedLeaseStartsNoSideEffect(t *testing.T) {
+func caseLease_LapsedLeaseStartsNoSideEffect(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	const ttl = time.Minute
 
 	t.Run("tool call", func(t *testing.T) {
-		st, _ := lkOpen(t)
+		st, _ := lkOpen(t, bk)
 		wall := lkNewWall()
 		write := lkNewTool("write", agentrt.LocalMutation, nil)
 		agent := agentrt.AgentFunc(func(context.Context, agentrt.StepInput) (agentrt.Decision, error) {
@@ -522,10 +410,10 @@ func TestLease_LapsedLeaseStartsNoSideEffect(t *testing.T) {
 		if n := len(write.args()); n != 0 {
 			t.Fatalf("a lapsed loop called the tool %d times", n)
 		}
-		if n := len(lkEvents(t, st, "run-1", agentrt.EventToolStarted)); n != 0 {
+		if n := len(kit.EventsOf(t, st, "run-1", agentrt.EventToolStarted)); n != 0 {
 			t.Fatalf("a lapsed loop recorded %d tool starts", n)
 		}
-		run := lkRun(t, st, "run-1")
+		run := kit.MustRun(t, st, "run-1")
 		if run.Status != agentrt.RunRunning || run.LeaseOwner != "" {
 			t.Fatalf("lapsed run: %s leased to %q; want RUNNING and free", run.Status, run.LeaseOwner)
 		}
@@ -540,13 +428,13 @@ func TestLease_LapsedLeaseStartsNoSideEffect(t *testing.T) {
 		if n := len(write.args()); n != 0 {
 			t.Fatalf("the call a lapsed loop was allowed ran %d times after the resume", n)
 		}
-		if s := lkSteps(t, st, "run-1"); s[0].Status != agentrt.StepInterrupted {
+		if s := kit.MustSteps(t, st, "run-1"); s[0].Status != agentrt.StepInterrupted {
 			t.Errorf("step 0 is %s, want interrupted", s[0].Status)
 		}
 	})
 
 	t.Run("model request", func(t *testing.T) {
-		st, _ := lkOpen(t)
+		st, _ := lkOpen(t, bk)
 		wall := lkNewWall()
 		var dispatched atomic.Int64
 		model := lkModel{generate: func(context.Context, agentrt.ModelRequest) (agentrt.ModelResponse, error) {
@@ -582,13 +470,13 @@ func TestLease_LapsedLeaseStartsNoSideEffect(t *testing.T) {
 		if err != nil || len(calls) != 0 {
 			t.Fatalf("model calls recorded: %d, %v; want none", len(calls), err)
 		}
-		if r := lkRun(t, st, "run-1"); r.Status != agentrt.RunRunning {
+		if r := kit.MustRun(t, st, "run-1"); r.Status != agentrt.RunRunning {
 			t.Errorf("run is %s; a lost lease must not end it", r.Status)
 		}
 	})
 
 	t.Run("next step", func(t *testing.T) {
-		st, _ := lkOpen(t)
+		st, _ := lkOpen(t, bk)
 		wall := lkNewWall()
 		write := lkNewTool("write", agentrt.LocalMutation, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 			wall.Advance(ttl) // a long call, with no heartbeat to renew the lease by this clock
@@ -611,7 +499,7 @@ func TestLease_LapsedLeaseStartsNoSideEffect(t *testing.T) {
 		if n := asked.Load(); n != 1 {
 			t.Errorf("agent asked %d times, want 1", n)
 		}
-		steps := lkSteps(t, st, "run-1")
+		steps := kit.MustSteps(t, st, "run-1")
 		if len(steps) != 1 || steps[0].Status != agentrt.StepDone {
 			t.Errorf("steps after the lapse: %d, first %s; want the one step, done", len(steps), steps[0].Status)
 		}
@@ -622,10 +510,10 @@ func TestLease_LapsedLeaseStartsNoSideEffect(t *testing.T) {
 // configuration would be, are two owners: each lease names its own, and
 // neither can resume the other's live run. A driver restarted under the
 // name waits out its previous life's lease like anyone else.
-func TestLease_SameLeaseOwnerNameIsTwoOwners(t *testing.T) {
+func caseLease_SameLeaseOwnerNameIsTwoOwners(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	st, path := lkOpen(t)
-	stB := lkOpenAgain(t, path)
+	st, db := lkOpen(t, bk)
+	stB := db.open(t)
 	var deciding sync.WaitGroup
 	deciding.Add(2)
 	release := make(chan struct{})
@@ -642,7 +530,7 @@ func TestLease_SameLeaseOwnerNameIsTwoOwners(t *testing.T) {
 	go func() { deciding.Wait(); close(waited) }()
 	lkSignal(t, waited, "both drivers deciding")
 
-	a, b := lkRun(t, st, "run-a"), lkRun(t, st, "run-b")
+	a, b := kit.MustRun(t, st, "run-a"), kit.MustRun(t, st, "run-b")
 	for _, r := range []agentrt.Run{a, b} {
 		if !strings.HasPrefix(r.LeaseOwner, "worker/") || len(r.LeaseOwner) <= len("worker/") {
 			t.Fatalf("run %s owner %q, want the name and a suffix", r.ID, r.LeaseOwner)
@@ -651,17 +539,17 @@ func TestLease_SameLeaseOwnerNameIsTwoOwners(t *testing.T) {
 	if a.LeaseOwner == b.LeaseOwner {
 		t.Fatalf("two drivers named worker share the owner %q", a.LeaseOwner)
 	}
-	before := lkSnap(t, st)
+	before := db.snapshot(t)
 	_, err := dB.Resume(ctx, "run-a")
 	lkLeased(t, err, "run-a", a.LeaseOwner, a.LeaseExpiresAt)
 	_, err = dA.Resume(ctx, "run-b")
 	lkLeased(t, err, "run-b", b.LeaseOwner, b.LeaseExpiresAt)
 
 	// A restart under the same name is a new owner.
-	restarted := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: lkOpenAgain(t, path), LeaseOwner: "worker"}, Agent: lkNever(t)}, nil)
+	restarted := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: db.open(t), LeaseOwner: "worker"}, Agent: lkNever(t)}, nil)
 	_, err = restarted.Resume(ctx, "run-a")
 	lkLeased(t, err, "run-a", a.LeaseOwner, a.LeaseExpiresAt)
-	lkUnchanged(t, st, before, "refused resumes under a shared name")
+	db.requireUnchanged(t, before, "refused resumes under a shared name")
 
 	close(release)
 	for _, ch := range []<-chan lkOutcome{doneA, doneB} {

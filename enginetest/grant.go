@@ -1,4 +1,4 @@
-package agentrt_test
+package enginetest
 
 import (
 	"context"
@@ -6,17 +6,17 @@ import (
 	"testing"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 )
 
-// forgeGrant rewrites one column of run-1's approval directly in the SQLite
-// file, then recomputes and stores the approval's hash, so the row verifies
+// forgeGrant rewrites one column of run-1's approval directly in the
+// database, then recomputes and stores the approval's hash, so the row verifies
 // against itself and the event chain is untouched.
-func forgeGrant(t *testing.T, e *env, approvalID, q string, args ...any) agentrt.Approval {
+func forgeGrant(t *testing.T, e *env, approvalID string, edit rowEdit) agentrt.Approval {
 	t.Helper()
 	ctx := context.Background()
-	db := rawDB(t, e.store)
-	execSQL(t, db, 1, q, append(args, approvalID)...)
-	a, err := e.store.GetApproval(ctx, "run-1", approvalID)
+	edit(t, e.db, approvalID)
+	a, err := e.Store.GetApproval(ctx, "run-1", approvalID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,12 +24,12 @@ func forgeGrant(t *testing.T, e *env, approvalID, q string, args ...any) agentrt
 	if err != nil {
 		t.Fatal(err)
 	}
-	execSQL(t, db, 1, `UPDATE approvals SET hash = ? WHERE id = ?`, h, approvalID)
-	a, err = e.store.GetApproval(ctx, "run-1", approvalID)
+	e.db.exec(t, 1, `UPDATE approvals SET hash = ? WHERE id = ?`, h, approvalID)
+	a, err = e.Store.GetApproval(ctx, "run-1", approvalID)
 	if err != nil || agentrt.VerifyApproval(a) != nil {
 		t.Fatalf("the forged approval does not verify: %v", err)
 	}
-	rep, err := e.store.VerifyEvents(ctx, 0, 0)
+	rep, err := e.Store.VerifyEvents(ctx, 0, 0)
 	if err != nil || !rep.Intact() {
 		t.Fatalf("VerifyEvents after the forgery = %+v, %v; the chain should be intact", rep, err)
 	}
@@ -44,41 +44,40 @@ func forgeGrant(t *testing.T, e *env, approvalID, q string, args ...any) agentrt
 // policy, and writes nothing. A rewrite of another field (the presentation)
 // leaves the request alone but the hash no longer the one the chain's
 // approval.requested recorded, and is refused the same way.
-func TestResume_GrantMustEqualWhatTheChainRecorded(t *testing.T) {
+func caseResume_GrantMustEqualWhatTheChainRecorded(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	cases := []struct {
 		name  string
 		field string
-		q     string
-		args  []any
+		edit  rowEdit
 	}{
-		{"arguments", "arguments", `UPDATE approvals SET request_json = json_set(request_json, '$.args.path', '/etc/shadow') WHERE id = ?`, nil},
-		{"tool", "tool", `UPDATE approvals SET request_json = json_set(request_json, '$.spec.name', 'wipe') WHERE id = ?`, nil},
-		{"hash", "hash", `UPDATE approvals SET presentation_json = ? WHERE id = ?`, []any{`{"note":"something else"}`}},
+		{"arguments", "arguments", jsonEdit("request_json", "/etc/shadow", "args", "path")},
+		{"tool", "tool", jsonEdit("request_json", "wipe", "spec", "name")},
+		{"hash", "hash", sqlEdit(`UPDATE approvals SET presentation_json = ? WHERE id = ?`, `{"note":"something else"}`)},
 	}
 	for _, c := range cases {
 		for _, via := range []string{"driver", "gate"} {
 			t.Run(c.name+" via "+via, func(t *testing.T) {
-				e := newEnv(t)
-				_, a := pausedRun(t, e, `{"path":"/report"}`)
-				if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
+				e := newEnv(t, bk)
+				_, a := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
+				if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 					t.Fatalf("ApproveShown: %v", err)
 				}
-				forged := forgeGrant(t, e, a.ID, c.q, c.args...)
-				before := takeSnapshot(t, e.store)
+				forged := forgeGrant(t, e, a.ID, c.edit)
+				before := e.db.snapshot(t)
 
-				send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
-				wipe := newTool("wipe", agentrt.RemoteMutation, pathSchema, nil)
-				policy := recording(agentrt.PolicyFunc(func(context.Context, agentrt.ToolRequest, agentrt.RunView) (agentrt.PolicyDecision, error) {
+				send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
+				wipe := kit.NewTool("wipe", agentrt.RemoteMutation, kit.PathSchema, nil)
+				policy := kit.Recording(agentrt.PolicyFunc(func(context.Context, agentrt.ToolRequest, agentrt.RunView) (agentrt.PolicyDecision, error) {
 					return agentrt.PolicyDecision{Outcome: agentrt.Allow}, nil
 				}))
 				var err error
 				switch via {
 				case "driver":
-					d := e.driver(script(complete(`{}`)), policy, send, wipe)
+					d := e.Driver(kit.Script(kit.Complete(`{}`)), policy, send, wipe)
 					_, err = d.Resume(ctx, "run-1")
 				case "gate":
-					g, gerr := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: e.store, Policy: policy, Tools: tools(send, wipe), Now: e.clock.Now}})
+					g, gerr := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: e.Store, Policy: policy, Tools: kit.Tools(send, wipe), Now: e.Clock.Now}})
 					if gerr != nil {
 						t.Fatal(gerr)
 					}
@@ -98,10 +97,10 @@ func TestResume_GrantMustEqualWhatTheChainRecorded(t *testing.T) {
 				if c.field == "hash" && (mm.Recorded != a.Hash || mm.Granted != forged.Hash) {
 					t.Fatalf("hash mismatch names %s and %s, want %s and %s", mm.Recorded, mm.Granted, a.Hash, forged.Hash)
 				}
-				if send.n() != 0 || wipe.n() != 0 || policy.n() != 0 {
-					t.Fatalf("send ran %d times, wipe %d, policy asked %d; want nothing", send.n(), wipe.n(), policy.n())
+				if send.N() != 0 || wipe.N() != 0 || policy.N() != 0 {
+					t.Fatalf("send ran %d times, wipe %d, policy asked %d; want nothing", send.N(), wipe.N(), policy.N())
 				}
-				requireUnchanged(t, e.store, before, "a refused Resume of a forged grant")
+				e.db.requireUnchanged(t, before, "a refused Resume of a forged grant")
 			})
 		}
 	}
@@ -124,30 +123,30 @@ func (s wholeRunUnread) ListEvents(ctx context.Context, runID string) ([]agentrt
 // a resume reads that step's events a page at a time, never the run's whole
 // log, which on a long run of big observations would hold the history in
 // memory again. The check still refuses a forged grant the same way.
-func TestResume_GrantCheckReadsOnlyItsStepsEvents(t *testing.T) {
+func caseResume_GrantCheckReadsOnlyItsStepsEvents(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	for _, forge := range []bool{false, true} {
-		e := newEnv(t)
-		_, a := pausedRun(t, e, `{"path":"/report"}`)
-		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
+		e := newEnv(t, bk)
+		_, a := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
+		if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 			t.Fatalf("ApproveShown: %v", err)
 		}
 		if forge {
-			forgeGrant(t, e, a.ID, `UPDATE approvals SET request_json = json_set(request_json, '$.args.path', '/etc/shadow') WHERE id = ?`)
+			forgeGrant(t, e, a.ID, jsonEdit("request_json", "/etc/shadow", "args", "path"))
 		}
-		send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
-		cfg := e.config(script(complete(`{}`)), agentrt.DefaultPolicy(), send)
-		cfg.Store = wholeRunUnread{Store: e.store, t: t}
-		run, err := e.driverFor(cfg).Resume(ctx, "run-1")
+		send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
+		cfg := e.Config(kit.Script(kit.Complete(`{}`)), agentrt.DefaultPolicy(), send)
+		cfg.Store = wholeRunUnread{Store: e.Store, t: t}
+		run, err := e.DriverFor(cfg).Resume(ctx, "run-1")
 		if forge {
 			var gm *agentrt.GrantMismatchError
-			if !errors.Is(err, agentrt.ErrApprovalHash) || !errors.As(err, &gm) || gm.Field != "arguments" || send.n() != 0 {
-				t.Fatalf("forged grant: Resume = %v, send ran %d times; want ErrApprovalHash on the arguments and nothing run", err, send.n())
+			if !errors.Is(err, agentrt.ErrApprovalHash) || !errors.As(err, &gm) || gm.Field != "arguments" || send.N() != 0 {
+				t.Fatalf("forged grant: Resume = %v, send ran %d times; want ErrApprovalHash on the arguments and nothing run", err, send.N())
 			}
 			continue
 		}
-		if err != nil || send.n() != 1 {
-			t.Fatalf("Resume = %s, %v; send ran %d times, want once", run.Status, err, send.n())
+		if err != nil || send.N() != 1 {
+			t.Fatalf("Resume = %s, %v; send ran %d times, want once", run.Status, err, send.N())
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package agentrt_test
+package enginetest
 
 import (
 	"context"
@@ -13,15 +13,15 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/internal/testhook"
-	"github.com/agentrt/agentrt/sqlite"
 )
 
 // lkCrash makes the process "crash" the first time runID reaches point at
 // step (-1: any step): the store is closed, so nothing more is written and
 // the lease stays in the row, and the goroutine ends where it stands. The
 // channel closes when it has happened.
-func lkCrash(t testing.TB, runID, point string, step int, st *sqlite.Store) <-chan struct{} {
+func lkCrash(t testing.TB, runID, point string, step int, st agentrt.Store) <-chan struct{} {
 	t.Helper()
 	crashed := make(chan struct{})
 	var fired atomic.Bool
@@ -60,6 +60,16 @@ func lkLater(n int, ttl time.Duration) *lkWall {
 	return w
 }
 
+// later is lkLater for a process about to take over the database's runs.
+// A store that judges leases by the database's clock is not moved by the
+// clock lkLater returns, so there every lease held in the database is
+// lapsed as well.
+func (d *database) later(t testing.TB, n int, ttl time.Duration) *lkWall {
+	t.Helper()
+	d.lapseAll(t)
+	return lkLater(n, ttl)
+}
+
 // A step was cut off after its tool took effect and before the outcome was
 // recorded. On resume the consumer's Reconcile reads its own journal and
 // answers: continue (the agent decides anew), completed (the run completes
@@ -67,12 +77,12 @@ func lkLater(n int, ttl time.Duration) *lkWall {
 // for the approval the consumer names, and runs once more when granted), or
 // conflict (the run fails). The runtime never runs the call again by
 // itself.
-func TestResume_InterruptedStepIsReconciledAndContinued(t *testing.T) {
+func caseResume_InterruptedStepIsReconciledAndContinued(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	const ttl = time.Minute
 
 	type env struct {
-		st    *sqlite.Store
+		st    agentrt.Store
 		send  *lkTool
 		step0 agentrt.Step
 		views []agentrt.RunView
@@ -80,12 +90,12 @@ func TestResume_InterruptedStepIsReconciledAndContinued(t *testing.T) {
 	// crash runs step 0's call to send until its effect and crashes, then
 	// returns a resumer configured with reconcile.
 	crash := func(t *testing.T, id string, reconcile func(agentrt.RunView) agentrt.Reconciliation, agent agentrt.Agent) (*env, *agentrt.Driver) {
-		st, path := lkOpen(t)
+		st, db := lkOpen(t, bk)
 		send := lkNewTool("send", agentrt.LocalMutation, nil)
 		dA := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{send}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("send", `{"text":"hello"}`))}, nil)
 		lkCrashed(t, dA, id, lkCrash(t, id, "tool.effect", 0, st))
-		e := &env{st: lkOpenAgain(t, path), send: send}
-		e.step0 = lkSteps(t, e.st, id)[0]
+		e := &env{st: db.open(t), send: send}
+		e.step0 = kit.MustSteps(t, e.st, id)[0]
 		if e.step0.Status != agentrt.StepExecuting || len(send.args()) != 1 {
 			t.Fatalf("after the crash: step 0 %s, %d calls", e.step0.Status, len(send.args()))
 		}
@@ -107,7 +117,7 @@ func TestResume_InterruptedStepIsReconciledAndContinued(t *testing.T) {
 			},
 			Agent: agent,
 		}
-		return e, lkDriver(t, cfg, lkLater(1, ttl))
+		return e, lkDriver(t, cfg, db.later(t, 1, ttl))
 	}
 	// checkView requires the one reconciliation to have seen step 0 marked
 	// interrupted while executing, with the call it was making.
@@ -143,14 +153,14 @@ func TestResume_InterruptedStepIsReconciledAndContinued(t *testing.T) {
 		if n := len(e.send.args()); n != 1 {
 			t.Errorf("send ran %d times, want 1", n)
 		}
-		resumed := lkEvents(t, e.st, "lk-rec-continue", agentrt.EventRunResumed)
-		if len(resumed) != 1 || lkPayload(t, resumed[0])["after"] != "interruption" {
+		resumed := kit.EventsOf(t, e.st, "lk-rec-continue", agentrt.EventRunResumed)
+		if len(resumed) != 1 || kit.Payload(t, resumed[0])["after"] != "interruption" {
 			t.Errorf("run.resumed events %v", resumed)
 		}
-		if n := len(lkEvents(t, e.st, "lk-rec-continue", agentrt.EventLeaseTakenOver)); n != 1 {
+		if n := len(kit.EventsOf(t, e.st, "lk-rec-continue", agentrt.EventLeaseTakenOver)); n != 1 {
 			t.Errorf("%d lease.taken_over events, want 1", n)
 		}
-		if steps := lkSteps(t, e.st, "lk-rec-continue"); len(steps) != 2 || steps[0].Status != agentrt.StepInterrupted {
+		if steps := kit.MustSteps(t, e.st, "lk-rec-continue"); len(steps) != 2 || steps[0].Status != agentrt.StepInterrupted {
 			t.Errorf("steps %d, first %s; want step 0 interrupted and a new step", len(steps), steps[0].Status)
 		}
 	})
@@ -164,7 +174,7 @@ func TestResume_InterruptedStepIsReconciledAndContinued(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkView(t, e)
-		run = lkRun(t, e.st, "lk-rec-completed")
+		run = kit.MustRun(t, e.st, "lk-rec-completed")
 		if run.Status != agentrt.RunCompleted || run.Reason != agentrt.ReasonGoalCompleted || string(run.Result) != `{"sent":"hello"}` ||
 			run.ReasonDetail != "completed by reconciliation: the journal has the message" || run.LeaseOwner != "" {
 			t.Errorf("run %s %s %q %s leased %q", run.Status, run.Reason, run.ReasonDetail, run.Result, run.LeaseOwner)
@@ -189,14 +199,14 @@ func TestResume_InterruptedStepIsReconciledAndContinued(t *testing.T) {
 			t.Fatalf("resume: %s, %v; want waiting", run.Status, err)
 		}
 		checkView(t, e)
-		apps := lkApprovals(t, e.st, "lk-rec-waiting")
+		apps := kit.MustApprovals(t, e.st, "lk-rec-waiting")
 		if len(apps) != 1 || apps[0].Kind != "journal_unsure" || apps[0].StepID != e.step0.ID || apps[0].Status != agentrt.ApprovalPending {
 			t.Fatalf("approvals %+v", apps)
 		}
 		if string(apps[0].Request.Args) != `{"text":"hello"}` {
 			t.Errorf("the approval binds %s, not the interrupted call", apps[0].Request.Args)
 		}
-		if s := lkSteps(t, e.st, "lk-rec-waiting")[0]; s.Status != agentrt.StepAwaitingApproval || s.Observation != nil {
+		if s := kit.MustSteps(t, e.st, "lk-rec-waiting")[0]; s.Status != agentrt.StepAwaitingApproval || s.Observation != nil {
 			t.Errorf("step 0 %s with observation %+v; want awaiting approval, cleared", s.Status, s.Observation)
 		}
 		if n := len(e.send.args()); n != 1 {
@@ -215,12 +225,12 @@ func TestResume_InterruptedStepIsReconciledAndContinued(t *testing.T) {
 		if len(calls) != 2 || calls[1].StepID != e.step0.ID || string(calls[1].Args) != `{"text":"hello"}` {
 			t.Fatalf("calls %+v; want one more, on step 0, with its arguments", calls)
 		}
-		if s := lkSteps(t, e.st, "lk-rec-waiting")[0]; s.Status != agentrt.StepDone {
+		if s := kit.MustSteps(t, e.st, "lk-rec-waiting")[0]; s.Status != agentrt.StepDone {
 			t.Errorf("step 0 is %s after the approved re-run, want done", s.Status)
 		}
-		started := lkEvents(t, e.st, "lk-rec-waiting", agentrt.EventToolStarted)
-		if len(started) != 2 || lkPayload(t, started[1])["approval_id"] != apps[0].ID {
-			t.Errorf("tool starts %d; the re-run names approval %v", len(started), lkPayload(t, started[len(started)-1])["approval_id"])
+		started := kit.EventsOf(t, e.st, "lk-rec-waiting", agentrt.EventToolStarted)
+		if len(started) != 2 || kit.Payload(t, started[1])["approval_id"] != apps[0].ID {
+			t.Errorf("tool starts %d; the re-run names approval %v", len(started), kit.Payload(t, started[len(started)-1])["approval_id"])
 		}
 	})
 
@@ -232,7 +242,7 @@ func TestResume_InterruptedStepIsReconciledAndContinued(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkView(t, e)
-		run := lkRun(t, e.st, "lk-rec-conflict")
+		run := kit.MustRun(t, e.st, "lk-rec-conflict")
 		if run.Status != agentrt.RunFailed || run.Reason != agentrt.ReasonReconcileConflict || run.ReasonDetail != "the journal and the record disagree" {
 			t.Errorf("run %s %s %q", run.Status, run.Reason, run.ReasonDetail)
 		}
@@ -248,28 +258,28 @@ func TestResume_InterruptedStepIsReconciledAndContinued(t *testing.T) {
 // more, on the same step; rejected, the run ends. A crash after the takeover
 // still leaves the decision to the operator. A read-only call, or a step
 // cut off while deciding, simply continues.
-func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
+func caseResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	const ttl = time.Minute
 
 	// crashAt runs a one-call script until point on step 0 and crashes.
-	crashAt := func(t *testing.T, id, point string, se agentrt.SideEffect) (st *sqlite.Store, path string, tool *lkTool, step0 agentrt.Step) {
-		st, path = lkOpen(t)
+	crashAt := func(t *testing.T, id, point string, se agentrt.SideEffect) (st agentrt.Store, db *database, tool *lkTool, step0 agentrt.Step) {
+		st, db = lkOpen(t, bk)
 		tool = lkNewTool("append", se, nil)
 		dA := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("append", `{"text":"line"}`))}, nil)
 		lkCrashed(t, dA, id, lkCrash(t, id, point, 0, st))
-		st = lkOpenAgain(t, path)
-		return st, path, tool, lkSteps(t, st, id)[0]
+		st = db.open(t)
+		return st, db, tool, kit.MustSteps(t, st, id)[0]
 	}
 	// requireOperatorPause requires the run to wait on one pending
 	// interrupted_side_effect approval for step 0's call.
-	requireOperatorPause := func(t *testing.T, st *sqlite.Store, id string, step0 agentrt.Step) agentrt.Approval {
+	requireOperatorPause := func(t *testing.T, st agentrt.Store, id string, step0 agentrt.Step) agentrt.Approval {
 		t.Helper()
-		if r := lkRun(t, st, id); r.Status != agentrt.RunWaiting || r.LeaseOwner != "" {
+		if r := kit.MustRun(t, st, id); r.Status != agentrt.RunWaiting || r.LeaseOwner != "" {
 			t.Fatalf("run %s leased %q; want waiting and free", r.Status, r.LeaseOwner)
 		}
 		var pending []agentrt.Approval
-		for _, a := range lkApprovals(t, st, id) {
+		for _, a := range kit.MustApprovals(t, st, id) {
 			if a.Status == agentrt.ApprovalPending {
 				pending = append(pending, a)
 			}
@@ -294,7 +304,7 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 			!strings.Contains(pres.Notice, "outcome is unknown") || !strings.Contains(pres.Notice, "Approving runs it again") {
 			t.Fatalf("presentation %s does not say what is at stake", a.Presentation)
 		}
-		if s := lkSteps(t, st, id)[0]; s.Status != agentrt.StepAwaitingApproval {
+		if s := kit.MustSteps(t, st, id)[0]; s.Status != agentrt.StepAwaitingApproval {
 			t.Fatalf("step 0 is %s, want awaiting approval", s.Status)
 		}
 		return a
@@ -302,8 +312,8 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 
 	t.Run("approved runs it once more on the same step", func(t *testing.T) {
 		const id = "lk-ise-approved"
-		st, _, tool, step0 := crashAt(t, id, "tool.effect", agentrt.LocalMutation)
-		d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("append", "{}"), lkComplete())}, lkLater(1, ttl))
+		st, db, tool, step0 := crashAt(t, id, "tool.effect", agentrt.LocalMutation)
+		d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("append", "{}"), lkComplete())}, db.later(t, 1, ttl))
 		run, err := d.Resume(ctx, id)
 		if err != nil || run.Status != agentrt.RunWaiting {
 			t.Fatalf("resume: %s, %v", run.Status, err)
@@ -314,11 +324,11 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 		}
 
 		// Undecided, a resume changes nothing.
-		before := lkSnap(t, st)
+		before := db.snapshot(t)
 		if _, err := d.Resume(ctx, id); !errors.Is(err, agentrt.ErrRunState) {
 			t.Fatalf("resume of an undecided pause: %v, want ErrRunState", err)
 		}
-		lkUnchanged(t, st, before, "a resume of an undecided pause")
+		db.requireUnchanged(t, before, "a resume of an undecided pause")
 
 		if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, id, a.ID, a.Hash, "op", "run it again"); err != nil {
 			t.Fatal(err)
@@ -333,7 +343,7 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 		if len(calls) != 2 || calls[1].StepID != step0.ID {
 			t.Fatalf("%d calls, last on step %s; want exactly one more, on step 0", len(calls), calls[len(calls)-1].StepID)
 		}
-		if s := lkSteps(t, st, id)[0]; s.Status != agentrt.StepDone {
+		if s := kit.MustSteps(t, st, id)[0]; s.Status != agentrt.StepDone {
 			t.Errorf("step 0 is %s, want done", s.Status)
 		}
 		if _, err := d.Resume(ctx, id); !errors.Is(err, agentrt.ErrRunState) {
@@ -346,8 +356,8 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 
 	t.Run("rejected ends the run", func(t *testing.T) {
 		const id = "lk-ise-rejected"
-		st, _, tool, step0 := crashAt(t, id, "tool.effect", agentrt.LocalMutation)
-		d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkNever(t)}, lkLater(1, ttl))
+		st, db, tool, step0 := crashAt(t, id, "tool.effect", agentrt.LocalMutation)
+		d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkNever(t)}, db.later(t, 1, ttl))
 		if _, err := d.Resume(ctx, id); err != nil {
 			t.Fatal(err)
 		}
@@ -355,7 +365,7 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 		if err := (agentrt.Operator{Store: st}).RejectShown(ctx, id, a.ID, a.Hash, "op", "it went through"); err != nil {
 			t.Fatal(err)
 		}
-		if r := lkRun(t, st, id); r.Status != agentrt.RunCancelled || r.Reason != agentrt.ReasonApprovalRejected {
+		if r := kit.MustRun(t, st, id); r.Status != agentrt.RunCancelled || r.Reason != agentrt.ReasonApprovalRejected {
 			t.Errorf("run %s %s", r.Status, r.Reason)
 		}
 		if _, err := d.Resume(ctx, id); !errors.Is(err, agentrt.ErrRunState) {
@@ -370,11 +380,11 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 		// The start is durable, so the runtime cannot know the tool did
 		// not run: the operator decides.
 		const id = "lk-ise-started"
-		st, _, tool, step0 := crashAt(t, id, "step.tool_started", agentrt.LocalMutation)
+		st, db, tool, step0 := crashAt(t, id, "step.tool_started", agentrt.LocalMutation)
 		if n := len(tool.args()); n != 0 {
 			t.Fatalf("tool ran %d times", n)
 		}
-		d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("append", "{}"), lkComplete())}, lkLater(1, ttl))
+		d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("append", "{}"), lkComplete())}, db.later(t, 1, ttl))
 		if _, err := d.Resume(ctx, id); err != nil {
 			t.Fatal(err)
 		}
@@ -392,8 +402,8 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 
 	t.Run("crash after the takeover still waits", func(t *testing.T) {
 		const id = "lk-ise-twice"
-		st, path, tool, step0 := crashAt(t, id, "tool.effect", agentrt.LocalMutation)
-		d1 := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkNever(t)}, lkLater(1, ttl))
+		st, db, tool, step0 := crashAt(t, id, "tool.effect", agentrt.LocalMutation)
+		d1 := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkNever(t)}, db.later(t, 1, ttl))
 		crashed := lkCrash(t, id, "step.interrupted", 0, st)
 		done := lkGo(func() (agentrt.Run, error) { return d1.Resume(ctx, id) })
 		select {
@@ -403,8 +413,8 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 		case <-time.After(lkWait):
 			t.Fatal("first resume did not crash")
 		}
-		st = lkOpenAgain(t, path)
-		if s := lkSteps(t, st, id)[0]; s.Status != agentrt.StepInterrupted {
+		st = db.open(t)
+		if s := kit.MustSteps(t, st, id)[0]; s.Status != agentrt.StepInterrupted {
 			t.Fatalf("step 0 is %s after the first takeover, want interrupted", s.Status)
 		}
 		// Within the first resumer's lease, the run is refused.
@@ -412,12 +422,12 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 		if _, err := early.Resume(ctx, id); !errors.Is(err, agentrt.ErrRunLeased) {
 			t.Fatalf("resume within the first resumer's lease: %v, want ErrRunLeased", err)
 		}
-		d2 := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("append", "{}"), lkComplete())}, lkLater(3, ttl))
+		d2 := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("append", "{}"), lkComplete())}, db.later(t, 3, ttl))
 		if run, err := d2.Resume(ctx, id); err != nil || run.Status != agentrt.RunWaiting {
 			t.Fatalf("second resume: %s, %v", run.Status, err)
 		}
 		a := requireOperatorPause(t, st, id, step0)
-		if n := len(lkEvents(t, st, id, agentrt.EventLeaseTakenOver)); n != 2 {
+		if n := len(kit.EventsOf(t, st, id, agentrt.EventLeaseTakenOver)); n != 2 {
 			t.Errorf("%d takeovers recorded, want 2", n)
 		}
 		if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, id, a.ID, a.Hash, "op", ""); err != nil {
@@ -441,7 +451,7 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			id := "lk-ise-" + strings.ReplaceAll(c.name, " ", "-")
-			st, _, tool, step0 := crashAt(t, id, c.point, c.se)
+			st, db, tool, step0 := crashAt(t, id, c.point, c.se)
 			ran := len(tool.args())
 			var asked atomic.Int64
 			script := lkScript(t, lkCall("append", "{}"), lkComplete())
@@ -452,7 +462,7 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 				}
 				return script(ctx, in)
 			})
-			d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: agent}, lkLater(1, ttl))
+			d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: agent}, db.later(t, 1, ttl))
 			run, err := d.Resume(ctx, id)
 			if err != nil || run.Status != agentrt.RunCompleted {
 				t.Fatalf("resume: %s, %v", run.Status, err)
@@ -460,14 +470,14 @@ func TestResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T) {
 			if asked.Load() != 1 {
 				t.Errorf("agent asked %d times, want 1", asked.Load())
 			}
-			if apps := lkApprovals(t, st, id); len(apps) != 0 {
+			if apps := kit.MustApprovals(t, st, id); len(apps) != 0 {
 				t.Errorf("%d approvals; nothing needed an operator", len(apps))
 			}
 			if n := len(tool.args()); n != ran {
 				t.Errorf("tool ran %d more times on resume", n-ran)
 			}
-			resumed := lkEvents(t, st, id, agentrt.EventRunResumed)
-			if len(resumed) != 1 || !reflect.DeepEqual(lkPayload(t, resumed[0]), map[string]any{"after": "interruption"}) {
+			resumed := kit.EventsOf(t, st, id, agentrt.EventRunResumed)
+			if len(resumed) != 1 || !reflect.DeepEqual(kit.Payload(t, resumed[0]), map[string]any{"after": "interruption"}) {
 				t.Errorf("run.resumed events %v", resumed)
 			}
 		})

@@ -1,4 +1,4 @@
-package agentrt_test
+package enginetest
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 )
 
 // startAsync runs d.StartWithID in a goroutine and returns a channel with
@@ -30,80 +31,80 @@ type startResult struct {
 // An operator cancels a run while its loop is busy, from another process:
 // the loop's next write fails, nothing it was about to do happens, and it
 // returns the cancelled run. The cancel is not overwritten.
-func TestCancel_LiveLoopStopsAtItsNextWrite(t *testing.T) {
+func caseCancel_LiveLoopStopsAtItsNextWrite(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	cases := []struct {
 		name    string
 		inAgent bool
-		events  []E
+		events  []kit.E
 	}{
-		{"while the agent decides", true, []E{stepStarted, stepFailed, runFinished}},
-		{"while the policy decides", false, []E{stepStarted, stepDecided, stepFailed, runFinished}},
+		{"while the agent decides", true, []kit.E{kit.StepStarted, kit.StepFailed, kit.RunFinished}},
+		{"while the policy decides", false, []kit.E{kit.StepStarted, kit.StepDecided, kit.StepFailed, kit.RunFinished}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t)
+			e := newEnv(t, bk)
 			busy := make(chan struct{})
 			proceed := make(chan struct{})
 			wait := func() {
 				busy <- struct{}{}
 				<-proceed
 			}
-			write := newTool("write", agentrt.LocalMutation, pathSchema, nil)
-			agent := &countingAgent{inner: agentrt.AgentFunc(func(context.Context, agentrt.StepInput) (agentrt.Decision, error) {
+			write := kit.NewTool("write", agentrt.LocalMutation, kit.PathSchema, nil)
+			agent := &kit.CountingAgent{Inner: agentrt.AgentFunc(func(context.Context, agentrt.StepInput) (agentrt.Decision, error) {
 				if c.inAgent {
 					wait()
 				}
-				return call("write", `{"path":"/a"}`), nil
+				return kit.Call("write", `{"path":"/a"}`), nil
 			})}
-			policy := recording(agentrt.PolicyFunc(func(context.Context, agentrt.ToolRequest, agentrt.RunView) (agentrt.PolicyDecision, error) {
+			policy := kit.Recording(agentrt.PolicyFunc(func(context.Context, agentrt.ToolRequest, agentrt.RunView) (agentrt.PolicyDecision, error) {
 				if !c.inAgent {
 					wait()
 				}
 				return agentrt.PolicyDecision{Outcome: agentrt.Allow}, nil
 			}))
-			d := e.driver(agent, policy, write)
+			d := e.Driver(agent, policy, write)
 			done := startAsync(d)
 			<-busy
-			other := agentrt.Operator{Store: reopen(t, e.store), Now: e.clock.Now}
+			other := agentrt.Operator{Store: e.db.open(t), Now: e.Clock.Now}
 			cancelled, err := other.Cancel(ctx, "run-1", "alice", "stop it")
 			if err != nil {
 				t.Fatalf("Cancel: %v", err)
 			}
-			requireEnded(t, cancelled, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
+			kit.RequireEnded(t, cancelled, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
 			close(proceed)
 			res := <-done
 			if res.err != nil {
 				t.Fatalf("Start after the cancel: %v", res.err)
 			}
-			requireEnded(t, res.run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
-			stored := mustRun(t, e.store, "run-1")
-			requireEnded(t, stored, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
+			kit.RequireEnded(t, res.run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
+			stored := kit.MustRun(t, e.Store, "run-1")
+			kit.RequireEnded(t, stored, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
 			if stored.ReasonDetail != "stop it" || res.run.ReasonDetail != "stop it" {
 				t.Fatalf("detail = %q, returned %q", stored.ReasonDetail, res.run.ReasonDetail)
 			}
-			if write.n() != 0 || agent.n.Load() != 1 {
-				t.Fatalf("write ran %d times, agent asked %d times", write.n(), agent.n.Load())
+			if write.N() != 0 || agent.N.Load() != 1 {
+				t.Fatalf("write ran %d times, agent asked %d times", write.N(), agent.N.Load())
 			}
-			if c.inAgent && policy.n() != 0 {
+			if c.inAgent && policy.N() != 0 {
 				t.Fatal("the policy was asked after the cancel")
 			}
-			steps := mustSteps(t, e.store, "run-1")
+			steps := kit.MustSteps(t, e.Store, "run-1")
 			if len(steps) != 1 || steps[0].Status != agentrt.StepFailed || steps[0].Policy != nil {
 				t.Fatalf("steps = %+v", steps)
 			}
-			requireObs(t, steps[0], agentrt.ObsInterrupted)
-			if c := obsContent(t, steps[0]); c["by"] != "alice" || c["note"] != "stop it" {
+			kit.RequireObs(t, steps[0], agentrt.ObsInterrupted)
+			if c := kit.ObsContent(t, steps[0]); c["by"] != "alice" || c["note"] != "stop it" {
 				t.Fatalf("step observation = %v; the cancel's record was overwritten", c)
 			}
 			if c.inAgent && steps[0].Decision != nil {
 				t.Fatalf("a decision was recorded on a cancelled run: %+v", steps[0].Decision)
 			}
-			fin := eventsOf(t, e.store, "run-1", runFinished)
-			if len(fin) != 1 || payload(t, fin[0])["by"] != "alice" {
+			fin := kit.EventsOf(t, e.Store, "run-1", kit.RunFinished)
+			if len(fin) != 1 || kit.Payload(t, fin[0])["by"] != "alice" {
 				t.Fatalf("run.finished = %v", fin)
 			}
-			requireEvents(t, e.store, "run-1", evStart, c.events)
+			kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, c.events)
 		})
 	}
 }
@@ -112,7 +113,7 @@ func TestCancel_LiveLoopStopsAtItsNextWrite(t *testing.T) {
 // after the run ended, as a late step.tool_finished carrying the whole
 // observation; the cancelled run and the cancel's record of the step stand,
 // even when the tool would have completed or aborted the run.
-func TestCancel_ToolOutcomeIsAppendedLate(t *testing.T) {
+func caseCancel_ToolOutcomeIsAppendedLate(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	cases := []struct {
 		name     string
@@ -132,20 +133,20 @@ func TestCancel_ToolOutcomeIsAppendedLate(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t)
+			e := newEnv(t, bk)
 			running := make(chan struct{})
 			release := make(chan struct{})
-			send := newTool("send", agentrt.LocalMutation, pathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+			send := kit.NewTool("send", agentrt.LocalMutation, kit.PathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 				close(running)
 				<-release
 				return c.result()
 			})
 			send.Terminal = c.terminal
-			agent := script(call("send", `{"path":"/a"}`), complete(`{}`))
-			d := e.driver(agent, agentrt.DefaultPolicy(), send)
+			agent := kit.Script(kit.Call("send", `{"path":"/a"}`), kit.Complete(`{}`))
+			d := e.Driver(agent, agentrt.DefaultPolicy(), send)
 			done := startAsync(d)
 			<-running
-			if _, err := e.operator().Cancel(ctx, "run-1", "alice", "too slow"); err != nil {
+			if _, err := e.Operator().Cancel(ctx, "run-1", "alice", "too slow"); err != nil {
 				t.Fatalf("Cancel: %v", err)
 			}
 			close(release)
@@ -153,21 +154,21 @@ func TestCancel_ToolOutcomeIsAppendedLate(t *testing.T) {
 			if res.err != nil {
 				t.Fatalf("Start: %v", res.err)
 			}
-			requireEnded(t, res.run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
-			stored := mustRun(t, e.store, "run-1")
-			requireEnded(t, stored, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
+			kit.RequireEnded(t, res.run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
+			stored := kit.MustRun(t, e.Store, "run-1")
+			kit.RequireEnded(t, stored, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
 			if stored.Result != nil {
 				t.Fatalf("the late outcome became the run's result: %s", stored.Result)
 			}
-			if send.n() != 1 || agent.n.Load() != 1 {
-				t.Fatalf("send ran %d times, agent asked %d", send.n(), agent.n.Load())
+			if send.N() != 1 || agent.N.Load() != 1 {
+				t.Fatalf("send ran %d times, agent asked %d", send.N(), agent.N.Load())
 			}
-			st := mustSteps(t, e.store, "run-1")[0]
+			st := kit.MustSteps(t, e.Store, "run-1")[0]
 			if st.Status != agentrt.StepFailed {
 				t.Fatalf("step is %s", st.Status)
 			}
-			requireObs(t, st, agentrt.ObsInterrupted)
-			late := eventsOf(t, e.store, "run-1", toolFinished)
+			kit.RequireObs(t, st, agentrt.ObsInterrupted)
+			late := kit.EventsOf(t, e.Store, "run-1", kit.ToolFinished)
 			if len(late) != 1 || late[0].StepID != st.ID {
 				t.Fatalf("tool_finished events = %v", late)
 			}
@@ -186,7 +187,7 @@ func TestCancel_ToolOutcomeIsAppendedLate(t *testing.T) {
 			if want.Content != nil && !reflect.DeepEqual([]byte(p.Observation.Content), []byte(want.Content)) {
 				t.Fatalf("late observation content = %s, want %s", p.Observation.Content, want.Content)
 			}
-			requireEvents(t, e.store, "run-1", evStart, []E{stepStarted, stepDecided, stepPolicy, toolStarted, stepFailed, runFinished, toolFinished})
+			kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, []kit.E{kit.StepStarted, kit.StepDecided, kit.StepPolicy, kit.ToolStarted, kit.StepFailed, kit.RunFinished, kit.ToolFinished})
 		})
 	}
 }
@@ -195,18 +196,18 @@ func TestCancel_ToolOutcomeIsAppendedLate(t *testing.T) {
 // transaction the pending approval becomes cancelled, recorded with who
 // cancelled and why, so nothing is left pending. Deciding it afterwards,
 // either way, is ErrNotPending and writes nothing.
-func TestCancel_LeavesNoApprovalPending(t *testing.T) {
+func caseCancel_LeavesNoApprovalPending(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
-	_, a := pausedRun(t, e, `{"path":"/report"}`)
-	e.clock.Advance(time.Minute)
-	at := e.clock.Now()
-	run, err := e.operator().Cancel(ctx, "run-1", "alice", "not today")
+	e := newEnv(t, bk)
+	_, a := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
+	e.Clock.Advance(time.Minute)
+	at := e.Clock.Now()
+	run, err := e.Operator().Cancel(ctx, "run-1", "alice", "not today")
 	if err != nil {
 		t.Fatalf("Cancel: %v", err)
 	}
-	requireEnded(t, run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
-	got, err := e.store.GetApproval(ctx, "run-1", a.ID)
+	kit.RequireEnded(t, run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
+	got, err := e.Store.GetApproval(ctx, "run-1", a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,19 +217,19 @@ func TestCancel_LeavesNoApprovalPending(t *testing.T) {
 	if !got.Status.Decided() || agentrt.ApprovalPending.Decided() {
 		t.Fatalf("Decided: cancelled %v, pending %v", got.Status.Decided(), agentrt.ApprovalPending.Decided())
 	}
-	requireEvents(t, e.store, "run-1", evStart, evPause, []E{apprDecided, stepFailed, runFinished})
-	dec := eventsOf(t, e.store, "run-1", apprDecided)
-	if p := payload(t, dec[0]); p["approval_id"] != a.ID || p["status"] != string(agentrt.ApprovalCancelled) || p["by"] != "alice" {
+	kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvPause, []kit.E{kit.ApprDecided, kit.StepFailed, kit.RunFinished})
+	dec := kit.EventsOf(t, e.Store, "run-1", kit.ApprDecided)
+	if p := kit.Payload(t, dec[0]); p["approval_id"] != a.ID || p["status"] != string(agentrt.ApprovalCancelled) || p["by"] != "alice" {
 		t.Fatalf("approval.decided = %s", dec[0].Payload)
 	}
 
-	before := takeSnapshot(t, e.store)
-	op := e.operator()
+	before := e.db.snapshot(t)
+	op := e.Operator()
 	if err := op.ApproveShown(ctx, "run-1", a.ID, a.Hash, "bob", ""); !errors.Is(err, agentrt.ErrNotPending) {
 		t.Fatalf("ApproveShown after the cancel = %v, want ErrNotPending", err)
 	}
 	if err := op.RejectShown(ctx, "run-1", a.ID, a.Hash, "bob", ""); !errors.Is(err, agentrt.ErrNotPending) {
 		t.Fatalf("RejectShown after the cancel = %v, want ErrNotPending", err)
 	}
-	requireUnchanged(t, e.store, before, "decisions after the cancel")
+	e.db.requireUnchanged(t, before, "decisions after the cancel")
 }

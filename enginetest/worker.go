@@ -1,4 +1,4 @@
-package agentrt_test
+package enginetest
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/scripted"
 )
 
@@ -60,7 +61,7 @@ func startWorker(t *testing.T, cfg agentrt.WorkerConfig) (*agentrt.Worker, func(
 // that no step holds two decisions (one row per index).
 func requireSteps(t *testing.T, st agentrt.StoreReader, runID string, n int) {
 	t.Helper()
-	steps := mustSteps(t, st, runID)
+	steps := kit.MustSteps(t, st, runID)
 	if len(steps) != n {
 		t.Fatalf("run %s has %d steps, want %d", runID, len(steps), n)
 	}
@@ -74,11 +75,11 @@ func requireSteps(t *testing.T, st agentrt.StoreReader, runID string, n int) {
 // Two workers share twenty enqueued runs on one SQLite file: each run is
 // claimed once, completes, calls its tool exactly once, and the chain
 // verifies with a claim recorded for every run.
-func TestWorker_SharesEnqueuedRunsAndRunsEachOnce(t *testing.T) {
-	st := openStore(t)
+func caseWorker_SharesEnqueuedRunsAndRunsEachOnce(t *testing.T, bk *Backend) {
+	st := openStore(t, bk)
 	var mu sync.Mutex
 	calls := map[string]int{}
-	tool := newTool("note", agentrt.ReadOnly, `{"type":"object"}`, func(_ context.Context, c agentrt.ToolCall) (agentrt.ToolResult, error) {
+	tool := kit.NewTool("note", agentrt.ReadOnly, `{"type":"object"}`, func(_ context.Context, c agentrt.ToolCall) (agentrt.ToolResult, error) {
 		mu.Lock()
 		calls[c.RunID]++
 		mu.Unlock()
@@ -115,7 +116,7 @@ func TestWorker_SharesEnqueuedRunsAndRunsEachOnce(t *testing.T) {
 	stop1()
 	stop2()
 	for _, id := range ids {
-		r := mustRun(t, st, id)
+		r := kit.MustRun(t, st, id)
 		if r.Status != agentrt.RunCompleted || r.LeaseOwner != "" {
 			t.Errorf("run %s is %s held by %q, want COMPLETED and released", id, r.Status, r.LeaseOwner)
 		}
@@ -123,7 +124,7 @@ func TestWorker_SharesEnqueuedRunsAndRunsEachOnce(t *testing.T) {
 			t.Errorf("run %s called its tool %d times, want once", id, calls[id])
 		}
 		requireSteps(t, st, id, 2)
-		if got := len(eventsOf(t, st, id, agentrt.EventRunClaimed)); got != 1 {
+		if got := len(kit.EventsOf(t, st, id, agentrt.EventRunClaimed)); got != 1 {
 			t.Errorf("run %s has %d claims recorded, want 1", id, got)
 		}
 	}
@@ -135,9 +136,9 @@ func TestWorker_SharesEnqueuedRunsAndRunsEachOnce(t *testing.T) {
 
 // A run paused on an approval resumes by itself once it is approved: the
 // worker claims it, runs the approved call once, and completes it.
-func TestWorker_ApprovedRunResumesByItself(t *testing.T) {
-	st := openStore(t)
-	tool := newTool("send", agentrt.RemoteMutation, `{"type":"object"}`, nil)
+func caseWorker_ApprovedRunResumesByItself(t *testing.T, bk *Backend) {
+	st := openStore(t, bk)
+	tool := kit.NewTool("send", agentrt.RemoteMutation, `{"type":"object"}`, nil)
 	agent := &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("send", `{"to":"x"}`, "send it"), scripted.Complete(`{}`)}}
 	paused := make(chan struct{}, 1)
 	fin := newFinishes(1)
@@ -168,18 +169,18 @@ func TestWorker_ApprovedRunResumesByItself(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the run never asked for approval")
 	}
-	apps := mustApprovals(t, st, r.ID)
-	if len(apps) != 1 || tool.n() != 0 {
-		t.Fatalf("approvals %d, tool calls %d before the decision", len(apps), tool.n())
+	apps := kit.MustApprovals(t, st, r.ID)
+	if len(apps) != 1 || tool.N() != 0 {
+		t.Fatalf("approvals %d, tool calls %d before the decision", len(apps), tool.N())
 	}
 	if err := agentrt.ApproveShown(ctx, st, nil, r.ID, apps[0].ID, apps[0].Hash, "op", "ok"); err != nil {
 		t.Fatal(err)
 	}
 	fin.await(t, 1)
-	if got := mustRun(t, st, r.ID); got.Status != agentrt.RunCompleted || tool.n() != 1 {
-		t.Fatalf("after approval: run %s, tool calls %d; want COMPLETED and one call", got.Status, tool.n())
+	if got := kit.MustRun(t, st, r.ID); got.Status != agentrt.RunCompleted || tool.N() != 1 {
+		t.Fatalf("after approval: run %s, tool calls %d; want COMPLETED and one call", got.Status, tool.N())
 	}
-	if got := len(eventsOf(t, st, r.ID, agentrt.EventRunClaimed)); got != 2 {
+	if got := len(kit.EventsOf(t, st, r.ID, agentrt.EventRunClaimed)); got != 2 {
 		t.Fatalf("claims recorded = %d, want 2 (enqueued, then approved)", got)
 	}
 }
@@ -187,32 +188,20 @@ func TestWorker_ApprovedRunResumesByItself(t *testing.T) {
 // A run whose holder died (its lease lapsed, a read-only call in flight) is
 // taken over: the claim is recorded as a takeover naming the previous
 // owner, the interrupted step is marked, and the run completes.
-func TestWorker_TakesOverALapsedLease(t *testing.T) {
-	st := openStore(t)
-	ctx := context.Background()
-	past := time.Now().Add(-time.Hour).UTC()
-	_, err := st.Update(ctx, func(tx agentrt.Tx) error {
-		if err := tx.RunInsert(agentrt.Run{ID: "r1", Goal: "g", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(),
-			CreatedAt: past, StartedAt: past, LeaseOwner: "dead", LeaseExpiresAt: past, Generation: 1}); err != nil {
-			return err
-		}
-		_, err := tx.EventAppend(agentrt.Event{RunID: "r1", At: past, Type: agentrt.EventRunCreated})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+func caseWorker_TakesOverALapsedLease(t *testing.T, bk *Backend) {
+	st := openStore(t, bk)
+	insertLapsedRun(t, st)
 	fin := newFinishes(1)
 	agent := &scripted.Agent{Decisions: []agentrt.Decision{scripted.Complete(`{}`)}}
 	_, stop := startWorker(t, agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Observer: fin.observe}, Agent: agent, Poll: 5 * time.Millisecond})
 	fin.await(t, 1)
 	stop()
-	r := mustRun(t, st, "r1")
+	r := kit.MustRun(t, st, "r1")
 	if r.Status != agentrt.RunCompleted || r.Generation < 3 {
 		t.Fatalf("run = %s at generation %d, want COMPLETED past generation 1 (claim, takeover)", r.Status, r.Generation)
 	}
-	tk := eventsOf(t, st, "r1", agentrt.EventLeaseTakenOver)
-	if len(tk) != 1 || payload(t, tk[0])["previous_owner"] != "dead" {
+	tk := kit.EventsOf(t, st, "r1", agentrt.EventLeaseTakenOver)
+	if len(tk) != 1 || kit.Payload(t, tk[0])["previous_owner"] != "dead" {
 		t.Fatalf("takeovers = %v, want one naming the dead owner", tk)
 	}
 }
@@ -220,12 +209,12 @@ func TestWorker_TakesOverALapsedLease(t *testing.T) {
 // A worker told to stop lets the call in flight finish, ends the run at
 // that step boundary with its lease released, and another worker finishes
 // it without running the call again.
-func TestWorker_StopsAtAStepBoundaryAndReleasesTheLease(t *testing.T) {
-	st := openStore(t)
+func caseWorker_StopsAtAStepBoundaryAndReleasesTheLease(t *testing.T, bk *Backend) {
+	st := openStore(t, bk)
 	ctx := context.Background()
 	started, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	tool := newTool("slow", agentrt.LocalMutation, `{"type":"object"}`, func(ctx context.Context, _ agentrt.ToolCall) (agentrt.ToolResult, error) {
+	tool := kit.NewTool("slow", agentrt.LocalMutation, `{"type":"object"}`, func(ctx context.Context, _ agentrt.ToolCall) (agentrt.ToolResult, error) {
 		once.Do(func() { close(started) })
 		select {
 		case <-release:
@@ -267,33 +256,33 @@ func TestWorker_StopsAtAStepBoundaryAndReleasesTheLease(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	got := mustRun(t, st, r.ID)
-	steps := mustSteps(t, st, r.ID)
-	if got.Status != agentrt.RunRunning || got.LeaseOwner != "" || len(steps) != 1 || steps[0].Status != agentrt.StepDone || tool.n() != 1 {
+	got := kit.MustRun(t, st, r.ID)
+	steps := kit.MustSteps(t, st, r.ID)
+	if got.Status != agentrt.RunRunning || got.LeaseOwner != "" || len(steps) != 1 || steps[0].Status != agentrt.StepDone || tool.N() != 1 {
 		t.Fatalf("after stop: run %s owner %q, %d steps (%v), %d calls; want RUNNING, released, one done step, one call",
-			got.Status, got.LeaseOwner, len(steps), steps, tool.n())
+			got.Status, got.LeaseOwner, len(steps), steps, tool.N())
 	}
 	fin := newFinishes(1)
 	cfg.Observer = fin.observe
 	_, stop := startWorker(t, cfg)
 	fin.await(t, 1)
 	stop()
-	if got := mustRun(t, st, r.ID); got.Status != agentrt.RunCompleted || tool.n() != 1 {
-		t.Fatalf("second worker: run %s, %d calls; want COMPLETED, one call", got.Status, tool.n())
+	if got := kit.MustRun(t, st, r.ID); got.Status != agentrt.RunCompleted || tool.N() != 1 {
+		t.Fatalf("second worker: run %s, %d calls; want COMPLETED, one call", got.Status, tool.N())
 	}
 	requireSteps(t, st, r.ID, 2)
 }
 
 // The config is checked field by field.
-func TestWorker_ConfigIsValidated(t *testing.T) {
-	st := openStore(t)
+func caseWorker_ConfigIsValidated(t *testing.T, bk *Backend) {
+	st := openStore(t, bk)
 	for _, c := range []struct {
 		cfg   agentrt.WorkerConfig
 		field string
 	}{
-		{agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy()}, Agent: script(), Concurrency: -1}, "WorkerConfig.Concurrency"},
-		{agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy()}, Agent: script(), Poll: -1}, "WorkerConfig.Poll"},
-		{agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy()}, Agent: script(), Grace: -1}, "WorkerConfig.Grace"},
+		{agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy()}, Agent: kit.Script(), Concurrency: -1}, "WorkerConfig.Concurrency"},
+		{agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy()}, Agent: kit.Script(), Poll: -1}, "WorkerConfig.Poll"},
+		{agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy()}, Agent: kit.Script(), Grace: -1}, "WorkerConfig.Grace"},
 		{agentrt.WorkerConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy()}}, "Config.Agent"},
 	} {
 		_, err := agentrt.NewWorker(c.cfg)
@@ -301,5 +290,23 @@ func TestWorker_ConfigIsValidated(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Field != c.field {
 			t.Errorf("NewWorker = %v, want a ConfigError on %s", err, c.field)
 		}
+	}
+}
+
+// insertLapsedRun writes run r1 as a process that died an hour ago left it:
+// RUNNING, leased to "dead" until an hour ago.
+func insertLapsedRun(t *testing.T, st agentrt.Store) {
+	t.Helper()
+	past := time.Now().Add(-time.Hour).UTC()
+	_, err := st.Update(context.Background(), func(tx agentrt.Tx) error {
+		if err := tx.RunInsert(agentrt.Run{ID: "r1", Goal: "g", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(),
+			CreatedAt: past, StartedAt: past, LeaseOwner: "dead", LeaseExpiresAt: past, Generation: 1}); err != nil {
+			return err
+		}
+		_, err := tx.EventAppend(agentrt.Event{RunID: "r1", At: past, Type: agentrt.EventRunCreated})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

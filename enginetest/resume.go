@@ -1,4 +1,4 @@
-package agentrt_test
+package enginetest
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 )
 
 // A step re-paused on resume has several approvals, and only the latest can
@@ -18,23 +19,23 @@ import (
 // often, even when the policy asks precisely for an older approval that was
 // granted; once it is granted, a policy asking for the older one again asks
 // anew.
-func TestResume_OnlyTheLatestApprovalOfAStepGrants(t *testing.T) {
+func caseResume_OnlyTheLatestApprovalOfAStepGrants(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
-	send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
+	e := newEnv(t, bk)
+	send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
 	var version atomic.Int64
 	version.Store(1)
-	policy := recording(agentrt.PolicyFunc(func(context.Context, agentrt.ToolRequest, agentrt.RunView) (agentrt.PolicyDecision, error) {
+	policy := kit.Recording(agentrt.PolicyFunc(func(context.Context, agentrt.ToolRequest, agentrt.RunView) (agentrt.PolicyDecision, error) {
 		return agentrt.NeedApproval("send", "check", map[string]int64{"v": version.Load()}, nil)
 	}))
-	agent := script(call("send", `{"path":"/a"}`), complete(`{}`))
-	d := e.driver(agent, policy, send)
+	agent := kit.Script(kit.Call("send", `{"path":"/a"}`), kit.Complete(`{}`))
+	d := e.Driver(agent, policy, send)
 	run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
 	if err != nil || run.Status != agentrt.RunWaiting {
 		t.Fatalf("Start = %s, %v; want a pause", run.Status, err)
 	}
-	a1 := pendingApproval(t, e.store, "run-1")
-	op := e.operator()
+	a1 := kit.PendingApproval(t, e.Store, "run-1")
+	op := e.Operator()
 	if err := op.ApproveShown(ctx, "run-1", a1.ID, a1.Hash, "op", ""); err != nil {
 		t.Fatalf("Approve a1: %v", err)
 	}
@@ -45,15 +46,15 @@ func TestResume_OnlyTheLatestApprovalOfAStepGrants(t *testing.T) {
 	if err != nil || run.Status != agentrt.RunWaiting {
 		t.Fatalf("Resume under a changed policy = %s, %v; want a new pause", run.Status, err)
 	}
-	a2 := pendingApproval(t, e.store, "run-1")
+	a2 := kit.PendingApproval(t, e.Store, "run-1")
 	if a2.ID == a1.ID || a2.StepID != a1.StepID {
 		t.Fatalf("re-pause: a1 %+v a2 %+v", a1, a2)
 	}
 
 	// The policy asks for a1 again, which was granted; a2 is the latest.
 	version.Store(1)
-	before := takeSnapshot(t, e.store)
-	asked := policy.n()
+	before := e.db.snapshot(t)
+	asked := policy.N()
 	for i := 0; i < 3; i++ {
 		if _, err := d.Resume(ctx, "run-1"); !errors.Is(err, agentrt.ErrRunState) {
 			t.Fatalf("Resume %d while the latest approval is pending = %v, want ErrRunState", i, err)
@@ -62,8 +63,8 @@ func TestResume_OnlyTheLatestApprovalOfAStepGrants(t *testing.T) {
 	if err := op.ApproveShown(ctx, "run-1", a1.ID, a1.Hash, "op", ""); !errors.Is(err, agentrt.ErrNotPending) {
 		t.Fatalf("Approve a1 again = %v, want ErrNotPending", err)
 	}
-	requireUnchanged(t, e.store, before, "refused resumes")
-	if policy.n() != asked {
+	e.db.requireUnchanged(t, before, "refused resumes")
+	if policy.N() != asked {
 		t.Fatal("a refused resume asked the policy")
 	}
 
@@ -76,10 +77,10 @@ func TestResume_OnlyTheLatestApprovalOfAStepGrants(t *testing.T) {
 	if err != nil || run.Status != agentrt.RunWaiting {
 		t.Fatalf("Resume with a2 granted, policy asking for a1 = %s, %v; want a new pause", run.Status, err)
 	}
-	if send.n() != 0 {
-		t.Fatalf("send ran %d times without its latest approval granted", send.n())
+	if send.N() != 0 {
+		t.Fatalf("send ran %d times without its latest approval granted", send.N())
 	}
-	a3 := pendingApproval(t, e.store, "run-1")
+	a3 := kit.PendingApproval(t, e.Store, "run-1")
 	if err := op.ApproveShown(ctx, "run-1", a3.ID, a3.Hash, "op", ""); err != nil {
 		t.Fatalf("Approve a3: %v", err)
 	}
@@ -87,11 +88,11 @@ func TestResume_OnlyTheLatestApprovalOfAStepGrants(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
-	requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
-	if got := send.args(); !reflect.DeepEqual(got, []string{`{"path":"/a"}`}) {
+	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	if got := send.Args(); !reflect.DeepEqual(got, []string{`{"path":"/a"}`}) {
 		t.Fatalf("send ran with %q", got)
 	}
-	as := mustApprovals(t, e.store, "run-1")
+	as := kit.MustApprovals(t, e.Store, "run-1")
 	if len(as) != 3 || as[0].ID != a1.ID || as[1].ID != a2.ID || as[2].ID != a3.ID {
 		t.Fatalf("approvals = %+v", as)
 	}
@@ -100,80 +101,80 @@ func TestResume_OnlyTheLatestApprovalOfAStepGrants(t *testing.T) {
 			t.Fatalf("approval %s is %s on step %s", a.ID, a.Status, a.StepID)
 		}
 	}
-	repause := []E{apprDecided, stepPolicy, apprRequested}
-	requireEvents(t, e.store, "run-1", evStart, evPause, repause, repause,
-		[]E{apprDecided, runResumed, stepPolicy, toolStarted, toolFinished}, evComplete)
+	repause := []kit.E{kit.ApprDecided, kit.StepPolicy, kit.ApprRequested}
+	kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvPause, repause, repause,
+		[]kit.E{kit.ApprDecided, kit.RunResumed, kit.StepPolicy, kit.ToolStarted, kit.ToolFinished}, kit.EvComplete)
 }
 
 // A grant resumed by a driver whose tool now has a stricter schema does not
 // run: the recorded arguments fail the current schema, the step becomes an
 // invalid decision without asking the policy, and the agent decides again.
-func TestResume_ApprovedArgumentsMeetTheCurrentSchema(t *testing.T) {
+func caseResume_ApprovedArgumentsMeetTheCurrentSchema(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
-	_, a := pausedRun(t, e, `{"path":"/etc/hosts"}`)
-	if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
+	e := newEnv(t, bk)
+	_, a := kit.PausedRun(t, e.Env, `{"path":"/etc/hosts"}`)
+	if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
-	stricter := newTool("send", agentrt.RemoteMutation,
+	stricter := kit.NewTool("send", agentrt.RemoteMutation,
 		`{"type":"object","properties":{"path":{"type":"string","pattern":"^/tmp/"}},"required":["path"],"additionalProperties":false}`, nil)
-	policy := recording(agentrt.DefaultPolicy())
-	agent := script(call("send", `{"path":"/tmp/x"}`), complete(`{}`))
-	d := e.driver(agent, policy, stricter)
+	policy := kit.Recording(agentrt.DefaultPolicy())
+	agent := kit.Script(kit.Call("send", `{"path":"/tmp/x"}`), kit.Complete(`{}`))
+	d := e.Driver(agent, policy, stricter)
 	run, err := d.Resume(ctx, "run-1")
 	if err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
-	requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
-	if stricter.n() != 0 {
-		t.Fatalf("send ran %d times with arguments its schema now refuses", stricter.n())
+	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	if stricter.N() != 0 {
+		t.Fatalf("send ran %d times with arguments its schema now refuses", stricter.N())
 	}
-	if policy.n() != 0 {
-		t.Fatalf("the policy was asked %d times about arguments the schema refuses", policy.n())
+	if policy.N() != 0 {
+		t.Fatalf("the policy was asked %d times about arguments the schema refuses", policy.N())
 	}
-	if agent.n.Load() != 1 {
-		t.Fatalf("agent asked %d times, want once after the refusal", agent.n.Load())
+	if agent.N.Load() != 1 {
+		t.Fatalf("agent asked %d times, want once after the refusal", agent.N.Load())
 	}
-	st := mustSteps(t, e.store, "run-1")[0]
+	st := kit.MustSteps(t, e.Store, "run-1")[0]
 	if st.Status != agentrt.StepFailed {
 		t.Fatalf("step 0 is %s", st.Status)
 	}
-	requireObs(t, st, agentrt.ObsInvalidDecision)
-	if as := mustApprovals(t, e.store, "run-1"); len(as) != 1 || as[0].Status != agentrt.ApprovalApproved {
+	kit.RequireObs(t, st, agentrt.ObsInvalidDecision)
+	if as := kit.MustApprovals(t, e.Store, "run-1"); len(as) != 1 || as[0].Status != agentrt.ApprovalApproved {
 		t.Fatalf("approvals = %+v", as)
 	}
-	rs := eventsOf(t, e.store, "run-1", runResumed)
-	if len(rs) != 1 || payload(t, rs[0])["after"] != "invalid_on_resume" {
+	rs := kit.EventsOf(t, e.Store, "run-1", kit.RunResumed)
+	if len(rs) != 1 || kit.Payload(t, rs[0])["after"] != "invalid_on_resume" {
 		t.Fatalf("run.resumed = %v", rs)
 	}
-	requireEvents(t, e.store, "run-1", evStart, evPause, []E{apprDecided, runResumed, stepFailed}, evComplete)
+	kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvPause, []kit.E{kit.ApprDecided, kit.RunResumed, kit.StepFailed}, kit.EvComplete)
 }
 
 // A grant binds the request with the tool's spec: a driver whose tool was
 // redescribed and reclassified since does not run the old grant; the policy
 // is asked about the request as it would run now and the step waits again.
-func TestResume_ChangedSpecIsAnotherRequest(t *testing.T) {
+func caseResume_ChangedSpecIsAnotherRequest(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
-	_, a := pausedRun(t, e, `{"path":"/report"}`)
-	if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
+	e := newEnv(t, bk)
+	_, a := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
+	if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
-	changed := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
+	changed := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
 	changed.Description = "deletes the archive at path"
-	d := e.driver(script(complete(`{}`), complete(`{}`)), agentrt.DefaultPolicy(), changed)
+	d := e.Driver(kit.Script(kit.Complete(`{}`), kit.Complete(`{}`)), agentrt.DefaultPolicy(), changed)
 	run, err := d.Resume(ctx, "run-1")
 	if err != nil || run.Status != agentrt.RunWaiting {
 		t.Fatalf("Resume = %s, %v; want a new pause", run.Status, err)
 	}
-	if changed.n() != 0 {
+	if changed.N() != 0 {
 		t.Fatal("the old grant ran a changed tool")
 	}
-	a2 := pendingApproval(t, e.store, "run-1")
+	a2 := kit.PendingApproval(t, e.Store, "run-1")
 	if a2.Request.Spec.Description != changed.Description || string(a2.Request.Args) != `{"path":"/report"}` {
 		t.Fatalf("new approval binds %+v", a2.Request)
 	}
-	requireEvents(t, e.store, "run-1", evStart, evPause, []E{apprDecided, stepPolicy, apprRequested})
+	kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvPause, []kit.E{kit.ApprDecided, kit.StepPolicy, kit.ApprRequested})
 }
 
 // gatedPolicy lets a resume's evaluation through only once both racing
@@ -195,11 +196,11 @@ func (p gatedPolicy) Evaluate(ctx context.Context, req agentrt.ToolRequest, view
 
 // Two processes resume one approved run at once, both past the policy: one
 // executes the request, the other gets ErrRunState, and the tool runs once.
-func TestResume_ConcurrentResumeExecutesOnce(t *testing.T) {
+func caseResume_ConcurrentResumeExecutesOnce(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
-	_, a := pausedRun(t, e, `{"path":"/report"}`)
-	if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
+	e := newEnv(t, bk)
+	_, a := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
+	if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
 	var executions atomic.Int64
@@ -209,15 +210,15 @@ func TestResume_ConcurrentResumeExecutesOnce(t *testing.T) {
 	release := make(chan struct{})
 	drivers := make([]*agentrt.Driver, 2)
 	for i := range drivers {
-		st := reopen(t, e.store)
-		send := newTool("send", agentrt.RemoteMutation, pathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+		st := e.db.open(t)
+		send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 			executions.Add(1)
 			return agentrt.ToolResult{Content: json.RawMessage(`{"sent":true}`)}, nil
 		})
-		cfg := e.config(script(call("send", `{"path":"/other"}`), complete(`{}`)),
+		cfg := e.Config(kit.Script(kit.Call("send", `{"path":"/other"}`), kit.Complete(`{}`)),
 			gatedPolicy{inner: agentrt.DefaultPolicy(), resume: &resume, arrived: arrived, release: release}, send)
 		cfg.Store = st
-		drivers[i] = e.driverFor(cfg)
+		drivers[i] = e.DriverFor(cfg)
 	}
 	type result struct {
 		run agentrt.Run
@@ -256,9 +257,9 @@ func TestResume_ConcurrentResumeExecutesOnce(t *testing.T) {
 	if won < 0 || lost < 0 {
 		t.Fatalf("want one winner and one ErrRunState, got %v and %v", results[0].err, results[1].err)
 	}
-	requireEnded(t, results[won].run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
-	requireEnded(t, mustRun(t, e.store, "run-1"), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
-	requireEvents(t, e.store, "run-1", evStart, evPause, []E{apprDecided, runResumed, stepPolicy, toolStarted, toolFinished}, evComplete)
+	kit.RequireEnded(t, results[won].run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	kit.RequireEnded(t, kit.MustRun(t, e.Store, "run-1"), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvPause, []kit.E{kit.ApprDecided, kit.RunResumed, kit.StepPolicy, kit.ToolStarted, kit.ToolFinished}, kit.EvComplete)
 }
 
 // crashingStore stands for a process that dies: once crashed, it commits
@@ -267,7 +268,7 @@ type crashingStore struct {
 	agentrt.Store
 	crashed atomic.Bool
 	mu      sync.Mutex
-	commits [][]E
+	commits [][]kit.E
 }
 
 var errCrashed = errors.New("the process died")
@@ -278,7 +279,7 @@ func (c *crashingStore) Update(ctx context.Context, fn func(agentrt.Tx) error) (
 	}
 	evs, err := c.Store.Update(ctx, fn)
 	if err == nil {
-		var types []E
+		var types []kit.E
 		for _, e := range evs {
 			types = append(types, e.Type)
 		}
@@ -303,95 +304,95 @@ func (c *crashingStore) RenewLease(ctx context.Context, p agentrt.LeaseRenewal) 
 // together; the run cannot be taken over while the lease lives, and a
 // takeover after it lapses asks an operator before running that request
 // again, on the same step.
-func TestResume_CrashAfterResumeKeepsTheApprovedRequest(t *testing.T) {
+func caseResume_CrashAfterResumeKeepsTheApprovedRequest(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	t.Run("before the resume commits", func(t *testing.T) {
-		e := newEnv(t)
-		_, a := pausedRun(t, e, `{"path":"/report"}`)
-		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
+		e := newEnv(t, bk)
+		_, a := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
+		if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 			t.Fatalf("Approve: %v", err)
 		}
-		before := takeSnapshot(t, e.store)
-		cs := &crashingStore{Store: e.store}
-		send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
+		before := e.db.snapshot(t)
+		cs := &crashingStore{Store: e.Store}
+		send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
 		policy := agentrt.PolicyFunc(func(ctx context.Context, req agentrt.ToolRequest, view agentrt.RunView) (agentrt.PolicyDecision, error) {
 			cs.crashed.Store(true) // dies while the policy decides
 			return agentrt.DefaultPolicy().Evaluate(ctx, req, view)
 		})
-		cfg := e.config(script(), policy, send)
+		cfg := e.Config(kit.Script(), policy, send)
 		cfg.Store = cs
-		if _, err := e.driverFor(cfg).Resume(ctx, "run-1"); !errors.Is(err, errCrashed) {
+		if _, err := e.DriverFor(cfg).Resume(ctx, "run-1"); !errors.Is(err, errCrashed) {
 			t.Fatalf("Resume on a dying process = %v", err)
 		}
-		if send.n() != 0 {
+		if send.N() != 0 {
 			t.Fatal("the tool ran though its start was never committed")
 		}
-		requireUnchanged(t, e.store, before, "a resume that died before committing")
+		e.db.requireUnchanged(t, before, "a resume that died before committing")
 
-		send2 := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
-		run, err := e.driver(script(call("send", `{"path":"/x"}`), complete(`{}`)), agentrt.DefaultPolicy(), send2).Resume(ctx, "run-1")
+		send2 := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
+		run, err := e.Driver(kit.Script(kit.Call("send", `{"path":"/x"}`), kit.Complete(`{}`)), agentrt.DefaultPolicy(), send2).Resume(ctx, "run-1")
 		if err != nil {
 			t.Fatalf("Resume: %v", err)
 		}
-		requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
-		if got := send2.args(); !reflect.DeepEqual(got, []string{`{"path":"/report"}`}) {
+		kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+		if got := send2.Args(); !reflect.DeepEqual(got, []string{`{"path":"/report"}`}) {
 			t.Fatalf("send ran with %q, want the approved request once", got)
 		}
-		requireEvents(t, e.store, "run-1", evStart, evPause, []E{apprDecided, runResumed, stepPolicy, toolStarted, toolFinished}, evComplete)
+		kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvPause, []kit.E{kit.ApprDecided, kit.RunResumed, kit.StepPolicy, kit.ToolStarted, kit.ToolFinished}, kit.EvComplete)
 	})
 	t.Run("after the resume commits", func(t *testing.T) {
-		e := newEnv(t)
-		_, a := pausedRun(t, e, `{"path":"/report"}`)
-		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
+		e := newEnv(t, bk)
+		_, a := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
+		if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 			t.Fatalf("Approve: %v", err)
 		}
-		cs := &crashingStore{Store: e.store}
-		send := newTool("send", agentrt.RemoteMutation, pathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+		cs := &crashingStore{Store: e.Store}
+		send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 			cs.crashed.Store(true) // the effect happened; its record never will
 			return agentrt.ToolResult{Content: json.RawMessage(`{"sent":true}`)}, nil
 		})
-		cfg := e.config(script(), agentrt.DefaultPolicy(), send)
+		cfg := e.Config(kit.Script(), agentrt.DefaultPolicy(), send)
 		cfg.Store = cs
-		if _, err := e.driverFor(cfg).Resume(ctx, "run-1"); !errors.Is(err, errCrashed) {
+		if _, err := e.DriverFor(cfg).Resume(ctx, "run-1"); !errors.Is(err, errCrashed) {
 			t.Fatalf("Resume on a dying process = %v", err)
 		}
-		if send.n() != 1 {
-			t.Fatalf("send ran %d times", send.n())
+		if send.N() != 1 {
+			t.Fatalf("send ran %d times", send.N())
 		}
-		if !reflect.DeepEqual(cs.commits, [][]E{{runResumed, stepPolicy, toolStarted}}) {
+		if !reflect.DeepEqual(cs.commits, [][]kit.E{{kit.RunResumed, kit.StepPolicy, kit.ToolStarted}}) {
 			t.Fatalf("the dying resume committed %v, want the resume, its decision and the tool start together", cs.commits)
 		}
-		run := mustRun(t, e.store, "run-1")
-		st := mustSteps(t, e.store, "run-1")[0]
+		run := kit.MustRun(t, e.Store, "run-1")
+		st := kit.MustSteps(t, e.Store, "run-1")[0]
 		if run.Status != agentrt.RunRunning || run.LeaseOwner == "" || st.Status != agentrt.StepExecuting || st.Policy == nil {
 			t.Fatalf("after the crash: run %s lease %q, step %s policy %+v", run.Status, run.LeaseOwner, st.Status, st.Policy)
 		}
 
 		// Another process: refused while the dead one's lease lives.
-		send2 := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
-		agent2 := script(call("send", `{"path":"/other"}`), complete(`{}`))
-		d2 := e.driver(agent2, agentrt.DefaultPolicy(), send2)
-		before := takeSnapshot(t, e.store)
+		send2 := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
+		agent2 := kit.Script(kit.Call("send", `{"path":"/other"}`), kit.Complete(`{}`))
+		d2 := e.Driver(agent2, agentrt.DefaultPolicy(), send2)
+		before := e.db.snapshot(t)
 		if _, err := d2.Resume(ctx, "run-1"); !errors.Is(err, agentrt.ErrRunLeased) {
 			t.Fatalf("Resume under a live lease = %v, want ErrRunLeased", err)
 		}
-		requireUnchanged(t, e.store, before, "a Resume refused by the lease")
+		e.db.requireUnchanged(t, before, "a Resume refused by the lease")
 
 		// The lease lapses (the wall clock it is judged by is not the
 		// test's to move, so the row is aged instead).
-		execSQL(t, rawDB(t, e.store), 1, `UPDATE runs SET lease_expires_at = '2000-01-01T00:00:00Z' WHERE id = 'run-1'`)
+		e.db.exec(t, 1, `UPDATE runs SET lease_expires_at = '2000-01-01T00:00:00Z' WHERE id = 'run-1'`)
 		run, err := d2.Resume(ctx, "run-1")
 		if err != nil || run.Status != agentrt.RunWaiting {
 			t.Fatalf("takeover = %s, %v; want a pause for the operator", run.Status, err)
 		}
-		if send2.n() != 0 {
+		if send2.N() != 0 {
 			t.Fatal("the takeover ran the interrupted side effect again by itself")
 		}
-		a2 := pendingApproval(t, e.store, "run-1")
+		a2 := kit.PendingApproval(t, e.Store, "run-1")
 		if a2.Kind != agentrt.InterruptedSideEffect || a2.StepID != a.StepID || string(a2.Request.Args) != `{"path":"/report"}` {
 			t.Fatalf("interruption approval = %+v", a2)
 		}
-		if err := e.operator().ApproveShown(ctx, "run-1", a2.ID, a2.Hash, "op", "re-run it"); err != nil {
+		if err := e.Operator().ApproveShown(ctx, "run-1", a2.ID, a2.Hash, "op", "re-run it"); err != nil {
 			t.Fatalf("Approve: %v", err)
 		}
 		// The re-run is a request like any other: the policy, asked again,
@@ -400,35 +401,35 @@ func TestResume_CrashAfterResumeKeepsTheApprovedRequest(t *testing.T) {
 		if err != nil || run.Status != agentrt.RunWaiting {
 			t.Fatalf("Resume after the operator's re-run approval = %s, %v; want the policy's own pause", run.Status, err)
 		}
-		if send2.n() != 0 {
+		if send2.N() != 0 {
 			t.Fatal("the re-run ran without the policy's approval")
 		}
-		a3 := pendingApproval(t, e.store, "run-1")
+		a3 := kit.PendingApproval(t, e.Store, "run-1")
 		if a3.Kind != string(agentrt.RemoteMutation) || a3.StepID != a.StepID || string(a3.Request.Args) != `{"path":"/report"}` {
 			t.Fatalf("policy approval of the re-run = %+v", a3)
 		}
-		if err := e.operator().ApproveShown(ctx, "run-1", a3.ID, a3.Hash, "op", ""); err != nil {
+		if err := e.Operator().ApproveShown(ctx, "run-1", a3.ID, a3.Hash, "op", ""); err != nil {
 			t.Fatalf("Approve: %v", err)
 		}
 		run, err = d2.Resume(ctx, "run-1")
 		if err != nil {
 			t.Fatalf("Resume: %v", err)
 		}
-		requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
-		if got := send2.args(); !reflect.DeepEqual(got, []string{`{"path":"/report"}`}) {
+		kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+		if got := send2.Args(); !reflect.DeepEqual(got, []string{`{"path":"/report"}`}) {
 			t.Fatalf("the re-run ran with %q, want the approved request once", got)
 		}
-		if n := agent2.n.Load(); n != 1 {
+		if n := agent2.N.Load(); n != 1 {
 			t.Fatalf("agent asked %d times, want once, after the re-run", n)
 		}
-		steps := mustSteps(t, e.store, "run-1")
+		steps := kit.MustSteps(t, e.Store, "run-1")
 		if len(steps) != 2 || steps[0].Status != agentrt.StepDone {
 			t.Fatalf("steps = %+v", steps)
 		}
-		requireEvents(t, e.store, "run-1", evStart, evPause, []E{apprDecided, runResumed, stepPolicy, toolStarted},
-			[]E{leaseTakeover, stepInterrupt, stepPolicy, apprRequested},
-			[]E{apprDecided, stepPolicy, apprRequested},
-			[]E{apprDecided, runResumed, stepPolicy, toolStarted, toolFinished}, evComplete)
+		kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvPause, []kit.E{kit.ApprDecided, kit.RunResumed, kit.StepPolicy, kit.ToolStarted},
+			[]kit.E{kit.LeaseTakeover, kit.StepInterrupt, kit.StepPolicy, kit.ApprRequested},
+			[]kit.E{kit.ApprDecided, kit.StepPolicy, kit.ApprRequested},
+			[]kit.E{kit.ApprDecided, kit.RunResumed, kit.StepPolicy, kit.ToolStarted, kit.ToolFinished}, kit.EvComplete)
 	})
 }
 
@@ -436,7 +437,7 @@ func TestResume_CrashAfterResumeKeepsTheApprovedRequest(t *testing.T) {
 // run is cancelled as approval_expired, the grant keeps who decided it, and
 // nothing runs or is asked. Within the TTL it runs; ApprovalTTL alone never
 // expires a grant.
-func TestResume_GrantNotResumedWithinTheTTLExpires(t *testing.T) {
+func caseResume_GrantNotResumedWithinTheTTLExpires(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	cases := []struct {
 		name    string
@@ -450,50 +451,50 @@ func TestResume_GrantNotResumedWithinTheTTLExpires(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t)
-			send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
-			policy := recording(agentrt.DefaultPolicy())
-			agent := script(call("send", `{"path":"/report"}`), complete(`{}`))
-			d := e.driver(agent, policy, send)
-			run, err := d.StartWithID(ctx, "run-1", "g", limits(c.limits))
+			e := newEnv(t, bk)
+			send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
+			policy := kit.Recording(agentrt.DefaultPolicy())
+			agent := kit.Script(kit.Call("send", `{"path":"/report"}`), kit.Complete(`{}`))
+			d := e.Driver(agent, policy, send)
+			run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(c.limits))
 			if err != nil || run.Status != agentrt.RunWaiting {
 				t.Fatalf("Start = %s, %v", run.Status, err)
 			}
-			a := pendingApproval(t, e.store, "run-1")
-			e.clock.Advance(30 * time.Second)
-			decidedAt := e.clock.Now()
-			if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "alice", "go"); err != nil {
+			a := kit.PendingApproval(t, e.Store, "run-1")
+			e.Clock.Advance(30 * time.Second)
+			decidedAt := e.Clock.Now()
+			if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "alice", "go"); err != nil {
 				t.Fatalf("Approve: %v", err)
 			}
-			e.clock.Advance(c.wait)
+			e.Clock.Advance(c.wait)
 			run, err = d.Resume(ctx, "run-1")
 			if !c.expires {
 				if err != nil {
 					t.Fatalf("Resume: %v", err)
 				}
-				requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
-				if send.n() != 1 {
-					t.Fatalf("send ran %d times", send.n())
+				kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+				if send.N() != 1 {
+					t.Fatalf("send ran %d times", send.N())
 				}
 				return
 			}
 			if err != nil && !errors.Is(err, agentrt.ErrApprovalExpired) {
 				t.Fatalf("Resume of an expired grant: %v", err)
 			}
-			run = mustRun(t, e.store, "run-1")
-			requireEnded(t, run, agentrt.RunCancelled, agentrt.ReasonApprovalExpired)
-			if send.n() != 0 || policy.n() != 1 || agent.n.Load() != 1 {
-				t.Fatalf("send ran %d times, policy asked %d, agent %d; want nothing after the pause", send.n(), policy.n(), agent.n.Load())
+			run = kit.MustRun(t, e.Store, "run-1")
+			kit.RequireEnded(t, run, agentrt.RunCancelled, agentrt.ReasonApprovalExpired)
+			if send.N() != 0 || policy.N() != 1 || agent.N.Load() != 1 {
+				t.Fatalf("send ran %d times, policy asked %d, agent %d; want nothing after the pause", send.N(), policy.N(), agent.N.Load())
 			}
-			got, _ := e.store.GetApproval(ctx, "run-1", a.ID)
+			got, _ := e.Store.GetApproval(ctx, "run-1", a.ID)
 			if got.Status != agentrt.ApprovalExpired || got.DecidedBy != "alice" || !got.DecidedAt.Equal(decidedAt) {
 				t.Fatalf("approval = %+v", got)
 			}
-			st := mustSteps(t, e.store, "run-1")[0]
+			st := kit.MustSteps(t, e.Store, "run-1")[0]
 			if st.Status != agentrt.StepFailed {
 				t.Fatalf("step is %s", st.Status)
 			}
-			requireEvents(t, e.store, "run-1", evStart, evPause, []E{apprDecided}, []E{apprDecided, stepFailed, runFinished})
+			kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvPause, []kit.E{kit.ApprDecided}, []kit.E{kit.ApprDecided, kit.StepFailed, kit.RunFinished})
 			if _, err := d.Resume(ctx, "run-1"); !errors.Is(err, agentrt.ErrRunState) {
 				t.Fatalf("second Resume = %v, want ErrRunState", err)
 			}
@@ -504,11 +505,11 @@ func TestResume_GrantNotResumedWithinTheTTLExpires(t *testing.T) {
 // Two processes resume one approved run at once and today's policy asks for
 // a different approval: one re-pauses the step, the other gets ErrRunState,
 // and exactly one new approval is added.
-func TestResume_ConcurrentRepauseAddsOneApproval(t *testing.T) {
+func caseResume_ConcurrentRepauseAddsOneApproval(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
-	_, a := pausedRun(t, e, `{"path":"/report"}`)
-	if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
+	e := newEnv(t, bk)
+	_, a := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
+	if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
 	var resume atomic.Bool
@@ -520,11 +521,11 @@ func TestResume_ConcurrentRepauseAddsOneApproval(t *testing.T) {
 	})
 	drivers := make([]*agentrt.Driver, 2)
 	for i := range drivers {
-		st := reopen(t, e.store)
-		send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
-		cfg := e.config(script(), gatedPolicy{inner: secondLook, resume: &resume, arrived: arrived, release: release}, send)
+		st := e.db.open(t)
+		send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
+		cfg := e.Config(kit.Script(), gatedPolicy{inner: secondLook, resume: &resume, arrived: arrived, release: release}, send)
 		cfg.Store = st
-		drivers[i] = e.driverFor(cfg)
+		drivers[i] = e.DriverFor(cfg)
 	}
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
@@ -553,11 +554,11 @@ func TestResume_ConcurrentRepauseAddsOneApproval(t *testing.T) {
 	if won != 1 {
 		t.Fatalf("want one resumer to re-pause and one ErrRunState, got %v", errs)
 	}
-	apps := mustApprovals(t, e.store, "run-1")
+	apps := kit.MustApprovals(t, e.Store, "run-1")
 	if len(apps) != 2 || apps[1].Kind != "second-look" || apps[1].Status != agentrt.ApprovalPending {
 		t.Fatalf("approvals after the race: %+v; want the granted one and one new pending", apps)
 	}
-	run, err := e.store.GetRun(ctx, "run-1")
+	run, err := e.Store.GetRun(ctx, "run-1")
 	if err != nil || run.Status != agentrt.RunWaiting {
 		t.Fatalf("run = %s, %v; want WAITING_FOR_APPROVAL", run.Status, err)
 	}

@@ -1,4 +1,4 @@
-package agentrt_test
+package enginetest
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 )
 
 var (
@@ -56,7 +57,7 @@ type forgery struct {
 
 type forgeEnv struct {
 	e        *env
-	send     *counted
+	send     *kit.Counted
 	pending  agentrt.Approval // run-1's
 	other    agentrt.Approval // run-2's, approved with a pinned signature
 	mallory  agentrt.Approver // enrolled in the database only
@@ -67,16 +68,16 @@ type forgeEnv struct {
 
 func (f *forgeEnv) flip(t *testing.T, by, approverID, credentialID, sigJSON string) {
 	t.Helper()
-	execSQL(t, rawDB(t, f.e.store), 1, `UPDATE approvals SET status = 'approved', decided_by = ?, decided_at = ?,
+	f.e.db.exec(t, 1, `UPDATE approvals SET status = 'approved', decided_by = ?, decided_at = ?,
 		approver_id = ?, credential_id = ?, signature_json = ? WHERE id = ?`,
-		by, f.e.clock.Now().Format(time.RFC3339Nano), approverID, credentialID, sigJSON, f.pending.ID)
+		by, f.e.Clock.Now().Format(time.RFC3339Nano), approverID, credentialID, sigJSON, f.pending.ID)
 }
 
 var forgeries = []forgery{
 	{"a_unsigned", func(t *testing.T, f *forgeEnv) { f.flip(t, "forger", "", "", "") }},
 	{"b_unsigned_and_requirement_removed", func(t *testing.T, f *forgeEnv) {
 		f.flip(t, "forger", "", "", "")
-		execSQL(t, rawDB(t, f.e.store), 1, `UPDATE runs SET limits_json = ? WHERE id = 'run-1'`,
+		f.e.db.exec(t, 1, `UPDATE runs SET limits_json = ? WHERE id = 'run-1'`,
 			`{"max_steps":50,"max_consecutive_tool_failures":3,"loop_threshold":3}`)
 	}},
 	{"c_signed_by_a_key_enrolled_only_in_the_database", func(t *testing.T, f *forgeEnv) {
@@ -93,10 +94,10 @@ var forgeries = []forgery{
 
 // newForgeEnv pauses run-1 for approval under RequireSignedGrant with
 // alice's key pinned, and grants run-2 with alice's valid signature.
-func newForgeEnv(t *testing.T) *forgeEnv {
+func newForgeEnv(t *testing.T, bk *Backend) *forgeEnv {
 	t.Helper()
 	ctx := context.Background()
-	e := newEnv(t)
+	e := newEnv(t, bk)
 	alice, aliceKey := keyApprover(t, e, "alice")
 	mallory, malloryKey := keyApprover(t, e, "mallory")
 	keys := map[string]ed25519.PrivateKey{alice.ID: aliceKey, mallory.ID: malloryKey}
@@ -113,17 +114,17 @@ func newForgeEnv(t *testing.T) *forgeEnv {
 		t.Fatal(err)
 	}
 	f.pinned = p
-	required := limits(func(l *agentrt.Limits) { l.RequireSignedGrant = true })
+	required := kit.Limits(func(l *agentrt.Limits) { l.RequireSignedGrant = true })
 	f.send, f.pending = pausedWith(t, e, askApproval, required)
-	d := e.driver(script(call("send", `{"path":"/other"}`)), fixed(askApproval), f.send)
+	d := e.Driver(kit.Script(kit.Call("send", `{"path":"/other"}`)), kit.Fixed(askApproval), f.send)
 	if run, err := d.StartWithID(ctx, "run-2", "g", required); err != nil || run.Status != agentrt.RunWaiting {
 		t.Fatalf("run-2: %s, %v", run.Status, err)
 	}
-	o := pendingApproval(t, e.store, "run-2")
-	if err := e.operator().ApproveShown(ctx, "run-2", o.ID, o.Hash, "", "", agentrt.WithSignature(f.sign(alice, o))); err != nil {
+	o := kit.PendingApproval(t, e.Store, "run-2")
+	if err := e.Operator().ApproveShown(ctx, "run-2", o.ID, o.Hash, "", "", agentrt.WithSignature(f.sign(alice, o))); err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range mustApprovals(t, e.store, "run-2") {
+	for _, a := range kit.MustApprovals(t, e.Store, "run-2") {
 		if a.ID == o.ID {
 			f.other = a
 		}
@@ -169,12 +170,12 @@ func runRows(s snapshot, claims bool) snapshot {
 // nothing and changes none of run-1's rows (a worker's claim records only
 // its lease), and the real 'agentrt verify -decisions -pinned' exits 1
 // naming the approval.
-func TestGrant_DatabaseWriterCannotForge(t *testing.T) {
+func caseGrant_DatabaseWriterCannotForge(t *testing.T, bk *Backend) {
 	bin := agentrtBinary(t)
 	ctx := context.Background()
 	engine := func(f *forgeEnv) agentrt.EngineConfig {
-		return agentrt.EngineConfig{Store: f.e.store, Policy: fixed(askApproval), Tools: tools(f.send),
-			Now: f.e.clock.Now, NewID: f.e.ids, PinnedKeys: f.pinned}
+		return agentrt.EngineConfig{Store: f.e.Store, Policy: kit.Fixed(askApproval), Tools: kit.Tools(f.send),
+			Now: f.e.Clock.Now, NewID: f.e.IDs, PinnedKeys: f.pinned}
 	}
 	paths := []struct {
 		name   string
@@ -182,7 +183,7 @@ func TestGrant_DatabaseWriterCannotForge(t *testing.T) {
 		run    func(t *testing.T, f *forgeEnv) error
 	}{
 		{"Driver", false, func(t *testing.T, f *forgeEnv) error {
-			d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: engine(f), Agent: script(complete(`{}`))})
+			d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: engine(f), Agent: kit.Script(kit.Complete(`{}`))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -204,13 +205,13 @@ func TestGrant_DatabaseWriterCannotForge(t *testing.T) {
 					return err
 				}
 			}
-			return fmt.Errorf("Attach = %s with no error; want a refusal", v.Outcome)
+			return fmt.Errorf("attach = %s with no error; want a refusal", v.Outcome)
 		}},
 		{"Worker", true, func(t *testing.T, f *forgeEnv) error {
 			refused := make(chan error, 16)
 			cfg := engine(f)
 			cfg.LeaseTTL = time.Second
-			w, err := agentrt.NewWorker(agentrt.WorkerConfig{EngineConfig: cfg, Agent: script(complete(`{}`)),
+			w, err := agentrt.NewWorker(agentrt.WorkerConfig{EngineConfig: cfg, Agent: kit.Script(kit.Complete(`{}`)),
 				Poll: 5 * time.Millisecond, OnError: func(runID string, err error) {
 					if runID == "run-1" {
 						refused <- err
@@ -235,7 +236,7 @@ func TestGrant_DatabaseWriterCannotForge(t *testing.T) {
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
-			if n := len(eventsOf(t, f.e.store, "run-1", agentrt.EventRunClaimed)); n != 1 {
+			if n := len(kit.EventsOf(t, f.e.Store, "run-1", agentrt.EventRunClaimed)); n != 1 {
 				t.Errorf("the worker claimed run-1 %d times, want once", n)
 			}
 			return got
@@ -244,19 +245,19 @@ func TestGrant_DatabaseWriterCannotForge(t *testing.T) {
 	for _, p := range paths {
 		for _, fg := range forgeries {
 			t.Run(p.name+"/"+fg.name, func(t *testing.T) {
-				f := newForgeEnv(t)
+				f := newForgeEnv(t, bk)
 				fg.forge(t, f)
-				before := runRows(takeSnapshot(t, f.e.store), p.claims)
+				before := runRows(f.e.db.snapshot(t), p.claims)
 				err := p.run(t, f)
 				if !errors.Is(err, agentrt.ErrTamperedRecord) && !errors.Is(err, agentrt.ErrUnsignedGrant) {
 					t.Fatalf("%s = %v; want ErrTamperedRecord or ErrUnsignedGrant", p.name, err)
 				}
-				for _, a := range f.send.args() {
+				for _, a := range f.send.Args() {
 					if strings.Contains(a, "/report") {
 						t.Fatalf("run-1's send ran: %s", a)
 					}
 				}
-				after := runRows(takeSnapshot(t, f.e.store), p.claims)
+				after := runRows(f.e.db.snapshot(t), p.claims)
 				for table := range after {
 					if strings.Join(before[table], "\n") != strings.Join(after[table], "\n") {
 						t.Fatalf("%s changed run-1's %s rows:\nbefore:\n  %s\nafter:\n  %s", p.name, table,
@@ -264,7 +265,7 @@ func TestGrant_DatabaseWriterCannotForge(t *testing.T) {
 					}
 				}
 				var stdout, stderr bytes.Buffer
-				cmd := exec.Command(bin, "-db", f.e.store.Path(), "verify", "-decisions", "-pinned", f.pinsPath)
+				cmd := exec.Command(bin, "-db", f.e.db.dsn, "verify", "-decisions", "-pinned", f.pinsPath)
 				cmd.Stdout, cmd.Stderr = &stdout, &stderr
 				err = cmd.Run()
 				var ee *exec.ExitError

@@ -1,4 +1,4 @@
-package agentrt_test
+package enginetest
 
 import (
 	"context"
@@ -13,25 +13,26 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/render"
 )
 
 // A read and a completion: the run, both steps and every event are in the
 // file and read the same through a second handle; the run Start returned is
 // the run stored; the observer heard each event only once it was committed.
-func TestDriver_CompletesAndPersists(t *testing.T) {
+func caseDriver_CompletesAndPersists(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
-	read := newTool("read", agentrt.ReadOnly, pathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+	e := newEnv(t, bk)
+	read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 		return agentrt.ToolResult{Content: json.RawMessage(`{"text":"hello"}`), Summary: "read 5 bytes"}, nil
 	})
-	agent := script(call("read", `{"path":"/a"}`), complete(`{"answer":"hello"}`))
-	policy := recording(agentrt.DefaultPolicy())
-	second := reopen(t, e.store)
-	cfg := e.config(agent, policy, read)
+	agent := kit.Script(kit.Call("read", `{"path":"/a"}`), kit.Complete(`{"answer":"hello"}`))
+	policy := kit.Recording(agentrt.DefaultPolicy())
+	second := e.db.open(t)
+	cfg := e.Config(agent, policy, read)
 	var notYetCommitted []string
 	cfg.Observer = func(ev agentrt.Event) {
-		e.observe(ev)
+		e.Observe(ev)
 		// Read through another handle: an event heard before its commit
 		// would not be there.
 		evs, err := second.ListEvents(ctx, ev.RunID)
@@ -46,34 +47,34 @@ func TestDriver_CompletesAndPersists(t *testing.T) {
 		}
 		notYetCommitted = append(notYetCommitted, fmt.Sprintf("%s (seq %d)", ev.Type, ev.Seq))
 	}
-	d := e.driverFor(cfg)
+	d := e.DriverFor(cfg)
 
 	run, err := d.StartWithID(ctx, "run-1", "say hello", agentrt.DefaultLimits())
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 	if string(run.Result) != `{"answer":"hello"}` {
 		t.Fatalf("result = %s", run.Result)
 	}
-	if n := agent.n.Load(); n != 2 {
+	if n := agent.N.Load(); n != 2 {
 		t.Fatalf("agent asked %d times, want 2", n)
 	}
-	if got := read.args(); !reflect.DeepEqual(got, []string{`{"path":"/a"}`}) {
+	if got := read.Args(); !reflect.DeepEqual(got, []string{`{"path":"/a"}`}) {
 		t.Fatalf("read ran with %q, want once with {\"path\":\"/a\"}", got)
 	}
-	if policy.n() != 1 {
-		t.Fatalf("policy asked %d times, want 1", policy.n())
+	if policy.N() != 1 {
+		t.Fatalf("policy asked %d times, want 1", policy.N())
 	}
 
-	stored := mustRun(t, second, "run-1")
+	stored := kit.MustRun(t, second, "run-1")
 	if !reflect.DeepEqual(run, stored) {
 		t.Fatalf("Start returned\n %+v\nthe file holds\n %+v", run, stored)
 	}
-	if stored.StepCount != 2 || stored.LeaseOwner != "" || !stored.FinishedAt.Equal(e.clock.Now()) || stored.Goal != "say hello" {
+	if stored.StepCount != 2 || stored.LeaseOwner != "" || !stored.FinishedAt.Equal(e.Clock.Now()) || stored.Goal != "say hello" {
 		t.Fatalf("stored run = %+v", stored)
 	}
-	steps := mustSteps(t, second, "run-1")
+	steps := kit.MustSteps(t, second, "run-1")
 	if len(steps) != 2 {
 		t.Fatalf("%d steps stored, want 2", len(steps))
 	}
@@ -84,7 +85,7 @@ func TestDriver_CompletesAndPersists(t *testing.T) {
 	if s0.Policy == nil || s0.Policy.Outcome != agentrt.Allow {
 		t.Fatalf("step 0 policy = %+v", s0.Policy)
 	}
-	requireObs(t, s0, agentrt.ObsToolResult)
+	kit.RequireObs(t, s0, agentrt.ObsToolResult)
 	wantHash, _ := agentrt.ContentHash([]byte(`{"text":"hello"}`))
 	if string(s0.Observation.Content) != `{"text":"hello"}` || s0.Observation.Summary != "read 5 bytes" || s0.Observation.ContentHash != wantHash {
 		t.Fatalf("step 0 observation = %+v", s0.Observation)
@@ -98,19 +99,19 @@ func TestDriver_CompletesAndPersists(t *testing.T) {
 	if s1.Status != agentrt.StepDone || s1.Decision == nil || s1.Decision.Kind != agentrt.KindComplete || s1.Observation != nil || s1.Policy != nil {
 		t.Fatalf("step 1 = %+v", s1)
 	}
-	if n := len(mustApprovals(t, second, "run-1")); n != 0 {
+	if n := len(kit.MustApprovals(t, second, "run-1")); n != 0 {
 		t.Fatalf("%d approvals written", n)
 	}
-	if n := countRows(t, e.store, "SELECT * FROM model_calls"); n != 0 {
+	if n := e.db.countRows(t, "SELECT * FROM model_calls"); n != 0 {
 		t.Fatalf("%d model calls written", n)
 	}
-	requireEvents(t, second, "run-1", evStart, evToolStep, evComplete)
+	kit.RequireEvents(t, second, "run-1", kit.EvStart, kit.EvToolStep, kit.EvComplete)
 
 	if len(notYetCommitted) > 0 {
 		t.Fatalf("observer heard events not yet committed: %v", notYetCommitted)
 	}
 	stEvents, _ := second.ListEvents(ctx, "run-1")
-	if heard := e.observed(); !reflect.DeepEqual(heard, stEvents) {
+	if heard := e.Observed(); !reflect.DeepEqual(heard, stEvents) {
 		t.Fatalf("observer heard\n %v\nthe file holds\n %v", heard, stEvents)
 	}
 	rep, err := second.VerifyEvents(ctx, 0, 0)
@@ -122,40 +123,40 @@ func TestDriver_CompletesAndPersists(t *testing.T) {
 // Arguments that do not fit the schema, an unknown tool and a nameless call
 // each become an invalid_decision observation the policy never sees; the loop
 // goes on and a valid call after them is judged and runs.
-func TestDriver_InvalidArgumentsBecomeObservation(t *testing.T) {
+func caseDriver_InvalidArgumentsBecomeObservation(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
-	write := newTool("write", agentrt.LocalMutation, pathSchema, nil)
-	agent := script(
-		call("write", `{"path": 7}`),
-		call("write", `{"path":"/a","mode":"0777"}`),
-		call("nosuch", `{"path":"/a"}`),
-		call("write", `{"path":"/ok"}`),
+	e := newEnv(t, bk)
+	write := kit.NewTool("write", agentrt.LocalMutation, kit.PathSchema, nil)
+	agent := kit.Script(
+		kit.Call("write", `{"path": 7}`),
+		kit.Call("write", `{"path":"/a","mode":"0777"}`),
+		kit.Call("nosuch", `{"path":"/a"}`),
+		kit.Call("write", `{"path":"/ok"}`),
 		agentrt.Decision{Kind: agentrt.KindToolCall, Args: json.RawMessage(`{"path":"/a"}`), Reason: "no name"},
-		complete(`{}`),
+		kit.Complete(`{}`),
 	)
-	policy := recording(fixed(agentrt.PolicyDecision{Outcome: agentrt.Allow}))
-	d := e.driver(agent, policy, write)
+	policy := kit.Recording(kit.Fixed(agentrt.PolicyDecision{Outcome: agentrt.Allow}))
+	d := e.Driver(agent, policy, write)
 
-	run, err := d.StartWithID(ctx, "run-1", "g", limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
+	run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
-	if args, _ := policy.seen(); !reflect.DeepEqual(args, []string{`{"path":"/ok"}`}) {
+	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	if args, _ := policy.Seen(); !reflect.DeepEqual(args, []string{`{"path":"/ok"}`}) {
 		t.Fatalf("policy saw %q, want only the valid request", args)
 	}
-	if got := write.args(); !reflect.DeepEqual(got, []string{`{"path":"/ok"}`}) {
+	if got := write.Args(); !reflect.DeepEqual(got, []string{`{"path":"/ok"}`}) {
 		t.Fatalf("write ran with %q", got)
 	}
-	steps := mustSteps(t, e.store, "run-1")
+	steps := kit.MustSteps(t, e.Store, "run-1")
 	for _, i := range []int{0, 1, 2, 4} {
 		st := steps[i]
 		if st.Status != agentrt.StepFailed || st.Policy != nil {
 			t.Fatalf("step %d = %+v, want failed without a policy record", i, st)
 		}
-		requireObs(t, st, agentrt.ObsInvalidDecision)
-		if msg, _ := obsContent(t, st)["error"].(string); msg == "" {
+		kit.RequireObs(t, st, agentrt.ObsInvalidDecision)
+		if msg, _ := kit.ObsContent(t, st)["error"].(string); msg == "" {
 			t.Fatalf("step %d observation says nothing: %s", i, st.Observation.Content)
 		}
 		if st.Decision == nil || st.Decision.Reason == "" || st.Decision.Kind != agentrt.KindToolCall {
@@ -165,39 +166,39 @@ func TestDriver_InvalidArgumentsBecomeObservation(t *testing.T) {
 	if string(steps[0].Decision.Args) != `{"path":7}` {
 		t.Fatalf("step 0 args stored as %s", steps[0].Decision.Args)
 	}
-	if !strings.Contains(obsContent(t, steps[2])["error"].(string), "nosuch") {
+	if !strings.Contains(kit.ObsContent(t, steps[2])["error"].(string), "nosuch") {
 		t.Fatalf("unknown tool not named: %s", steps[2].Observation.Content)
 	}
-	requireEvents(t, e.store, "run-1", evStart, evInvalid, evInvalid, evInvalid, evToolStep, evInvalid, evComplete)
+	kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvInvalid, kit.EvInvalid, kit.EvInvalid, kit.EvToolStep, kit.EvInvalid, kit.EvComplete)
 }
 
 // Arguments and a result that are not JSON the runtime accepts are kept
 // verbatim beside the decision, never as its arguments or result; the
 // agent's reason is recorded with them and nothing is judged or run.
-func TestDriver_InvalidArgumentsAreRecordedOutOfBand(t *testing.T) {
+func caseDriver_InvalidArgumentsAreRecordedOutOfBand(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
-	write := newTool("write", agentrt.LocalMutation, pathSchema, nil)
+	e := newEnv(t, bk)
+	write := kit.NewTool("write", agentrt.LocalMutation, kit.PathSchema, nil)
 	notUTF8 := []byte{'{', '"', 'p', 0xff, '"', ':', '1', '}'}
-	agent := script(
-		call("write", `{"path": "/a"`),
+	agent := kit.Script(
+		kit.Call("write", `{"path": "/a"`),
 		agentrt.Decision{Kind: agentrt.KindToolCall, Tool: "write", Args: notUTF8, Reason: "bytes"},
-		call("write", `{"path":"/a","path":"/etc/passwd"}`),
+		kit.Call("write", `{"path":"/a","path":"/etc/passwd"}`),
 		agentrt.Decision{Kind: agentrt.KindComplete, Result: json.RawMessage(`{"x":`), Reason: "half a result"},
-		complete(`{}`),
+		kit.Complete(`{}`),
 	)
-	policy := recording(fixed(agentrt.PolicyDecision{Outcome: agentrt.Allow}))
-	d := e.driver(agent, policy, write)
+	policy := kit.Recording(kit.Fixed(agentrt.PolicyDecision{Outcome: agentrt.Allow}))
+	d := e.Driver(agent, policy, write)
 
-	run, err := d.StartWithID(ctx, "run-1", "g", limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
+	run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
-	if policy.n() != 0 || write.n() != 0 {
-		t.Fatalf("policy asked %d times, write ran %d times; want neither", policy.n(), write.n())
+	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	if policy.N() != 0 || write.N() != 0 {
+		t.Fatalf("policy asked %d times, write ran %d times; want neither", policy.N(), write.N())
 	}
-	steps := mustSteps(t, e.store, "run-1")
+	steps := kit.MustSteps(t, e.Store, "run-1")
 	want := []struct {
 		args, result string
 		b64          bool
@@ -220,12 +221,12 @@ func TestDriver_InvalidArgumentsAreRecordedOutOfBand(t *testing.T) {
 		if dec.InvalidArgs != w.args || dec.InvalidResult != w.result || dec.InvalidBase64 != w.b64 || dec.Reason != w.reason {
 			t.Fatalf("step %d decision = %+v, want %+v", i, dec, w)
 		}
-		requireObs(t, st, agentrt.ObsInvalidDecision)
+		kit.RequireObs(t, st, agentrt.ObsInvalidDecision)
 		if st.Status != agentrt.StepFailed {
 			t.Fatalf("step %d is %s", i, st.Status)
 		}
 		// The column itself has no args or result member.
-		raw := column(t, e.store, "SELECT decision_json FROM steps WHERE id = ?", st.ID)
+		raw := e.db.column(t, "SELECT decision_json FROM steps WHERE id = ?", st.ID)
 		var cols map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(raw), &cols); err != nil {
 			t.Fatalf("step %d decision_json %q: %v", i, raw, err)
@@ -237,8 +238,8 @@ func TestDriver_InvalidArgumentsAreRecordedOutOfBand(t *testing.T) {
 			t.Fatalf("step %d decision_json has a result: %s", i, raw)
 		}
 	}
-	for _, ev := range eventsOf(t, e.store, "run-1", stepDecided)[:4] {
-		p := payload(t, ev)
+	for _, ev := range kit.EventsOf(t, e.Store, "run-1", kit.StepDecided)[:4] {
+		p := kit.Payload(t, ev)
 		if _, ok := p["args"]; ok {
 			t.Fatalf("step.decided carries args: %s", ev.Payload)
 		}
@@ -248,17 +249,17 @@ func TestDriver_InvalidArgumentsAreRecordedOutOfBand(t *testing.T) {
 			}
 		}
 	}
-	requireEvents(t, e.store, "run-1", evStart, evInvalid, evInvalid, evInvalid, evInvalid, evComplete)
+	kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvInvalid, kit.EvInvalid, kit.EvInvalid, kit.EvInvalid, kit.EvComplete)
 }
 
 // A reply cut off by its output cap, a refused reply and a reply with no
 // tool use become the deliberately invalid kinds; neither they nor an
 // unknown kind is acted on, even when one carries a tool and arguments that
 // would pass.
-func TestDriver_PseudoDecisionKindsAreInvalid(t *testing.T) {
+func caseDriver_PseudoDecisionKindsAreInvalid(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
-	write := newTool("write", agentrt.LocalMutation, pathSchema, nil)
+	e := newEnv(t, bk)
+	write := kit.NewTool("write", agentrt.LocalMutation, kit.PathSchema, nil)
 	cut := render.Decide(agentrt.ModelResponse{Text: "I will write", StopReason: agentrt.StopMaxTokens,
 		ToolUses: []agentrt.ToolUse{{ID: "t1", Name: "write", Args: json.RawMessage(`{"path":"/a"}`)}}})
 	if cut.Kind != agentrt.KindTruncated || cut.Tool != "" || cut.Args != nil {
@@ -274,7 +275,7 @@ func TestDriver_PseudoDecisionKindsAreInvalid(t *testing.T) {
 		t.Fatalf("render.Decide of a tool-less reply = %+v", none)
 	}
 	valid := json.RawMessage(`{"path":"/a"}`)
-	agent := script(
+	agent := kit.Script(
 		cut,
 		refused,
 		none,
@@ -282,27 +283,27 @@ func TestDriver_PseudoDecisionKindsAreInvalid(t *testing.T) {
 		agentrt.Decision{Kind: agentrt.KindRefused, Tool: "write", Args: valid},
 		agentrt.Decision{Kind: agentrt.KindNoToolCall, Tool: "write", Args: valid},
 		agentrt.Decision{Kind: "shell", Tool: "write", Args: valid},
-		complete(`{}`),
+		kit.Complete(`{}`),
 	)
-	policy := recording(fixed(agentrt.PolicyDecision{Outcome: agentrt.Allow}))
-	d := e.driver(agent, policy, write)
+	policy := kit.Recording(kit.Fixed(agentrt.PolicyDecision{Outcome: agentrt.Allow}))
+	d := e.Driver(agent, policy, write)
 
-	run, err := d.StartWithID(ctx, "run-1", "g", limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
+	run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
-	if policy.n() != 0 || write.n() != 0 {
-		t.Fatalf("policy asked %d times, write ran %d times; want neither", policy.n(), write.n())
+	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	if policy.N() != 0 || write.N() != 0 {
+		t.Fatalf("policy asked %d times, write ran %d times; want neither", policy.N(), write.N())
 	}
-	steps := mustSteps(t, e.store, "run-1")
+	steps := kit.MustSteps(t, e.Store, "run-1")
 	for i, kind := range []agentrt.DecisionKind{agentrt.KindTruncated, agentrt.KindRefused, agentrt.KindNoToolCall,
 		agentrt.KindTruncated, agentrt.KindRefused, agentrt.KindNoToolCall, "shell"} {
 		st := steps[i]
 		if st.Decision == nil || st.Decision.Kind != kind || st.Status != agentrt.StepFailed || st.Policy != nil {
 			t.Fatalf("step %d = %+v decision %+v, want a failed %s", i, st, st.Decision, kind)
 		}
-		requireObs(t, st, agentrt.ObsInvalidDecision)
+		kit.RequireObs(t, st, agentrt.ObsInvalidDecision)
 	}
 	if steps[0].Decision.Reason != "I will write" {
 		t.Fatalf("cut-off reply's text not kept as its reason: %+v", steps[0].Decision)
@@ -310,171 +311,171 @@ func TestDriver_PseudoDecisionKindsAreInvalid(t *testing.T) {
 	if steps[1].Decision.Reason != "I won't" || !strings.Contains(steps[1].Observation.Summary, "refused") {
 		t.Fatalf("refused reply's text not kept as its reason, or its observation does not say refused: %+v %+v", steps[1].Decision, steps[1].Observation)
 	}
-	requireEvents(t, e.store, "run-1", evStart, evInvalid, evInvalid, evInvalid, evInvalid, evInvalid, evInvalid, evInvalid, evComplete)
+	kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvInvalid, kit.EvInvalid, kit.EvInvalid, kit.EvInvalid, kit.EvInvalid, kit.EvInvalid, kit.EvInvalid, kit.EvComplete)
 }
 
 // A destructive request under the default policy is denied: the tool does not
 // run, the denial is the step's observation, and the loop goes on.
-func TestDriver_PolicyDenyIsObservation(t *testing.T) {
+func caseDriver_PolicyDenyIsObservation(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
-	rm := newTool("rm", agentrt.Destructive, pathSchema, nil)
-	read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
+	e := newEnv(t, bk)
+	rm := kit.NewTool("rm", agentrt.Destructive, kit.PathSchema, nil)
+	read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, nil)
 	var sawDenial bool
-	inner := script(call("rm", `{"path":"/"}`), call("read", `{"path":"/a"}`), complete(`{}`))
+	inner := kit.Script(kit.Call("rm", `{"path":"/"}`), kit.Call("read", `{"path":"/a"}`), kit.Complete(`{}`))
 	agent := agentrt.AgentFunc(func(ctx context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
 		if in.Steps.Len() == 1 && in.Steps.At(0).Observation != nil && in.Steps.At(0).Observation.Kind == agentrt.ObsPolicyDenied {
 			sawDenial = true
 		}
 		return inner.Decide(ctx, in)
 	})
-	d := e.driver(agent, agentrt.DefaultPolicy(), rm, read)
+	d := e.Driver(agent, agentrt.DefaultPolicy(), rm, read)
 
 	run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
-	if rm.n() != 0 {
-		t.Fatalf("rm ran %d times", rm.n())
+	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	if rm.N() != 0 {
+		t.Fatalf("rm ran %d times", rm.N())
 	}
-	if read.n() != 1 {
-		t.Fatalf("read ran %d times, want 1", read.n())
+	if read.N() != 1 {
+		t.Fatalf("read ran %d times, want 1", read.N())
 	}
 	if !sawDenial {
 		t.Fatal("the agent was not shown the denial")
 	}
-	st := mustSteps(t, e.store, "run-1")[0]
+	st := kit.MustSteps(t, e.Store, "run-1")[0]
 	if st.Status != agentrt.StepFailed || st.Policy == nil || st.Policy.Outcome != agentrt.Deny {
 		t.Fatalf("step 0 = %+v policy %+v", st, st.Policy)
 	}
-	requireObs(t, st, agentrt.ObsPolicyDenied)
-	if c := obsContent(t, st); c["tool"] != "rm" || c["reason"] != st.Policy.Reason {
+	kit.RequireObs(t, st, agentrt.ObsPolicyDenied)
+	if c := kit.ObsContent(t, st); c["tool"] != "rm" || c["reason"] != st.Policy.Reason {
 		t.Fatalf("denial content = %v", c)
 	}
-	pe := eventsOf(t, e.store, "run-1", stepPolicy)[0]
-	if payload(t, pe)["outcome"] != "deny" || pe.StepID != st.ID {
+	pe := kit.EventsOf(t, e.Store, "run-1", kit.StepPolicy)[0]
+	if kit.Payload(t, pe)["outcome"] != "deny" || pe.StepID != st.ID {
 		t.Fatalf("step.policy = %s", pe.Payload)
 	}
-	requireEvents(t, e.store, "run-1", evStart, evDenied, evToolStep, evComplete)
+	kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvDenied, kit.EvToolStep, kit.EvComplete)
 }
 
 // An abort ends the run at once: the tool does not run and the agent is not
 // asked again.
-func TestDriver_PolicyAbortEndsRun(t *testing.T) {
+func caseDriver_PolicyAbortEndsRun(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
-	rm := newTool("rm", agentrt.Destructive, pathSchema, nil)
-	read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
-	agent := script(call("read", `{"path":"/a"}`), call("rm", `{"path":"/"}`), complete(`{}`))
+	e := newEnv(t, bk)
+	rm := kit.NewTool("rm", agentrt.Destructive, kit.PathSchema, nil)
+	read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, nil)
+	agent := kit.Script(kit.Call("read", `{"path":"/a"}`), kit.Call("rm", `{"path":"/"}`), kit.Complete(`{}`))
 	policy := agentrt.PolicyFunc(func(_ context.Context, req agentrt.ToolRequest, _ agentrt.RunView) (agentrt.PolicyDecision, error) {
 		if req.Spec.Name == "rm" {
 			return agentrt.PolicyDecision{Outcome: agentrt.Abort, Reason: "nobody removes /"}, nil
 		}
 		return agentrt.PolicyDecision{Outcome: agentrt.Allow}, nil
 	})
-	d := e.driver(agent, policy, rm, read)
+	d := e.Driver(agent, policy, rm, read)
 
 	run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonPolicyAbort)
+	kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonPolicyAbort)
 	if run.ReasonDetail != "nobody removes /" {
 		t.Fatalf("detail = %q", run.ReasonDetail)
 	}
-	if rm.n() != 0 || read.n() != 1 {
-		t.Fatalf("rm ran %d, read %d times", rm.n(), read.n())
+	if rm.N() != 0 || read.N() != 1 {
+		t.Fatalf("rm ran %d, read %d times", rm.N(), read.N())
 	}
-	if n := agent.n.Load(); n != 2 {
+	if n := agent.N.Load(); n != 2 {
 		t.Fatalf("agent asked %d times, want 2", n)
 	}
-	steps := mustSteps(t, e.store, "run-1")
+	steps := kit.MustSteps(t, e.Store, "run-1")
 	if len(steps) != 2 || steps[1].Status != agentrt.StepFailed || steps[1].Policy == nil || steps[1].Policy.Outcome != agentrt.Abort {
 		t.Fatalf("steps = %+v", steps)
 	}
-	requireEvents(t, e.store, "run-1", evStart, evToolStep, []E{stepStarted, stepDecided, stepPolicy, stepFailed, runFinished})
+	kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvToolStep, []kit.E{kit.StepStarted, kit.StepDecided, kit.StepPolicy, kit.StepFailed, kit.RunFinished})
 }
 
 // The step limit ends the run before a step past it starts: no further step,
 // no further tool call.
-func TestDriver_StepLimit(t *testing.T) {
+func caseDriver_StepLimit(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
-	read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
-	agent := &countingAgent{inner: agentrt.AgentFunc(func(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
-		return call("read", fmt.Sprintf(`{"path":"/%d"}`, in.Steps.Len())), nil
+	e := newEnv(t, bk)
+	read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, nil)
+	agent := &kit.CountingAgent{Inner: agentrt.AgentFunc(func(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
+		return kit.Call("read", fmt.Sprintf(`{"path":"/%d"}`, in.Steps.Len())), nil
 	})}
-	d := e.driver(agent, agentrt.DefaultPolicy(), read)
+	d := e.Driver(agent, agentrt.DefaultPolicy(), read)
 
-	run, err := d.StartWithID(ctx, "run-1", "g", limits(func(l *agentrt.Limits) { l.MaxSteps = 3 }))
+	run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxSteps = 3 }))
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLimitSteps)
-	if read.n() != 3 || agent.n.Load() != 3 || run.StepCount != 3 {
-		t.Fatalf("read ran %d times, agent asked %d times, %d steps; want 3 each", read.n(), agent.n.Load(), run.StepCount)
+	kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLimitSteps)
+	if read.N() != 3 || agent.N.Load() != 3 || run.StepCount != 3 {
+		t.Fatalf("read ran %d times, agent asked %d times, %d steps; want 3 each", read.N(), agent.N.Load(), run.StepCount)
 	}
-	if n := len(mustSteps(t, e.store, "run-1")); n != 3 {
+	if n := len(kit.MustSteps(t, e.Store, "run-1")); n != 3 {
 		t.Fatalf("%d steps stored", n)
 	}
-	le := eventsOf(t, e.store, "run-1", limitExceeded)
-	if len(le) != 1 || payload(t, le[0])["reason"] != string(agentrt.ReasonLimitSteps) {
+	le := kit.EventsOf(t, e.Store, "run-1", kit.LimitExceeded)
+	if len(le) != 1 || kit.Payload(t, le[0])["reason"] != string(agentrt.ReasonLimitSteps) {
 		t.Fatalf("limit.exceeded = %v", le)
 	}
-	requireEvents(t, e.store, "run-1", evStart, evToolStep, evToolStep, evToolStep, []E{limitExceeded, runFinished})
+	kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvToolStep, kit.EvToolStep, kit.EvToolStep, []kit.E{kit.LimitExceeded, kit.RunFinished})
 }
 
 // The same call getting the same result LoopThreshold times ends the run as
 // loop_detected; a call whose result changes is progress and goes on.
-func TestDriver_IdenticalCallAndResultStops(t *testing.T) {
+func caseDriver_IdenticalCallAndResultStops(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	t.Run("same result", func(t *testing.T) {
-		e := newEnv(t)
-		read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
-		agent := &countingAgent{inner: agentrt.AgentFunc(func(context.Context, agentrt.StepInput) (agentrt.Decision, error) {
-			return call("read", `{"path":"/a"}`), nil
+		e := newEnv(t, bk)
+		read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, nil)
+		agent := &kit.CountingAgent{Inner: agentrt.AgentFunc(func(context.Context, agentrt.StepInput) (agentrt.Decision, error) {
+			return kit.Call("read", `{"path":"/a"}`), nil
 		})}
-		d := e.driver(agent, agentrt.DefaultPolicy(), read)
+		d := e.Driver(agent, agentrt.DefaultPolicy(), read)
 		run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
 		if err != nil {
 			t.Fatalf("Start: %v", err)
 		}
-		requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLoopDetected)
-		if read.n() != 3 || agent.n.Load() != 3 {
-			t.Fatalf("read ran %d times, agent asked %d; want 3", read.n(), agent.n.Load())
+		kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLoopDetected)
+		if read.N() != 3 || agent.N.Load() != 3 {
+			t.Fatalf("read ran %d times, agent asked %d; want 3", read.N(), agent.N.Load())
 		}
-		ld := eventsOf(t, e.store, "run-1", loopDetected)
+		ld := kit.EventsOf(t, e.Store, "run-1", kit.LoopDetected)
 		argsHash, _ := agentrt.ContentHash([]byte(`{"path":"/a"}`))
 		obsHash, _ := agentrt.ContentHash([]byte(`{"ok":true}`))
 		if len(ld) != 1 {
 			t.Fatalf("%d loop.detected events", len(ld))
 		}
-		if p := payload(t, ld[0]); p["repeats"] != float64(3) || p["tool"] != "read" || p["args_hash"] != argsHash || p["observation_hash"] != obsHash {
+		if p := kit.Payload(t, ld[0]); p["repeats"] != float64(3) || p["tool"] != "read" || p["args_hash"] != argsHash || p["observation_hash"] != obsHash {
 			t.Fatalf("loop.detected = %s", ld[0].Payload)
 		}
-		requireEvents(t, e.store, "run-1", evStart, evToolStep, evToolStep, evToolStep, []E{loopDetected, runFinished})
+		kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvToolStep, kit.EvToolStep, kit.EvToolStep, []kit.E{kit.LoopDetected, kit.RunFinished})
 	})
 	t.Run("changing result", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		var n int
-		read := newTool("read", agentrt.ReadOnly, pathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+		read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 			n++
 			return agentrt.ToolResult{Content: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n))}, nil
 		})
 		agent := agentrt.AgentFunc(func(context.Context, agentrt.StepInput) (agentrt.Decision, error) {
-			return call("read", `{"path":"/a"}`), nil
+			return kit.Call("read", `{"path":"/a"}`), nil
 		})
-		d := e.driver(agent, agentrt.DefaultPolicy(), read)
-		run, err := d.StartWithID(ctx, "run-1", "g", limits(func(l *agentrt.Limits) { l.MaxSteps = 5 }))
+		d := e.Driver(agent, agentrt.DefaultPolicy(), read)
+		run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxSteps = 5 }))
 		if err != nil {
 			t.Fatalf("Start: %v", err)
 		}
-		requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLimitSteps)
-		if read.n() != 5 {
-			t.Fatalf("read ran %d times, want 5", read.n())
+		kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLimitSteps)
+		if read.N() != 5 {
+			t.Fatalf("read ran %d times, want 5", read.N())
 		}
-		if ld := eventsOf(t, e.store, "run-1", loopDetected); len(ld) != 0 {
+		if ld := kit.EventsOf(t, e.Store, "run-1", kit.LoopDetected); len(ld) != 0 {
 			t.Fatalf("a changing result was taken for a loop: %v", ld)
 		}
 	})
@@ -493,7 +494,7 @@ type watchState struct {
 	run      agentrt.RunStatus
 	lastIdx  int
 	lastStep agentrt.StepStatus
-	events   []E
+	events   []kit.E
 }
 
 func (w *stateWatch) Update(ctx context.Context, fn func(agentrt.Tx) error) ([]agentrt.Event, error) {
@@ -518,7 +519,7 @@ func (w *stateWatch) Update(ctx context.Context, fn func(agentrt.Tx) error) ([]a
 // A terminal tool's success, a tool's abort, a completion and a policy abort
 // each end their step and the run in one commit: no commit shows the step
 // ended with the run still going, and the tool's outcome is in that commit.
-func TestDriver_TerminalToolCommitsWithTheRun(t *testing.T) {
+func caseDriver_TerminalToolCommitsWithTheRun(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	cases := []struct {
 		name       string
@@ -529,7 +530,7 @@ func TestDriver_TerminalToolCommitsWithTheRun(t *testing.T) {
 		status     agentrt.RunStatus
 		reason     agentrt.TerminalReason
 		lastStep   agentrt.StepStatus
-		ending     []E // the events of the commit that ends the run
+		ending     []kit.E // the events of the commit that ends the run
 		runs       int
 		wantResult string
 	}{
@@ -537,31 +538,31 @@ func TestDriver_TerminalToolCommitsWithTheRun(t *testing.T) {
 			tool: func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 				return agentrt.ToolResult{Content: json.RawMessage(`{"done":true}`), Summary: "done"}, nil
 			},
-			decision: call("finish", `{"path":"/a"}`), policy: agentrt.Allow,
+			decision: kit.Call("finish", `{"path":"/a"}`), policy: agentrt.Allow,
 			status: agentrt.RunCompleted, reason: agentrt.ReasonGoalCompleted, lastStep: agentrt.StepDone,
-			ending: []E{toolFinished, runFinished}, runs: 1, wantResult: `{"done":true}`},
+			ending: []kit.E{kit.ToolFinished, kit.RunFinished}, runs: 1, wantResult: `{"done":true}`},
 		{name: "tool abort",
 			tool: func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 				return agentrt.ToolResult{}, &agentrt.ErrAbortRun{Detail: "disk on fire"}
 			},
-			decision: call("finish", `{"path":"/a"}`), policy: agentrt.Allow,
+			decision: kit.Call("finish", `{"path":"/a"}`), policy: agentrt.Allow,
 			status: agentrt.RunFailed, reason: agentrt.ReasonToolAbort, lastStep: agentrt.StepFailed,
-			ending: []E{toolFinished, stepFailed, runFinished}, runs: 1},
-		{name: "complete", decision: complete(`{"r":1}`), policy: agentrt.Allow,
+			ending: []kit.E{kit.ToolFinished, kit.StepFailed, kit.RunFinished}, runs: 1},
+		{name: "complete", decision: kit.Complete(`{"r":1}`), policy: agentrt.Allow,
 			status: agentrt.RunCompleted, reason: agentrt.ReasonGoalCompleted, lastStep: agentrt.StepDone,
-			ending: []E{runFinished}, wantResult: `{"r":1}`},
-		{name: "policy abort", decision: call("finish", `{"path":"/a"}`), policy: agentrt.Abort,
+			ending: []kit.E{kit.RunFinished}, wantResult: `{"r":1}`},
+		{name: "policy abort", decision: kit.Call("finish", `{"path":"/a"}`), policy: agentrt.Abort,
 			status: agentrt.RunFailed, reason: agentrt.ReasonPolicyAbort, lastStep: agentrt.StepFailed,
-			ending: []E{stepPolicy, stepFailed, runFinished}},
+			ending: []kit.E{kit.StepPolicy, kit.StepFailed, kit.RunFinished}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t)
-			fin := newTool("finish", agentrt.ReadOnly, pathSchema, c.tool)
+			e := newEnv(t, bk)
+			fin := kit.NewTool("finish", agentrt.ReadOnly, kit.PathSchema, c.tool)
 			fin.Terminal = c.terminal
-			read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
-			w := &stateWatch{Store: e.store, t: t, runID: "run-1"}
-			cfg := e.config(script(call("read", `{"path":"/r"}`), c.decision), fixed(agentrt.PolicyDecision{Outcome: c.policy, Reason: "r"}), fin, read)
+			read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, nil)
+			w := &stateWatch{Store: e.Store, t: t, runID: "run-1"}
+			cfg := e.Config(kit.Script(kit.Call("read", `{"path":"/r"}`), c.decision), kit.Fixed(agentrt.PolicyDecision{Outcome: c.policy, Reason: "r"}), fin, read)
 			cfg.Policy = agentrt.PolicyFunc(func(_ context.Context, req agentrt.ToolRequest, _ agentrt.RunView) (agentrt.PolicyDecision, error) {
 				if req.Spec.Name == "read" {
 					return agentrt.PolicyDecision{Outcome: agentrt.Allow}, nil
@@ -569,17 +570,17 @@ func TestDriver_TerminalToolCommitsWithTheRun(t *testing.T) {
 				return agentrt.PolicyDecision{Outcome: c.policy, Reason: "r"}, nil
 			})
 			cfg.Store = w
-			d := e.driverFor(cfg)
+			d := e.DriverFor(cfg)
 			run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
 			if err != nil {
 				t.Fatalf("Start: %v", err)
 			}
-			requireEnded(t, run, c.status, c.reason)
+			kit.RequireEnded(t, run, c.status, c.reason)
 			if c.wantResult != "" && string(run.Result) != c.wantResult {
 				t.Fatalf("result = %s, want %s", run.Result, c.wantResult)
 			}
-			if fin.n() != c.runs {
-				t.Fatalf("finish ran %d times, want %d", fin.n(), c.runs)
+			if fin.N() != c.runs {
+				t.Fatalf("finish ran %d times, want %d", fin.N(), c.runs)
 			}
 			end := -1
 			for i, s := range w.states {
@@ -611,15 +612,15 @@ func TestDriver_TerminalToolCommitsWithTheRun(t *testing.T) {
 // The agent and the policy each mutate everything they are handed, and what
 // they handed back after the driver took it: nothing reaches the store, the
 // driver, the tool, the approval, or the other consumer.
-func TestDriver_ConsumersCannotCorruptEachOther(t *testing.T) {
+func caseDriver_ConsumersCannotCorruptEachOther(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
-	read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
-	send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
+	e := newEnv(t, bk)
+	read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, nil)
+	send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
 	schemaCopy := string(read.InputSchema)
-	policySchema, _ := agentrt.PolicyJSON([]byte(pathSchema))
+	policySchema, _ := agentrt.PolicyJSON([]byte(kit.PathSchema))
 
-	decisions := []agentrt.Decision{call("read", `{"path":"/a"}`), call("send", `{"path":"/b"}`), complete(`{"r":1}`)}
+	decisions := []agentrt.Decision{kit.Call("read", `{"path":"/a"}`), kit.Call("send", `{"path":"/b"}`), kit.Complete(`{"r":1}`)}
 	var problems []string
 	fail := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	scrub := func(b []byte) {
@@ -629,11 +630,11 @@ func TestDriver_ConsumersCannotCorruptEachOther(t *testing.T) {
 	}
 	// compare fails when what a consumer was handed differs from the store.
 	compare := func(who string, steps []agentrt.Step, approvals []agentrt.Approval) {
-		fresh := mustSteps(t, e.store, "run-1")
+		fresh := kit.MustSteps(t, e.Store, "run-1")
 		if len(steps) > len(fresh) || !reflect.DeepEqual(steps, nilIfEmpty(fresh[:len(steps)])) {
 			fail("%s was handed steps\n %+v\nthe store holds\n %+v", who, steps, fresh)
 		}
-		if fa := mustApprovals(t, e.store, "run-1"); !reflect.DeepEqual(approvals, fa) {
+		if fa := kit.MustApprovals(t, e.Store, "run-1"); !reflect.DeepEqual(approvals, fa) {
 			fail("%s was handed approvals\n %+v\nthe store holds\n %+v", who, approvals, fa)
 		}
 	}
@@ -677,37 +678,37 @@ func TestDriver_ConsumersCannotCorruptEachOther(t *testing.T) {
 		view.Run.Goal, view.Run.Status = "evil", agentrt.RunCompleted
 		return pd, err
 	})
-	d := e.driver(agent, policy, read, send)
+	d := e.Driver(agent, policy, read, send)
 
 	run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
 	if err != nil || run.Status != agentrt.RunWaiting {
 		t.Fatalf("Start = %s, %v; want a pause", run.Status, err)
 	}
-	a := pendingApproval(t, e.store, "run-1")
+	a := kit.PendingApproval(t, e.Store, "run-1")
 	if err := agentrt.VerifyApproval(a); err != nil {
 		t.Fatalf("stored approval: %v", err)
 	}
-	if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
+	if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
 	run, err = d.Resume(ctx, "run-1")
 	if err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
-	requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 	for _, p := range problems {
 		t.Error(p)
 	}
-	if got := read.args(); !reflect.DeepEqual(got, []string{`{"path":"/a"}`}) {
+	if got := read.Args(); !reflect.DeepEqual(got, []string{`{"path":"/a"}`}) {
 		t.Fatalf("read ran with %q", got)
 	}
-	if got := send.args(); !reflect.DeepEqual(got, []string{`{"path":"/b"}`}) {
+	if got := send.Args(); !reflect.DeepEqual(got, []string{`{"path":"/b"}`}) {
 		t.Fatalf("send ran with %q", got)
 	}
 	if string(read.InputSchema) != schemaCopy {
 		t.Fatalf("the registered schema changed: %s", read.InputSchema)
 	}
-	steps := mustSteps(t, e.store, "run-1")
+	steps := kit.MustSteps(t, e.Store, "run-1")
 	for i, want := range decisions {
 		got := steps[i].Decision
 		if got == nil || got.Kind != want.Kind || got.Tool != want.Tool || string(got.Args) != string(want.Args) || string(got.Result) != string(want.Result) {
@@ -717,11 +718,11 @@ func TestDriver_ConsumersCannotCorruptEachOther(t *testing.T) {
 	if string(run.Result) != `{"r":1}` || run.Goal != "g" {
 		t.Fatalf("run = %+v", run)
 	}
-	as := mustApprovals(t, e.store, "run-1")
+	as := kit.MustApprovals(t, e.Store, "run-1")
 	if len(as) != 1 || as[0].Hash != a.Hash || agentrt.VerifyApproval(as[0]) != nil {
 		t.Fatalf("approvals = %+v", as)
 	}
-	requireEvents(t, e.store, "run-1", evStart, evToolStep, evPause, []E{apprDecided, runResumed, stepPolicy, toolStarted, toolFinished}, evComplete)
+	kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvToolStep, kit.EvPause, []kit.E{kit.ApprDecided, kit.RunResumed, kit.StepPolicy, kit.ToolStarted, kit.ToolFinished}, kit.EvComplete)
 }
 
 func nilIfEmpty[T any](s []T) []T {
@@ -734,35 +735,35 @@ func nilIfEmpty[T any](s []T) []T {
 // After every write, what the agent and the policy are handed equals a fresh
 // read of the store: the run, every step and every approval, through a tool
 // step, an invalid one, a denial, a tool error, a pause, a resume and the end.
-func TestDriver_CachedViewEqualsReloadedView(t *testing.T) {
+func caseDriver_CachedViewEqualsReloadedView(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
-	tick := func() { e.clock.Advance(1500 * time.Millisecond) } // 1.5s: active time accrues
-	read := newTool("read", agentrt.ReadOnly, pathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+	e := newEnv(t, bk)
+	tick := func() { e.Clock.Advance(1500 * time.Millisecond) } // 1.5s: active time accrues
+	read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 		tick()
 		return agentrt.ToolResult{Content: json.RawMessage(`{"b":"<x>","a":1}`), Summary: "read"}, nil
 	})
-	broken := newTool("broken", agentrt.ReadOnly, pathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+	broken := kit.NewTool("broken", agentrt.ReadOnly, kit.PathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 		tick()
 		return agentrt.ToolResult{}, errors.New("no such file")
 	})
-	send := newTool("send", agentrt.RemoteMutation, pathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+	send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 		tick()
 		return agentrt.ToolResult{Content: json.RawMessage(`{"sent":true}`)}, nil
 	})
-	rm := newTool("rm", agentrt.Destructive, pathSchema, nil)
+	rm := kit.NewTool("rm", agentrt.Destructive, kit.PathSchema, nil)
 	decisions := []agentrt.Decision{
-		call("read", `{ "path" : "/a" }`),
-		call("read", `{"path": 1}`),
-		call("rm", `{"path":"/"}`),
-		call("broken", `{"path":"/b"}`),
-		call("send", `{"path":"/c"}`),
-		call("read", `{"path":"/d"}`),
-		complete(`{"done":true}`),
+		kit.Call("read", `{ "path" : "/a" }`),
+		kit.Call("read", `{"path": 1}`),
+		kit.Call("rm", `{"path":"/"}`),
+		kit.Call("broken", `{"path":"/b"}`),
+		kit.Call("send", `{"path":"/c"}`),
+		kit.Call("read", `{"path":"/d"}`),
+		kit.Complete(`{"done":true}`),
 	}
 	var problems []string
 	check := func(who string, run agentrt.Run, steps []agentrt.Step, approvals []agentrt.Approval, current bool) {
-		fresh := mustSteps(t, e.store, "run-1")
+		fresh := kit.MustSteps(t, e.Store, "run-1")
 		n := len(steps)
 		if current {
 			// The step being decided is stored, and not handed over.
@@ -774,13 +775,13 @@ func TestDriver_CachedViewEqualsReloadedView(t *testing.T) {
 		if !reflect.DeepEqual(steps, nilIfEmpty(fresh[:n])) {
 			problems = append(problems, fmt.Sprintf("%s at step %d was handed steps\n %+v\na reload gives\n %+v", who, n, steps, fresh[:n]))
 		}
-		if fa := mustApprovals(t, e.store, "run-1"); !reflect.DeepEqual(approvals, fa) {
+		if fa := kit.MustApprovals(t, e.Store, "run-1"); !reflect.DeepEqual(approvals, fa) {
 			problems = append(problems, fmt.Sprintf("%s at step %d was handed approvals\n %+v\na reload gives\n %+v", who, n, approvals, fa))
 		}
 		// The lease's expiry is renewed by every write and by the heartbeat,
 		// outside the record: the run handed over may carry an earlier
 		// renewal, and nothing else may differ.
-		fr := mustRun(t, e.store, "run-1")
+		fr := kit.MustRun(t, e.Store, "run-1")
 		if run.LeaseExpiresAt.After(fr.LeaseExpiresAt) {
 			problems = append(problems, fmt.Sprintf("%s at step %d was handed a lease expiry later than the stored one", who, n))
 		}
@@ -798,114 +799,114 @@ func TestDriver_CachedViewEqualsReloadedView(t *testing.T) {
 		check("the policy", view.Run, view.Steps.Records(), view.Approvals.Records(), false)
 		return agentrt.DefaultPolicy().Evaluate(ctx, req, view)
 	})
-	d := e.driver(agent, policy, read, broken, send, rm)
-	run, err := d.StartWithID(ctx, "run-1", "g", limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
+	d := e.Driver(agent, policy, read, broken, send, rm)
+	run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
 	if err != nil || run.Status != agentrt.RunWaiting {
 		t.Fatalf("Start = %s %s %q, %v; want a pause", run.Status, run.Reason, run.ReasonDetail, err)
 	}
-	if fr := mustRun(t, e.store, "run-1"); !reflect.DeepEqual(run, fr) {
+	if fr := kit.MustRun(t, e.Store, "run-1"); !reflect.DeepEqual(run, fr) {
 		t.Errorf("Start returned\n %+v\na reload gives\n %+v", run, fr)
 	}
-	e.clock.Advance(time.Hour)
-	a := pendingApproval(t, e.store, "run-1")
-	if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", "fine"); err != nil {
+	e.Clock.Advance(time.Hour)
+	a := kit.PendingApproval(t, e.Store, "run-1")
+	if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", "fine"); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
 	run, err = d.Resume(ctx, "run-1")
 	if err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
-	requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
-	if fr := mustRun(t, e.store, "run-1"); !reflect.DeepEqual(run, fr) {
+	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	if fr := kit.MustRun(t, e.Store, "run-1"); !reflect.DeepEqual(run, fr) {
 		t.Errorf("Resume returned\n %+v\na reload gives\n %+v", run, fr)
 	}
 	for _, p := range problems {
 		t.Error(p)
 	}
-	requireEvents(t, e.store, "run-1", evStart, evToolStep, evInvalid, evDenied, evToolStep, []E{stepFailed}, evPause,
-		[]E{apprDecided, runResumed, stepPolicy, toolStarted, toolFinished}, evToolStep, evComplete)
+	kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvToolStep, kit.EvInvalid, kit.EvDenied, kit.EvToolStep, []kit.E{kit.StepFailed}, kit.EvPause,
+		[]kit.E{kit.ApprDecided, kit.RunResumed, kit.StepPolicy, kit.ToolStarted, kit.ToolFinished}, kit.EvToolStep, kit.EvComplete)
 }
 
 // JSON nested deeper than 256 levels is refused where it enters: arguments
 // and a result as invalid decisions kept out of band, tool content as a tool
 // error keeping the bytes, a capability or presentation by failing the run.
 // Nothing deep is stored as JSON, hashed, judged or executed.
-func TestDriver_DeepJSONIsRefusedWhereItEnters(t *testing.T) {
+func caseDriver_DeepJSONIsRefusedWhereItEnters(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	const anySchema = `{"type":"object"}`
-	deepArgs := `{"a":` + nested(256, "1") + `}`  // 257 levels
-	limitArgs := `{"a":` + nested(255, "1") + `}` // 256 levels: accepted
-	deep := nested(257, "1")
+	deepArgs := `{"a":` + kit.Nested(256, "1") + `}`  // 257 levels
+	limitArgs := `{"a":` + kit.Nested(255, "1") + `}` // 256 levels: accepted
+	deep := kit.Nested(257, "1")
 
 	t.Run("arguments", func(t *testing.T) {
-		e := newEnv(t)
-		tool := newTool("any", agentrt.ReadOnly, anySchema, nil)
-		policy := recording(agentrt.DefaultPolicy())
-		d := e.driver(script(call("any", deepArgs), call("any", limitArgs), complete(`{}`)), policy, tool)
+		e := newEnv(t, bk)
+		tool := kit.NewTool("any", agentrt.ReadOnly, anySchema, nil)
+		policy := kit.Recording(agentrt.DefaultPolicy())
+		d := e.Driver(kit.Script(kit.Call("any", deepArgs), kit.Call("any", limitArgs), kit.Complete(`{}`)), policy, tool)
 		run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
 		if err != nil {
 			t.Fatalf("Start: %v", err)
 		}
-		requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
-		if args, _ := policy.seen(); !reflect.DeepEqual(args, []string{limitArgs}) {
+		kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+		if args, _ := policy.Seen(); !reflect.DeepEqual(args, []string{limitArgs}) {
 			t.Fatalf("policy saw %d requests, want only the one 256 deep", len(args))
 		}
-		if got := tool.args(); !reflect.DeepEqual(got, []string{limitArgs}) {
+		if got := tool.Args(); !reflect.DeepEqual(got, []string{limitArgs}) {
 			t.Fatalf("tool ran %d times, want only with the request 256 deep", len(got))
 		}
-		st := mustSteps(t, e.store, "run-1")[0]
-		requireObs(t, st, agentrt.ObsInvalidDecision)
+		st := kit.MustSteps(t, e.Store, "run-1")[0]
+		kit.RequireObs(t, st, agentrt.ObsInvalidDecision)
 		if st.Decision.Args != nil || st.Decision.InvalidArgs != deepArgs {
 			t.Fatal("deep arguments not kept out of band")
 		}
-		if !strings.Contains(obsContent(t, st)["error"].(string), "256") {
+		if !strings.Contains(kit.ObsContent(t, st)["error"].(string), "256") {
 			t.Fatalf("refusal does not say why: %s", st.Observation.Content)
 		}
-		requireEvents(t, e.store, "run-1", evStart, evInvalid, evToolStep, evComplete)
+		kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvInvalid, kit.EvToolStep, kit.EvComplete)
 	})
 	t.Run("result", func(t *testing.T) {
-		e := newEnv(t)
-		d := e.driver(script(complete(deep), complete(`{"ok":1}`)), agentrt.DefaultPolicy())
+		e := newEnv(t, bk)
+		d := e.Driver(kit.Script(kit.Complete(deep), kit.Complete(`{"ok":1}`)), agentrt.DefaultPolicy())
 		run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
 		if err != nil {
 			t.Fatalf("Start: %v", err)
 		}
-		requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+		kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 		if string(run.Result) != `{"ok":1}` {
 			t.Fatalf("result = %.40s", run.Result)
 		}
-		st := mustSteps(t, e.store, "run-1")[0]
-		requireObs(t, st, agentrt.ObsInvalidDecision)
+		st := kit.MustSteps(t, e.Store, "run-1")[0]
+		kit.RequireObs(t, st, agentrt.ObsInvalidDecision)
 		if st.Decision.Result != nil || st.Decision.InvalidResult != deep {
 			t.Fatal("deep result not kept out of band")
 		}
-		requireEvents(t, e.store, "run-1", evStart, evInvalid, evComplete)
+		kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvInvalid, kit.EvComplete)
 	})
 	t.Run("tool content", func(t *testing.T) {
-		e := newEnv(t)
-		tool := newTool("any", agentrt.ReadOnly, anySchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+		e := newEnv(t, bk)
+		tool := kit.NewTool("any", agentrt.ReadOnly, anySchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 			return agentrt.ToolResult{Content: json.RawMessage(deep)}, nil
 		})
-		d := e.driver(script(call("any", `{}`), complete(`{}`)), agentrt.DefaultPolicy(), tool)
+		d := e.Driver(kit.Script(kit.Call("any", `{}`), kit.Complete(`{}`)), agentrt.DefaultPolicy(), tool)
 		run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
 		if err != nil {
 			t.Fatalf("Start: %v", err)
 		}
-		requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
-		st := mustSteps(t, e.store, "run-1")[0]
-		requireObs(t, st, agentrt.ObsToolError)
-		if c := obsContent(t, st); c["content"] != deep || c["failure"] != "invalid_content" {
+		kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+		st := kit.MustSteps(t, e.Store, "run-1")[0]
+		kit.RequireObs(t, st, agentrt.ObsToolError)
+		if c := kit.ObsContent(t, st); c["content"] != deep || c["failure"] != "invalid_content" {
 			t.Fatalf("tool error does not keep the bytes: %.200s", st.Observation.Content)
 		}
 		if st.Status != agentrt.StepFailed {
 			t.Fatalf("step is %s", st.Status)
 		}
-		requireEvents(t, e.store, "run-1", evStart, evToolStep, []E{stepFailed}, evComplete)
+		kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvToolStep, []kit.E{kit.StepFailed}, kit.EvComplete)
 	})
 	for _, field := range []string{"capability", "presentation"} {
 		t.Run(field, func(t *testing.T) {
-			e := newEnv(t)
-			tool := newTool("send", agentrt.RemoteMutation, anySchema, nil)
+			e := newEnv(t, bk)
+			tool := kit.NewTool("send", agentrt.RemoteMutation, anySchema, nil)
 			pd := agentrt.PolicyDecision{Outcome: agentrt.RequireApproval, Kind: "k", Reason: "r",
 				Capability: json.RawMessage(`{}`), Presentation: json.RawMessage(`{}`)}
 			if field == "capability" {
@@ -913,36 +914,36 @@ func TestDriver_DeepJSONIsRefusedWhereItEnters(t *testing.T) {
 			} else {
 				pd.Presentation = json.RawMessage(deep)
 			}
-			d := e.driver(script(call("send", `{}`), complete(`{}`)), fixed(pd), tool)
+			d := e.Driver(kit.Script(kit.Call("send", `{}`), kit.Complete(`{}`)), kit.Fixed(pd), tool)
 			run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
 			if err != nil {
 				t.Fatalf("Start: %v", err)
 			}
-			requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
+			kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
 			if !strings.Contains(run.ReasonDetail, field) {
 				t.Fatalf("detail %q does not name the %s", run.ReasonDetail, field)
 			}
-			if tool.n() != 0 {
+			if tool.N() != 0 {
 				t.Fatal("tool ran")
 			}
-			if n := countRows(t, e.store, "SELECT * FROM approvals"); n != 0 {
+			if n := e.db.countRows(t, "SELECT * FROM approvals"); n != 0 {
 				t.Fatalf("%d approvals written", n)
 			}
-			pe := eventsOf(t, e.store, "run-1", stepPolicy)
+			pe := kit.EventsOf(t, e.Store, "run-1", kit.StepPolicy)
 			if len(pe) != 1 || strings.Contains(string(pe[0].Payload), "[[[[") {
 				t.Fatalf("step.policy stores the deep value: %.200s", pe[0].Payload)
 			}
-			st := mustSteps(t, e.store, "run-1")[0]
+			st := kit.MustSteps(t, e.Store, "run-1")[0]
 			if st.Policy == nil || st.Policy.Capability != nil || st.Policy.Presentation != nil {
 				t.Fatalf("step policy stores the deep value: %+v", st.Policy)
 			}
-			requireEvents(t, e.store, "run-1", evStart, []E{stepStarted, stepDecided, stepPolicy, stepFailed, runFinished})
+			kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, []kit.E{kit.StepStarted, kit.StepDecided, kit.StepPolicy, kit.StepFailed, kit.RunFinished})
 		})
 	}
 	t.Run("tool schema", func(t *testing.T) {
-		e := newEnv(t)
-		tool := newTool("any", agentrt.ReadOnly, `{"type":"object","default":`+deep+`}`, nil)
-		if _, err := agentrt.NewDriver(e.config(script(), agentrt.DefaultPolicy(), tool)); !errors.Is(err, agentrt.ErrInvalidJSON) {
+		e := newEnv(t, bk)
+		tool := kit.NewTool("any", agentrt.ReadOnly, `{"type":"object","default":`+deep+`}`, nil)
+		if _, err := agentrt.NewDriver(e.Config(kit.Script(), agentrt.DefaultPolicy(), tool)); !errors.Is(err, agentrt.ErrInvalidJSON) {
 			t.Fatalf("NewDriver with a deep schema = %v, want ErrInvalidJSON", err)
 		}
 	})
@@ -952,7 +953,7 @@ func TestDriver_DeepJSONIsRefusedWhereItEnters(t *testing.T) {
 // enter, against a schema that bounds them, without a panic: arguments and a
 // result as invalid decisions, tool content as a tool error, a capability by
 // failing the run, and a tool schema at registration.
-func TestDriver_HugeNumbersAreRefusedWhereTheyEnter(t *testing.T) {
+func caseDriver_HugeNumbersAreRefusedWhereTheyEnter(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	const numSchema = `{"type":"object","properties":{"n":{"type":"number","minimum":0,"maximum":1e9,"multipleOf":0.5}},"additionalProperties":false}`
 	long := "1" + strings.Repeat("0", 10000) // 10,001 characters
@@ -964,73 +965,73 @@ func TestDriver_HugeNumbersAreRefusedWhereTheyEnter(t *testing.T) {
 		`{"n":0.` + strings.Repeat("0", 10001) + `1}`,
 	}
 	t.Run("arguments and result", func(t *testing.T) {
-		e := newEnv(t)
-		tool := newTool("num", agentrt.ReadOnly, numSchema, nil)
+		e := newEnv(t, bk)
+		tool := kit.NewTool("num", agentrt.ReadOnly, numSchema, nil)
 		var ds []agentrt.Decision
 		for _, a := range refused {
-			ds = append(ds, call("num", a))
+			ds = append(ds, kit.Call("num", a))
 		}
-		ds = append(ds, complete(`{"n":1e20000}`), call("num", `{"n":1.5}`), complete(`{}`))
-		policy := recording(agentrt.DefaultPolicy())
-		d := e.driver(script(ds...), policy, tool)
-		run, err := d.StartWithID(ctx, "run-1", "g", limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
+		ds = append(ds, kit.Complete(`{"n":1e20000}`), kit.Call("num", `{"n":1.5}`), kit.Complete(`{}`))
+		policy := kit.Recording(agentrt.DefaultPolicy())
+		d := e.Driver(kit.Script(ds...), policy, tool)
+		run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
 		if err != nil {
 			t.Fatalf("Start: %v", err)
 		}
-		requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
-		if args, _ := policy.seen(); !reflect.DeepEqual(args, []string{`{"n":1.5}`}) {
+		kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+		if args, _ := policy.Seen(); !reflect.DeepEqual(args, []string{`{"n":1.5}`}) {
 			t.Fatalf("policy saw %q", args)
 		}
-		if got := tool.args(); !reflect.DeepEqual(got, []string{`{"n":1.5}`}) {
+		if got := tool.Args(); !reflect.DeepEqual(got, []string{`{"n":1.5}`}) {
 			t.Fatalf("tool ran with %q", got)
 		}
-		steps := mustSteps(t, e.store, "run-1")
+		steps := kit.MustSteps(t, e.Store, "run-1")
 		for i := 0; i <= len(refused); i++ {
-			requireObs(t, steps[i], agentrt.ObsInvalidDecision)
+			kit.RequireObs(t, steps[i], agentrt.ObsInvalidDecision)
 			if dec := steps[i].Decision; dec.Args != nil || dec.Result != nil {
 				t.Fatalf("step %d stores the number as JSON", i)
 			}
 		}
-		var want [][]E
-		want = append(want, evStart)
+		var want [][]kit.E
+		want = append(want, kit.EvStart)
 		for i := 0; i <= len(refused); i++ {
-			want = append(want, evInvalid)
+			want = append(want, kit.EvInvalid)
 		}
-		want = append(want, evToolStep, evComplete)
-		requireEvents(t, e.store, "run-1", want...)
+		want = append(want, kit.EvToolStep, kit.EvComplete)
+		kit.RequireEvents(t, e.Store, "run-1", want...)
 	})
 	t.Run("tool content", func(t *testing.T) {
-		e := newEnv(t)
-		tool := newTool("num", agentrt.ReadOnly, numSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+		e := newEnv(t, bk)
+		tool := kit.NewTool("num", agentrt.ReadOnly, numSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 			return agentrt.ToolResult{Content: json.RawMessage(`{"n":1e-100000}`)}, nil
 		})
-		d := e.driver(script(call("num", `{"n":1}`), complete(`{}`)), agentrt.DefaultPolicy(), tool)
+		d := e.Driver(kit.Script(kit.Call("num", `{"n":1}`), kit.Complete(`{}`)), agentrt.DefaultPolicy(), tool)
 		run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
 		if err != nil {
 			t.Fatalf("Start: %v", err)
 		}
-		requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
-		st := mustSteps(t, e.store, "run-1")[0]
-		requireObs(t, st, agentrt.ObsToolError)
-		if c := obsContent(t, st); c["content"] != `{"n":1e-100000}` {
+		kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+		st := kit.MustSteps(t, e.Store, "run-1")[0]
+		kit.RequireObs(t, st, agentrt.ObsToolError)
+		if c := kit.ObsContent(t, st); c["content"] != `{"n":1e-100000}` {
 			t.Fatalf("tool error does not keep the bytes: %s", st.Observation.Content)
 		}
-		requireEvents(t, e.store, "run-1", evStart, evToolStep, []E{stepFailed}, evComplete)
+		kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvToolStep, []kit.E{kit.StepFailed}, kit.EvComplete)
 	})
 	t.Run("capability", func(t *testing.T) {
-		e := newEnv(t)
-		tool := newTool("num", agentrt.RemoteMutation, numSchema, nil)
+		e := newEnv(t, bk)
+		tool := kit.NewTool("num", agentrt.RemoteMutation, numSchema, nil)
 		pd := agentrt.PolicyDecision{Outcome: agentrt.RequireApproval, Kind: "k", Capability: json.RawMessage(`{"n":1e100000}`)}
-		d := e.driver(script(call("num", `{"n":1}`)), fixed(pd), tool)
+		d := e.Driver(kit.Script(kit.Call("num", `{"n":1}`)), kit.Fixed(pd), tool)
 		run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
 		if err != nil {
 			t.Fatalf("Start: %v", err)
 		}
-		requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
-		if tool.n() != 0 || countRows(t, e.store, "SELECT * FROM approvals") != 0 {
+		kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
+		if tool.N() != 0 || e.db.countRows(t, "SELECT * FROM approvals") != 0 {
 			t.Fatal("tool ran or an approval was written")
 		}
-		requireEvents(t, e.store, "run-1", evStart, []E{stepStarted, stepDecided, stepPolicy, stepFailed, runFinished})
+		kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, []kit.E{kit.StepStarted, kit.StepDecided, kit.StepPolicy, kit.StepFailed, kit.RunFinished})
 	})
 	t.Run("tool schema", func(t *testing.T) {
 		for _, s := range []string{`{"type":"number","minimum":1e100000}`, `{"type":"number","maximum":` + long + `}`} {
@@ -1038,9 +1039,9 @@ func TestDriver_HugeNumbersAreRefusedWhereTheyEnter(t *testing.T) {
 			if _, err := agentrt.CompileTool(spec); !errors.Is(err, agentrt.ErrInvalidJSON) {
 				t.Fatalf("CompileTool(%.40s) = %v, want ErrInvalidJSON", s, err)
 			}
-			e := newEnv(t)
-			tool := newTool("num", agentrt.ReadOnly, s, nil)
-			if _, err := agentrt.NewDriver(e.config(script(), agentrt.DefaultPolicy(), tool)); !errors.Is(err, agentrt.ErrInvalidJSON) {
+			e := newEnv(t, bk)
+			tool := kit.NewTool("num", agentrt.ReadOnly, s, nil)
+			if _, err := agentrt.NewDriver(e.Config(kit.Script(), agentrt.DefaultPolicy(), tool)); !errors.Is(err, agentrt.ErrInvalidJSON) {
 				t.Fatalf("NewDriver(%.40s) = %v, want ErrInvalidJSON", s, err)
 			}
 		}
@@ -1050,22 +1051,22 @@ func TestDriver_HugeNumbersAreRefusedWhereTheyEnter(t *testing.T) {
 // A caller that gives up while a tool runs still gets the tool's outcome
 // recorded: a success as a success, a failure caused by the cancellation as
 // an interruption whose outcome is unknown. No further step starts.
-func TestDriver_CancelledContextAfterToolKeepsTheObservation(t *testing.T) {
+func caseDriver_CancelledContextAfterToolKeepsTheObservation(t *testing.T, bk *Backend) {
 	for _, c := range []struct {
 		name   string
 		fail   bool
 		kind   agentrt.ObservationKind
 		status agentrt.StepStatus
-		events []E
+		events []kit.E
 	}{
 		{"tool succeeds", false, agentrt.ObsToolResult, agentrt.StepDone, nil},
-		{"tool fails from the cancellation", true, agentrt.ObsInterrupted, agentrt.StepFailed, []E{stepFailed}},
+		{"tool fails from the cancellation", true, agentrt.ObsInterrupted, agentrt.StepFailed, []kit.E{kit.StepFailed}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t)
+			e := newEnv(t, bk)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			write := newTool("write", agentrt.LocalMutation, pathSchema, func(tctx context.Context, _ agentrt.ToolCall) (agentrt.ToolResult, error) {
+			write := kit.NewTool("write", agentrt.LocalMutation, kit.PathSchema, func(tctx context.Context, _ agentrt.ToolCall) (agentrt.ToolResult, error) {
 				cancel()
 				<-tctx.Done()
 				if c.fail {
@@ -1073,28 +1074,28 @@ func TestDriver_CancelledContextAfterToolKeepsTheObservation(t *testing.T) {
 				}
 				return agentrt.ToolResult{Content: json.RawMessage(`{"wrote":true}`)}, nil
 			})
-			agent := script(call("write", `{"path":"/a"}`), complete(`{}`))
-			d := e.driver(agent, agentrt.DefaultPolicy(), write)
+			agent := kit.Script(kit.Call("write", `{"path":"/a"}`), kit.Complete(`{}`))
+			d := e.Driver(agent, agentrt.DefaultPolicy(), write)
 			run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("Start = %v, want context.Canceled", err)
 			}
-			if write.n() != 1 || agent.n.Load() != 1 {
-				t.Fatalf("write ran %d times, agent asked %d; want once each", write.n(), agent.n.Load())
+			if write.N() != 1 || agent.N.Load() != 1 {
+				t.Fatalf("write ran %d times, agent asked %d; want once each", write.N(), agent.N.Load())
 			}
-			stored := mustRun(t, e.store, "run-1")
+			stored := kit.MustRun(t, e.Store, "run-1")
 			if stored.Status != agentrt.RunRunning || run.Status != agentrt.RunRunning {
 				t.Fatalf("run is %s (returned %s), want RUNNING for a later Resume", stored.Status, run.Status)
 			}
-			steps := mustSteps(t, e.store, "run-1")
+			steps := kit.MustSteps(t, e.Store, "run-1")
 			if len(steps) != 1 || steps[0].Status != c.status {
 				t.Fatalf("steps = %+v", steps)
 			}
-			requireObs(t, steps[0], c.kind)
+			kit.RequireObs(t, steps[0], c.kind)
 			if !c.fail && string(steps[0].Observation.Content) != `{"wrote":true}` {
 				t.Fatalf("observation = %s", steps[0].Observation.Content)
 			}
-			requireEvents(t, e.store, "run-1", evStart, evToolStep, c.events)
+			kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvToolStep, c.events)
 		})
 	}
 }
@@ -1102,18 +1103,18 @@ func TestDriver_CancelledContextAfterToolKeepsTheObservation(t *testing.T) {
 // A schema that refers outside itself, by $ref, $id or $schema, to a URL, a
 // file or a relative document, refuses the tool at NewDriver; nothing is
 // fetched. References inside the schema and to the standard metaschemas pass.
-func TestNewDriver_SchemaReferencesOutsideItselfAreRefused(t *testing.T) {
+func caseNewDriver_SchemaReferencesOutsideItselfAreRefused(t *testing.T, bk *Backend) {
 	var hits sync.Map
 	var hitCount int
 	var mu sync.Mutex
-	srv := newCountingServer(t, func(path string) {
+	srv := kit.NewCountingServer(t, func(path string) {
 		mu.Lock()
 		hitCount++
 		mu.Unlock()
 		hits.Store(path, true)
 	})
-	e := newEnv(t)
-	before := takeSnapshot(t, e.store)
+	e := newEnv(t, bk)
+	before := e.db.snapshot(t)
 	refused := []struct{ schema, names string }{
 		{`{"$ref":"` + srv + `/s.json"}`, srv + "/s.json"},
 		{`{"type":"object","properties":{"a":{"$ref":"` + srv + `/s.json#/x"}}}`, srv + "/s.json"},
@@ -1125,8 +1126,8 @@ func TestNewDriver_SchemaReferencesOutsideItselfAreRefused(t *testing.T) {
 		{`{"type":"object","items":{"$ref":"/etc/passwd"}}`, "/etc/passwd"},
 	}
 	for _, r := range refused {
-		tool := newTool("t", agentrt.ReadOnly, r.schema, nil)
-		_, err := agentrt.NewDriver(e.config(script(), agentrt.DefaultPolicy(), tool))
+		tool := kit.NewTool("t", agentrt.ReadOnly, r.schema, nil)
+		_, err := agentrt.NewDriver(e.Config(kit.Script(), agentrt.DefaultPolicy(), tool))
 		if err == nil {
 			t.Fatalf("NewDriver accepted %s", r.schema)
 		}
@@ -1142,8 +1143,8 @@ func TestNewDriver_SchemaReferencesOutsideItselfAreRefused(t *testing.T) {
 		`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object"}`,
 		`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"a":{"$ref":"#/definitions/s"}},"definitions":{"s":{"type":"string"}}}`,
 	} {
-		tool := newTool("t", agentrt.ReadOnly, ok, nil)
-		if _, err := agentrt.NewDriver(e.config(script(), agentrt.DefaultPolicy(), tool)); err != nil {
+		tool := kit.NewTool("t", agentrt.ReadOnly, ok, nil)
+		if _, err := agentrt.NewDriver(e.Config(kit.Script(), agentrt.DefaultPolicy(), tool)); err != nil {
 			t.Fatalf("NewDriver refused a self-contained schema %s: %v", ok, err)
 		}
 	}
@@ -1154,157 +1155,157 @@ func TestNewDriver_SchemaReferencesOutsideItselfAreRefused(t *testing.T) {
 		hits.Range(func(k, _ any) bool { paths = append(paths, k.(string)); return true })
 		t.Fatalf("the server was asked for %v", paths)
 	}
-	requireUnchanged(t, e.store, before, "registering tools")
+	e.db.requireUnchanged(t, before, "registering tools")
 }
 
 // Consecutive failures, active time and elapsed time each end the run with
 // their reason before the next step starts; time spent waiting for an
 // approval is not active time, and elapsed time counts it.
-func TestDriver_LimitsEndTheRunBeforeTheNextStep(t *testing.T) {
+func caseDriver_LimitsEndTheRunBeforeTheNextStep(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	slowTool := func(e *env, name string, se agentrt.SideEffect) *counted {
-		return newTool(name, se, pathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
-			e.clock.Advance(4 * time.Second)
+	slowTool := func(e *env, name string, se agentrt.SideEffect) *kit.Counted {
+		return kit.NewTool(name, se, kit.PathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+			e.Clock.Advance(4 * time.Second)
 			return agentrt.ToolResult{Content: json.RawMessage(`{"ok":true}`)}, nil
 		})
 	}
-	byStep := func(ds ...agentrt.Decision) *countingAgent {
-		return &countingAgent{inner: agentrt.AgentFunc(func(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
+	byStep := func(ds ...agentrt.Decision) *kit.CountingAgent {
+		return &kit.CountingAgent{Inner: agentrt.AgentFunc(func(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
 			if in.Steps.Len() < len(ds) {
 				return ds[in.Steps.Len()], nil
 			}
-			return call("read", fmt.Sprintf(`{"path":"/%d"}`, in.Steps.Len())), nil
+			return kit.Call("read", fmt.Sprintf(`{"path":"/%d"}`, in.Steps.Len())), nil
 		})}
 	}
 	t.Run("consecutive failures", func(t *testing.T) {
-		e := newEnv(t)
-		read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
-		agent := &countingAgent{inner: agentrt.AgentFunc(func(context.Context, agentrt.StepInput) (agentrt.Decision, error) {
-			return call("read", `{"path":1}`), nil
+		e := newEnv(t, bk)
+		read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, nil)
+		agent := &kit.CountingAgent{Inner: agentrt.AgentFunc(func(context.Context, agentrt.StepInput) (agentrt.Decision, error) {
+			return kit.Call("read", `{"path":1}`), nil
 		})}
-		run, err := e.driver(agent, agentrt.DefaultPolicy(), read).StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
+		run, err := e.Driver(agent, agentrt.DefaultPolicy(), read).StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
 		if err != nil {
 			t.Fatalf("Start: %v", err)
 		}
-		requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonRepeatedToolFailures)
-		if agent.n.Load() != 3 {
-			t.Fatalf("agent asked %d times, want 3", agent.n.Load())
+		kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonRepeatedToolFailures)
+		if agent.N.Load() != 3 {
+			t.Fatalf("agent asked %d times, want 3", agent.N.Load())
 		}
-		requireEvents(t, e.store, "run-1", evStart, evInvalid, evInvalid, evInvalid, []E{limitExceeded, runFinished})
+		kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvInvalid, kit.EvInvalid, kit.EvInvalid, []kit.E{kit.LimitExceeded, kit.RunFinished})
 	})
 	t.Run("active time", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		read := slowTool(e, "read", agentrt.ReadOnly)
 		agent := byStep()
-		run, err := e.driver(agent, agentrt.DefaultPolicy(), read).StartWithID(ctx, "run-1", "g",
-			limits(func(l *agentrt.Limits) { l.MaxActiveTime = 10 * time.Second }))
+		run, err := e.Driver(agent, agentrt.DefaultPolicy(), read).StartWithID(ctx, "run-1", "g",
+			kit.Limits(func(l *agentrt.Limits) { l.MaxActiveTime = 10 * time.Second }))
 		if err != nil {
 			t.Fatalf("Start: %v", err)
 		}
-		requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLimitActiveTime)
-		if read.n() != 3 || run.ActiveTime != 12*time.Second {
-			t.Fatalf("read ran %d times, active %s; want 3 and 12s", read.n(), run.ActiveTime)
+		kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLimitActiveTime)
+		if read.N() != 3 || run.ActiveTime != 12*time.Second {
+			t.Fatalf("read ran %d times, active %s; want 3 and 12s", read.N(), run.ActiveTime)
 		}
-		requireEvents(t, e.store, "run-1", evStart, evToolStep, evToolStep, evToolStep, []E{limitExceeded, runFinished})
+		kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvToolStep, kit.EvToolStep, kit.EvToolStep, []kit.E{kit.LimitExceeded, kit.RunFinished})
 	})
 	t.Run("approval wait is not active time", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		read := slowTool(e, "read", agentrt.ReadOnly)
 		send := slowTool(e, "send", agentrt.RemoteMutation)
-		agent := byStep(call("send", `{"path":"/s"}`), call("read", `{"path":"/r"}`), complete(`{}`))
-		d := e.driver(agent, agentrt.DefaultPolicy(), read, send)
-		run, err := d.StartWithID(ctx, "run-1", "g", limits(func(l *agentrt.Limits) { l.MaxActiveTime = 10 * time.Second }))
+		agent := byStep(kit.Call("send", `{"path":"/s"}`), kit.Call("read", `{"path":"/r"}`), kit.Complete(`{}`))
+		d := e.Driver(agent, agentrt.DefaultPolicy(), read, send)
+		run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxActiveTime = 10 * time.Second }))
 		if err != nil || run.Status != agentrt.RunWaiting {
 			t.Fatalf("Start = %s, %v", run.Status, err)
 		}
-		e.clock.Advance(time.Hour)
-		a := pendingApproval(t, e.store, "run-1")
-		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
+		e.Clock.Advance(time.Hour)
+		a := kit.PendingApproval(t, e.Store, "run-1")
+		if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 			t.Fatalf("ApproveShown: %v", err)
 		}
 		run, err = d.Resume(ctx, "run-1")
 		if err != nil {
 			t.Fatalf("Resume: %v", err)
 		}
-		requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+		kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 		if run.ActiveTime != 8*time.Second {
 			t.Fatalf("active time %s, want 8s: the hour waiting was counted", run.ActiveTime)
 		}
 	})
 	t.Run("elapsed time counts the wait", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		send := slowTool(e, "send", agentrt.RemoteMutation)
-		agent := byStep(call("send", `{"path":"/s"}`), complete(`{}`))
-		d := e.driver(agent, agentrt.DefaultPolicy(), send)
-		run, err := d.StartWithID(ctx, "run-1", "g", limits(func(l *agentrt.Limits) { l.MaxElapsedTime = time.Hour }))
+		agent := byStep(kit.Call("send", `{"path":"/s"}`), kit.Complete(`{}`))
+		d := e.Driver(agent, agentrt.DefaultPolicy(), send)
+		run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxElapsedTime = time.Hour }))
 		if err != nil || run.Status != agentrt.RunWaiting {
 			t.Fatalf("Start = %s, %v", run.Status, err)
 		}
-		e.clock.Advance(2 * time.Hour)
-		a := pendingApproval(t, e.store, "run-1")
-		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
+		e.Clock.Advance(2 * time.Hour)
+		a := kit.PendingApproval(t, e.Store, "run-1")
+		if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 			t.Fatalf("ApproveShown: %v", err)
 		}
 		run, err = d.Resume(ctx, "run-1")
 		if err != nil {
 			t.Fatalf("Resume: %v", err)
 		}
-		requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLimitElapsedTime)
-		if send.n() != 1 || agent.n.Load() != 1 {
-			t.Fatalf("send ran %d times, agent asked %d; the approved step runs, no step starts after it", send.n(), agent.n.Load())
+		kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLimitElapsedTime)
+		if send.N() != 1 || agent.N.Load() != 1 {
+			t.Fatalf("send ran %d times, agent asked %d; the approved step runs, no step starts after it", send.N(), agent.N.Load())
 		}
-		requireEvents(t, e.store, "run-1", evStart, evPause, []E{apprDecided, runResumed, stepPolicy, toolStarted, toolFinished, limitExceeded, runFinished})
+		kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvPause, []kit.E{kit.ApprDecided, kit.RunResumed, kit.StepPolicy, kit.ToolStarted, kit.ToolFinished, kit.LimitExceeded, kit.RunFinished})
 	})
 }
 
 // A panic in a tool is that tool's error and the loop goes on; a panic in the
 // policy fails the run as internal_error and one in the agent as
 // agent_error. None takes the process down or runs anything further.
-func TestDriver_PanicsAreErrorsOfTheirOwner(t *testing.T) {
+func caseDriver_PanicsAreErrorsOfTheirOwner(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	t.Run("tool", func(t *testing.T) {
-		e := newEnv(t)
-		bad := newTool("bad", agentrt.ReadOnly, pathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+		e := newEnv(t, bk)
+		bad := kit.NewTool("bad", agentrt.ReadOnly, kit.PathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 			panic("tool bug")
 		})
-		run, err := e.driver(script(call("bad", `{"path":"/a"}`), complete(`{}`)), agentrt.DefaultPolicy(), bad).StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
+		run, err := e.Driver(kit.Script(kit.Call("bad", `{"path":"/a"}`), kit.Complete(`{}`)), agentrt.DefaultPolicy(), bad).StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
 		if err != nil {
 			t.Fatalf("Start: %v", err)
 		}
-		requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
-		st := mustSteps(t, e.store, "run-1")[0]
-		requireObs(t, st, agentrt.ObsToolError)
-		if msg, _ := obsContent(t, st)["error"].(string); !strings.Contains(msg, "tool bug") {
+		kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+		st := kit.MustSteps(t, e.Store, "run-1")[0]
+		kit.RequireObs(t, st, agentrt.ObsToolError)
+		if msg, _ := kit.ObsContent(t, st)["error"].(string); !strings.Contains(msg, "tool bug") {
 			t.Fatalf("tool error = %s", st.Observation.Content)
 		}
-		requireEvents(t, e.store, "run-1", evStart, evToolStep, []E{stepFailed}, evComplete)
+		kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvToolStep, []kit.E{kit.StepFailed}, kit.EvComplete)
 	})
 	t.Run("policy", func(t *testing.T) {
-		e := newEnv(t)
-		read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
+		e := newEnv(t, bk)
+		read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, nil)
 		policy := agentrt.PolicyFunc(func(context.Context, agentrt.ToolRequest, agentrt.RunView) (agentrt.PolicyDecision, error) {
 			panic("policy bug")
 		})
-		run, err := e.driver(script(call("read", `{"path":"/a"}`), complete(`{}`)), policy, read).StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
+		run, err := e.Driver(kit.Script(kit.Call("read", `{"path":"/a"}`), kit.Complete(`{}`)), policy, read).StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
 		if err != nil {
 			t.Fatalf("Start: %v", err)
 		}
-		requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
-		if read.n() != 0 || !strings.Contains(run.ReasonDetail, "policy bug") {
-			t.Fatalf("read ran %d times; detail %q", read.n(), run.ReasonDetail)
+		kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
+		if read.N() != 0 || !strings.Contains(run.ReasonDetail, "policy bug") {
+			t.Fatalf("read ran %d times; detail %q", read.N(), run.ReasonDetail)
 		}
-		requireEvents(t, e.store, "run-1", evStart, []E{stepStarted, stepDecided, stepFailed, runFinished})
+		kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, []kit.E{kit.StepStarted, kit.StepDecided, kit.StepFailed, kit.RunFinished})
 	})
 	t.Run("agent", func(t *testing.T) {
-		e := newEnv(t)
+		e := newEnv(t, bk)
 		agent := agentrt.AgentFunc(func(context.Context, agentrt.StepInput) (agentrt.Decision, error) {
 			panic("agent bug")
 		})
-		run, err := e.driver(agent, agentrt.DefaultPolicy()).StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
+		run, err := e.Driver(agent, agentrt.DefaultPolicy()).StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
 		if err != nil {
 			t.Fatalf("Start: %v", err)
 		}
-		requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonAgentError)
-		requireEvents(t, e.store, "run-1", evStart, []E{stepStarted, stepFailed, runFinished})
+		kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonAgentError)
+		kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, []kit.E{kit.StepStarted, kit.StepFailed, kit.RunFinished})
 	})
 }

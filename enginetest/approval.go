@@ -1,4 +1,4 @@
-package agentrt_test
+package enginetest
 
 import (
 	"context"
@@ -12,32 +12,17 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 )
-
-// pausedRun starts run-1 on a remote_mutation call under the default policy
-// and returns the driver's tool and the pending approval.
-func pausedRun(t *testing.T, e *env, args string) (*counted, agentrt.Approval) {
-	t.Helper()
-	send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
-	d := e.driver(script(call("send", args)), agentrt.DefaultPolicy(), send)
-	run, err := d.StartWithID(context.Background(), "run-1", "g", agentrt.DefaultLimits())
-	if err != nil || run.Status != agentrt.RunWaiting {
-		t.Fatalf("Start = %s, %v; want a pause", run.Status, err)
-	}
-	if send.n() != 0 {
-		t.Fatalf("send ran %d times before an approval", send.n())
-	}
-	return send, pendingApproval(t, e.store, "run-1")
-}
 
 // A paused request is approved and resumed by another process whose agent
 // would now ask for something else: the request recorded at the pause runs,
 // once, and the agent is asked only for the step after it.
-func TestApproval_ApproveThenResumeExecutesRecordedRequest(t *testing.T) {
+func caseApproval_ApproveThenResumeExecutesRecordedRequest(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
-	_, a := pausedRun(t, e, `{ "path" : "/report" }`)
-	steps := mustSteps(t, e.store, "run-1")
+	e := newEnv(t, bk)
+	_, a := kit.PausedRun(t, e.Env, `{ "path" : "/report" }`)
+	steps := kit.MustSteps(t, e.Store, "run-1")
 	if a.StepID != steps[0].ID || a.Kind != string(agentrt.RemoteMutation) || a.Request.Spec.Name != "send" ||
 		string(a.Request.Args) != `{"path":"/report"}` || a.Request.RunID != "run-1" || a.Request.StepID != steps[0].ID {
 		t.Fatalf("approval = %+v", a)
@@ -45,88 +30,90 @@ func TestApproval_ApproveThenResumeExecutesRecordedRequest(t *testing.T) {
 	if err := agentrt.VerifyApproval(a); err != nil {
 		t.Fatalf("stored approval does not verify: %v", err)
 	}
-	if steps[0].Status != agentrt.StepAwaitingApproval || mustRun(t, e.store, "run-1").LeaseOwner != "" {
-		t.Fatalf("step is %s; run lease %q", steps[0].Status, mustRun(t, e.store, "run-1").LeaseOwner)
+	if steps[0].Status != agentrt.StepAwaitingApproval || kit.MustRun(t, e.Store, "run-1").LeaseOwner != "" {
+		t.Fatalf("step is %s; run lease %q", steps[0].Status, kit.MustRun(t, e.Store, "run-1").LeaseOwner)
 	}
 
 	// A second process, whose agent would now ask for another path.
-	other := reopen(t, e.store)
-	send2 := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
-	agent2 := script(call("send", `{"path":"/etc/shadow"}`), complete(`{"sent":true}`))
-	cfg := e.config(agent2, agentrt.DefaultPolicy(), send2)
+	other := e.db.open(t)
+	send2 := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
+	agent2 := kit.Script(kit.Call("send", `{"path":"/etc/shadow"}`), kit.Complete(`{"sent":true}`))
+	cfg := e.Config(agent2, agentrt.DefaultPolicy(), send2)
 	cfg.Store = other
-	d2 := e.driverFor(cfg)
+	d2 := e.DriverFor(cfg)
 
-	before := takeSnapshot(t, e.store)
+	before := e.db.snapshot(t)
 	if _, err := d2.Resume(ctx, "run-1"); !errors.Is(err, agentrt.ErrRunState) {
 		t.Fatalf("Resume before a decision = %v, want ErrRunState", err)
 	}
-	requireUnchanged(t, e.store, before, "a Resume before the decision")
+	e.db.requireUnchanged(t, before, "a Resume before the decision")
 
-	if err := agentrt.ApproveShown(ctx, e.store, nil, "run-1", a.ID, a.Hash, "alice", "ok"); err != nil {
+	if err := agentrt.ApproveShown(ctx, e.Store, nil, "run-1", a.ID, a.Hash, "alice", "ok"); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
-	if err := agentrt.ApproveShown(ctx, e.store, nil, "run-1", a.ID, a.Hash, "alice", "again"); !errors.Is(err, agentrt.ErrNotPending) {
+	if err := agentrt.ApproveShown(ctx, e.Store, nil, "run-1", a.ID, a.Hash, "alice", "again"); !errors.Is(err, agentrt.ErrNotPending) {
 		t.Fatalf("second Approve = %v, want ErrNotPending", err)
 	}
-	if run := mustRun(t, e.store, "run-1"); run.Status != agentrt.RunWaiting {
+	if run := kit.MustRun(t, e.Store, "run-1"); run.Status != agentrt.RunWaiting {
 		t.Fatalf("Approve moved the run to %s; only Resume may", run.Status)
 	}
-	if send2.n() != 0 {
+	if send2.N() != 0 {
 		t.Fatal("Approve ran the tool")
 	}
 	run, err := d2.Resume(ctx, "run-1")
 	if err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
-	requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
-	if got := send2.args(); !reflect.DeepEqual(got, []string{`{"path":"/report"}`}) {
+	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	if got := send2.Args(); !reflect.DeepEqual(got, []string{`{"path":"/report"}`}) {
 		t.Fatalf("send ran with %q, want once with the recorded request", got)
 	}
-	if n := agent2.n.Load(); n != 1 {
+	if n := agent2.N.Load(); n != 1 {
 		t.Fatalf("the resuming agent was asked %d times, want once (for the next step)", n)
 	}
-	stored := mustApprovals(t, e.store, "run-1")
+	stored := kit.MustApprovals(t, e.Store, "run-1")
 	if len(stored) != 1 || stored[0].Status != agentrt.ApprovalApproved || stored[0].DecidedBy != "alice" || stored[0].Note != "ok" {
 		t.Fatalf("approvals = %+v", stored)
 	}
-	ts := eventsOf(t, e.store, "run-1", toolStarted)
-	if p := payload(t, ts[0]); p["approval_id"] != a.ID {
+	ts := kit.EventsOf(t, e.Store, "run-1", kit.ToolStarted)
+	if p := kit.Payload(t, ts[0]); p["approval_id"] != a.ID {
 		t.Fatalf("tool start does not name the approval: %s", ts[0].Payload)
 	}
 	if _, err := d2.Resume(ctx, "run-1"); !errors.Is(err, agentrt.ErrRunState) {
 		t.Fatalf("Resume of a completed run = %v, want ErrRunState", err)
 	}
-	requireEvents(t, e.store, "run-1", evStart, evPause, []E{apprDecided}, []E{runResumed, stepPolicy, toolStarted, toolFinished}, evComplete)
+	kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvPause, []kit.E{kit.ApprDecided}, []kit.E{kit.RunResumed, kit.StepPolicy, kit.ToolStarted, kit.ToolFinished}, kit.EvComplete)
 }
 
 // An approvals row edited behind the runtime's back no longer matches its
 // hash: deciding it and resuming its grant are refused with ErrApprovalHash
 // and change nothing; the run can still be cancelled.
-func TestApproval_TamperedRowRefused(t *testing.T) {
+func caseApproval_TamperedRowRefused(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	edits := []struct{ name, sql string }{
-		{"arguments", `UPDATE approvals SET request_json = json_set(request_json, '$.args.path', '/etc/shadow') WHERE id = ?`},
-		{"tool", `UPDATE approvals SET request_json = json_set(request_json, '$.spec.side_effect', 'read_only') WHERE id = ?`},
-		{"capability", `UPDATE approvals SET capability_json = '{"args":{"path":"/etc/shadow"},"tool":"send"}' WHERE id = ?`},
-		{"presentation", `UPDATE approvals SET presentation_json = '{"args":{"path":"/tmp/harmless"},"tool":"send"}' WHERE id = ?`},
-		{"kind", `UPDATE approvals SET kind = 'read_only' WHERE id = ?`},
+	edits := []struct {
+		name string
+		edit rowEdit
+	}{
+		{"arguments", jsonEdit("request_json", "/etc/shadow", "args", "path")},
+		{"tool", jsonEdit("request_json", "read_only", "spec", "side_effect")},
+		{"capability", sqlEdit(`UPDATE approvals SET capability_json = '{"args":{"path":"/etc/shadow"},"tool":"send"}' WHERE id = ?`)},
+		{"presentation", sqlEdit(`UPDATE approvals SET presentation_json = '{"args":{"path":"/tmp/harmless"},"tool":"send"}' WHERE id = ?`)},
+		{"kind", sqlEdit(`UPDATE approvals SET kind = 'read_only' WHERE id = ?`)},
 	}
 	for _, edit := range edits {
 		t.Run("pending "+edit.name, func(t *testing.T) {
-			e := newEnv(t)
-			_, a := pausedRun(t, e, `{"path":"/report"}`)
-			db := rawDB(t, e.store)
-			execSQL(t, db, 1, edit.sql, a.ID)
-			stored, err := e.store.GetApproval(ctx, "run-1", a.ID)
+			e := newEnv(t, bk)
+			_, a := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
+			edit.edit(t, e.db, a.ID)
+			stored, err := e.Store.GetApproval(ctx, "run-1", a.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := agentrt.VerifyApproval(stored); !errors.Is(err, agentrt.ErrApprovalHash) {
 				t.Fatalf("VerifyApproval of the edited row = %v, want ErrApprovalHash", err)
 			}
-			before := takeSnapshot(t, e.store)
-			op := e.operator()
+			before := e.db.snapshot(t)
+			op := e.Operator()
 			for name, decide := range map[string]func() error{
 				"ApproveShown": func() error { return op.ApproveShown(ctx, "run-1", a.ID, stored.Hash, "op", "") },
 				"RejectShown":  func() error { return op.RejectShown(ctx, "run-1", a.ID, stored.Hash, "op", "") },
@@ -135,30 +122,30 @@ func TestApproval_TamperedRowRefused(t *testing.T) {
 					t.Fatalf("%s of the edited row = %v, want ErrApprovalHash", name, err)
 				}
 			}
-			requireUnchanged(t, e.store, before, "refused decisions")
-			run, err := e.operator().Cancel(ctx, "run-1", "op", "tampered")
+			e.db.requireUnchanged(t, before, "refused decisions")
+			run, err := e.Operator().Cancel(ctx, "run-1", "op", "tampered")
 			if err != nil || run.Status != agentrt.RunCancelled {
 				t.Fatalf("Cancel = %s, %v", run.Status, err)
 			}
 		})
 		t.Run("granted "+edit.name, func(t *testing.T) {
-			e := newEnv(t)
-			_, a := pausedRun(t, e, `{"path":"/report"}`)
-			if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
+			e := newEnv(t, bk)
+			_, a := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
+			if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 				t.Fatalf("Approve: %v", err)
 			}
-			execSQL(t, rawDB(t, e.store), 1, edit.sql, a.ID)
-			before := takeSnapshot(t, e.store)
-			send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
-			policy := recording(agentrt.DefaultPolicy())
-			d := e.driver(script(complete(`{}`), complete(`{}`)), policy, send)
+			edit.edit(t, e.db, a.ID)
+			before := e.db.snapshot(t)
+			send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
+			policy := kit.Recording(agentrt.DefaultPolicy())
+			d := e.Driver(kit.Script(kit.Complete(`{}`), kit.Complete(`{}`)), policy, send)
 			if _, err := d.Resume(ctx, "run-1"); !errors.Is(err, agentrt.ErrApprovalHash) {
 				t.Fatalf("Resume of an edited grant = %v, want ErrApprovalHash", err)
 			}
-			if send.n() != 0 || policy.n() != 0 {
-				t.Fatalf("send ran %d times, policy asked %d times", send.n(), policy.n())
+			if send.N() != 0 || policy.N() != 0 {
+				t.Fatalf("send ran %d times, policy asked %d times", send.N(), policy.N())
 			}
-			requireUnchanged(t, e.store, before, "a refused Resume")
+			e.db.requireUnchanged(t, before, "a refused Resume")
 			if _, err := d.Cancel(ctx, "run-1", "op", "tampered"); err != nil {
 				t.Fatalf("Cancel: %v", err)
 			}
@@ -195,7 +182,7 @@ func (t staleTx) ApprovalGet(runID, id string) (agentrt.Approval, error) {
 // with ErrApprovalChanged and nothing written, even when the decision's own
 // read of it is stale, because the update is conditional on the shown hash.
 // Two decisions racing on one approval: exactly one applies.
-func TestApproval_ShownDecisionIsAtomic(t *testing.T) {
+func caseApproval_ShownDecisionIsAtomic(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	// rewrite makes the approval another one that verifies: a new
 	// presentation and the hash that goes with it.
@@ -207,19 +194,19 @@ func TestApproval_ShownDecisionIsAtomic(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.Hash = h
-		execSQL(t, rawDB(t, e.store), 1, `UPDATE approvals SET presentation_json = ?, hash = ? WHERE id = ?`, string(b.Presentation), h, a.ID)
-		stored, err := e.store.GetApproval(ctx, "run-1", a.ID)
+		e.db.exec(t, 1, `UPDATE approvals SET presentation_json = ?, hash = ? WHERE id = ?`, string(b.Presentation), h, a.ID)
+		stored, err := e.Store.GetApproval(ctx, "run-1", a.ID)
 		if err != nil || agentrt.VerifyApproval(stored) != nil {
 			t.Fatalf("rewritten approval does not verify: %v", err)
 		}
 		return stored
 	}
 	t.Run("changed since shown", func(t *testing.T) {
-		e := newEnv(t)
-		_, shown := pausedRun(t, e, `{"path":"/report"}`)
+		e := newEnv(t, bk)
+		_, shown := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
 		now := rewrite(t, e, shown)
-		before := takeSnapshot(t, e.store)
-		op := e.operator()
+		before := e.db.snapshot(t)
+		op := e.Operator()
 		if err := op.ApproveShown(ctx, "run-1", shown.ID, shown.Hash, "op", ""); !errors.Is(err, agentrt.ErrApprovalChanged) {
 			t.Fatalf("ApproveShown(old hash) = %v, want ErrApprovalChanged", err)
 		}
@@ -229,21 +216,21 @@ func TestApproval_ShownDecisionIsAtomic(t *testing.T) {
 		if err := op.ApproveShown(ctx, "run-1", shown.ID, "", "op", ""); !errors.Is(err, agentrt.ErrApprovalChanged) {
 			t.Fatalf("ApproveShown(no hash) = %v, want ErrApprovalChanged", err)
 		}
-		requireUnchanged(t, e.store, before, "decisions on a changed approval")
+		e.db.requireUnchanged(t, before, "decisions on a changed approval")
 		if err := op.ApproveShown(ctx, "run-1", shown.ID, now.Hash, "op", ""); err != nil {
 			t.Fatalf("ApproveShown(current hash): %v", err)
 		}
-		if a, _ := e.store.GetApproval(ctx, "run-1", shown.ID); a.Status != agentrt.ApprovalApproved {
+		if a, _ := e.Store.GetApproval(ctx, "run-1", shown.ID); a.Status != agentrt.ApprovalApproved {
 			t.Fatalf("approval is %s", a.Status)
 		}
 	})
 	t.Run("stale read inside the transaction", func(t *testing.T) {
 		for _, approve := range []bool{true, false} {
-			e := newEnv(t)
-			_, shown := pausedRun(t, e, `{"path":"/report"}`)
+			e := newEnv(t, bk)
+			_, shown := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
 			rewrite(t, e, shown)
-			before := takeSnapshot(t, e.store)
-			op := agentrt.Operator{Store: &staleStore{Store: e.store, shown: shown}, Now: e.clock.Now}
+			before := e.db.snapshot(t)
+			op := agentrt.Operator{Store: &staleStore{Store: e.Store, shown: shown}, Now: e.Clock.Now}
 			decide := op.RejectShown
 			if approve {
 				decide = op.ApproveShown
@@ -251,14 +238,14 @@ func TestApproval_ShownDecisionIsAtomic(t *testing.T) {
 			if err := decide(ctx, "run-1", shown.ID, shown.Hash, "op", ""); !errors.Is(err, agentrt.ErrApprovalChanged) {
 				t.Fatalf("decision on a stale read (approve=%v) = %v, want ErrApprovalChanged", approve, err)
 			}
-			requireUnchanged(t, e.store, before, "a decision on a stale read")
+			e.db.requireUnchanged(t, before, "a decision on a stale read")
 		}
 	})
 	t.Run("racing decisions", func(t *testing.T) {
-		e := newEnv(t)
-		_, shown := pausedRun(t, e, `{"path":"/report"}`)
-		other := reopen(t, e.store)
-		ops := []agentrt.Operator{{Store: e.store, Now: e.clock.Now}, {Store: other, Now: e.clock.Now}}
+		e := newEnv(t, bk)
+		_, shown := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
+		other := e.db.open(t)
+		ops := []agentrt.Operator{{Store: e.Store, Now: e.Clock.Now}, {Store: other, Now: e.Clock.Now}}
 		start := make(chan struct{})
 		errs := make([]error, 2)
 		var wg sync.WaitGroup
@@ -292,13 +279,13 @@ func TestApproval_ShownDecisionIsAtomic(t *testing.T) {
 		if won < 0 {
 			t.Fatalf("neither decision applied: %v", errs)
 		}
-		a, _ := e.store.GetApproval(ctx, "run-1", shown.ID)
-		run := mustRun(t, e.store, "run-1")
+		a, _ := e.Store.GetApproval(ctx, "run-1", shown.ID)
+		run := kit.MustRun(t, e.Store, "run-1")
 		if won == 0 && (a.Status != agentrt.ApprovalApproved || run.Status != agentrt.RunWaiting) ||
 			won == 1 && (a.Status != agentrt.ApprovalRejected || run.Status != agentrt.RunCancelled) {
 			t.Fatalf("decision %d won, but the approval is %s and the run %s", won, a.Status, run.Status)
 		}
-		if n := len(eventsOf(t, e.store, "run-1", apprDecided)); n != 1 {
+		if n := len(kit.EventsOf(t, e.Store, "run-1", kit.ApprDecided)); n != 1 {
 			t.Fatalf("%d approval.decided events", n)
 		}
 	})
@@ -308,10 +295,10 @@ func TestApproval_ShownDecisionIsAtomic(t *testing.T) {
 // rather than hash a stand-in; a stored approval holding such a value is
 // refused rather than decided; and a policy handing one fails the run with no
 // approval written.
-func TestApprovalHash_ErrorsRatherThanSubstituting(t *testing.T) {
+func caseApprovalHash_ErrorsRatherThanSubstituting(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	req := agentrt.ToolRequest{RunID: "r", StepID: "s", Args: json.RawMessage(`{"path":"/a"}`),
-		Spec: agentrt.ToolSpec{Name: "send", InputSchema: json.RawMessage(pathSchema), SideEffect: agentrt.RemoteMutation, Timeout: 1e9}}
+		Spec: agentrt.ToolSpec{Name: "send", InputSchema: json.RawMessage(kit.PathSchema), SideEffect: agentrt.RemoteMutation, Timeout: 1e9}}
 	good, err := agentrt.ApprovalHash("k", json.RawMessage(`{"c":1}`), json.RawMessage(`{"p":1}`), req)
 	if err != nil || len(good) != 64 || strings.Trim(good, "0123456789abcdef") != "" {
 		t.Fatalf("ApprovalHash = %q, %v", good, err)
@@ -326,7 +313,7 @@ func TestApprovalHash_ErrorsRatherThanSubstituting(t *testing.T) {
 		{name: "repeated key in capability", capability: `{"c":1,"c":2}`},
 		{name: "unpaired surrogate in presentation", present: `{"p":"\ud800"}`},
 		{name: "invalid UTF-8 in presentation", present: "{\"p\":\"\xff\"}"},
-		{name: "deep arguments", args: `{"a":` + nested(256, "1") + `}`},
+		{name: "deep arguments", args: `{"a":` + kit.Nested(256, "1") + `}`},
 		{name: "huge number in arguments", args: `{"n":1e100000}`},
 		{name: "malformed schema", schema: `{"type":`},
 		{name: "malformed capability", capability: `{"c":`},
@@ -388,37 +375,37 @@ func TestApprovalHash_ErrorsRatherThanSubstituting(t *testing.T) {
 	}
 
 	t.Run("policy hands a repeated key", func(t *testing.T) {
-		e := newEnv(t)
-		send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
+		e := newEnv(t, bk)
+		send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
 		pd := agentrt.PolicyDecision{Outcome: agentrt.RequireApproval, Kind: "k", Capability: json.RawMessage(`{"c":1,"c":2}`)}
-		d := e.driver(script(call("send", `{"path":"/a"}`)), fixed(pd), send)
+		d := e.Driver(kit.Script(kit.Call("send", `{"path":"/a"}`)), kit.Fixed(pd), send)
 		run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
 		if err != nil {
 			t.Fatalf("Start: %v", err)
 		}
-		requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
-		if send.n() != 0 || countRows(t, e.store, "SELECT * FROM approvals") != 0 {
+		kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
+		if send.N() != 0 || e.db.countRows(t, "SELECT * FROM approvals") != 0 {
 			t.Fatal("the tool ran or an approval was written")
 		}
 	})
 	t.Run("stored approval that will not hash", func(t *testing.T) {
-		e := newEnv(t)
-		_, a := pausedRun(t, e, `{"path":"/report"}`)
+		e := newEnv(t, bk)
+		_, a := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
 		// Valid JSON to a decoder, refused by the canonical encoder: a
 		// hash over it would have to be over a stand-in.
-		execSQL(t, rawDB(t, e.store), 1, `UPDATE approvals SET capability_json = '{"tool":"send","tool":"rm"}' WHERE id = ?`, a.ID)
-		stored, err := e.store.GetApproval(ctx, "run-1", a.ID)
+		e.db.exec(t, 1, `UPDATE approvals SET capability_json = '{"tool":"send","tool":"rm"}' WHERE id = ?`, a.ID)
+		stored, err := e.Store.GetApproval(ctx, "run-1", a.ID)
 		if err != nil || stored.DecodeError != "" {
 			t.Fatalf("GetApproval = %+v, %v", stored, err)
 		}
 		if err := agentrt.VerifyApproval(stored); !errors.Is(err, agentrt.ErrApprovalHash) {
 			t.Fatalf("VerifyApproval = %v, want ErrApprovalHash", err)
 		}
-		before := takeSnapshot(t, e.store)
-		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); !errors.Is(err, agentrt.ErrApprovalHash) {
+		before := e.db.snapshot(t)
+		if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); !errors.Is(err, agentrt.ErrApprovalHash) {
 			t.Fatalf("Approve = %v, want ErrApprovalHash", err)
 		}
-		requireUnchanged(t, e.store, before, "a refused Approve")
+		e.db.requireUnchanged(t, before, "a refused Approve")
 	})
 }
 
@@ -427,71 +414,71 @@ func TestApprovalHash_ErrorsRatherThanSubstituting(t *testing.T) {
 // Resume after it, records the approval as expired and cancels the run as
 // approval_expired in one transaction, running nothing; and deciding it
 // after that is ErrNotPending with nothing written.
-func TestApproval_PendingApprovalExpiresAfterTheTTL(t *testing.T) {
+func caseApproval_PendingApprovalExpiresAfterTheTTL(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	const ttl = time.Hour
-	pause := func(t *testing.T) (*env, *counted, *agentrt.Driver, agentrt.Approval) {
-		e := newEnv(t)
-		send := newTool("send", agentrt.RemoteMutation, pathSchema, nil)
-		d := e.driver(script(call("send", `{"path":"/report"}`), complete(`{}`)), agentrt.DefaultPolicy(), send)
-		run, err := d.StartWithID(ctx, "run-1", "g", limits(func(l *agentrt.Limits) { l.ApprovalTTL = ttl }))
+	pause := func(t *testing.T) (*env, *kit.Counted, *agentrt.Driver, agentrt.Approval) {
+		e := newEnv(t, bk)
+		send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
+		d := e.Driver(kit.Script(kit.Call("send", `{"path":"/report"}`), kit.Complete(`{}`)), agentrt.DefaultPolicy(), send)
+		run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.ApprovalTTL = ttl }))
 		if err != nil || run.Status != agentrt.RunWaiting {
 			t.Fatalf("Start = %s, %v", run.Status, err)
 		}
-		a := pendingApproval(t, e.store, "run-1")
-		if want := e.clock.Now().Add(ttl); !a.ExpiresAt.Equal(want) {
+		a := kit.PendingApproval(t, e.Store, "run-1")
+		if want := e.Clock.Now().Add(ttl); !a.ExpiresAt.Equal(want) {
 			t.Fatalf("ExpiresAt = %s, want %s", a.ExpiresAt, want)
 		}
 		return e, send, d, a
 	}
-	expired := func(t *testing.T, e *env, send *counted, a agentrt.Approval) {
+	expired := func(t *testing.T, e *env, send *kit.Counted, a agentrt.Approval) {
 		t.Helper()
-		requireEnded(t, mustRun(t, e.store, "run-1"), agentrt.RunCancelled, agentrt.ReasonApprovalExpired)
-		got, _ := e.store.GetApproval(ctx, "run-1", a.ID)
-		if got.Status != agentrt.ApprovalExpired || got.DecidedBy != "" || !got.DecidedAt.Equal(e.clock.Now()) {
+		kit.RequireEnded(t, kit.MustRun(t, e.Store, "run-1"), agentrt.RunCancelled, agentrt.ReasonApprovalExpired)
+		got, _ := e.Store.GetApproval(ctx, "run-1", a.ID)
+		if got.Status != agentrt.ApprovalExpired || got.DecidedBy != "" || !got.DecidedAt.Equal(e.Clock.Now()) {
 			t.Fatalf("approval = %+v", got)
 		}
-		if st := mustSteps(t, e.store, "run-1")[0]; st.Status != agentrt.StepFailed {
+		if st := kit.MustSteps(t, e.Store, "run-1")[0]; st.Status != agentrt.StepFailed {
 			t.Fatalf("step is %s", st.Status)
 		}
-		if send.n() != 0 {
-			t.Fatalf("send ran %d times", send.n())
+		if send.N() != 0 {
+			t.Fatalf("send ran %d times", send.N())
 		}
-		requireEvents(t, e.store, "run-1", evStart, evPause, []E{apprDecided, runFinished})
-		before := takeSnapshot(t, e.store)
-		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "late", ""); !errors.Is(err, agentrt.ErrNotPending) {
+		kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvPause, []kit.E{kit.ApprDecided, kit.RunFinished})
+		before := e.db.snapshot(t)
+		if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "late", ""); !errors.Is(err, agentrt.ErrNotPending) {
 			t.Fatalf("ApproveShown of the expired approval = %v, want ErrNotPending", err)
 		}
-		requireUnchanged(t, e.store, before, "a decision on an expired approval")
+		e.db.requireUnchanged(t, before, "a decision on an expired approval")
 	}
 	t.Run("decided just before the deadline", func(t *testing.T) {
 		e, send, d, a := pause(t)
-		e.clock.Advance(ttl - time.Nanosecond)
-		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "alice", ""); err != nil {
+		e.Clock.Advance(ttl - time.Nanosecond)
+		if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "alice", ""); err != nil {
 			t.Fatalf("ApproveShown within the TTL: %v", err)
 		}
 		run, err := d.Resume(ctx, "run-1")
-		if err != nil || send.n() != 1 {
-			t.Fatalf("Resume = %s, %v; send ran %d times", run.Status, err, send.n())
+		if err != nil || send.N() != 1 {
+			t.Fatalf("Resume = %s, %v; send ran %d times", run.Status, err, send.N())
 		}
-		requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+		kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 	})
 	t.Run("decided at the deadline", func(t *testing.T) {
 		e, send, _, a := pause(t)
-		e.clock.Advance(ttl)
-		if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "alice", ""); !errors.Is(err, agentrt.ErrApprovalExpired) {
+		e.Clock.Advance(ttl)
+		if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "alice", ""); !errors.Is(err, agentrt.ErrApprovalExpired) {
 			t.Fatalf("ApproveShown at the deadline = %v, want ErrApprovalExpired", err)
 		}
 		expired(t, e, send, a)
 	})
 	t.Run("resumed after the deadline", func(t *testing.T) {
 		e, send, d, a := pause(t)
-		e.clock.Advance(ttl + time.Second)
+		e.Clock.Advance(ttl + time.Second)
 		run, err := d.Resume(ctx, "run-1")
 		if err != nil {
 			t.Fatalf("Resume after the deadline: %v", err)
 		}
-		requireEnded(t, run, agentrt.RunCancelled, agentrt.ReasonApprovalExpired)
+		kit.RequireEnded(t, run, agentrt.RunCancelled, agentrt.ReasonApprovalExpired)
 		expired(t, e, send, a)
 	})
 }

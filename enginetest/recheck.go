@@ -1,4 +1,4 @@
-package agentrt_test
+package enginetest
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 )
 
 // bytePolicy decides by reading bytes, as a hand-written policy might, and
@@ -57,31 +58,31 @@ const reportSchema = `{
 func byteRun(t *testing.T, e *env, policy agentrt.Policy) {
 	t.Helper()
 	ctx := context.Background()
-	shell := newTool("shell", agentrt.LocalMutation, reportSchema, nil)
-	send := newTool("send", agentrt.RemoteMutation, reportSchema, nil)
-	agent := script(
-		call("shell", "{\n  \"cmd\": \"ls && rm -rf /\"\n}"),
-		call("shell", `{ "cmd" : "echo <script>" }`),
-		call("shell", `{"cmd":"ls"}`),
-		call("send", `{"to": "a&b <c>", "cmd": "report"}`),
-		complete(`{}`),
+	shell := kit.NewTool("shell", agentrt.LocalMutation, reportSchema, nil)
+	send := kit.NewTool("send", agentrt.RemoteMutation, reportSchema, nil)
+	agent := kit.Script(
+		kit.Call("shell", "{\n  \"cmd\": \"ls && rm -rf /\"\n}"),
+		kit.Call("shell", `{ "cmd" : "echo <script>" }`),
+		kit.Call("shell", `{"cmd":"ls"}`),
+		kit.Call("send", `{"to": "a&b <c>", "cmd": "report"}`),
+		kit.Complete(`{}`),
 	)
-	d := e.driver(agent, policy, shell, send)
+	d := e.Driver(agent, policy, shell, send)
 	run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
 	if err != nil || run.Status != agentrt.RunWaiting {
 		t.Fatalf("Start = %s %s %q, %v; want a pause", run.Status, run.Reason, run.ReasonDetail, err)
 	}
-	a := pendingApproval(t, e.store, "run-1")
-	if err := e.operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
+	a := kit.PendingApproval(t, e.Store, "run-1")
+	if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
 	run, err = d.Resume(ctx, "run-1")
 	if err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
-	requireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
-	if shell.n() != 1 || send.n() != 1 {
-		t.Fatalf("shell ran %d times, send %d; want once each", shell.n(), send.n())
+	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	if shell.N() != 1 || send.N() != 1 {
+		t.Fatalf("shell ran %d times, send %d; want once each", shell.N(), send.N())
 	}
 }
 
@@ -91,20 +92,20 @@ func byteRun(t *testing.T, e *env, policy agentrt.Policy) {
 // as registered come back from the record in the same PolicyJSON form. A
 // stricter policy is named at exactly the steps it changes, and a re-check
 // writes nothing.
-func TestRecheck_ByteReadingPolicyDecidesAlike(t *testing.T) {
+func caseRecheck_ByteReadingPolicyDecidesAlike(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
+	e := newEnv(t, bk)
 	live := &bytePolicy{}
 	byteRun(t, e, live)
-	steps := mustSteps(t, e.store, "run-1")
-	before := takeSnapshot(t, e.store)
+	steps := kit.MustSteps(t, e.Store, "run-1")
+	before := e.db.snapshot(t)
 
 	again := &bytePolicy{}
-	rep, err := agentrt.Recheck(ctx, e.store, "run-1", again, agentrt.RecheckOptions{})
+	rep, err := agentrt.Recheck(ctx, e.Store, "run-1", again, agentrt.RecheckOptions{})
 	if err != nil {
 		t.Fatalf("Recheck: %v", err)
 	}
-	requireUnchanged(t, e.store, before, "a re-check")
+	e.db.requireUnchanged(t, before, "a re-check")
 	wantOutcomes := []agentrt.PolicyOutcome{agentrt.Deny, agentrt.Deny, agentrt.Allow, agentrt.RequireApproval}
 	if len(rep.Evaluations) != len(wantOutcomes) || rep.RunID != "run-1" {
 		t.Fatalf("report = %+v", rep)
@@ -142,7 +143,7 @@ func TestRecheck_ByteReadingPolicyDecidesAlike(t *testing.T) {
 		}
 		return (&bytePolicy{}).Evaluate(ctx, req, view)
 	})
-	rep, err = agentrt.Recheck(ctx, e.store, "run-1", stricter, agentrt.RecheckOptions{})
+	rep, err = agentrt.Recheck(ctx, e.Store, "run-1", stricter, agentrt.RecheckOptions{})
 	if err != nil {
 		t.Fatalf("Recheck: %v", err)
 	}
@@ -150,17 +151,17 @@ func TestRecheck_ByteReadingPolicyDecidesAlike(t *testing.T) {
 	if len(diff) != 1 || diff[0].StepIndex != 3 || diff[0].Recorded != agentrt.RequireApproval || diff[0].Now != agentrt.Deny || rep.Same() || !rep.Complete() {
 		t.Fatalf("stricter re-check = %+v", rep)
 	}
-	requireUnchanged(t, e.store, before, "a second re-check")
+	e.db.requireUnchanged(t, before, "a second re-check")
 }
 
 // What a re-check cannot ask again is said, never passed as the same: a
 // policy that failed in the run, a spec neither stored nor given; a current
 // tool that refuses the recorded arguments differs; a policy failing now
 // differs; a missing run is ErrNotFound.
-func TestRecheck_ReportsWhatItCannotAskAgain(t *testing.T) {
+func caseRecheck_ReportsWhatItCannotAskAgain(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t)
-	read := newTool("read", agentrt.ReadOnly, pathSchema, nil)
+	e := newEnv(t, bk)
+	read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, nil)
 	failing := false
 	policy := agentrt.PolicyFunc(func(ctx context.Context, req agentrt.ToolRequest, view agentrt.RunView) (agentrt.PolicyDecision, error) {
 		if failing {
@@ -168,7 +169,7 @@ func TestRecheck_ReportsWhatItCannotAskAgain(t *testing.T) {
 		}
 		return agentrt.DefaultPolicy().Evaluate(ctx, req, view)
 	})
-	d := e.driver(script(call("read", `{"path":"/a"}`), call("read", `{"path":"/b"}`)), agentrt.PolicyFunc(func(ctx context.Context, req agentrt.ToolRequest, view agentrt.RunView) (agentrt.PolicyDecision, error) {
+	d := e.Driver(kit.Script(kit.Call("read", `{"path":"/a"}`), kit.Call("read", `{"path":"/b"}`)), agentrt.PolicyFunc(func(ctx context.Context, req agentrt.ToolRequest, view agentrt.RunView) (agentrt.PolicyDecision, error) {
 		if string(req.Args) == `{"path":"/b"}` {
 			return agentrt.PolicyDecision{}, errors.New("boom")
 		}
@@ -178,9 +179,9 @@ func TestRecheck_ReportsWhatItCannotAskAgain(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	requireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
+	kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
 
-	rep, err := agentrt.Recheck(ctx, e.store, "run-1", policy, agentrt.RecheckOptions{})
+	rep, err := agentrt.Recheck(ctx, e.Store, "run-1", policy, agentrt.RecheckOptions{})
 	if err != nil {
 		t.Fatalf("Recheck: %v", err)
 	}
@@ -190,29 +191,29 @@ func TestRecheck_ReportsWhatItCannotAskAgain(t *testing.T) {
 	}
 
 	failing = true
-	rep, _ = agentrt.Recheck(ctx, e.store, "run-1", policy, agentrt.RecheckOptions{})
+	rep, _ = agentrt.Recheck(ctx, e.Store, "run-1", policy, agentrt.RecheckOptions{})
 	if ev := rep.Evaluations[0]; ev.Result != agentrt.RecheckDifferent || ev.Now != "" || ev.Recorded != agentrt.Allow {
 		t.Fatalf("a policy failing now = %+v", ev)
 	}
 	failing = false
 
 	// Without the stored spec, only a given tool can stand in.
-	execSQL(t, rawDB(t, e.store), 1, `DELETE FROM tool_specs`)
-	rep, _ = agentrt.Recheck(ctx, e.store, "run-1", policy, agentrt.RecheckOptions{})
+	e.db.exec(t, 1, `DELETE FROM tool_specs`)
+	rep, _ = agentrt.Recheck(ctx, e.Store, "run-1", policy, agentrt.RecheckOptions{})
 	if ev := rep.Evaluations[0]; ev.Result != agentrt.RecheckNotRecheckable {
 		t.Fatalf("no spec = %+v", ev)
 	}
-	rep, _ = agentrt.Recheck(ctx, e.store, "run-1", policy, agentrt.RecheckOptions{Tools: tools(read)})
+	rep, _ = agentrt.Recheck(ctx, e.Store, "run-1", policy, agentrt.RecheckOptions{Tools: kit.Tools(read)})
 	if ev := rep.Evaluations[0]; ev.Result != agentrt.RecheckSame {
 		t.Fatalf("given the current tool = %+v", ev)
 	}
-	stricter := newTool("read", agentrt.ReadOnly, `{"type":"object","properties":{"path":{"type":"string","pattern":"^/tmp/"}}}`, nil)
-	rep, _ = agentrt.Recheck(ctx, e.store, "run-1", policy, agentrt.RecheckOptions{Tools: tools(stricter)})
+	stricter := kit.NewTool("read", agentrt.ReadOnly, `{"type":"object","properties":{"path":{"type":"string","pattern":"^/tmp/"}}}`, nil)
+	rep, _ = agentrt.Recheck(ctx, e.Store, "run-1", policy, agentrt.RecheckOptions{Tools: kit.Tools(stricter)})
 	if ev := rep.Evaluations[0]; ev.Result != agentrt.RecheckDifferent || ev.Now != "" {
 		t.Fatalf("a current tool refusing the arguments = %+v", ev)
 	}
 
-	if _, err := agentrt.Recheck(ctx, e.store, "no-such-run", policy, agentrt.RecheckOptions{}); !errors.Is(err, agentrt.ErrNotFound) {
+	if _, err := agentrt.Recheck(ctx, e.Store, "no-such-run", policy, agentrt.RecheckOptions{}); !errors.Is(err, agentrt.ErrNotFound) {
 		t.Fatalf("Recheck of a missing run = %v, want ErrNotFound", err)
 	}
 	if !reflect.DeepEqual(rep.Differences(), rep.Evaluations[:1]) {

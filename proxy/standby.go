@@ -1,0 +1,168 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/mcp"
+	"github.com/agentrt/agentrt/trace"
+)
+
+// standbyServer is an OAuth server whose login did not work when the
+// proxy started. Its tools are offered from the pin (mcp.Offline) and
+// answer UNAVAILABLE; the first call after the token file changes (a new
+// `agentrt-proxy login`) loads the server, and from then on each tool
+// whose loaded spec is the one offered calls through. Its prompts and
+// resources are not forwarded until the proxy starts again.
+type standbyServer struct {
+	cfg      ServerConfig
+	manifest *mcp.Manifest
+	tools    map[string]*standbyTool // by the server's tool name
+
+	mu    sync.Mutex
+	tried fileStamp // the token file as it was at the last attempt
+	once  bool      // an attempt was made
+	conn  *mcp.Connection
+	login atomic.Pointer[storedLogin]
+	up    atomic.Bool // loaded
+}
+
+// standbyTool is one tool of a standby server: the offline tool until the
+// server loads, the loaded one after.
+type standbyTool struct {
+	offline agentrt.Tool
+	live    atomic.Pointer[agentrt.Tool]
+}
+
+func (t *standbyTool) Spec() agentrt.ToolSpec { return t.offline.Spec() }
+
+func (t *standbyTool) Call(ctx context.Context, call agentrt.ToolCall) (agentrt.ToolResult, error) {
+	if l := t.live.Load(); l != nil {
+		return (*l).Call(ctx, call)
+	}
+	return t.offline.Call(ctx, call)
+}
+
+// loginLapsed reports whether err is a login that does not work.
+func loginLapsed(err error) bool {
+	return errors.Is(err, ErrLoginNeeded) || errors.Is(err, mcp.ErrNotAuthorized)
+}
+
+// offlineTools offers the tools of s, whose login did not work at start,
+// from its pin; the operator is told on stderr how to fix it.
+func (p *Proxy) offlineTools(s ServerConfig, m *mcp.Manifest, told bool) ([]agentrt.Tool, *mcp.Report, error) {
+	tools, rep, err := mcp.Offline(s.Server(), m, s.MCPRules())
+	if err != nil {
+		return nil, nil, err
+	}
+	sb := &standbyServer{cfg: s, manifest: m, tools: map[string]*standbyTool{}}
+	sb.tried, sb.once = stampOf(s.OAuth.Tokens)
+	out := make([]agentrt.Tool, len(tools))
+	for i, tl := range tools {
+		st := &standbyTool{offline: tl}
+		sb.tools[rep.Registered[i].Tool] = st
+		out[i] = st
+	}
+	if p.standby == nil {
+		p.standby = map[string]*standbyServer{}
+	}
+	p.standby[s.Name] = sb
+	if !told {
+		p.loginNeeded(s.Name)
+	}
+	return out, rep, nil
+}
+
+// reachable reports whether a call to server can go upstream: false for a
+// standby server that still cannot be loaded. A token file unchanged since
+// the last attempt is not tried again.
+func (p *Proxy) reachable(ctx context.Context, server string) bool {
+	sb := p.standby[server]
+	if sb == nil || sb.up.Load() {
+		return true
+	}
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if sb.up.Load() {
+		return true
+	}
+	st, _ := stampOf(sb.cfg.OAuth.Tokens)
+	if sb.once && st == sb.tried {
+		return false
+	}
+	sb.tried, sb.once = st, true
+	srv, err := sb.cfg.Dial(DialOptions{Lookup: p.opts.Lookup, OnLoginNeeded: p.loginNeeded})
+	if err != nil {
+		p.logf("agentrt-proxy: server %s is still not loaded: %s", sb.cfg.Name, trace.Sanitize(err.Error()))
+		return false
+	}
+	srv.Notifications = p.notifications(sb.cfg)
+	// Bounded by the server's connect timeout; a host that gives up on
+	// this call does not spend the attempt.
+	tools, rep, err := mcp.Load(context.WithoutCancel(ctx), srv, sb.manifest, sb.cfg.MCPRules())
+	if err != nil {
+		if rep != nil && rep.Connection != nil {
+			rep.Connection.Close()
+		}
+		p.logf("agentrt-proxy: server %s is still not loaded: %s", sb.cfg.Name, trace.Sanitize(err.Error()))
+		return false
+	}
+	sb.conn = rep.Connection
+	if l, ok := srv.OAuthHandler.(*storedLogin); ok {
+		sb.login.Store(l)
+	}
+	for i, tl := range tools {
+		st := sb.tools[rep.Registered[i].Tool]
+		if st == nil || !sameSpec(st.offline.Spec(), tl.Spec()) {
+			// Changed since the pin was read at start: refused until the
+			// proxy starts again with a reviewed pin.
+			continue
+		}
+		st.live.Store(&tl)
+	}
+	for _, name := range slices.Sorted(maps.Keys(sb.tools)) {
+		if sb.tools[name].live.Load() == nil {
+			p.logf("agentrt-proxy: server %s: tool %s did not load as pinned; it answers UNAVAILABLE until the proxy starts again (check with `agentrt-proxy check`)", sb.cfg.Name, trace.Sanitize(name))
+		}
+	}
+	sb.up.Store(true)
+	p.logf("agentrt-proxy: server %s is loaded after a new login", sb.cfg.Name)
+	return true
+}
+
+// sameSpec reports whether a loaded tool is the one offered at start.
+func sameSpec(a, b agentrt.ToolSpec) bool {
+	return a.Name == b.Name && a.Description == b.Description && a.SideEffect == b.SideEffect &&
+		a.Timeout == b.Timeout && a.Terminal == b.Terminal && bytes.Equal(a.InputSchema, b.InputSchema)
+}
+
+// standbyLive reports whether tool t of a standby server has its loaded
+// tool; a tool of any other server has.
+func (p *Proxy) standbyLive(t *ptool) bool {
+	sb := p.standby[t.server]
+	if sb == nil {
+		return true
+	}
+	st := sb.tools[t.upstream]
+	return st != nil && st.live.Load() != nil
+}
+
+// closeStandby ends the connections standby servers opened.
+func (p *Proxy) closeStandby() []error {
+	var errs []error
+	for _, sb := range p.standby {
+		sb.mu.Lock()
+		if sb.conn != nil {
+			errs = append(errs, sb.conn.Close())
+			sb.conn = nil
+		}
+		sb.mu.Unlock()
+	}
+	return errs
+}
