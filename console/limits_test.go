@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/console"
-	"github.com/agentrt/agentrt/internal/testrig"
+	"github.com/agentrt/agentrt/internal/enginekit"
 )
 
 // loginBegin posts a sign-in start from remote and returns the status.
@@ -29,7 +29,7 @@ func loginBegin(h *console.Handler, remote string) int {
 // capacity it forgets the oldest source under its limit first, so a flood
 // of new sources does not reset a source at its limit.
 func TestHandler_SignInLimiterKeysIPv6By64AndEvictsOldestFirst(t *testing.T) {
-	c := testrig.NewClock(consoleT0)
+	c := enginekit.ClockAt(consoleT0)
 	cfg := console.DefaultConfig(openStore(t), "http://localhost:7380")
 	cfg.AuthRate, cfg.Now = 3, c.Now
 	h, err := console.New(cfg)
@@ -66,7 +66,7 @@ func TestHandler_SignInLimiterKeysIPv6By64AndEvictsOldestFirst(t *testing.T) {
 // Begun ceremonies are bounded: each sign-in start stores one, expired
 // ones are dropped as new ones come, and past the bound the oldest goes.
 func TestHandler_CeremoniesAreBoundedAndExpire(t *testing.T) {
-	c := testrig.NewClock(consoleT0)
+	c := enginekit.ClockAt(consoleT0)
 	cfg := console.DefaultConfig(openStore(t), "http://localhost:7380")
 	cfg.AuthRate, cfg.Now = 1_000_000, c.Now
 	h, err := console.New(cfg)

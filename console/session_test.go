@@ -12,6 +12,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/console"
+	"github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/internal/testrig"
 	"github.com/agentrt/agentrt/sqlite"
 )
@@ -36,7 +37,7 @@ type sessionRig struct {
 	t      *testing.T
 	path   string
 	store  *countingStore
-	clock  *testrig.Clock
+	clock  *enginekit.FakeClock
 	h      *console.Handler
 	srv    *httptest.Server
 	cookie *http.Cookie
@@ -45,7 +46,7 @@ type sessionRig struct {
 func newSessionRig(t *testing.T, mod func(*console.Config)) *sessionRig {
 	t.Helper()
 	st, path := testrig.DB(t)
-	r := &sessionRig{t: t, path: path, store: &countingStore{Store: st}, clock: testrig.NewClock(consoleT0)}
+	r := &sessionRig{t: t, path: path, store: &countingStore{Store: st}, clock: enginekit.ClockAt(consoleT0)}
 	cfg := console.DefaultConfig(r.store, "http://localhost:7380")
 	cfg.Now = r.clock.Now
 	cfg.PollInterval = 20 * time.Millisecond
