@@ -49,10 +49,6 @@ type wireToolDef struct {
 	Parameters  json.RawMessage `json:"parameters"`
 }
 
-func badRequest(format string, args ...any) error {
-	return providers.BadRequest(provider, format, args...)
-}
-
 // encode maps a provider-neutral request to a chat-completions body.
 func (m *Model) encode(req agentrt.ModelRequest) ([]byte, error) {
 	maxOut, err := providers.OutputCap(provider, req, m.maxOut)
