@@ -155,6 +155,14 @@ func enrollTx(tx Tx, n NewApprover, id string, now time.Time, inviteID string) (
 	return a, event(tx, "", "", now, EventApproverEnrolled, p)
 }
 
+// idOrNew is the id n asks for, or a new random one.
+func (n NewApprover) idOrNew() string {
+	if n.ID != "" {
+		return n.ID
+	}
+	return newRandomID()
+}
+
 // EnrollApprover enrolls an approver directly, as 'agentrt approvers add'
 // does: anyone who can write the database can, and the approver.enrolled
 // event names who did.
@@ -163,10 +171,7 @@ func (o Operator) EnrollApprover(ctx context.Context, n NewApprover) (Approver, 
 		return Approver{}, err
 	}
 	now := o.now()
-	id := n.ID
-	if id == "" {
-		id = newRandomID()
-	}
+	id := n.idOrNew()
 	var a Approver
 	err := o.write(ctx, func(tx Tx) error {
 		var err error
@@ -262,10 +267,7 @@ func inviteUsable(tx Tx, token string, now time.Time) (ApproverInvite, error) {
 // invitation. n.Name must be the invitation's, and n.By is ignored.
 func (o Operator) EnrollInvited(ctx context.Context, token string, n NewApprover) (Approver, error) {
 	now := o.now()
-	id := n.ID
-	if id == "" {
-		id = newRandomID()
-	}
+	id := n.idOrNew()
 	var a Approver
 	err := o.write(ctx, func(tx Tx) error {
 		inv, err := inviteUsable(tx, token, now)

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentrt/agentrt/internal/ctxsleep"
 	"github.com/agentrt/agentrt/internal/textcut"
 )
 
@@ -554,14 +555,7 @@ func (c *modelCaller) sleep(ctx context.Context, d time.Duration) error {
 	if c.cfg.sleep != nil {
 		return c.cfg.sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return ctxsleep.Sleep(ctx, d)
 }
 
 // costOf prices usage: uncached input, cached input and output, each

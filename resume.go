@@ -383,11 +383,7 @@ func (s *session) resumeInterrupted(ctx context.Context) (Verdict, error) {
 		// the owner's heartbeat may have renewed it since it was read, and a
 		// renewal changes neither owner nor generation, so the
 		// compare-and-set below would not notice.
-		cur, err := tx.RunGet(s.runID)
-		if err != nil {
-			return err
-		}
-		if err := s.mayTakeLease(ctx, tx, cur); err != nil {
+		if err := s.mayTakeLease(ctx, tx); err != nil {
 			return err
 		}
 		if err := tx.RunUpdate(RunUpdate{ID: s.runID, From: onlyRunning, CheckLease: true, Owner: run.LeaseOwner,

@@ -308,11 +308,7 @@ func (s *session) startEnqueued(ctx context.Context) (Verdict, error) {
 	exp := s.lease.expiry()
 	gen := run.Generation + 1
 	err := s.write(ctx, func(tx Tx) error {
-		cur, err := tx.RunGet(s.runID)
-		if err != nil {
-			return err
-		}
-		if err := s.mayTakeLease(ctx, tx, cur); err != nil {
+		if err := s.mayTakeLease(ctx, tx); err != nil {
 			return err
 		}
 		if err := tx.RunUpdate(RunUpdate{ID: s.runID, From: []RunStatus{RunEnqueued}, CheckLease: true, Owner: run.LeaseOwner,

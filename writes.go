@@ -562,12 +562,16 @@ func (s *session) enter(ctx context.Context, resumed RunResumedPayload, fn func(
 }
 
 // mayTakeLease is the one lease takeover judgement: inside tx, on the row
-// as it is now (cur), this session may take the run's lease unless another
-// owner holds it and it is still live by the lease clock. The holder's
-// heartbeat may have renewed it since it was last read, and a renewal
-// changes neither owner nor generation, so a compare-and-set alone would
-// not notice.
-func (s *session) mayTakeLease(ctx context.Context, tx Tx, cur Run) error {
+// as it is now (read again here), this session may take the run's lease
+// unless another owner holds it and it is still live by the lease clock.
+// The holder's heartbeat may have renewed it since it was last read, and a
+// renewal changes neither owner nor generation, so a compare-and-set alone
+// would not notice.
+func (s *session) mayTakeLease(ctx context.Context, tx Tx) error {
+	cur, err := tx.RunGet(s.runID)
+	if err != nil {
+		return err
+	}
 	if cur.LeaseOwner == "" || cur.LeaseOwner == s.lease.owner {
 		return nil
 	}

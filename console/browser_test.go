@@ -19,6 +19,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/console"
+	"github.com/agentrt/agentrt/internal/testrig"
 	"github.com/agentrt/agentrt/scripted"
 	"github.com/agentrt/agentrt/sqlite"
 	"github.com/chromedp/cdproto/cdp"
@@ -63,12 +64,7 @@ type consoleEnv struct {
 
 func newConsoleEnv(t *testing.T) *consoleEnv {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "runs.db")
-	st, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st, path := testrig.DB(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

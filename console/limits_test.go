@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/console"
+	"github.com/agentrt/agentrt/internal/enginekit"
 )
 
 // loginBegin posts a sign-in start from remote and returns the status.
@@ -28,7 +29,7 @@ func loginBegin(h *console.Handler, remote string) int {
 // capacity it forgets the oldest source under its limit first, so a flood
 // of new sources does not reset a source at its limit.
 func TestHandler_SignInLimiterKeysIPv6By64AndEvictsOldestFirst(t *testing.T) {
-	c := &clock{t: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	c := enginekit.ClockAt(consoleT0)
 	cfg := console.DefaultConfig(openStore(t), "http://localhost:7380")
 	cfg.AuthRate, cfg.Now = 3, c.Now
 	h, err := console.New(cfg)
@@ -48,7 +49,7 @@ func TestHandler_SignInLimiterKeysIPv6By64AndEvictsOldestFirst(t *testing.T) {
 	}
 	// A flood of more new sources than the limiter keeps, each once, a
 	// second later: they forget one another, not the /64 at its limit.
-	c.Add(time.Second)
+	c.Advance(time.Second)
 	for i := 0; i < 10001; i++ {
 		loginBegin(h, fmt.Sprintf("10.%d.%d.%d:1", i>>16&255, i>>8&255, i&255))
 	}
@@ -56,7 +57,7 @@ func TestHandler_SignInLimiterKeysIPv6By64AndEvictsOldestFirst(t *testing.T) {
 		t.Fatalf("the /64 at its limit after 10,001 other sources: %d, want still 429", code)
 	}
 	// The window passes: a fresh allowance.
-	c.Add(time.Minute)
+	c.Advance(time.Minute)
 	if code := loginBegin(h, "[2001:db8:0:1::9]:1"); code != http.StatusOK {
 		t.Fatalf("after the minute: %d", code)
 	}
@@ -65,7 +66,7 @@ func TestHandler_SignInLimiterKeysIPv6By64AndEvictsOldestFirst(t *testing.T) {
 // Begun ceremonies are bounded: each sign-in start stores one, expired
 // ones are dropped as new ones come, and past the bound the oldest goes.
 func TestHandler_CeremoniesAreBoundedAndExpire(t *testing.T) {
-	c := &clock{t: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	c := enginekit.ClockAt(consoleT0)
 	cfg := console.DefaultConfig(openStore(t), "http://localhost:7380")
 	cfg.AuthRate, cfg.Now = 1_000_000, c.Now
 	h, err := console.New(cfg)
@@ -78,7 +79,7 @@ func TestHandler_CeremoniesAreBoundedAndExpire(t *testing.T) {
 	if n := console.Ceremonies(h); n != 10 {
 		t.Fatalf("%d ceremonies held, want 10", n)
 	}
-	c.Add(3 * time.Minute) // past their lifetime
+	c.Advance(3 * time.Minute) // past their lifetime
 	loginBegin(h, "192.0.2.1:1")
 	if n := console.Ceremonies(h); n != 1 {
 		t.Fatalf("%d ceremonies held after the others expired, want 1", n)

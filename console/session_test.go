@@ -5,35 +5,20 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/console"
+	"github.com/agentrt/agentrt/internal/enginekit"
+	"github.com/agentrt/agentrt/internal/testrig"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
-// clock is a settable clock for sessions.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+// consoleT0 is where every session clock starts.
+var consoleT0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 
 // countingStore is a real store that counts the reads a live stream makes.
 type countingStore struct {
@@ -52,7 +37,7 @@ type sessionRig struct {
 	t      *testing.T
 	path   string
 	store  *countingStore
-	clock  *clock
+	clock  *enginekit.FakeClock
 	h      *console.Handler
 	srv    *httptest.Server
 	cookie *http.Cookie
@@ -60,19 +45,15 @@ type sessionRig struct {
 
 func newSessionRig(t *testing.T, mod func(*console.Config)) *sessionRig {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "runs.db")
-	st, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	r := &sessionRig{t: t, path: path, store: &countingStore{Store: st}, clock: &clock{t: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}}
+	st, path := testrig.DB(t)
+	r := &sessionRig{t: t, path: path, store: &countingStore{Store: st}, clock: enginekit.ClockAt(consoleT0)}
 	cfg := console.DefaultConfig(r.store, "http://localhost:7380")
 	cfg.Now = r.clock.Now
 	cfg.PollInterval = 20 * time.Millisecond
 	if mod != nil {
 		mod(&cfg)
 	}
+	var err error
 	if r.h, err = console.New(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -234,12 +215,12 @@ func TestConsole_RemovedApproverSessionEnds(t *testing.T) {
 func TestConsole_SessionHasAnAbsoluteLifetime(t *testing.T) {
 	r := newSessionRig(t, func(c *console.Config) { c.SessionLifetime = 2 * time.Hour })
 	for elapsed := time.Duration(0); elapsed+14*time.Minute < 2*time.Hour; elapsed += 14 * time.Minute {
-		r.clock.Add(14 * time.Minute)
+		r.clock.Advance(14 * time.Minute)
 		if !r.signedIn() {
 			t.Fatalf("the session ended %s after sign-in, before its lifetime", elapsed+14*time.Minute)
 		}
 	}
-	r.clock.Add(14 * time.Minute) // 2h06m
+	r.clock.Advance(14 * time.Minute) // 2h06m
 	if r.signedIn() {
 		t.Fatal("a session touched every 14 minutes outlived its 2h lifetime")
 	}
@@ -253,16 +234,16 @@ func TestConsole_SessionHasAnAbsoluteLifetime(t *testing.T) {
 // does not.
 func TestConsole_IdleTimeoutEndsTheSession(t *testing.T) {
 	r := newSessionRig(t, func(c *console.Config) { c.IdleTimeout = 15 * time.Minute })
-	r.clock.Add(15*time.Minute - time.Second)
+	r.clock.Advance(15*time.Minute - time.Second)
 	if !r.signedIn() {
 		t.Fatal("the session ended inside its idle timeout")
 	}
-	r.clock.Add(15 * time.Minute)
+	r.clock.Advance(15 * time.Minute)
 	if r.signedIn() {
 		t.Fatal("a session idle for 15 minutes still serves the inbox")
 	}
 	// Ended means gone: coming back within the timeout does not revive it.
-	r.clock.Add(-10 * time.Minute)
+	r.clock.Advance(-10 * time.Minute)
 	if r.signedIn() {
 		t.Fatal("an idled-out session came back")
 	}
@@ -293,20 +274,20 @@ func TestConsole_EventStreamEndsWithItsSession(t *testing.T) {
 		r := newSessionRig(t, nil)
 		s := r.openStream()
 		s.stillOpen(t, "inside the idle timeout", 100*time.Millisecond)
-		r.clock.Add(15 * time.Minute)
+		r.clock.Advance(15 * time.Minute)
 		s.waitEnded(t, "at the idle timeout")
 	})
 	t.Run("lifetime", func(t *testing.T) {
 		r := newSessionRig(t, func(c *console.Config) { c.SessionLifetime = time.Hour })
 		s := r.openStream()
 		for i := 0; i < 4; i++ {
-			r.clock.Add(14 * time.Minute)
+			r.clock.Advance(14 * time.Minute)
 			if !r.signedIn() {
 				t.Fatal("the session ended early")
 			}
 		}
 		s.stillOpen(t, "inside the lifetime", 60*time.Millisecond)
-		r.clock.Add(5 * time.Minute)
+		r.clock.Advance(5 * time.Minute)
 		s.waitEnded(t, "at the lifetime")
 	})
 	t.Run("cap and one poll", func(t *testing.T) {

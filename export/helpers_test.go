@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/testrig"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
@@ -17,16 +17,7 @@ var t0 = time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
 
 // newDB creates a runs database in a fresh directory and returns the
 // writer's store and the path.
-func newDB(t testing.TB) (*sqlite.Store, string) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "runs.db")
-	st, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st, path
-}
+func newDB(t testing.TB) (*sqlite.Store, string) { return testrig.DB(t) }
 
 // openRO opens path read-only, as a follower should.
 func openRO(t testing.TB, path string) *sqlite.Store {

@@ -26,6 +26,10 @@ type Settings struct {
 	// Auth sets the key on a request's header; it is called only with a
 	// key that is set. BearerAuth and HeaderAuth make the usual ones.
 	Auth func(h http.Header, key string)
+	// Exchange is the adapter's wire format.
+	Exchange Exchange
+	// Header is sent with every request besides the key's (nil for none).
+	Header http.Header
 
 	// The Config's common fields, as the consumer set them.
 	BaseURL         string
@@ -44,16 +48,19 @@ func HeaderAuth(name string) func(http.Header, string) {
 	return func(h http.Header, key string) { h.Set(name, key) }
 }
 
-// Base is what every adapter's Model shares: its names, endpoint, key and
-// client, and the methods that print and encode it with the key redacted
-// (Name, Provider, String, GoString, Format, MarshalJSON). An adapter's
-// Model embeds it under an unexported alias, so its methods are the
-// Model's and its fields no one else's.
+// Base is what every adapter's Model shares: its names, endpoint, key,
+// client and wire format, the methods that print and encode it with the
+// key redacted (Name, Provider, String, GoString, Format, MarshalJSON), and
+// the ones that send a request (Generate, EncodeRequest, SendEncoded). An
+// adapter's Model embeds it under an unexported alias, so its methods are
+// the Model's and its fields no one else's.
 type Base struct {
 	id       Identity
 	endpoint string
 	client   *http.Client
 	auth     func(http.Header, string)
+	x        Exchange
+	header   http.Header
 }
 
 // NewBase validates s the way every adapter does and returns the Base: it
@@ -88,6 +95,8 @@ func NewBase(s Settings) (Base, error) {
 		endpoint: base + s.Path,
 		client:   client,
 		auth:     s.Auth,
+		x:        s.Exchange,
+		header:   s.Header,
 	}, nil
 }
 
@@ -118,23 +127,23 @@ type Exchange struct {
 	Decode func(body []byte, key string) (agentrt.ModelResponse, error)
 }
 
-// Generate is every adapter's Generate: encode the request, send it with
-// the key set as the adapter sets it (and any extra header), decode the
-// reply. It does not retry. Failures are classified as Send classifies
-// them, and the key is in none of them.
-func Generate(ctx context.Context, b *Base, x Exchange, extra http.Header, req agentrt.ModelRequest) (agentrt.ModelResponse, error) {
-	enc, err := Encode(b, x, req)
+// Generate encodes req, sends it with the key set as the adapter sets it
+// (and the adapter's extra header), and decodes the reply. It does not
+// retry. Failures are classified as Send classifies them, and the key is
+// in none of them.
+func (b *Base) Generate(ctx context.Context, req agentrt.ModelRequest) (agentrt.ModelResponse, error) {
+	enc, err := b.EncodeRequest(req)
 	if err != nil {
 		return agentrt.ModelResponse{}, err
 	}
-	return SendEncoded(ctx, b, x, extra, enc)
+	return b.SendEncoded(ctx, req, enc)
 }
 
-// Encode is every adapter's EncodeRequest (agentrt.EncodedModel): the exact
-// body Generate sends for req and the endpoint's host, for the egress
-// manifest the caller records before transport.
-func Encode(b *Base, x Exchange, req agentrt.ModelRequest) (agentrt.EncodedRequest, error) {
-	body, err := x.Encode(req)
+// EncodeRequest is the exact body Generate sends for req and the
+// endpoint's host (agentrt.EncodedModel), for the egress manifest the
+// caller records before transport.
+func (b *Base) EncodeRequest(req agentrt.ModelRequest) (agentrt.EncodedRequest, error) {
+	body, err := b.x.Encode(req)
 	if err != nil {
 		return agentrt.EncodedRequest{}, err
 	}
@@ -145,10 +154,10 @@ func Encode(b *Base, x Exchange, req agentrt.ModelRequest) (agentrt.EncodedReque
 	return agentrt.EncodedRequest{Host: host, Body: body}, nil
 }
 
-// SendEncoded is every adapter's SendEncoded: Generate's send and decode of
-// a body Encode made, so the bytes sent are the bytes the manifest names.
-func SendEncoded(ctx context.Context, b *Base, x Exchange, extra http.Header, enc agentrt.EncodedRequest) (agentrt.ModelResponse, error) {
-	header := extra.Clone()
+// SendEncoded sends a body EncodeRequest made and decodes the reply as
+// Generate does, so the bytes sent are the bytes the manifest names.
+func (b *Base) SendEncoded(ctx context.Context, _ agentrt.ModelRequest, enc agentrt.EncodedRequest) (agentrt.ModelResponse, error) {
+	header := b.header.Clone()
 	if header == nil {
 		header = http.Header{}
 	}
@@ -160,5 +169,5 @@ func SendEncoded(ctx context.Context, b *Base, x Exchange, extra http.Header, en
 	if err != nil {
 		return agentrt.ModelResponse{}, err
 	}
-	return x.Decode(data, key)
+	return b.x.Decode(data, key)
 }

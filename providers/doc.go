@@ -3,7 +3,10 @@
 // checks that keep an API key on the machine over plain http, status and
 // transport classification into the runtime's error vocabulary, usage
 // validation, price tables, and Secret, the type every adapter's Config
-// holds its key in so that no encoding of the Config shows it.
+// holds its key in so that no encoding of the Config shows it. Base gives an
+// adapter's Model its names, redaction and sending (Generate, EncodeRequest,
+// SendEncoded) from an Exchange, the adapter's encode and decode; the
+// helpers in wire.go are the parts of those every wire format shares.
 //
 // It depends only on the standard library and the root package. The adapters
 // themselves live in providers/openai, providers/anthropic and

@@ -362,19 +362,9 @@ func (k *kit) hook(point, runID string, step int) {
 
 // drive runs one driver (or gate) over the run.
 func (k *kit) drive(ctx context.Context, sc Scenario, st agentrt.Store, tools []agentrt.Tool, wall func() time.Time, first bool) error {
+	eng := agentrt.EngineConfig{Store: st, Policy: sc.Policy, Tools: tools, Reconcile: sc.Reconcile, Now: sc.Now, LeaseTTL: sc.LeaseTTL, LeaseOwner: "testkit"}
 	if sc.Agent != nil {
-		d, err := agentrt.NewDriver(agentrt.Config{
-			EngineConfig: agentrt.EngineConfig{
-				Store:      st,
-				Policy:     sc.Policy,
-				Tools:      tools,
-				Reconcile:  sc.Reconcile,
-				Now:        sc.Now,
-				LeaseTTL:   sc.LeaseTTL,
-				LeaseOwner: "testkit",
-			},
-			Agent: sc.Agent,
-		})
+		d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: eng, Agent: sc.Agent})
 		if err != nil {
 			return err
 		}
@@ -386,17 +376,7 @@ func (k *kit) drive(ctx context.Context, sc Scenario, st agentrt.Store, tools []
 		}
 		return err
 	}
-	g, err := agentrt.NewGate(agentrt.GateConfig{
-		EngineConfig: agentrt.EngineConfig{
-			Store:      st,
-			Policy:     sc.Policy,
-			Tools:      tools,
-			Reconcile:  sc.Reconcile,
-			Now:        sc.Now,
-			LeaseTTL:   sc.LeaseTTL,
-			LeaseOwner: "testkit",
-		},
-	})
+	g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: eng})
 	if err != nil {
 		return err
 	}

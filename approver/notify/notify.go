@@ -22,6 +22,7 @@ import (
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/approver/internal/sign"
 	"github.com/agentrt/agentrt/export"
+	"github.com/agentrt/agentrt/internal/ctxsleep"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -452,14 +453,7 @@ func (n *Notifier) sleep(ctx context.Context, d time.Duration) error {
 	if n.cfg.Sleep != nil {
 		return n.cfg.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return ctxsleep.Sleep(ctx, d)
 }
 
 // permanentError is an answer that retrying will not change.

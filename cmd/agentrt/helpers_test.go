@@ -164,34 +164,7 @@ func runBin(t *testing.T, bin string, env []string, args ...string) result {
 // waitingRuns makes n runs on dsn that each wait for the approval of a
 // remote send, and returns their ids.
 func waitingRuns(t *testing.T, dsn string, n int) []string {
-	t.Helper()
-	ctx := context.Background()
-	st, err := postgres.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	send := agentrt.ToolFunc{
-		ToolSpec: agentrt.ToolSpec{Name: "send", Description: "send", SideEffect: agentrt.RemoteMutation, Timeout: 10 * time.Second,
-			InputSchema: json.RawMessage(`{"type":"object"}`)},
-		Fn: func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
-			return agentrt.ToolResult{Content: json.RawMessage(`{}`)}, nil
-		},
-	}
-	var ids []string
-	for i := 0; i < n; i++ {
-		d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{send}},
-			Agent: &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("send", `{"to":"x"}`, "send"), scripted.Complete(`{}`)}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := d.Start(ctx, "send x", agentrt.DefaultLimits())
-		if err != nil || r.Status != agentrt.RunWaiting {
-			t.Fatalf("run = %s, %v", r.Status, err)
-		}
-		ids = append(ids, r.ID)
-	}
-	return ids
+	return pgRuns(t, dsn, n, agentrt.RemoteMutation, "send", `{"to":"x"}`, "send", "send x", agentrt.RunWaiting)
 }
 
 // oneSentence fails unless text is one line ending in a full stop.
@@ -209,6 +182,13 @@ func openReadOnly(dsn string) (*postgres.Store, error) {
 
 // finishedRun makes one completed run on dsn, with one read-only tool call.
 func finishedRun(t *testing.T, dsn string) string {
+	return pgRuns(t, dsn, 1, agentrt.ReadOnly, "read", `{}`, "look", "look", agentrt.RunCompleted)[0]
+}
+
+// pgRuns starts n runs on dsn with goal, each calling the one tool (name,
+// with side effect side) once with args for reason and then completing,
+// checks that each is want once started, and returns their ids.
+func pgRuns(t *testing.T, dsn string, n int, side agentrt.SideEffect, name, args, reason, goal string, want agentrt.RunStatus) []string {
 	t.Helper()
 	ctx := context.Background()
 	st, err := postgres.Open(ctx, dsn)
@@ -216,21 +196,25 @@ func finishedRun(t *testing.T, dsn string) string {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	read := agentrt.ToolFunc{
-		ToolSpec: agentrt.ToolSpec{Name: "read", Description: "read", SideEffect: agentrt.ReadOnly, Timeout: 10 * time.Second,
+	tool := agentrt.ToolFunc{
+		ToolSpec: agentrt.ToolSpec{Name: name, Description: name, SideEffect: side, Timeout: 10 * time.Second,
 			InputSchema: json.RawMessage(`{"type":"object"}`)},
 		Fn: func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 			return agentrt.ToolResult{Content: json.RawMessage(`{}`), Summary: "ok"}, nil
 		},
 	}
-	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{read}},
-		Agent: &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("read", `{}`, "look"), scripted.Complete(`{}`)}}})
-	if err != nil {
-		t.Fatal(err)
+	var ids []string
+	for i := 0; i < n; i++ {
+		d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{tool}},
+			Agent: &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall(name, args, reason), scripted.Complete(`{}`)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := d.Start(ctx, goal, agentrt.DefaultLimits())
+		if err != nil || r.Status != want {
+			t.Fatalf("run = %s, %v; want %s", r.Status, err, want)
+		}
+		ids = append(ids, r.ID)
 	}
-	r, err := d.Start(ctx, "look", agentrt.DefaultLimits())
-	if err != nil || r.Status != agentrt.RunCompleted {
-		t.Fatalf("run = %s, %v", r.Status, err)
-	}
-	return r.ID
+	return ids
 }

@@ -163,3 +163,33 @@ func TestOpen_ReadOnlyIsEnforcedByTheServer(t *testing.T) {
 		t.Fatalf("a write on a read-only store = %v, want the server's read-only refusal", err)
 	}
 }
+
+// A message that names a database given as a DSN with a password names it
+// without the password: a missing run or budget, for each command that
+// reports one.
+func TestCLI_MessagesNameADSNWithoutItsPassword(t *testing.T) {
+	bin := build(t, "agentrt", "cmd/agentrt")
+	dsn := freshDSN(t)
+	waitingRuns(t, dsn, 1)
+	exec1(t, dsn, `DO $$ BEGIN CREATE ROLE agentrt_pw LOGIN PASSWORD 'right-password';
+		EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$`)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := u.Query().Get("search_path")
+	exec1(t, dsn, "GRANT USAGE ON SCHEMA "+schema+" TO agentrt_pw; GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "+schema+
+		" TO agentrt_pw; GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA "+schema+" TO agentrt_pw")
+	u.User = url.UserPassword("agentrt_pw", "right-password")
+	for _, args := range [][]string{
+		{"show", "no-such-run"}, {"events", "no-such-run"}, {"cancel", "no-such-run", "-by", "a"}, {"budgets", "show", "no-such-budget"},
+	} {
+		r := runBin(t, bin, nil, append([]string{"-db", u.String()}, args...)...)
+		if r.code != 1 || !strings.Contains(r.stderr, "no-such-") {
+			t.Errorf("agentrt %v = %d, want 1 naming what is missing\n%s", args, r.code, r.stderr)
+		}
+		if strings.Contains(r.stdout+r.stderr, "right-password") {
+			t.Errorf("agentrt %v printed the password: %s", args, r.stderr)
+		}
+	}
+}

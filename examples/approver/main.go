@@ -39,6 +39,7 @@ import (
 	"github.com/agentrt/agentrt/approver/notify"
 	"github.com/agentrt/agentrt/approver/webhook"
 	"github.com/agentrt/agentrt/export"
+	"github.com/agentrt/agentrt/internal/files"
 	"github.com/agentrt/agentrt/scripted"
 	"github.com/agentrt/agentrt/sqlite"
 )
@@ -66,22 +67,16 @@ func main() {
 	}
 }
 
-// readSecret reads a secret from a file only its owner can read.
+// maxSecretFile bounds a secret file's size.
+const maxSecretFile = 4 << 10
+
+// readSecret reads a secret from a file only its owner can read or write,
+// through the rule every secret agentrt reads is held to (files.ReadSecret).
 func readSecret(path string) ([]byte, error) {
 	if path == "" {
 		return nil, errors.New("a secret file is required")
 	}
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("%s has mode %04o; a secret file must be owner-only (chmod 600)", path, fi.Mode().Perm())
-	}
-	b, err := os.ReadFile(path)
+	b, err := files.ReadSecret(path, maxSecretFile)
 	if err != nil {
 		return nil, err
 	}

@@ -276,6 +276,12 @@ func (x *Exporter) Handle(ctx context.Context, e agentrt.Event) error {
 	return nil
 }
 
+// stepEvent adds ev to its step's span as a span event named for its type,
+// with attributes kv.
+func (ev *event) stepEvent(kv []attribute.KeyValue) {
+	ev.st.span.AddEvent(string(ev.e.Type), trace.WithTimestamp(ev.e.At), trace.WithAttributes(kv...))
+}
+
 func (x *Exporter) runCreated(ev *event, p agentrt.RunCreatedPayload) error {
 	a := ev.a
 	a.str("run.id", ev.e.RunID)
@@ -353,7 +359,7 @@ func (x *Exporter) stepDecided(ev *event, p agentrt.Decision) error {
 	a.str("decision.invalid_result", p.InvalidResult)
 	a.bool("decision.invalid_base64", p.InvalidBase64)
 	ev.st.span.SetAttributes(a.kv[1:]...)
-	ev.st.span.AddEvent(string(ev.e.Type), trace.WithTimestamp(ev.e.At), trace.WithAttributes(a.kv[:1]...))
+	ev.stepEvent(a.kv[:1])
 	return nil
 }
 
@@ -365,30 +371,18 @@ func (x *Exporter) stepPolicy(ev *event, p agentrt.StepPolicyPayload) error {
 	a.str("policy.id", p.PolicyID)
 	a.str("policy.spec_hash", p.SpecHash)
 	ev.st.span.SetAttributes(a.kv[1:]...)
-	ev.st.span.AddEvent(string(ev.e.Type), trace.WithTimestamp(ev.e.At), trace.WithAttributes(a.kv...))
+	ev.stepEvent(a.kv)
 	return nil
 }
 
 func (x *Exporter) toolStarted(ev *event, p agentrt.ToolStartedPayload) error {
-	e, a := ev.e, ev.a
-	a.str("tool.name", p.Tool)
-	a.add(semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolTypeKey.String("function"))
-	a.str(string(semconv.GenAIToolNameKey), p.Tool)
-	a.str(string(semconv.GenAIToolCallIDKey), e.StepID)
-	name := SpanTool
-	if safeName(p.Tool) {
-		name += " " + p.Tool
-	}
-	s, err := x.start(ev.ctx, e.RunID, kindTool, e.StepID, SpanID(kindStep, e.StepID), name, trace.SpanKindInternal, e.At, a.kv)
-	if err != nil {
-		return err
-	}
-	ev.rs.open[kindTool+"\x00"+e.StepID] = s
-	return nil
+	ev.a.str("tool.name", p.Tool)
+	toolAttrs(ev.a, p.Tool, ev.e.StepID)
+	return x.openChild(ev, toolSpan(ev, p.Tool), ev.e.At, ev.a.kv)
 }
 
 func (x *Exporter) toolFinished(ev *event, p agentrt.ToolFinishedPayload) error {
-	e, a, rs := ev.e, ev.a, ev.rs
+	e, a := ev.e, ev.a
 	a.str("tool.name", p.Tool)
 	if ev.p != nil && !p.Late {
 		a.int("tool.duration_ms", p.DurationMS)
@@ -410,29 +404,17 @@ func (x *Exporter) toolFinished(ev *event, p agentrt.ToolFinishedPayload) error 
 		s.End(trace.WithTimestamp(e.At))
 		return nil
 	}
-	key := kindTool + "\x00" + e.StepID
-	s := rs.open[key]
-	if s == nil {
-		// Started before a restart.
-		b := &attrs{max: x.maxText}
-		b.add(semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolTypeKey.String("function"))
-		b.str(string(semconv.GenAIToolNameKey), p.Tool)
-		b.str(string(semconv.GenAIToolCallIDKey), e.StepID)
+	s, err := x.takeChild(ev, toolSpan(ev, p.Tool), func(b *attrs) (time.Time, bool) {
+		toolAttrs(b, p.Tool, e.StepID)
 		start, known := x.eventStart(ev.ctx, e, agentrt.EventToolStarted)
 		if !known && ev.p != nil {
 			start = e.At.Add(-time.Duration(p.DurationMS) * time.Millisecond)
 		}
-		b.bool("span.start_unknown", !known)
-		name := SpanTool
-		if safeName(p.Tool) {
-			name += " " + p.Tool
-		}
-		var err error
-		if s, err = x.start(ev.ctx, e.RunID, kindTool, e.StepID, SpanID(kindStep, e.StepID), name, trace.SpanKindInternal, start, b.kv); err != nil {
-			return err
-		}
+		return start, known
+	})
+	if err != nil {
+		return err
 	}
-	delete(rs.open, key)
 	s.SetAttributes(a.kv[1:]...)
 	if p.Error != "" {
 		s.SetAttributes(semconv.ErrorTypeKey.String("tool_error"))
@@ -442,6 +424,17 @@ func (x *Exporter) toolFinished(ev *event, p agentrt.ToolFinishedPayload) error 
 	return nil
 }
 
+// toolAttrs are the GenAI attributes of a tool's span.
+func toolAttrs(a *attrs, tool, stepID string) {
+	a.add(semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolTypeKey.String("function"))
+	a.str(string(semconv.GenAIToolNameKey), tool)
+	a.str(string(semconv.GenAIToolCallIDKey), stepID)
+}
+
+func toolSpan(ev *event, tool string) child {
+	return child{kindTool, ev.e.StepID, spanName(SpanTool, tool), trace.SpanKindInternal}
+}
+
 func (x *Exporter) stepFailed(ev *event, p agentrt.StepFailedPayload) error {
 	a, st := ev.a, ev.st
 	a.str("step.detail", p.Detail)
@@ -449,7 +442,7 @@ func (x *Exporter) stepFailed(ev *event, p agentrt.StepFailedPayload) error {
 	a.str("step.content_hash", p.ContentHash)
 	st.span.SetAttributes(a.kv[1:]...)
 	st.span.SetStatus(codes.Error, truncate(p.Detail, x.maxText))
-	st.span.AddEvent(string(ev.e.Type), trace.WithTimestamp(ev.e.At), trace.WithAttributes(a.kv[:1]...))
+	ev.stepEvent(a.kv[:1])
 	x.endStepAt(ev.rs, st, ev.e.At)
 	return nil
 }
@@ -462,46 +455,35 @@ func (x *Exporter) stepInterrupted(ev *event, p agentrt.StepInterruptedPayload) 
 	}
 	// Not the step's end: a takeover may run its call again, on the
 	// same step.
-	ev.st.span.AddEvent(string(ev.e.Type), trace.WithTimestamp(ev.e.At), trace.WithAttributes(a.kv...))
+	ev.stepEvent(a.kv)
 	return nil
 }
 
 func (x *Exporter) approvalRequested(ev *event, p agentrt.ApprovalRequestedPayload) error {
-	e, a := ev.e, ev.a
+	a := ev.a
 	a.str("approval.id", p.ApprovalID)
 	a.str("approval.kind", p.Kind)
 	a.str("approval.reason", p.Reason)
 	a.str("approval.hash", p.Hash)
 	a.json("approval.capability", p.Capability)
 	a.json("approval.presentation", p.Presentation)
-	s, err := x.start(ev.ctx, e.RunID, kindApproval, p.ApprovalID, SpanID(kindStep, e.StepID), SpanApproval, trace.SpanKindInternal, e.At, a.kv)
-	if err != nil {
-		return err
-	}
-	ev.rs.open[kindApproval+"\x00"+p.ApprovalID] = s
-	return nil
+	return x.openChild(ev, approvalSpan(p.ApprovalID), ev.e.At, a.kv)
 }
 
 func (x *Exporter) approvalDecided(ev *event, p agentrt.ApprovalDecidedPayload) error {
-	e, a, rs := ev.e, ev.a, ev.rs
-	key := kindApproval + "\x00" + p.ApprovalID
-	s := rs.open[key]
-	if s == nil {
-		start, known := e.At, false
+	e, a := ev.e, ev.a
+	s, err := x.takeChild(ev, approvalSpan(p.ApprovalID), func(b *attrs) (time.Time, bool) {
+		b.str("approval.id", p.ApprovalID)
 		if x.store != nil {
 			if ap, err := x.store.GetApproval(ev.ctx, e.RunID, p.ApprovalID); err == nil && !ap.CreatedAt.IsZero() {
-				start, known = ap.CreatedAt, true
+				return ap.CreatedAt, true
 			}
 		}
-		b := &attrs{max: x.maxText}
-		b.str("approval.id", p.ApprovalID)
-		b.bool("span.start_unknown", !known)
-		var err error
-		if s, err = x.start(ev.ctx, e.RunID, kindApproval, p.ApprovalID, SpanID(kindStep, e.StepID), SpanApproval, trace.SpanKindInternal, start, b.kv); err != nil {
-			return err
-		}
+		return e.At, false
+	})
+	if err != nil {
+		return err
 	}
-	delete(rs.open, key)
 	a.str("approval.status", string(p.Status))
 	a.str("approval.by", p.By)
 	a.str("approval.note", p.Note)
@@ -510,26 +492,23 @@ func (x *Exporter) approvalDecided(ev *event, p agentrt.ApprovalDecidedPayload) 
 	return nil
 }
 
+func approvalSpan(id string) child {
+	return child{kindApproval, id, SpanApproval, trace.SpanKindInternal}
+}
+
 func (x *Exporter) modelDispatched(ev *event, p agentrt.ModelDispatchedPayload) error {
-	e, a := ev.e, ev.a
-	modelStart(p, a)
-	name := SpanModel
-	if safeName(p.Model) {
-		name += " " + p.Model
-	}
-	s, err := x.start(ev.ctx, e.RunID, kindModel, p.CallID, SpanID(kindStep, e.StepID), name, trace.SpanKindClient, e.At, a.kv)
-	if err != nil {
-		return err
-	}
-	ev.rs.open[kindModel+"\x00"+p.CallID] = s
-	return nil
+	modelStart(p, ev.a)
+	return x.openChild(ev, modelSpan(p.CallID, p.Model), ev.e.At, ev.a.kv)
+}
+
+func modelSpan(callID, model string) child {
+	return child{kindModel, callID, spanName(SpanModel, model), trace.SpanKindClient}
 }
 
 func (x *Exporter) modelFinished(ev *event, p agentrt.ModelCallFinishedPayload) error {
-	e, a, rs := ev.e, ev.a, ev.rs
-	key := kindModel + "\x00" + p.CallID
-	s := rs.open[key]
-	if s == nil {
+	e, a := ev.e, ev.a
+	s, err := x.takeChild(ev, modelSpan(p.CallID, p.Model), func(b *attrs) (time.Time, bool) {
+		modelStart(agentrt.ModelDispatchedPayload{CallID: p.CallID, Attempt: p.Attempt, Model: p.Model}, b)
 		start, known := e.At.Add(-time.Duration(p.LatencyMS)*time.Millisecond), false
 		if x.store != nil {
 			if calls, err := x.store.ListModelCalls(ev.ctx, e.RunID); err == nil {
@@ -540,19 +519,11 @@ func (x *Exporter) modelFinished(ev *event, p agentrt.ModelCallFinishedPayload) 
 				}
 			}
 		}
-		b := &attrs{max: x.maxText}
-		modelStart(agentrt.ModelDispatchedPayload{CallID: p.CallID, Attempt: p.Attempt, Model: p.Model}, b)
-		b.bool("span.start_unknown", !known)
-		name := SpanModel
-		if safeName(p.Model) {
-			name += " " + p.Model
-		}
-		var err error
-		if s, err = x.start(ev.ctx, e.RunID, kindModel, p.CallID, SpanID(kindStep, e.StepID), name, trace.SpanKindClient, start, b.kv); err != nil {
-			return err
-		}
+		return start, known
+	})
+	if err != nil {
+		return err
 	}
-	delete(rs.open, key)
 	a.str("model.status", string(p.Status))
 	a.int("model.input_tokens", p.Usage.InputTokens)
 	a.int("model.output_tokens", p.Usage.OutputTokens)
@@ -806,6 +777,48 @@ func (x *Exporter) endStepAt(rs *runState, st *stepState, at time.Time) {
 
 // start opens a child span of parent in the run's trace with the derived
 // span id of (kind, id).
+// child is a span under a step that one event opens and a later one
+// closes: a tool's execution, an approval, a model call.
+type child struct {
+	kind, id, name string
+	sk             trace.SpanKind
+}
+
+// openChild starts c under ev's step at at and keeps it open for the
+// event that closes it.
+func (x *Exporter) openChild(ev *event, c child, at time.Time, kv []attribute.KeyValue) error {
+	s, err := x.start(ev.ctx, ev.e.RunID, c.kind, c.id, SpanID(kindStep, ev.e.StepID), c.name, c.sk, at, kv)
+	if err != nil {
+		return err
+	}
+	ev.rs.open[c.kind+"\x00"+c.id] = s
+	return nil
+}
+
+// takeChild is c's open span, no longer kept open. When it opened before a
+// restart (so no span is open), it starts it again: reopen sets the
+// attributes it opened with and says when it started and whether that
+// start is known, which the span records as span.start_unknown.
+func (x *Exporter) takeChild(ev *event, c child, reopen func(b *attrs) (start time.Time, known bool)) (trace.Span, error) {
+	key := c.kind + "\x00" + c.id
+	if s := ev.rs.open[key]; s != nil {
+		delete(ev.rs.open, key)
+		return s, nil
+	}
+	b := &attrs{max: x.maxText}
+	start, known := reopen(b)
+	b.bool("span.start_unknown", !known)
+	return x.start(ev.ctx, ev.e.RunID, c.kind, c.id, SpanID(kindStep, ev.e.StepID), c.name, c.sk, start, b.kv)
+}
+
+// spanName is base, followed by name when it may stand in a span name.
+func spanName(base, name string) string {
+	if safeName(name) {
+		return base + " " + name
+	}
+	return base
+}
+
 func (x *Exporter) start(_ context.Context, runID, kind, id string, parent trace.SpanID, name string, sk trace.SpanKind, at time.Time, kv []attribute.KeyValue) (trace.Span, error) {
 	tid, sid := TraceID(runID), SpanID(kind, id)
 	psc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: parent, TraceFlags: trace.FlagsSampled})

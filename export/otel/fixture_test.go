@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/export"
 	agentotel "github.com/agentrt/agentrt/export/otel"
+	"github.com/agentrt/agentrt/internal/testrig"
 	"github.com/agentrt/agentrt/scripted"
 	"github.com/agentrt/agentrt/sqlite"
 )
@@ -42,12 +42,7 @@ type world struct {
 
 func newWorld(t testing.TB) *world {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "runs.db")
-	st, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st, path := testrig.DB(t)
 	return &world{st: st, path: path, clock: &clock{now: time.Date(2026, 4, 1, 10, 0, 0, 0, time.UTC)}}
 }
 

@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"crypto/x509"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -46,20 +45,10 @@ func runDecide(e *env, g *global, c *command, args []string, approve bool) int {
 	fs.StringVar(&f.by, "by", "", "a label for who decided, recorded as given (default $USER)")
 	fs.StringVar(&f.note, "note", "", "a note recorded with the decision")
 	fs.StringVar(&f.key, "key", "", "sign the decision with this enrolled ed25519 key file; decided_by is then its approver's name")
-	pos, code, ok := e.parse(c, fs, args)
+	runID, code, ok := e.parseRun(c, fs, args)
 	if !ok {
 		return code
 	}
-	runID, code := e.runArg(c, pos)
-	if code != ExitOK {
-		return code
-	}
-	byGiven := false
-	fs.Visit(func(fl *flag.Flag) {
-		if fl.Name == "by" {
-			byGiven = true
-		}
-	})
 	if f.approval != "" {
 		if msg := checkID("-approval", f.approval); msg != "" {
 			return e.usageError(c, msg)
@@ -79,7 +68,7 @@ func runDecide(e *env, g *global, c *command, args []string, approve bool) int {
 		}
 		key = k
 	}
-	if !byGiven && key == nil {
+	if !flagGiven(fs, "by") && key == nil {
 		f.by = e.getenv("USER")
 	}
 	if f.by == "" && key == nil {
@@ -92,11 +81,7 @@ func runDecide(e *env, g *global, c *command, args []string, approve bool) int {
 	if ask && !e.interactive(e.stdin) {
 		return e.usageError(c, "stdin is not a terminal, so agentrt will not ask and will not guess; read the approval with 'agentrt show', then pass -approval ID or -yes")
 	}
-	path, code := g.requireDB(e, c)
-	if code != ExitOK {
-		return code
-	}
-	st, code := e.open(path, false)
+	st, _, code := g.openDB(e, c, false)
 	if code != ExitOK {
 		return code
 	}

@@ -7,8 +7,8 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -71,17 +71,11 @@ func runApprovers(e *env, g *global, c *command, args []string) int {
 		return code
 	}
 	e.defaultBy(fs, by)
-	var name string
-	switch sub {
-	case "list", "keygen":
-		if len(pos) > 0 {
-			return e.usageError(c, fmt.Sprintf("unexpected argument %q", clip(pos[0], 80)))
-		}
-	default:
-		if len(pos) != 1 {
-			return e.usageError(c, "approvers "+sub+" takes exactly one NAME")
-		}
-		name = pos[0]
+	name, code, ok := e.subArg(c, sub, pos, sub == "list" || sub == "keygen", "NAME")
+	if !ok {
+		return code
+	}
+	if sub != "list" && sub != "keygen" {
 		if err := agentrt.CheckApproverName(name); err != nil {
 			return e.usageError(c, strings.TrimPrefix(err.Error(), "agentrt: "))
 		}
@@ -102,11 +96,7 @@ func runApprovers(e *env, g *global, c *command, args []string) int {
 			return e.usageError(c, "-origin must be a URL like "+defaultOrigin+", with no path")
 		}
 	}
-	path, code := g.requireDB(e, c)
-	if code != ExitOK {
-		return code
-	}
-	st, code := e.open(path, sub == "list")
+	st, _, code := g.openDB(e, c, sub == "list")
 	if code != ExitOK {
 		return code
 	}
@@ -196,35 +186,44 @@ func (e *env) keygen(c *command, out string) int {
 	if out == "" {
 		return e.usageError(c, "approvers keygen needs -out FILE")
 	}
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	der, err := WriteKeyPair(out)
 	if err != nil {
-		return e.fail("generating a key: %v", err)
-	}
-	pk8, err := x509.MarshalPKCS8PrivateKey(priv)
-	if err != nil {
-		return e.fail("encoding the key: %v", err)
-	}
-	der, err := x509.MarshalPKIXPublicKey(pub)
-	if err != nil {
-		return e.fail("encoding the key: %v", err)
-	}
-	f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return e.fail("writing %s: %v", out, err)
-	}
-	if err := pem.Encode(f, &pem.Block{Type: "PRIVATE KEY", Bytes: pk8}); err != nil {
-		f.Close()
-		return e.fail("writing %s: %v", out, err)
-	}
-	if err := f.Close(); err != nil {
-		return e.fail("writing %s: %v", out, err)
-	}
-	if err := os.WriteFile(out+".pub", pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644); err != nil {
-		return e.fail("writing %s.pub: %v", out, err)
+		return e.fail("%v", err)
 	}
 	p := &printer{w: e.stdout}
 	p.printf("wrote %s (keep it private) and %s.pub; fingerprint %s\n", trace.Sanitize(out), trace.Sanitize(out), agentrt.KeyFingerprint(der))
 	return e.done(p, ExitOK)
+}
+
+// WriteKeyPair writes a new ed25519 private key to out (PKCS #8 PEM,
+// 0600, through files.WriteNew: never over a file already there) and its
+// public key to out.pub (PKIX PEM, 0644, through files.WriteAtomic), and
+// returns the public key's DER.
+func WriteKeyPair(out string) ([]byte, error) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generating a key: %w", err)
+	}
+	pk8, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the key: %w", err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the key: %w", err)
+	}
+	err = files.WriteNew(out, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk8}), 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("%s already exists; keygen never overwrites a key, so name a new file", out)
+	}
+	if err == nil {
+		err = files.WriteAtomic(out+".pub", pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644)
+	}
+	if err != nil {
+		// The files package's errors carry the prefix fail prints too.
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "agentrt: "))
+	}
+	return der, nil
 }
 
 // maxKeyFile bounds a key file's size.

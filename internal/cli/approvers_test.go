@@ -24,6 +24,14 @@ func TestApprovers_KeyFileSignsFromTheCLIAndVerifyDecisionsChecksIt(t *testing.T
 	if r := f.run(t, nil, "approvers", "keygen", "-out", key); r.code != ExitOK {
 		t.Fatalf("keygen: %d %s", r.code, r.stderr)
 	}
+	// A second keygen to the same file refuses, and the first key stays.
+	kept, _ := os.ReadFile(key)
+	if r := f.run(t, nil, "approvers", "keygen", "-out", key); r.code != ExitFailure || !strings.Contains(r.stderr, "already exists") {
+		t.Fatalf("keygen over a key: %d %s", r.code, r.stderr)
+	}
+	if now, _ := os.ReadFile(key); len(kept) == 0 || string(now) != string(kept) {
+		t.Fatal("keygen over a key changed it")
+	}
 	if r := f.run(t, nil, "-db", f.path, "approvers", "add", "deploy-bot", "-key", key+".pub", "-by", "admin"); r.code != ExitOK {
 		t.Fatalf("approvers add: %d %s", r.code, r.stderr)
 	}

@@ -71,17 +71,9 @@ func runBudgets(e *env, g *global, c *command, args []string) int {
 		return code
 	}
 	e.defaultBy(fs, by)
-	var name string
-	switch sub {
-	case "list", "prices":
-		if len(pos) > 0 {
-			return e.usageError(c, fmt.Sprintf("unexpected argument %q", clip(pos[0], 80)))
-		}
-	default:
-		if len(pos) != 1 {
-			return e.usageError(c, "budgets "+sub+" takes exactly one "+map[bool]string{true: "CALL", false: "NAME"}[sub == "reconcile"])
-		}
-		name = pos[0]
+	name, code, ok := e.subArg(c, sub, pos, sub == "list" || sub == "prices", map[bool]string{true: "CALL", false: "NAME"}[sub == "reconcile"])
+	if !ok {
+		return code
 	}
 	switch sub {
 	case "add", "set", "retire", "reconcile":
@@ -107,12 +99,8 @@ func runBudgets(e *env, g *global, c *command, args []string) int {
 			return e.usageError(c, "budgets reconcile needs the call's actual -cost-micros N and -tokens N")
 		}
 	}
-	path, code := g.requireDB(e, c)
-	if code != ExitOK {
-		return code
-	}
 	readOnly := sub == "list" || sub == "show" || sub == "prices"
-	st, code := e.open(path, readOnly)
+	st, where, code := g.openDB(e, c, readOnly)
 	if code != ExitOK {
 		return code
 	}
@@ -248,7 +236,7 @@ func runBudgets(e *env, g *global, c *command, args []string) int {
 		}
 	}
 	if b == nil {
-		return e.fail("no budget is named %s in %s", name, path)
+		return e.fail("no budget is named %s in %s", name, where)
 	}
 	ws, err := br.ListBudgetUsage(ctx, b.ID, 50)
 	if err != nil {

@@ -19,23 +19,14 @@ func runCancel(e *env, g *global, c *command, args []string) int {
 	fs := e.flags(c, g)
 	by := fs.String("by", "", "a label for who cancelled, recorded as given (default $USER)")
 	note := fs.String("note", "", "a note recorded with the cancellation")
-	pos, code, ok := e.parse(c, fs, args)
+	runID, code, ok := e.parseRun(c, fs, args)
 	if !ok {
 		return code
 	}
-	runID, code := e.runArg(c, pos)
-	if code != ExitOK {
+	if code, ok := e.requireBy(c, fs, by, "cancelling"); !ok {
 		return code
 	}
-	e.defaultBy(fs, by)
-	if *by == "" {
-		return e.usageError(c, "no one to record as cancelling: pass -by WHO (a label, recorded as given) or set USER")
-	}
-	path, code := g.requireDB(e, c)
-	if code != ExitOK {
-		return code
-	}
-	st, code := e.open(path, false)
+	st, where, code := g.openDB(e, c, false)
 	if code != ExitOK {
 		return code
 	}
@@ -53,7 +44,7 @@ func runCancel(e *env, g *global, c *command, args []string) int {
 			}
 		}
 		if errors.Is(err, agentrt.ErrNotFound) {
-			return e.fail("no run %s in %s", runID, path)
+			return e.fail("no run %s in %s", runID, where)
 		}
 		return e.decideError(runID, "", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/backend"
+	"github.com/agentrt/agentrt/internal/cliflag"
 	"github.com/agentrt/agentrt/sqlite"
 	"github.com/agentrt/agentrt/trace"
 )
@@ -178,6 +179,19 @@ func (g *global) requireDB(e *env, c *command) (string, int) {
 	return p, ExitOK
 }
 
+// openDB opens the database the global flags name through the backend
+// registry, read-only when readOnly, refusing a command run without one.
+// name is how messages may print it: a URL's password redacted. A code
+// other than ExitOK means stop with it.
+func (g *global) openDB(e *env, c *command, readOnly bool) (st agentrt.Store, name string, code int) {
+	path, code := g.requireDB(e, c)
+	if code != ExitOK {
+		return nil, "", code
+	}
+	st, code = e.open(path, readOnly)
+	return st, backend.Redact(path), code
+}
+
 // flags makes a subcommand's flag set, with the global flags on it too, so
 // they may come after the command.
 func (e *env) flags(c *command, g *global) *flag.FlagSet {
@@ -191,39 +205,47 @@ func (e *env) flags(c *command, g *global) *flag.FlagSet {
 // It returns the positionals, or an exit code when parsing ended the
 // command (help, or a usage error).
 func (e *env) parse(c *command, fs *flag.FlagSet, args []string) ([]string, int, bool) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				e.commandUsage(e.stdout, c)
-				return nil, ExitOK, false
-			}
-			return nil, e.usageError(c, err.Error()), false
-		}
-		consumed := len(args) - fs.NArg()
-		if consumed > 0 && args[consumed-1] == "--" {
-			return append(pos, fs.Args()...), ExitOK, true
-		}
-		if fs.NArg() == 0 {
-			return pos, ExitOK, true
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+	pos, err := cliflag.Parse(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		e.commandUsage(e.stdout, c)
+		return nil, ExitOK, false
 	}
+	if err != nil {
+		return nil, e.usageError(c, err.Error()), false
+	}
+	return pos, ExitOK, true
 }
 
-// runArg checks that exactly one positional argument, a run id, was given.
-func (e *env) runArg(c *command, pos []string) (string, int) {
+// subArg checks a subcommand's positional arguments: none when takesNone,
+// else exactly one, which it returns (what says what it names: "NAME").
+func (e *env) subArg(c *command, sub string, pos []string, takesNone bool, what string) (string, int, bool) {
 	switch {
+	case takesNone && len(pos) > 0:
+		return "", e.usageError(c, fmt.Sprintf("unexpected argument %q", clip(pos[0], 80))), false
+	case takesNone:
+		return "", ExitOK, true
+	case len(pos) != 1:
+		return "", e.usageError(c, c.name+" "+sub+" takes exactly one "+what), false
+	}
+	return pos[0], ExitOK, true
+}
+
+// parseRun is parse for a command that takes exactly one positional
+// argument, a run id, and checks it.
+func (e *env) parseRun(c *command, fs *flag.FlagSet, args []string) (string, int, bool) {
+	pos, code, ok := e.parse(c, fs, args)
+	switch {
+	case !ok:
+		return "", code, false
 	case len(pos) == 0:
-		return "", e.usageError(c, "missing the run id")
+		return "", e.usageError(c, "missing the run id"), false
 	case len(pos) > 1:
-		return "", e.usageError(c, fmt.Sprintf("unexpected argument %q after the run id", trace.Sanitize(trace.Truncate(pos[1], 80))))
+		return "", e.usageError(c, fmt.Sprintf("unexpected argument %q after the run id", trace.Sanitize(trace.Truncate(pos[1], 80)))), false
 	}
 	if msg := checkID("run id", pos[0]); msg != "" {
-		return "", e.usageError(c, msg)
+		return "", e.usageError(c, msg), false
 	}
-	return pos[0], ExitOK
+	return pos[0], ExitOK, true
 }
 
 func checkID(what, id string) string {
@@ -364,9 +386,11 @@ func background() context.Context { return context.Background() }
 // runPage is what show and events share: a run id, one page of it, and the
 // database opened read-only once every argument has been checked.
 type runPage struct {
-	st            agentrt.Store
-	path, runID   string
-	limit, offset int
+	st agentrt.Store
+	// path is the database as given (for a command line to print), name
+	// how messages print it.
+	path, name, runID string
+	limit, offset     int
 }
 
 // openRunPage parses "<run> [-limit N] [-offset N]", checks them, and opens
@@ -375,24 +399,16 @@ func (e *env) openRunPage(c *command, g *global, args []string, limitHelp, offse
 	fs := e.flags(c, g)
 	limit := fs.Int("limit", defaultDetail, fmt.Sprintf("%s, 1 to %d", limitHelp, maxLimit))
 	offset := fs.Int("offset", 0, offsetHelp)
-	pos, code, ok := e.parse(c, fs, args)
+	runID, code, ok := e.parseRun(c, fs, args)
 	if !ok {
-		return runPage{}, code
-	}
-	runID, code := e.runArg(c, pos)
-	if code != ExitOK {
 		return runPage{}, code
 	}
 	if code := checkPage(c, e, *limit, *offset); code != ExitOK {
 		return runPage{}, code
 	}
-	path, code := g.requireDB(e, c)
+	st, name, code := g.openDB(e, c, true)
 	if code != ExitOK {
 		return runPage{}, code
 	}
-	st, code := e.open(path, true)
-	if code != ExitOK {
-		return runPage{}, code
-	}
-	return runPage{st: st, path: path, runID: runID, limit: *limit, offset: *offset}, ExitOK
+	return runPage{st: st, path: g.path(e), name: name, runID: runID, limit: *limit, offset: *offset}, ExitOK
 }

@@ -80,16 +80,8 @@ func runDemo(e *env, g *global, c *command, args []string) int {
 	}
 	defer stop()
 	drv, err := agentrt.NewDriver(agentrt.Config{
-		EngineConfig: agentrt.EngineConfig{
-			Store:      st,
-			Model:      model,
-			Policy:     demoPolicy{},
-			Tools:      demoTools(ws),
-			Now:        e.demo.now,
-			NewID:      e.demo.newID,
-			LeaseOwner: "agentrt-demo",
-		},
-		Agent: agent,
+		EngineConfig: e.demoEngine(st, model, ws, "agentrt-demo"),
+		Agent:        agent,
 	})
 	if err != nil {
 		return e.fail("setting up the demo's driver: %v", err)
@@ -221,30 +213,29 @@ func trailFrom(e *env, st agentrt.StoreReader, runID string, offset int) error {
 	}
 }
 
+// demoEngine is the engine every part of the demo runs: its policy and
+// tools on the workspace, the demo's clock and ids, and owner's lease.
+func (e *env) demoEngine(st agentrt.Store, model *agentrt.ModelConfig, ws, owner string) agentrt.EngineConfig {
+	return agentrt.EngineConfig{Store: st, Model: model, Policy: demoPolicy{}, Tools: demoTools(ws), Now: e.demo.now, NewID: e.demo.newID, LeaseOwner: owner}
+}
+
 // demoWorker runs an agentrt.Worker on the demo's database until the run
 // ends or pauses again, and returns the run as it is then.
 func demoWorker(ctx context.Context, st *sqlite.Store, agent agentrt.Agent, model *agentrt.ModelConfig, ws string, e *env, runID string) (agentrt.Run, error) {
 	settled := make(chan struct{}, 1)
+	eng := e.demoEngine(st, model, ws, "agentrt-demo-worker")
+	eng.Observer = func(ev agentrt.Event) {
+		if ev.RunID == runID && (ev.Type == agentrt.EventRunFinished || ev.Type == agentrt.EventApprovalRequest) {
+			select {
+			case settled <- struct{}{}:
+			default:
+			}
+		}
+	}
 	w, err := agentrt.NewWorker(agentrt.WorkerConfig{
-		EngineConfig: agentrt.EngineConfig{
-			Store:      st,
-			Model:      model,
-			Policy:     demoPolicy{},
-			Tools:      demoTools(ws),
-			Now:        e.demo.now,
-			NewID:      e.demo.newID,
-			LeaseOwner: "agentrt-demo-worker",
-			Observer: func(ev agentrt.Event) {
-				if ev.RunID == runID && (ev.Type == agentrt.EventRunFinished || ev.Type == agentrt.EventApprovalRequest) {
-					select {
-					case settled <- struct{}{}:
-					default:
-					}
-				}
-			},
-		},
-		Agent:       agent,
-		Concurrency: 1,
+		EngineConfig: eng,
+		Agent:        agent,
+		Concurrency:  1,
 	})
 	if err != nil {
 		return agentrt.Run{}, err

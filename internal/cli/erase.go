@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/backend"
 	"github.com/agentrt/agentrt/sqlite"
 	"github.com/agentrt/agentrt/trace"
 )
@@ -33,26 +32,17 @@ func runErase(e *env, g *global, c *command, args []string) int {
 	by := fs.String("by", "", "who erases the run, recorded in its run.erased event (default $USER)")
 	reason := fs.String("reason", "", "why, recorded in the run.erased event (required)")
 	vacuum := fs.Bool("vacuum", false, "then rewrite the database files (SQLite VACUUM, Postgres VACUUM FULL) so no freed copy of the content stays")
-	pos, code, ok := e.parse(c, fs, args)
+	runID, code, ok := e.parseRun(c, fs, args)
 	if !ok {
 		return code
 	}
-	runID, code := e.runArg(c, pos)
-	if code != ExitOK {
+	if code, ok := e.requireBy(c, fs, by, "erasing"); !ok {
 		return code
-	}
-	e.defaultBy(fs, by)
-	if *by == "" {
-		return e.usageError(c, "no one to record as erasing: pass -by WHO or set USER")
 	}
 	if *reason == "" {
 		return e.usageError(c, "-reason is required: say why the run's content is erased")
 	}
-	path, code := g.requireDB(e, c)
-	if code != ExitOK {
-		return code
-	}
-	st, name, code := e.openWriter(path)
+	st, name, code := g.openDB(e, c, false)
 	if code != ExitOK {
 		return code
 	}
@@ -107,6 +97,16 @@ func (e *env) defaultBy(fs *flag.FlagSet, by *string) {
 	}
 }
 
+// requireBy is defaultBy for a command that records who is doing it: with
+// no -by and no USER it refuses, saying how to name someone.
+func (e *env) requireBy(c *command, fs *flag.FlagSet, by *string, doing string) (int, bool) {
+	e.defaultBy(fs, by)
+	if *by == "" {
+		return e.usageError(c, "no one to record as "+doing+": pass -by WHO (a label, recorded as given) or set USER"), false
+	}
+	return ExitOK, true
+}
+
 func flagGiven(fs *flag.FlagSet, name string) bool {
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
@@ -120,11 +120,4 @@ func trimAgentrt(err error) string {
 		s = s[len(p):]
 	}
 	return s
-}
-
-// openWriter opens the database named by -db for writing through the
-// backend registry and returns it with the name it may be printed by.
-func (e *env) openWriter(db string) (agentrt.Store, string, int) {
-	st, code := e.open(db, false)
-	return st, backend.Redact(db), code
 }

@@ -21,11 +21,11 @@ func runEvents(e *env, g *global, c *command, args []string) int {
 	if code != ExitOK {
 		return code
 	}
-	st, path, runID, limit, offset := rp.st, rp.path, rp.runID, rp.limit, rp.offset
+	st, name, runID, limit, offset := rp.st, rp.name, rp.runID, rp.limit, rp.offset
 	defer st.Close()
 
 	if _, err := st.GetRunCapped(background(), runID); errors.Is(err, agentrt.ErrNotFound) {
-		return e.fail("no run %s in %s", runID, path)
+		return e.fail("no run %s in %s", runID, name)
 	} else if err != nil {
 		return e.fail("reading run %s: %v", runID, err)
 	}

@@ -48,21 +48,7 @@ func TestFollow_GoldenTextAndJSON(t *testing.T) {
 				s = strings.ReplaceAll(s, cursor, "$CURSOR")
 				return strings.ReplaceAll(s, f.path, "$DB")
 			}
-			assertTerminalSafe(t, "stdout", r.stdout)
-			assertTerminalSafe(t, "stderr", r.stderr)
-			if strings.HasSuffix(c.name, ".json") {
-				for i, l := range strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n") {
-					if !json.Valid([]byte(l)) {
-						t.Errorf("line %d is not JSON: %.200s", i+1, l)
-					}
-				}
-			}
-			shown := make([]string, len(args))
-			for i, a := range args {
-				shown[i] = clean(shellQuote(a))
-			}
-			got := fmt.Sprintf("$ agentrt %s\n%s--- stderr\n%s--- exit %d\n", norm(strings.Join(shown, " ")), norm(r.stdout), norm(r.stderr), r.code)
-			golden(t, filepath.Join("testdata", c.name+".golden"), got)
+			checkGolden(t, c.name, args, r, strings.HasSuffix(c.name, ".json"), norm)
 		})
 	}
 }

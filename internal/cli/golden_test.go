@@ -103,23 +103,32 @@ func TestGolden_TextAndJSONOutput(t *testing.T) {
 				s = strings.ReplaceAll(s, runtime.Version(), "$GO")
 				return s
 			}
-			assertTerminalSafe(t, "stdout", r.stdout)
-			assertTerminalSafe(t, "stderr", r.stderr)
-			if strings.HasSuffix(c.name, ".json") && r.code == ExitOK {
-				for i, l := range strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n") {
-					if !json.Valid([]byte(l)) {
-						t.Errorf("line %d is not JSON: %.200s", i+1, l)
-					}
-				}
-			}
-			shown := make([]string, len(args))
-			for i, a := range args {
-				shown[i] = clean(shellQuote(a))
-			}
-			got := fmt.Sprintf("$ agentrt %s\n%s--- stderr\n%s--- exit %d\n", norm(strings.Join(shown, " ")), norm(r.stdout), norm(r.stderr), r.code)
-			golden(t, filepath.Join("testdata", c.name+".golden"), got)
+			checkGolden(t, c.name, args, r, strings.HasSuffix(c.name, ".json") && r.code == ExitOK, norm)
 		})
 	}
+}
+
+// checkGolden checks that a command's output is safe on a terminal, that
+// its stdout is JSON lines when jsonLines says it should be, and that the
+// command and its output, with norm replacing what changes from run to
+// run, are testdata/NAME.golden.
+func checkGolden(t *testing.T, name string, args []string, r result, jsonLines bool, norm func(string) string) {
+	t.Helper()
+	assertTerminalSafe(t, "stdout", r.stdout)
+	assertTerminalSafe(t, "stderr", r.stderr)
+	if jsonLines {
+		for i, l := range strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n") {
+			if !json.Valid([]byte(l)) {
+				t.Errorf("line %d is not JSON: %.200s", i+1, l)
+			}
+		}
+	}
+	shown := make([]string, len(args))
+	for i, a := range args {
+		shown[i] = clean(shellQuote(a))
+	}
+	got := fmt.Sprintf("$ agentrt %s\n%s--- stderr\n%s--- exit %d\n", norm(strings.Join(shown, " ")), norm(r.stdout), norm(r.stderr), r.code)
+	golden(t, filepath.Join("testdata", name+".golden"), got)
 }
 
 func golden(t *testing.T, path, got string) {

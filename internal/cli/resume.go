@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/backend"
 )
 
 var resumeCommand = &command{
@@ -19,12 +20,8 @@ func runResume(e *env, g *global, c *command, args []string) int {
 	fs := e.flags(c, g)
 	ws := fs.String("workspace", "", "the demo's workspace, as demo printed it")
 	kind := fs.String("agent", agentModel, "model or scripted, as the demo ran")
-	pos, code, ok := e.parse(c, fs, args)
+	runID, code, ok := e.parseRun(c, fs, args)
 	if !ok {
-		return code
-	}
-	runID, code := e.runArg(c, pos)
-	if code != ExitOK {
 		return code
 	}
 	if *ws == "" {
@@ -49,7 +46,7 @@ func runResume(e *env, g *global, c *command, args []string) int {
 	ctx := background()
 	r, err := st.GetRunCapped(ctx, runID)
 	if errors.Is(err, agentrt.ErrNotFound) {
-		return e.fail("no run %s in %s", runID, path)
+		return e.fail("no run %s in %s", runID, backend.Redact(path))
 	}
 	if err != nil {
 		return e.fail("reading run %s: %v", runID, err)
@@ -81,16 +78,8 @@ func runResume(e *env, g *global, c *command, args []string) int {
 	}
 	defer stop()
 	drv, err := agentrt.NewDriver(agentrt.Config{
-		EngineConfig: agentrt.EngineConfig{
-			Store:      st,
-			Model:      model,
-			Policy:     demoPolicy{},
-			Tools:      demoTools(*ws),
-			Now:        e.demo.now,
-			NewID:      e.demo.newID,
-			LeaseOwner: "agentrt-demo",
-		},
-		Agent: agent,
+		EngineConfig: e.demoEngine(st, model, *ws, "agentrt-demo"),
+		Agent:        agent,
 	})
 	if err != nil {
 		return e.fail("setting up the demo's driver: %v", err)
@@ -113,7 +102,7 @@ func runResume(e *env, g *global, c *command, args []string) int {
 	p.printf("\nrun %s: %s (%s) after %d steps\n", clip(runID, 64), run.Status, run.Reason, run.StepCount)
 	rep, err := verifyChain(e, st, 0, 0, nil)
 	if err != nil {
-		return e.fail("verifying %s: %v", path, err)
+		return e.fail("verifying %s: %v", backend.Redact(path), err)
 	}
 	p.printf("\nverify (%s -db %s verify):\n", e.prog, db)
 	writeVerify(p, rep)

@@ -77,17 +77,7 @@ func runRetain(e *env, g *global, c *command, args []string) int {
 	if *reason == "" {
 		return e.usageError(c, "-reason must not be empty")
 	}
-	path, code := g.requireDB(e, c)
-	if code != ExitOK {
-		return code
-	}
-	var st agentrt.Store
-	var name string
-	if *dry {
-		st, name, code = e.openReader(path)
-	} else {
-		st, name, code = e.openWriter(path)
-	}
+	st, name, code := g.openDB(e, c, *dry)
 	if code != ExitOK {
 		return code
 	}

@@ -29,11 +29,7 @@ func runRuns(e *env, g *global, c *command, args []string) int {
 	if code := checkPage(c, e, *limit, *offset); code != ExitOK {
 		return code
 	}
-	path, code := g.requireDB(e, c)
-	if code != ExitOK {
-		return code
-	}
-	st, code := e.open(path, true)
+	st, _, code := g.openDB(e, c, true)
 	if code != ExitOK {
 		return code
 	}

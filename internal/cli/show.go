@@ -27,7 +27,7 @@ func runShow(e *env, g *global, c *command, args []string) int {
 
 	page, err := view.DetailPage(background(), st, runID, limit, offset)
 	if errors.Is(err, agentrt.ErrNotFound) {
-		return e.fail("no run %s in %s", runID, path)
+		return e.fail("no run %s in %s", runID, rp.name)
 	}
 	if err != nil {
 		return e.fail("reading run %s: %v", runID, err)

@@ -83,26 +83,12 @@ On a terminal it says when it has caught up and, on stopping, the seq and
 chain hash it stopped at, which agentrt verify -head can check later.`,
 	"approve": `Prints the approval the run is waiting on, then grants it; the run stays
 waiting until the program that started it resumes it.
-  -approval ID  the approval to decide; naming it is the confirmation
-  -yes          decide the run's only pending approval without asking
-  -hash HASH    decide only if the approval still has this hash, the one
-                show printed; otherwise exit 1 and decide nothing
-  -by WHO       a label for who decided, recorded exactly as given
-                (default $USER); it is not checked: whoever can write the
-                database can approve
-  -note TEXT    a note recorded with the decision
+` + decideFlagsHelp("approve") + `
 Without -approval or -yes, agentrt asks you to type yes, and only at a
 terminal.`,
 	"reject": `Prints the approval the run is waiting on, then refuses it, which cancels
 the run.
-  -approval ID  the approval to decide; naming it is the confirmation
-  -yes          decide the run's only pending approval without asking
-  -hash HASH    decide only if the approval still has this hash, the one
-                show printed; otherwise exit 1 and decide nothing
-  -by WHO       a label for who decided, recorded exactly as given
-                (default $USER); it is not checked: whoever can write the
-                database can decide
-  -note TEXT    a note recorded with the decision`,
+` + decideFlagsHelp("decide"),
 	"cancel": `Cancels a run that has not ended; a running one stops at its next write.
   -by WHO     a label recorded exactly as given (default $USER)
   -note TEXT  a note recorded with the cancellation`,
@@ -136,4 +122,17 @@ started it, and agentrt refuses it.
 
 func (e *env) commandUsage(w io.Writer, c *command) {
 	fmt.Fprintf(w, "usage: agentrt [-db PATH] [-json] %s %s\n\n%s\n", c.name, c.usage, commandHelp[c.name])
+}
+
+// decideFlagsHelp is the flags approve and reject share; whoever can write
+// the database can do what verb says.
+func decideFlagsHelp(verb string) string {
+	return `  -approval ID  the approval to decide; naming it is the confirmation
+  -yes          decide the run's only pending approval without asking
+  -hash HASH    decide only if the approval still has this hash, the one
+                show printed; otherwise exit 1 and decide nothing
+  -by WHO       a label for who decided, recorded exactly as given
+                (default $USER); it is not checked: whoever can write the
+                database can ` + verb + `
+  -note TEXT    a note recorded with the decision`
 }

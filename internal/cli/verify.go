@@ -121,11 +121,7 @@ func runVerify(e *env, g *global, c *command, args []string) int {
 		}
 		pinned = p
 	}
-	path, code := g.requireDB(e, c)
-	if code != ExitOK {
-		return code
-	}
-	st, path, code := e.openReader(path)
+	st, where, code := g.openDB(e, c, true)
 	if code != ExitOK {
 		return code
 	}
@@ -133,12 +129,12 @@ func runVerify(e *env, g *global, c *command, args []string) int {
 
 	rep, err := verifyChain(e, st, *from, *to, kept)
 	if err != nil {
-		return e.fail("verifying %s: %v", path, err)
+		return e.fail("verifying %s: %v", where, err)
 	}
 	if *decisions {
 		d, err := verifyDecisions(st, rep.Head.Seq, pinned)
 		if err != nil {
-			return e.fail("verifying the decisions in %s: %v", path, err)
+			return e.fail("verifying the decisions in %s: %v", where, err)
 		}
 		rep.Decisions = d
 		rep.OK = rep.OK && d.Failure == nil

@@ -2,7 +2,8 @@
 // and the root package's other tests share: a clock moved by hand, ids in
 // sequence, tools and agents that count their calls, a policy that records
 // what it was handed, readers of what was stored, and the core of a test's
-// driver environment. It is internal: only this module's tests use it.
+// driver environment. It is internal: only tests use it (the approver and
+// console tests take its clock too).
 package enginekit
 
 import (
@@ -35,8 +36,11 @@ type FakeClock struct {
 }
 
 func NewClock() *FakeClock {
-	return &FakeClock{t: time.Date(2026, 3, 4, 5, 6, 7, 8, TestZone)}
+	return ClockAt(time.Date(2026, 3, 4, 5, 6, 7, 8, TestZone))
 }
+
+// ClockAt is a FakeClock that starts at t.
+func ClockAt(t time.Time) *FakeClock { return &FakeClock{t: t} }
 
 func (c *FakeClock) Now() time.Time {
 	c.mu.Lock()

@@ -15,6 +15,9 @@
 // cursor, a replay recording) must survive a crash whole or not at all.
 // WriteAtomic writes a temporary file in the target's directory, sets its
 // mode, syncs it, renames it over the target and syncs the directory.
+// WriteNew does the same for a file that must never replace one already
+// there (a private key, a backup): it links the synced file to the target
+// name, which fails when the name is taken.
 //
 // Every refusal is an *InsecureModeError, which matches ErrInsecureMode
 // (and ErrSymlink for a link, ErrTooLarge for a file over its bound); its

@@ -93,3 +93,43 @@ func TestWriteAtomicChecked_RefusedWriteLeavesTheOldFile(t *testing.T) {
 		t.Fatalf("left %d entries in the directory", len(ents))
 	}
 }
+
+// WriteNew syncs the new file before it takes the target's name, never
+// replaces a file already there (not even through a link), and leaves no
+// temporary file either way.
+func TestWriteNew_NeverReplacesAndSyncsBeforeTheName(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "key")
+	var steps []files.Step
+	restore := files.ObserveForTest(func(s files.Step, _ string) { steps = append(steps, s) })
+	err := files.WriteNew(p, []byte("first"), 0o600)
+	restore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []files.Step{files.StepCreate, files.StepSync, files.StepLink, files.StepSyncDir}; !slices.Equal(steps, want) {
+		t.Fatalf("steps %v, want %v", steps, want)
+	}
+	if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("after WriteNew: %v %v", fi, err)
+	}
+	if err := files.WriteNew(p, []byte("second"), 0o600); !errors.Is(err, os.ErrExist) {
+		t.Fatalf("WriteNew over an existing file = %v, want ErrExist", err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "first" {
+		t.Fatalf("the refused write changed the file to %q", b)
+	}
+	link := filepath.Join(dir, "dangling")
+	if err := os.Symlink(filepath.Join(dir, "nowhere"), link); err != nil {
+		t.Fatal(err)
+	}
+	if err := files.WriteNew(link, []byte("x"), 0o600); !errors.Is(err, os.ErrExist) {
+		t.Fatalf("WriteNew over a dangling link = %v, want ErrExist", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "nowhere")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("WriteNew wrote through the link: %v", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
+		t.Fatalf("left %d entries in the directory, want the key and the link", len(ents))
+	}
+}

@@ -1,6 +1,7 @@
 package files
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -15,6 +16,7 @@ const (
 	StepCreate  Step = "create"   // the temporary file exists, empty
 	StepSync    Step = "sync"     // its bytes and mode are on disk
 	StepRename  Step = "rename"   // it replaced the target
+	StepLink    Step = "link"     // it took the target's name (WriteNew)
 	StepSyncDir Step = "sync_dir" // the rename is on disk
 )
 
@@ -33,7 +35,21 @@ func WriteAtomic(path string, data []byte, perm fs.FileMode) error {
 // file's path once it is synced and closed, before the rename; an error
 // from check leaves path untouched. A writer uses it to have the file's
 // own reader accept the new bytes before they replace the old.
-func WriteAtomicChecked(path string, data []byte, perm fs.FileMode, check func(tmp string) error) (err error) {
+func WriteAtomicChecked(path string, data []byte, perm fs.FileMode, check func(tmp string) error) error {
+	return write(path, data, perm, check, false)
+}
+
+// WriteNew is WriteAtomic for a file that must not replace one already
+// there (a private key, a backup): the synced temporary file is linked to
+// path, which fails with an error matching fs.ErrExist when path exists,
+// and then unlinked. A crash leaves no file at path or the whole new one.
+// A file system without hard links cannot hold such a file; WriteNew then
+// fails and writes nothing.
+func WriteNew(path string, data []byte, perm fs.FileMode) error {
+	return write(path, data, perm, nil, true)
+}
+
+func write(path string, data []byte, perm fs.FileMode, check func(tmp string) error, exclusive bool) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -73,10 +89,23 @@ func WriteAtomicChecked(path string, data []byte, perm fs.FileMode, check func(t
 			return err
 		}
 	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("agentrt: replacing %s: %w", path, err)
+	if exclusive {
+		if err = os.Link(tmp, path); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("agentrt: not writing %s: a file is already there: %w", path, fs.ErrExist)
+			}
+			return fmt.Errorf("agentrt: creating %s: %w", path, err)
+		}
+		observe(StepLink, path)
+		// The new file has its name; a crash before this leaves a stray
+		// temporary name, never a partial file at path.
+		os.Remove(tmp)
+	} else {
+		if err = os.Rename(tmp, path); err != nil {
+			return fmt.Errorf("agentrt: replacing %s: %w", path, err)
+		}
+		observe(StepRename, path)
 	}
-	observe(StepRename, path)
 	if err := SyncDir(dir); err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"context"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -85,7 +84,10 @@ func (c Config) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
 	return e.EncodeElement(c.view(), start)
 }
 
-var _ agentrt.Model = (*Model)(nil)
+var (
+	_ agentrt.Model        = (*Model)(nil)
+	_ agentrt.EncodedModel = (*Model)(nil)
+)
 
 // base gives Model the shared methods without a field others can reach.
 type base = providers.Base
@@ -101,34 +103,17 @@ type Model struct {
 // negative MaxOutputTokens, no key for DefaultBaseURL, and an endpoint
 // providers.CheckEndpoint refuses.
 func New(cfg Config) (*Model, error) {
-	b, err := providers.NewBase(providers.Settings{Provider: provider, DefaultBaseURL: DefaultBaseURL, Path: "/v1/messages",
+	m := &Model{model: cfg.Model, maxOut: cfg.MaxOutputTokens}
+	if m.maxOut == 0 {
+		m.maxOut = DefaultMaxOutputTokens
+	}
+	var err error
+	m.base, err = providers.NewBase(providers.Settings{Provider: provider, DefaultBaseURL: DefaultBaseURL, Path: "/v1/messages",
 		KeyRequired: true, Auth: providers.HeaderAuth("x-api-key"),
+		Exchange: providers.Exchange{Encode: m.encode, Decode: decode}, Header: http.Header{"Anthropic-Version": {APIVersion}},
 		BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, Model: cfg.Model, Name: cfg.Name, HTTPClient: cfg.HTTPClient, MaxOutputTokens: cfg.MaxOutputTokens})
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{base: b, model: cfg.Model, maxOut: cfg.MaxOutputTokens}
-	if m.maxOut == 0 {
-		m.maxOut = DefaultMaxOutputTokens
-	}
 	return m, nil
-}
-
-var versionHeader = http.Header{"Anthropic-Version": {APIVersion}}
-
-// Generate sends req and maps the reply. It does not retry.
-func (m *Model) Generate(ctx context.Context, req agentrt.ModelRequest) (agentrt.ModelResponse, error) {
-	return providers.Generate(ctx, &m.base, providers.Exchange{Encode: m.encode, Decode: decode}, versionHeader, req)
-}
-
-// EncodeRequest is the exact body Generate sends for req, and the
-// endpoint's host (agentrt.EncodedModel).
-func (m *Model) EncodeRequest(req agentrt.ModelRequest) (agentrt.EncodedRequest, error) {
-	return providers.Encode(&m.base, providers.Exchange{Encode: m.encode, Decode: decode}, req)
-}
-
-// SendEncoded sends a body EncodeRequest made and maps the reply as
-// Generate does.
-func (m *Model) SendEncoded(ctx context.Context, _ agentrt.ModelRequest, enc agentrt.EncodedRequest) (agentrt.ModelResponse, error) {
-	return providers.SendEncoded(ctx, &m.base, providers.Exchange{Encode: m.encode, Decode: decode}, versionHeader, enc)
 }

@@ -1,18 +1,11 @@
 package anthropic
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/providers"
-)
-
-var (
-	emptyObject   = json.RawMessage(`{}`)
-	defaultSchema = json.RawMessage(`{"type":"object","properties":{}}`)
 )
 
 // noOutput stands in for a turn with no text, which the API refuses.
@@ -64,18 +57,16 @@ type wireTool struct {
 }
 
 func badRequest(format string, args ...any) error {
-	return &providers.RequestError{Provider: provider, Reason: fmt.Sprintf(format, args...)}
+	return providers.BadRequest(provider, format, args...)
 }
 
 // encode maps a provider-neutral request to a Messages API body.
 func (m *Model) encode(req agentrt.ModelRequest) ([]byte, error) {
-	if req.MaxOutputTokens < 0 {
-		return nil, badRequest("MaxOutputTokens is negative (%d)", req.MaxOutputTokens)
+	maxOut, err := providers.OutputCap(provider, req, m.maxOut)
+	if err != nil {
+		return nil, err
 	}
-	w := wireRequest{Model: m.model, MaxTokens: req.MaxOutputTokens, System: req.System, Messages: []wireMessage{}}
-	if w.MaxTokens == 0 {
-		w.MaxTokens = m.maxOut
-	}
+	w := wireRequest{Model: m.model, MaxTokens: maxOut, System: req.System, Messages: []wireMessage{}}
 	for i, msg := range req.Messages {
 		out, err := encodeMessage(i, msg)
 		if err != nil {
@@ -84,11 +75,9 @@ func (m *Model) encode(req agentrt.ModelRequest) ([]byte, error) {
 		w.Messages = append(w.Messages, out)
 	}
 	for _, t := range req.Tools {
-		schema := t.InputSchema
-		if len(bytes.TrimSpace(schema)) == 0 {
-			schema = defaultSchema
-		} else if !json.Valid(schema) {
-			return nil, badRequest("tool %q has an input schema that is not valid JSON", t.Name)
+		schema, err := providers.ToolSchema(provider, t)
+		if err != nil {
+			return nil, err
 		}
 		w.Tools = append(w.Tools, wireTool{Name: t.Name, Description: t.Description, InputSchema: schema})
 	}
@@ -99,7 +88,7 @@ func (m *Model) encode(req agentrt.ModelRequest) ([]byte, error) {
 // API requires; empty text blocks, which it refuses, are dropped.
 func encodeMessage(i int, msg agentrt.Message) (wireMessage, error) {
 	if msg.Role != agentrt.RoleUser && msg.Role != agentrt.RoleAssistant {
-		return wireMessage{}, badRequest("message %d has role %q; want user or assistant", i, msg.Role)
+		return wireMessage{}, providers.UnknownRole(provider, i, msg)
 	}
 	var results, rest []wireBlock
 	for j, b := range msg.Content {
@@ -109,12 +98,9 @@ func encodeMessage(i int, msg agentrt.Message) (wireMessage, error) {
 				rest = append(rest, wireBlock{Type: "text", Text: b.Text})
 			}
 		case b.Type == agentrt.BlockToolUse && msg.Role == agentrt.RoleAssistant:
-			input := bytes.TrimSpace(b.Input)
-			if len(input) == 0 {
-				input = emptyObject
-			}
-			if !json.Valid(input) || input[0] != '{' {
-				return wireMessage{}, badRequest("message %d block %d: a tool use's input must be a JSON object", i, j)
+			input, err := providers.ObjectInput(provider, i, j, b.Input)
+			if err != nil {
+				return wireMessage{}, err
 			}
 			if b.ToolUseID == "" {
 				return wireMessage{}, badRequest("message %d block %d is a tool use without an id", i, j)
@@ -140,7 +126,7 @@ func encodeMessage(i int, msg agentrt.Message) (wireMessage, error) {
 			}
 			results = append(results, wireBlock{Type: "tool_result", ToolUseID: b.ToolUseID, Content: content, IsError: b.IsError})
 		default:
-			return wireMessage{}, badRequest("message %d block %d has type %q, which a %s turn cannot carry", i, j, b.Type, msg.Role)
+			return wireMessage{}, providers.CannotCarry(provider, i, j, msg)
 		}
 	}
 	blocks := append(results, rest...)
@@ -176,11 +162,6 @@ type wireContent struct {
 	Input json.RawMessage `json:"input"`
 }
 
-func isNull(raw json.RawMessage) bool {
-	v := bytes.TrimSpace(raw)
-	return len(v) == 0 || string(v) == "null"
-}
-
 // decode maps a Messages API reply. Usage is read first: a reply whose usage
 // cannot be believed is unusable whatever else it holds.
 func decode(data []byte, key string) (agentrt.ModelResponse, error) {
@@ -188,24 +169,22 @@ func decode(data []byte, key string) (agentrt.ModelResponse, error) {
 		Usage json.RawMessage `json:"usage"`
 	}
 	if err := json.Unmarshal(data, &probe); err != nil {
-		return agentrt.ModelResponse{}, &agentrt.ServedError{Err: &providers.ReplyError{Provider: provider, Reason: "the reply is not a message object", Err: err, UsageUnknown: true}}
+		return agentrt.ModelResponse{}, providers.NotAReply(provider, "a message object", err)
 	}
 	usage, err := decodeUsage(probe.Usage)
 	if err != nil {
 		return agentrt.ModelResponse{}, providers.Unusable(err)
 	}
-	served := func(reason string) error {
-		return &agentrt.ServedError{Usage: usage, Err: &providers.ReplyError{Provider: provider, Reason: reason}}
-	}
+	served := func(reason string) error { return providers.Served(provider, usage, reason, nil) }
 	var w wireResponse
 	if err := json.Unmarshal(data, &w); err != nil {
 		return agentrt.ModelResponse{}, served("the reply does not have the message shape: " + err.Error())
 	}
-	if !isNull(w.Error) || w.Type == "error" {
+	if !providers.IsNull(w.Error) || w.Type == "error" {
 		return agentrt.ModelResponse{}, served("the reply holds an error: " + providers.Excerpt(w.Error, key))
 	}
 	var blocks []wireContent
-	if err := json.Unmarshal(w.Content, &blocks); err != nil || isNull(w.Content) {
+	if err := json.Unmarshal(w.Content, &blocks); err != nil || providers.IsNull(w.Content) {
 		return agentrt.ModelResponse{}, served("content is not a list of content blocks")
 	}
 	resp := agentrt.ModelResponse{Usage: usage, Raw: append(json.RawMessage(nil), data...)}
@@ -215,15 +194,7 @@ func decode(data []byte, key string) (agentrt.ModelResponse, error) {
 		case "text":
 			text.WriteString(b.Text)
 		case "tool_use":
-			input := bytes.TrimSpace(b.Input)
-			if isNull(input) {
-				input = emptyObject
-			}
-			id := b.ID
-			if id == "" {
-				id = providers.SynthesizeToolUseID(i)
-			}
-			resp.ToolUses = append(resp.ToolUses, agentrt.ToolUse{ID: id, Name: b.Name, Args: append(json.RawMessage(nil), input...)})
+			resp.ToolUses = append(resp.ToolUses, providers.ToolCall(i, b.ID, b.Name, providers.OmitNull(b.Input)))
 		}
 	}
 	resp.Text = text.String()
@@ -242,17 +213,14 @@ func decode(data []byte, key string) (agentrt.ModelResponse, error) {
 	default:
 		resp.StopReason = stop
 	}
-	if resp.StopReason == agentrt.StopMaxTokens || resp.StopReason == agentrt.StopRefusal {
-		// A call cut off or refused is never handed on, even if it parses.
-		resp.ToolUses = nil
-	}
+	providers.HoldBackCutOffCalls(&resp)
 	return resp, nil
 }
 
 // decodeUsage reads and checks the usage object, folding cache reads and
 // writes into input; absent usage is zero.
 func decodeUsage(raw json.RawMessage) (agentrt.Usage, error) {
-	if isNull(raw) {
+	if providers.IsNull(raw) {
 		return agentrt.Usage{}, nil
 	}
 	var wu wireUsage
@@ -273,7 +241,7 @@ func decodeUsage(raw json.RawMessage) (agentrt.Usage, error) {
 	read := count("usage.cache_read_input_tokens", wu.CacheReadInputTokens, &err)
 	written := count("usage.cache_creation_input_tokens", wu.CacheCreationInputTokens, &err)
 	write5m, write1h := written, int64(0)
-	if wu.CacheCreation != nil && (!isNull(wu.CacheCreation.Ephemeral5m) || !isNull(wu.CacheCreation.Ephemeral1h)) {
+	if wu.CacheCreation != nil && (!providers.IsNull(wu.CacheCreation.Ephemeral5m) || !providers.IsNull(wu.CacheCreation.Ephemeral1h)) {
 		write5m = count("usage.cache_creation.ephemeral_5m_input_tokens", wu.CacheCreation.Ephemeral5m, &err)
 		write1h = count("usage.cache_creation.ephemeral_1h_input_tokens", wu.CacheCreation.Ephemeral1h, &err)
 	}

@@ -1,7 +1,6 @@
 package ollama
 
 import (
-	"context"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -107,7 +106,10 @@ func (c Config) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
 	return e.EncodeElement(c.view(), start)
 }
 
-var _ agentrt.Model = (*Model)(nil)
+var (
+	_ agentrt.Model        = (*Model)(nil)
+	_ agentrt.EncodedModel = (*Model)(nil)
+)
 
 // base gives Model the shared methods without a field others can reach.
 type base = providers.Base
@@ -124,8 +126,13 @@ type Model struct {
 // negative MaxOutputTokens or NumCtx, and an endpoint
 // providers.CheckEndpoint refuses.
 func New(cfg Config) (*Model, error) {
-	b, err := providers.NewBase(providers.Settings{Provider: provider, DefaultBaseURL: DefaultBaseURL, Path: "/api/chat",
-		Auth:    providers.BearerAuth,
+	m := &Model{model: cfg.Model, maxOut: cfg.MaxOutputTokens, numCtx: cfg.NumCtx}
+	if m.numCtx == 0 {
+		m.numCtx = DefaultNumCtx
+	}
+	var err error
+	m.base, err = providers.NewBase(providers.Settings{Provider: provider, DefaultBaseURL: DefaultBaseURL, Path: "/api/chat",
+		Auth: providers.BearerAuth, Exchange: providers.Exchange{Encode: m.encode, Decode: decode},
 		BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, Model: cfg.Model, Name: cfg.Name, HTTPClient: cfg.HTTPClient, MaxOutputTokens: cfg.MaxOutputTokens})
 	if err != nil {
 		return nil, err
@@ -133,26 +140,5 @@ func New(cfg Config) (*Model, error) {
 	if cfg.NumCtx < 0 {
 		return nil, &agentrt.ConfigError{Field: "ollama.Config.NumCtx", Reason: fmt.Sprintf("must not be negative, got %d", cfg.NumCtx)}
 	}
-	m := &Model{base: b, model: cfg.Model, maxOut: cfg.MaxOutputTokens, numCtx: cfg.NumCtx}
-	if m.numCtx == 0 {
-		m.numCtx = DefaultNumCtx
-	}
 	return m, nil
-}
-
-// Generate sends req and maps the reply. It does not retry.
-func (m *Model) Generate(ctx context.Context, req agentrt.ModelRequest) (agentrt.ModelResponse, error) {
-	return providers.Generate(ctx, &m.base, providers.Exchange{Encode: m.encode, Decode: decode}, nil, req)
-}
-
-// EncodeRequest is the exact body Generate sends for req, and the
-// endpoint's host (agentrt.EncodedModel).
-func (m *Model) EncodeRequest(req agentrt.ModelRequest) (agentrt.EncodedRequest, error) {
-	return providers.Encode(&m.base, providers.Exchange{Encode: m.encode, Decode: decode}, req)
-}
-
-// SendEncoded sends a body EncodeRequest made and maps the reply as
-// Generate does.
-func (m *Model) SendEncoded(ctx context.Context, _ agentrt.ModelRequest, enc agentrt.EncodedRequest) (agentrt.ModelResponse, error) {
-	return providers.SendEncoded(ctx, &m.base, providers.Exchange{Encode: m.encode, Decode: decode}, nil, enc)
 }

@@ -1,18 +1,10 @@
 package ollama
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
-	"strings"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/providers"
-)
-
-var (
-	emptyObject   = json.RawMessage(`{}`)
-	defaultSchema = json.RawMessage(`{"type":"object","properties":{}}`)
 )
 
 type wireRequest struct {
@@ -55,82 +47,47 @@ type wireToolDef struct {
 	Parameters  json.RawMessage `json:"parameters"`
 }
 
-func badRequest(format string, args ...any) error {
-	return &providers.RequestError{Provider: provider, Reason: fmt.Sprintf(format, args...)}
-}
-
 // encode maps a provider-neutral request to an /api/chat body. A tool result
 // is sent as a tool message named after the tool use it answers.
 func (m *Model) encode(req agentrt.ModelRequest) ([]byte, error) {
-	if req.MaxOutputTokens < 0 {
-		return nil, badRequest("MaxOutputTokens is negative (%d)", req.MaxOutputTokens)
+	maxOut, err := providers.OutputCap(provider, req, m.maxOut)
+	if err != nil {
+		return nil, err
 	}
-	w := wireRequest{Model: m.model, Messages: []wireMessage{}, Options: wireOptions{NumCtx: m.numCtx, NumPredict: req.MaxOutputTokens}}
-	if w.Options.NumPredict == 0 {
-		w.Options.NumPredict = m.maxOut
-	}
+	w := wireRequest{Model: m.model, Messages: []wireMessage{}, Options: wireOptions{NumCtx: m.numCtx, NumPredict: maxOut}}
 	if req.System != "" {
 		w.Messages = append(w.Messages, wireMessage{Role: "system", Content: req.System})
 	}
 	names := map[string]string{}
 	for i, msg := range req.Messages {
-		var texts []string
-		switch msg.Role {
-		case agentrt.RoleUser:
-			var results []wireMessage
-			for j, b := range msg.Content {
-				switch b.Type {
-				case agentrt.BlockText:
-					if b.Text != "" {
-						texts = append(texts, b.Text)
-					}
-				case agentrt.BlockToolResult:
-					if len(b.Images) > 0 {
-						return nil, badRequest("message %d block %d is a tool result with images, which this provider does not take; render without Options.Images", i, j)
-					}
-					results = append(results, wireMessage{Role: "tool", Content: b.Content, ToolName: names[b.ToolUseID]})
-				default:
-					return nil, badRequest("message %d block %d has type %q, which a user turn cannot carry", i, j, b.Type)
-				}
-			}
-			w.Messages = append(w.Messages, results...)
-			if len(texts) > 0 {
-				w.Messages = append(w.Messages, wireMessage{Role: "user", Content: strings.Join(texts, "\n\n")})
-			}
-		case agentrt.RoleAssistant:
-			out := wireMessage{Role: "assistant"}
-			for j, b := range msg.Content {
-				switch b.Type {
-				case agentrt.BlockText:
-					if b.Text != "" {
-						texts = append(texts, b.Text)
-					}
-				case agentrt.BlockToolUse:
-					args := bytes.TrimSpace(b.Input)
-					if len(args) == 0 {
-						args = emptyObject
-					}
-					if !json.Valid(args) || args[0] != '{' {
-						return nil, badRequest("message %d block %d: a tool use's input must be a JSON object", i, j)
-					}
-					names[b.ToolUseID] = b.Name
-					out.ToolCalls = append(out.ToolCalls, wireToolCall{Function: wireFunction{Name: b.Name, Arguments: args}})
-				default:
-					return nil, badRequest("message %d block %d has type %q, which an assistant turn cannot carry", i, j, b.Type)
-				}
-			}
-			out.Content = strings.Join(texts, "\n\n")
-			w.Messages = append(w.Messages, out)
-		default:
-			return nil, badRequest("message %d has role %q; want user or assistant", i, msg.Role)
+		t, err := providers.SplitChatTurn(provider, i, msg)
+		if err != nil {
+			return nil, err
 		}
+		if msg.Role == agentrt.RoleUser {
+			for _, r := range t.Results {
+				w.Messages = append(w.Messages, wireMessage{Role: "tool", Content: r.Content, ToolName: names[r.ToolUseID]})
+			}
+			if t.Text != "" {
+				w.Messages = append(w.Messages, wireMessage{Role: "user", Content: t.Text})
+			}
+			continue
+		}
+		out := wireMessage{Role: "assistant", Content: t.Text}
+		for _, u := range t.Uses {
+			args, err := providers.ObjectInput(provider, i, u.J, u.Input)
+			if err != nil {
+				return nil, err
+			}
+			names[u.ToolUseID] = u.Name
+			out.ToolCalls = append(out.ToolCalls, wireToolCall{Function: wireFunction{Name: u.Name, Arguments: args}})
+		}
+		w.Messages = append(w.Messages, out)
 	}
 	for _, t := range req.Tools {
-		schema := t.InputSchema
-		if len(bytes.TrimSpace(schema)) == 0 {
-			schema = defaultSchema
-		} else if !json.Valid(schema) {
-			return nil, badRequest("tool %q has an input schema that is not valid JSON", t.Name)
+		schema, err := providers.ToolSchema(provider, t)
+		if err != nil {
+			return nil, err
 		}
 		w.Tools = append(w.Tools, wireTool{Type: "function", Function: wireToolDef{Name: t.Name, Description: t.Description, Parameters: schema}})
 	}
@@ -161,17 +118,12 @@ type usageProbe struct {
 	EvalCount       json.RawMessage `json:"eval_count"`
 }
 
-func isNull(raw json.RawMessage) bool {
-	v := bytes.TrimSpace(raw)
-	return len(v) == 0 || string(v) == "null"
-}
-
 // decode maps an /api/chat reply. Usage is read first: a reply whose usage
 // cannot be believed is unusable whatever else it holds.
 func decode(data []byte, key string) (agentrt.ModelResponse, error) {
 	var probe usageProbe
 	if err := json.Unmarshal(data, &probe); err != nil {
-		return agentrt.ModelResponse{}, &agentrt.ServedError{Err: &providers.ReplyError{Provider: provider, Reason: "the reply is not a chat response object", Err: err, UsageUnknown: true}}
+		return agentrt.ModelResponse{}, providers.NotAReply(provider, "a chat response object", err)
 	}
 	var u agentrt.Usage
 	var err error
@@ -181,14 +133,12 @@ func decode(data []byte, key string) (agentrt.ModelResponse, error) {
 	if u.OutputTokens, err = providers.UsageCount("eval_count", probe.EvalCount); err != nil {
 		return agentrt.ModelResponse{}, providers.Unusable(err)
 	}
-	served := func(reason string, cause error) error {
-		return &agentrt.ServedError{Usage: u, Err: &providers.ReplyError{Provider: provider, Reason: reason, Err: cause}}
-	}
+	served := func(reason string, cause error) error { return providers.Served(provider, u, reason, cause) }
 	var w wireResponse
 	if err := json.Unmarshal(data, &w); err != nil {
 		return agentrt.ModelResponse{}, served("the reply does not have the chat response shape", err)
 	}
-	if !isNull(w.Error) {
+	if !providers.IsNull(w.Error) {
 		return agentrt.ModelResponse{}, served("the reply holds an error: "+providers.Excerpt(w.Error, key), nil)
 	}
 	if w.Message == nil {
@@ -196,21 +146,11 @@ func decode(data []byte, key string) (agentrt.ModelResponse, error) {
 	}
 	resp := agentrt.ModelResponse{Text: w.Message.Content, Usage: u, Raw: append(json.RawMessage(nil), data...)}
 	for i, tc := range w.Message.ToolCalls {
-		args := bytes.TrimSpace(tc.Function.Arguments)
-		if isNull(args) {
-			args = emptyObject
-		}
-		id := tc.ID
-		if id == "" {
-			id = providers.SynthesizeToolUseID(i)
-		}
-		resp.ToolUses = append(resp.ToolUses, agentrt.ToolUse{ID: id, Name: tc.Function.Name, Args: append(json.RawMessage(nil), args...)})
+		resp.ToolUses = append(resp.ToolUses, providers.ToolCall(i, tc.ID, tc.Function.Name, providers.OmitNull(tc.Function.Arguments)))
 	}
 	switch {
 	case w.DoneReason == "length":
 		resp.StopReason = agentrt.StopMaxTokens
-		// A call cut off is never handed on, even if it parses.
-		resp.ToolUses = nil
 	case len(resp.ToolUses) > 0:
 		resp.StopReason = agentrt.StopToolUse
 	case w.DoneReason == "stop" || w.DoneReason == "":
@@ -218,5 +158,6 @@ func decode(data []byte, key string) (agentrt.ModelResponse, error) {
 	default:
 		resp.StopReason = w.DoneReason
 	}
+	providers.HoldBackCutOffCalls(&resp)
 	return resp, nil
 }

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"context"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -81,7 +80,10 @@ func (c Config) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
 	return e.EncodeElement(c.view(), start)
 }
 
-var _ agentrt.Model = (*Model)(nil)
+var (
+	_ agentrt.Model        = (*Model)(nil)
+	_ agentrt.EncodedModel = (*Model)(nil)
+)
 
 // base gives Model the shared methods without a field others can reach.
 type base = providers.Base
@@ -97,32 +99,16 @@ type Model struct {
 // New validates cfg and returns a Model. It refuses an empty model, a
 // negative MaxOutputTokens, and an endpoint providers.CheckEndpoint refuses.
 func New(cfg Config) (*Model, error) {
-	b, err := providers.NewBase(providers.Settings{Provider: provider, DefaultBaseURL: DefaultBaseURL, Path: "/chat/completions",
-		Auth:    providers.BearerAuth,
+	m := &Model{model: cfg.Model, maxOut: cfg.MaxOutputTokens, maxField: "max_tokens"}
+	if base := strings.TrimRight(cfg.BaseURL, "/"); base == "" || base == DefaultBaseURL {
+		m.maxField = "max_completion_tokens"
+	}
+	var err error
+	m.base, err = providers.NewBase(providers.Settings{Provider: provider, DefaultBaseURL: DefaultBaseURL, Path: "/chat/completions",
+		Auth: providers.BearerAuth, Exchange: providers.Exchange{Encode: m.encode, Decode: decode},
 		BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, Model: cfg.Model, Name: cfg.Name, HTTPClient: cfg.HTTPClient, MaxOutputTokens: cfg.MaxOutputTokens})
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{base: b, model: cfg.Model, maxOut: cfg.MaxOutputTokens, maxField: "max_tokens"}
-	if base := strings.TrimRight(cfg.BaseURL, "/"); base == "" || base == DefaultBaseURL {
-		m.maxField = "max_completion_tokens"
-	}
 	return m, nil
-}
-
-// Generate sends req and maps the reply. It does not retry.
-func (m *Model) Generate(ctx context.Context, req agentrt.ModelRequest) (agentrt.ModelResponse, error) {
-	return providers.Generate(ctx, &m.base, providers.Exchange{Encode: m.encode, Decode: decode}, nil, req)
-}
-
-// EncodeRequest is the exact body Generate sends for req, and the
-// endpoint's host (agentrt.EncodedModel).
-func (m *Model) EncodeRequest(req agentrt.ModelRequest) (agentrt.EncodedRequest, error) {
-	return providers.Encode(&m.base, providers.Exchange{Encode: m.encode, Decode: decode}, req)
-}
-
-// SendEncoded sends a body EncodeRequest made and maps the reply as
-// Generate does.
-func (m *Model) SendEncoded(ctx context.Context, _ agentrt.ModelRequest, enc agentrt.EncodedRequest) (agentrt.ModelResponse, error) {
-	return providers.SendEncoded(ctx, &m.base, providers.Exchange{Encode: m.encode, Decode: decode}, nil, enc)
 }

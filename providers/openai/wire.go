@@ -11,12 +11,6 @@ import (
 	"github.com/agentrt/agentrt/providers"
 )
 
-// emptyObject stands in for absent tool input and schemas.
-var emptyObject = json.RawMessage(`{}`)
-
-// defaultSchema is sent for a tool registered without a schema.
-var defaultSchema = json.RawMessage(`{"type":"object","properties":{}}`)
-
 type wireRequest struct {
 	Model               string        `json:"model"`
 	Messages            []wireMessage `json:"messages"`
@@ -55,20 +49,13 @@ type wireToolDef struct {
 	Parameters  json.RawMessage `json:"parameters"`
 }
 
-func badRequest(format string, args ...any) error {
-	return &providers.RequestError{Provider: provider, Reason: fmt.Sprintf(format, args...)}
-}
-
 // encode maps a provider-neutral request to a chat-completions body.
 func (m *Model) encode(req agentrt.ModelRequest) ([]byte, error) {
-	if req.MaxOutputTokens < 0 {
-		return nil, badRequest("MaxOutputTokens is negative (%d)", req.MaxOutputTokens)
+	maxOut, err := providers.OutputCap(provider, req, m.maxOut)
+	if err != nil {
+		return nil, err
 	}
 	w := wireRequest{Model: m.model}
-	maxOut := req.MaxOutputTokens
-	if maxOut == 0 {
-		maxOut = m.maxOut
-	}
 	if m.maxField == "max_completion_tokens" {
 		w.MaxCompletionTokens = maxOut
 	} else {
@@ -85,11 +72,9 @@ func (m *Model) encode(req agentrt.ModelRequest) ([]byte, error) {
 		w.Messages = append(w.Messages, out...)
 	}
 	for _, t := range req.Tools {
-		schema := t.InputSchema
-		if len(bytes.TrimSpace(schema)) == 0 {
-			schema = defaultSchema
-		} else if !json.Valid(schema) {
-			return nil, badRequest("tool %q has an input schema that is not valid JSON", t.Name)
+		schema, err := providers.ToolSchema(provider, t)
+		if err != nil {
+			return nil, err
 		}
 		w.Tools = append(w.Tools, wireTool{Type: "function", Function: wireToolDef{Name: t.Name, Description: t.Description, Parameters: schema}})
 	}
@@ -100,59 +85,35 @@ func (m *Model) encode(req agentrt.ModelRequest) ([]byte, error) {
 // messages placed first, since they must follow the assistant turn that
 // asked for them; its text follows as one user message.
 func encodeMessage(i int, msg agentrt.Message) ([]wireMessage, error) {
-	var texts []string
-	switch msg.Role {
-	case agentrt.RoleUser:
+	t, err := providers.SplitChatTurn(provider, i, msg)
+	if err != nil {
+		return nil, err
+	}
+	if msg.Role == agentrt.RoleUser {
 		var out []wireMessage
-		for j, b := range msg.Content {
-			switch b.Type {
-			case agentrt.BlockText:
-				if b.Text != "" {
-					texts = append(texts, b.Text)
-				}
-			case agentrt.BlockToolResult:
-				if b.ToolUseID == "" {
-					return nil, badRequest("message %d block %d is a tool result without a tool use id", i, j)
-				}
-				if len(b.Images) > 0 {
-					return nil, badRequest("message %d block %d is a tool result with images, which this provider does not take; render without Options.Images", i, j)
-				}
-				out = append(out, wireMessage{Role: "tool", ToolCallID: b.ToolUseID, Content: ptr(b.Content)})
-			default:
-				return nil, badRequest("message %d block %d has type %q, which a user turn cannot carry", i, j, b.Type)
-			}
+		for _, r := range t.Results {
+			out = append(out, wireMessage{Role: "tool", ToolCallID: r.ToolUseID, Content: ptr(r.Content)})
 		}
-		if len(texts) > 0 {
-			out = append(out, wireMessage{Role: "user", Content: ptr(strings.Join(texts, "\n\n"))})
+		if t.Text != "" {
+			out = append(out, wireMessage{Role: "user", Content: ptr(t.Text)})
 		}
 		return out, nil
-	case agentrt.RoleAssistant:
-		out := wireMessage{Role: "assistant"}
-		for j, b := range msg.Content {
-			switch b.Type {
-			case agentrt.BlockText:
-				if b.Text != "" {
-					texts = append(texts, b.Text)
-				}
-			case agentrt.BlockToolUse:
-				args := string(b.Input)
-				if strings.TrimSpace(args) == "" {
-					args = string(emptyObject)
-				}
-				out.ToolCalls = append(out.ToolCalls, wireToolCall{ID: b.ToolUseID, Type: "function", Function: wireFunction{Name: b.Name, Arguments: args}})
-			default:
-				return nil, badRequest("message %d block %d has type %q, which an assistant turn cannot carry", i, j, b.Type)
-			}
-		}
-		switch {
-		case len(texts) > 0:
-			out.Content = ptr(strings.Join(texts, "\n\n"))
-		case len(out.ToolCalls) == 0:
-			out.Content = ptr("(no output)")
-		}
-		return []wireMessage{out}, nil
 	}
-	return nil, badRequest("message %d has role %q; want user or assistant", i, msg.Role)
+	out := wireMessage{Role: "assistant"}
+	for _, u := range t.Uses {
+		args := string(u.Input)
+		if strings.TrimSpace(args) == "" {
+			args = providers.EmptyInput
+		}
+		out.ToolCalls = append(out.ToolCalls, wireToolCall{ID: u.ToolUseID, Type: "function", Function: wireFunction{Name: u.Name, Arguments: args}})
+	}
+	switch {
+	case t.Text != "":
+		out.Content = ptr(t.Text)
+	case len(out.ToolCalls) == 0:
+		out.Content = ptr("(no output)")
+	}
+	return []wireMessage{out}, nil
 }
 
 func ptr(s string) *string { return &s }
@@ -185,11 +146,6 @@ type wireChoice struct {
 	FinishReason string `json:"finish_reason"`
 }
 
-func isNull(raw json.RawMessage) bool {
-	v := bytes.TrimSpace(raw)
-	return len(v) == 0 || string(v) == "null"
-}
-
 // decode maps a chat-completions reply. Usage is read first: a reply whose
 // usage cannot be believed is unusable whatever else it holds.
 func decode(data []byte, key string) (agentrt.ModelResponse, error) {
@@ -197,24 +153,22 @@ func decode(data []byte, key string) (agentrt.ModelResponse, error) {
 		Usage json.RawMessage `json:"usage"`
 	}
 	if err := json.Unmarshal(data, &probe); err != nil {
-		return agentrt.ModelResponse{}, &agentrt.ServedError{Err: &providers.ReplyError{Provider: provider, Reason: "the reply is not a chat completion object", Err: err, UsageUnknown: true}}
+		return agentrt.ModelResponse{}, providers.NotAReply(provider, "a chat completion object", err)
 	}
 	usage, err := decodeUsage(probe.Usage)
 	if err != nil {
 		return agentrt.ModelResponse{}, providers.Unusable(err)
 	}
-	served := func(reason string, cause error) error {
-		return &agentrt.ServedError{Usage: usage, Err: &providers.ReplyError{Provider: provider, Reason: reason, Err: cause}}
-	}
+	served := func(reason string, cause error) error { return providers.Served(provider, usage, reason, cause) }
 	var w wireResponse
 	if err := json.Unmarshal(data, &w); err != nil {
 		return agentrt.ModelResponse{}, served("the reply does not have the chat completion shape", err)
 	}
-	if !isNull(w.Error) {
+	if !providers.IsNull(w.Error) {
 		return agentrt.ModelResponse{}, served("the reply holds an error: "+providers.Excerpt(w.Error, key), nil)
 	}
 	var choices []wireChoice
-	if err := json.Unmarshal(w.Choices, &choices); err != nil || isNull(w.Choices) {
+	if err := json.Unmarshal(w.Choices, &choices); err != nil || providers.IsNull(w.Choices) {
 		return agentrt.ModelResponse{}, served("choices is not a list of chat completion choices", err)
 	}
 	if len(choices) == 0 {
@@ -231,11 +185,7 @@ func decode(data []byte, key string) (agentrt.ModelResponse, error) {
 		if err != nil {
 			return agentrt.ModelResponse{}, served(fmt.Sprintf("tool call %d: %v", i, err), nil)
 		}
-		id := tc.ID
-		if id == "" {
-			id = providers.SynthesizeToolUseID(i)
-		}
-		resp.ToolUses = append(resp.ToolUses, agentrt.ToolUse{ID: id, Name: tc.Function.Name, Args: args})
+		resp.ToolUses = append(resp.ToolUses, providers.ToolCall(i, tc.ID, tc.Function.Name, args))
 	}
 	refusal := c.Message.Refusal != nil && *c.Message.Refusal != ""
 	switch {
@@ -253,16 +203,13 @@ func decode(data []byte, key string) (agentrt.ModelResponse, error) {
 	default:
 		resp.StopReason = c.FinishReason
 	}
-	if resp.StopReason == agentrt.StopMaxTokens || resp.StopReason == agentrt.StopRefusal {
-		// A call cut off or refused is never handed on, even if it parses.
-		resp.ToolUses = nil
-	}
+	providers.HoldBackCutOffCalls(&resp)
 	return resp, nil
 }
 
 // decodeUsage reads and checks the usage object; absent usage is zero.
 func decodeUsage(raw json.RawMessage) (agentrt.Usage, error) {
-	if isNull(raw) {
+	if providers.IsNull(raw) {
 		return agentrt.Usage{}, nil
 	}
 	var wu wireUsage
@@ -291,7 +238,7 @@ func decodeUsage(raw json.RawMessage) (agentrt.Usage, error) {
 // decodeContent reads message content: a string, null, or a list of text
 // parts.
 func decodeContent(raw json.RawMessage) (string, error) {
-	if isNull(raw) {
+	if providers.IsNull(raw) {
 		return "", nil
 	}
 	var s string
@@ -318,11 +265,11 @@ func decodeContent(raw json.RawMessage) (string, error) {
 // sent. The wire form is a string holding JSON; its content is returned
 // verbatim whether or not it is valid JSON, so the driver can record invalid
 // arguments as they were. A server that sends an object instead has it
-// returned as is. Empty arguments are {}.
+// returned as is. Empty arguments are nil, which providers.ToolCall makes {}.
 func decodeArguments(raw json.RawMessage) (json.RawMessage, error) {
 	v := bytes.TrimSpace(raw)
-	if isNull(v) {
-		return emptyObject, nil
+	if providers.IsNull(v) {
+		return nil, nil
 	}
 	if v[0] == '"' {
 		var s string
@@ -330,7 +277,7 @@ func decodeArguments(raw json.RawMessage) (json.RawMessage, error) {
 			return nil, fmt.Errorf("arguments are not a JSON string")
 		}
 		if strings.TrimSpace(s) == "" {
-			return emptyObject, nil
+			return nil, nil
 		}
 		return json.RawMessage(s), nil
 	}

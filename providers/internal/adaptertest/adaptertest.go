@@ -94,6 +94,7 @@ func cases[C any, M agentrt.Model]() []adapterCase[C, M] {
 		{"UnusableUsageIsChargedNothing", unusableUsage[C, M]},
 		{"ConfigAndModelEncodeWithoutTheKey", encodeWithoutTheKey[C, M]},
 		{"FromEnvReadsTheDocumentedVariables", fromEnv[C, M]},
+		{"RequestsTheFormatCannotCarryAreRefusedUnsent", refusedUnsent[C, M]},
 	}
 }
 
@@ -376,5 +377,36 @@ func fromEnv[C any, M agentrt.Model](t *testing.T, a Adapter[C, M]) {
 	}
 	if f.Path(0) != "POST "+a.Path || a.SentKey(f.Header(0)) != a.Key || f.Body(t, 0)["model"] != "env-model" {
 		t.Fatalf("the environment's model sent %s with key %q", f.Path(0), a.SentKey(f.Header(0)))
+	}
+}
+
+// A request no wire format can carry is refused as an ErrBadRequest, with
+// nothing sent: a negative cap, a role other than user or assistant, a
+// tool whose schema is not JSON, a tool use in a user turn, a tool result
+// in an assistant turn, and a tool result without the id of the use it
+// answers.
+func refusedUnsent[C any, M agentrt.Model](t *testing.T, a Adapter[C, M]) {
+	f := Serve(t, 200, nil, a.Reply("unused", a.Usage))
+	m := a.model(t, f.URL)
+	turn := func(role string, b agentrt.ContentBlock) []agentrt.Message {
+		return []agentrt.Message{{Role: role, Content: []agentrt.ContentBlock{b}}}
+	}
+	hi := SimpleRequest().Messages
+	for name, req := range map[string]agentrt.ModelRequest{
+		"negative cap":               {Messages: hi, MaxOutputTokens: -1},
+		"system role in the history": {Messages: turn("system", agentrt.ContentBlock{Type: agentrt.BlockText, Text: "x"})},
+		"schema that is not JSON":    {Messages: hi, Tools: []agentrt.ToolSpec{{Name: "t", InputSchema: json.RawMessage(`{"type":`)}}},
+		"tool use in a user turn":    {Messages: turn(agentrt.RoleUser, agentrt.ContentBlock{Type: agentrt.BlockToolUse, ToolUseID: "u", Name: "t", Input: json.RawMessage(`{}`)})},
+		"tool result from the model": {Messages: turn(agentrt.RoleAssistant, agentrt.ContentBlock{Type: agentrt.BlockToolResult, ToolUseID: "u", Content: "x"})},
+		"tool result without its id": {Messages: turn(agentrt.RoleUser, agentrt.ContentBlock{Type: agentrt.BlockToolResult, Content: "x"})},
+	} {
+		_, err := m.Generate(context.Background(), req)
+		var re *providers.RequestError
+		if !errors.Is(err, providers.ErrBadRequest) || !errors.As(err, &re) || re.Provider != a.Provider {
+			t.Errorf("%s: %v, want a %s RequestError", name, err, a.Provider)
+		}
+	}
+	if n := f.Requests(); n != 0 {
+		t.Fatalf("%d requests were sent for requests that cannot be", n)
 	}
 }

@@ -59,6 +59,12 @@ func TestFiles_EveryTrustedReadRefusesTheSameFiles(t *testing.T) {
 			Read: func(p string) error { _, err := proxy.ReadFrontToken(p); return err }},
 		{Name: "agentrt-proxy readConfigDoc", Good: []byte("{}\n"), Max: mcp.MaxFileBytes,
 			Read: errOf(func(p string) error { _, err := readConfigDoc(p); return err })},
+		{Name: "agentrt-proxy readHostFile", Good: []byte(`{"mcpServers":{}}`), Max: maxHostFile,
+			Read: func(p string) error { _, err := readHostFile(&host{path: p, key: "mcpServers"}); return err }},
+		{Name: "agentrt-proxy readBackup", Good: []byte(`{"mcpServers":{}}`), Max: maxHostFile,
+			Read: func(p string) error { _, err := readBackup(p); return err }},
+		{Name: "export.FileCursor.Load", Good: []byte("42\n"), Max: 64,
+			Read: func(p string) error { _, err := export.FileCursor{Path: p}.Load(); return err }},
 		{Name: "agentrt -key (public)", Good: pub, Max: 64 << 10,
 			Read: func(p string) error { _, err := rootcli.ReadPublicKeyFile(p); return err }},
 		{Name: "agentrt -key (private)", Good: priv, Max: 64 << 10,
@@ -74,33 +80,39 @@ func TestFiles_EveryDurableWriteSyncs(t *testing.T) {
 	ctx := context.Background()
 	writers := []struct {
 		name  string
-		write func(t *testing.T, dir string) (target string)
+		write func(t *testing.T, dir string) (targets []string)
 	}{
-		{"mcp.WriteManifest", func(t *testing.T, dir string) string {
+		{"mcp.WriteManifest", func(t *testing.T, dir string) []string {
 			p := filepath.Join(dir, "fs.manifest.json")
 			must(t, mcp.WriteManifest(p, &mcp.Manifest{}))
-			return p
+			return []string{p}
 		}},
-		{"agentrt-proxy configDoc.write", func(t *testing.T, dir string) string {
+		{"agentrt-proxy configDoc.write", func(t *testing.T, dir string) []string {
 			p := filepath.Join(dir, "proxy.json")
 			d := configDoc{"database": "runs.db", "servers": []any{map[string]any{"name": "fs", "command": []any{"node", "server.js"}, "manifest": "fs.manifest.json",
 				"rules": map[string]any{"read_file": map[string]any{"side_effect": "read_only"}}}}}
 			must(t, d.write(p))
-			return p
+			return []string{p}
 		}},
-		{"agentrt-proxy writeHostConfig", func(t *testing.T, dir string) string {
+		{"agentrt-proxy writeHostConfig (the backup, then the file)", func(t *testing.T, dir string) []string {
 			p := filepath.Join(dir, "claude_desktop_config.json")
 			must(t, os.WriteFile(p, []byte("{}"), 0o600))
-			_, err := writeHostConfig(&host{path: p, key: "mcpServers"}, []byte("{}"), []byte(`{"mcpServers":{}}`), time.Unix(0, 0))
+			backup, err := writeHostConfig(&host{path: p, key: "mcpServers"}, []byte("{}"), []byte(`{"mcpServers":{}}`), time.Unix(0, 0))
 			must(t, err)
-			return p
+			return []string{backup, p}
 		}},
-		{"export.FileCursor.Save", func(t *testing.T, dir string) string {
+		{"agentrt approvers keygen (the key, then its .pub)", func(t *testing.T, dir string) []string {
+			p := filepath.Join(dir, "bot.key")
+			_, err := rootcli.WriteKeyPair(p)
+			must(t, err)
+			return []string{p, p + ".pub"}
+		}},
+		{"export.FileCursor.Save", func(t *testing.T, dir string) []string {
 			p := filepath.Join(dir, "cursor")
 			must(t, export.FileCursor{Path: p}.Save(42))
-			return p
+			return []string{p}
 		}},
-		{"replay.Recorder", func(t *testing.T, dir string) string {
+		{"replay.Recorder", func(t *testing.T, dir string) []string {
 			r := &replay.Recorder{Inner: fixedModel{}, Dir: dir}
 			_, err := r.Generate(ctx, agentrt.ModelRequest{Messages: []agentrt.Message{{Role: agentrt.RoleUser, Content: []agentrt.ContentBlock{{Type: agentrt.BlockText, Text: "hi"}}}}})
 			must(t, err)
@@ -109,7 +121,7 @@ func TestFiles_EveryDurableWriteSyncs(t *testing.T) {
 			if len(ents) != 1 {
 				t.Fatalf("the recorder left %v", ents)
 			}
-			return ents[0]
+			return ents
 		}},
 	}
 	for _, w := range writers {
@@ -121,23 +133,27 @@ func TestFiles_EveryDurableWriteSyncs(t *testing.T) {
 			}
 			var steps []step
 			restore := files.ObserveForTest(func(s files.Step, p string) { steps = append(steps, step{s, p}) })
-			target := w.write(t, dir)
+			targets := w.write(t, dir)
 			restore()
-			var got []files.Step
-			for _, s := range steps {
-				got = append(got, s.s)
+			if len(steps) != 4*len(targets) {
+				t.Fatalf("%d steps for %d files: %v", len(steps), len(targets), steps)
 			}
-			if want := []files.Step{files.StepCreate, files.StepSync, files.StepRename, files.StepSyncDir}; !slices.Equal(got, want) {
-				t.Fatalf("steps %v, want %v: the write is not create, sync, rename, sync the directory", got, want)
-			}
-			if tmp := steps[0].path; filepath.Dir(tmp) != dir || steps[1].path != tmp {
-				t.Fatalf("the temporary file %s is not the synced one %s in %s", tmp, steps[1].path, dir)
-			}
-			if steps[2].path != target || filepath.Clean(steps[3].path) != dir {
-				t.Fatalf("renamed to %s and synced %s; want %s and %s", steps[2].path, steps[3].path, target, dir)
-			}
-			if fi, err := os.Stat(target); err != nil || fi.Size() == 0 {
-				t.Fatalf("the target after the write: %v %v", fi, err)
+			for i, target := range targets {
+				s := steps[4*i : 4*i+4]
+				got := []files.Step{s[0].s, s[1].s, s[2].s, s[3].s}
+				if !slices.Equal(got, []files.Step{files.StepCreate, files.StepSync, files.StepRename, files.StepSyncDir}) &&
+					!slices.Equal(got, []files.Step{files.StepCreate, files.StepSync, files.StepLink, files.StepSyncDir}) {
+					t.Fatalf("steps %v for %s: the write is not create, sync, rename or link, sync the directory", got, target)
+				}
+				if tmp := s[0].path; filepath.Dir(tmp) != dir || s[1].path != tmp {
+					t.Fatalf("the temporary file %s is not the synced one %s in %s", tmp, s[1].path, dir)
+				}
+				if s[2].path != target || filepath.Clean(s[3].path) != dir {
+					t.Fatalf("placed at %s and synced %s; want %s and %s", s[2].path, s[3].path, target, dir)
+				}
+				if fi, err := os.Stat(target); err != nil || fi.Size() == 0 {
+					t.Fatalf("the target after the write: %v %v", fi, err)
+				}
 			}
 		})
 	}

@@ -131,8 +131,16 @@ type member struct {
 	start, end int
 }
 
+// maxHostFile bounds a host's configuration file and its backups (Claude
+// Code keeps its history in the same file, so it can be large).
+const maxHostFile = 32 << 20
+
+// readHostFile reads the host's file through files.ReadOwned: init
+// rewrites it and the host runs the commands it names, so it is held to
+// the rule for trusted files (the user's own, writable by nobody else, not
+// a symbolic link: a link is refused with a request to name the file).
 func readHostFile(h *host) (*hostDoc, error) {
-	raw, err := os.ReadFile(h.path)
+	raw, err := files.ReadOwned(h.path, maxHostFile)
 	if err != nil {
 		return nil, err
 	}
@@ -505,35 +513,29 @@ func indentUnit(b []byte) string {
 const backupSuffix = ".agentrt-proxy-backup-"
 
 // writeHostConfig backs the host's file up beside it (owner-only: it may
-// hold secrets), then replaces the file with b, keeping its mode. A file
-// reached through a symbolic link is written where the link points, so
-// the link stays.
+// hold secrets; through files.WriteNew, so an earlier backup is never
+// replaced), then replaces the file with b, keeping its mode. readHostFile
+// refused a link, and the replacement replaces one put there since rather
+// than writing where it points.
 func writeHostConfig(h *host, raw, b []byte, now time.Time) (string, error) {
-	target, err := filepath.EvalSymlinks(h.path)
+	fi, err := os.Lstat(h.path)
 	if err != nil {
 		return "", err
 	}
-	fi, err := os.Stat(target)
-	if err != nil {
+	if err := files.Check(h.path, fi); err != nil {
 		return "", err
 	}
-	backup := target + backupSuffix + now.UTC().Format("20060102T150405.000000000Z")
-	f, err := os.OpenFile(backup, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
+	backup := h.path + backupSuffix + now.UTC().Format("20060102T150405.000000000Z")
+	if err := files.WriteNew(backup, raw, 0o600); err != nil {
 		return "", err
 	}
-	if _, err := f.Write(raw); err != nil {
-		f.Close()
-		return "", err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return "", err
-	}
-	if err := f.Close(); err != nil {
-		return "", err
-	}
-	return backup, replaceFile(target, b, fi.Mode().Perm())
+	return backup, replaceFile(h.path, b, fi.Mode().Perm())
+}
+
+// readBackup reads a backup writeHostConfig made, through files.ReadSecret
+// (it was written owner-only and may hold the host's secrets).
+func readBackup(path string) ([]byte, error) {
+	return files.ReadSecret(path, maxHostFile)
 }
 
 // replaceFile replaces path with b, mode perm, through files.WriteAtomic

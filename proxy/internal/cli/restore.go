@@ -30,7 +30,7 @@ func restoreHostConfig(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "restore-host-config", err)
 	}
-	b, err := os.ReadFile(backup)
+	b, err := readBackup(backup)
 	if err != nil {
 		return fail(stderr, "restore-host-config", err)
 	}

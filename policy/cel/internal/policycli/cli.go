@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/agentrt/agentrt/internal/cliflag"
 	celpolicy "github.com/agentrt/agentrt/policy/cel"
 	"github.com/agentrt/agentrt/trace"
 )
@@ -111,25 +112,15 @@ func (e *env) fail(format string, args ...any) int {
 // parse parses flags placed before or after the positional arguments.
 func (e *env) parse(c *command, fs *flag.FlagSet, args []string) ([]string, int, bool) {
 	fs.SetOutput(io.Discard)
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprintf(e.stdout, "usage: agentrt-policy %s %s\n\n%s\n", c.name, c.usage, c.help)
-				return nil, ExitOK, false
-			}
-			return nil, e.usageError(c, err.Error()), false
-		}
-		consumed := len(args) - fs.NArg()
-		if consumed > 0 && args[consumed-1] == "--" {
-			return append(pos, fs.Args()...), ExitOK, true
-		}
-		if fs.NArg() == 0 {
-			return pos, ExitOK, true
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+	pos, err := cliflag.Parse(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(e.stdout, "usage: agentrt-policy %s %s\n\n%s\n", c.name, c.usage, c.help)
+		return nil, ExitOK, false
 	}
+	if err != nil {
+		return nil, e.usageError(c, err.Error()), false
+	}
+	return pos, ExitOK, true
 }
 
 // load loads a policy file, printing a refusal as one sentence.
