@@ -66,14 +66,15 @@ type EnrolledApprover struct {
 	DecodeError string `json:"decode_error,omitempty"`
 }
 
-// Approver is the former name of EnrolledApprover, kept so code written
-// against it still compiles; new code says EnrolledApprover. It will be
-// marked deprecated once the callers in this repository have moved, and
-// removed a release after that.
+// Approver is the former name of EnrolledApprover, kept for one release
+// so code written against it still compiles.
+//
+// Deprecated: use EnrolledApprover (approver.Approver is the channel that
+// asks a person).
 type Approver = EnrolledApprover
 
 // Removed reports whether the approver was removed.
-func (a Approver) Removed() bool { return !a.RemovedAt.IsZero() }
+func (a EnrolledApprover) Removed() bool { return !a.RemovedAt.IsZero() }
 
 // ApproverInvite is a one-time enrollment invitation. Only the SHA-256 of
 // its token is stored.
@@ -155,7 +156,7 @@ func KeyFingerprint(pkix []byte) string {
 // SignStatement signs a statement with an ed25519 key file's private key,
 // as 'agentrt approve -key' does. The approver is the one enrolled with
 // the key's public half.
-func SignStatement(key ed25519.PrivateKey, approver Approver, s Statement) (DecisionSignature, error) {
+func SignStatement(key ed25519.PrivateKey, approver EnrolledApprover, s Statement) (DecisionSignature, error) {
 	msg, err := s.Canonical()
 	if err != nil {
 		return DecisionSignature{}, err
@@ -204,7 +205,7 @@ const (
 // party with the user present and verified, and that the signature verifies.
 // It does not look at whether the approver was removed, or at what the
 // statement says: the caller compares those with what it decides.
-func VerifyDecision(approver Approver, sig DecisionSignature) error {
+func VerifyDecision(approver EnrolledApprover, sig DecisionSignature) error {
 	fail := func(format string, args ...any) error {
 		return &SignatureError{ApprovalID: sig.Statement.ApprovalID, ApproverID: sig.ApproverID, Reason: fmt.Sprintf(format, args...)}
 	}

@@ -134,20 +134,20 @@ func NewNonce() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-func approverRemoved(a Approver, by string) ApproverRemovedPayload {
+func approverRemoved(a EnrolledApprover, by string) ApproverRemovedPayload {
 	return ApproverRemovedPayload{ApproverID: a.ID, Name: a.Name, By: by}
 }
 
 // enrollTx inserts the approver and its approver.enrolled event.
-func enrollTx(tx Tx, n NewApprover, id string, now time.Time, inviteID string) (Approver, error) {
+func enrollTx(tx Tx, n NewApprover, id string, now time.Time, inviteID string) (EnrolledApprover, error) {
 	_, alg, err := ParsePublicKey(n.PublicKey)
 	if err != nil {
-		return Approver{}, err
+		return EnrolledApprover{}, err
 	}
-	a := Approver{ID: id, Name: n.Name, Kind: n.Kind, Algorithm: alg, CredentialID: n.CredentialID, PublicKey: n.PublicKey,
+	a := EnrolledApprover{ID: id, Name: n.Name, Kind: n.Kind, Algorithm: alg, CredentialID: n.CredentialID, PublicKey: n.PublicKey,
 		RPID: n.RPID, Origin: n.Origin, EnrolledAt: now, EnrolledBy: n.By}
 	if err := tx.ApproverInsert(a); err != nil {
-		return Approver{}, err
+		return EnrolledApprover{}, err
 	}
 	p := ApproverEnrolledPayload{ApproverID: a.ID, Name: a.Name, By: n.By, Kind: string(a.Kind), Algorithm: alg,
 		CredentialID: a.CredentialID, PublicKey: base64.StdEncoding.EncodeToString(a.PublicKey), RPID: a.RPID,
@@ -166,13 +166,13 @@ func (n NewApprover) idOrNew() string {
 // EnrollApprover enrolls an approver directly, as 'agentrt approvers add'
 // does: anyone who can write the database can, and the approver.enrolled
 // event names who did.
-func (o Operator) EnrollApprover(ctx context.Context, n NewApprover) (Approver, error) {
+func (o Operator) EnrollApprover(ctx context.Context, n NewApprover) (EnrolledApprover, error) {
 	if err := n.check(); err != nil {
-		return Approver{}, err
+		return EnrolledApprover{}, err
 	}
 	now := o.now()
 	id := n.idOrNew()
-	var a Approver
+	var a EnrolledApprover
 	err := o.write(ctx, func(tx Tx) error {
 		var err error
 		a, err = enrollTx(tx, n, id, now, "")
@@ -183,12 +183,12 @@ func (o Operator) EnrollApprover(ctx context.Context, n NewApprover) (Approver, 
 
 // RemoveApprover removes the unremoved approver with the name: it signs
 // nothing more, and what it signed before still verifies.
-func (o Operator) RemoveApprover(ctx context.Context, name, by string) (Approver, error) {
+func (o Operator) RemoveApprover(ctx context.Context, name, by string) (EnrolledApprover, error) {
 	if by == "" {
-		return Approver{}, &ConfigError{Field: "by", Reason: "must name who removes the approver"}
+		return EnrolledApprover{}, &ConfigError{Field: "by", Reason: "must name who removes the approver"}
 	}
 	now := o.now()
-	var a Approver
+	var a EnrolledApprover
 	err := o.write(ctx, func(tx Tx) error {
 		var err error
 		if a, err = tx.ApproverByName(name); err != nil {
@@ -265,10 +265,10 @@ func inviteUsable(tx Tx, token string, now time.Time) (ApproverInvite, error) {
 // approver n under the invitation's name, in one transaction: the
 // approver.enrolled event names the inviter as the enroller and the
 // invitation. n.Name must be the invitation's, and n.By is ignored.
-func (o Operator) EnrollInvited(ctx context.Context, token string, n NewApprover) (Approver, error) {
+func (o Operator) EnrollInvited(ctx context.Context, token string, n NewApprover) (EnrolledApprover, error) {
 	now := o.now()
 	id := n.idOrNew()
-	var a Approver
+	var a EnrolledApprover
 	err := o.write(ctx, func(tx Tx) error {
 		inv, err := inviteUsable(tx, token, now)
 		if err != nil {
@@ -308,35 +308,35 @@ func WithSignature(sig DecisionSignature) DecideOption {
 
 // signedBy checks a signature inside the deciding transaction and returns
 // the approver that made it.
-func signedBy(tx Tx, sig *DecisionSignature, runID, approvalID, hash string, approve bool, by, note string, now time.Time) (Approver, error) {
+func signedBy(tx Tx, sig *DecisionSignature, runID, approvalID, hash string, approve bool, by, note string, now time.Time) (EnrolledApprover, error) {
 	verb := StatementReject
 	if approve {
 		verb = StatementApprove
 	}
 	if err := checkStatement(*sig, runID, approvalID, hash, verb, note); err != nil {
-		return Approver{}, err
+		return EnrolledApprover{}, err
 	}
 	fail := func(format string, args ...any) error {
 		return &SignatureError{ApprovalID: approvalID, ApproverID: sig.ApproverID, Reason: fmt.Sprintf(format, args...)}
 	}
 	if t := sig.Statement.Time; t.Before(now.Add(-MaxStatementAge)) || t.After(now.Add(MaxStatementSkew)) {
-		return Approver{}, fail("the statement was signed at %s, not within %s of now", t.UTC().Format(time.RFC3339), MaxStatementAge)
+		return EnrolledApprover{}, fail("the statement was signed at %s, not within %s of now", t.UTC().Format(time.RFC3339), MaxStatementAge)
 	}
 	ap, err := tx.ApproverGet(sig.ApproverID)
 	if errors.Is(err, ErrNotFound) {
-		return Approver{}, fail("no approver %s is enrolled", sig.ApproverID)
+		return EnrolledApprover{}, fail("no approver %s is enrolled", sig.ApproverID)
 	}
 	if err != nil {
-		return Approver{}, err
+		return EnrolledApprover{}, err
 	}
 	if ap.Removed() {
-		return Approver{}, fail("approver %q was removed at %s", ap.Name, ap.RemovedAt.Format(time.RFC3339))
+		return EnrolledApprover{}, fail("approver %q was removed at %s", ap.Name, ap.RemovedAt.Format(time.RFC3339))
 	}
 	if by != "" && by != ap.Name {
-		return Approver{}, fail("the decision names %q, but the signature is %q's", by, ap.Name)
+		return EnrolledApprover{}, fail("the decision names %q, but the signature is %q's", by, ap.Name)
 	}
 	if err := VerifyDecision(ap, *sig); err != nil {
-		return Approver{}, err
+		return EnrolledApprover{}, err
 	}
 	return ap, nil
 }

@@ -28,7 +28,7 @@ func statement(e *env, a agentrt.Approval, decision, note string) agentrt.Statem
 // assertion makes a WebAuthn assertion over st as an authenticator would:
 // authenticator data for rpID with the flags given, client data at origin
 // with the statement's challenge, an ECDSA P-256 signature over both.
-func assertion(t testing.TB, key *ecdsa.PrivateKey, ap agentrt.Approver, st agentrt.Statement, rpID, origin, typ string, flags byte) agentrt.DecisionSignature {
+func assertion(t testing.TB, key *ecdsa.PrivateKey, ap agentrt.EnrolledApprover, st agentrt.Statement, rpID, origin, typ string, flags byte) agentrt.DecisionSignature {
 	t.Helper()
 	ch, err := st.Challenge()
 	if err != nil {
@@ -57,7 +57,7 @@ func TestVerifyDecision_PasskeyAssertion(t *testing.T) {
 		t.Fatal(err)
 	}
 	der, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	ap := agentrt.Approver{ID: "ap1", Name: "alice", Kind: agentrt.ApproverPasskey, Algorithm: agentrt.AlgES256, CredentialID: "Y3JlZA",
+	ap := agentrt.EnrolledApprover{ID: "ap1", Name: "alice", Kind: agentrt.ApproverPasskey, Algorithm: agentrt.AlgES256, CredentialID: "Y3JlZA",
 		PublicKey: der, RPID: "localhost", Origin: "http://localhost:7380"}
 	st := agentrt.Statement{RunID: "r", ApprovalID: "a", ApprovalHash: "h", Decision: "approve", Nonce: "n", Time: time.Unix(1e9, 0)}
 	good := assertion(t, key, ap, st, "localhost", ap.Origin, "webauthn.get", 0x05)
@@ -83,7 +83,7 @@ func TestVerifyDecision_PasskeyAssertion(t *testing.T) {
 
 // benchDecisions makes n runs each waiting on one approval, written
 // straight into the store, and a passkey approver to sign them.
-func benchDecisions(b *testing.B, n int) (*env, []agentrt.Approval, *ecdsa.PrivateKey, agentrt.Approver) {
+func benchDecisions(b *testing.B, n int) (*env, []agentrt.Approval, *ecdsa.PrivateKey, agentrt.EnrolledApprover) {
 	e := newEnv(b)
 	ctx := context.Background()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

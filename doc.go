@@ -16,9 +16,9 @@
 // approval unbound to what the decider read.
 //
 // A Gate holds the same bounds for a loop the caller owns: the caller proposes
-// each decision through a Session, and the gate records, validates, judges and
+// each decision through a GateSession, and the gate records, validates, judges and
 // executes it with the same code the Driver runs. A RUNNING run is leased to one
-// Driver or Session at a time; a lease that is lost or lapses starts nothing
+// Driver or GateSession at a time; a lease that is lost or lapses starts nothing
 // more, and a step a crash cut off is never run again without someone deciding.
 //
 // The storage seam, Store, is implemented by the sqlite package (the embedded

@@ -165,7 +165,7 @@ const (
 // outcome turns what a tool returned into an observation.
 func (s *session) outcome(ctx context.Context, ac *allowedCall, res ToolResult, callErr error, timedOut bool) (*Observation, toolEnd) {
 	if callErr != nil {
-		var abort *ErrAbortRun
+		var abort *AbortRunError
 		if errors.As(callErr, &abort) {
 			return observation(ObsToolError, map[string]string{"error": abort.Detail, "failure": "abort"}, "tool aborted the run: "+abort.Detail), toolAbort
 		}

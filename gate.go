@@ -43,12 +43,12 @@ func NewGate(cfg GateConfig) (*Gate, error) {
 
 // Begin creates a run with the caller's id, RUNNING under this gate's
 // lease, and opens a session on it with no step.
-func (g *Gate) Begin(ctx context.Context, runID, goal string, limits Limits) (*Session, error) {
+func (g *Gate) Begin(ctx context.Context, runID, goal string, limits Limits) (*GateSession, error) {
 	s, err := g.e.begin(ctx, runID, goal, limits)
 	if err != nil {
 		return nil, err
 	}
-	return &Session{s: s}, nil
+	return &GateSession{s: s}, nil
 }
 
 // Attach does what Driver.Resume does before its loop, and hands the run
@@ -57,7 +57,7 @@ func (g *Gate) Begin(ctx context.Context, runID, goal string, limits Limits) (*S
 //   - a zero Outcome, or VerdictDenied (an approved request the policy now
 //     denies, recorded as the step's failure): the session is open with no
 //     step, under this gate's lease;
-//   - VerdictAllowed: an approved step is open (Session.Current) for
+//   - VerdictAllowed: an approved step is open (GateSession.Current) for
 //     Execute, with Request a copy of the recorded request; the run still
 //     waits, and Execute moves it to RUNNING as it starts the tool;
 //   - VerdictPending or VerdictEnded: the run waits again or ended; the
@@ -65,12 +65,12 @@ func (g *Gate) Begin(ctx context.Context, runID, goal string, limits Limits) (*S
 //
 // An error returns no session: ErrRunLeased when another owner's lease is
 // live, ErrRunState when the run ended or waits on an approval not granted.
-func (g *Gate) Attach(ctx context.Context, runID string) (*Session, Verdict, error) {
+func (g *Gate) Attach(ctx context.Context, runID string) (*GateSession, Verdict, error) {
 	s, v, err := g.e.attach(ctx, runID)
 	if err != nil {
 		return nil, v, err
 	}
-	gs := &Session{s: s}
+	gs := &GateSession{s: s}
 	switch v.Outcome {
 	case VerdictPending, VerdictEnded:
 		gs.over = fmt.Errorf("%w: run %s is %s; the session is over", ErrRunState, runID, s.run.Status)
@@ -80,7 +80,7 @@ func (g *Gate) Attach(ctx context.Context, runID string) (*Session, Verdict, err
 	return gs, v, nil
 }
 
-// Session is one hold on a run and its lease, for a caller's loop. Its
+// GateSession is one hold on a run and its lease, for a caller's loop. Its
 // lease is renewed while it is open. Calls are serialised; at most one step
 // is open at a time.
 //
@@ -90,29 +90,36 @@ func (g *Gate) Attach(ctx context.Context, runID string) (*Session, Verdict, err
 // after a call failed. A call made out of turn (a second open step,
 // Execute without an allowed verdict, a second Execute or decision) fails
 // with ErrRunState and changes nothing.
-type Session struct {
+type GateSession struct {
 	mu   sync.Mutex
 	s    *session
 	open *OpenStep
 	over error
 }
 
+// Session is the former name of GateSession, kept for one release so code
+// written against it still compiles.
+//
+// Deprecated: use GateSession (an MCP session and a console session are
+// other things).
+type Session = GateSession
+
 // Run returns a copy of the run as the session last read or wrote it.
-func (gs *Session) Run() Run {
+func (gs *GateSession) Run() Run {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
 	return copyRun(gs.s.run)
 }
 
 // Done reports whether the session is over.
-func (gs *Session) Done() bool {
+func (gs *GateSession) Done() bool {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
 	return gs.over != nil
 }
 
 // Current returns the open step, or nil.
-func (gs *Session) Current() *OpenStep {
+func (gs *GateSession) Current() *OpenStep {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
 	if gs.over != nil {
@@ -125,7 +132,7 @@ func (gs *Session) Current() *OpenStep {
 // so another process may take the run at once; an open step is left as a
 // crash would leave it: an allowed step that never started runs nothing,
 // and an approved step from Attach stays approved for the next Attach.
-func (gs *Session) Close() {
+func (gs *GateSession) Close() {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
 	gs.end(ErrSessionClosed)
@@ -134,7 +141,7 @@ func (gs *Session) Close() {
 // Step starts the next step, after the limits. A limit that ends the run,
 // or a run an operator moved on, returns a nil step and a nil error, and
 // the session is over.
-func (gs *Session) Step(ctx context.Context) (*OpenStep, error) {
+func (gs *GateSession) Step(ctx context.Context) (*OpenStep, error) {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
 	if err := gs.usable(); err != nil {
@@ -159,7 +166,7 @@ func (gs *Session) Step(ctx context.Context) (*OpenStep, error) {
 // open, its StepInput (Model included when configured); between steps, the
 // run as the session left it with every recorded step. It reads no clock,
 // and the store at most once per session.
-func (gs *Session) Input(ctx context.Context) (StepInput, error) {
+func (gs *GateSession) Input(ctx context.Context) (StepInput, error) {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
 	if err := gs.usable(); err != nil {
@@ -190,7 +197,7 @@ func (gs *Session) Input(ctx context.Context) (StepInput, error) {
 }
 
 // usable says why no call may be made, or nil.
-func (gs *Session) usable() error {
+func (gs *GateSession) usable() error {
 	if gs.over != nil {
 		return gs.over
 	}
@@ -199,7 +206,7 @@ func (gs *Session) usable() error {
 
 // after classifies what a call into the session returned, ending the
 // session when the call ended it, and returns the error the caller sees.
-func (gs *Session) after(err error) error {
+func (gs *GateSession) after(err error) error {
 	s := gs.s
 	if s.cur == nil {
 		gs.open = nil
@@ -217,7 +224,7 @@ func (gs *Session) after(err error) error {
 }
 
 // end makes the session over for why, releasing what it holds.
-func (gs *Session) end(why error) {
+func (gs *GateSession) end(why error) {
 	if gs.over == nil {
 		gs.over = why
 	}
@@ -227,7 +234,7 @@ func (gs *Session) end(why error) {
 
 // OpenStep is the step a session is working on.
 type OpenStep struct {
-	gs    *Session
+	gs    *GateSession
 	st    *openStep
 	id    string
 	index int

@@ -21,7 +21,7 @@ type PinnedKeys struct {
 }
 
 // Holds reports whether a's credential is pinned with a's public key.
-func (p *PinnedKeys) Holds(a Approver) bool {
+func (p *PinnedKeys) Holds(a EnrolledApprover) bool {
 	k, ok := p.keys[a.CredentialID]
 	return ok && bytes.Equal(k, a.PublicKey)
 }
@@ -32,7 +32,7 @@ func (p *PinnedKeys) Len() int { return len(p.keys) }
 // PinnedLine is an approver's line in a pinned keys file: its credential
 // id, its public key (base64 of the PKIX DER) and its name, separated by
 // spaces. 'agentrt approvers list -pin' prints these lines.
-func PinnedLine(a Approver) string {
+func PinnedLine(a EnrolledApprover) string {
 	return a.CredentialID + " " + base64.StdEncoding.EncodeToString(a.PublicKey) + " " + a.Name
 }
 

@@ -125,9 +125,9 @@ type StoreReader interface {
 	ListWaitingApprovals(ctx context.Context, limit, offset int) ([]Approval, int, error)
 	// ListApprovers reads every approver ever enrolled, removed ones
 	// included, in enrollment order.
-	ListApprovers(ctx context.Context) ([]Approver, error)
+	ListApprovers(ctx context.Context) ([]EnrolledApprover, error)
 	// GetApprover reads one approver by id.
-	GetApprover(ctx context.Context, id string) (Approver, error)
+	GetApprover(ctx context.Context, id string) (EnrolledApprover, error)
 }
 
 // Tx is one write transaction (or savepoint) handed to Update's fn. Writes
@@ -153,10 +153,10 @@ type Tx interface {
 	EventAppend(e Event) (Event, error)
 	// ApproverInsert enrolls an approver. A name an unremoved approver
 	// holds, or a credential already enrolled, is ErrApproverExists.
-	ApproverInsert(a Approver) error
-	ApproverGet(id string) (Approver, error)
+	ApproverInsert(a EnrolledApprover) error
+	ApproverGet(id string) (EnrolledApprover, error)
 	// ApproverByName reads the unremoved approver with the name.
-	ApproverByName(name string) (Approver, error)
+	ApproverByName(name string) (EnrolledApprover, error)
 	// ApproverRemove marks an unremoved approver removed; one already
 	// removed is ErrRunState.
 	ApproverRemove(p ApproverRemove) error

@@ -43,9 +43,9 @@ type Approval struct {
 	Expired bool `json:"expired"`
 }
 
-// Decision is an operator's answer to one approval. Hash is the Hash of
+// Answer is an operator's answer to one approval. Hash is the Hash of
 // the Approval the operator was shown; a decision without it is refused.
-type Decision struct {
+type Answer struct {
 	RunID      string `json:"run_id"`
 	ApprovalID string `json:"approval_id"`
 	Hash       string `json:"hash"`
@@ -53,8 +53,15 @@ type Decision struct {
 	Note       string `json:"note,omitempty"`
 }
 
+// Decision is the former name of Answer, kept for one release so code
+// written against it still compiles.
+//
+// Deprecated: use Answer (agentrt.Decision is what an agent decided at a
+// step).
+type Decision = Answer
+
 // check refuses a decision missing a field, naming the first.
-func (d Decision) check() error {
+func (d Answer) check() error {
 	switch {
 	case d.RunID == "":
 		return &DecisionError{Field: "run_id"}
@@ -80,10 +87,10 @@ type Approver interface {
 	// not exist.
 	Show(ctx context.Context, runID, approvalID string) (Approval, error)
 	// Approve grants the approval if its stored hash is still d.Hash.
-	Approve(ctx context.Context, d Decision) error
+	Approve(ctx context.Context, d Answer) error
 	// Reject refuses the approval if its stored hash is still d.Hash,
 	// and cancels its run.
-	Reject(ctx context.Context, d Decision) error
+	Reject(ctx context.Context, d Answer) error
 	// Cancel ends a run that has not ended, and every approval of it
 	// still pending.
 	Cancel(ctx context.Context, runID, by, note string) error

@@ -169,7 +169,7 @@ func (l *Local) reasons(ctx context.Context, run agentrt.Run) func(stepID string
 // Approve grants the approval if its stored hash is still d.Hash. An
 // approval past its expiry by the approver's clock is recorded expired by
 // the runtime and agentrt.ErrApprovalExpired returned.
-func (l *Local) Approve(ctx context.Context, d Decision) error {
+func (l *Local) Approve(ctx context.Context, d Answer) error {
 	if err := d.check(); err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func (l *Local) Approve(ctx context.Context, d Decision) error {
 
 // Reject refuses the approval if its stored hash is still d.Hash, and
 // cancels the run; it refuses as Approve does.
-func (l *Local) Reject(ctx context.Context, d Decision) error {
+func (l *Local) Reject(ctx context.Context, d Answer) error {
 	if err := d.check(); err != nil {
 		return err
 	}

@@ -30,22 +30,22 @@ func TestLocal_ReturnsTypedErrors(t *testing.T) {
 	a := f.Start(t, "run-a", fixture.Send(`{"to":"a"}`))
 	b := f.Start(t, "run-b", fixture.Send(`{"to":"b"}`))
 	l := local(f)
-	ok := approver.Decision{RunID: a.RunID, ApprovalID: a.ID, Hash: a.Hash, By: "alice"}
+	ok := approver.Answer{RunID: a.RunID, ApprovalID: a.ID, Hash: a.Hash, By: "alice"}
 	before := f.Take(t)
 	for _, c := range []struct {
 		name  string
-		d     approver.Decision
+		d     approver.Answer
 		field string
 		want  error
 	}{
-		{"no run", approver.Decision{ApprovalID: a.ID, Hash: a.Hash, By: "alice"}, "run_id", approver.ErrDecision},
-		{"no approval", approver.Decision{RunID: a.RunID, Hash: a.Hash, By: "alice"}, "approval_id", approver.ErrDecision},
-		{"no by", approver.Decision{RunID: a.RunID, ApprovalID: a.ID, Hash: a.Hash}, "by", approver.ErrDecision},
-		{"no hash", approver.Decision{RunID: a.RunID, ApprovalID: a.ID, By: "alice"}, "", agentrt.ErrApprovalChanged},
-		{"another run's approval", approver.Decision{RunID: a.RunID, ApprovalID: b.ID, Hash: b.Hash, By: "alice"}, "", agentrt.ErrNotFound},
-		{"a stale hash", approver.Decision{RunID: a.RunID, ApprovalID: a.ID, Hash: b.Hash, By: "alice"}, "", agentrt.ErrApprovalChanged},
+		{"no run", approver.Answer{ApprovalID: a.ID, Hash: a.Hash, By: "alice"}, "run_id", approver.ErrDecision},
+		{"no approval", approver.Answer{RunID: a.RunID, Hash: a.Hash, By: "alice"}, "approval_id", approver.ErrDecision},
+		{"no by", approver.Answer{RunID: a.RunID, ApprovalID: a.ID, Hash: a.Hash}, "by", approver.ErrDecision},
+		{"no hash", approver.Answer{RunID: a.RunID, ApprovalID: a.ID, By: "alice"}, "", agentrt.ErrApprovalChanged},
+		{"another run's approval", approver.Answer{RunID: a.RunID, ApprovalID: b.ID, Hash: b.Hash, By: "alice"}, "", agentrt.ErrNotFound},
+		{"a stale hash", approver.Answer{RunID: a.RunID, ApprovalID: a.ID, Hash: b.Hash, By: "alice"}, "", agentrt.ErrApprovalChanged},
 	} {
-		for _, decide := range []func(context.Context, approver.Decision) error{l.Approve, l.Reject} {
+		for _, decide := range []func(context.Context, approver.Answer) error{l.Approve, l.Reject} {
 			err := decide(ctx, c.d)
 			if !errors.Is(err, c.want) {
 				t.Fatalf("%s: %v, want %v", c.name, err, c.want)
@@ -106,7 +106,7 @@ func TestLocal_ClockJudgesExpiry(t *testing.T) {
 	}
 	f.Unchanged(t, before, "showing an expired approval")
 
-	err = l.Approve(ctx, approver.Decision{RunID: a.RunID, ApprovalID: a.ID, Hash: a.Hash, By: "alice"})
+	err = l.Approve(ctx, approver.Answer{RunID: a.RunID, ApprovalID: a.ID, Hash: a.Hash, By: "alice"})
 	if !errors.Is(err, agentrt.ErrApprovalExpired) {
 		t.Fatalf("Approve past the TTL = %v, want ErrApprovalExpired", err)
 	}
@@ -153,7 +153,7 @@ func TestLocal_PendingIsBoundedAndCarriesThePolicyReason(t *testing.T) {
 	if err != nil || shown.Reason != "send needs approval" || shown.Hash != a.Hash || len(shown.Request.Args) >= len(a.Request.Args) {
 		t.Fatalf("Show = reason %q, hash %q, %d bytes of arguments, %v", shown.Reason, shown.Hash, len(shown.Request.Args), err)
 	}
-	if err := l.Approve(ctx, approver.Decision{RunID: a.RunID, ApprovalID: a.ID, Hash: shown.Hash, By: "alice"}); err != nil {
+	if err := l.Approve(ctx, approver.Answer{RunID: a.RunID, ApprovalID: a.ID, Hash: shown.Hash, By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	f.Resume(t, a.RunID, fixture.Send(`{"to":"other"}`), fixture.Done())
@@ -194,7 +194,7 @@ func TestOpen_UsesOpenExisting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if err := l.Approve(context.Background(), approver.Decision{RunID: a.RunID, ApprovalID: a.ID, Hash: a.Hash, By: "alice"}); err != nil {
+	if err := l.Approve(context.Background(), approver.Answer{RunID: a.RunID, ApprovalID: a.ID, Hash: a.Hash, By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 }

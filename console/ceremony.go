@@ -63,7 +63,7 @@ func (h *Handler) takeCeremony(r *http.Request, kind string) (*ceremony, error) 
 
 // credentialOf is an enrolled passkey as the library verifies it: its
 // public key back in COSE form.
-func credentialOf(a agentrt.Approver) (webauthn.Credential, error) {
+func credentialOf(a agentrt.EnrolledApprover) (webauthn.Credential, error) {
 	id, err := base64.RawURLEncoding.DecodeString(a.CredentialID)
 	if err != nil {
 		return webauthn.Credential{}, err
@@ -213,10 +213,10 @@ func (h *Handler) loginBegin(w http.ResponseWriter, r *http.Request, _ *session)
 
 // approverByCredential finds the unremoved approver enrolled with a
 // passkey's credential id.
-func (h *Handler) approverByCredential(r *http.Request, rawID []byte) (agentrt.Approver, error) {
+func (h *Handler) approverByCredential(r *http.Request, rawID []byte) (agentrt.EnrolledApprover, error) {
 	aps, err := h.cfg.Store.ListApprovers(r.Context())
 	if err != nil {
-		return agentrt.Approver{}, err
+		return agentrt.EnrolledApprover{}, err
 	}
 	want := base64.RawURLEncoding.EncodeToString(rawID)
 	for _, a := range aps {
@@ -224,7 +224,7 @@ func (h *Handler) approverByCredential(r *http.Request, rawID []byte) (agentrt.A
 			return a, nil
 		}
 	}
-	return agentrt.Approver{}, errors.New("this passkey is not enrolled, or its approver was removed")
+	return agentrt.EnrolledApprover{}, errors.New("this passkey is not enrolled, or its approver was removed")
 }
 
 func (h *Handler) loginFinish(w http.ResponseWriter, r *http.Request, _ *session) {
@@ -233,7 +233,7 @@ func (h *Handler) loginFinish(w http.ResponseWriter, r *http.Request, _ *session
 		apiError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
 		return
 	}
-	var found agentrt.Approver
+	var found agentrt.EnrolledApprover
 	_, err = h.wa.FinishDiscoverableLogin(func(rawID, handle []byte) (webauthn.User, error) {
 		a, err := h.approverByCredential(r, rawID)
 		if err != nil {

@@ -15,7 +15,7 @@ import (
 // sign-in would, returning its cookie.
 func NewTestSession(h *Handler, name string) *http.Cookie {
 	ctx := context.Background()
-	var ap agentrt.Approver
+	var ap agentrt.EnrolledApprover
 	aps, _ := h.cfg.Store.ListApprovers(ctx)
 	for _, a := range aps {
 		if a.Name == name && !a.Removed() {

@@ -253,7 +253,7 @@ func (h *Handler) endApprover(approverID string) {
 	}
 }
 
-func (h *Handler) newSession(w http.ResponseWriter, ap agentrt.Approver) {
+func (h *Handler) newSession(w http.ResponseWriter, ap agentrt.EnrolledApprover) {
 	tok := randomToken()
 	now := h.now()
 	key := hashToken(tok)

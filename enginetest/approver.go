@@ -20,7 +20,7 @@ import (
 
 // keyApprover enrolls an ed25519 key-file approver and returns it with its
 // private key.
-func keyApprover(t *testing.T, e *env, name string) (agentrt.Approver, ed25519.PrivateKey) {
+func keyApprover(t *testing.T, e *env, name string) (agentrt.EnrolledApprover, ed25519.PrivateKey) {
 	t.Helper()
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -43,7 +43,7 @@ func statement(e *env, a agentrt.Approval, decision, note string) agentrt.Statem
 		Nonce: agentrt.NewNonce(), Time: e.Clock.Now()}
 }
 
-func sign(t *testing.T, key ed25519.PrivateKey, ap agentrt.Approver, st agentrt.Statement) agentrt.DecisionSignature {
+func sign(t *testing.T, key ed25519.PrivateKey, ap agentrt.EnrolledApprover, st agentrt.Statement) agentrt.DecisionSignature {
 	t.Helper()
 	sig, err := agentrt.SignStatement(key, ap, st)
 	if err != nil {

@@ -128,7 +128,7 @@ func caseCancel_ToolOutcomeIsAppendedLate(t *testing.T, bk *Backend) {
 			return agentrt.ToolResult{Content: json.RawMessage(`{"done":1}`)}, nil
 		}, agentrt.ObsToolResult},
 		{"aborting tool", false, func() (agentrt.ToolResult, error) {
-			return agentrt.ToolResult{}, &agentrt.ErrAbortRun{Detail: "gave up"}
+			return agentrt.ToolResult{}, &agentrt.AbortRunError{Detail: "gave up"}
 		}, agentrt.ObsToolError},
 	}
 	for _, c := range cases {

@@ -543,7 +543,7 @@ func caseDriver_TerminalToolCommitsWithTheRun(t *testing.T, bk *Backend) {
 			ending: []kit.E{kit.ToolFinished, kit.RunFinished}, runs: 1, wantResult: `{"done":true}`},
 		{name: "tool abort",
 			tool: func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
-				return agentrt.ToolResult{}, &agentrt.ErrAbortRun{Detail: "disk on fire"}
+				return agentrt.ToolResult{}, &agentrt.AbortRunError{Detail: "disk on fire"}
 			},
 			decision: kit.Call("finish", `{"path":"/a"}`), policy: agentrt.Allow,
 			status: agentrt.RunFailed, reason: agentrt.ReasonToolAbort, lastStep: agentrt.StepFailed,

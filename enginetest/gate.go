@@ -27,7 +27,7 @@ func lkGate(t testing.TB, cfg agentrt.GateConfig, wall *lkWall) *agentrt.Gate {
 }
 
 // lkBegin begins run id on g and opens its first step.
-func lkBegin(t testing.TB, g *agentrt.Gate, id string, limits agentrt.Limits) (*agentrt.Session, *agentrt.OpenStep) {
+func lkBegin(t testing.TB, g *agentrt.Gate, id string, limits agentrt.Limits) (*agentrt.GateSession, *agentrt.OpenStep) {
 	t.Helper()
 	s, err := g.Begin(context.Background(), id, "goal", limits)
 	if err != nil {
@@ -51,7 +51,7 @@ func lkPropose(t testing.TB, step *agentrt.OpenStep, d agentrt.Decision, want ag
 }
 
 // lkFinish completes the run through s.
-func lkFinish(t testing.TB, s *agentrt.Session) {
+func lkFinish(t testing.TB, s *agentrt.GateSession) {
 	t.Helper()
 	step, err := s.Step(context.Background())
 	if err != nil || step == nil {
@@ -373,7 +373,7 @@ func caseGate_CallsAfterTheLeaseIsLostAreRefused(t *testing.T, bk *Backend) {
 
 	// refusedAll makes every call on s and step and requires each to fail
 	// with ErrLeaseLost and change nothing.
-	refusedAll := func(t *testing.T, s *agentrt.Session, step *agentrt.OpenStep, snap func() map[string][]string) {
+	refusedAll := func(t *testing.T, s *agentrt.GateSession, step *agentrt.OpenStep, snap func() map[string][]string) {
 		t.Helper()
 		before := snap()
 		calls := map[string]func() error{

@@ -81,7 +81,7 @@ func caseResume_GrantMustEqualWhatTheChainRecorded(t *testing.T, bk *Backend) {
 					if gerr != nil {
 						t.Fatal(gerr)
 					}
-					var s *agentrt.Session
+					var s *agentrt.GateSession
 					s, _, err = g.Attach(ctx, "run-1")
 					if s != nil {
 						t.Fatalf("Attach of a forged grant opened a session")

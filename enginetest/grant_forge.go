@@ -58,12 +58,12 @@ type forgery struct {
 type forgeEnv struct {
 	e        *env
 	send     *kit.Counted
-	pending  agentrt.Approval // run-1's
-	other    agentrt.Approval // run-2's, approved with a pinned signature
-	mallory  agentrt.Approver // enrolled in the database only
+	pending  agentrt.Approval         // run-1's
+	other    agentrt.Approval         // run-2's, approved with a pinned signature
+	mallory  agentrt.EnrolledApprover // enrolled in the database only
 	pinned   *agentrt.PinnedKeys
 	pinsPath string
-	sign     func(ap agentrt.Approver, a agentrt.Approval) agentrt.DecisionSignature
+	sign     func(ap agentrt.EnrolledApprover, a agentrt.Approval) agentrt.DecisionSignature
 }
 
 func (f *forgeEnv) flip(t *testing.T, by, approverID, credentialID, sigJSON string) {
@@ -102,7 +102,7 @@ func newForgeEnv(t *testing.T, bk *Backend) *forgeEnv {
 	mallory, malloryKey := keyApprover(t, e, "mallory")
 	keys := map[string]ed25519.PrivateKey{alice.ID: aliceKey, mallory.ID: malloryKey}
 	f := &forgeEnv{e: e, mallory: mallory}
-	f.sign = func(ap agentrt.Approver, a agentrt.Approval) agentrt.DecisionSignature {
+	f.sign = func(ap agentrt.EnrolledApprover, a agentrt.Approval) agentrt.DecisionSignature {
 		return sign(t, keys[ap.ID], ap, statement(e, a, agentrt.StatementApprove, ""))
 	}
 	f.pinsPath = filepath.Join(t.TempDir(), "pinned")

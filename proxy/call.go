@@ -373,7 +373,7 @@ func (p *Proxy) fresh(ctx context.Context, c *call, r *row) (answer, bool) {
 }
 
 // verdict acts on what the gate made of a proposal or an attach.
-func (p *Proxy) verdict(ctx context.Context, c *call, r *row, gs *agentrt.Session, st *agentrt.OpenStep, v agentrt.Verdict) (answer, bool) {
+func (p *Proxy) verdict(ctx context.Context, c *call, r *row, gs *agentrt.GateSession, st *agentrt.OpenStep, v agentrt.Verdict) (answer, bool) {
 	switch v.Outcome {
 	case agentrt.VerdictAllowed:
 		// A host that cancels lets the call finish and be recorded.
@@ -420,7 +420,7 @@ func (p *Proxy) verdict(ctx context.Context, c *call, r *row, gs *agentrt.Sessio
 }
 
 // closeRun ends a run left RUNNING after its one call: one call per run.
-func (p *Proxy) closeRun(ctx context.Context, gs *agentrt.Session, why string) {
+func (p *Proxy) closeRun(ctx context.Context, gs *agentrt.GateSession, why string) {
 	if gs == nil || gs.Done() {
 		return
 	}
@@ -632,7 +632,7 @@ func outcomeField(o *agentrt.Observation) string {
 
 // classified is what came of a tool step.
 type classified struct {
-	outcome Outcome
+	outcome CallOutcome
 	detail  string
 	ended   string // for an unknown outcome: how the call ended
 }
@@ -684,7 +684,7 @@ func classify(o agentrt.Observation, mutating bool) classified {
 // outcome asks an operator in a new run. here says this call ran it; a
 // call that found it recorded (after a crash, or another call's) is told
 // it already ran.
-func (p *Proxy) executed(ctx context.Context, c *call, r *row, gs *agentrt.Session, stepID string, obs agentrt.Observation, here bool) (answer, bool) {
+func (p *Proxy) executed(ctx context.Context, c *call, r *row, gs *agentrt.GateSession, stepID string, obs agentrt.Observation, here bool) (answer, bool) {
 	cl := classify(obs, c.t.mutating())
 	told := func(a answer) answer {
 		if here || !cl.outcome.Executed() {
@@ -863,7 +863,7 @@ func (p *Proxy) settleRecord(ctx context.Context, c *call, r *row) (answer, bool
 // answers identical calls: an executed mutating call, a rejected or
 // expired one, for the repeat window; an outcome that stays unknown until
 // it is asked again.
-func (p *Proxy) settle(ctx context.Context, c *call, r *row, o Outcome, detail string, a answer) (answer, bool) {
+func (p *Proxy) settle(ctx context.Context, c *call, r *row, o CallOutcome, detail string, a answer) (answer, bool) {
 	now := p.now()
 	w := c.t.window
 	open := false

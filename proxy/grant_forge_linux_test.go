@@ -44,7 +44,7 @@ func TestGrant_DatabaseWriterCannotForge(t *testing.T) {
 	}
 	defer st.Close()
 	op := agentrt.Operator{Store: st}
-	enroll := func(name string) (agentrt.Approver, ed25519.PrivateKey) {
+	enroll := func(name string) (agentrt.EnrolledApprover, ed25519.PrivateKey) {
 		pub, priv, err := ed25519.GenerateKey(rand.Reader)
 		if err != nil {
 			t.Fatal(err)
@@ -58,7 +58,7 @@ func TestGrant_DatabaseWriterCannotForge(t *testing.T) {
 	}
 	alice, aliceKey := enroll("alice")
 	mallory, malloryKey := enroll("mallory")
-	sign := func(key ed25519.PrivateKey, ap agentrt.Approver, a agentrt.Approval) agentrt.DecisionSignature {
+	sign := func(key ed25519.PrivateKey, ap agentrt.EnrolledApprover, a agentrt.Approval) agentrt.DecisionSignature {
 		sig, err := agentrt.SignStatement(key, ap, agentrt.Statement{RunID: a.RunID, ApprovalID: a.ID, ApprovalHash: a.Hash,
 			Decision: agentrt.StatementApprove, Nonce: agentrt.NewNonce(), Time: time.Now()})
 		if err != nil {

@@ -72,49 +72,51 @@ const (
 	stateDone rowState = "done"
 )
 
-// Outcome is what came of one proxied call, as the index settles it.
-type Outcome string
+// CallOutcome is what came of one proxied call, as the index settles it.
+type CallOutcome string
 
 const (
 	// OutcomeSucceeded: executed; the server answered with a result.
-	OutcomeSucceeded Outcome = "succeeded"
+	OutcomeSucceeded CallOutcome = "succeeded"
 	// OutcomeFailed: executed; the server reported a failure.
-	OutcomeFailed Outcome = "failed"
+	OutcomeFailed CallOutcome = "failed"
 	// OutcomeUnrecorded: executed; the server's answer could not be
 	// recorded. It counts as executed.
-	OutcomeUnrecorded Outcome = "unrecorded"
+	OutcomeUnrecorded CallOutcome = "unrecorded"
 	// OutcomeUnknown: it may have executed (cut off, timed out, no
 	// answer); an operator is asked in a new run and this row is closed.
-	OutcomeUnknown Outcome = "unknown"
+	OutcomeUnknown CallOutcome = "unknown"
 	// OutcomeDenied: not executed; the policy denied it, or the adapter
 	// refused it before it reached the server.
-	OutcomeDenied Outcome = "denied"
+	OutcomeDenied CallOutcome = "denied"
 	// OutcomeInvalid: not executed; the arguments were refused.
-	OutcomeInvalid Outcome = "invalid"
+	OutcomeInvalid CallOutcome = "invalid"
 	// OutcomeNotExecuted: not executed; abandoned before the tool started,
 	// or moved on by an operator.
-	OutcomeNotExecuted Outcome = "not_executed"
+	OutcomeNotExecuted CallOutcome = "not_executed"
 	// OutcomeRejected: not executed; an operator rejected it.
-	OutcomeRejected Outcome = "rejected"
+	OutcomeRejected CallOutcome = "rejected"
 	// OutcomeExpired: not executed; no decision (or no collection) in time.
-	OutcomeExpired Outcome = "expired"
+	OutcomeExpired CallOutcome = "expired"
 	// OutcomeUnknownRejected: an operator rejected re-running a call whose
 	// outcome is unknown. It stays unknown: an identical call is asked
 	// again once the repeat window has passed.
-	OutcomeUnknownRejected Outcome = "unknown_rejected"
+	OutcomeUnknownRejected CallOutcome = "unknown_rejected"
 	// OutcomeUnknownDenied: the policy denied re-running a call whose
 	// outcome is unknown. It stays unknown, as above.
-	OutcomeUnknownDenied Outcome = "unknown_denied"
+	OutcomeUnknownDenied CallOutcome = "unknown_denied"
 )
 
 // Executed reports whether the call reached the server and counts as run.
-func (o Outcome) Executed() bool {
+func (o CallOutcome) Executed() bool {
 	return o == OutcomeSucceeded || o == OutcomeFailed || o == OutcomeUnrecorded
 }
 
 // StaysUnknown reports whether the call's effect is still unknown after an
 // operator or the policy refused to run it again.
-func (o Outcome) StaysUnknown() bool { return o == OutcomeUnknownRejected || o == OutcomeUnknownDenied }
+func (o CallOutcome) StaysUnknown() bool {
+	return o == OutcomeUnknownRejected || o == OutcomeUnknownDenied
+}
 
 // row is one index row.
 type row struct {
@@ -131,7 +133,7 @@ type row struct {
 	Blocking    bool
 	UnknownOf   string
 	Interrupted string // JSON of the interruption a re-ask asks about
-	Outcome     Outcome
+	Outcome     CallOutcome
 	Detail      string
 	SettledAt   time.Time
 	OpenUntil   time.Time
@@ -152,7 +154,7 @@ func scanRow(s scanner) (*row, error) {
 		&r.UnknownOf, &r.Interrupted, &outcome, &r.Detail, &settled, &until, &closed); err != nil {
 		return nil, err
 	}
-	r.SideEffect, r.State, r.Outcome = agentrt.SideEffect(se), rowState(state), Outcome(outcome)
+	r.SideEffect, r.State, r.Outcome = agentrt.SideEffect(se), rowState(state), CallOutcome(outcome)
 	r.Open, r.Blocking = open == 1, blocking == 1
 	r.CreatedAt, r.SettledAt, r.OpenUntil, r.ClosedAt = fromNanos(created), fromNanos(settled), fromNanos(until), fromNanos(closed)
 	return &r, nil

@@ -200,7 +200,7 @@ func expiredText() answer {
 	return says(StatusExpired, "no operator decided this request in time. It did not run.")
 }
 
-func duplicateText(ago time.Duration, outcome Outcome, detail string) answer {
+func duplicateText(ago time.Duration, outcome CallOutcome, detail string) answer {
 	what := "it succeeded"
 	switch outcome {
 	case OutcomeFailed:

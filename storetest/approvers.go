@@ -23,9 +23,9 @@ func approvers(t *testing.T, s agentrt.Store) {
 	pub := ed25519.NewKeyFromSeed(make([]byte, 32)).Public()
 	der, err := x509.MarshalPKIXPublicKey(pub)
 	must(t, err)
-	ap := agentrt.Approver{ID: "ap1", Name: "alice", Kind: agentrt.ApproverKeyFile, Algorithm: agentrt.AlgEdDSA,
+	ap := agentrt.EnrolledApprover{ID: "ap1", Name: "alice", Kind: agentrt.ApproverKeyFile, Algorithm: agentrt.AlgEdDSA,
 		CredentialID: agentrt.KeyFingerprint(der), PublicKey: der, EnrolledAt: t0, EnrolledBy: "admin"}
-	insert := func(a agentrt.Approver) error {
+	insert := func(a agentrt.EnrolledApprover) error {
 		_, err := update(t, s, func(tx agentrt.Tx) error { return tx.ApproverInsert(a) })
 		return err
 	}

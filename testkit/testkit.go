@@ -87,7 +87,7 @@ type Scenario struct {
 	// Loop is a caller's loop over a gate session (see GateLoop). On a
 	// resume it is handed the session Attach returned: when Current is
 	// not nil, the approved step waits to be executed.
-	Loop func(ctx context.Context, s *agentrt.Session) error
+	Loop func(ctx context.Context, s *agentrt.GateSession) error
 	// Goal of the run.
 	Goal string
 	// Limits of the run; zero means agentrt.DefaultLimits().
@@ -381,7 +381,7 @@ func (k *kit) drive(ctx context.Context, sc Scenario, st agentrt.Store, tools []
 		return err
 	}
 	testhook.SetWallClock(g, wall)
-	var s *agentrt.Session
+	var s *agentrt.GateSession
 	if first {
 		if s, err = g.Begin(ctx, k.runID, sc.Goal, sc.Limits); err != nil {
 			return err
@@ -426,8 +426,8 @@ func (r *recorded) Call(ctx context.Context, call agentrt.ToolCall) (agentrt.Too
 // GateLoop is a caller's loop over a gate session that asks agent for each
 // decision, as a Driver would: it executes an approved step it is handed,
 // then steps until the run pauses or ends.
-func GateLoop(agent agentrt.Agent) func(ctx context.Context, s *agentrt.Session) error {
-	return func(ctx context.Context, s *agentrt.Session) error {
+func GateLoop(agent agentrt.Agent) func(ctx context.Context, s *agentrt.GateSession) error {
+	return func(ctx context.Context, s *agentrt.GateSession) error {
 		if cur := s.Current(); cur != nil {
 			if _, err := cur.Execute(ctx); err != nil {
 				return err

@@ -255,20 +255,20 @@ func TestRun_UnreachedCrashesAndBrokenLoopsAreReported(t *testing.T) {
 	rec.reported(t, "crash tool.effect at step 5 was never reached")
 
 	rec = &recTB{TB: t}
-	testkit.Run(rec, testkit.Scenario{Tools: tools, Loop: func(ctx context.Context, s *agentrt.Session) error {
+	testkit.Run(rec, testkit.Scenario{Tools: tools, Loop: func(ctx context.Context, s *agentrt.GateSession) error {
 		return errors.New("the loop gave up")
 	}})
 	rec.reported(t, "the loop returned an error: the loop gave up")
 
 	rec = &recTB{TB: t}
-	testkit.Run(rec, testkit.Scenario{Tools: tools, Loop: func(ctx context.Context, s *agentrt.Session) error {
+	testkit.Run(rec, testkit.Scenario{Tools: tools, Loop: func(ctx context.Context, s *agentrt.GateSession) error {
 		_, err := s.Step(ctx)
 		return err
 	}})
 	rec.reported(t, "the loop returned with step 0 open")
 
 	rec = &recTB{TB: t}
-	ignoring := func(ctx context.Context, s *agentrt.Session) error {
+	ignoring := func(ctx context.Context, s *agentrt.GateSession) error {
 		if s.Current() != nil {
 			return nil // ignores the approved step it was handed
 		}

@@ -35,11 +35,11 @@ func TestExpiredAndRejected_StayDistinctEverywhereTheyAreShown(t *testing.T) {
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	c := &webhook.Client{Base: srv.URL, Secret: secretWH, HTTP: srv.Client(), Now: f.Clock.Now}
-	if _, err := c.Reject(ctx, approver.Decision{RunID: rej.RunID, ApprovalID: rej.ID, Hash: rej.Hash, By: "alice", Note: "no"}); err != nil {
+	if _, err := c.Reject(ctx, approver.Answer{RunID: rej.RunID, ApprovalID: rej.ID, Hash: rej.Hash, By: "alice", Note: "no"}); err != nil {
 		t.Fatal(err)
 	}
 	f.Clock.Advance(fixture.PaymentTTL)
-	if _, err := c.Approve(ctx, approver.Decision{RunID: exp.RunID, ApprovalID: exp.ID, Hash: exp.Hash, By: "alice"}); webhook.ErrorCode(err) != webhook.CodeExpired {
+	if _, err := c.Approve(ctx, approver.Answer{RunID: exp.RunID, ApprovalID: exp.ID, Hash: exp.Hash, By: "alice"}); webhook.ErrorCode(err) != webhook.CodeExpired {
 		t.Fatalf("approving the expired payment = %v, want expired", err)
 	}
 

@@ -31,7 +31,7 @@ func decide(t *testing.T, f *fixture.Fixture, approve bool, a agentrt.Approval, 
 	t.Helper()
 	l := approver.New(f.Store, nil)
 	l.Now = f.Clock.Now
-	d := approver.Decision{RunID: a.RunID, ApprovalID: a.ID, Hash: a.Hash, By: "alice", Note: note}
+	d := approver.Answer{RunID: a.RunID, ApprovalID: a.ID, Hash: a.Hash, By: "alice", Note: note}
 	if approve {
 		return l.Approve(context.Background(), d)
 	}

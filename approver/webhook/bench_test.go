@@ -106,4 +106,4 @@ func BenchmarkDecision(b *testing.B) {
 // noCommit is an Approver whose decisions cost nothing.
 type noCommit struct{ approver.Approver }
 
-func (noCommit) Approve(context.Context, approver.Decision) error { return nil }
+func (noCommit) Approve(context.Context, approver.Answer) error { return nil }

@@ -171,7 +171,7 @@ func (c *Client) ShowText(ctx context.Context, runID, approvalID string) (string
 	return string(b), err
 }
 
-func (c *Client) decide(ctx context.Context, action string, d approver.Decision) (Result, error) {
+func (c *Client) decide(ctx context.Context, action string, d approver.Answer) (Result, error) {
 	body, err := json.Marshal(d)
 	if err != nil {
 		return Result{}, err
@@ -185,12 +185,12 @@ func (c *Client) decide(ctx context.Context, action string, d approver.Decision)
 }
 
 // Approve grants d.ApprovalID if it is still the approval of hash d.Hash.
-func (c *Client) Approve(ctx context.Context, d approver.Decision) (Result, error) {
+func (c *Client) Approve(ctx context.Context, d approver.Answer) (Result, error) {
 	return c.decide(ctx, "approve", d)
 }
 
 // Reject refuses d.ApprovalID if it is still the approval of hash d.Hash.
-func (c *Client) Reject(ctx context.Context, d approver.Decision) (Result, error) {
+func (c *Client) Reject(ctx context.Context, d approver.Answer) (Result, error) {
 	return c.decide(ctx, "reject", d)
 }
 

@@ -126,8 +126,8 @@ func (r *rig) send(t *testing.T, method, path string, body any) reply {
 	return r.do(t, r.signed(t, method, path, b))
 }
 
-func decision(a agentrt.Approval, by string) approver.Decision {
-	return approver.Decision{RunID: a.RunID, ApprovalID: a.ID, Hash: a.Hash, By: by}
+func decision(a agentrt.Approval, by string) approver.Answer {
+	return approver.Answer{RunID: a.RunID, ApprovalID: a.ID, Hash: a.Hash, By: by}
 }
 
 func approvePath(a agentrt.Approval) string {

@@ -111,7 +111,7 @@ func TestWebhook_UnsignedFloodDoesNotStopSignedDecisions(t *testing.T) {
 	start := time.Now()
 	floodBefore := flood.Load()
 	for _, p := range pending {
-		body, _ := json.Marshal(approver.Decision{RunID: p.run, ApprovalID: p.id, Hash: p.hash, By: "alice"})
+		body, _ := json.Marshal(approver.Answer{RunID: p.run, ApprovalID: p.id, Hash: p.hash, By: "alice"})
 		signedAt := time.Now()
 		req, err := webhook.NewRequest(context.Background(), secret, signedAt, http.MethodPost, base, "/runs/"+p.run+"/approvals/"+p.id+"/approve", body)
 		if err != nil {

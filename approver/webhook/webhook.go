@@ -415,7 +415,7 @@ func checkText(by, note string) string {
 }
 
 func (h *Handler) decide(ctx context.Context, w http.ResponseWriter, r *http.Request, runID, id string, approve bool, body []byte) {
-	var d approver.Decision
+	var d approver.Answer
 	if err := decodeStrict(body, &d); err != nil {
 		h.refuse(w, r, http.StatusBadRequest, CodeBadRequest, "the body is not a decision", err)
 		return

@@ -217,7 +217,7 @@ type changing struct {
 	change func()
 }
 
-func (c changing) Approve(ctx context.Context, d approver.Decision) error {
+func (c changing) Approve(ctx context.Context, d approver.Answer) error {
 	c.change()
 	return c.Local.Approve(ctx, d)
 }
@@ -253,7 +253,7 @@ func TestHandler_HashBindsAgainstAConcurrentChange(t *testing.T) {
 	if err != nil || shown.Hash != a.Hash {
 		t.Fatalf("Show = %v, %v", shown.Hash, err)
 	}
-	_, err = r.client.Approve(context.Background(), approver.Decision{RunID: a.RunID, ApprovalID: a.ID, Hash: shown.Hash, By: "alice"})
+	_, err = r.client.Approve(context.Background(), approver.Answer{RunID: a.RunID, ApprovalID: a.ID, Hash: shown.Hash, By: "alice"})
 	var se *webhook.StatusError
 	if !errors.As(err, &se) || se.Status != http.StatusConflict || se.Body.Code != webhook.CodeApprovalChanged {
 		t.Fatalf("a decision on the changed approval = %v, want 409 approval_changed", err)
@@ -265,7 +265,7 @@ func TestHandler_HashBindsAgainstAConcurrentChange(t *testing.T) {
 	if err != nil || again.Hash == a.Hash || !strings.Contains(string(again.Presentation), "harmless") {
 		t.Fatalf("Show after the change = %s %s, %v", again.Hash, again.Presentation, err)
 	}
-	res, err := r.client.Approve(context.Background(), approver.Decision{RunID: a.RunID, ApprovalID: a.ID, Hash: again.Hash, By: "alice"})
+	res, err := r.client.Approve(context.Background(), approver.Answer{RunID: a.RunID, ApprovalID: a.ID, Hash: again.Hash, By: "alice"})
 	if err != nil || res.Status != "approved" {
 		t.Fatalf("a decision on what was shown = %+v, %v", res, err)
 	}
@@ -484,12 +484,12 @@ func TestHandler_SequentialApprovalsInOneRunAreEachDecidable(t *testing.T) {
 			if cur.ID == prev.ID {
 				t.Fatalf("approval %d is the previous one", i)
 			}
-			stale := approver.Decision{RunID: "run-1", ApprovalID: cur.ID, Hash: prev.Hash, By: "alice"}
+			stale := approver.Answer{RunID: "run-1", ApprovalID: cur.ID, Hash: prev.Hash, By: "alice"}
 			if _, err := r.client.Approve(context.Background(), stale); webhook.ErrorCode(err) != webhook.CodeApprovalChanged {
 				t.Fatalf("approval %d under the previous hash = %v", i, err)
 			}
 		}
-		d := approver.Decision{RunID: "run-1", ApprovalID: cur.ID, Hash: cur.Hash, By: "alice"}
+		d := approver.Answer{RunID: "run-1", ApprovalID: cur.ID, Hash: cur.Hash, By: "alice"}
 		if i == 2 {
 			if res, err := r.client.Reject(context.Background(), d); err != nil || res.Status != "rejected" {
 				t.Fatalf("reject %d = %+v, %v", i, res, err)

@@ -233,7 +233,7 @@ func demo(ctx context.Context, out io.Writer) error {
 			botErr = err
 			return
 		}
-		res, err := client.Approve(r.Context(), approver.Decision{RunID: n.RunID, ApprovalID: n.ApprovalID, Hash: shown.Hash, By: "bot:alice", Note: "ok in chat"})
+		res, err := client.Approve(r.Context(), approver.Answer{RunID: n.RunID, ApprovalID: n.ApprovalID, Hash: shown.Hash, By: "bot:alice", Note: "ok in chat"})
 		if err != nil {
 			botErr = err
 			return

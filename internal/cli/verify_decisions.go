@@ -59,7 +59,7 @@ func verifyDecisions(st agentrt.StoreReader, head int64, pinned *agentrt.PinnedK
 		return nil, err
 	}
 	rep.Approvers = len(aps)
-	byID := map[string]agentrt.Approver{}
+	byID := map[string]agentrt.EnrolledApprover{}
 	for _, a := range aps {
 		byID[a.ID] = a
 	}

@@ -20,16 +20,16 @@ var (
 	inviteAt   = colIndex(inviteCols)
 )
 
-func scanApprover(s scanner) (agentrt.Approver, error) {
+func scanApprover(s scanner) (agentrt.EnrolledApprover, error) {
 	r := newRow(approverCols, approverAt)
 	err := r.scan(s)
 	if errors.Is(err, sql.ErrNoRows) {
-		return agentrt.Approver{}, fmt.Errorf("%w: approver", agentrt.ErrNotFound)
+		return agentrt.EnrolledApprover{}, fmt.Errorf("%w: approver", agentrt.ErrNotFound)
 	}
 	if err != nil {
-		return agentrt.Approver{}, err
+		return agentrt.EnrolledApprover{}, err
 	}
-	a := agentrt.Approver{ID: r.str("id"), Name: r.str("name"), Kind: agentrt.ApproverKind(r.str("kind")),
+	a := agentrt.EnrolledApprover{ID: r.str("id"), Name: r.str("name"), Kind: agentrt.ApproverKind(r.str("kind")),
 		Algorithm: r.str("algorithm"), CredentialID: r.str("credential_id"), RPID: r.str("rp_id"), Origin: r.str("origin"),
 		EnrolledAt: r.time("enrolled_at"), EnrolledBy: r.str("enrolled_by"), RemovedAt: r.time("removed_at"), RemovedBy: r.str("removed_by")}
 	if k, err := base64.StdEncoding.DecodeString(r.str("public_key")); err != nil {
@@ -41,9 +41,9 @@ func scanApprover(s scanner) (agentrt.Approver, error) {
 	return a, nil
 }
 
-func scanApprovers(rows *sql.Rows) ([]agentrt.Approver, error) {
+func scanApprovers(rows *sql.Rows) ([]agentrt.EnrolledApprover, error) {
 	defer rows.Close()
-	var out []agentrt.Approver
+	var out []agentrt.EnrolledApprover
 	for rows.Next() {
 		a, err := scanApprover(rows)
 		if err != nil {
@@ -54,7 +54,7 @@ func scanApprovers(rows *sql.Rows) ([]agentrt.Approver, error) {
 	return out, rows.Err()
 }
 
-func (t *tx) ApproverInsert(a agentrt.Approver) error {
+func (t *tx) ApproverInsert(a agentrt.EnrolledApprover) error {
 	_, err := t.exec(`INSERT INTO approvers (id, name, kind, algorithm, credential_id, public_key, rp_id, origin,
 		enrolled_at, enrolled_by, removed_at, removed_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		a.ID, a.Name, string(a.Kind), a.Algorithm, a.CredentialID, base64.StdEncoding.EncodeToString(a.PublicKey), a.RPID, a.Origin,
@@ -65,7 +65,7 @@ func (t *tx) ApproverInsert(a agentrt.Approver) error {
 	return err
 }
 
-func (t *tx) ApproverGet(id string) (agentrt.Approver, error) {
+func (t *tx) ApproverGet(id string) (agentrt.EnrolledApprover, error) {
 	a, err := scanApprover(t.queryRow(selectApprover+" WHERE id = ?", id))
 	if errors.Is(err, agentrt.ErrNotFound) {
 		return a, fmt.Errorf("%w: approver %s", agentrt.ErrNotFound, id)
@@ -73,7 +73,7 @@ func (t *tx) ApproverGet(id string) (agentrt.Approver, error) {
 	return a, err
 }
 
-func (t *tx) ApproverByName(name string) (agentrt.Approver, error) {
+func (t *tx) ApproverByName(name string) (agentrt.EnrolledApprover, error) {
 	a, err := scanApprover(t.queryRow(selectApprover+" WHERE name = ? AND removed_at = ''", name))
 	if errors.Is(err, agentrt.ErrNotFound) {
 		return a, fmt.Errorf("%w: no enrolled approver is named %q", agentrt.ErrNotFound, name)
@@ -124,7 +124,7 @@ func (t *tx) InviteUse(p agentrt.InviteUse) error {
 }
 
 // ListApprovers reads every approver in enrollment order.
-func (s *Store) ListApprovers(ctx context.Context) ([]agentrt.Approver, error) {
+func (s *Store) ListApprovers(ctx context.Context) ([]agentrt.EnrolledApprover, error) {
 	rows, err := s.rdb.QueryContext(ctx, selectApprover+" ORDER BY rowid")
 	if err != nil {
 		return nil, err
@@ -133,7 +133,7 @@ func (s *Store) ListApprovers(ctx context.Context) ([]agentrt.Approver, error) {
 }
 
 // GetApprover reads one approver.
-func (s *Store) GetApprover(ctx context.Context, id string) (agentrt.Approver, error) {
+func (s *Store) GetApprover(ctx context.Context, id string) (agentrt.EnrolledApprover, error) {
 	a, err := scanApprover(s.rdb.QueryRowContext(ctx, s.d.Rebind(selectApprover+" WHERE id = ?"), id))
 	if errors.Is(err, agentrt.ErrNotFound) {
 		return a, fmt.Errorf("%w: approver %s", agentrt.ErrNotFound, id)
