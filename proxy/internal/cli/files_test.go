@@ -107,6 +107,11 @@ func TestFiles_EveryDurableWriteSyncs(t *testing.T) {
 			must(t, err)
 			return []string{p, p + ".pub"}
 		}},
+		{"agentrt-proxy init's secret files", func(t *testing.T, dir string) []string {
+			im := &imported{files: []secretFile{{suffix: "header.Authorization", value: "Bearer s3cret", ref: map[string]string{}}}}
+			must(t, im.writeFiles(dir, "remote"))
+			return []string{filepath.Join(dir, im.files[0].ref["file"])}
+		}},
 		{"export.FileCursor.Save", func(t *testing.T, dir string) []string {
 			p := filepath.Join(dir, "cursor")
 			must(t, export.FileCursor{Path: p}.Save(42))
@@ -145,11 +150,12 @@ func TestFiles_EveryDurableWriteSyncs(t *testing.T) {
 					!slices.Equal(got, []files.Step{files.StepCreate, files.StepSync, files.StepLink, files.StepSyncDir}) {
 					t.Fatalf("steps %v for %s: the write is not create, sync, rename or link, sync the directory", got, target)
 				}
-				if tmp := s[0].path; filepath.Dir(tmp) != dir || s[1].path != tmp {
-					t.Fatalf("the temporary file %s is not the synced one %s in %s", tmp, s[1].path, dir)
+				home := filepath.Dir(target)
+				if tmp := s[0].path; filepath.Dir(tmp) != home || s[1].path != tmp {
+					t.Fatalf("the temporary file %s is not the synced one %s in %s", tmp, s[1].path, home)
 				}
-				if s[2].path != target || filepath.Clean(s[3].path) != dir {
-					t.Fatalf("placed at %s and synced %s; want %s and %s", s[2].path, s[3].path, target, dir)
+				if s[2].path != target || filepath.Clean(s[3].path) != home {
+					t.Fatalf("placed at %s and synced %s; want %s and %s", s[2].path, s[3].path, target, home)
 				}
 				if fi, err := os.Stat(target); err != nil || fi.Size() == 0 {
 					t.Fatalf("the target after the write: %v %v", fi, err)

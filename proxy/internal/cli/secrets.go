@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/agentrt/agentrt/internal/files"
 	"io"
 	"maps"
 	"net/http"
@@ -140,20 +141,10 @@ func (im *imported) writeFiles(dir, server string) error {
 	for _, f := range im.files {
 		name := server + "." + fileSafe(f.suffix) + ".secret"
 		path := filepath.Join(sd, name)
-		fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
+		// Never over a file already there (an operator's own secret, or a
+		// link planted in its place), and synced before its name exists.
+		if err := files.WriteNew(path, []byte(f.value+"\n"), 0o600); err != nil {
 			return fmt.Errorf("the secret file: %w", err)
-		}
-		if _, err := fh.WriteString(f.value + "\n"); err != nil {
-			fh.Close()
-			return err
-		}
-		if err := fh.Sync(); err != nil {
-			fh.Close()
-			return err
-		}
-		if err := fh.Close(); err != nil {
-			return err
 		}
 		f.ref["file"] = filepath.Join(secretsDir, name)
 	}
