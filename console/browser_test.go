@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,8 +40,9 @@ type consoleEnv struct {
 	origin string
 	srv    *httptest.Server
 
-	mu    sync.Mutex
-	calls map[string]int
+	mu     sync.Mutex
+	calls  map[string]int
+	before atomic.Pointer[func(*http.Request)]
 }
 
 func newConsoleEnv(t *testing.T) *consoleEnv {
@@ -58,10 +60,19 @@ func newConsoleEnv(t *testing.T) *consoleEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return &consoleEnv{t: t, path: path, store: st, origin: origin, srv: srv, calls: map[string]int{}}
+	e := &consoleEnv{t: t, path: path, store: st, origin: origin, calls: map[string]int{}}
+	// before, when a test sets it, runs ahead of each request the console
+	// serves, as another writer of the database could at that moment.
+	serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if f := e.before.Load(); f != nil {
+			(*f)(r)
+		}
+		h.ServeHTTP(w, r)
+	})
+	e.srv = &httptest.Server{Listener: ln, Config: &http.Server{Handler: serve, ReadHeaderTimeout: 10 * time.Second}}
+	e.srv.Start()
+	t.Cleanup(e.srv.Close)
+	return e
 }
 
 // tool is a write tool that counts each execution by its arguments' path.
