@@ -141,6 +141,27 @@ func screenshot(t *testing.T, b *consoletest.Browser, name string) {
 	}
 }
 
+// invite invites an approver called name and returns the enrollment URL,
+// as agentrt approvers invite prints it.
+func (e *consoleEnv) invite(name string) string {
+	e.t.Helper()
+	token, _, err := (agentrt.Operator{Store: e.store}).InviteApprover(context.Background(), name, "admin")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return e.origin + "/enroll#" + token
+}
+
+// startWaiting starts a run with d and fails unless it waits for a person.
+func (e *consoleEnv) startWaiting(d *agentrt.Driver, goal string) agentrt.Run {
+	e.t.Helper()
+	run, err := d.Start(context.Background(), goal, agentrt.DefaultLimits())
+	if err != nil || run.Status != agentrt.RunWaiting {
+		e.t.Fatalf("Start = %s, %v", run.Status, err)
+	}
+	return run
+}
+
 // pendingOf returns the run's only pending approval.
 func (e *consoleEnv) pendingOf(runID string) agentrt.Approval {
 	e.t.Helper()
@@ -202,18 +223,12 @@ func TestBrowser_EnrollSignInApproveWithPasskey(t *testing.T) {
 	ctx := context.Background()
 	e := newConsoleEnv(t)
 	b := consoletest.NewBrowser(t)
-	token, _, err := (agentrt.Operator{Store: e.store}).InviteApprover(ctx, "alice", "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	invitation := e.invite("alice")
 	d := e.driver(ask, hostileCall("first"), hostileCall("second"), scripted.Complete(`{"ok":true}`))
-	run, err := d.Start(ctx, "write two notes", agentrt.DefaultLimits())
-	if err != nil || run.Status != agentrt.RunWaiting {
-		t.Fatalf("Start = %s, %v", run.Status, err)
-	}
+	run := e.startWaiting(d, "write two notes")
 
 	// Invite, enroll, sign out, sign in.
-	b.Enroll(t, e.origin+"/enroll#"+token)
+	b.Enroll(t, invitation)
 	b.WaitFor(t, "the inbox after enrolling", `document.querySelector("#inbox") !== null`)
 	b.Do(t, "sign out", chromedp.Click(`header form button`))
 	b.WaitFor(t, "the sign-in page", `document.querySelector("#login") !== null`)
@@ -223,6 +238,7 @@ func TestBrowser_EnrollSignInApproveWithPasskey(t *testing.T) {
 
 	// The approval, field by field, inert.
 	first := e.pendingOf(run.ID)
+	b.WaitLive(t)
 	b.Do(t, "open the approval", chromedp.Click("#inbox a.open"))
 	b.WaitFor(t, "the approval page", `document.querySelector("#approve") !== null`)
 	if got := consoletest.Eval[string](t, b, `document.getElementById("hash").textContent`); got != first.Hash {
@@ -274,6 +290,7 @@ func TestBrowser_EnrollSignInApproveWithPasskey(t *testing.T) {
 
 	// A page left open while its approval changed decides nothing.
 	second := e.pendingOf(run.ID)
+	b.WaitLive(t)
 	b.Do(t, "open the second approval", chromedp.Click("#inbox a.open"))
 	b.WaitFor(t, "the second approval page", `document.querySelector("#approve") !== null`)
 	forge(t, e, second.ID)
@@ -395,10 +412,7 @@ func TestBrowser_StateChangesNeedOriginCSRFAndSignatures(t *testing.T) {
 	ctx := context.Background()
 	e := newConsoleEnv(t)
 	b := consoletest.NewBrowser(t)
-	token, _, err := (agentrt.Operator{Store: e.store}).InviteApprover(ctx, "bob", "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	invitation := e.invite("bob")
 	signed := ask
 	signed.RequireSignature = true
 	d := e.driver(signed, hostileCall("guarded"), scripted.Complete(`{}`))
@@ -407,7 +421,7 @@ func TestBrowser_StateChangesNeedOriginCSRFAndSignatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := e.pendingOf(run.ID)
-	b.Enroll(t, e.origin+"/enroll#"+token)
+	b.Enroll(t, invitation)
 	b.WaitFor(t, "the inbox", `document.querySelector("#inbox") !== null`)
 
 	cookies, err := chromedp.Run(b.Context(), func(ctx context.Context, tg *chromedp.Target) ([]*network.Cookie, error) {
@@ -487,6 +501,7 @@ func TestBrowser_StateChangesNeedOriginCSRFAndSignatures(t *testing.T) {
 
 	// Cancel from the run page.
 	b.Do(t, "the run", chromedp.Navigate(e.origin+"/runs/"+run2.ID))
+	b.WaitLive(t)
 	b.Do(t, "cancel", chromedp.WaitVisible("form.cancel button", chromedp.NodeVisible), chromedp.Click("form.cancel button"))
 	b.WaitFor(t, "the cancelled run", `document.getElementById("run-status").textContent.startsWith("CANCELLED")`)
 	if r, _ := e.store.GetRun(ctx, run2.ID); r.Status != agentrt.RunCancelled {

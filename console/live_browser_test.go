@@ -21,15 +21,9 @@ func TestBrowser_LivePageShowsAChangeMadeBeforeItsStreamOpened(t *testing.T) {
 	ctx := context.Background()
 	e := newConsoleEnv(t)
 	b := consoletest.NewBrowser(t)
-	token, _, err := (agentrt.Operator{Store: e.store}).InviteApprover(ctx, "carol", "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := e.driver(ask, hostileCall("late"), scripted.Complete(`{}`)).Start(ctx, "a run cancelled elsewhere", agentrt.DefaultLimits())
-	if err != nil || run.Status != agentrt.RunWaiting {
-		t.Fatalf("Start = %s, %v", run.Status, err)
-	}
-	b.Enroll(t, e.origin+"/enroll#"+token)
+	invitation := e.invite("carol")
+	run := e.startWaiting(e.driver(ask, hostileCall("late"), scripted.Complete(`{}`)), "a run cancelled elsewhere")
+	b.Enroll(t, invitation)
 
 	var once sync.Once
 	cancelled := make(chan error, 1)

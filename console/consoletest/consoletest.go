@@ -179,6 +179,15 @@ func (b *Browser) WaitFor(t testing.TB, what, expr string) {
 	t.Fatalf("waiting for %s: not true after %s (%v)\npage: %.2000s", what, Timeout, last, body)
 }
 
+// WaitLive waits until a live page (the inbox, the runs, a run) follows
+// the log and has caught up with it once: the page fetches itself when its
+// stream opens and replaces what changed, so an element found before then
+// may be gone when it is clicked.
+func (b *Browser) WaitLive(t testing.TB) {
+	t.Helper()
+	b.WaitFor(t, "the live page to follow the log", `document.body.dataset.following === "1" && document.body.dataset.synced === "1"`)
+}
+
 // Enroll opens an invitation URL (ORIGIN/enroll#TOKEN, as `agentrt
 // approvers invite` prints it), creates a passkey on the virtual
 // authenticator and waits for the inbox the console signs the new
