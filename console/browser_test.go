@@ -14,40 +14,22 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/console"
+	"github.com/agentrt/agentrt/console/consoletest"
 	"github.com/agentrt/agentrt/internal/testrig"
 	"github.com/agentrt/agentrt/scripted"
 	"github.com/agentrt/agentrt/sqlite"
 	"github.com/chromedp/cdproto/cdp"
-	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/runtime"
-	"github.com/chromedp/cdproto/webauthn"
 	"github.com/chromedp/chromedp"
 )
 
 var update = flag.Bool("update", false, "rewrite the screenshots in docs/")
-
-// chromiumPath finds Debian's chromium. Under CI a browser test that cannot
-// find it fails: the browser tests are the console's proof.
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("no chromium on PATH; make test installs it (make chromium)")
-	}
-	t.Skip("no chromium on PATH; install it with 'make chromium' to run the browser tests")
-	return ""
-}
 
 // consoleEnv is a console on a real database, served on loopback, and the
 // tools its runs call.
@@ -58,8 +40,9 @@ type consoleEnv struct {
 	origin string
 	srv    *httptest.Server
 
-	mu    sync.Mutex
-	calls map[string]int
+	mu     sync.Mutex
+	calls  map[string]int
+	before atomic.Pointer[func(*http.Request)]
 }
 
 func newConsoleEnv(t *testing.T) *consoleEnv {
@@ -77,10 +60,19 @@ func newConsoleEnv(t *testing.T) *consoleEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return &consoleEnv{t: t, path: path, store: st, origin: origin, srv: srv, calls: map[string]int{}}
+	e := &consoleEnv{t: t, path: path, store: st, origin: origin, calls: map[string]int{}}
+	// before, when a test sets it, runs ahead of each request the console
+	// serves, as another writer of the database could at that moment.
+	serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if f := e.before.Load(); f != nil {
+			(*f)(r)
+		}
+		h.ServeHTTP(w, r)
+	})
+	e.srv = &httptest.Server{Listener: ln, Config: &http.Server{Handler: serve, ReadHeaderTimeout: 10 * time.Second}}
+	e.srv.Start()
+	t.Cleanup(e.srv.Close)
+	return e
 }
 
 // tool is a write tool that counts each execution by its arguments' path.
@@ -141,126 +133,33 @@ func hostileCall(name string) agentrt.Decision {
 var ask = agentrt.PolicyDecision{Outcome: agentrt.RequireApproval, Kind: "write", Reason: "writes a note",
 	Presentation: json.RawMessage(`{"summary":"write a note <b>now</b>"}`), TTL: time.Hour}
 
-// browser starts headless Chromium with a virtual WebAuthn authenticator
-// (user verification on, presence automatic) and collects every Content
-// Security Policy violation any page reports.
-type browser struct {
-	ctx        context.Context
-	mu         sync.Mutex
-	violations []string
+// screenshot rewrites a screenshot in docs/ under -update.
+func screenshot(t *testing.T, b *consoletest.Browser, name string) {
+	t.Helper()
+	if *update {
+		b.Screenshot(t, filepath.Join("..", "docs", name))
+	}
 }
 
-func newBrowser(t *testing.T) *browser {
-	t.Helper()
-	exe := chromiumPath(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("no-first-run", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelA)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(cancel)
-	b := &browser{ctx: ctx}
-	if err := chromedp.Listen(ctx, func(ev any) {
-		switch e := ev.(type) {
-		case *cdplog.EventEntryAdded:
-			if e.Entry != nil && (strings.Contains(e.Entry.Text, "Content Security Policy") || strings.Contains(e.Entry.Text, "Refused to")) {
-				b.add("log: " + e.Entry.Text)
-			}
-		case *runtime.EventConsoleAPICalled:
-			for _, a := range e.Args {
-				if a != nil && strings.HasPrefix(strings.Trim(string(a.Value), `"`), "CSP violation") {
-					b.add("page: " + string(a.Value))
-				}
-			}
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		// Every document reports its own violations too, before any of
-		// its script runs.
-		if _, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
-			Source: `document.addEventListener("securitypolicyviolation", e => console.error("CSP violation " + e.violatedDirective + " " + e.blockedURI));`}); err != nil {
-			return err
-		}
-		if _, err := cdp.Call(ctx, tg, webauthn.Enable, webauthn.EnableParams{}); err != nil {
-			return err
-		}
-		_, err := cdp.Call(ctx, tg, webauthn.AddVirtualAuthenticator, webauthn.AddVirtualAuthenticatorParams{Options: &webauthn.VirtualAuthenticatorOptions{
-			Protocol: webauthn.AuthenticatorProtocolCtap2, Ctap2version: webauthn.Ctap2versionCtap21, Transport: webauthn.AuthenticatorTransportInternal,
-			HasResidentKey: true, HasUserVerification: true, IsUserVerified: true, AutomaticPresenceSimulation: true}})
-		return err
-	}))
+// invite invites an approver called name and returns the enrollment URL,
+// as agentrt approvers invite prints it.
+func (e *consoleEnv) invite(name string) string {
+	e.t.Helper()
+	token, _, err := (agentrt.Operator{Store: e.store}).InviteApprover(context.Background(), name, "admin")
 	if err != nil {
-		t.Fatalf("starting chromium with a virtual authenticator: %v", err)
+		e.t.Fatal(err)
 	}
-	return b
+	return e.origin + "/enroll#" + token
 }
 
-func (b *browser) add(v string) {
-	b.mu.Lock()
-	b.violations = append(b.violations, v)
-	b.mu.Unlock()
-}
-
-func (b *browser) do(t *testing.T, what string, steps ...chromedp.Action[chromedp.Void]) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
-	defer cancel()
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		t.Fatalf("%s: %v", what, err)
+// startWaiting starts a run with d and fails unless it waits for a person.
+func (e *consoleEnv) startWaiting(d *agentrt.Driver, goal string) agentrt.Run {
+	e.t.Helper()
+	run, err := d.Start(context.Background(), goal, agentrt.DefaultLimits())
+	if err != nil || run.Status != agentrt.RunWaiting {
+		e.t.Fatalf("Start = %s, %v", run.Status, err)
 	}
-}
-
-func eval[T any](t *testing.T, b *browser, expr string, opts ...chromedp.EvaluateOption) T {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, opts...))
-	if err != nil {
-		t.Fatalf("%s: %v", expr, err)
-	}
-	return v
-}
-
-// waitFor polls a condition in the page until it holds or 30s pass. A
-// navigation under way (the page replacing itself) is polled through.
-func (b *browser) waitFor(t *testing.T, what, expr string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	var last error
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("(() => { try { return !!("+expr+"); } catch (e) { return false; } })()"))
-		cancel()
-		if err == nil && ok {
-			return
-		}
-		last = err
-		<-tick.C
-	}
-	body, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
-	t.Fatalf("waiting for %s: not true after 30s (%v)\npage: %.2000s", what, last, body)
-}
-
-func (b *browser) screenshot(t *testing.T, name string) {
-	t.Helper()
-	if !*update {
-		return
-	}
-	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
-	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join("..", "docs", name), png, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	return run
 }
 
 // pendingOf returns the run's only pending approval.
@@ -323,34 +222,29 @@ func runCLI(t *testing.T, bin string, args ...string) (string, int) {
 func TestBrowser_EnrollSignInApproveWithPasskey(t *testing.T) {
 	ctx := context.Background()
 	e := newConsoleEnv(t)
-	b := newBrowser(t)
-	token, _, err := (agentrt.Operator{Store: e.store}).InviteApprover(ctx, "alice", "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := consoletest.NewBrowser(t)
+	invitation := e.invite("alice")
 	d := e.driver(ask, hostileCall("first"), hostileCall("second"), scripted.Complete(`{"ok":true}`))
-	run, err := d.Start(ctx, "write two notes", agentrt.DefaultLimits())
-	if err != nil || run.Status != agentrt.RunWaiting {
-		t.Fatalf("Start = %s, %v", run.Status, err)
-	}
+	run := e.startWaiting(d, "write two notes")
 
 	// Invite, enroll, sign out, sign in.
-	b.do(t, "enroll", chromedp.Navigate(e.origin+"/enroll#"+token), chromedp.WaitVisible("#enroll", chromedp.NodeVisible), chromedp.Click("#enroll"))
-	b.waitFor(t, "the inbox after enrolling", `document.querySelector("#inbox") !== null`)
-	b.do(t, "sign out", chromedp.Click(`header form button`))
-	b.waitFor(t, "the sign-in page", `document.querySelector("#login") !== null`)
-	b.do(t, "sign in", chromedp.Click("#login"))
-	b.waitFor(t, "the inbox after signing in", `document.querySelectorAll("#inbox .approval-row").length === 1`)
-	b.screenshot(t, "console-inbox.png")
+	b.Enroll(t, invitation)
+	b.WaitFor(t, "the inbox after enrolling", `document.querySelector("#inbox") !== null`)
+	b.Do(t, "sign out", chromedp.Click(`header form button`))
+	b.WaitFor(t, "the sign-in page", `document.querySelector("#login") !== null`)
+	b.Do(t, "sign in", chromedp.Click("#login"))
+	b.WaitFor(t, "the inbox after signing in", `document.querySelectorAll("#inbox .approval-row").length === 1`)
+	screenshot(t, b, "console-inbox.png")
 
 	// The approval, field by field, inert.
 	first := e.pendingOf(run.ID)
-	b.do(t, "open the approval", chromedp.Click("#inbox a.open"))
-	b.waitFor(t, "the approval page", `document.querySelector("#approve") !== null`)
-	if got := eval[string](t, b, `document.getElementById("hash").textContent`); got != first.Hash {
+	b.WaitLive(t)
+	b.Do(t, "open the approval", chromedp.Click("#inbox a.open"))
+	b.WaitFor(t, "the approval page", `document.querySelector("#approve") !== null`)
+	if got := consoletest.Eval[string](t, b, `document.getElementById("hash").textContent`); got != first.Hash {
 		t.Fatalf("the page shows hash %q, the approval has %q", got, first.Hash)
 	}
-	args := eval[string](t, b, `document.getElementById("args").textContent`)
+	args := consoletest.Eval[string](t, b, `document.getElementById("args").textContent`)
 	for _, want := range []string{`<img src=x onerror="window.__pwned=1">`, `</script><script>`, `javascript:window.__pwned=3`, `report\u{202E}txt.exe`} {
 		if !strings.Contains(args, want) {
 			t.Errorf("the arguments' text does not show %q escaped: %q", want, args)
@@ -359,16 +253,16 @@ func TestBrowser_EnrollSignInApproveWithPasskey(t *testing.T) {
 	if strings.ContainsRune(args, '\u202e') {
 		t.Error("the page holds a raw U+202E")
 	}
-	if n := eval[int](t, b, `document.querySelectorAll("main img, main script, main a[href^='javascript:'], main b").length`); n != 0 {
+	if n := consoletest.Eval[int](t, b, `document.querySelectorAll("main img, main script, main a[href^='javascript:'], main b").length`); n != 0 {
 		t.Errorf("%d elements were made from the model's text", n)
 	}
-	if eval[bool](t, b, `window.__pwned !== undefined`) {
+	if consoletest.Eval[bool](t, b, `window.__pwned !== undefined`) {
 		t.Fatal("the payload ran")
 	}
-	b.screenshot(t, "console-approval.png")
+	screenshot(t, b, "console-approval.png")
 
-	b.do(t, "approve", chromedp.SendKeys("#note", "looks right"), chromedp.Click("#approve"))
-	b.waitFor(t, "the signed approval", `(document.getElementById("result").className === "ok")`)
+	b.Do(t, "approve", chromedp.SendKeys("#note", "looks right"), chromedp.Click("#approve"))
+	b.WaitFor(t, "the signed approval", `(document.getElementById("result").className === "ok")`)
 	got, err := e.store.GetApproval(ctx, run.ID, first.ID)
 	if err != nil || got.Status != agentrt.ApprovalApproved || got.DecidedBy != "alice" || got.Signature == nil || got.Note != "looks right" {
 		t.Fatalf("after approving: %+v, %v", got, err)
@@ -383,34 +277,35 @@ func TestBrowser_EnrollSignInApproveWithPasskey(t *testing.T) {
 
 	// The inbox follows the log: the run resumes, runs the tool once, and
 	// pauses on its second write, which appears without a reload.
-	b.do(t, "the inbox", chromedp.Navigate(e.origin+"/"))
-	b.waitFor(t, "an empty inbox", `document.querySelector("#empty") !== null`)
-	b.waitFor(t, "the live stream", `document.body.dataset.following === "1"`)
+	b.Do(t, "the inbox", chromedp.Navigate(e.origin+"/"))
+	b.WaitFor(t, "an empty inbox", `document.querySelector("#empty") !== null`)
+	b.WaitFor(t, "the live stream", `document.body.dataset.following === "1"`)
 	if r, err := d.Resume(ctx, run.ID); err != nil || r.Status != agentrt.RunWaiting {
 		t.Fatalf("Resume = %s, %v", r.Status, err)
 	}
 	if n := e.called("first"); n != 1 {
 		t.Fatalf("the first write ran %d times, want once", n)
 	}
-	b.waitFor(t, "the second approval to appear live", `document.querySelectorAll("#inbox .approval-row").length === 1 && Number(document.body.dataset.updated || 0) > 0`)
+	b.WaitFor(t, "the second approval to appear live", `document.querySelectorAll("#inbox .approval-row").length === 1 && Number(document.body.dataset.updated || 0) > 0`)
 
 	// A page left open while its approval changed decides nothing.
 	second := e.pendingOf(run.ID)
-	b.do(t, "open the second approval", chromedp.Click("#inbox a.open"))
-	b.waitFor(t, "the second approval page", `document.querySelector("#approve") !== null`)
+	b.WaitLive(t)
+	b.Do(t, "open the second approval", chromedp.Click("#inbox a.open"))
+	b.WaitFor(t, "the second approval page", `document.querySelector("#approve") !== null`)
 	forge(t, e, second.ID)
-	b.do(t, "approve the stale page", chromedp.Click("#approve"))
-	b.waitFor(t, "the stale page refused", `document.getElementById("result").className === "problem"`)
+	b.Do(t, "approve the stale page", chromedp.Click("#approve"))
+	b.WaitFor(t, "the stale page refused", `document.getElementById("result").className === "problem"`)
 	if a, _ := e.store.GetApproval(ctx, run.ID, second.ID); a.Status != agentrt.ApprovalPending {
 		t.Fatalf("a stale page decided the approval: %s", a.Status)
 	}
 	// Put back as it was (the chain still records the original), read
 	// again, it is decided.
 	writeSQL(t, e.path, `UPDATE approvals SET presentation_json = ?, hash = ? WHERE id = ?`, string(second.Presentation), second.Hash, second.ID)
-	b.do(t, "reload", chromedp.Reload())
-	b.waitFor(t, "the approval page again", `document.querySelector("#approve") !== null`)
-	b.do(t, "approve the second", chromedp.Click("#approve"))
-	b.waitFor(t, "the second signed approval", `document.getElementById("result").className === "ok"`)
+	b.Do(t, "reload", chromedp.Reload())
+	b.WaitFor(t, "the approval page again", `document.querySelector("#approve") !== null`)
+	b.Do(t, "approve the second", chromedp.Click("#approve"))
+	b.WaitFor(t, "the second signed approval", `document.getElementById("result").className === "ok"`)
 	if r, err := d.Resume(ctx, run.ID); err != nil || r.Status != agentrt.RunCompleted {
 		t.Fatalf("the second Resume = %s, %v", r.Status, err)
 	}
@@ -419,9 +314,9 @@ func TestBrowser_EnrollSignInApproveWithPasskey(t *testing.T) {
 	}
 
 	// The timeline shows the decisions signed.
-	b.do(t, "the run's timeline", chromedp.Navigate(e.origin+"/runs/"+run.ID))
-	b.waitFor(t, "the timeline", `document.getElementById("run-status").textContent.startsWith("COMPLETED")`)
-	if n := eval[int](t, b, `[...document.querySelectorAll("#approvals tr")].filter(r => r.textContent.includes("alice") && r.textContent.includes("yes")).length`); n != 2 {
+	b.Do(t, "the run's timeline", chromedp.Navigate(e.origin+"/runs/"+run.ID))
+	b.WaitFor(t, "the timeline", `document.getElementById("run-status").textContent.startsWith("COMPLETED")`)
+	if n := consoletest.Eval[int](t, b, `[...document.querySelectorAll("#approvals tr")].filter(r => r.textContent.includes("alice") && r.textContent.includes("yes")).length`); n != 2 {
 		t.Fatalf("the timeline shows %d signed approvals by alice, want 2", n)
 	}
 
@@ -442,24 +337,20 @@ func TestBrowser_EnrollSignInApproveWithPasskey(t *testing.T) {
 	// The approver is removed from the CLI while a live page is open: the
 	// page's stream ends and the page goes to sign-in, and the session
 	// serves nothing more.
-	b.do(t, "the runs page", chromedp.Navigate(e.origin+"/runs"))
-	b.waitFor(t, "the live stream of the runs page", `document.body.dataset.following === "1"`)
+	b.Do(t, "the runs page", chromedp.Navigate(e.origin+"/runs"))
+	b.WaitFor(t, "the live stream of the runs page", `document.body.dataset.following === "1"`)
 	if out, code := runCLI(t, bin, "-db", e.path, "approvers", "remove", "alice", "-by", "admin"); code != 0 {
 		t.Fatalf("agentrt approvers remove alice: exit %d\n%s", code, out)
 	}
-	b.waitFor(t, "the sign-in page after the removal", `location.pathname === "/login" && document.querySelector("#login") !== null`)
-	if n := eval[int](t, b, `(async () => (await fetch("/runs", {credentials: "same-origin", redirect: "manual"})).status)()`, chromedp.EvalAwaitPromise); n == 200 {
+	b.WaitFor(t, "the sign-in page after the removal", `location.pathname === "/login" && document.querySelector("#login") !== null`)
+	if n := consoletest.Eval[int](t, b, `(async () => (await fetch("/runs", {credentials: "same-origin", redirect: "manual"})).status)()`, chromedp.EvalAwaitPromise); n == 200 {
 		t.Fatal("the removed approver's session still serves /runs")
 	}
-	if n := eval[int](t, b, `(async () => (await fetch("/events", {credentials: "same-origin"})).status)()`, chromedp.EvalAwaitPromise); n != 401 {
+	if n := consoletest.Eval[int](t, b, `(async () => (await fetch("/events", {credentials: "same-origin"})).status)()`, chromedp.EvalAwaitPromise); n != 401 {
 		t.Fatalf("a stream for the removed approver's session: %d, want 401", n)
 	}
 
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.violations) != 0 {
-		t.Fatalf("%d CSP violations: %q", len(b.violations), b.violations)
-	}
+	b.NoViolations(t)
 }
 
 // forge rewrites a pending approval's presentation and its hash, as a
@@ -520,11 +411,8 @@ func writeSQL(t *testing.T, path, q string, args ...any) {
 func TestBrowser_StateChangesNeedOriginCSRFAndSignatures(t *testing.T) {
 	ctx := context.Background()
 	e := newConsoleEnv(t)
-	b := newBrowser(t)
-	token, _, err := (agentrt.Operator{Store: e.store}).InviteApprover(ctx, "bob", "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := consoletest.NewBrowser(t)
+	invitation := e.invite("bob")
 	signed := ask
 	signed.RequireSignature = true
 	d := e.driver(signed, hostileCall("guarded"), scripted.Complete(`{}`))
@@ -533,10 +421,10 @@ func TestBrowser_StateChangesNeedOriginCSRFAndSignatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := e.pendingOf(run.ID)
-	b.do(t, "enroll", chromedp.Navigate(e.origin+"/enroll#"+token), chromedp.WaitVisible("#enroll", chromedp.NodeVisible), chromedp.Click("#enroll"))
-	b.waitFor(t, "the inbox", `document.querySelector("#inbox") !== null`)
+	b.Enroll(t, invitation)
+	b.WaitFor(t, "the inbox", `document.querySelector("#inbox") !== null`)
 
-	cookies, err := chromedp.Run(b.ctx, func(ctx context.Context, tg *chromedp.Target) ([]*network.Cookie, error) {
+	cookies, err := chromedp.Run(b.Context(), func(ctx context.Context, tg *chromedp.Target) ([]*network.Cookie, error) {
 		r, err := cdp.Call(ctx, tg, network.GetCookies, network.GetCookiesParams{URLs: []string{e.origin + "/"}})
 		return r.Cookies, err
 	})
@@ -552,7 +440,7 @@ func TestBrowser_StateChangesNeedOriginCSRFAndSignatures(t *testing.T) {
 			}
 		}
 	}
-	csrf := eval[string](t, b, `document.querySelector('meta[name="csrf"]').content`)
+	csrf := consoletest.Eval[string](t, b, `document.querySelector('meta[name="csrf"]').content`)
 	if session == "" || csrf == "" {
 		t.Fatal("no session cookie or CSRF token")
 	}
@@ -612,15 +500,12 @@ func TestBrowser_StateChangesNeedOriginCSRFAndSignatures(t *testing.T) {
 	}
 
 	// Cancel from the run page.
-	b.do(t, "the run", chromedp.Navigate(e.origin+"/runs/"+run2.ID))
-	b.do(t, "cancel", chromedp.WaitVisible("form.cancel button", chromedp.NodeVisible), chromedp.Click("form.cancel button"))
-	b.waitFor(t, "the cancelled run", `document.getElementById("run-status").textContent.startsWith("CANCELLED")`)
+	b.Do(t, "the run", chromedp.Navigate(e.origin+"/runs/"+run2.ID))
+	b.WaitLive(t)
+	b.Do(t, "cancel", chromedp.WaitVisible("form.cancel button", chromedp.NodeVisible), chromedp.Click("form.cancel button"))
+	b.WaitFor(t, "the cancelled run", `document.getElementById("run-status").textContent.startsWith("CANCELLED")`)
 	if r, _ := e.store.GetRun(ctx, run2.ID); r.Status != agentrt.RunCancelled {
 		t.Fatalf("run status %s after cancel", r.Status)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.violations) != 0 {
-		t.Fatalf("%d CSP violations: %q", len(b.violations), b.violations)
-	}
+	b.NoViolations(t)
 }

@@ -66,14 +66,44 @@ async function decide(ev) {
 
 // Live pages follow the event log: on each new event the page is fetched
 // again and its main element replaced. The HTML is the server's, rendered
-// by html/template; a parsed document runs no script.
+// by html/template; a parsed document runs no script. The stream counts
+// from the chain's head when it opens, so the page is also fetched once
+// when it opens (and reopens): what was committed between rendering the
+// page and opening the stream shows too (data-synced says that fetch is
+// done). A change that arrives while a
+// fetch is under way is fetched after it, never dropped.
 let stream = null; // the live page's EventSource, while it follows
 
 function live() {
   if (!document.body.dataset.live) return;
   const es = new EventSource("/events");
   stream = es;
-  es.addEventListener("open", () => { document.body.dataset.following = "1"; });
+  let busy = false, again = false;
+  const refresh = async () => {
+    if (busy) { again = true; return; }
+    busy = true;
+    try {
+      do {
+        again = false;
+        const r = await fetch(location.href, { credentials: "same-origin" });
+        if (r.ok) {
+          const doc = new DOMParser().parseFromString(await r.text(), "text/html");
+          const next = doc.getElementById("main"), main = document.getElementById("main");
+          // An unchanged page is left as it is: nothing under the reader's
+          // pointer is replaced for nothing.
+          if (next && next.innerHTML !== main.innerHTML) {
+            main.replaceChildren(...next.childNodes);
+            document.body.dataset.updated = String(Number(document.body.dataset.updated || 0) + 1);
+          }
+        }
+      } while (again && stream === es);
+    } finally { busy = false; }
+  };
+  es.addEventListener("open", async () => {
+    document.body.dataset.following = "1";
+    await refresh();
+    document.body.dataset.synced = "1"; // caught up with the log once
+  });
   // The session ended (signed out, idle, past its lifetime, or the
   // approver removed): the stream says so and the page goes with it.
   // A page that is already leaving (a form it posted) does not navigate
@@ -87,20 +117,7 @@ function live() {
   };
   es.addEventListener("ended", ended);
   es.addEventListener("error", () => { if (es.readyState === EventSource.CLOSED) ended(); });
-  let busy = false;
-  es.addEventListener("change", async () => {
-    if (busy) return;
-    busy = true;
-    try {
-      const r = await fetch(location.href, { credentials: "same-origin" });
-      if (r.ok) {
-        const doc = new DOMParser().parseFromString(await r.text(), "text/html");
-        const next = doc.getElementById("main");
-        if (next) document.getElementById("main").replaceChildren(...next.childNodes);
-        document.body.dataset.updated = String(Number(document.body.dataset.updated || 0) + 1);
-      }
-    } finally { busy = false; }
-  });
+  es.addEventListener("change", refresh);
 }
 
 // Forms post through fetch: under Referrer-Policy no-referrer a browser
