@@ -32,7 +32,7 @@ func erasableDB(b *testing.B) string {
 	limits := agentrt.DefaultLimits()
 	limits.MaxSteps = eraseSteps + 1
 	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: s, Policy: agentrt.DefaultPolicy(),
-		Tools: []agentrt.Tool{echoTool(false)}}, Agent: benchAgent{eraseSteps}})
+		Tools: []agentrt.Tool{echoTool(false)}}, Agent: benchAgent{N: eraseSteps}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func TestDriver_AtMostThreeCommitsPerToolStep(t *testing.T) {
 		cs := &countingStore{Store: benchStoreT(t)}
 		limits := agentrt.DefaultLimits()
 		limits.MaxSteps = n + 1
-		d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: cs, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echoTool(false)}}, Agent: benchAgent{n}})
+		d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: cs, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echoTool(false)}}, Agent: benchAgent{N: n}})
 		if err != nil {
 			t.Fatal(err)
 		}

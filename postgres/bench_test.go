@@ -4,35 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/postgres"
 	"github.com/agentrt/agentrt/postgres/internal/pgtest"
 	"github.com/jackc/pgx/v5"
 )
 
-// benchAgent is n steps: n-1 calls to echo with distinct arguments, then
-// complete (the core's benchmark agent, on Postgres).
-type benchAgent struct{ n int }
+// benchAgent and echo are the core's benchmark agent and tool, on
+// Postgres.
+type benchAgent = kit.BenchAgent
 
-func (a benchAgent) Decide(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
-	i := in.Steps.Len()
-	if i >= a.n-1 {
-		return agentrt.Decision{Kind: agentrt.KindComplete, Result: json.RawMessage(`{"done":true}`)}, nil
-	}
-	return agentrt.Decision{Kind: agentrt.KindToolCall, Tool: "echo", Args: json.RawMessage(fmt.Sprintf(`{"i":%d,"text":"step"}`, i))}, nil
-}
-
-var echo = agentrt.ToolFunc{
-	ToolSpec: agentrt.ToolSpec{Name: "echo", Description: "Echo.", SideEffect: agentrt.ReadOnly, Timeout: time.Minute,
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"i":{"type":"integer"},"text":{"type":"string"}},"required":["i"]}`)},
-	Fn: func(_ context.Context, c agentrt.ToolCall) (agentrt.ToolResult, error) {
-		return agentrt.ToolResult{Content: c.Args, Summary: "echo"}, nil
-	},
-}
+var echo = kit.EchoTool(nil)
 
 func benchOpen(b *testing.B, dsn string) *postgres.Store {
 	s, err := postgres.Open(context.Background(), dsn)
@@ -50,7 +36,7 @@ func BenchmarkDriver(b *testing.B) {
 	s := benchOpen(b, pgtest.Fresh(b))
 	limits := agentrt.DefaultLimits()
 	limits.MaxSteps = n + 1
-	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: s, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echo}}, Agent: benchAgent{n}})
+	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: s, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echo}}, Agent: benchAgent{N: n}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -140,35 +126,15 @@ func BenchmarkConcurrentRuns(b *testing.B) {
 					if r == 0 || mode == "stores" || (mode == "procs4" && r < 4) {
 						stores = append(stores, benchOpen(b, dsn))
 					}
-					d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: stores[r%len(stores)], Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echo}}, Agent: benchAgent{n}})
+					d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: stores[r%len(stores)], Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echo}}, Agent: benchAgent{N: n}})
 					if err != nil {
 						b.Fatal(err)
 					}
 					drivers[r] = d
 				}
-				ctx := context.Background()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					var wg sync.WaitGroup
-					errs := make(chan error, runs)
-					for r := 0; r < runs; r++ {
-						wg.Add(1)
-						go func(d *agentrt.Driver) {
-							defer wg.Done()
-							run, err := d.Start(ctx, "bench", limits)
-							if err == nil && run.Status != agentrt.RunCompleted {
-								err = fmt.Errorf("run ended %s: %s", run.Status, run.ReasonDetail)
-							}
-							if err != nil {
-								errs <- err
-							}
-						}(drivers[r])
-					}
-					wg.Wait()
-					close(errs)
-					for err := range errs {
-						b.Fatal(err)
-					}
+					kit.StartAll(b, drivers, limits)
 				}
 				b.StopTimer()
 				b.ReportMetric(float64(b.N*runs*n)/b.Elapsed().Seconds(), "steps/s")
