@@ -742,13 +742,7 @@ func TestModel_ServedErrorIsChargedAndNotRetried(t *testing.T) {
 	m := &mcModel{name: "m", GenerateFunc: func(context.Context, int, agentrt.ModelRequest) (agentrt.ModelResponse, error) {
 		return agentrt.ModelResponse{}, &agentrt.ServedError{Usage: served, Err: errors.New("the reply holds no choice")}
 	}}
-	agent := &mcOnce{req: mcReq(20)}
-	env := mcSetup(t, m, agentrt.ModelConfig{MaxRetries: 3, Prices: agentrt.PriceTable{"m": mcPrice}}, agent)
-	run, err := env.drv.StartWithID(context.Background(), "r", "greet", mcLimits(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mcRequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonModelUnavailable)
+	env, agent := mcStartUnavailable(t, m)
 	_, gerr := agent.result()
 	var mu *agentrt.ModelUnavailableError
 	var se *agentrt.ServedError
@@ -759,8 +753,31 @@ func TestModel_ServedErrorIsChargedAndNotRetried(t *testing.T) {
 	if cost != 860 {
 		t.Fatalf("cost %d, want 860", cost)
 	}
-	mcRequireCalls(t, env.store, "r", mcWant{status: agentrt.ModelError, usage: served, cost: cost, errPart: "no choice"})
-	mcRequireTotals(t, mcRun(t, env.store, "r"), 1, served, cost)
+	mcRequireChargedOnce(t, env, m, served, cost, "no choice")
+}
+
+// mcStartUnavailable starts run "r", one call of mcReq(20) to m with three
+// retries allowed and mcPrice, and requires it to fail model_unavailable.
+// It returns the run's environment and the agent holding Generate's answer.
+func mcStartUnavailable(t *testing.T, m *mcModel) (*mcEnv, *mcOnce) {
+	t.Helper()
+	agent := &mcOnce{req: mcReq(20)}
+	env := mcSetup(t, m, agentrt.ModelConfig{MaxRetries: 3, Prices: agentrt.PriceTable{"m": mcPrice}}, agent)
+	run, err := env.drv.StartWithID(context.Background(), "r", "greet", mcLimits(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mcRequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonModelUnavailable)
+	return env, agent
+}
+
+// mcRequireChargedOnce requires run "r" to hold one errored call, charged
+// usage at cost with errPart in its error, in its totals too, and m to have
+// been sent it once with no retry wait.
+func mcRequireChargedOnce(t *testing.T, env *mcEnv, m *mcModel, usage agentrt.Usage, cost agentrt.Micros, errPart string) {
+	t.Helper()
+	mcRequireCalls(t, env.store, "r", mcWant{status: agentrt.ModelError, usage: usage, cost: cost, errPart: errPart})
+	mcRequireTotals(t, mcRun(t, env.store, "r"), 1, usage, cost)
 	if n := len(m.requests()); n != 1 {
 		t.Fatalf("model called %d times, want 1", n)
 	}
@@ -797,13 +814,7 @@ func TestModel_UnusableUsageIsChargedTheEstimate(t *testing.T) {
 			m := &mcModel{name: "m", GenerateFunc: func(context.Context, int, agentrt.ModelRequest) (agentrt.ModelResponse, error) {
 				return tc.reply()
 			}}
-			agent := &mcOnce{req: mcReq(20)}
-			env := mcSetup(t, m, agentrt.ModelConfig{MaxRetries: 3, Prices: agentrt.PriceTable{"m": mcPrice}}, agent)
-			run, err := env.drv.StartWithID(context.Background(), "r", "greet", mcLimits(nil))
-			if err != nil {
-				t.Fatal(err)
-			}
-			mcRequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonModelUnavailable)
+			env, agent := mcStartUnavailable(t, m)
 			resp, gerr := agent.result()
 			var mu *agentrt.ModelUnavailableError
 			if !errors.As(gerr, &mu) || !errors.Is(gerr, agentrt.ErrUnusableUsage) {
@@ -814,14 +825,7 @@ func TestModel_UnusableUsageIsChargedTheEstimate(t *testing.T) {
 			}
 			est := mcEstimate(mcReq(20))
 			estCost := agentrt.CostOf(mcPrice, est)
-			mcRequireCalls(t, env.store, "r", mcWant{status: agentrt.ModelError, usage: est, cost: estCost, errPart: "unusable usage"})
-			mcRequireTotals(t, mcRun(t, env.store, "r"), 1, est, estCost)
-			if n := len(m.requests()); n != 1 {
-				t.Fatalf("model called %d times, want 1", n)
-			}
-			if w := env.sleep.Waits(); len(w) != 0 {
-				t.Fatalf("waits %v, want none", w)
-			}
+			mcRequireChargedOnce(t, env, m, est, estCost, "unusable usage")
 		})
 	}
 }
