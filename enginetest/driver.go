@@ -613,7 +613,6 @@ func caseDriver_TerminalToolCommitsWithTheRun(t *testing.T, bk *Backend) {
 // they handed back after the driver took it: nothing reaches the store, the
 // driver, the tool, the approval, or the other consumer.
 func caseDriver_ConsumersCannotCorruptEachOther(t *testing.T, bk *Backend) {
-	ctx := context.Background()
 	e := newEnv(t, bk)
 	read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, nil)
 	send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
@@ -680,22 +679,13 @@ func caseDriver_ConsumersCannotCorruptEachOther(t *testing.T, bk *Backend) {
 	})
 	d := e.Driver(agent, policy, read, send)
 
-	run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-	if err != nil || run.Status != agentrt.RunWaiting {
-		t.Fatalf("Start = %s, %v; want a pause", run.Status, err)
-	}
+	run := startPaused(t, d, "run-1", agentrt.DefaultLimits())
 	a := kit.PendingApproval(t, e.Store, "run-1")
 	if err := agentrt.VerifyApproval(a); err != nil {
 		t.Fatalf("stored approval: %v", err)
 	}
-	if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
-		t.Fatalf("Approve: %v", err)
-	}
-	run, err = d.Resume(ctx, "run-1")
-	if err != nil {
-		t.Fatalf("Resume: %v", err)
-	}
-	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	e.approve(t, a, "")
+	run = resumeCompletes(t, d, "run-1")
 	for _, p := range problems {
 		t.Error(p)
 	}
@@ -736,7 +726,6 @@ func nilIfEmpty[T any](s []T) []T {
 // read of the store: the run, every step and every approval, through a tool
 // step, an invalid one, a denial, a tool error, a pause, a resume and the end.
 func caseDriver_CachedViewEqualsReloadedView(t *testing.T, bk *Backend) {
-	ctx := context.Background()
 	e := newEnv(t, bk)
 	tick := func() { e.Clock.Advance(1500 * time.Millisecond) } // 1.5s: active time accrues
 	read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
@@ -800,23 +789,14 @@ func caseDriver_CachedViewEqualsReloadedView(t *testing.T, bk *Backend) {
 		return agentrt.DefaultPolicy().Evaluate(ctx, req, view)
 	})
 	d := e.Driver(agent, policy, read, broken, send, rm)
-	run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
-	if err != nil || run.Status != agentrt.RunWaiting {
-		t.Fatalf("Start = %s %s %q, %v; want a pause", run.Status, run.Reason, run.ReasonDetail, err)
-	}
+	run := startPaused(t, d, "run-1", kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
 	if fr := kit.MustRun(t, e.Store, "run-1"); !reflect.DeepEqual(run, fr) {
 		t.Errorf("Start returned\n %+v\na reload gives\n %+v", run, fr)
 	}
 	e.Clock.Advance(time.Hour)
 	a := kit.PendingApproval(t, e.Store, "run-1")
-	if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", "fine"); err != nil {
-		t.Fatalf("Approve: %v", err)
-	}
-	run, err = d.Resume(ctx, "run-1")
-	if err != nil {
-		t.Fatalf("Resume: %v", err)
-	}
-	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	e.approve(t, a, "fine")
+	run = resumeCompletes(t, d, "run-1")
 	if fr := kit.MustRun(t, e.Store, "run-1"); !reflect.DeepEqual(run, fr) {
 		t.Errorf("Resume returned\n %+v\na reload gives\n %+v", run, fr)
 	}
@@ -1220,14 +1200,8 @@ func caseDriver_LimitsEndTheRunBeforeTheNextStep(t *testing.T, bk *Backend) {
 		}
 		e.Clock.Advance(time.Hour)
 		a := kit.PendingApproval(t, e.Store, "run-1")
-		if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
-			t.Fatalf("ApproveShown: %v", err)
-		}
-		run, err = d.Resume(ctx, "run-1")
-		if err != nil {
-			t.Fatalf("Resume: %v", err)
-		}
-		kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+		e.approve(t, a, "")
+		run = resumeCompletes(t, d, "run-1")
 		if run.ActiveTime != 8*time.Second {
 			t.Fatalf("active time %s, want 8s: the hour waiting was counted", run.ActiveTime)
 		}
@@ -1243,9 +1217,7 @@ func caseDriver_LimitsEndTheRunBeforeTheNextStep(t *testing.T, bk *Backend) {
 		}
 		e.Clock.Advance(2 * time.Hour)
 		a := kit.PendingApproval(t, e.Store, "run-1")
-		if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
-			t.Fatalf("ApproveShown: %v", err)
-		}
+		e.approve(t, a, "")
 		run, err = d.Resume(ctx, "run-1")
 		if err != nil {
 			t.Fatalf("Resume: %v", err)
