@@ -172,11 +172,29 @@ func caseDriver_InvalidArgumentsBecomeObservation(t *testing.T, bk *Backend) {
 	kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvInvalid, kit.EvInvalid, kit.EvInvalid, kit.EvToolStep, kit.EvInvalid, kit.EvComplete)
 }
 
+// runNothingActed runs agent to completion as "run-1" with write as its one
+// tool, under a policy that allows everything and a limit of ten failures in
+// a row, requires that the policy was never asked and write never ran, and
+// returns the run's steps.
+func runNothingActed(t *testing.T, e *env, agent agentrt.Agent, write *kit.Counted) []agentrt.Step {
+	t.Helper()
+	policy := kit.Recording(kit.Fixed(agentrt.PolicyDecision{Outcome: agentrt.Allow}))
+	d := e.Driver(agent, policy, write)
+	run, err := d.StartWithID(context.Background(), "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	if policy.N() != 0 || write.N() != 0 {
+		t.Fatalf("policy asked %d times, write ran %d times; want neither", policy.N(), write.N())
+	}
+	return kit.MustSteps(t, e.Store, "run-1")
+}
+
 // Arguments and a result that are not JSON the runtime accepts are kept
 // verbatim beside the decision, never as its arguments or result; the
 // agent's reason is recorded with them and nothing is judged or run.
 func caseDriver_InvalidArgumentsAreRecordedOutOfBand(t *testing.T, bk *Backend) {
-	ctx := context.Background()
 	e := newEnv(t, bk)
 	write := kit.NewTool("write", agentrt.LocalMutation, kit.PathSchema, nil)
 	notUTF8 := []byte{'{', '"', 'p', 0xff, '"', ':', '1', '}'}
@@ -187,18 +205,7 @@ func caseDriver_InvalidArgumentsAreRecordedOutOfBand(t *testing.T, bk *Backend) 
 		agentrt.Decision{Kind: agentrt.KindComplete, Result: json.RawMessage(`{"x":`), Reason: "half a result"},
 		kit.Complete(`{}`),
 	)
-	policy := kit.Recording(kit.Fixed(agentrt.PolicyDecision{Outcome: agentrt.Allow}))
-	d := e.Driver(agent, policy, write)
-
-	run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
-	if policy.N() != 0 || write.N() != 0 {
-		t.Fatalf("policy asked %d times, write ran %d times; want neither", policy.N(), write.N())
-	}
-	steps := kit.MustSteps(t, e.Store, "run-1")
+	steps := runNothingActed(t, e, agent, write)
 	want := []struct {
 		args, result string
 		b64          bool
@@ -257,7 +264,6 @@ func caseDriver_InvalidArgumentsAreRecordedOutOfBand(t *testing.T, bk *Backend) 
 // unknown kind is acted on, even when one carries a tool and arguments that
 // would pass.
 func caseDriver_PseudoDecisionKindsAreInvalid(t *testing.T, bk *Backend) {
-	ctx := context.Background()
 	e := newEnv(t, bk)
 	write := kit.NewTool("write", agentrt.LocalMutation, kit.PathSchema, nil)
 	cut := render.Decide(agentrt.ModelResponse{Text: "I will write", StopReason: agentrt.StopMaxTokens,
@@ -285,18 +291,7 @@ func caseDriver_PseudoDecisionKindsAreInvalid(t *testing.T, bk *Backend) {
 		agentrt.Decision{Kind: "shell", Tool: "write", Args: valid},
 		kit.Complete(`{}`),
 	)
-	policy := kit.Recording(kit.Fixed(agentrt.PolicyDecision{Outcome: agentrt.Allow}))
-	d := e.Driver(agent, policy, write)
-
-	run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
-	if policy.N() != 0 || write.N() != 0 {
-		t.Fatalf("policy asked %d times, write ran %d times; want neither", policy.N(), write.N())
-	}
-	steps := kit.MustSteps(t, e.Store, "run-1")
+	steps := runNothingActed(t, e, agent, write)
 	for i, kind := range []agentrt.DecisionKind{agentrt.KindTruncated, agentrt.KindRefused, agentrt.KindNoToolCall,
 		agentrt.KindTruncated, agentrt.KindRefused, agentrt.KindNoToolCall, "shell"} {
 		st := steps[i]

@@ -162,68 +162,75 @@ func (p gatedPolicy) Evaluate(ctx context.Context, req agentrt.ToolRequest, view
 	return p.inner.Evaluate(ctx, req, view)
 }
 
-// Two processes resume one approved run at once, both past the policy: one
-// executes the request, the other gets ErrRunState, and the tool runs once.
-func caseResume_ConcurrentResumeExecutesOnce(t *testing.T, bk *Backend) {
-	ctx := context.Background()
-	e := newEnv(t, bk)
-	_, a := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
-	e.approve(t, a, "")
-	var executions atomic.Int64
+// resumeRace resumes runID at once from two drivers, each on its own store
+// of e's database with the configuration config builds; gate wraps the
+// policy so that both resumes are inside it before either goes on. Exactly
+// one Resume must succeed and the other fail with ErrRunState; it returns
+// what each returned and which one succeeded.
+func resumeRace(t *testing.T, e *env, runID string, config func(gate func(agentrt.Policy) agentrt.Policy) agentrt.Config) ([]agentrt.Run, int) {
+	t.Helper()
 	var resume atomic.Bool
 	resume.Store(true)
 	arrived := make(chan struct{})
 	release := make(chan struct{})
+	gate := func(p agentrt.Policy) agentrt.Policy {
+		return gatedPolicy{inner: p, resume: &resume, arrived: arrived, release: release}
+	}
 	drivers := make([]*agentrt.Driver, 2)
 	for i := range drivers {
-		st := e.db.open(t)
-		send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
-			executions.Add(1)
-			return agentrt.ToolResult{Content: json.RawMessage(`{"sent":true}`)}, nil
-		})
-		cfg := e.Config(kit.Script(kit.Call("send", `{"path":"/other"}`), kit.Complete(`{}`)),
-			gatedPolicy{inner: agentrt.DefaultPolicy(), resume: &resume, arrived: arrived, release: release}, send)
-		cfg.Store = st
+		cfg := config(gate)
+		cfg.Store = e.db.open(t)
 		drivers[i] = e.DriverFor(cfg)
 	}
-	type result struct {
-		run agentrt.Run
-		err error
-	}
-	results := make([]result, 2)
+	runs, errs := make([]agentrt.Run, 2), make([]error, 2)
 	var wg sync.WaitGroup
 	for i, d := range drivers {
 		wg.Add(1)
-		go func(i int, d *agentrt.Driver) {
+		go func() {
 			defer wg.Done()
-			run, err := d.Resume(ctx, "run-1")
-			results[i] = result{run, err}
-		}(i, d)
+			runs[i], errs[i] = d.Resume(context.Background(), runID)
+		}()
 	}
 	<-arrived
 	<-arrived
 	resume.Store(false)
 	close(release)
 	wg.Wait()
-
-	if n := executions.Load(); n != 1 {
-		t.Fatalf("the approved request ran %d times, want once", n)
-	}
 	won, lost := -1, -1
-	for i, r := range results {
+	for i, err := range errs {
 		switch {
-		case r.err == nil:
+		case err == nil:
 			won = i
-		case errors.Is(r.err, agentrt.ErrRunState):
+		case errors.Is(err, agentrt.ErrRunState):
 			lost = i
 		default:
-			t.Fatalf("Resume %d: %v", i, r.err)
+			t.Fatalf("Resume %d: %v", i, err)
 		}
 	}
 	if won < 0 || lost < 0 {
-		t.Fatalf("want one winner and one ErrRunState, got %v and %v", results[0].err, results[1].err)
+		t.Fatalf("want one winner and one ErrRunState, got %v and %v", errs[0], errs[1])
 	}
-	kit.RequireEnded(t, results[won].run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	return runs, won
+}
+
+// Two processes resume one approved run at once, both past the policy: one
+// executes the request, the other gets ErrRunState, and the tool runs once.
+func caseResume_ConcurrentResumeExecutesOnce(t *testing.T, bk *Backend) {
+	e := newEnv(t, bk)
+	_, a := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
+	e.approve(t, a, "")
+	var executions atomic.Int64
+	runs, won := resumeRace(t, e, "run-1", func(gate func(agentrt.Policy) agentrt.Policy) agentrt.Config {
+		send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+			executions.Add(1)
+			return agentrt.ToolResult{Content: json.RawMessage(`{"sent":true}`)}, nil
+		})
+		return e.Config(kit.Script(kit.Call("send", `{"path":"/other"}`), kit.Complete(`{}`)), gate(agentrt.DefaultPolicy()), send)
+	})
+	if n := executions.Load(); n != 1 {
+		t.Fatalf("the approved request ran %d times, want once", n)
+	}
+	kit.RequireEnded(t, runs[won], agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 	kit.RequireEnded(t, kit.MustRun(t, e.Store, "run-1"), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 	kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvPause, []kit.E{kit.ApprDecided, kit.RunResumed, kit.StepPolicy, kit.ToolStarted, kit.ToolFinished}, kit.EvComplete)
 }
@@ -458,48 +465,13 @@ func caseResume_ConcurrentRepauseAddsOneApproval(t *testing.T, bk *Backend) {
 	e := newEnv(t, bk)
 	_, a := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
 	e.approve(t, a, "")
-	var resume atomic.Bool
-	resume.Store(true)
-	arrived := make(chan struct{})
-	release := make(chan struct{})
 	secondLook := agentrt.PolicyFunc(func(ctx context.Context, req agentrt.ToolRequest, view agentrt.RunView) (agentrt.PolicyDecision, error) {
 		return agentrt.NeedApproval("second-look", "asks again today", nil, map[string]string{"why": "policy changed"})
 	})
-	drivers := make([]*agentrt.Driver, 2)
-	for i := range drivers {
-		st := e.db.open(t)
-		send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
-		cfg := e.Config(kit.Script(), gatedPolicy{inner: secondLook, resume: &resume, arrived: arrived, release: release}, send)
-		cfg.Store = st
-		drivers[i] = e.DriverFor(cfg)
-	}
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for i, d := range drivers {
-		wg.Add(1)
-		go func(i int, d *agentrt.Driver) {
-			defer wg.Done()
-			_, errs[i] = d.Resume(ctx, "run-1")
-		}(i, d)
-	}
-	<-arrived
-	<-arrived
-	resume.Store(false)
-	close(release)
-	wg.Wait()
-	won := 0
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			won++
-		case errors.Is(err, agentrt.ErrRunState):
-		default:
-			t.Fatalf("Resume %d: %v", i, err)
-		}
-	}
-	if won != 1 {
-		t.Fatalf("want one resumer to re-pause and one ErrRunState, got %v", errs)
-	}
+	// The winner re-pauses the step; the other gets ErrRunState.
+	resumeRace(t, e, "run-1", func(gate func(agentrt.Policy) agentrt.Policy) agentrt.Config {
+		return e.Config(kit.Script(), gate(secondLook), kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil))
+	})
 	apps := kit.MustApprovals(t, e.Store, "run-1")
 	if len(apps) != 2 || apps[1].Kind != "second-look" || apps[1].Status != agentrt.ApprovalPending {
 		t.Fatalf("approvals after the race: %+v; want the granted one and one new pending", apps)
