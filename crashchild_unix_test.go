@@ -3,17 +3,16 @@
 package agentrt_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 )
 
 // childWait bounds every wait on a crash test's child or on its lease.
@@ -28,37 +27,7 @@ func killChildAt(t *testing.T, test, mark string, env ...string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
 	cmd.Env = append(os.Environ(), env...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	reached := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if sc.Text() == mark {
-				reached <- true
-				return
-			}
-		}
-		reached <- false
-	}()
-	select {
-	case ok := <-reached:
-		if !ok {
-			cmd.Wait()
-			t.Fatalf("the child ended before it printed %q:\n%s", mark, stderr.String())
-		}
-	case <-time.After(childWait):
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("the child did not print %q within %s:\n%s", mark, childWait, stderr.String())
-	}
+	kit.StartChild(t, cmd, mark, childWait, "the child")
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
