@@ -373,11 +373,7 @@ func caseApprovalHash_ErrorsRatherThanSubstituting(t *testing.T, bk *Backend) {
 		send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
 		pd := agentrt.PolicyDecision{Outcome: agentrt.RequireApproval, Kind: "k", Capability: json.RawMessage(`{"c":1,"c":2}`)}
 		d := e.Driver(kit.Script(kit.Call("send", `{"path":"/a"}`)), kit.Fixed(pd), send)
-		run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-		if err != nil {
-			t.Fatalf("Start: %v", err)
-		}
-		kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
+		startEnds(t, d, agentrt.DefaultLimits(), agentrt.RunFailed, agentrt.ReasonInternalError)
 		if send.N() != 0 || e.db.countRows(t, "SELECT * FROM approvals") != 0 {
 			t.Fatal("the tool ran or an approval was written")
 		}

@@ -124,7 +124,6 @@ func caseDriver_CompletesAndPersists(t *testing.T, bk *Backend) {
 // each become an invalid_decision observation the policy never sees; the loop
 // goes on and a valid call after them is judged and runs.
 func caseDriver_InvalidArgumentsBecomeObservation(t *testing.T, bk *Backend) {
-	ctx := context.Background()
 	e := newEnv(t, bk)
 	write := kit.NewTool("write", agentrt.LocalMutation, kit.PathSchema, nil)
 	agent := kit.Script(
@@ -138,11 +137,7 @@ func caseDriver_InvalidArgumentsBecomeObservation(t *testing.T, bk *Backend) {
 	policy := kit.Recording(kit.Fixed(agentrt.PolicyDecision{Outcome: agentrt.Allow}))
 	d := e.Driver(agent, policy, write)
 
-	run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	startEnds(t, d, kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 	if args, _ := policy.Seen(); !reflect.DeepEqual(args, []string{`{"path":"/ok"}`}) {
 		t.Fatalf("policy saw %q, want only the valid request", args)
 	}
@@ -312,7 +307,6 @@ func caseDriver_PseudoDecisionKindsAreInvalid(t *testing.T, bk *Backend) {
 // A destructive request under the default policy is denied: the tool does not
 // run, the denial is the step's observation, and the loop goes on.
 func caseDriver_PolicyDenyIsObservation(t *testing.T, bk *Backend) {
-	ctx := context.Background()
 	e := newEnv(t, bk)
 	rm := kit.NewTool("rm", agentrt.Destructive, kit.PathSchema, nil)
 	read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, nil)
@@ -326,11 +320,7 @@ func caseDriver_PolicyDenyIsObservation(t *testing.T, bk *Backend) {
 	})
 	d := e.Driver(agent, agentrt.DefaultPolicy(), rm, read)
 
-	run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	startEnds(t, d, agentrt.DefaultLimits(), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 	if rm.N() != 0 {
 		t.Fatalf("rm ran %d times", rm.N())
 	}
@@ -358,7 +348,6 @@ func caseDriver_PolicyDenyIsObservation(t *testing.T, bk *Backend) {
 // An abort ends the run at once: the tool does not run and the agent is not
 // asked again.
 func caseDriver_PolicyAbortEndsRun(t *testing.T, bk *Backend) {
-	ctx := context.Background()
 	e := newEnv(t, bk)
 	rm := kit.NewTool("rm", agentrt.Destructive, kit.PathSchema, nil)
 	read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, nil)
@@ -371,11 +360,7 @@ func caseDriver_PolicyAbortEndsRun(t *testing.T, bk *Backend) {
 	})
 	d := e.Driver(agent, policy, rm, read)
 
-	run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonPolicyAbort)
+	run := startEnds(t, d, agentrt.DefaultLimits(), agentrt.RunFailed, agentrt.ReasonPolicyAbort)
 	if run.ReasonDetail != "nobody removes /" {
 		t.Fatalf("detail = %q", run.ReasonDetail)
 	}
@@ -395,7 +380,6 @@ func caseDriver_PolicyAbortEndsRun(t *testing.T, bk *Backend) {
 // The step limit ends the run before a step past it starts: no further step,
 // no further tool call.
 func caseDriver_StepLimit(t *testing.T, bk *Backend) {
-	ctx := context.Background()
 	e := newEnv(t, bk)
 	read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, nil)
 	agent := &kit.CountingAgent{Inner: agentrt.AgentFunc(func(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
@@ -403,11 +387,7 @@ func caseDriver_StepLimit(t *testing.T, bk *Backend) {
 	})}
 	d := e.Driver(agent, agentrt.DefaultPolicy(), read)
 
-	run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxSteps = 3 }))
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLimitSteps)
+	run := startEnds(t, d, kit.Limits(func(l *agentrt.Limits) { l.MaxSteps = 3 }), agentrt.RunFailed, agentrt.ReasonLimitSteps)
 	if read.N() != 3 || agent.N.Load() != 3 || run.StepCount != 3 {
 		t.Fatalf("read ran %d times, agent asked %d times, %d steps; want 3 each", read.N(), agent.N.Load(), run.StepCount)
 	}
@@ -424,7 +404,6 @@ func caseDriver_StepLimit(t *testing.T, bk *Backend) {
 // The same call getting the same result LoopThreshold times ends the run as
 // loop_detected; a call whose result changes is progress and goes on.
 func caseDriver_IdenticalCallAndResultStops(t *testing.T, bk *Backend) {
-	ctx := context.Background()
 	t.Run("same result", func(t *testing.T) {
 		e := newEnv(t, bk)
 		read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, nil)
@@ -432,11 +411,7 @@ func caseDriver_IdenticalCallAndResultStops(t *testing.T, bk *Backend) {
 			return kit.Call("read", `{"path":"/a"}`), nil
 		})}
 		d := e.Driver(agent, agentrt.DefaultPolicy(), read)
-		run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-		if err != nil {
-			t.Fatalf("Start: %v", err)
-		}
-		kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLoopDetected)
+		startEnds(t, d, agentrt.DefaultLimits(), agentrt.RunFailed, agentrt.ReasonLoopDetected)
 		if read.N() != 3 || agent.N.Load() != 3 {
 			t.Fatalf("read ran %d times, agent asked %d; want 3", read.N(), agent.N.Load())
 		}
@@ -462,11 +437,7 @@ func caseDriver_IdenticalCallAndResultStops(t *testing.T, bk *Backend) {
 			return kit.Call("read", `{"path":"/a"}`), nil
 		})
 		d := e.Driver(agent, agentrt.DefaultPolicy(), read)
-		run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxSteps = 5 }))
-		if err != nil {
-			t.Fatalf("Start: %v", err)
-		}
-		kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLimitSteps)
+		startEnds(t, d, kit.Limits(func(l *agentrt.Limits) { l.MaxSteps = 5 }), agentrt.RunFailed, agentrt.ReasonLimitSteps)
 		if read.N() != 5 {
 			t.Fatalf("read ran %d times, want 5", read.N())
 		}
@@ -807,7 +778,6 @@ func caseDriver_CachedViewEqualsReloadedView(t *testing.T, bk *Backend) {
 // error keeping the bytes, a capability or presentation by failing the run.
 // Nothing deep is stored as JSON, hashed, judged or executed.
 func caseDriver_DeepJSONIsRefusedWhereItEnters(t *testing.T, bk *Backend) {
-	ctx := context.Background()
 	const anySchema = `{"type":"object"}`
 	deepArgs := `{"a":` + kit.Nested(256, "1") + `}`  // 257 levels
 	limitArgs := `{"a":` + kit.Nested(255, "1") + `}` // 256 levels: accepted
@@ -818,11 +788,7 @@ func caseDriver_DeepJSONIsRefusedWhereItEnters(t *testing.T, bk *Backend) {
 		tool := kit.NewTool("any", agentrt.ReadOnly, anySchema, nil)
 		policy := kit.Recording(agentrt.DefaultPolicy())
 		d := e.Driver(kit.Script(kit.Call("any", deepArgs), kit.Call("any", limitArgs), kit.Complete(`{}`)), policy, tool)
-		run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-		if err != nil {
-			t.Fatalf("Start: %v", err)
-		}
-		kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+		startEnds(t, d, agentrt.DefaultLimits(), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 		if args, _ := policy.Seen(); !reflect.DeepEqual(args, []string{limitArgs}) {
 			t.Fatalf("policy saw %d requests, want only the one 256 deep", len(args))
 		}
@@ -842,11 +808,7 @@ func caseDriver_DeepJSONIsRefusedWhereItEnters(t *testing.T, bk *Backend) {
 	t.Run("result", func(t *testing.T) {
 		e := newEnv(t, bk)
 		d := e.Driver(kit.Script(kit.Complete(deep), kit.Complete(`{"ok":1}`)), agentrt.DefaultPolicy())
-		run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-		if err != nil {
-			t.Fatalf("Start: %v", err)
-		}
-		kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+		run := startEnds(t, d, agentrt.DefaultLimits(), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 		if string(run.Result) != `{"ok":1}` {
 			t.Fatalf("result = %.40s", run.Result)
 		}
@@ -863,11 +825,7 @@ func caseDriver_DeepJSONIsRefusedWhereItEnters(t *testing.T, bk *Backend) {
 			return agentrt.ToolResult{Content: json.RawMessage(deep)}, nil
 		})
 		d := e.Driver(kit.Script(kit.Call("any", `{}`), kit.Complete(`{}`)), agentrt.DefaultPolicy(), tool)
-		run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-		if err != nil {
-			t.Fatalf("Start: %v", err)
-		}
-		kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+		startEnds(t, d, agentrt.DefaultLimits(), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 		st := kit.MustSteps(t, e.Store, "run-1")[0]
 		kit.RequireObs(t, st, agentrt.ObsToolError)
 		if c := kit.ObsContent(t, st); c["content"] != deep || c["failure"] != "invalid_content" {
@@ -890,11 +848,7 @@ func caseDriver_DeepJSONIsRefusedWhereItEnters(t *testing.T, bk *Backend) {
 				pd.Presentation = json.RawMessage(deep)
 			}
 			d := e.Driver(kit.Script(kit.Call("send", `{}`), kit.Complete(`{}`)), kit.Fixed(pd), tool)
-			run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-			if err != nil {
-				t.Fatalf("Start: %v", err)
-			}
-			kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
+			run := startEnds(t, d, agentrt.DefaultLimits(), agentrt.RunFailed, agentrt.ReasonInternalError)
 			if !strings.Contains(run.ReasonDetail, field) {
 				t.Fatalf("detail %q does not name the %s", run.ReasonDetail, field)
 			}
@@ -929,7 +883,6 @@ func caseDriver_DeepJSONIsRefusedWhereItEnters(t *testing.T, bk *Backend) {
 // result as invalid decisions, tool content as a tool error, a capability by
 // failing the run, and a tool schema at registration.
 func caseDriver_HugeNumbersAreRefusedWhereTheyEnter(t *testing.T, bk *Backend) {
-	ctx := context.Background()
 	const numSchema = `{"type":"object","properties":{"n":{"type":"number","minimum":0,"maximum":1e9,"multipleOf":0.5}},"additionalProperties":false}`
 	long := "1" + strings.Repeat("0", 10000) // 10,001 characters
 	refused := []string{
@@ -949,11 +902,7 @@ func caseDriver_HugeNumbersAreRefusedWhereTheyEnter(t *testing.T, bk *Backend) {
 		ds = append(ds, kit.Complete(`{"n":1e20000}`), kit.Call("num", `{"n":1.5}`), kit.Complete(`{}`))
 		policy := kit.Recording(agentrt.DefaultPolicy())
 		d := e.Driver(kit.Script(ds...), policy, tool)
-		run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
-		if err != nil {
-			t.Fatalf("Start: %v", err)
-		}
-		kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+		startEnds(t, d, kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 		if args, _ := policy.Seen(); !reflect.DeepEqual(args, []string{`{"n":1.5}`}) {
 			t.Fatalf("policy saw %q", args)
 		}
@@ -981,11 +930,7 @@ func caseDriver_HugeNumbersAreRefusedWhereTheyEnter(t *testing.T, bk *Backend) {
 			return agentrt.ToolResult{Content: json.RawMessage(`{"n":1e-100000}`)}, nil
 		})
 		d := e.Driver(kit.Script(kit.Call("num", `{"n":1}`), kit.Complete(`{}`)), agentrt.DefaultPolicy(), tool)
-		run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-		if err != nil {
-			t.Fatalf("Start: %v", err)
-		}
-		kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+		startEnds(t, d, agentrt.DefaultLimits(), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 		st := kit.MustSteps(t, e.Store, "run-1")[0]
 		kit.RequireObs(t, st, agentrt.ObsToolError)
 		if c := kit.ObsContent(t, st); c["content"] != `{"n":1e-100000}` {
@@ -998,11 +943,7 @@ func caseDriver_HugeNumbersAreRefusedWhereTheyEnter(t *testing.T, bk *Backend) {
 		tool := kit.NewTool("num", agentrt.RemoteMutation, numSchema, nil)
 		pd := agentrt.PolicyDecision{Outcome: agentrt.RequireApproval, Kind: "k", Capability: json.RawMessage(`{"n":1e100000}`)}
 		d := e.Driver(kit.Script(kit.Call("num", `{"n":1}`)), kit.Fixed(pd), tool)
-		run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-		if err != nil {
-			t.Fatalf("Start: %v", err)
-		}
-		kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
+		startEnds(t, d, agentrt.DefaultLimits(), agentrt.RunFailed, agentrt.ReasonInternalError)
 		if tool.N() != 0 || e.db.countRows(t, "SELECT * FROM approvals") != 0 {
 			t.Fatal("tool ran or an approval was written")
 		}

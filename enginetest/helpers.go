@@ -66,3 +66,15 @@ func resumePauses(t testing.TB, d *agentrt.Driver, runID, what string) agentrt.R
 	}
 	return run
 }
+
+// startEnds starts "run-1" with d and limits and requires the run to end
+// with status and reason before Start returns.
+func startEnds(t testing.TB, d *agentrt.Driver, limits agentrt.Limits, status agentrt.RunStatus, reason agentrt.TerminalReason) agentrt.Run {
+	t.Helper()
+	run, err := d.StartWithID(context.Background(), "run-1", "g", limits)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	kit.RequireEnded(t, run, status, reason)
+	return run
+}

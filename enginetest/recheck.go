@@ -165,11 +165,7 @@ func caseRecheck_ReportsWhatItCannotAskAgain(t *testing.T, bk *Backend) {
 		}
 		return policy(ctx, req, view)
 	}), read)
-	run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
+	startEnds(t, d, agentrt.DefaultLimits(), agentrt.RunFailed, agentrt.ReasonInternalError)
 
 	rep, err := agentrt.Recheck(ctx, e.Store, "run-1", policy, agentrt.RecheckOptions{})
 	if err != nil {
