@@ -16,6 +16,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/providers"
 	"github.com/agentrt/agentrt/sqlite"
 )
@@ -56,24 +57,6 @@ func mcReply(u agentrt.Usage) func(context.Context, int, agentrt.ModelRequest) (
 	}
 }
 
-// mcClock is a clock moved by hand.
-type mcClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *mcClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *mcClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // mcSleeper records the waits the caller asks for and returns at once.
 type mcSleeper struct {
 	mu    sync.Mutex
@@ -97,7 +80,7 @@ func (s *mcSleeper) Waits() []time.Duration {
 // sleep.
 type mcEnv struct {
 	store *sqlite.Store
-	clock *mcClock
+	clock *kit.FakeClock
 	sleep *mcSleeper
 	model *mcModel
 	mcfg  *agentrt.ModelConfig
@@ -112,7 +95,7 @@ func mcSetup(t *testing.T, model agentrt.Model, mcfg agentrt.ModelConfig, agent 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	env := &mcEnv{store: st, clock: &mcClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, sleep: &mcSleeper{}}
+	env := &mcEnv{store: st, clock: kit.ClockAt(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)), sleep: &mcSleeper{}}
 	env.model, _ = model.(*mcModel)
 	if mcfg.Model == nil {
 		mcfg.Model = model
