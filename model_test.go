@@ -57,6 +57,21 @@ func mcReply(u agentrt.Usage) func(context.Context, int, agentrt.ModelRequest) (
 	}
 }
 
+// mcRequireLimitRefused requires err, what the model call named what
+// returned, to be a LimitError for reason, the run to have failed for it,
+// and m to have been sent sent requests in all: the refused call never.
+func mcRequireLimitRefused(t *testing.T, run agentrt.Run, what string, err error, reason agentrt.TerminalReason, m *mcModel, sent int) {
+	t.Helper()
+	var le *agentrt.LimitError
+	if !errors.As(err, &le) || le.Reason != reason {
+		t.Fatalf("%s: %v, want a LimitError %s", what, err, reason)
+	}
+	mcRequireEnded(t, run, agentrt.RunFailed, reason)
+	if n := len(m.requests()); n != sent {
+		t.Fatalf("model called %d times, want %d: the refused call must not be sent", n, sent)
+	}
+}
+
 // mcSleeper records the waits the caller asks for and returns at once.
 type mcSleeper struct {
 	mu    sync.Mutex
@@ -321,14 +336,7 @@ func TestModel_TokenAndCostLimitsProjected(t *testing.T) {
 				mcRequireTotals(t, mcRun(t, env.store, "r"), 2, mcAdd(used, used), 2*usedCost)
 				return
 			}
-			var le *agentrt.LimitError
-			if !errors.As(secondErr, &le) || le.Reason != tc.refuse {
-				t.Fatalf("second call: %v, want a LimitError %s", secondErr, tc.refuse)
-			}
-			mcRequireEnded(t, run, agentrt.RunFailed, tc.refuse)
-			if n := len(m.requests()); n != 1 {
-				t.Fatalf("model called %d times, want 1: the refused call must not be sent", n)
-			}
+			mcRequireLimitRefused(t, run, "second call", secondErr, tc.refuse, m, 1)
 			// Only the first call is recorded or counted.
 			mcRequireCalls(t, env.store, "r", ok)
 			mcRequireTotals(t, mcRun(t, env.store, "r"), 1, used, usedCost)
@@ -377,14 +385,7 @@ func TestModel_UncappedRequestRefusedUnderAProjectedLimit(t *testing.T) {
 				mcRequireCalls(t, env.store, "r", mcWant{status: agentrt.ModelOK, usage: agentrt.Usage{InputTokens: 10, OutputTokens: 5}})
 				return
 			}
-			var le *agentrt.LimitError
-			if !errors.As(gerr, &le) || le.Reason != tc.refuse {
-				t.Fatalf("Generate: %v, want a LimitError %s", gerr, tc.refuse)
-			}
-			mcRequireEnded(t, run, agentrt.RunFailed, tc.refuse)
-			if n := len(m.requests()); n != 0 {
-				t.Fatalf("model called %d times, want 0", n)
-			}
+			mcRequireLimitRefused(t, run, "Generate", gerr, tc.refuse, m, 0)
 			mcRequireCalls(t, env.store, "r")
 			mcRequireTotals(t, mcRun(t, env.store, "r"), 0, agentrt.Usage{}, 0)
 			if n := mcCount(t, env.store, "r", agentrt.EventModelDispatched); n != 0 {
