@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
@@ -29,13 +30,7 @@ func erasableDB(b *testing.B) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	limits := agentrt.DefaultLimits()
-	limits.MaxSteps = eraseSteps + 1
-	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: s, Policy: agentrt.DefaultPolicy(),
-		Tools: []agentrt.Tool{echoTool(false)}}, Agent: benchAgent{N: eraseSteps}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	d, limits := kit.BenchDriver(b, s, echoTool(false), eraseSteps)
 	for i := 0; i < eraseRuns; i++ {
 		if r, err := d.Start(context.Background(), "bench", limits); err != nil || r.Status != agentrt.RunCompleted {
 			b.Fatalf("run: %v %s", err, r.Status)

@@ -17,10 +17,6 @@ import (
 	"github.com/agentrt/agentrt/sqlite"
 )
 
-// benchAgent is the engine benchmarks' agent of n steps (n-1 echo calls,
-// then complete).
-type benchAgent = kit.BenchAgent
-
 var bigContent = func() json.RawMessage {
 	var b strings.Builder
 	b.WriteString(`{"rows":[`)
@@ -61,20 +57,7 @@ func BenchmarkDriver(b *testing.B) {
 	for _, n := range []int{10, 100, 1000} {
 		for _, obs := range []string{"small", "8KiB"} {
 			b.Run(fmt.Sprintf("steps=%d/obs=%s", n, obs), func(b *testing.B) {
-				s := benchStore(b)
-				limits := agentrt.DefaultLimits()
-				limits.MaxSteps = n + 1
-				d, err := agentrt.NewDriver(agentrt.Config{
-					EngineConfig: agentrt.EngineConfig{
-						Store:  s,
-						Policy: agentrt.DefaultPolicy(),
-						Tools:  []agentrt.Tool{echoTool(obs == "8KiB")},
-					},
-					Agent: benchAgent{N: n},
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
+				d, limits := kit.BenchDriver(b, benchStore(b), echoTool(obs == "8KiB"), n)
 				ctx := context.Background()
 				b.ReportAllocs()
 				b.ResetTimer()
@@ -126,12 +109,7 @@ func BenchmarkConcurrentRuns(b *testing.B) {
 		b.Run(fmt.Sprintf("runs=%d", runs), func(b *testing.B) {
 			const n = 20
 			s := benchStore(b)
-			limits := agentrt.DefaultLimits()
-			limits.MaxSteps = n + 1
-			d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: s, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echoTool(false)}}, Agent: benchAgent{N: n}})
-			if err != nil {
-				b.Fatal(err)
-			}
+			d, limits := kit.BenchDriver(b, s, echoTool(false), n)
 			drivers := slices.Repeat([]*agentrt.Driver{d}, runs)
 			b.ReportAllocs()
 			b.ResetTimer()

@@ -31,7 +31,7 @@ func (a bbAgent) Decide(ctx context.Context, in agentrt.StepInput) (agentrt.Deci
 	if _, err := in.Model.Generate(ctx, mcReq(64)); err != nil {
 		return agentrt.Decision{}, err
 	}
-	return benchAgent{N: a.n}.Decide(ctx, in)
+	return kit.BenchAgent{N: a.n}.Decide(ctx, in)
 }
 
 // bbEngine is the engine of the budget benchmarks: a budget and egress

@@ -14,10 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// benchAgent and echo are the core's benchmark agent and tool, on
-// Postgres.
-type benchAgent = kit.BenchAgent
-
+// echo is the core's benchmark tool, on Postgres.
 var echo = kit.EchoTool(nil)
 
 func benchOpen(b *testing.B, dsn string) *postgres.Store {
@@ -34,12 +31,7 @@ func benchOpen(b *testing.B, dsn string) *postgres.Store {
 func BenchmarkDriver(b *testing.B) {
 	const n = 100
 	s := benchOpen(b, pgtest.Fresh(b))
-	limits := agentrt.DefaultLimits()
-	limits.MaxSteps = n + 1
-	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: s, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echo}}, Agent: benchAgent{N: n}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	d, limits := kit.BenchDriver(b, s, echo, n)
 	ctx := context.Background()
 	before := s.Stats()
 	b.ReportAllocs()
@@ -118,19 +110,14 @@ func BenchmarkConcurrentRuns(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/runs=%d", mode, runs), func(b *testing.B) {
 				const n = 20
 				dsn := pgtest.Fresh(b)
-				limits := agentrt.DefaultLimits()
-				limits.MaxSteps = n + 1
 				drivers := make([]*agentrt.Driver, runs)
 				var stores []*postgres.Store
+				var limits agentrt.Limits
 				for r := range drivers {
 					if r == 0 || mode == "stores" || (mode == "procs4" && r < 4) {
 						stores = append(stores, benchOpen(b, dsn))
 					}
-					d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: stores[r%len(stores)], Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echo}}, Agent: benchAgent{N: n}})
-					if err != nil {
-						b.Fatal(err)
-					}
-					drivers[r] = d
+					drivers[r], limits = kit.BenchDriver(b, stores[r%len(stores)], echo, n)
 				}
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {

@@ -70,3 +70,20 @@ func StartAll(tb testing.TB, drivers []*agentrt.Driver, limits agentrt.Limits) {
 		tb.Fatal(err)
 	}
 }
+
+// BenchDriver is a driver of a BenchAgent of n steps on st, with tool as
+// its echo under the default policy, and the limits that let its runs
+// complete.
+func BenchDriver(tb testing.TB, st agentrt.Store, tool agentrt.Tool, n int) (*agentrt.Driver, agentrt.Limits) {
+	tb.Helper()
+	d, err := agentrt.NewDriver(agentrt.Config{
+		EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{tool}},
+		Agent:        BenchAgent{N: n},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	limits := agentrt.DefaultLimits()
+	limits.MaxSteps = n + 1
+	return d, limits
+}
