@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
@@ -29,13 +30,7 @@ func erasableDB(b *testing.B) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	limits := agentrt.DefaultLimits()
-	limits.MaxSteps = eraseSteps + 1
-	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: s, Policy: agentrt.DefaultPolicy(),
-		Tools: []agentrt.Tool{echoTool(false)}}, Agent: benchAgent{eraseSteps}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	d, limits := kit.BenchDriver(b, s, echoTool(false), eraseSteps)
 	for i := 0; i < eraseRuns; i++ {
 		if r, err := d.Start(context.Background(), "bench", limits); err != nil || r.Status != agentrt.RunCompleted {
 			b.Fatalf("run: %v %s", err, r.Status)
@@ -104,50 +99,46 @@ func BenchmarkErase(b *testing.B) {
 		b.ReportMetric(float64(b.N*eraseRuns)/cpu.Seconds(), "runs/cpu-s")
 	})
 	b.Run("verify-salted", func(b *testing.B) {
-		b.StopTimer()
-		s, err := sqlite.Open(copyDB(b, src))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		head, _, err := s.ChainHead(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-		start, c0 := time.Now(), cpuTime()
-		for i := 0; i < b.N; i++ {
-			rep, err := s.VerifyEvents(ctx, 0, 0)
-			if err != nil || rep.Break != nil || rep.Checked != head {
-				b.Fatalf("verify = %+v, %v", rep, err)
-			}
-		}
-		b.ReportMetric(float64(int64(b.N)*head)/time.Since(start).Seconds(), "events/s")
-		b.ReportMetric(float64(int64(b.N)*head)/(cpuTime()-c0).Seconds(), "events/cpu-s")
+		benchVerify(b, src, nil, func(rep agentrt.VerifyReport, head int64) bool { return rep.Checked == head })
 	})
 	b.Run("verify", func(b *testing.B) {
-		b.StopTimer()
-		s, err := sqlite.Open(copyDB(b, src))
-		if err != nil {
-			b.Fatal(err)
+		retain := func(s *sqlite.Store) error {
+			_, err := (agentrt.Operator{Store: s}).Retain(ctx, agentrt.RetainOptions{FinishedBefore: time.Now().Add(time.Hour), By: "bench", Reason: "bench"})
+			return err
 		}
-		defer s.Close()
-		if _, err := (agentrt.Operator{Store: s}).Retain(ctx, agentrt.RetainOptions{FinishedBefore: time.Now().Add(time.Hour), By: "bench", Reason: "bench"}); err != nil {
-			b.Fatal(err)
-		}
-		head, _, err := s.ChainHead(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-		start, c0 := time.Now(), cpuTime()
-		for i := 0; i < b.N; i++ {
-			rep, err := s.VerifyEvents(ctx, 0, 0)
-			if err != nil || rep.Break != nil || rep.ErasedRunCount != eraseRuns {
-				b.Fatalf("verify = %+v, %v", rep, err)
-			}
-		}
-		b.ReportMetric(float64(int64(b.N)*head)/time.Since(start).Seconds(), "events/s")
-		b.ReportMetric(float64(int64(b.N)*head)/(cpuTime()-c0).Seconds(), "events/cpu-s")
+		benchVerify(b, src, retain, func(rep agentrt.VerifyReport, _ int64) bool { return rep.ErasedRunCount == eraseRuns })
 	})
+}
+
+// benchVerify times VerifyEvents over the whole chain of a copy of the
+// database src, after prepare (when not nil) has run on it untimed; every
+// report must be intact and pass want, given the chain's head.
+func benchVerify(b *testing.B, src string, prepare func(*sqlite.Store) error, want func(rep agentrt.VerifyReport, head int64) bool) {
+	b.StopTimer()
+	ctx := context.Background()
+	s, err := sqlite.Open(copyDB(b, src))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if prepare != nil {
+		if err := prepare(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	head, _, err := s.ChainHead(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.StartTimer()
+	start, c0 := time.Now(), cpuTime()
+	for i := 0; i < b.N; i++ {
+		rep, err := s.VerifyEvents(ctx, 0, 0)
+		if err != nil || rep.Break != nil || !want(rep, head) {
+			b.Fatalf("verify = %+v, %v", rep, err)
+		}
+	}
+	b.ReportMetric(float64(int64(b.N)*head)/time.Since(start).Seconds(), "events/s")
+	b.ReportMetric(float64(int64(b.N)*head)/(cpuTime()-c0).Seconds(), "events/cpu-s")
+
 }

@@ -7,27 +7,15 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/sqlite"
 )
-
-// benchAgent is a scripted agent of n steps: n-1 calls to "echo" with
-// distinct arguments, then complete. It allocates nothing per step beyond
-// the arguments themselves.
-type benchAgent struct{ n int }
-
-func (a benchAgent) Decide(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
-	i := in.Steps.Len()
-	if i >= a.n-1 {
-		return agentrt.Decision{Kind: agentrt.KindComplete, Result: json.RawMessage(`{"done":true}`)}, nil
-	}
-	return agentrt.Decision{Kind: agentrt.KindToolCall, Tool: "echo", Args: json.RawMessage(fmt.Sprintf(`{"i":%d,"text":"step"}`, i))}, nil
-}
 
 var bigContent = func() json.RawMessage {
 	var b strings.Builder
@@ -42,17 +30,13 @@ var bigContent = func() json.RawMessage {
 	return json.RawMessage(b.String())
 }()
 
+// echoTool is the benchmarks' echo; big answers every call with
+// bigContent instead of its arguments.
 func echoTool(big bool) agentrt.Tool {
-	return agentrt.ToolFunc{
-		ToolSpec: agentrt.ToolSpec{Name: "echo", Description: "Echo.", SideEffect: agentrt.ReadOnly, Timeout: time.Minute,
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"i":{"type":"integer"},"text":{"type":"string"}},"required":["i"]}`)},
-		Fn: func(_ context.Context, c agentrt.ToolCall) (agentrt.ToolResult, error) {
-			if big {
-				return agentrt.ToolResult{Content: bigContent, Summary: "rows"}, nil
-			}
-			return agentrt.ToolResult{Content: c.Args, Summary: "echo"}, nil
-		},
+	if big {
+		return kit.EchoTool(bigContent)
 	}
+	return kit.EchoTool(nil)
 }
 
 func benchStore(b testing.TB) *sqlite.Store {
@@ -73,20 +57,7 @@ func BenchmarkDriver(b *testing.B) {
 	for _, n := range []int{10, 100, 1000} {
 		for _, obs := range []string{"small", "8KiB"} {
 			b.Run(fmt.Sprintf("steps=%d/obs=%s", n, obs), func(b *testing.B) {
-				s := benchStore(b)
-				limits := agentrt.DefaultLimits()
-				limits.MaxSteps = n + 1
-				d, err := agentrt.NewDriver(agentrt.Config{
-					EngineConfig: agentrt.EngineConfig{
-						Store:  s,
-						Policy: agentrt.DefaultPolicy(),
-						Tools:  []agentrt.Tool{echoTool(obs == "8KiB")},
-					},
-					Agent: benchAgent{n},
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
+				d, limits := kit.BenchDriver(b, benchStore(b), echoTool(obs == "8KiB"), n)
 				ctx := context.Background()
 				b.ReportAllocs()
 				b.ResetTimer()
@@ -138,36 +109,12 @@ func BenchmarkConcurrentRuns(b *testing.B) {
 		b.Run(fmt.Sprintf("runs=%d", runs), func(b *testing.B) {
 			const n = 20
 			s := benchStore(b)
-			limits := agentrt.DefaultLimits()
-			limits.MaxSteps = n + 1
-			d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: s, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echoTool(false)}}, Agent: benchAgent{n}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			ctx := context.Background()
+			d, limits := kit.BenchDriver(b, s, echoTool(false), n)
+			drivers := slices.Repeat([]*agentrt.Driver{d}, runs)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				var wg sync.WaitGroup
-				errs := make(chan error, runs)
-				for r := 0; r < runs; r++ {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						run, err := d.Start(ctx, "bench", limits)
-						if err == nil && run.Status != agentrt.RunCompleted {
-							err = fmt.Errorf("run ended %s: %s", run.Status, run.ReasonDetail)
-						}
-						if err != nil {
-							errs <- err
-						}
-					}()
-				}
-				wg.Wait()
-				close(errs)
-				for err := range errs {
-					b.Fatal(err)
-				}
+				kit.StartAll(b, drivers, limits)
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(b.N*runs*n)/b.Elapsed().Seconds(), "steps/s")

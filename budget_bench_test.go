@@ -5,12 +5,13 @@ package agentrt_test
 import (
 	"context"
 	"fmt"
-	"sync"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 )
 
 // bbModel answers at once with a small usage.
@@ -30,7 +31,7 @@ func (a bbAgent) Decide(ctx context.Context, in agentrt.StepInput) (agentrt.Deci
 	if _, err := in.Model.Generate(ctx, mcReq(64)); err != nil {
 		return agentrt.Decision{}, err
 	}
-	return benchAgent(a).Decide(ctx, in)
+	return kit.BenchAgent{N: a.n}.Decide(ctx, in)
 }
 
 // bbEngine is the engine of the budget benchmarks: a budget and egress
@@ -101,31 +102,12 @@ func BenchmarkBudgetConcurrentRuns(b *testing.B) {
 			}
 			limits := agentrt.DefaultLimits()
 			limits.MaxSteps, limits.Labels = n+1, "tenant=acme"
-			ctx := context.Background()
+			drivers := slices.Repeat([]*agentrt.Driver{d}, runs)
 			b.ReportAllocs()
 			cpu0 := cpuTime()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				var wg sync.WaitGroup
-				errs := make(chan error, runs)
-				for range runs {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						run, err := d.Start(ctx, "bench", limits)
-						if err == nil && run.Status != agentrt.RunCompleted {
-							err = fmt.Errorf("run ended %s: %s", run.Status, run.ReasonDetail)
-						}
-						if err != nil {
-							errs <- err
-						}
-					}()
-				}
-				wg.Wait()
-				close(errs)
-				for err := range errs {
-					b.Fatal(err)
-				}
+				kit.StartAll(b, drivers, limits)
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(b.N*runs*n)/b.Elapsed().Seconds(), "steps/s")

@@ -3,15 +3,11 @@
 package agentrt_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -91,45 +87,7 @@ func TestBudget_KilledWorkerLeavesUncertainReservationsHoldingCapacity(t *testin
 		t.Fatal(err)
 	}
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBudget_KilledWorkerLeavesUncertainReservationsHoldingCapacity$", "-test.count=1")
-	cmd.Env = append(os.Environ(), bkChildDB+"="+dbPath)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sent := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if sc.Text() == "sent" {
-				sent <- true
-				return
-			}
-		}
-		sent <- false
-	}()
-	select {
-	case ok := <-sent:
-		if !ok {
-			cmd.Wait()
-			t.Fatalf("the child ended before its request was in flight:\n%s", stderr.String())
-		}
-	case <-time.After(childWait):
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("the child's request was not in flight within %s:\n%s", childWait, stderr.String())
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err == nil {
-		t.Fatal("the child exited cleanly; it should have been killed")
-	}
+	killChildAt(t, "TestBudget_KilledWorkerLeavesUncertainReservationsHoldingCapacity", "sent", bkChildDB+"="+dbPath)
 
 	rs, err := st.ListReservations(ctx, agentrt.ReservationFilter{RunID: "killed"}, 10)
 	if err != nil {
@@ -140,6 +98,7 @@ func TestBudget_KilledWorkerLeavesUncertainReservationsHoldingCapacity(t *testin
 		t.Fatalf("after SIGKILL: reservations %+v, want one reserved at %+v binding generation 1, the model, its cap and a price version", rs, bound)
 	}
 	res := rs[0]
+	killedLease := kit.MustRun(t, st, "killed").LeaseExpiresAt
 	held := func() agentrt.BudgetUsage {
 		ws, err := st.ListBudgetUsage(ctx, b.ID, 10)
 		if err != nil || len(ws) != 1 {
@@ -161,18 +120,7 @@ func TestBudget_KilledWorkerLeavesUncertainReservationsHoldingCapacity(t *testin
 	kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLimitBudget)
 	// The killed run, taken over once the child's lease lapses, is refused
 	// too: its old reservation is not released by the new worker.
-	deadline := time.Now().Add(childWait)
-	for {
-		run, err = d.Resume(ctx, "killed")
-		var le *agentrt.RunLeasedError
-		if !errors.As(err, &le) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the dead child's lease never lapsed: %v", err)
-		}
-		time.Sleep(min(time.Until(le.ExpiresAt)+time.Millisecond, 50*time.Millisecond))
-	}
+	run, err = resumePastDeadLease(t, d, "killed", killedLease)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,13 +29,13 @@ func TestBudget_ConcurrentRunsNeverReserveBeyondTheCeiling(t *testing.T) {
 type bgEnv struct {
 	t     *testing.T
 	store *sqlite.Store
-	clock *mcClock
+	clock *kit.FakeClock
 	op    agentrt.Operator
 }
 
 func newBgEnv(t *testing.T) *bgEnv {
 	st := openStore(t)
-	clock := &mcClock{t: time.Date(2026, 3, 1, 12, 30, 0, 0, time.UTC)}
+	clock := kit.ClockAt(time.Date(2026, 3, 1, 12, 30, 0, 0, time.UTC))
 	return &bgEnv{t: t, store: st, clock: clock, op: agentrt.Operator{Store: st, Now: clock.Now}}
 }
 

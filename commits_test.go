@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 )
 
 // countingStore counts the write transactions the engine commits.
@@ -30,12 +31,7 @@ func (c *countingStore) Update(ctx context.Context, fn func(agentrt.Tx) error) (
 func TestDriver_AtMostThreeCommitsPerToolStep(t *testing.T) {
 	for _, n := range []int{2, 10, 50} {
 		cs := &countingStore{Store: benchStoreT(t)}
-		limits := agentrt.DefaultLimits()
-		limits.MaxSteps = n + 1
-		d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: cs, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echoTool(false)}}, Agent: benchAgent{n}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		d, limits := kit.BenchDriver(t, cs, echoTool(false), n)
 		run, err := d.Start(context.Background(), "count", limits)
 		if err != nil || run.Status != agentrt.RunCompleted {
 			t.Fatalf("run: %v %s", err, run.Status)

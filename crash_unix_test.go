@@ -3,16 +3,13 @@
 package agentrt_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,8 +24,6 @@ const (
 	lkChildDB   = "AGENTRT_TEST_CRASH_DB"
 	lkChildFile = "AGENTRT_TEST_CRASH_FILE"
 	lkChildTTL  = 500 * time.Millisecond
-	// childWait bounds every wait on the child or on its lease.
-	childWait = 20 * time.Second
 )
 
 // lkAppendTool appends a line to path and syncs it; after the effect it
@@ -119,45 +114,7 @@ func TestCrash_SIGKILLAfterTheEffectWaitsForAnOperator(t *testing.T) {
 	dir := t.TempDir()
 	dbPath, linesPath := filepath.Join(dir, "agentrt.db"), filepath.Join(dir, "lines.txt")
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrash_SIGKILLAfterTheEffectWaitsForAnOperator$", "-test.count=1")
-	cmd.Env = append(os.Environ(), lkChildDB+"="+dbPath, lkChildFile+"="+linesPath)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	effect := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if sc.Text() == "effect" {
-				effect <- true
-				return
-			}
-		}
-		effect <- false
-	}()
-	select {
-	case ok := <-effect:
-		if !ok {
-			cmd.Wait()
-			t.Fatalf("the child ended without reaching the effect:\n%s", stderr.String())
-		}
-	case <-time.After(childWait):
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("the child did not reach the effect within %s:\n%s", childWait, stderr.String())
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err == nil {
-		t.Fatal("the child exited cleanly; it should have been killed")
-	}
+	killChildAt(t, "TestCrash_SIGKILLAfterTheEffectWaitsForAnOperator", "effect", lkChildDB+"="+dbPath, lkChildFile+"="+linesPath)
 
 	st, err := sqlite.Open(dbPath)
 	if err != nil {
@@ -185,21 +142,7 @@ func TestCrash_SIGKILLAfterTheEffectWaitsForAnOperator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The dead child's lease blocks the run until it lapses: at most one
-	// TTL, since the child renewed it until it died.
-	deadline := time.Now().Add(childWait)
-	var run agentrt.Run
-	for {
-		run, err = d.Resume(ctx, "crash-run")
-		var le *agentrt.RunLeasedError
-		if !errors.As(err, &le) {
-			break
-		}
-		if !le.ExpiresAt.Equal(killed.LeaseExpiresAt) || time.Now().After(deadline) {
-			t.Fatalf("the dead child's lease was renewed or never lapsed: %v", err)
-		}
-		time.Sleep(min(time.Until(le.ExpiresAt)+time.Millisecond, 50*time.Millisecond))
-	}
+	run, err := resumePastDeadLease(t, d, "crash-run", killed.LeaseExpiresAt)
 	if err != nil || run.Status != agentrt.RunWaiting {
 		t.Fatalf("resume after the crash: %s, %v; want waiting", run.Status, err)
 	}

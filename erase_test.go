@@ -1,7 +1,6 @@
 package agentrt_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -300,33 +299,7 @@ func TestErase_CrashMidwayLeavesTheRunWholeOrErased(t *testing.T) {
 			}
 			cmd := exec.Command(os.Args[0], "-test.run=^TestErase_CrashMidwayLeavesTheRunWholeOrErased$", "-test.count=1")
 			cmd.Env = append(os.Environ(), eraseChildDB+"="+path, eraseChildPoint+"="+tc.point)
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			reached := make(chan bool, 1)
-			go func() {
-				sc := bufio.NewScanner(stdout)
-				for sc.Scan() {
-					if sc.Text() == "at "+tc.point {
-						reached <- true
-						return
-					}
-				}
-				reached <- false
-			}()
-			select {
-			case ok := <-reached:
-				if !ok {
-					cmd.Wait()
-					t.Fatalf("the child ended before %s", tc.point)
-				}
-			case <-time.After(60 * time.Second):
-				t.Fatal("the child never reached the point")
-			}
+			kit.StartChild(t, cmd, "at "+tc.point, 60*time.Second, "the child")
 			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}

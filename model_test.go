@@ -16,6 +16,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/providers"
 	"github.com/agentrt/agentrt/sqlite"
 )
@@ -56,22 +57,19 @@ func mcReply(u agentrt.Usage) func(context.Context, int, agentrt.ModelRequest) (
 	}
 }
 
-// mcClock is a clock moved by hand.
-type mcClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *mcClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *mcClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+// mcRequireLimitRefused requires err, what the model call named what
+// returned, to be a LimitError for reason, the run to have failed for it,
+// and m to have been sent sent requests in all: the refused call never.
+func mcRequireLimitRefused(t *testing.T, run agentrt.Run, what string, err error, reason agentrt.TerminalReason, m *mcModel, sent int) {
+	t.Helper()
+	var le *agentrt.LimitError
+	if !errors.As(err, &le) || le.Reason != reason {
+		t.Fatalf("%s: %v, want a LimitError %s", what, err, reason)
+	}
+	mcRequireEnded(t, run, agentrt.RunFailed, reason)
+	if n := len(m.requests()); n != sent {
+		t.Fatalf("model called %d times, want %d: the refused call must not be sent", n, sent)
+	}
 }
 
 // mcSleeper records the waits the caller asks for and returns at once.
@@ -97,7 +95,7 @@ func (s *mcSleeper) Waits() []time.Duration {
 // sleep.
 type mcEnv struct {
 	store *sqlite.Store
-	clock *mcClock
+	clock *kit.FakeClock
 	sleep *mcSleeper
 	model *mcModel
 	mcfg  *agentrt.ModelConfig
@@ -112,7 +110,7 @@ func mcSetup(t *testing.T, model agentrt.Model, mcfg agentrt.ModelConfig, agent 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	env := &mcEnv{store: st, clock: &mcClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, sleep: &mcSleeper{}}
+	env := &mcEnv{store: st, clock: kit.ClockAt(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)), sleep: &mcSleeper{}}
 	env.model, _ = model.(*mcModel)
 	if mcfg.Model == nil {
 		mcfg.Model = model
@@ -338,14 +336,7 @@ func TestModel_TokenAndCostLimitsProjected(t *testing.T) {
 				mcRequireTotals(t, mcRun(t, env.store, "r"), 2, mcAdd(used, used), 2*usedCost)
 				return
 			}
-			var le *agentrt.LimitError
-			if !errors.As(secondErr, &le) || le.Reason != tc.refuse {
-				t.Fatalf("second call: %v, want a LimitError %s", secondErr, tc.refuse)
-			}
-			mcRequireEnded(t, run, agentrt.RunFailed, tc.refuse)
-			if n := len(m.requests()); n != 1 {
-				t.Fatalf("model called %d times, want 1: the refused call must not be sent", n)
-			}
+			mcRequireLimitRefused(t, run, "second call", secondErr, tc.refuse, m, 1)
 			// Only the first call is recorded or counted.
 			mcRequireCalls(t, env.store, "r", ok)
 			mcRequireTotals(t, mcRun(t, env.store, "r"), 1, used, usedCost)
@@ -394,14 +385,7 @@ func TestModel_UncappedRequestRefusedUnderAProjectedLimit(t *testing.T) {
 				mcRequireCalls(t, env.store, "r", mcWant{status: agentrt.ModelOK, usage: agentrt.Usage{InputTokens: 10, OutputTokens: 5}})
 				return
 			}
-			var le *agentrt.LimitError
-			if !errors.As(gerr, &le) || le.Reason != tc.refuse {
-				t.Fatalf("Generate: %v, want a LimitError %s", gerr, tc.refuse)
-			}
-			mcRequireEnded(t, run, agentrt.RunFailed, tc.refuse)
-			if n := len(m.requests()); n != 0 {
-				t.Fatalf("model called %d times, want 0", n)
-			}
+			mcRequireLimitRefused(t, run, "Generate", gerr, tc.refuse, m, 0)
 			mcRequireCalls(t, env.store, "r")
 			mcRequireTotals(t, mcRun(t, env.store, "r"), 0, agentrt.Usage{}, 0)
 			if n := mcCount(t, env.store, "r", agentrt.EventModelDispatched); n != 0 {
@@ -742,13 +726,7 @@ func TestModel_ServedErrorIsChargedAndNotRetried(t *testing.T) {
 	m := &mcModel{name: "m", GenerateFunc: func(context.Context, int, agentrt.ModelRequest) (agentrt.ModelResponse, error) {
 		return agentrt.ModelResponse{}, &agentrt.ServedError{Usage: served, Err: errors.New("the reply holds no choice")}
 	}}
-	agent := &mcOnce{req: mcReq(20)}
-	env := mcSetup(t, m, agentrt.ModelConfig{MaxRetries: 3, Prices: agentrt.PriceTable{"m": mcPrice}}, agent)
-	run, err := env.drv.StartWithID(context.Background(), "r", "greet", mcLimits(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mcRequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonModelUnavailable)
+	env, agent := mcStartUnavailable(t, m)
 	_, gerr := agent.result()
 	var mu *agentrt.ModelUnavailableError
 	var se *agentrt.ServedError
@@ -759,8 +737,31 @@ func TestModel_ServedErrorIsChargedAndNotRetried(t *testing.T) {
 	if cost != 860 {
 		t.Fatalf("cost %d, want 860", cost)
 	}
-	mcRequireCalls(t, env.store, "r", mcWant{status: agentrt.ModelError, usage: served, cost: cost, errPart: "no choice"})
-	mcRequireTotals(t, mcRun(t, env.store, "r"), 1, served, cost)
+	mcRequireChargedOnce(t, env, m, served, cost, "no choice")
+}
+
+// mcStartUnavailable starts run "r", one call of mcReq(20) to m with three
+// retries allowed and mcPrice, and requires it to fail model_unavailable.
+// It returns the run's environment and the agent holding Generate's answer.
+func mcStartUnavailable(t *testing.T, m *mcModel) (*mcEnv, *mcOnce) {
+	t.Helper()
+	agent := &mcOnce{req: mcReq(20)}
+	env := mcSetup(t, m, agentrt.ModelConfig{MaxRetries: 3, Prices: agentrt.PriceTable{"m": mcPrice}}, agent)
+	run, err := env.drv.StartWithID(context.Background(), "r", "greet", mcLimits(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mcRequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonModelUnavailable)
+	return env, agent
+}
+
+// mcRequireChargedOnce requires run "r" to hold one errored call, charged
+// usage at cost with errPart in its error, in its totals too, and m to have
+// been sent it once with no retry wait.
+func mcRequireChargedOnce(t *testing.T, env *mcEnv, m *mcModel, usage agentrt.Usage, cost agentrt.Micros, errPart string) {
+	t.Helper()
+	mcRequireCalls(t, env.store, "r", mcWant{status: agentrt.ModelError, usage: usage, cost: cost, errPart: errPart})
+	mcRequireTotals(t, mcRun(t, env.store, "r"), 1, usage, cost)
 	if n := len(m.requests()); n != 1 {
 		t.Fatalf("model called %d times, want 1", n)
 	}
@@ -797,13 +798,7 @@ func TestModel_UnusableUsageIsChargedTheEstimate(t *testing.T) {
 			m := &mcModel{name: "m", GenerateFunc: func(context.Context, int, agentrt.ModelRequest) (agentrt.ModelResponse, error) {
 				return tc.reply()
 			}}
-			agent := &mcOnce{req: mcReq(20)}
-			env := mcSetup(t, m, agentrt.ModelConfig{MaxRetries: 3, Prices: agentrt.PriceTable{"m": mcPrice}}, agent)
-			run, err := env.drv.StartWithID(context.Background(), "r", "greet", mcLimits(nil))
-			if err != nil {
-				t.Fatal(err)
-			}
-			mcRequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonModelUnavailable)
+			env, agent := mcStartUnavailable(t, m)
 			resp, gerr := agent.result()
 			var mu *agentrt.ModelUnavailableError
 			if !errors.As(gerr, &mu) || !errors.Is(gerr, agentrt.ErrUnusableUsage) {
@@ -814,14 +809,7 @@ func TestModel_UnusableUsageIsChargedTheEstimate(t *testing.T) {
 			}
 			est := mcEstimate(mcReq(20))
 			estCost := agentrt.CostOf(mcPrice, est)
-			mcRequireCalls(t, env.store, "r", mcWant{status: agentrt.ModelError, usage: est, cost: estCost, errPart: "unusable usage"})
-			mcRequireTotals(t, mcRun(t, env.store, "r"), 1, est, estCost)
-			if n := len(m.requests()); n != 1 {
-				t.Fatalf("model called %d times, want 1", n)
-			}
-			if w := env.sleep.Waits(); len(w) != 0 {
-				t.Fatalf("waits %v, want none", w)
-			}
+			mcRequireChargedOnce(t, env, m, est, estCost, "unusable usage")
 		})
 	}
 }

@@ -11,6 +11,19 @@ import (
 	kit "github.com/agentrt/agentrt/internal/enginekit"
 )
 
+// requireUnknownOutcomeFailed requires run to have failed as internal_error
+// over an unknown policy outcome, with send never run and agent asked once.
+func requireUnknownOutcomeFailed(t *testing.T, run agentrt.Run, send *kit.Counted, agent *kit.CountingAgent) {
+	t.Helper()
+	kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
+	if !strings.Contains(run.ReasonDetail, "unknown policy outcome") {
+		t.Fatalf("detail = %q", run.ReasonDetail)
+	}
+	if send.N() != 0 || agent.N.Load() != 1 {
+		t.Fatalf("send ran %d times, agent asked %d times", send.N(), agent.N.Load())
+	}
+}
+
 // An outcome the runtime does not know fails the run as internal_error, in
 // the loop and on resume alike; the tool never runs and no approval is
 // written for it.
@@ -26,13 +39,7 @@ func TestPolicy_UnknownOutcomeFailsLoopAndResume(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Start: %v", err)
 			}
-			kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
-			if !strings.Contains(run.ReasonDetail, "unknown policy outcome") {
-				t.Fatalf("detail = %q", run.ReasonDetail)
-			}
-			if send.N() != 0 || agent.N.Load() != 1 {
-				t.Fatalf("send ran %d times, agent asked %d times", send.N(), agent.N.Load())
-			}
+			requireUnknownOutcomeFailed(t, run, send, agent)
 			if n := countRows(t, e.store, "SELECT * FROM approvals"); n != 0 {
 				t.Fatalf("%d approvals written", n)
 			}
@@ -68,13 +75,7 @@ func TestPolicy_UnknownOutcomeFailsLoopAndResume(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Resume: %v", err)
 		}
-		kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
-		if !strings.Contains(run.ReasonDetail, "unknown policy outcome") {
-			t.Fatalf("detail = %q", run.ReasonDetail)
-		}
-		if send.N() != 0 || agent.N.Load() != 1 {
-			t.Fatalf("send ran %d times, agent asked %d times", send.N(), agent.N.Load())
-		}
+		requireUnknownOutcomeFailed(t, run, send, agent)
 		as := kit.MustApprovals(t, e.store, "run-1")
 		if len(as) != 1 || as[0].Status != agentrt.ApprovalApproved {
 			t.Fatalf("approvals = %+v", as)

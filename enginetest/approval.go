@@ -60,11 +60,7 @@ func caseApproval_ApproveThenResumeExecutesRecordedRequest(t *testing.T, bk *Bac
 	if send2.N() != 0 {
 		t.Fatal("Approve ran the tool")
 	}
-	run, err := d2.Resume(ctx, "run-1")
-	if err != nil {
-		t.Fatalf("Resume: %v", err)
-	}
-	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	resumeCompletes(t, d2, "run-1")
 	if got := send2.Args(); !reflect.DeepEqual(got, []string{`{"path":"/report"}`}) {
 		t.Fatalf("send ran with %q, want once with the recorded request", got)
 	}
@@ -131,9 +127,7 @@ func caseApproval_TamperedRowRefused(t *testing.T, bk *Backend) {
 		t.Run("granted "+edit.name, func(t *testing.T) {
 			e := newEnv(t, bk)
 			_, a := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
-			if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
-				t.Fatalf("Approve: %v", err)
-			}
+			e.approve(t, a, "")
 			edit.edit(t, e.db, a.ID)
 			before := e.db.snapshot(t)
 			send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
@@ -379,11 +373,7 @@ func caseApprovalHash_ErrorsRatherThanSubstituting(t *testing.T, bk *Backend) {
 		send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
 		pd := agentrt.PolicyDecision{Outcome: agentrt.RequireApproval, Kind: "k", Capability: json.RawMessage(`{"c":1,"c":2}`)}
 		d := e.Driver(kit.Script(kit.Call("send", `{"path":"/a"}`)), kit.Fixed(pd), send)
-		run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-		if err != nil {
-			t.Fatalf("Start: %v", err)
-		}
-		kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
+		startEnds(t, d, agentrt.DefaultLimits(), agentrt.RunFailed, agentrt.ReasonInternalError)
 		if send.N() != 0 || e.db.countRows(t, "SELECT * FROM approvals") != 0 {
 			t.Fatal("the tool ran or an approval was written")
 		}

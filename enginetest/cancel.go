@@ -28,6 +28,21 @@ type startResult struct {
 	err error
 }
 
+// awaitCancelled waits for the start that done reports and requires the
+// run, as Start returned it and as stored, to have been cancelled by an
+// operator; it returns both.
+func awaitCancelled(t *testing.T, e *env, done <-chan startResult) (returned, stored agentrt.Run) {
+	t.Helper()
+	res := <-done
+	if res.err != nil {
+		t.Fatalf("Start: %v", res.err)
+	}
+	kit.RequireEnded(t, res.run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
+	stored = kit.MustRun(t, e.Store, "run-1")
+	kit.RequireEnded(t, stored, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
+	return res.run, stored
+}
+
 // An operator cancels a run while its loop is busy, from another process:
 // the loop's next write fails, nothing it was about to do happens, and it
 // returns the cancelled run. The cancel is not overwritten.
@@ -73,15 +88,9 @@ func caseCancel_LiveLoopStopsAtItsNextWrite(t *testing.T, bk *Backend) {
 			}
 			kit.RequireEnded(t, cancelled, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
 			close(proceed)
-			res := <-done
-			if res.err != nil {
-				t.Fatalf("Start after the cancel: %v", res.err)
-			}
-			kit.RequireEnded(t, res.run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
-			stored := kit.MustRun(t, e.Store, "run-1")
-			kit.RequireEnded(t, stored, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
-			if stored.ReasonDetail != "stop it" || res.run.ReasonDetail != "stop it" {
-				t.Fatalf("detail = %q, returned %q", stored.ReasonDetail, res.run.ReasonDetail)
+			returned, stored := awaitCancelled(t, e, done)
+			if stored.ReasonDetail != "stop it" || returned.ReasonDetail != "stop it" {
+				t.Fatalf("detail = %q, returned %q", stored.ReasonDetail, returned.ReasonDetail)
 			}
 			if write.N() != 0 || agent.N.Load() != 1 {
 				t.Fatalf("write ran %d times, agent asked %d times", write.N(), agent.N.Load())
@@ -150,13 +159,7 @@ func caseCancel_ToolOutcomeIsAppendedLate(t *testing.T, bk *Backend) {
 				t.Fatalf("Cancel: %v", err)
 			}
 			close(release)
-			res := <-done
-			if res.err != nil {
-				t.Fatalf("Start: %v", res.err)
-			}
-			kit.RequireEnded(t, res.run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
-			stored := kit.MustRun(t, e.Store, "run-1")
-			kit.RequireEnded(t, stored, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
+			_, stored := awaitCancelled(t, e, done)
 			if stored.Result != nil {
 				t.Fatalf("the late outcome became the run's result: %s", stored.Result)
 			}

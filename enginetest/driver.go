@@ -124,7 +124,6 @@ func caseDriver_CompletesAndPersists(t *testing.T, bk *Backend) {
 // each become an invalid_decision observation the policy never sees; the loop
 // goes on and a valid call after them is judged and runs.
 func caseDriver_InvalidArgumentsBecomeObservation(t *testing.T, bk *Backend) {
-	ctx := context.Background()
 	e := newEnv(t, bk)
 	write := kit.NewTool("write", agentrt.LocalMutation, kit.PathSchema, nil)
 	agent := kit.Script(
@@ -138,11 +137,7 @@ func caseDriver_InvalidArgumentsBecomeObservation(t *testing.T, bk *Backend) {
 	policy := kit.Recording(kit.Fixed(agentrt.PolicyDecision{Outcome: agentrt.Allow}))
 	d := e.Driver(agent, policy, write)
 
-	run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	startEnds(t, d, kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 	if args, _ := policy.Seen(); !reflect.DeepEqual(args, []string{`{"path":"/ok"}`}) {
 		t.Fatalf("policy saw %q, want only the valid request", args)
 	}
@@ -172,11 +167,29 @@ func caseDriver_InvalidArgumentsBecomeObservation(t *testing.T, bk *Backend) {
 	kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvInvalid, kit.EvInvalid, kit.EvInvalid, kit.EvToolStep, kit.EvInvalid, kit.EvComplete)
 }
 
+// runNothingActed runs agent to completion as "run-1" with write as its one
+// tool, under a policy that allows everything and a limit of ten failures in
+// a row, requires that the policy was never asked and write never ran, and
+// returns the run's steps.
+func runNothingActed(t *testing.T, e *env, agent agentrt.Agent, write *kit.Counted) []agentrt.Step {
+	t.Helper()
+	policy := kit.Recording(kit.Fixed(agentrt.PolicyDecision{Outcome: agentrt.Allow}))
+	d := e.Driver(agent, policy, write)
+	run, err := d.StartWithID(context.Background(), "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	if policy.N() != 0 || write.N() != 0 {
+		t.Fatalf("policy asked %d times, write ran %d times; want neither", policy.N(), write.N())
+	}
+	return kit.MustSteps(t, e.Store, "run-1")
+}
+
 // Arguments and a result that are not JSON the runtime accepts are kept
 // verbatim beside the decision, never as its arguments or result; the
 // agent's reason is recorded with them and nothing is judged or run.
 func caseDriver_InvalidArgumentsAreRecordedOutOfBand(t *testing.T, bk *Backend) {
-	ctx := context.Background()
 	e := newEnv(t, bk)
 	write := kit.NewTool("write", agentrt.LocalMutation, kit.PathSchema, nil)
 	notUTF8 := []byte{'{', '"', 'p', 0xff, '"', ':', '1', '}'}
@@ -187,18 +200,7 @@ func caseDriver_InvalidArgumentsAreRecordedOutOfBand(t *testing.T, bk *Backend) 
 		agentrt.Decision{Kind: agentrt.KindComplete, Result: json.RawMessage(`{"x":`), Reason: "half a result"},
 		kit.Complete(`{}`),
 	)
-	policy := kit.Recording(kit.Fixed(agentrt.PolicyDecision{Outcome: agentrt.Allow}))
-	d := e.Driver(agent, policy, write)
-
-	run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
-	if policy.N() != 0 || write.N() != 0 {
-		t.Fatalf("policy asked %d times, write ran %d times; want neither", policy.N(), write.N())
-	}
-	steps := kit.MustSteps(t, e.Store, "run-1")
+	steps := runNothingActed(t, e, agent, write)
 	want := []struct {
 		args, result string
 		b64          bool
@@ -257,7 +259,6 @@ func caseDriver_InvalidArgumentsAreRecordedOutOfBand(t *testing.T, bk *Backend) 
 // unknown kind is acted on, even when one carries a tool and arguments that
 // would pass.
 func caseDriver_PseudoDecisionKindsAreInvalid(t *testing.T, bk *Backend) {
-	ctx := context.Background()
 	e := newEnv(t, bk)
 	write := kit.NewTool("write", agentrt.LocalMutation, kit.PathSchema, nil)
 	cut := render.Decide(agentrt.ModelResponse{Text: "I will write", StopReason: agentrt.StopMaxTokens,
@@ -285,18 +286,7 @@ func caseDriver_PseudoDecisionKindsAreInvalid(t *testing.T, bk *Backend) {
 		agentrt.Decision{Kind: "shell", Tool: "write", Args: valid},
 		kit.Complete(`{}`),
 	)
-	policy := kit.Recording(kit.Fixed(agentrt.PolicyDecision{Outcome: agentrt.Allow}))
-	d := e.Driver(agent, policy, write)
-
-	run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
-	if policy.N() != 0 || write.N() != 0 {
-		t.Fatalf("policy asked %d times, write ran %d times; want neither", policy.N(), write.N())
-	}
-	steps := kit.MustSteps(t, e.Store, "run-1")
+	steps := runNothingActed(t, e, agent, write)
 	for i, kind := range []agentrt.DecisionKind{agentrt.KindTruncated, agentrt.KindRefused, agentrt.KindNoToolCall,
 		agentrt.KindTruncated, agentrt.KindRefused, agentrt.KindNoToolCall, "shell"} {
 		st := steps[i]
@@ -317,7 +307,6 @@ func caseDriver_PseudoDecisionKindsAreInvalid(t *testing.T, bk *Backend) {
 // A destructive request under the default policy is denied: the tool does not
 // run, the denial is the step's observation, and the loop goes on.
 func caseDriver_PolicyDenyIsObservation(t *testing.T, bk *Backend) {
-	ctx := context.Background()
 	e := newEnv(t, bk)
 	rm := kit.NewTool("rm", agentrt.Destructive, kit.PathSchema, nil)
 	read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, nil)
@@ -331,11 +320,7 @@ func caseDriver_PolicyDenyIsObservation(t *testing.T, bk *Backend) {
 	})
 	d := e.Driver(agent, agentrt.DefaultPolicy(), rm, read)
 
-	run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	startEnds(t, d, agentrt.DefaultLimits(), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 	if rm.N() != 0 {
 		t.Fatalf("rm ran %d times", rm.N())
 	}
@@ -363,7 +348,6 @@ func caseDriver_PolicyDenyIsObservation(t *testing.T, bk *Backend) {
 // An abort ends the run at once: the tool does not run and the agent is not
 // asked again.
 func caseDriver_PolicyAbortEndsRun(t *testing.T, bk *Backend) {
-	ctx := context.Background()
 	e := newEnv(t, bk)
 	rm := kit.NewTool("rm", agentrt.Destructive, kit.PathSchema, nil)
 	read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, nil)
@@ -376,11 +360,7 @@ func caseDriver_PolicyAbortEndsRun(t *testing.T, bk *Backend) {
 	})
 	d := e.Driver(agent, policy, rm, read)
 
-	run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonPolicyAbort)
+	run := startEnds(t, d, agentrt.DefaultLimits(), agentrt.RunFailed, agentrt.ReasonPolicyAbort)
 	if run.ReasonDetail != "nobody removes /" {
 		t.Fatalf("detail = %q", run.ReasonDetail)
 	}
@@ -400,7 +380,6 @@ func caseDriver_PolicyAbortEndsRun(t *testing.T, bk *Backend) {
 // The step limit ends the run before a step past it starts: no further step,
 // no further tool call.
 func caseDriver_StepLimit(t *testing.T, bk *Backend) {
-	ctx := context.Background()
 	e := newEnv(t, bk)
 	read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, nil)
 	agent := &kit.CountingAgent{Inner: agentrt.AgentFunc(func(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
@@ -408,11 +387,7 @@ func caseDriver_StepLimit(t *testing.T, bk *Backend) {
 	})}
 	d := e.Driver(agent, agentrt.DefaultPolicy(), read)
 
-	run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxSteps = 3 }))
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLimitSteps)
+	run := startEnds(t, d, kit.Limits(func(l *agentrt.Limits) { l.MaxSteps = 3 }), agentrt.RunFailed, agentrt.ReasonLimitSteps)
 	if read.N() != 3 || agent.N.Load() != 3 || run.StepCount != 3 {
 		t.Fatalf("read ran %d times, agent asked %d times, %d steps; want 3 each", read.N(), agent.N.Load(), run.StepCount)
 	}
@@ -429,7 +404,6 @@ func caseDriver_StepLimit(t *testing.T, bk *Backend) {
 // The same call getting the same result LoopThreshold times ends the run as
 // loop_detected; a call whose result changes is progress and goes on.
 func caseDriver_IdenticalCallAndResultStops(t *testing.T, bk *Backend) {
-	ctx := context.Background()
 	t.Run("same result", func(t *testing.T) {
 		e := newEnv(t, bk)
 		read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, nil)
@@ -437,11 +411,7 @@ func caseDriver_IdenticalCallAndResultStops(t *testing.T, bk *Backend) {
 			return kit.Call("read", `{"path":"/a"}`), nil
 		})}
 		d := e.Driver(agent, agentrt.DefaultPolicy(), read)
-		run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-		if err != nil {
-			t.Fatalf("Start: %v", err)
-		}
-		kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLoopDetected)
+		startEnds(t, d, agentrt.DefaultLimits(), agentrt.RunFailed, agentrt.ReasonLoopDetected)
 		if read.N() != 3 || agent.N.Load() != 3 {
 			t.Fatalf("read ran %d times, agent asked %d; want 3", read.N(), agent.N.Load())
 		}
@@ -467,11 +437,7 @@ func caseDriver_IdenticalCallAndResultStops(t *testing.T, bk *Backend) {
 			return kit.Call("read", `{"path":"/a"}`), nil
 		})
 		d := e.Driver(agent, agentrt.DefaultPolicy(), read)
-		run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxSteps = 5 }))
-		if err != nil {
-			t.Fatalf("Start: %v", err)
-		}
-		kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLimitSteps)
+		startEnds(t, d, kit.Limits(func(l *agentrt.Limits) { l.MaxSteps = 5 }), agentrt.RunFailed, agentrt.ReasonLimitSteps)
 		if read.N() != 5 {
 			t.Fatalf("read ran %d times, want 5", read.N())
 		}
@@ -613,7 +579,6 @@ func caseDriver_TerminalToolCommitsWithTheRun(t *testing.T, bk *Backend) {
 // they handed back after the driver took it: nothing reaches the store, the
 // driver, the tool, the approval, or the other consumer.
 func caseDriver_ConsumersCannotCorruptEachOther(t *testing.T, bk *Backend) {
-	ctx := context.Background()
 	e := newEnv(t, bk)
 	read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, nil)
 	send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
@@ -680,22 +645,13 @@ func caseDriver_ConsumersCannotCorruptEachOther(t *testing.T, bk *Backend) {
 	})
 	d := e.Driver(agent, policy, read, send)
 
-	run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-	if err != nil || run.Status != agentrt.RunWaiting {
-		t.Fatalf("Start = %s, %v; want a pause", run.Status, err)
-	}
+	run := startPaused(t, d, "run-1", agentrt.DefaultLimits())
 	a := kit.PendingApproval(t, e.Store, "run-1")
 	if err := agentrt.VerifyApproval(a); err != nil {
 		t.Fatalf("stored approval: %v", err)
 	}
-	if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
-		t.Fatalf("Approve: %v", err)
-	}
-	run, err = d.Resume(ctx, "run-1")
-	if err != nil {
-		t.Fatalf("Resume: %v", err)
-	}
-	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	e.approve(t, a, "")
+	run = resumeCompletes(t, d, "run-1")
 	for _, p := range problems {
 		t.Error(p)
 	}
@@ -736,7 +692,6 @@ func nilIfEmpty[T any](s []T) []T {
 // read of the store: the run, every step and every approval, through a tool
 // step, an invalid one, a denial, a tool error, a pause, a resume and the end.
 func caseDriver_CachedViewEqualsReloadedView(t *testing.T, bk *Backend) {
-	ctx := context.Background()
 	e := newEnv(t, bk)
 	tick := func() { e.Clock.Advance(1500 * time.Millisecond) } // 1.5s: active time accrues
 	read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
@@ -800,23 +755,14 @@ func caseDriver_CachedViewEqualsReloadedView(t *testing.T, bk *Backend) {
 		return agentrt.DefaultPolicy().Evaluate(ctx, req, view)
 	})
 	d := e.Driver(agent, policy, read, broken, send, rm)
-	run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
-	if err != nil || run.Status != agentrt.RunWaiting {
-		t.Fatalf("Start = %s %s %q, %v; want a pause", run.Status, run.Reason, run.ReasonDetail, err)
-	}
+	run := startPaused(t, d, "run-1", kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
 	if fr := kit.MustRun(t, e.Store, "run-1"); !reflect.DeepEqual(run, fr) {
 		t.Errorf("Start returned\n %+v\na reload gives\n %+v", run, fr)
 	}
 	e.Clock.Advance(time.Hour)
 	a := kit.PendingApproval(t, e.Store, "run-1")
-	if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", "fine"); err != nil {
-		t.Fatalf("Approve: %v", err)
-	}
-	run, err = d.Resume(ctx, "run-1")
-	if err != nil {
-		t.Fatalf("Resume: %v", err)
-	}
-	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	e.approve(t, a, "fine")
+	run = resumeCompletes(t, d, "run-1")
 	if fr := kit.MustRun(t, e.Store, "run-1"); !reflect.DeepEqual(run, fr) {
 		t.Errorf("Resume returned\n %+v\na reload gives\n %+v", run, fr)
 	}
@@ -832,7 +778,6 @@ func caseDriver_CachedViewEqualsReloadedView(t *testing.T, bk *Backend) {
 // error keeping the bytes, a capability or presentation by failing the run.
 // Nothing deep is stored as JSON, hashed, judged or executed.
 func caseDriver_DeepJSONIsRefusedWhereItEnters(t *testing.T, bk *Backend) {
-	ctx := context.Background()
 	const anySchema = `{"type":"object"}`
 	deepArgs := `{"a":` + kit.Nested(256, "1") + `}`  // 257 levels
 	limitArgs := `{"a":` + kit.Nested(255, "1") + `}` // 256 levels: accepted
@@ -843,11 +788,7 @@ func caseDriver_DeepJSONIsRefusedWhereItEnters(t *testing.T, bk *Backend) {
 		tool := kit.NewTool("any", agentrt.ReadOnly, anySchema, nil)
 		policy := kit.Recording(agentrt.DefaultPolicy())
 		d := e.Driver(kit.Script(kit.Call("any", deepArgs), kit.Call("any", limitArgs), kit.Complete(`{}`)), policy, tool)
-		run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-		if err != nil {
-			t.Fatalf("Start: %v", err)
-		}
-		kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+		startEnds(t, d, agentrt.DefaultLimits(), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 		if args, _ := policy.Seen(); !reflect.DeepEqual(args, []string{limitArgs}) {
 			t.Fatalf("policy saw %d requests, want only the one 256 deep", len(args))
 		}
@@ -867,11 +808,7 @@ func caseDriver_DeepJSONIsRefusedWhereItEnters(t *testing.T, bk *Backend) {
 	t.Run("result", func(t *testing.T) {
 		e := newEnv(t, bk)
 		d := e.Driver(kit.Script(kit.Complete(deep), kit.Complete(`{"ok":1}`)), agentrt.DefaultPolicy())
-		run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-		if err != nil {
-			t.Fatalf("Start: %v", err)
-		}
-		kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+		run := startEnds(t, d, agentrt.DefaultLimits(), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 		if string(run.Result) != `{"ok":1}` {
 			t.Fatalf("result = %.40s", run.Result)
 		}
@@ -888,11 +825,7 @@ func caseDriver_DeepJSONIsRefusedWhereItEnters(t *testing.T, bk *Backend) {
 			return agentrt.ToolResult{Content: json.RawMessage(deep)}, nil
 		})
 		d := e.Driver(kit.Script(kit.Call("any", `{}`), kit.Complete(`{}`)), agentrt.DefaultPolicy(), tool)
-		run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-		if err != nil {
-			t.Fatalf("Start: %v", err)
-		}
-		kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+		startEnds(t, d, agentrt.DefaultLimits(), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 		st := kit.MustSteps(t, e.Store, "run-1")[0]
 		kit.RequireObs(t, st, agentrt.ObsToolError)
 		if c := kit.ObsContent(t, st); c["content"] != deep || c["failure"] != "invalid_content" {
@@ -915,11 +848,7 @@ func caseDriver_DeepJSONIsRefusedWhereItEnters(t *testing.T, bk *Backend) {
 				pd.Presentation = json.RawMessage(deep)
 			}
 			d := e.Driver(kit.Script(kit.Call("send", `{}`), kit.Complete(`{}`)), kit.Fixed(pd), tool)
-			run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-			if err != nil {
-				t.Fatalf("Start: %v", err)
-			}
-			kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
+			run := startEnds(t, d, agentrt.DefaultLimits(), agentrt.RunFailed, agentrt.ReasonInternalError)
 			if !strings.Contains(run.ReasonDetail, field) {
 				t.Fatalf("detail %q does not name the %s", run.ReasonDetail, field)
 			}
@@ -954,7 +883,6 @@ func caseDriver_DeepJSONIsRefusedWhereItEnters(t *testing.T, bk *Backend) {
 // result as invalid decisions, tool content as a tool error, a capability by
 // failing the run, and a tool schema at registration.
 func caseDriver_HugeNumbersAreRefusedWhereTheyEnter(t *testing.T, bk *Backend) {
-	ctx := context.Background()
 	const numSchema = `{"type":"object","properties":{"n":{"type":"number","minimum":0,"maximum":1e9,"multipleOf":0.5}},"additionalProperties":false}`
 	long := "1" + strings.Repeat("0", 10000) // 10,001 characters
 	refused := []string{
@@ -974,11 +902,7 @@ func caseDriver_HugeNumbersAreRefusedWhereTheyEnter(t *testing.T, bk *Backend) {
 		ds = append(ds, kit.Complete(`{"n":1e20000}`), kit.Call("num", `{"n":1.5}`), kit.Complete(`{}`))
 		policy := kit.Recording(agentrt.DefaultPolicy())
 		d := e.Driver(kit.Script(ds...), policy, tool)
-		run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
-		if err != nil {
-			t.Fatalf("Start: %v", err)
-		}
-		kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+		startEnds(t, d, kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 		if args, _ := policy.Seen(); !reflect.DeepEqual(args, []string{`{"n":1.5}`}) {
 			t.Fatalf("policy saw %q", args)
 		}
@@ -1006,11 +930,7 @@ func caseDriver_HugeNumbersAreRefusedWhereTheyEnter(t *testing.T, bk *Backend) {
 			return agentrt.ToolResult{Content: json.RawMessage(`{"n":1e-100000}`)}, nil
 		})
 		d := e.Driver(kit.Script(kit.Call("num", `{"n":1}`), kit.Complete(`{}`)), agentrt.DefaultPolicy(), tool)
-		run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-		if err != nil {
-			t.Fatalf("Start: %v", err)
-		}
-		kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+		startEnds(t, d, agentrt.DefaultLimits(), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 		st := kit.MustSteps(t, e.Store, "run-1")[0]
 		kit.RequireObs(t, st, agentrt.ObsToolError)
 		if c := kit.ObsContent(t, st); c["content"] != `{"n":1e-100000}` {
@@ -1023,11 +943,7 @@ func caseDriver_HugeNumbersAreRefusedWhereTheyEnter(t *testing.T, bk *Backend) {
 		tool := kit.NewTool("num", agentrt.RemoteMutation, numSchema, nil)
 		pd := agentrt.PolicyDecision{Outcome: agentrt.RequireApproval, Kind: "k", Capability: json.RawMessage(`{"n":1e100000}`)}
 		d := e.Driver(kit.Script(kit.Call("num", `{"n":1}`)), kit.Fixed(pd), tool)
-		run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-		if err != nil {
-			t.Fatalf("Start: %v", err)
-		}
-		kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
+		startEnds(t, d, agentrt.DefaultLimits(), agentrt.RunFailed, agentrt.ReasonInternalError)
 		if tool.N() != 0 || e.db.countRows(t, "SELECT * FROM approvals") != 0 {
 			t.Fatal("tool ran or an approval was written")
 		}
@@ -1220,14 +1136,8 @@ func caseDriver_LimitsEndTheRunBeforeTheNextStep(t *testing.T, bk *Backend) {
 		}
 		e.Clock.Advance(time.Hour)
 		a := kit.PendingApproval(t, e.Store, "run-1")
-		if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
-			t.Fatalf("ApproveShown: %v", err)
-		}
-		run, err = d.Resume(ctx, "run-1")
-		if err != nil {
-			t.Fatalf("Resume: %v", err)
-		}
-		kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+		e.approve(t, a, "")
+		run = resumeCompletes(t, d, "run-1")
 		if run.ActiveTime != 8*time.Second {
 			t.Fatalf("active time %s, want 8s: the hour waiting was counted", run.ActiveTime)
 		}
@@ -1243,9 +1153,7 @@ func caseDriver_LimitsEndTheRunBeforeTheNextStep(t *testing.T, bk *Backend) {
 		}
 		e.Clock.Advance(2 * time.Hour)
 		a := kit.PendingApproval(t, e.Store, "run-1")
-		if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
-			t.Fatalf("ApproveShown: %v", err)
-		}
+		e.approve(t, a, "")
 		run, err = d.Resume(ctx, "run-1")
 		if err != nil {
 			t.Fatalf("Resume: %v", err)

@@ -60,9 +60,7 @@ func caseResume_GrantMustEqualWhatTheChainRecorded(t *testing.T, bk *Backend) {
 			t.Run(c.name+" via "+via, func(t *testing.T) {
 				e := newEnv(t, bk)
 				_, a := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
-				if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
-					t.Fatalf("ApproveShown: %v", err)
-				}
+				e.approve(t, a, "")
 				forged := forgeGrant(t, e, a.ID, c.edit)
 				before := e.db.snapshot(t)
 
@@ -128,9 +126,7 @@ func caseResume_GrantCheckReadsOnlyItsStepsEvents(t *testing.T, bk *Backend) {
 	for _, forge := range []bool{false, true} {
 		e := newEnv(t, bk)
 		_, a := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
-		if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
-			t.Fatalf("ApproveShown: %v", err)
-		}
+		e.approve(t, a, "")
 		if forge {
 			forgeGrant(t, e, a.ID, jsonEdit("request_json", "/etc/shadow", "args", "path"))
 		}

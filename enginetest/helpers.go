@@ -1,6 +1,7 @@
 package enginetest
 
 import (
+	"context"
 	"testing"
 
 	agentrt "github.com/agentrt/agentrt"
@@ -22,4 +23,58 @@ type env struct {
 func newEnv(t testing.TB, b *Backend) *env {
 	d := b.fresh(t)
 	return &env{Env: kit.NewEnv(t, d.open(t)), db: d}
+}
+
+// approve grants a, as shown, by "op" with note; a refusal fails the test.
+func (e *env) approve(t testing.TB, a agentrt.Approval, note string) {
+	t.Helper()
+	if err := e.Operator().ApproveShown(context.Background(), a.RunID, a.ID, a.Hash, "op", note); err != nil {
+		t.Fatalf("Approve %s: %v", a.ID, err)
+	}
+}
+
+// startPaused starts runID with d and limits and requires it to pause on
+// an approval.
+func startPaused(t testing.TB, d *agentrt.Driver, runID string, limits agentrt.Limits) agentrt.Run {
+	t.Helper()
+	run, err := d.StartWithID(context.Background(), runID, "g", limits)
+	if err != nil || run.Status != agentrt.RunWaiting {
+		t.Fatalf("Start = %s %s %q, %v; want a pause", run.Status, run.Reason, run.ReasonDetail, err)
+	}
+	return run
+}
+
+// resumeCompletes resumes runID with d and requires the run to complete
+// its goal.
+func resumeCompletes(t testing.TB, d *agentrt.Driver, runID string) agentrt.Run {
+	t.Helper()
+	run, err := d.Resume(context.Background(), runID)
+	if err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	return run
+}
+
+// resumePauses resumes runID with d and requires it to pause on an
+// approval again; what names the resume in the failure.
+func resumePauses(t testing.TB, d *agentrt.Driver, runID, what string) agentrt.Run {
+	t.Helper()
+	run, err := d.Resume(context.Background(), runID)
+	if err != nil || run.Status != agentrt.RunWaiting {
+		t.Fatalf("%s = %s, %v; want a pause", what, run.Status, err)
+	}
+	return run
+}
+
+// startEnds starts "run-1" with d and limits and requires the run to end
+// with status and reason before Start returns.
+func startEnds(t testing.TB, d *agentrt.Driver, limits agentrt.Limits, status agentrt.RunStatus, reason agentrt.TerminalReason) agentrt.Run {
+	t.Helper()
+	run, err := d.StartWithID(context.Background(), "run-1", "g", limits)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	kit.RequireEnded(t, run, status, reason)
+	return run
 }

@@ -309,16 +309,22 @@ func caseResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T, bk *Backen
 		}
 		return a
 	}
+	// takeOver resumes id, once its lease has lapsed, with a driver of tool
+	// and agent, and requires the run to wait for an operator's decision on
+	// step0; it returns the driver and that approval.
+	takeOver := func(t *testing.T, st agentrt.Store, db *database, tool *lkTool, agent agentrt.Agent, id string, step0 agentrt.Step) (*agentrt.Driver, agentrt.Approval) {
+		t.Helper()
+		d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: agent}, db.later(t, 1, ttl))
+		if run, err := d.Resume(ctx, id); err != nil || run.Status != agentrt.RunWaiting {
+			t.Fatalf("resume: %s, %v", run.Status, err)
+		}
+		return d, requireOperatorPause(t, st, id, step0)
+	}
 
 	t.Run("approved runs it once more on the same step", func(t *testing.T) {
 		const id = "lk-ise-approved"
 		st, db, tool, step0 := crashAt(t, id, "tool.effect", agentrt.LocalMutation)
-		d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("append", "{}"), lkComplete())}, db.later(t, 1, ttl))
-		run, err := d.Resume(ctx, id)
-		if err != nil || run.Status != agentrt.RunWaiting {
-			t.Fatalf("resume: %s, %v", run.Status, err)
-		}
-		a := requireOperatorPause(t, st, id, step0)
+		d, a := takeOver(t, st, db, tool, lkScript(t, lkCall("append", "{}"), lkComplete()), id, step0)
 		if n := len(tool.args()); n != 1 {
 			t.Fatalf("the tool ran %d times before the operator decided, want 1", n)
 		}
@@ -333,7 +339,7 @@ func caseResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T, bk *Backen
 		if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, id, a.ID, a.Hash, "op", "run it again"); err != nil {
 			t.Fatal(err)
 		}
-		run, err = d.Resume(ctx, id)
+		run, err := d.Resume(ctx, id)
 		if err != nil || run.Status != agentrt.RunCompleted {
 			t.Fatalf("resume after approval: %s, %v", run.Status, err)
 		}
@@ -357,11 +363,7 @@ func caseResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T, bk *Backen
 	t.Run("rejected ends the run", func(t *testing.T) {
 		const id = "lk-ise-rejected"
 		st, db, tool, step0 := crashAt(t, id, "tool.effect", agentrt.LocalMutation)
-		d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkNever(t)}, db.later(t, 1, ttl))
-		if _, err := d.Resume(ctx, id); err != nil {
-			t.Fatal(err)
-		}
-		a := requireOperatorPause(t, st, id, step0)
+		d, a := takeOver(t, st, db, tool, lkNever(t), id, step0)
 		if err := (agentrt.Operator{Store: st}).RejectShown(ctx, id, a.ID, a.Hash, "op", "it went through"); err != nil {
 			t.Fatal(err)
 		}
@@ -384,11 +386,7 @@ func caseResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T, bk *Backen
 		if n := len(tool.args()); n != 0 {
 			t.Fatalf("tool ran %d times", n)
 		}
-		d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{tool}, LeaseTTL: ttl}, Agent: lkScript(t, lkCall("append", "{}"), lkComplete())}, db.later(t, 1, ttl))
-		if _, err := d.Resume(ctx, id); err != nil {
-			t.Fatal(err)
-		}
-		a := requireOperatorPause(t, st, id, step0)
+		d, a := takeOver(t, st, db, tool, lkScript(t, lkCall("append", "{}"), lkComplete()), id, step0)
 		if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, id, a.ID, a.Hash, "op", ""); err != nil {
 			t.Fatal(err)
 		}

@@ -57,7 +57,6 @@ const reportSchema = `{
 // and resumed.
 func byteRun(t *testing.T, e *env, policy agentrt.Policy) {
 	t.Helper()
-	ctx := context.Background()
 	shell := kit.NewTool("shell", agentrt.LocalMutation, reportSchema, nil)
 	send := kit.NewTool("send", agentrt.RemoteMutation, reportSchema, nil)
 	agent := kit.Script(
@@ -68,19 +67,10 @@ func byteRun(t *testing.T, e *env, policy agentrt.Policy) {
 		kit.Complete(`{}`),
 	)
 	d := e.Driver(agent, policy, shell, send)
-	run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-	if err != nil || run.Status != agentrt.RunWaiting {
-		t.Fatalf("Start = %s %s %q, %v; want a pause", run.Status, run.Reason, run.ReasonDetail, err)
-	}
+	startPaused(t, d, "run-1", agentrt.DefaultLimits())
 	a := kit.PendingApproval(t, e.Store, "run-1")
-	if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
-		t.Fatalf("Approve: %v", err)
-	}
-	run, err = d.Resume(ctx, "run-1")
-	if err != nil {
-		t.Fatalf("Resume: %v", err)
-	}
-	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	e.approve(t, a, "")
+	resumeCompletes(t, d, "run-1")
 	if shell.N() != 1 || send.N() != 1 {
 		t.Fatalf("shell ran %d times, send %d; want once each", shell.N(), send.N())
 	}
@@ -175,11 +165,7 @@ func caseRecheck_ReportsWhatItCannotAskAgain(t *testing.T, bk *Backend) {
 		}
 		return policy(ctx, req, view)
 	}), read)
-	run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	kit.RequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonInternalError)
+	startEnds(t, d, agentrt.DefaultLimits(), agentrt.RunFailed, agentrt.ReasonInternalError)
 
 	rep, err := agentrt.Recheck(ctx, e.Store, "run-1", policy, agentrt.RecheckOptions{})
 	if err != nil {

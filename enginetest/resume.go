@@ -30,22 +30,14 @@ func caseResume_OnlyTheLatestApprovalOfAStepGrants(t *testing.T, bk *Backend) {
 	}))
 	agent := kit.Script(kit.Call("send", `{"path":"/a"}`), kit.Complete(`{}`))
 	d := e.Driver(agent, policy, send)
-	run, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits())
-	if err != nil || run.Status != agentrt.RunWaiting {
-		t.Fatalf("Start = %s, %v; want a pause", run.Status, err)
-	}
+	startPaused(t, d, "run-1", agentrt.DefaultLimits())
 	a1 := kit.PendingApproval(t, e.Store, "run-1")
 	op := e.Operator()
-	if err := op.ApproveShown(ctx, "run-1", a1.ID, a1.Hash, "op", ""); err != nil {
-		t.Fatalf("Approve a1: %v", err)
-	}
+	e.approve(t, a1, "")
 
 	// The policy now asks for another approval: the step waits again.
 	version.Store(2)
-	run, err = d.Resume(ctx, "run-1")
-	if err != nil || run.Status != agentrt.RunWaiting {
-		t.Fatalf("Resume under a changed policy = %s, %v; want a new pause", run.Status, err)
-	}
+	resumePauses(t, d, "run-1", "Resume under a changed policy")
 	a2 := kit.PendingApproval(t, e.Store, "run-1")
 	if a2.ID == a1.ID || a2.StepID != a1.StepID {
 		t.Fatalf("re-pause: a1 %+v a2 %+v", a1, a2)
@@ -70,25 +62,14 @@ func caseResume_OnlyTheLatestApprovalOfAStepGrants(t *testing.T, bk *Backend) {
 
 	// a2 granted, but the policy asks for a1's approval: that is not the
 	// grant, so it asks again.
-	if err := op.ApproveShown(ctx, "run-1", a2.ID, a2.Hash, "op", ""); err != nil {
-		t.Fatalf("Approve a2: %v", err)
-	}
-	run, err = d.Resume(ctx, "run-1")
-	if err != nil || run.Status != agentrt.RunWaiting {
-		t.Fatalf("Resume with a2 granted, policy asking for a1 = %s, %v; want a new pause", run.Status, err)
-	}
+	e.approve(t, a2, "")
+	resumePauses(t, d, "run-1", "Resume with a2 granted, policy asking for a1")
 	if send.N() != 0 {
 		t.Fatalf("send ran %d times without its latest approval granted", send.N())
 	}
 	a3 := kit.PendingApproval(t, e.Store, "run-1")
-	if err := op.ApproveShown(ctx, "run-1", a3.ID, a3.Hash, "op", ""); err != nil {
-		t.Fatalf("Approve a3: %v", err)
-	}
-	run, err = d.Resume(ctx, "run-1")
-	if err != nil {
-		t.Fatalf("Resume: %v", err)
-	}
-	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	e.approve(t, a3, "")
+	resumeCompletes(t, d, "run-1")
 	if got := send.Args(); !reflect.DeepEqual(got, []string{`{"path":"/a"}`}) {
 		t.Fatalf("send ran with %q", got)
 	}
@@ -110,22 +91,15 @@ func caseResume_OnlyTheLatestApprovalOfAStepGrants(t *testing.T, bk *Backend) {
 // run: the recorded arguments fail the current schema, the step becomes an
 // invalid decision without asking the policy, and the agent decides again.
 func caseResume_ApprovedArgumentsMeetTheCurrentSchema(t *testing.T, bk *Backend) {
-	ctx := context.Background()
 	e := newEnv(t, bk)
 	_, a := kit.PausedRun(t, e.Env, `{"path":"/etc/hosts"}`)
-	if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
-		t.Fatalf("Approve: %v", err)
-	}
+	e.approve(t, a, "")
 	stricter := kit.NewTool("send", agentrt.RemoteMutation,
 		`{"type":"object","properties":{"path":{"type":"string","pattern":"^/tmp/"}},"required":["path"],"additionalProperties":false}`, nil)
 	policy := kit.Recording(agentrt.DefaultPolicy())
 	agent := kit.Script(kit.Call("send", `{"path":"/tmp/x"}`), kit.Complete(`{}`))
 	d := e.Driver(agent, policy, stricter)
-	run, err := d.Resume(ctx, "run-1")
-	if err != nil {
-		t.Fatalf("Resume: %v", err)
-	}
-	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	resumeCompletes(t, d, "run-1")
 	if stricter.N() != 0 {
 		t.Fatalf("send ran %d times with arguments its schema now refuses", stricter.N())
 	}
@@ -154,19 +128,13 @@ func caseResume_ApprovedArgumentsMeetTheCurrentSchema(t *testing.T, bk *Backend)
 // redescribed and reclassified since does not run the old grant; the policy
 // is asked about the request as it would run now and the step waits again.
 func caseResume_ChangedSpecIsAnotherRequest(t *testing.T, bk *Backend) {
-	ctx := context.Background()
 	e := newEnv(t, bk)
 	_, a := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
-	if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
-		t.Fatalf("Approve: %v", err)
-	}
+	e.approve(t, a, "")
 	changed := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
 	changed.Description = "deletes the archive at path"
 	d := e.Driver(kit.Script(kit.Complete(`{}`), kit.Complete(`{}`)), agentrt.DefaultPolicy(), changed)
-	run, err := d.Resume(ctx, "run-1")
-	if err != nil || run.Status != agentrt.RunWaiting {
-		t.Fatalf("Resume = %s, %v; want a new pause", run.Status, err)
-	}
+	resumePauses(t, d, "run-1", "Resume")
 	if changed.N() != 0 {
 		t.Fatal("the old grant ran a changed tool")
 	}
@@ -194,70 +162,75 @@ func (p gatedPolicy) Evaluate(ctx context.Context, req agentrt.ToolRequest, view
 	return p.inner.Evaluate(ctx, req, view)
 }
 
-// Two processes resume one approved run at once, both past the policy: one
-// executes the request, the other gets ErrRunState, and the tool runs once.
-func caseResume_ConcurrentResumeExecutesOnce(t *testing.T, bk *Backend) {
-	ctx := context.Background()
-	e := newEnv(t, bk)
-	_, a := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
-	if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
-		t.Fatalf("Approve: %v", err)
-	}
-	var executions atomic.Int64
+// resumeRace resumes runID at once from two drivers, each on its own store
+// of e's database with the configuration config builds; gate wraps the
+// policy so that both resumes are inside it before either goes on. Exactly
+// one Resume must succeed and the other fail with ErrRunState; it returns
+// what each returned and which one succeeded.
+func resumeRace(t *testing.T, e *env, runID string, config func(gate func(agentrt.Policy) agentrt.Policy) agentrt.Config) ([]agentrt.Run, int) {
+	t.Helper()
 	var resume atomic.Bool
 	resume.Store(true)
 	arrived := make(chan struct{})
 	release := make(chan struct{})
+	gate := func(p agentrt.Policy) agentrt.Policy {
+		return gatedPolicy{inner: p, resume: &resume, arrived: arrived, release: release}
+	}
 	drivers := make([]*agentrt.Driver, 2)
 	for i := range drivers {
-		st := e.db.open(t)
-		send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
-			executions.Add(1)
-			return agentrt.ToolResult{Content: json.RawMessage(`{"sent":true}`)}, nil
-		})
-		cfg := e.Config(kit.Script(kit.Call("send", `{"path":"/other"}`), kit.Complete(`{}`)),
-			gatedPolicy{inner: agentrt.DefaultPolicy(), resume: &resume, arrived: arrived, release: release}, send)
-		cfg.Store = st
+		cfg := config(gate)
+		cfg.Store = e.db.open(t)
 		drivers[i] = e.DriverFor(cfg)
 	}
-	type result struct {
-		run agentrt.Run
-		err error
-	}
-	results := make([]result, 2)
+	runs, errs := make([]agentrt.Run, 2), make([]error, 2)
 	var wg sync.WaitGroup
 	for i, d := range drivers {
 		wg.Add(1)
-		go func(i int, d *agentrt.Driver) {
+		go func() {
 			defer wg.Done()
-			run, err := d.Resume(ctx, "run-1")
-			results[i] = result{run, err}
-		}(i, d)
+			runs[i], errs[i] = d.Resume(context.Background(), runID)
+		}()
 	}
 	<-arrived
 	<-arrived
 	resume.Store(false)
 	close(release)
 	wg.Wait()
-
-	if n := executions.Load(); n != 1 {
-		t.Fatalf("the approved request ran %d times, want once", n)
-	}
 	won, lost := -1, -1
-	for i, r := range results {
+	for i, err := range errs {
 		switch {
-		case r.err == nil:
+		case err == nil:
 			won = i
-		case errors.Is(r.err, agentrt.ErrRunState):
+		case errors.Is(err, agentrt.ErrRunState):
 			lost = i
 		default:
-			t.Fatalf("Resume %d: %v", i, r.err)
+			t.Fatalf("Resume %d: %v", i, err)
 		}
 	}
 	if won < 0 || lost < 0 {
-		t.Fatalf("want one winner and one ErrRunState, got %v and %v", results[0].err, results[1].err)
+		t.Fatalf("want one winner and one ErrRunState, got %v and %v", errs[0], errs[1])
 	}
-	kit.RequireEnded(t, results[won].run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	return runs, won
+}
+
+// Two processes resume one approved run at once, both past the policy: one
+// executes the request, the other gets ErrRunState, and the tool runs once.
+func caseResume_ConcurrentResumeExecutesOnce(t *testing.T, bk *Backend) {
+	e := newEnv(t, bk)
+	_, a := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
+	e.approve(t, a, "")
+	var executions atomic.Int64
+	runs, won := resumeRace(t, e, "run-1", func(gate func(agentrt.Policy) agentrt.Policy) agentrt.Config {
+		send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+			executions.Add(1)
+			return agentrt.ToolResult{Content: json.RawMessage(`{"sent":true}`)}, nil
+		})
+		return e.Config(kit.Script(kit.Call("send", `{"path":"/other"}`), kit.Complete(`{}`)), gate(agentrt.DefaultPolicy()), send)
+	})
+	if n := executions.Load(); n != 1 {
+		t.Fatalf("the approved request ran %d times, want once", n)
+	}
+	kit.RequireEnded(t, runs[won], agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 	kit.RequireEnded(t, kit.MustRun(t, e.Store, "run-1"), agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 	kit.RequireEvents(t, e.Store, "run-1", kit.EvStart, kit.EvPause, []kit.E{kit.ApprDecided, kit.RunResumed, kit.StepPolicy, kit.ToolStarted, kit.ToolFinished}, kit.EvComplete)
 }
@@ -309,9 +282,7 @@ func caseResume_CrashAfterResumeKeepsTheApprovedRequest(t *testing.T, bk *Backen
 	t.Run("before the resume commits", func(t *testing.T) {
 		e := newEnv(t, bk)
 		_, a := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
-		if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
-			t.Fatalf("Approve: %v", err)
-		}
+		e.approve(t, a, "")
 		before := e.db.snapshot(t)
 		cs := &crashingStore{Store: e.Store}
 		send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
@@ -343,9 +314,7 @@ func caseResume_CrashAfterResumeKeepsTheApprovedRequest(t *testing.T, bk *Backen
 	t.Run("after the resume commits", func(t *testing.T) {
 		e := newEnv(t, bk)
 		_, a := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
-		if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
-			t.Fatalf("Approve: %v", err)
-		}
+		e.approve(t, a, "")
 		cs := &crashingStore{Store: e.Store}
 		send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 			cs.crashed.Store(true) // the effect happened; its record never will
@@ -381,10 +350,7 @@ func caseResume_CrashAfterResumeKeepsTheApprovedRequest(t *testing.T, bk *Backen
 		// The lease lapses (the wall clock it is judged by is not the
 		// test's to move, so the row is aged instead).
 		e.db.exec(t, 1, `UPDATE runs SET lease_expires_at = '2000-01-01T00:00:00Z' WHERE id = 'run-1'`)
-		run, err := d2.Resume(ctx, "run-1")
-		if err != nil || run.Status != agentrt.RunWaiting {
-			t.Fatalf("takeover = %s, %v; want a pause for the operator", run.Status, err)
-		}
+		run = resumePauses(t, d2, "run-1", "takeover")
 		if send2.N() != 0 {
 			t.Fatal("the takeover ran the interrupted side effect again by itself")
 		}
@@ -392,15 +358,10 @@ func caseResume_CrashAfterResumeKeepsTheApprovedRequest(t *testing.T, bk *Backen
 		if a2.Kind != agentrt.InterruptedSideEffect || a2.StepID != a.StepID || string(a2.Request.Args) != `{"path":"/report"}` {
 			t.Fatalf("interruption approval = %+v", a2)
 		}
-		if err := e.Operator().ApproveShown(ctx, "run-1", a2.ID, a2.Hash, "op", "re-run it"); err != nil {
-			t.Fatalf("Approve: %v", err)
-		}
+		e.approve(t, a2, "re-run it")
 		// The re-run is a request like any other: the policy, asked again,
 		// wants its own approval of the same recorded request.
-		run, err = d2.Resume(ctx, "run-1")
-		if err != nil || run.Status != agentrt.RunWaiting {
-			t.Fatalf("Resume after the operator's re-run approval = %s, %v; want the policy's own pause", run.Status, err)
-		}
+		run = resumePauses(t, d2, "run-1", "Resume after the operator's re-run approval")
 		if send2.N() != 0 {
 			t.Fatal("the re-run ran without the policy's approval")
 		}
@@ -408,14 +369,8 @@ func caseResume_CrashAfterResumeKeepsTheApprovedRequest(t *testing.T, bk *Backen
 		if a3.Kind != string(agentrt.RemoteMutation) || a3.StepID != a.StepID || string(a3.Request.Args) != `{"path":"/report"}` {
 			t.Fatalf("policy approval of the re-run = %+v", a3)
 		}
-		if err := e.Operator().ApproveShown(ctx, "run-1", a3.ID, a3.Hash, "op", ""); err != nil {
-			t.Fatalf("Approve: %v", err)
-		}
-		run, err = d2.Resume(ctx, "run-1")
-		if err != nil {
-			t.Fatalf("Resume: %v", err)
-		}
-		kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+		e.approve(t, a3, "")
+		run = resumeCompletes(t, d2, "run-1")
 		if got := send2.Args(); !reflect.DeepEqual(got, []string{`{"path":"/report"}`}) {
 			t.Fatalf("the re-run ran with %q, want the approved request once", got)
 		}
@@ -509,51 +464,14 @@ func caseResume_ConcurrentRepauseAddsOneApproval(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	e := newEnv(t, bk)
 	_, a := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
-	if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
-		t.Fatalf("Approve: %v", err)
-	}
-	var resume atomic.Bool
-	resume.Store(true)
-	arrived := make(chan struct{})
-	release := make(chan struct{})
+	e.approve(t, a, "")
 	secondLook := agentrt.PolicyFunc(func(ctx context.Context, req agentrt.ToolRequest, view agentrt.RunView) (agentrt.PolicyDecision, error) {
 		return agentrt.NeedApproval("second-look", "asks again today", nil, map[string]string{"why": "policy changed"})
 	})
-	drivers := make([]*agentrt.Driver, 2)
-	for i := range drivers {
-		st := e.db.open(t)
-		send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
-		cfg := e.Config(kit.Script(), gatedPolicy{inner: secondLook, resume: &resume, arrived: arrived, release: release}, send)
-		cfg.Store = st
-		drivers[i] = e.DriverFor(cfg)
-	}
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for i, d := range drivers {
-		wg.Add(1)
-		go func(i int, d *agentrt.Driver) {
-			defer wg.Done()
-			_, errs[i] = d.Resume(ctx, "run-1")
-		}(i, d)
-	}
-	<-arrived
-	<-arrived
-	resume.Store(false)
-	close(release)
-	wg.Wait()
-	won := 0
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			won++
-		case errors.Is(err, agentrt.ErrRunState):
-		default:
-			t.Fatalf("Resume %d: %v", i, err)
-		}
-	}
-	if won != 1 {
-		t.Fatalf("want one resumer to re-pause and one ErrRunState, got %v", errs)
-	}
+	// The winner re-pauses the step; the other gets ErrRunState.
+	resumeRace(t, e, "run-1", func(gate func(agentrt.Policy) agentrt.Policy) agentrt.Config {
+		return e.Config(kit.Script(), gate(secondLook), kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil))
+	})
 	apps := kit.MustApprovals(t, e.Store, "run-1")
 	if len(apps) != 2 || apps[1].Kind != "second-look" || apps[1].Status != agentrt.ApprovalPending {
 		t.Fatalf("approvals after the race: %+v; want the granted one and one new pending", apps)

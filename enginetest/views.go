@@ -153,7 +153,6 @@ func scribbleAll(vs ...any) {
 // after the resume, so each consumer is handed the same unchanged steps
 // and approval again and again.
 func caseDriver_ConsumersCannotCorruptTheirOwnLaterViews(t *testing.T, bk *Backend) {
-	ctx := context.Background()
 	e := newEnv(t, bk)
 	big := json.RawMessage(fmt.Sprintf(`{"rows":[%q,%q]}`, "<row one>", "row two"))
 	read := kit.NewTool("read", agentrt.ReadOnly, kit.PathSchema, func(_ context.Context, c agentrt.ToolCall) (agentrt.ToolResult, error) {
@@ -215,19 +214,10 @@ func caseDriver_ConsumersCannotCorruptTheirOwnLaterViews(t *testing.T, bk *Backe
 	cfg.Observer = func(ev agentrt.Event) { scribbleAll(&ev) }
 	d := e.DriverFor(cfg)
 
-	run, err := d.StartWithID(ctx, "run-1", "g", kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
-	if err != nil || run.Status != agentrt.RunWaiting {
-		t.Fatalf("Start = %s %q, %v; want a pause", run.Status, run.ReasonDetail, err)
-	}
+	startPaused(t, d, "run-1", kit.Limits(func(l *agentrt.Limits) { l.MaxConsecutiveToolFailures = 10 }))
 	a := kit.PendingApproval(t, e.Store, "run-1")
-	if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
-		t.Fatalf("Approve: %v", err)
-	}
-	run, err = d.Resume(ctx, "run-1")
-	if err != nil {
-		t.Fatalf("Resume: %v", err)
-	}
-	kit.RequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
+	e.approve(t, a, "")
+	resumeCompletes(t, d, "run-1")
 	for _, p := range problems {
 		t.Error(p)
 	}

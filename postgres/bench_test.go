@@ -4,35 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/postgres"
 	"github.com/agentrt/agentrt/postgres/internal/pgtest"
 	"github.com/jackc/pgx/v5"
 )
 
-// benchAgent is n steps: n-1 calls to echo with distinct arguments, then
-// complete (the core's benchmark agent, on Postgres).
-type benchAgent struct{ n int }
-
-func (a benchAgent) Decide(_ context.Context, in agentrt.StepInput) (agentrt.Decision, error) {
-	i := in.Steps.Len()
-	if i >= a.n-1 {
-		return agentrt.Decision{Kind: agentrt.KindComplete, Result: json.RawMessage(`{"done":true}`)}, nil
-	}
-	return agentrt.Decision{Kind: agentrt.KindToolCall, Tool: "echo", Args: json.RawMessage(fmt.Sprintf(`{"i":%d,"text":"step"}`, i))}, nil
-}
-
-var echo = agentrt.ToolFunc{
-	ToolSpec: agentrt.ToolSpec{Name: "echo", Description: "Echo.", SideEffect: agentrt.ReadOnly, Timeout: time.Minute,
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"i":{"type":"integer"},"text":{"type":"string"}},"required":["i"]}`)},
-	Fn: func(_ context.Context, c agentrt.ToolCall) (agentrt.ToolResult, error) {
-		return agentrt.ToolResult{Content: c.Args, Summary: "echo"}, nil
-	},
-}
+// echo is the core's benchmark tool, on Postgres.
+var echo = kit.EchoTool(nil)
 
 func benchOpen(b *testing.B, dsn string) *postgres.Store {
 	s, err := postgres.Open(context.Background(), dsn)
@@ -48,12 +31,7 @@ func benchOpen(b *testing.B, dsn string) *postgres.Store {
 func BenchmarkDriver(b *testing.B) {
 	const n = 100
 	s := benchOpen(b, pgtest.Fresh(b))
-	limits := agentrt.DefaultLimits()
-	limits.MaxSteps = n + 1
-	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: s, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echo}}, Agent: benchAgent{n}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	d, limits := kit.BenchDriver(b, s, echo, n)
 	ctx := context.Background()
 	before := s.Stats()
 	b.ReportAllocs()
@@ -132,43 +110,18 @@ func BenchmarkConcurrentRuns(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/runs=%d", mode, runs), func(b *testing.B) {
 				const n = 20
 				dsn := pgtest.Fresh(b)
-				limits := agentrt.DefaultLimits()
-				limits.MaxSteps = n + 1
 				drivers := make([]*agentrt.Driver, runs)
 				var stores []*postgres.Store
+				var limits agentrt.Limits
 				for r := range drivers {
 					if r == 0 || mode == "stores" || (mode == "procs4" && r < 4) {
 						stores = append(stores, benchOpen(b, dsn))
 					}
-					d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: stores[r%len(stores)], Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{echo}}, Agent: benchAgent{n}})
-					if err != nil {
-						b.Fatal(err)
-					}
-					drivers[r] = d
+					drivers[r], limits = kit.BenchDriver(b, stores[r%len(stores)], echo, n)
 				}
-				ctx := context.Background()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					var wg sync.WaitGroup
-					errs := make(chan error, runs)
-					for r := 0; r < runs; r++ {
-						wg.Add(1)
-						go func(d *agentrt.Driver) {
-							defer wg.Done()
-							run, err := d.Start(ctx, "bench", limits)
-							if err == nil && run.Status != agentrt.RunCompleted {
-								err = fmt.Errorf("run ended %s: %s", run.Status, run.ReasonDetail)
-							}
-							if err != nil {
-								errs <- err
-							}
-						}(drivers[r])
-					}
-					wg.Wait()
-					close(errs)
-					for err := range errs {
-						b.Fatal(err)
-					}
+					kit.StartAll(b, drivers, limits)
 				}
 				b.StopTimer()
 				b.ReportMetric(float64(b.N*runs*n)/b.Elapsed().Seconds(), "steps/s")

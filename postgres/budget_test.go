@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/postgres/internal/pgtest"
 	"github.com/agentrt/agentrt/storetest"
 )
@@ -86,15 +86,7 @@ func TestBudget_ConcurrentRunsNeverReserveBeyondTheCeiling(t *testing.T) {
 	for i := range 4 {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestBudget_ConcurrentRunsNeverReserveBeyondTheCeiling$", "-test.count=1")
 		cmd.Env = append(os.Environ(), envBudgetDSN+"="+dsn, envBudgetJournal+"="+journal, fmt.Sprintf("%s=worker-%d", envBudgetOwner, i))
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		kit.StartChild(t, cmd, "ready", time.Minute, fmt.Sprintf("worker %d", i))
 		procs = append(procs, cmd)
 		t.Cleanup(func() {
 			if cmd.ProcessState == nil {
@@ -102,28 +94,6 @@ func TestBudget_ConcurrentRunsNeverReserveBeyondTheCeiling(t *testing.T) {
 				cmd.Wait()
 			}
 		})
-		ready := make(chan bool, 1)
-		go func() {
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				if sc.Text() == "ready" {
-					ready <- true
-					for sc.Scan() {
-					}
-					return
-				}
-			}
-			ready <- false
-		}()
-		select {
-		case ok := <-ready:
-			if !ok {
-				cmd.Wait()
-				t.Fatalf("worker %d ended before it was ready: %s", i, stderr.String())
-			}
-		case <-time.After(time.Minute):
-			t.Fatalf("worker %d was not ready within a minute", i)
-		}
 	}
 	storetest.AwaitEnded(t, st, ids, 2*time.Minute)
 	for _, p := range procs {

@@ -82,23 +82,7 @@ func TestOpen_MigratesAVersion1DatabaseKeepingItsSteps(t *testing.T) {
 		t.Fatalf("crafted %d steps", len(before))
 	}
 
-	_, err := sqlite.OpenExisting(p, false)
-	var ve *agentrt.SchemaVersionError
-	if !errors.As(err, &ve) || ve.Database != 1 || ve.Build != sqlite.SchemaVersion {
-		t.Fatalf("OpenExisting of a version-1 file: %v, want a SchemaVersionError naming 1 and %d", err, sqlite.SchemaVersion)
-	}
-	if v := schemaVersion(t, db); v != 1 {
-		t.Fatalf("OpenExisting left version %d, want 1", v)
-	}
-
-	s, err := sqlite.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if v := schemaVersion(t, db); v != sqlite.SchemaVersion || sqlite.SchemaVersion < 2 {
-		t.Fatalf("migrated to version %d, build is %d", v, sqlite.SchemaVersion)
-	}
+	s := requireMigratedOnlyByOpen(t, p, db, 1)
 	after := stepRows(t, db)
 	if len(after) != len(before) {
 		t.Fatalf("%d steps after the migration, %d before", len(after), len(before))
@@ -322,22 +306,7 @@ func TestOpen_MigratesAVersion2DatabaseKeepingItsChain(t *testing.T) {
 	}
 	before := events()
 
-	_, err = sqlite.OpenExisting(p, false)
-	var ve *agentrt.SchemaVersionError
-	if !errors.As(err, &ve) || ve.Database != 2 || ve.Build != sqlite.SchemaVersion {
-		t.Fatalf("OpenExisting of a version-2 file: %v, want a SchemaVersionError naming 2 and %d", err, sqlite.SchemaVersion)
-	}
-	if v := schemaVersion(t, db); v != 2 {
-		t.Fatalf("OpenExisting left version %d, want 2", v)
-	}
-	m, err := sqlite.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	if v := schemaVersion(t, db); v != sqlite.SchemaVersion {
-		t.Fatalf("migrated to version %d, build is %d", v, sqlite.SchemaVersion)
-	}
+	m := requireMigratedOnlyByOpen(t, p, db, 2)
 	if after := events(); after != before {
 		t.Fatalf("events changed in the migration:\nbefore %s\nafter  %s", before, after)
 	}
@@ -356,4 +325,30 @@ func TestOpen_MigratesAVersion2DatabaseKeepingItsChain(t *testing.T) {
 	if _, err := sqlite.OpenExisting(p, true); err != nil {
 		t.Fatalf("OpenExisting of the migrated file: %v", err)
 	}
+}
+
+// requireMigratedOnlyByOpen requires that OpenExisting refuses the database
+// at p, still at version old, with a SchemaVersionError naming old and the
+// build's version and leaves it as it was, and that Open then migrates it
+// up to the build's version. It returns the store Open opened, closed when
+// the test ends; db is a raw handle on the same file.
+func requireMigratedOnlyByOpen(t *testing.T, p string, db *sql.DB, old int) *sqlite.Store {
+	t.Helper()
+	_, err := sqlite.OpenExisting(p, false)
+	var ve *agentrt.SchemaVersionError
+	if !errors.As(err, &ve) || ve.Database != old || ve.Build != sqlite.SchemaVersion {
+		t.Fatalf("OpenExisting of a version-%d file: %v, want a SchemaVersionError naming %d and %d", old, err, old, sqlite.SchemaVersion)
+	}
+	if v := schemaVersion(t, db); v != old {
+		t.Fatalf("OpenExisting left version %d, want %d", v, old)
+	}
+	s, err := sqlite.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if v := schemaVersion(t, db); v != sqlite.SchemaVersion || sqlite.SchemaVersion <= old {
+		t.Fatalf("migrated to version %d, build is %d", v, sqlite.SchemaVersion)
+	}
+	return s
 }

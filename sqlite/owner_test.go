@@ -44,15 +44,7 @@ func TestStore_RefusesADatabaseAnotherAccountOwns(t *testing.T) {
 	}
 	for _, target := range []string{"", "-wal"} {
 		t.Run("file"+target, func(t *testing.T) {
-			s, p := openTemp(t)
-			writeSomething(t, s)
-			s.Close()
-			f := p + target
-			if target != "" {
-				if err := os.WriteFile(f, nil, 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
+			p, f := closedStoreFile(t, target)
 			if err := os.Chown(f, nobody, nobody); err != nil {
 				t.Fatal(err)
 			}

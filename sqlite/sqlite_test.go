@@ -60,6 +60,24 @@ func mode(t *testing.T, path string) os.FileMode {
 	return fi.Mode().Perm()
 }
 
+// closedStoreFile makes a store with a run in it and closes it; it returns
+// the database's path and the path of the file named by suffix ("" for the
+// database itself, "-wal" for its log, made empty and owner-only when the
+// close removed it).
+func closedStoreFile(t *testing.T, suffix string) (db, file string) {
+	t.Helper()
+	s, p := openTemp(t)
+	writeSomething(t, s)
+	s.Close()
+	f := p + suffix
+	if suffix != "" {
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p, f
+}
+
 func writeSomething(t *testing.T, s *sqlite.Store) {
 	t.Helper()
 	_, err := s.Update(context.Background(), func(tx agentrt.Tx) error {
@@ -126,15 +144,7 @@ func TestStore_ModesInAChildProcess(t *testing.T) {
 func TestStore_RefusesADatabaseOthersCanWrite(t *testing.T) {
 	for _, target := range []string{"", "-wal"} {
 		t.Run("file"+target, func(t *testing.T) {
-			s, p := openTemp(t)
-			writeSomething(t, s)
-			s.Close()
-			f := p + target
-			if target != "" {
-				if err := os.WriteFile(f, nil, 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
+			p, f := closedStoreFile(t, target)
 			if err := os.Chmod(f, 0o666); err != nil {
 				t.Fatal(err)
 			}
