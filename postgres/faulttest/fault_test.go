@@ -216,16 +216,25 @@ func ownCluster(t *testing.T) (bin, data string) {
 		if k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "="); ok && strings.HasPrefix(line, "export ") {
 			vars[k] = strings.Trim(v, "'")
 		}
-		if _, d, ok := strings.Cut(line, " stop "); ok && strings.HasPrefix(line, "# stop with:") {
-			dir = strings.TrimSpace(d)
+		// "# stop with: …/pg-test.sh stop DIR": DIR is the last word.
+		if rest, ok := strings.CutPrefix(line, "# stop with: "); ok {
+			if f := strings.Fields(rest); len(f) > 0 {
+				dir = f[len(f)-1]
+			}
 		}
 	}
-	if dir == "" || vars["TEST_PG_DSN"] == "" || vars["TEST_PG_BIN"] == "" || vars["TEST_PG_DATA"] == "" {
+	if dir == "" || vars["TEST_PG_DSN"] == "" || vars["TEST_PG_BIN"] == "" || vars["TEST_PG_DATA"] == "" ||
+		filepath.Join(dir, "data") != vars["TEST_PG_DATA"] {
 		t.Fatalf("scripts/pg-test.sh start printed no cluster:\n%s", out)
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("bash", script, "stop", dir).CombinedOutput(); err != nil {
 			t.Errorf("scripts/pg-test.sh stop %s: %v\n%s", dir, err, out)
+		}
+		// A cluster left running would outlive the test on a shared
+		// machine: the directory goes with the server.
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("the test's own cluster %s is still there after stop (%v)", dir, err)
 		}
 	})
 	t.Setenv("TEST_PG_DSN", vars["TEST_PG_DSN"])
