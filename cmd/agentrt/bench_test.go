@@ -63,11 +63,7 @@ func fill(b *testing.B, st agentrt.Store) string {
 // Postgres in one run; p50-ms is one command's median wall time, and
 // version (no database) is the process's own start and exit.
 func BenchmarkCLI_ShowAndRuns(b *testing.B) {
-	agentrtBin := filepath.Join(binDir, "agentrt")
-	cmd := exec.Command("go", "build", "-o", agentrtBin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
+	agentrtBin := build(b, "agentrt", "cmd/agentrt")
 	type db struct{ name, dsn string }
 	var dbs []db
 	sp := filepath.Join(b.TempDir(), "runs.db")

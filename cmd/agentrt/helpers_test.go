@@ -49,7 +49,7 @@ type buildResult struct {
 // build builds the main package in dir (relative to the repository's root)
 // into the shared bin directory as name, once per test binary: the real
 // binaries, as an operator builds them.
-func build(t *testing.T, name, dir string) string {
+func build(t testing.TB, name, dir string) string {
 	t.Helper()
 	v, _ := builds.LoadOrStore(name, &buildResult{})
 	b := v.(*buildResult)
