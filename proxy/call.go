@@ -456,8 +456,14 @@ func (p *Proxy) adoptWaiting(ctx context.Context, c *call, r *row) (answer, bool
 	if err != nil || len(as) == 0 {
 		return p.internal(fmt.Errorf("run %s waits on no approval: %v", r.RunID, err), "the record is not understood")
 	}
-	a := as[len(as)-1]
-	_, err = p.ix.set(ctx, r, func(n *row) {
+	return p.adopt(ctx, c, r, as[len(as)-1])
+}
+
+// adopt points r at a, the approval its run waits on now, without
+// announcing it again (whoever opened it did), and matches the call again
+// against the row so written.
+func (p *Proxy) adopt(ctx context.Context, c *call, r *row, a agentrt.Approval) (answer, bool) {
+	_, err := p.ix.set(ctx, r, func(n *row) {
 		n.State, n.ApprovalID, n.Blocking = stateWaiting, a.ID, a.Kind == agentrt.InterruptedSideEffect && c.t.mutating()
 	})
 	if err != nil {
@@ -535,6 +541,9 @@ func (p *Proxy) holdFor(ctx context.Context, c *call, r *row, a agentrt.Approval
 // collect attaches to a waiting run: an approved request runs, and the
 // gate expires what expired.
 func (p *Proxy) collect(ctx context.Context, c *call, r *row) (answer, bool) {
+	if p.beforeCollect != nil {
+		p.beforeCollect(r.RunID)
+	}
 	gs, v, err := p.gate.Attach(ctx, r.RunID)
 	if errors.Is(err, agentrt.ErrRunLeased) {
 		return inProgressText(), false
@@ -546,6 +555,15 @@ func (p *Proxy) collect(ctx context.Context, c *call, r *row) (answer, bool) {
 		}
 		if gerr == nil && run.Status == agentrt.RunRunning {
 			return inProgressText(), false
+		}
+		if gerr == nil && run.Status == agentrt.RunWaiting {
+			// Since r was read the run came to wait on a newer approval:
+			// this proxy's sweep took over a lapsed lease and asked about
+			// an interrupted write, or another process's policy asked
+			// again. The call waits on that one, as the row soon will.
+			if as, lerr := p.store.ListApprovals(ctx, r.RunID); lerr == nil && len(as) > 0 && as[len(as)-1].ID != r.ApprovalID {
+				return p.adopt(ctx, c, r, as[len(as)-1])
+			}
 		}
 		return p.internal(err, "the decision could not be collected")
 	}

@@ -249,3 +249,62 @@ func TestProxy_StatusToolReportsAndNeverExecutes(t *testing.T) {
 	run, _ := h.p.Store().GetRun(context.Background(), ps[0].RunID)
 	mustf(t, run.Status == agentrt.RunWaiting, "the status tool moved the run: %s", run.Status)
 }
+
+// A call that read its row waiting on a granted approval, while another
+// process (or this proxy's sweep of lapsed leases) moved the run on to a
+// newer approval before the call attached, waits on the newer one: it is
+// PENDING_APPROVAL under that approval's id, never UNAVAILABLE, and the
+// row is brought up to date.
+func TestProxy_ApprovalOpenedElsewhereWhileACallMatchesIsWaitedOn(t *testing.T) {
+	h := newHarness(t, func(doc map[string]any) {
+		rules(doc, "write")["fixed"] = map[string]any{"owner": "alice"}
+	})
+	write := `{"path":"a","content":"x"}`
+	h.expect(StatusPendingApproval, "up_write", write)
+	first := h.onlyPending("local_mutation")
+	h.decide(first, true, "")
+
+	// A second proxy on the same files, whose operator changed the fixed
+	// value: attached to the run, its gate asks again.
+	var doc map[string]any
+	b, _ := json.Marshal(h.cfgDoc)
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	rules(doc, "write")["fixed"] = map[string]any{"owner": "bob"}
+	b, _ = json.Marshal(doc)
+	cfg2, err := LoadConfig(writeFile(t, filepath.Join(h.dir, "proxy-bob.json"), string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := New(context.Background(), cfg2, Options{Stderr: &syncBuffer{}, Now: h.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p2.Close()
+	var second *agentrt.Approval
+	h.p.beforeCollect = func(runID string) {
+		if second != nil {
+			return
+		}
+		gs, v, err := p2.gate.Attach(context.Background(), runID)
+		if err != nil {
+			t.Errorf("the second proxy's attach: %v", err)
+			return
+		}
+		gs.Close()
+		second = v.Approval
+	}
+	got := h.expect(StatusPendingApproval, "up_write", write)
+	mustf(t, second != nil && second.ID != first.ID, "the second proxy asked nothing: %+v", second)
+	mustf(t, strings.Contains(got, second.ID), "the answer names another approval than %s: %q", second.ID, got)
+	mustf(t, !strings.Contains(h.stderr.String(), "could not be collected"), "stderr: %s", h.stderr)
+	waits := 0
+	for _, r := range h.rows() {
+		if r.Open && r.State == stateWaiting && r.ApprovalID == second.ID {
+			waits++
+		}
+	}
+	mustf(t, waits == 1, "no open row waits on %s: %+v", second.ID, h.rows())
+	mustf(t, h.up.count() == 0, "effects %v", h.up.effectsNow())
+}

@@ -332,7 +332,7 @@ func TestProcess_KillMidWriteLeavesAnUnknownOutcome(t *testing.T) {
 		if strings.HasPrefix(txt, string(StatusUnknownOutcome)+":") {
 			break
 		}
-		mustf(t, strings.HasPrefix(txt, string(StatusInProgress)+":"), "after the restart: %q", txt)
+		mustf(t, strings.HasPrefix(txt, string(StatusInProgress)+":"), "after the restart: %q\nthe proxy's stderr:\n%s", txt, h2.stderr)
 		mustf(t, time.Now().Before(deadline), "still in progress: %q", txt)
 		time.Sleep(100 * time.Millisecond)
 	}

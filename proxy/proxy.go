@@ -91,9 +91,13 @@ type Proxy struct {
 	// forward a server's requests to (asks.go).
 	callers callers
 	// subs are the host sessions' resource subscriptions (subscribe.go).
-	subs    subscriptions
-	logStop chan struct{}
-	logDone chan struct{}
+	subs subscriptions
+	// beforeCollect, when set (by tests only), runs as a call that read
+	// its row is about to attach to the row's run: the window in which
+	// another process, or this proxy's sweep, may move the run on.
+	beforeCollect func(runID string)
+	logStop       chan struct{}
+	logDone       chan struct{}
 }
 
 // ErrNoTools marks a proxy whose servers registered no tool at all.
