@@ -108,3 +108,46 @@ func TestOpen_ConcurrentOpenersMigrateOnce(t *testing.T) {
 func TestRetain_BoundedBatchesOnBothBackends(t *testing.T) {
 	storetest.Retention(t, func(t *testing.T) agentrt.Store { return open(t, pgtest.Fresh(t)) })
 }
+
+// The chain head moves once per INSERT into events, however many rows the
+// statement inserts (a group commit writes many to a statement), and ends
+// at the statement's newest event; an insert of no rows leaves it alone.
+// Migration 0007: the per-row trigger before it updated the head once a
+// row.
+func TestChainHead_MovesOncePerInsertStatement(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Fresh(t)
+	open(t, dsn).Close()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "INSERT INTO runs (id, status, created_at) VALUES ('r', 'RUNNING', 'now')"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO events (seq, run_id, at, type, payload_json, hash) VALUES
+		(1, 'r', 'now', 't', '{}', 'h1'), (2, 'r', 'now', 't', '{}', 'h2'), (3, 'r', 'now', 't', '{}', 'h3')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO events (seq, run_id, at, type, payload_json, hash)
+		SELECT 4, 'r', 'now', 't', '{}', 'h4' WHERE false`); err != nil {
+		t.Fatal(err)
+	}
+	var seq, updates int64
+	var hash string
+	if err := tx.QueryRow(ctx, "SELECT seq, hash FROM chain_head").Scan(&seq, &hash); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRow(ctx, "SELECT n_tup_upd FROM pg_stat_xact_user_tables WHERE relid = 'chain_head'::regclass").Scan(&updates); err != nil {
+		t.Fatal(err)
+	}
+	if seq != 3 || hash != "h3" || updates != 1 {
+		t.Fatalf("after one insert of 3 events and one of none: head (%d, %q) moved %d times; want (3, \"h3\") moved once", seq, hash, updates)
+	}
+}
