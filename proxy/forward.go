@@ -526,13 +526,24 @@ func (p *Proxy) complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk.Co
 // sends a session only what reaches it.
 func (p *Proxy) setLevel(ctx context.Context, level sdk.LoggingLevel) {
 	p.levelMu.Lock()
-	p.level = level
+	p.level = string(level)
 	p.levelMu.Unlock()
 	for _, u := range p.upstreams() {
 		if !u.allowed[SurfaceLogging] {
 			continue
 		}
 		p.passLevel(ctx, u, level)
+	}
+}
+
+// passLastLevel gives server u, loaded after start, the level a host
+// last asked for, if one did.
+func (p *Proxy) passLastLevel(ctx context.Context, u *upstreamServer) {
+	p.levelMu.Lock()
+	level := p.level
+	p.levelMu.Unlock()
+	if level != "" && u.allowed[SurfaceLogging] {
+		p.passLevel(ctx, u, sdk.LoggingLevel(level))
 	}
 }
 

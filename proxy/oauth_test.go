@@ -211,7 +211,8 @@ func TestRemote_LoginBrokenAtStartListsToolsThatAnswerUnavailable(t *testing.T) 
 // the current protocol, which hears through subscriptions/listen, and on
 // 2025-11-25) is sent notifications/prompts/list_changed and
 // notifications/resources/list_changed, and lists, gets and reads the
-// server's prompt and resource through the proxy.
+// server's prompt and resource through the proxy; the logging level a
+// host asked for before the login reaches the server as it loads.
 func TestRemote_NewLoginBringsBackPromptsAndResourcesWithoutARestart(t *testing.T) {
 	as := newTestAS(t)
 	h, pu := newOAuthHarness(t, as, nil)
@@ -223,6 +224,20 @@ func TestRemote_NewLoginBringsBackPromptsAndResourcesWithoutARestart(t *testing.
 		func(context.Context, *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 			return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: "file:///notes", MIMEType: "text/plain", Text: "the notes"}}}, nil
 		})
+	// The logging level a host asked for before the login reaches the
+	// server once it loads.
+	levels := make(chan sdk.LoggingLevel, 8)
+	pu.server.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if method == "logging/setLevel" {
+				select {
+				case levels <- req.GetParams().(*sdk.SetLoggingLevelParams).Level:
+				default:
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
 	ctx := context.Background()
 	noLeak := func(what string, err error) {
 		t.Helper()
@@ -250,14 +265,15 @@ func TestRemote_NewLoginBringsBackPromptsAndResourcesWithoutARestart(t *testing.
 		}
 	}
 	for _, via := range []struct {
-		name string
-		load func()
+		name  string
+		level sdk.LoggingLevel
+		load  func()
 	}{
-		{"a tool call", func() {
+		{"a tool call", "warning", func() {
 			got := text(h.call("up_read", `{"path":"d"}`))
 			mustf(t, got == "content of d", "a tool call after the login: %s\n%s", got, h.stderr)
 		}},
-		{"a prompts listing", func() {
+		{"a prompts listing", "error", func() {
 			lp, err := h.cs.ListPrompts(ctx, nil)
 			mustf(t, err == nil && len(lp.Prompts) == 1 && lp.Prompts[0].Name == "brief", "the listing after the login: %v %v\n%s", lp, err, h.stderr)
 		}},
@@ -286,6 +302,14 @@ func TestRemote_NewLoginBringsBackPromptsAndResourcesWithoutARestart(t *testing.
 			_, err = w.cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "file:///notes"})
 			mustf(t, err != nil, "%s %q: a resource was read before the login", via.name, version)
 			noLeak("read", err)
+			if version != "" { // logging/setLevel is the older protocols'
+				mustf(t, w.cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: via.level}) == nil, "%s: the level before the login", via.name)
+			}
+		}
+		select {
+		case l := <-levels:
+			t.Fatalf("%s: the server was given level %s before the login", via.name, l)
+		default:
 		}
 		for _, w := range ws {
 			select {
@@ -300,6 +324,12 @@ func TestRemote_NewLoginBringsBackPromptsAndResourcesWithoutARestart(t *testing.
 		h.login()
 		via.load()
 		mustf(t, strings.Contains(h.stderr.String(), "server up is loaded after a new login"), "%s: stderr:\n%s", via.name, h.stderr)
+		select {
+		case l := <-levels:
+			mustf(t, l == via.level, "%s: the server was given level %s, not %s", via.name, l, via.level)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the level a host asked for did not reach the server", via.name)
+		}
 		for _, w := range ws {
 			mustf(t, heard(w.prompts), "%s %q: notifications/prompts/list_changed was not sent", via.name, w.version)
 			mustf(t, heard(w.resources), "%s %q: notifications/resources/list_changed was not sent", via.name, w.version)

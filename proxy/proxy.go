@@ -85,7 +85,7 @@ type Proxy struct {
 	// level is the logging level a host last asked for, given to a
 	// standby server that loads later.
 	levelMu sync.Mutex
-	level   sdk.LoggingLevel
+	level   string
 
 	// prompts maps the host's prompt names to their servers (prompts.go).
 	promptsMu sync.Mutex

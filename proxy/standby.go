@@ -190,12 +190,7 @@ const (
 // resources are forwarded now, and passes on the logging level a host
 // asked for before it loaded.
 func (p *Proxy) surfacesAppeared(ctx context.Context, u *upstreamServer) {
-	p.levelMu.Lock()
-	level := p.level
-	p.levelMu.Unlock()
-	if level != "" && u.allowed[SurfaceLogging] {
-		p.passLevel(context.WithoutCancel(ctx), u, level)
-	}
+	p.passLastLevel(context.WithoutCancel(ctx), u)
 	p.hostsMu.Lock()
 	hosts := slices.Clone(p.hosts)
 	p.hostsMu.Unlock()
