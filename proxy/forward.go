@@ -108,8 +108,10 @@ func surfaceAllowed(cfg *Config, sc ServerConfig, s Surface) bool {
 }
 
 // addUpstream records a connected server's surfaces: those the
-// configuration allows and the server offers.
-func (p *Proxy) addUpstream(sc ServerConfig, conn *mcp.Connection) {
+// configuration allows and the server offers. It runs in New for the
+// servers loaded at start, and later for a standby server that loads
+// (standby.go), while host requests read the servers.
+func (p *Proxy) addUpstream(sc ServerConfig, conn *mcp.Connection) *upstreamServer {
 	caps := conn.Capabilities()
 	u := &upstreamServer{name: sc.Name, conn: conn, allowed: map[Surface]bool{}, timeout: sc.DefaultTimeout, uris: map[string]bool{},
 		promptRename: sc.PromptRename}
@@ -122,7 +124,19 @@ func (p *Proxy) addUpstream(sc ServerConfig, conn *mcp.Connection) {
 		u.allowed[s] = offers[s] && surfaceAllowed(p.cfg, sc, s)
 	}
 	u.subscribes = caps.Resources != nil && caps.Resources.Subscribe
-	p.ups = append(p.ups, u)
+	p.upsMu.Lock()
+	// A new array each time: a reader's snapshot never changes.
+	p.ups = append(slices.Clip(p.ups), u)
+	p.upsMu.Unlock()
+	return u
+}
+
+// upstreams are the connected servers' surfaces now, in the order they
+// loaded; the slice is never written again.
+func (p *Proxy) upstreams() []*upstreamServer {
+	p.upsMu.RLock()
+	defer p.upsMu.RUnlock()
+	return p.ups
 }
 
 // notifications are the hooks given to server name's connection: its log
@@ -163,23 +177,28 @@ func (p *Proxy) notifications(sc ServerConfig) *mcp.Notifications {
 }
 
 // serverOptions are the host-facing server's: capabilities for the
-// surfaces some server forwards, and the completion handler.
+// surfaces some server forwards or a standby server may forward once it
+// loads, and the completion handler. A standby server's surfaces are
+// unknown until it loads, so what its configuration allows is
+// advertised, subscriptions with resources, and prompts and resources
+// with listChanged: the host is told when its surfaces appear.
 func (p *Proxy) serverOptions() *sdk.ServerOptions {
 	caps := &sdk.ServerCapabilities{}
-	if p.anyAllows(SurfaceLogging) {
+	if p.mayAllow(SurfaceLogging) {
 		caps.Logging = &sdk.LoggingCapabilities{}
 	}
-	if p.anyAllows(SurfaceResources) {
-		caps.Resources = &sdk.ResourceCapabilities{Subscribe: p.anySubscribes()}
+	if p.mayAllow(SurfaceResources) {
+		caps.Resources = &sdk.ResourceCapabilities{Subscribe: p.anySubscribes() || p.standbyAllows(SurfaceResources),
+			ListChanged: p.standbyAllows(SurfaceResources)}
 	}
-	if p.anyAllows(SurfacePrompts) {
-		caps.Prompts = &sdk.PromptCapabilities{}
+	if p.mayAllow(SurfacePrompts) {
+		caps.Prompts = &sdk.PromptCapabilities{ListChanged: p.standbyAllows(SurfacePrompts)}
 	}
 	o := &sdk.ServerOptions{Capabilities: caps}
 	if caps.Resources != nil && caps.Resources.Subscribe {
 		o.SubscribeHandler, o.UnsubscribeHandler = p.subscribe, p.unsubscribe
 	}
-	if p.anyAllows(SurfaceCompletion) {
+	if p.mayAllow(SurfaceCompletion) {
 		caps.Completions = &sdk.CompletionCapabilities{}
 		o.CompletionHandler = p.complete
 	}
@@ -187,7 +206,7 @@ func (p *Proxy) serverOptions() *sdk.ServerOptions {
 }
 
 func (p *Proxy) anyAllows(s Surface) bool {
-	for _, u := range p.ups {
+	for _, u := range p.upstreams() {
 		if u.allowed[s] {
 			return true
 		}
@@ -204,8 +223,13 @@ func (p *Proxy) forward(s *sdk.Server) {
 	s.AddSendingMiddleware(elicitSchema)
 	s.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-			if sf, ok := surfaceOf[method]; ok && !p.anyAllows(sf) {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "the proxy does not forward " + string(sf)}
+			if sf, ok := surfaceOf[method]; ok {
+				if !p.mayAllow(sf) {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "the proxy does not forward " + string(sf)}
+				}
+				// A host that only uses prompts or resources brings a
+				// standby server back too, after a new login.
+				p.loadStandby(ctx)
 			}
 			switch method {
 			case "resources/list":
@@ -282,7 +306,7 @@ func listPages[R any](ctx context.Context, u *upstreamServer, list func(context.
 // titles and descriptions escaped, URIs bounded, the whole bounded.
 func (p *Proxy) listResources(ctx context.Context) (*sdk.ListResourcesResult, error) {
 	out := &sdk.ListResourcesResult{Resources: []*sdk.Resource{}}
-	for _, u := range p.ups {
+	for _, u := range p.upstreams() {
 		if !u.allowed[SurfaceResources] {
 			continue
 		}
@@ -311,7 +335,7 @@ func (p *Proxy) listResources(ctx context.Context) (*sdk.ListResourcesResult, er
 
 func (p *Proxy) listTemplates(ctx context.Context) (*sdk.ListResourceTemplatesResult, error) {
 	out := &sdk.ListResourceTemplatesResult{ResourceTemplates: []*sdk.ResourceTemplate{}}
-	for _, u := range p.ups {
+	for _, u := range p.upstreams() {
 		if !u.allowed[SurfaceResources] {
 			continue
 		}
@@ -501,15 +525,34 @@ func (p *Proxy) complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk.Co
 // forwards logging. The SDK keeps each host session's own level and
 // sends a session only what reaches it.
 func (p *Proxy) setLevel(ctx context.Context, level sdk.LoggingLevel) {
-	for _, u := range p.ups {
+	p.levelMu.Lock()
+	p.level = string(level)
+	p.levelMu.Unlock()
+	for _, u := range p.upstreams() {
 		if !u.allowed[SurfaceLogging] {
 			continue
 		}
-		c, cancel := u.ctx(ctx)
-		if err := u.conn.SetLoggingLevel(c, level); err != nil {
-			p.logf("agentrt-proxy: server %s refused the logging level: %s", u.name, trace.Sanitize(err.Error()))
-		}
-		cancel()
+		p.passLevel(ctx, u, level)
+	}
+}
+
+// passLastLevel gives server u, loaded after start, the level a host
+// last asked for, if one did.
+func (p *Proxy) passLastLevel(ctx context.Context, u *upstreamServer) {
+	p.levelMu.Lock()
+	level := p.level
+	p.levelMu.Unlock()
+	if level != "" && u.allowed[SurfaceLogging] {
+		p.passLevel(ctx, u, sdk.LoggingLevel(level))
+	}
+}
+
+// passLevel gives server u a logging level, under its timeout.
+func (p *Proxy) passLevel(ctx context.Context, u *upstreamServer, level sdk.LoggingLevel) {
+	c, cancel := u.ctx(ctx)
+	defer cancel()
+	if err := u.conn.SetLoggingLevel(c, level); err != nil {
+		p.logf("agentrt-proxy: server %s refused the logging level: %s", u.name, trace.Sanitize(err.Error()))
 	}
 }
 
@@ -548,7 +591,7 @@ func (ix *Index) recordRefusal(ctx context.Context, session, server, method stri
 // its logger named for the server and its data escaped and bounded.
 func (p *Proxy) forwardLog(server string, m *sdk.LoggingMessageParams) {
 	allowed := false
-	for _, u := range p.ups {
+	for _, u := range p.upstreams() {
 		allowed = allowed || (u.name == server && u.allowed[SurfaceLogging])
 	}
 	if !allowed || m == nil {

@@ -29,6 +29,9 @@ type upstream struct {
 	url string
 	// sseURL reaches the same server over the legacy SSE transport.
 	sseURL string
+	// server is the MCP server itself, for a test to add prompts or
+	// resources to.
+	server *sdk.Server
 
 	mu      sync.Mutex
 	effects []string // one entry per write that took effect: path=content
@@ -85,6 +88,7 @@ func newUpstream(t testing.TB) *upstream {
 		return s
 	}
 	srv := build()
+	u.server = srv
 	u.srv = httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
 	u.url = u.srv.URL + "/mcp"
 	t.Cleanup(u.srv.Close)

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the standby test checks that the logging level a host set (deprecated in the 2026-07-28 protocol, still sent in the deprecation window) reaches a server that loads after a new login.
+
 package proxy
 
 import (
@@ -198,6 +200,154 @@ func TestRemote_LoginBrokenAtStartListsToolsThatAnswerUnavailable(t *testing.T) 
 		h.login()
 		got := text(h.call("up_read", `{"path":"d"}`))
 		mustf(t, got == "content of d", "%s: a new login did not bring the tool back: %s\n%s", broken.name, got, h.stderr)
+		h.stop()
+	}
+}
+
+// A server whose login did not work at start gets its prompts and
+// resources back without a restart once a new login is made. The proxy
+// advertised them from the server's configuration, with listChanged; a
+// host listing before the login sees none of the server's and no error,
+// and nothing about logins. After the login, whether a tool call or a
+// host that only lists prompts loads the server, every host session (on
+// the current protocol, which hears through subscriptions/listen, and on
+// 2025-11-25) is sent notifications/prompts/list_changed and
+// notifications/resources/list_changed, and lists, gets and reads the
+// server's prompt and resource through the proxy; the logging level a
+// host asked for before the login reaches the server as it loads.
+func TestRemote_NewLoginBringsBackPromptsAndResourcesWithoutARestart(t *testing.T) {
+	as := newTestAS(t)
+	h, pu := newOAuthHarness(t, as, nil)
+	pu.server.AddPrompt(&sdk.Prompt{Name: "brief", Description: "Briefs the reader.", Arguments: []*sdk.PromptArgument{{Name: "topic"}}},
+		func(_ context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+			return &sdk.GetPromptResult{Messages: []*sdk.PromptMessage{{Role: "user", Content: &sdk.TextContent{Text: "brief on " + req.Params.Arguments["topic"]}}}}, nil
+		})
+	pu.server.AddResource(&sdk.Resource{URI: "file:///notes", Name: "notes", MIMEType: "text/plain"},
+		func(context.Context, *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+			return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: "file:///notes", MIMEType: "text/plain", Text: "the notes"}}}, nil
+		})
+	// The logging level a host asked for before the login reaches the
+	// server once it loads.
+	levels := make(chan sdk.LoggingLevel, 8)
+	pu.server.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if method == "logging/setLevel" {
+				select {
+				case levels <- req.GetParams().(*sdk.SetLoggingLevelParams).Level:
+				default:
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	ctx := context.Background()
+	noLeak := func(what string, err error) {
+		t.Helper()
+		for _, leak := range []string{"login", "agentrt-proxy", "token", "oauth", "401"} {
+			mustf(t, !strings.Contains(strings.ToLower(err.Error()), leak), "%s: the host was told %q: %v", what, leak, err)
+		}
+	}
+	type watcher struct {
+		version            string
+		cs                 *sdk.ClientSession
+		prompts, resources chan struct{}
+	}
+	signal := func(c chan struct{}) {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+	heard := func(c chan struct{}) bool {
+		select {
+		case <-c:
+			return true
+		case <-time.After(10 * time.Second):
+			return false
+		}
+	}
+	for _, via := range []struct {
+		name  string
+		level sdk.LoggingLevel
+		load  func()
+	}{
+		{"a tool call", "warning", func() {
+			got := text(h.call("up_read", `{"path":"d"}`))
+			mustf(t, got == "content of d", "a tool call after the login: %s\n%s", got, h.stderr)
+		}},
+		{"a prompts listing", "error", func() {
+			lp, err := h.cs.ListPrompts(ctx, nil)
+			mustf(t, err == nil && len(lp.Prompts) == 1 && lp.Prompts[0].Name == "brief", "the listing after the login: %v %v\n%s", lp, err, h.stderr)
+		}},
+	} {
+		as.revokeAll()
+		h.stderr = &syncBuffer{}
+		h.start()
+		var ws []*watcher
+		for _, version := range []string{"", "2025-11-25"} {
+			w := &watcher{version: version, prompts: make(chan struct{}, 1), resources: make(chan struct{}, 1)}
+			w.cs = hostClientOn(t, h, &sdk.ClientOptions{
+				PromptListChangedHandler:   func(context.Context, *sdk.PromptListChangedRequest) { signal(w.prompts) },
+				ResourceListChangedHandler: func(context.Context, *sdk.ResourceListChangedRequest) { signal(w.resources) },
+			}, version)
+			ws = append(ws, w)
+			caps := w.cs.InitializeResult().Capabilities
+			mustf(t, caps.Prompts != nil && caps.Prompts.ListChanged && caps.Resources != nil && caps.Resources.ListChanged,
+				"%s %q: prompts and resources are not advertised with listChanged: %+v", via.name, version, caps)
+			lp, err := w.cs.ListPrompts(ctx, nil)
+			mustf(t, err == nil && len(lp.Prompts) == 0, "%s %q: prompts before the login: %v %v", via.name, version, lp, err)
+			lr, err := w.cs.ListResources(ctx, nil)
+			mustf(t, err == nil && len(lr.Resources) == 0, "%s %q: resources before the login: %v %v", via.name, version, lr, err)
+			_, err = w.cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "brief"})
+			mustf(t, err != nil, "%s %q: a prompt was got before the login", via.name, version)
+			noLeak("get", err)
+			_, err = w.cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "file:///notes"})
+			mustf(t, err != nil, "%s %q: a resource was read before the login", via.name, version)
+			noLeak("read", err)
+			if version != "" { // logging/setLevel is the older protocols'
+				mustf(t, w.cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: via.level}) == nil, "%s: the level before the login", via.name)
+			}
+		}
+		select {
+		case l := <-levels:
+			t.Fatalf("%s: the server was given level %s before the login", via.name, l)
+		default:
+		}
+		for _, w := range ws {
+			select {
+			case <-w.prompts:
+				t.Fatalf("%s %q: told of a prompts change before the login", via.name, w.version)
+			case <-w.resources:
+				t.Fatalf("%s %q: told of a resources change before the login", via.name, w.version)
+			default:
+			}
+		}
+
+		h.login()
+		via.load()
+		mustf(t, strings.Contains(h.stderr.String(), "server up is loaded after a new login"), "%s: stderr:\n%s", via.name, h.stderr)
+		select {
+		case l := <-levels:
+			mustf(t, l == via.level, "%s: the server was given level %s, not %s", via.name, l, via.level)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the level a host asked for did not reach the server", via.name)
+		}
+		for _, w := range ws {
+			mustf(t, heard(w.prompts), "%s %q: notifications/prompts/list_changed was not sent", via.name, w.version)
+			mustf(t, heard(w.resources), "%s %q: notifications/resources/list_changed was not sent", via.name, w.version)
+			lp, err := w.cs.ListPrompts(ctx, nil)
+			mustf(t, err == nil && len(lp.Prompts) == 1 && lp.Prompts[0].Name == "brief" && lp.Prompts[0].Description == "Briefs the reader.",
+				"%s %q: prompts after the login: %v %v", via.name, w.version, lp, err)
+			gp, err := w.cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "brief", Arguments: map[string]string{"topic": "tides"}})
+			mustf(t, err == nil && len(gp.Messages) == 1, "%s %q: get after the login: %v %v", via.name, w.version, gp, err)
+			mustf(t, gp.Messages[0].Content.(*sdk.TextContent).Text == "brief on tides", "%s %q: the prompt: %+v", via.name, w.version, gp.Messages[0].Content)
+			lr, err := w.cs.ListResources(ctx, nil)
+			mustf(t, err == nil && len(lr.Resources) == 1 && lr.Resources[0].URI == "file:///notes", "%s %q: resources after the login: %v %v", via.name, w.version, lr, err)
+			rr, err := w.cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "file:///notes"})
+			mustf(t, err == nil && len(rr.Contents) == 1 && rr.Contents[0].Text == "the notes", "%s %q: read after the login: %v %v", via.name, w.version, rr, err)
+		}
+		got := text(h.call("up_read", `{"path":"e"}`))
+		mustf(t, got == "content of e", "%s: the tool after the login: %s", via.name, got)
 		h.stop()
 	}
 }

@@ -57,7 +57,7 @@ func (p *Proxy) promptTable(ctx context.Context, keep map[string]promptRoute) (m
 	}
 	byName := map[string]entry{}
 	contested := map[string]bool{}
-	for _, u := range p.ups {
+	for _, u := range p.upstreams() {
 		if !u.allowed[SurfacePrompts] && !u.allowed[SurfaceCompletion] {
 			continue
 		}

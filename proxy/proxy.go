@@ -62,7 +62,7 @@ type Proxy struct {
 	order  []*ptool
 	conns  []*mcp.Connection
 	// standby are the OAuth servers whose login did not work at start
-	// (standby.go); written only in New.
+	// (standby.go); the map is written only in New.
 	standby map[string]*standbyServer
 	server  *sdk.Server
 
@@ -74,12 +74,18 @@ type Proxy struct {
 	inflight sync.WaitGroup
 	stderrMu sync.Mutex
 
-	// ups are the connected servers' surfaces beyond tools (forward.go);
+	// ups are the connected servers' surfaces beyond tools (forward.go),
+	// grown when a standby server loads: read them with upstreams.
 	// hosts are the host-facing servers their log messages go to.
+	upsMu   sync.RWMutex
 	ups     []*upstreamServer
 	hostsMu sync.Mutex
 	hosts   []*sdk.Server
 	logq    chan logItem
+	// level is the logging level a host last asked for, given to a
+	// standby server that loads later.
+	levelMu sync.Mutex
+	level   string
 
 	// prompts maps the host's prompt names to their servers (prompts.go).
 	promptsMu sync.Mutex

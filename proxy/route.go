@@ -132,7 +132,7 @@ func (u *upstreamServer) claimOf(uri string) (held bool, best *uriTemplate) {
 // been listed (a host may read a URI it learned elsewhere). A URI two
 // servers claim equally is a refusal naming both.
 func (p *Proxy) routeURI(ctx context.Context, uri string, s Surface) (*upstreamServer, error) {
-	for _, u := range p.ups {
+	for _, u := range p.upstreams() {
 		if !u.allowed[s] || !u.allowed[SurfaceResources] {
 			continue
 		}
@@ -159,7 +159,7 @@ func (p *Proxy) routeListed(uri string, s Surface) (*upstreamServer, error) {
 	}
 	var forwarding, holders []*upstreamServer
 	var best []match
-	for _, u := range p.ups {
+	for _, u := range p.upstreams() {
 		if !u.allowed[s] {
 			continue
 		}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/mcp"
 	"github.com/agentrt/agentrt/trace"
@@ -16,10 +18,18 @@ import (
 
 // standbyServer is an OAuth server whose login did not work when the
 // proxy started. Its tools are offered from the pin (mcp.Offline) and
-// answer UNAVAILABLE; the first call after the token file changes (a new
-// `agentrt-proxy login`) loads the server, and from then on each tool
-// whose loaded spec is the one offered calls through. Its prompts and
-// resources are not forwarded until the proxy starts again.
+// answer UNAVAILABLE; the first tool call, or the first request for
+// prompts, resources, completion or logging, after the token file
+// changes (a new `agentrt-proxy login`) loads the server. From then on
+// each tool whose loaded spec is the one offered calls through, and the
+// server's other surfaces are forwarded under the configuration's rules
+// exactly as for a server loaded at start (addUpstream): every host
+// session is sent notifications/prompts/list_changed and
+// notifications/resources/list_changed for what it forwards, and the
+// logging level a host asked for is passed on. The proxy advertises
+// what the server's configuration allows from the start (forward.go's
+// serverOptions), so a host lists nothing of it, without an error,
+// until it loads.
 type standbyServer struct {
 	cfg      ServerConfig
 	manifest *mcp.Manifest
@@ -114,6 +124,7 @@ func (p *Proxy) reachable(ctx context.Context, server string) bool {
 		return false
 	}
 	sb.conn = rep.Connection
+	u := p.addUpstream(sb.cfg, sb.conn)
 	if l, ok := srv.OAuthHandler.(*storedLogin); ok {
 		sb.login.Store(l)
 	}
@@ -133,7 +144,66 @@ func (p *Proxy) reachable(ctx context.Context, server string) bool {
 	}
 	sb.up.Store(true)
 	p.logf("agentrt-proxy: server %s is loaded after a new login", sb.cfg.Name)
+	p.surfacesAppeared(ctx, u)
 	return true
+}
+
+// loadStandby tries to load each standby server whose token file changed
+// since its last attempt: a host asking for prompts or resources brings
+// a server back as a tool call does.
+func (p *Proxy) loadStandby(ctx context.Context) {
+	for name, sb := range p.standby {
+		if !sb.up.Load() {
+			p.reachable(ctx, name)
+		}
+	}
+}
+
+// standbyAllows says whether the configuration of some standby server
+// forwards surface s: it may offer it once it loads.
+func (p *Proxy) standbyAllows(s Surface) bool {
+	for _, sb := range p.standby {
+		if surfaceAllowed(p.cfg, sb.cfg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// mayAllow says whether surface s is forwarded now or may be once a
+// standby server loads: what the proxy advertises and answers.
+func (p *Proxy) mayAllow(s Surface) bool {
+	return p.anyAllows(s) || p.standbyAllows(s)
+}
+
+// The host-facing SDK server sends a list_changed notification (to each
+// session that may hear it, by its protocol) when its own prompts or
+// resources change. The proxy answers those requests itself and keeps
+// none there, so a placeholder added and removed at once is the change;
+// hosts never see it.
+const (
+	listChangedPrompt = "agentrt-proxy-list-changed"
+	listChangedURI    = "agentrt-proxy:list-changed"
+)
+
+// surfacesAppeared tells every host session that server u's prompts and
+// resources are forwarded now, and passes on the logging level a host
+// asked for before it loaded.
+func (p *Proxy) surfacesAppeared(ctx context.Context, u *upstreamServer) {
+	p.passLastLevel(context.WithoutCancel(ctx), u)
+	p.hostsMu.Lock()
+	hosts := slices.Clone(p.hosts)
+	p.hostsMu.Unlock()
+	for _, h := range hosts {
+		if u.allowed[SurfacePrompts] {
+			h.AddPrompt(&sdk.Prompt{Name: listChangedPrompt}, nil)
+			h.RemovePrompts(listChangedPrompt)
+		}
+		if u.allowed[SurfaceResources] {
+			h.AddResource(&sdk.Resource{URI: listChangedURI, Name: listChangedPrompt}, nil)
+			h.RemoveResources(listChangedURI)
+		}
+	}
 }
 
 // sameSpec reports whether a loaded tool is the one offered at start.

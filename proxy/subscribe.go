@@ -33,7 +33,7 @@ type subscriptions struct {
 }
 
 func (p *Proxy) anySubscribes() bool {
-	for _, u := range p.ups {
+	for _, u := range p.upstreams() {
 		if u.allowed[SurfaceResources] && u.subscribes {
 			return true
 		}
