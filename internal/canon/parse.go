@@ -215,6 +215,31 @@ func (p *parser) enter() bool {
 	return p.depth <= MaxDepth
 }
 
+// empty reports whether the container just opened closes at once (with
+// close, after optional whitespace), and if so reads past it.
+func (p *parser) empty(close byte) bool {
+	p.skipSpace()
+	if p.pos < len(p.src) && p.src[p.pos] == close {
+		p.pos++
+		return true
+	}
+	return false
+}
+
+// next reads what follows a container's element, after optional
+// whitespace: close ends the container (end), a comma means another
+// element follows, and anything else, or the end of the input, is
+// malformed (not ok).
+func (p *parser) next(close byte) (end, ok bool) {
+	p.skipSpace()
+	if p.pos >= len(p.src) {
+		return false, false
+	}
+	c := p.src[p.pos]
+	p.pos++
+	return c == close, c == close || c == ','
+}
+
 func (p *parser) array() (int, bool) {
 	p.pos++ // [
 	if !p.enter() {
@@ -222,27 +247,19 @@ func (p *parser) array() (int, bool) {
 	}
 	idx := p.add(node{kind: kindArray})
 	mark := len(p.elemStack)
-	p.skipSpace()
-	if p.pos < len(p.src) && p.src[p.pos] == ']' {
-		p.pos++
-	} else {
+	if !p.empty(']') {
 		for {
 			v, ok := p.value()
 			if !ok {
 				return 0, false
 			}
 			p.elemStack = append(p.elemStack, v)
-			p.skipSpace()
-			if p.pos >= len(p.src) {
+			end, ok := p.next(']')
+			if !ok {
 				return 0, false
 			}
-			c := p.src[p.pos]
-			p.pos++
-			if c == ']' {
+			if end {
 				break
-			}
-			if c != ',' {
-				return 0, false
 			}
 		}
 	}
@@ -263,10 +280,7 @@ func (p *parser) object() (int, bool) {
 	}
 	idx := p.add(node{kind: kindObject})
 	mark := len(p.memberStack)
-	p.skipSpace()
-	if p.pos < len(p.src) && p.src[p.pos] == '}' {
-		p.pos++
-	} else {
+	if !p.empty('}') {
 		for {
 			p.skipSpace()
 			if p.pos >= len(p.src) || p.src[p.pos] != '"' {
@@ -287,17 +301,12 @@ func (p *parser) object() (int, bool) {
 			}
 			p.memberStack = append(p.memberStack, member{key: key, val: v})
 			p.memberHigh = max(p.memberHigh, len(p.memberStack))
-			p.skipSpace()
-			if p.pos >= len(p.src) {
+			end, ok := p.next('}')
+			if !ok {
 				return 0, false
 			}
-			c := p.src[p.pos]
-			p.pos++
-			if c == '}' {
+			if end {
 				break
-			}
-			if c != ',' {
-				return 0, false
 			}
 		}
 	}
