@@ -6,10 +6,12 @@
 package testrig
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -110,4 +112,22 @@ func CraftDB(t testing.TB, path string, migrations []string, edit func(string) s
 	if err := os.Chmod(path, 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Exec runs the binary bin with args, in this process's environment plus
+// env, and returns what it printed and its exit status; a binary that
+// cannot be run fails t.
+func Exec(t testing.TB, bin string, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
 }
