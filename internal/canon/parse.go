@@ -450,6 +450,15 @@ func hex4(src []byte, i int) (rune, bool) {
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
+// digits is the run of digits that starts src[i:] (empty for none).
+func digits(src []byte, i int) []byte {
+	j := i
+	for j < len(src) && isDigit(src[j]) {
+		j++
+	}
+	return src[i:j]
+}
+
 func (p *parser) number() (int, bool) {
 	src := p.src
 	start := p.pos
@@ -464,9 +473,7 @@ func (p *parser) number() (int, bool) {
 	case src[i] == '0':
 		i++
 	case isDigit(src[i]):
-		for i < len(src) && isDigit(src[i]) {
-			i++
-		}
+		i += len(digits(src, i))
 	default:
 		return 0, false
 	}
@@ -474,14 +481,10 @@ func (p *parser) number() (int, bool) {
 	var fracDigits, expDigits []byte
 	if i < len(src) && src[i] == '.' {
 		i++
-		s := i
-		for i < len(src) && isDigit(src[i]) {
-			i++
-		}
-		if i == s {
+		if fracDigits = digits(src, i); len(fracDigits) == 0 {
 			return 0, false
 		}
-		fracDigits = src[s:i]
+		i += len(fracDigits)
 	}
 	expNeg := false
 	if i < len(src) && (src[i] == 'e' || src[i] == 'E') {
@@ -490,14 +493,10 @@ func (p *parser) number() (int, bool) {
 			expNeg = src[i] == '-'
 			i++
 		}
-		s := i
-		for i < len(src) && isDigit(src[i]) {
-			i++
-		}
-		if i == s {
+		if expDigits = digits(src, i); len(expDigits) == 0 {
 			return 0, false
 		}
-		expDigits = src[s:i]
+		i += len(expDigits)
 	}
 	p.pos = i
 	lit := src[start:i:i]
