@@ -42,13 +42,7 @@ func erasableDB(b *testing.B) string {
 	s.Close()
 	if keep := os.Getenv("AGENTRT_BENCH_KEEP_DB"); keep != "" {
 		// For measuring the CLI's peak RSS on the same database.
-		data, err := os.ReadFile(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(keep, data, 0o600); err != nil {
-			b.Fatal(err)
-		}
+		copyFile(b, path, keep)
 	}
 	return path
 }
@@ -56,6 +50,13 @@ func erasableDB(b *testing.B) string {
 func copyDB(b *testing.B, from string) string {
 	b.Helper()
 	to := filepath.Join(b.TempDir(), "copy.db")
+	copyFile(b, from, to)
+	return to
+}
+
+// copyFile writes a copy of the file from, owner-only, at to.
+func copyFile(b *testing.B, from, to string) {
+	b.Helper()
 	data, err := os.ReadFile(from)
 	if err != nil {
 		b.Fatal(err)
@@ -63,7 +64,6 @@ func copyDB(b *testing.B, from string) string {
 	if err := os.WriteFile(to, data, 0o600); err != nil {
 		b.Fatal(err)
 	}
-	return to
 }
 
 // BenchmarkErase measures, over 1,000 completed runs of 10 steps on a

@@ -58,18 +58,7 @@ func BenchmarkDriver(b *testing.B) {
 		for _, obs := range []string{"small", "8KiB"} {
 			b.Run(fmt.Sprintf("steps=%d/obs=%s", n, obs), func(b *testing.B) {
 				d, limits := kit.BenchDriver(b, benchStore(b), echoTool(obs == "8KiB"), n)
-				ctx := context.Background()
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					r, err := d.Start(ctx, "bench", limits)
-					if err != nil || r.Status != agentrt.RunCompleted {
-						b.Fatalf("run: %v %s %s", err, r.Status, r.ReasonDetail)
-					}
-				}
-				b.StopTimer()
-				perStep := float64(b.Elapsed().Nanoseconds()) / float64(b.N*n)
-				b.ReportMetric(perStep, "ns/step")
+				kit.BenchRuns(b, d, limits, n)
 			})
 		}
 	}

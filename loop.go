@@ -314,29 +314,28 @@ func observation(kind ObservationKind, content map[string]string, summary string
 // bytes are kept verbatim in InvalidArgs/InvalidResult and Args/Result left
 // empty, so nothing unusable is stored as if it were JSON.
 func recordable(d Decision) (Decision, string, string) {
-	d.InvalidArgs, d.InvalidResult, d.InvalidBase64 = "", "", false
 	var argsErr, resultErr string
-	d.Args = copyRaw(d.Args)
-	d.Result = copyRaw(d.Result)
-	if len(strings.TrimSpace(string(d.Args))) == 0 {
-		d.Args = nil
-	} else if err := canon.Check(d.Args); err != nil {
-		argsErr = jsonErr("", err).(*JSONError).Reason
-		var b64 bool
-		d.InvalidArgs, b64 = verbatim(d.Args)
-		d.InvalidBase64 = d.InvalidBase64 || b64
-		d.Args = nil
-	}
-	if len(strings.TrimSpace(string(d.Result))) == 0 {
-		d.Result = nil
-	} else if err := canon.Check(d.Result); err != nil {
-		resultErr = jsonErr("", err).(*JSONError).Reason
-		var b64 bool
-		d.InvalidResult, b64 = verbatim(d.Result)
-		d.InvalidBase64 = d.InvalidBase64 || b64
-		d.Result = nil
-	}
+	var argsB64, resultB64 bool
+	d.Args, d.InvalidArgs, argsB64, argsErr = recordableJSON(d.Args)
+	d.Result, d.InvalidResult, resultB64, resultErr = recordableJSON(d.Result)
+	d.InvalidBase64 = argsB64 || resultB64
 	return d, argsErr, resultErr
+}
+
+// recordableJSON is one of a decision's JSON values as recordable keeps it:
+// a copy, or nil when it is blank or will not check. One that will not
+// check is also returned verbatim (base64 when it is not UTF-8, which b64
+// reports) with the reason it was refused.
+func recordableJSON(raw json.RawMessage) (kept json.RawMessage, invalid string, b64 bool, reason string) {
+	if len(strings.TrimSpace(string(raw))) == 0 {
+		return nil, "", false, ""
+	}
+	kept = copyRaw(raw)
+	if err := canon.Check(kept); err != nil {
+		invalid, b64 = verbatim(kept)
+		return nil, invalid, b64, jsonErr("", err).(*JSONError).Reason
+	}
+	return kept, "", false, ""
 }
 
 // invalidReason says why a recorded decision cannot be acted on, or "".

@@ -308,14 +308,6 @@ func copyPolicy(p PolicyDecision) PolicyDecision {
 	return p
 }
 
-func copySteps(in []Step) []Step {
-	out := make([]Step, len(in))
-	for i := range in {
-		out[i] = copyStep(in[i])
-	}
-	return out
-}
-
 func copyApproval(a Approval) Approval {
 	a.Capability = copyRaw(a.Capability)
 	a.Presentation = copyRaw(a.Presentation)
@@ -329,10 +321,11 @@ func copyRequest(r ToolRequest) ToolRequest {
 	return r
 }
 
-func copyApprovals(in []Approval) []Approval {
-	out := make([]Approval, len(in))
+// copyAll is a new slice holding copyOne of each of in's elements.
+func copyAll[T any](in []T, copyOne func(T) T) []T {
+	out := make([]T, len(in))
 	for i := range in {
-		out[i] = copyApproval(in[i])
+		out[i] = copyOne(in[i])
 	}
 	return out
 }

@@ -52,7 +52,7 @@ type Steps struct{ s []Step }
 
 // NewSteps is a Steps of copies of steps, for callers that build a view
 // themselves (a test, a policy harness).
-func NewSteps(steps ...Step) Steps { return Steps{copySteps(steps)} }
+func NewSteps(steps ...Step) Steps { return Steps{copyAll(steps, copyStep)} }
 
 // Len is the number of steps.
 func (l Steps) Len() int { return len(l.s) }
@@ -78,7 +78,7 @@ func (l Steps) Records() []Step {
 	if len(l.s) == 0 {
 		return nil
 	}
-	return copySteps(l.s)
+	return copyAll(l.s, copyStep)
 }
 
 // StepView is one recorded step as a view hands it out: the caller's own
@@ -191,7 +191,7 @@ func (v StepView) Step() Step {
 type Approvals struct{ a []Approval }
 
 // NewApprovals is an Approvals of copies of as.
-func NewApprovals(as ...Approval) Approvals { return Approvals{copyApprovals(as)} }
+func NewApprovals(as ...Approval) Approvals { return Approvals{copyAll(as, copyApproval)} }
 
 // Len is the number of approvals.
 func (l Approvals) Len() int { return len(l.a) }
@@ -215,5 +215,5 @@ func (l Approvals) Records() []Approval {
 	if len(l.a) == 0 {
 		return nil
 	}
-	return copyApprovals(l.a)
+	return copyAll(l.a, copyApproval)
 }

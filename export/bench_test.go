@@ -2,6 +2,7 @@ package export_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/export"
+	"github.com/agentrt/agentrt/internal/testrig"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
@@ -57,38 +59,29 @@ func benchDatabase(b *testing.B) (string, int) {
 }
 
 func fillBenchDB(path string, n int) error {
-	st, err := sqlite.Open(path)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	ctx := context.Background()
-	tx, err := st.DB().BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	const runs = 1000
-	at := t0.Format(time.RFC3339Nano)
-	for r := 0; r < runs; r++ {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, goal, status, created_at) VALUES (?, ?, 'RUNNING', ?)`,
-			fmt.Sprintf("run-%04d", r), "a goal of about this length", at); err != nil {
+	return testrig.FillDB(path, func(ctx context.Context, tx *sql.Tx) error {
+		const runs = 1000
+		at := t0.Format(time.RFC3339Nano)
+		for r := 0; r < runs; r++ {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, goal, status, created_at) VALUES (?, ?, 'RUNNING', ?)`,
+				fmt.Sprintf("run-%04d", r), "a goal of about this length", at); err != nil {
+				return err
+			}
+		}
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO events (seq, run_id, step_id, at, type, payload_json, hash) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
 			return err
 		}
-	}
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO events (seq, run_id, step_id, at, type, payload_json, hash) VALUES (?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return err
-	}
-	hash := fmt.Sprintf("%064x", 0)
-	for i := 1; i <= n; i++ {
-		payload := fmt.Sprintf(`{"index":%d,"tool":"read_file","args":{"path":"notes/%d.txt"},"summary":"read 120 bytes"}`, i%50, i)
-		if _, err := ins.ExecContext(ctx, i, fmt.Sprintf("run-%04d", i%runs), fmt.Sprintf("step-%d", i/runs), at,
-			string(agentrt.EventToolFinished), payload, hash); err != nil {
-			return err
+		hash := fmt.Sprintf("%064x", 0)
+		for i := 1; i <= n; i++ {
+			payload := fmt.Sprintf(`{"index":%d,"tool":"read_file","args":{"path":"notes/%d.txt"},"summary":"read 120 bytes"}`, i%50, i)
+			if _, err := ins.ExecContext(ctx, i, fmt.Sprintf("run-%04d", i%runs), fmt.Sprintf("step-%d", i/runs), at,
+				string(agentrt.EventToolFinished), payload, hash); err != nil {
+				return err
+			}
 		}
-	}
-	return tx.Commit()
+		return nil
+	})
 }
 
 // BenchmarkFollow delivers the whole database to a discard sink, from a

@@ -32,19 +32,9 @@ func BenchmarkDriver(b *testing.B) {
 	const n = 100
 	s := benchOpen(b, pgtest.Fresh(b))
 	d, limits := kit.BenchDriver(b, s, echo, n)
-	ctx := context.Background()
 	before := s.Stats()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		r, err := d.Start(ctx, "bench", limits)
-		if err != nil || r.Status != agentrt.RunCompleted {
-			b.Fatalf("run: %v %s %s", err, r.Status, r.ReasonDetail)
-		}
-	}
-	b.StopTimer()
+	kit.BenchRuns(b, d, limits, n)
 	after := s.Stats()
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/step")
 	b.ReportMetric(float64(after.Commits-before.Commits)/float64(b.N*n), "commits/step")
 }
 

@@ -72,6 +72,35 @@ func ObjectInput(provider string, i, j int, input json.RawMessage) (json.RawMess
 // input as a string.
 const EmptyInput = "{}"
 
+// FunctionTool is a tool as a chat-style format (OpenAI's and Ollama's)
+// describes it: a "function" with a name, a description and a parameter
+// schema.
+type FunctionTool struct {
+	Type     string      `json:"type"`
+	Function FunctionDef `json:"function"`
+}
+
+// FunctionDef is a FunctionTool's function.
+type FunctionDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// FunctionTools describes tools as a chat-style format sends them (nil for
+// none), each with ToolSchema's schema.
+func FunctionTools(provider string, tools []agentrt.ToolSpec) ([]FunctionTool, error) {
+	var out []FunctionTool
+	for _, t := range tools {
+		schema, err := ToolSchema(provider, t)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, FunctionTool{Type: "function", Function: FunctionDef{Name: t.Name, Description: t.Description, Parameters: schema}})
+	}
+	return out, nil
+}
+
 // IsNull reports whether raw is absent or JSON null.
 func IsNull(raw json.RawMessage) bool {
 	v := bytes.TrimSpace(raw)

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/testrig"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
@@ -26,48 +26,11 @@ func craft(t *testing.T, path string, edit func(string) string, extra ...string)
 // craftAt is craft at an older schema version: migrations 1 to version.
 func craftAt(t *testing.T, path string, version int, edit func(string) string, extra ...string) {
 	t.Helper()
-	files, err := filepath.Glob("migrations/*.sql")
-	if err != nil || len(files) < version {
-		t.Fatalf("migrations: %d files, %v", len(files), err)
+	files := testrig.Migrations(t, "migrations")
+	if len(files) < version {
+		t.Fatalf("%d migrations, want at least %d", len(files), version)
 	}
-	sort.Strings(files)
-	files = files[:version]
-	ddl, err := os.ReadFile(files[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(ddl)
-	if edit != nil {
-		if text = edit(text); text == string(ddl) {
-			t.Fatal("the edit changed nothing")
-		}
-	}
-	// The first migration as edited, then every later one as written, so
-	// the file is at this build's version and only the edit differs.
-	stmts := []string{"CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)", text}
-	for _, f := range files[1:] {
-		later, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stmts = append(stmts, string(later))
-	}
-	for v := 1; v <= len(files); v++ {
-		stmts = append(stmts, fmt.Sprintf("INSERT INTO schema_migrations (version, applied_at) VALUES (%d, '2026-01-01T00:00:00Z')", v))
-	}
-	stmts = append(stmts, `INSERT INTO runs (id, status, created_at) VALUES ('r1', 'RUNNING', '2026-01-01T00:00:00Z')`)
-	db := raw(t, path)
-	for _, q := range append(stmts, extra...) {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%.60s: %v", q, err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testrig.CraftDB(t, path, files[:version], edit, extra...)
 }
 
 // replace returns an edit that swaps one definition of the migration for

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -18,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/testrig"
 	"github.com/agentrt/agentrt/postgres"
 	"github.com/agentrt/agentrt/scripted"
 )
@@ -147,18 +147,8 @@ type result struct {
 
 func runBin(t *testing.T, bin string, env []string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{code, out.String(), errb.String()}
+	stdout, stderr, code := testrig.Exec(t, bin, env, args...)
+	return result{code, stdout, stderr}
 }
 
 // waitingRuns makes n runs on dsn that each wait for the approval of a

@@ -2,6 +2,7 @@ package otel_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/agentrt/agentrt/export"
 	agentotel "github.com/agentrt/agentrt/export/otel"
+	"github.com/agentrt/agentrt/internal/testrig"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
@@ -78,39 +80,30 @@ func BenchmarkExport(b *testing.B) {
 }
 
 func fillExportDB(path string, runs int) error {
-	st, err := sqlite.Open(path)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	ctx := context.Background()
-	tx, err := st.DB().BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO events (seq, run_id, step_id, at, type, payload_json, hash) VALUES (?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return err
-	}
-	t0 := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
-	seq := 0
-	for r := 0; r < runs; r++ {
-		id := fmt.Sprintf("run-%06d", r)
-		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, goal, status, created_at) VALUES (?, 'g', 'COMPLETED', ?)`, id, t0.Format(time.RFC3339Nano)); err != nil {
+	return testrig.FillDB(path, func(ctx context.Context, tx *sql.Tx) error {
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO events (seq, run_id, step_id, at, type, payload_json, hash) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
 			return err
 		}
-		for i, e := range benchRun {
-			seq++
-			step := ""
-			if e.step != "" {
-				step = id + "-" + e.step
-			}
-			at := t0.Add(time.Duration(seq) * time.Millisecond).Format(time.RFC3339Nano)
-			if _, err := ins.ExecContext(ctx, seq, id, step, at, e.typ, e.payload, fmt.Sprintf("%064x", i)); err != nil {
+		t0 := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+		seq := 0
+		for r := 0; r < runs; r++ {
+			id := fmt.Sprintf("run-%06d", r)
+			if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, goal, status, created_at) VALUES (?, 'g', 'COMPLETED', ?)`, id, t0.Format(time.RFC3339Nano)); err != nil {
 				return err
 			}
+			for i, e := range benchRun {
+				seq++
+				step := ""
+				if e.step != "" {
+					step = id + "-" + e.step
+				}
+				at := t0.Add(time.Duration(seq) * time.Millisecond).Format(time.RFC3339Nano)
+				if _, err := ins.ExecContext(ctx, seq, id, step, at, e.typ, e.payload, fmt.Sprintf("%064x", i)); err != nil {
+					return err
+				}
+			}
 		}
-	}
-	return tx.Commit()
+		return nil
+	})
 }

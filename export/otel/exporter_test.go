@@ -33,11 +33,7 @@ func TestExporter_RunAndStepSpans(t *testing.T) {
 	w := newWorld(t)
 	run := w.twoSteps(t)
 	steps, _ := w.st.ListSteps(context.Background(), run.ID)
-	rcv := newReceiver(t)
-	tp := rcv.provider(t)
-	exportAll(t, w, exporter(t, w, agentotel.Config{TracerProvider: tp}), nil)
-	flush(t, tp)
-	spans := rcv.got()
+	spans := exportedSpans(t, w, agentotel.Config{})
 	if len(spans) != 4 {
 		t.Fatalf("%d spans, want run, 2 steps, 1 tool: %+v", len(spans), spans)
 	}
@@ -87,11 +83,7 @@ func TestExporter_ModelSpansCarryTheGenAIAttributes(t *testing.T) {
 		t.Fatalf("run %s %s %s", run.Status, run.Reason, run.ReasonDetail)
 	}
 	calls, _ := w.st.ListModelCalls(context.Background(), run.ID)
-	rcv := newReceiver(t)
-	tp := rcv.provider(t)
-	exportAll(t, w, exporter(t, w, agentotel.Config{TracerProvider: tp}), nil)
-	flush(t, tp)
-	spans := rcv.got()
+	spans := exportedSpans(t, w, agentotel.Config{})
 	ms := byName(spans, "chat gpt-test")
 	if len(ms) != 2 || len(calls) != 2 {
 		t.Fatalf("%d model spans for %d calls", len(ms), len(calls))
@@ -137,11 +129,7 @@ func TestExporter_ApprovalWaitIsASpan(t *testing.T) {
 	w := newWorld(t)
 	run := w.approved(t)
 	as, _ := w.st.ListApprovals(context.Background(), run.ID)
-	rcv := newReceiver(t)
-	tp := rcv.provider(t)
-	exportAll(t, w, exporter(t, w, agentotel.Config{TracerProvider: tp}), nil)
-	flush(t, tp)
-	spans := rcv.got()
+	spans := exportedSpans(t, w, agentotel.Config{})
 	a := one(t, spans, agentotel.SpanApproval)
 	step := byName(spans, agentotel.SpanStep)[0]
 	if a.SpanID != hexSpan("approval", as[0].ID) || a.Parent != step.SpanID || a.Attrs["approval.status"] != "approved" ||
@@ -370,11 +358,7 @@ func TestExporter_TruncatesModelChosenText(t *testing.T) {
 	if _, err := d.Start(ctx, long("GOAL"), agentrt.DefaultLimits()); err != nil {
 		t.Fatal(err)
 	}
-	rcv := newReceiver(t)
-	tp := rcv.provider(t)
-	exportAll(t, w, exporter(t, w, agentotel.Config{TracerProvider: tp, MaxText: max}), nil)
-	flush(t, tp)
-	spans := rcv.got()
+	spans := exportedSpans(t, w, agentotel.Config{MaxText: max})
 	seen := map[string]bool{}
 	check := func(where string, attrs map[string]any) {
 		for k, v := range attrs {

@@ -205,6 +205,18 @@ func exportAll(t testing.TB, w *world, x *agentotel.Exporter, cur export.Cursor)
 	}
 }
 
+// exportedSpans exports the whole database once through an Exporter made
+// from cfg, sending to a new receiver, and returns the spans it received.
+func exportedSpans(t testing.TB, w *world, cfg agentotel.Config) []span {
+	t.Helper()
+	rcv := newReceiver(t)
+	tp := rcv.provider(t)
+	cfg.TracerProvider = tp
+	exportAll(t, w, exporter(t, w, cfg), nil)
+	flush(t, tp)
+	return rcv.got()
+}
+
 func exporter(t testing.TB, w *world, tp agentotel.Config) *agentotel.Exporter {
 	t.Helper()
 	if tp.Store == nil {

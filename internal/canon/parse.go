@@ -215,6 +215,31 @@ func (p *parser) enter() bool {
 	return p.depth <= MaxDepth
 }
 
+// empty reports whether the container just opened closes at once (with
+// close, after optional whitespace), and if so reads past it.
+func (p *parser) empty(close byte) bool {
+	p.skipSpace()
+	if p.pos < len(p.src) && p.src[p.pos] == close {
+		p.pos++
+		return true
+	}
+	return false
+}
+
+// next reads what follows a container's element, after optional
+// whitespace: close ends the container (end), a comma means another
+// element follows, and anything else, or the end of the input, is
+// malformed (not ok).
+func (p *parser) next(close byte) (end, ok bool) {
+	p.skipSpace()
+	if p.pos >= len(p.src) {
+		return false, false
+	}
+	c := p.src[p.pos]
+	p.pos++
+	return c == close, c == close || c == ','
+}
+
 func (p *parser) array() (int, bool) {
 	p.pos++ // [
 	if !p.enter() {
@@ -222,27 +247,19 @@ func (p *parser) array() (int, bool) {
 	}
 	idx := p.add(node{kind: kindArray})
 	mark := len(p.elemStack)
-	p.skipSpace()
-	if p.pos < len(p.src) && p.src[p.pos] == ']' {
-		p.pos++
-	} else {
+	if !p.empty(']') {
 		for {
 			v, ok := p.value()
 			if !ok {
 				return 0, false
 			}
 			p.elemStack = append(p.elemStack, v)
-			p.skipSpace()
-			if p.pos >= len(p.src) {
+			end, ok := p.next(']')
+			if !ok {
 				return 0, false
 			}
-			c := p.src[p.pos]
-			p.pos++
-			if c == ']' {
+			if end {
 				break
-			}
-			if c != ',' {
-				return 0, false
 			}
 		}
 	}
@@ -263,10 +280,7 @@ func (p *parser) object() (int, bool) {
 	}
 	idx := p.add(node{kind: kindObject})
 	mark := len(p.memberStack)
-	p.skipSpace()
-	if p.pos < len(p.src) && p.src[p.pos] == '}' {
-		p.pos++
-	} else {
+	if !p.empty('}') {
 		for {
 			p.skipSpace()
 			if p.pos >= len(p.src) || p.src[p.pos] != '"' {
@@ -287,17 +301,12 @@ func (p *parser) object() (int, bool) {
 			}
 			p.memberStack = append(p.memberStack, member{key: key, val: v})
 			p.memberHigh = max(p.memberHigh, len(p.memberStack))
-			p.skipSpace()
-			if p.pos >= len(p.src) {
+			end, ok := p.next('}')
+			if !ok {
 				return 0, false
 			}
-			c := p.src[p.pos]
-			p.pos++
-			if c == '}' {
+			if end {
 				break
-			}
-			if c != ',' {
-				return 0, false
 			}
 		}
 	}
@@ -441,6 +450,15 @@ func hex4(src []byte, i int) (rune, bool) {
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
+// digits is the run of digits that starts src[i:] (empty for none).
+func digits(src []byte, i int) []byte {
+	j := i
+	for j < len(src) && isDigit(src[j]) {
+		j++
+	}
+	return src[i:j]
+}
+
 func (p *parser) number() (int, bool) {
 	src := p.src
 	start := p.pos
@@ -455,9 +473,7 @@ func (p *parser) number() (int, bool) {
 	case src[i] == '0':
 		i++
 	case isDigit(src[i]):
-		for i < len(src) && isDigit(src[i]) {
-			i++
-		}
+		i += len(digits(src, i))
 	default:
 		return 0, false
 	}
@@ -465,14 +481,10 @@ func (p *parser) number() (int, bool) {
 	var fracDigits, expDigits []byte
 	if i < len(src) && src[i] == '.' {
 		i++
-		s := i
-		for i < len(src) && isDigit(src[i]) {
-			i++
-		}
-		if i == s {
+		if fracDigits = digits(src, i); len(fracDigits) == 0 {
 			return 0, false
 		}
-		fracDigits = src[s:i]
+		i += len(fracDigits)
 	}
 	expNeg := false
 	if i < len(src) && (src[i] == 'e' || src[i] == 'E') {
@@ -481,14 +493,10 @@ func (p *parser) number() (int, bool) {
 			expNeg = src[i] == '-'
 			i++
 		}
-		s := i
-		for i < len(src) && isDigit(src[i]) {
-			i++
-		}
-		if i == s {
+		if expDigits = digits(src, i); len(expDigits) == 0 {
 			return 0, false
 		}
-		expDigits = src[s:i]
+		i += len(expDigits)
 	}
 	p.pos = i
 	lit := src[start:i:i]

@@ -2,17 +2,17 @@ package cli
 
 import (
 	"bytes"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/agentrt/agentrt/internal/testrig"
 )
 
 var agentrtBinary struct {
@@ -106,49 +106,11 @@ func runMeasured(t *testing.T, bin string, args ...string) (result, int64) {
 // run r1.
 func craftDB(t *testing.T, path, old, new string, extra ...string) {
 	t.Helper()
-	files, err := filepath.Glob("../../sqlite/migrations/*.sql")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("migrations: %v", err)
-	}
-	sort.Strings(files)
-	ddl, err := os.ReadFile(files[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(ddl)
+	var edit func(string) string
 	if old != "" {
-		if text = strings.Replace(text, old, new, 1); text == string(ddl) {
-			t.Fatalf("%q is not in the migration", old)
-		}
+		edit = func(ddl string) string { return strings.Replace(ddl, old, new, 1) }
 	}
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	stmts := []string{"CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)", text}
-	for _, f := range files[1:] {
-		later, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stmts = append(stmts, string(later))
-	}
-	for v := 1; v <= len(files); v++ {
-		stmts = append(stmts, fmt.Sprintf("INSERT INTO schema_migrations (version, applied_at) VALUES (%d, '2026-01-01T00:00:00Z')", v))
-	}
-	stmts = append(stmts, `INSERT INTO runs (id, status, created_at) VALUES ('r1', 'RUNNING', '2026-01-01T00:00:00Z')`)
-	for _, q := range append(stmts, extra...) {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%.60s: %v", q, err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testrig.CraftDB(t, path, testrig.Migrations(t, "../../sqlite/migrations"), edit, extra...)
 }
 
 // A crafted database is refused by the real agentrt binary at exit 1, in

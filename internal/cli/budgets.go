@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/agentrt/agentrt"
@@ -191,8 +190,7 @@ func runBudgets(e *env, g *global, c *command, args []string) int {
 	}
 	now := e.clock()
 	if sub == "list" {
-		tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
-		tp := &printer{w: tw}
+		tp := p.table()
 		if !g.json {
 			tp.printf("BUDGET\tSCOPE\tWINDOW\tCEILINGS\tCURRENT WINDOW HELD\tSTATUS\n")
 		}
@@ -219,10 +217,7 @@ func runBudgets(e *env, g *global, c *command, args []string) int {
 			h := cur.Held()
 			tp.printf("%s\t%s\t%s\t%s\t%d micros, %d tokens\t%s\n", clip(b.Name, 128), dash(clip(b.Scope, 200)), b.Window, ceilings(b), h.Cost, h.Tokens, status)
 		}
-		if tp.err == nil {
-			tp.err = tw.Flush()
-		}
-		p.err = tp.err
+		tp.end()
 		if len(bs) == 0 && !g.json {
 			p.printf("no budgets\n")
 		}
@@ -289,8 +284,7 @@ func runBudgets(e *env, g *global, c *command, args []string) int {
 	if len(ws) == 0 {
 		p.printf("no usage yet\n")
 	} else {
-		tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
-		tp := &printer{w: tw}
+		tp := p.table()
 		tp.printf("WINDOW\tRESERVED\tSETTLED\tUNCERTAIN\tHELD\n")
 		for _, w := range ws {
 			x := expired[w.WindowStart]
@@ -302,15 +296,11 @@ func runBudgets(e *env, g *global, c *command, args []string) int {
 			tp.printf("%s\t%s\t%s\t%s\t%s\n", start, amount(agentrt.Amount{Cost: w.Reserved.Cost - x.Cost, Tokens: w.Reserved.Tokens - x.Tokens}),
 				amount(w.Settled), amount(agentrt.Amount{Cost: w.Uncertain.Cost + x.Cost, Tokens: w.Uncertain.Tokens + x.Tokens}), amount(h))
 		}
-		if tp.err == nil {
-			tp.err = tw.Flush()
-		}
-		p.err = tp.err
+		tp.end()
 	}
 	if len(open) > 0 {
 		p.printf("\n")
-		tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
-		tp := &printer{w: tw}
+		tp := p.table()
 		tp.printf("CALL\tRUN\tATTEMPT\tGEN\tMODEL\tRESERVED\tSTATUS\tEXPIRES\tPRICE VERSION\n")
 		for _, r := range open {
 			status := string(r.Status)
@@ -320,10 +310,7 @@ func runBudgets(e *env, g *global, c *command, args []string) int {
 			tp.printf("%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", clip(r.CallID, 80), clip(r.RunID, 80), r.Attempt, r.Generation,
 				clip(r.Model, 80), amount(r.Reserved), status, when(r.ExpiresAt), dash(clip(r.PriceVersion, 80)))
 		}
-		if tp.err == nil {
-			tp.err = tw.Flush()
-		}
-		p.err = tp.err
+		tp.end()
 	}
 	return e.done(p, ExitOK)
 }
@@ -424,8 +411,7 @@ func writeRunCalls(p *printer, calls []callEgress, now time.Time) {
 		return
 	}
 	p.printf("\n")
-	tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
-	tp := &printer{w: tw}
+	tp := p.table()
 	tp.printf("MODEL CALL\tATTEMPT\tEGRESS\tPROVIDER/MODEL\tHOST\tBYTES\tSHA-256\tMSGS/TOOLS\tRESERVATIONS\n")
 	for _, c := range calls {
 		verdict := "allowed"
@@ -452,10 +438,7 @@ func writeRunCalls(p *printer, calls []callEgress, now time.Time) {
 			dash(clip(m.Provider, 40)), clip(m.Model, 80), dash(clip(m.Host, 80)), m.Bytes, dash(clip(sha, 80)), m.Messages, m.Tools,
 			dash(strings.Join(rs, "; ")))
 	}
-	if tp.err == nil {
-		tp.err = tw.Flush()
-	}
-	p.err = tp.err
+	tp.end()
 }
 
 // clock is the env's clock, or the wall clock.

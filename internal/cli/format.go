@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -31,6 +32,29 @@ func (p *printer) printf(format string, args ...any) {
 		return
 	}
 	_, p.err = fmt.Fprintf(p.w, format, args...)
+}
+
+// table is a printer whose lines go out aligned in columns, on the stream
+// of the printer that made it.
+type table struct {
+	printer
+	tw *tabwriter.Writer
+	to *printer
+}
+
+// table starts a table on p's stream.
+func (p *printer) table() *table {
+	tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
+	return &table{printer: printer{w: tw}, tw: tw, to: p}
+}
+
+// end flushes the table and hands its first write error to the printer
+// that made it.
+func (t *table) end() {
+	if t.err == nil {
+		t.err = t.tw.Flush()
+	}
+	t.to.err = t.err
 }
 
 func (p *printer) write(b []byte) {

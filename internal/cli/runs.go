@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"strconv"
-	"text/tabwriter"
 
 	"github.com/agentrt/agentrt/view"
 )
@@ -62,18 +61,14 @@ func runRuns(e *env, g *global, c *command, args []string) int {
 		}
 		return e.done(p, ExitOK)
 	}
-	tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
-	tp := &printer{w: tw}
+	tp := p.table()
 	tp.printf("RUN\tSTATUS\tREASON\tSTEPS\tCREATED\tAPPROVAL\tGOAL\n")
 	for _, r := range runs {
 		tp.printf("%s\t%s\t%s\t%d\t%s\t%s\t%s\n", clip(r.ID, cellClipBytes), clip(string(r.Status), 40),
 			dash(clip(string(r.Reason), 40)), r.Steps, when(r.CreatedAt), dash(clip(r.PendingApprovalID, cellClipBytes)),
 			clip(r.Goal, goalClipBytes))
 	}
-	if tp.err == nil {
-		tp.err = tw.Flush()
-	}
-	p.err = tp.err
+	tp.end()
 	if more > 0 {
 		p.printf("... %d more run(s) of %d; rerun with -offset %s\n", more, total, strconv.Itoa(*offset+len(runs)))
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/view"
@@ -79,18 +78,14 @@ func runShow(e *env, g *global, c *command, args []string) int {
 			p.printf("no steps\n")
 		}
 	} else {
-		tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
-		tp := &printer{w: tw}
+		tp := p.table()
 		tp.printf("STEP\tTOOL\tDECISION\tSTATUS\tPOLICY\tOBSERVATION\tSUMMARY\n")
 		for _, s := range page.Steps {
 			tp.printf("%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Index, dash(clip(s.Tool, 40)), dash(clip(string(s.Decision), 40)),
 				dash(clip(string(s.Status), 40)), dash(clip(string(s.Policy), 40)), dash(clip(string(s.Observation), 40)),
 				dash(clip(summaryOf(s), cellClipBytes)))
 		}
-		if tp.err == nil {
-			tp.err = tw.Flush()
-		}
-		p.err = tp.err
+		tp.end()
 		if more := page.StepsTotal - offset - len(page.Steps); more > 0 {
 			p.printf("... %d more step(s) of %d; rerun with -offset %d\n", more, page.StepsTotal, offset+len(page.Steps))
 		}
@@ -99,17 +94,13 @@ func runShow(e *env, g *global, c *command, args []string) int {
 	writeRunCalls(p, calls, e.clock())
 	if len(page.Approvals) > 0 {
 		p.printf("\n")
-		tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
-		tp := &printer{w: tw}
+		tp := p.table()
 		tp.printf("APPROVAL\tSTATUS\tKIND\tCREATED\tDECIDED\tBY\tNOTE\n")
 		for _, a := range page.Approvals {
 			tp.printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\n", clip(a.ID, cellClipBytes), clip(string(a.Status), 40), clip(a.Kind, 40),
 				when(a.CreatedAt), when(a.DecidedAt), dash(clip(a.DecidedBy, 40)), dash(clip(a.Note, cellClipBytes)))
 		}
-		if tp.err == nil {
-			tp.err = tw.Flush()
-		}
-		p.err = tp.err
+		tp.end()
 		if more := page.ApprovalsTotal - offset - len(page.Approvals); more > 0 {
 			p.printf("... %d more approval(s) of %d; rerun with -offset %d\n", more, page.ApprovalsTotal, offset+len(page.Approvals))
 		}
@@ -207,8 +198,7 @@ func writeBlocks(p *printer, st agentrt.StoreReader, runID string, steps []view.
 		return
 	}
 	p.printf("\n")
-	tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
-	tp := &printer{w: tw}
+	tp := p.table()
 	tp.printf("STEP\tBLOCK\tTYPE\tMEDIA\tSIZE\tSHA256\n")
 	n := map[int]int{}
 	for _, l := range lines {
@@ -219,8 +209,5 @@ func writeBlocks(p *printer, st agentrt.StoreReader, runID string, steps []view.
 		tp.printf("%d\t%d\t%s\t%s\t%s\t%s\n", l.step, n[l.step], clip(string(l.b.Type), 40), dash(clip(l.b.MIMEType, 80)), size, dash(clip(l.b.SHA256, 64)))
 		n[l.step]++
 	}
-	if tp.err == nil {
-		tp.err = tw.Flush()
-	}
-	p.err = tp.err
+	tp.end()
 }

@@ -71,6 +71,24 @@ func StartAll(tb testing.TB, drivers []*agentrt.Driver, limits agentrt.Limits) {
 	}
 }
 
+// BenchRuns is a benchmark's timed loop: it starts a run on d b.N times,
+// each of n steps, and reports ns/step (allocations too); a run that does
+// not complete fails b.
+func BenchRuns(b *testing.B, d *agentrt.Driver, limits agentrt.Limits, n int) {
+	b.Helper()
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r, err := d.Start(ctx, "bench", limits)
+		if err != nil || r.Status != agentrt.RunCompleted {
+			b.Fatalf("run: %v %s %s", err, r.Status, r.ReasonDetail)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/step")
+}
+
 // BenchDriver is a driver of a BenchAgent of n steps on st, with tool as
 // its echo under the default policy, and the limits that let its runs
 // complete.

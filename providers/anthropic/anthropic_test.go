@@ -18,11 +18,7 @@ const testKey = "sk-ant-api03-test-0123456789abcdef"
 
 func newModel(t *testing.T, base string) *Model {
 	t.Helper()
-	m, err := New(Config{BaseURL: base, APIKey: providers.NewSecret(testKey), Model: "claude-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return sharedAdapter().Model(t, providers.Settings{BaseURL: base, APIKey: providers.NewSecret(testKey), Model: "claude-test"})
 }
 
 func message(content, stop, usage string) string {

@@ -220,12 +220,9 @@ func decode(data []byte, key string) (agentrt.ModelResponse, error) {
 // decodeUsage reads and checks the usage object, folding cache reads and
 // writes into input; absent usage is zero.
 func decodeUsage(raw json.RawMessage) (agentrt.Usage, error) {
-	if providers.IsNull(raw) {
-		return agentrt.Usage{}, nil
-	}
 	var wu wireUsage
-	if err := json.Unmarshal(raw, &wu); err != nil {
-		return agentrt.Usage{}, &providers.UsageError{Field: "usage", Reason: "is not a usage object"}
+	if ok, err := providers.UsageObject(raw, &wu); !ok {
+		return agentrt.Usage{}, err
 	}
 	count := func(field string, v json.RawMessage, err *error) int64 {
 		if *err != nil {

@@ -76,8 +76,7 @@ func FromEnv() (*Model, error) { return New(ConfigFromEnv()) }
 
 // String prints the configuration with the key redacted.
 func (c Config) String() string {
-	return fmt.Sprintf("ollama.Config{BaseURL:%q APIKey:%q Model:%q Name:%q HTTPClient:%t MaxOutputTokens:%d NumCtx:%d}",
-		providers.RedactURL(c.BaseURL), c.APIKey.String(), c.Model, c.Name, c.HTTPClient != nil, c.MaxOutputTokens, c.NumCtx)
+	return c.view().Text("ollama.Config", fmt.Sprintf(" NumCtx:%d", c.NumCtx))
 }
 
 // GoString is String, so %#v redacts too.

@@ -19,11 +19,7 @@ const testKey = "ollama-key-0123456789abcdef"
 
 func newModel(t *testing.T, base, key string) *Model {
 	t.Helper()
-	m, err := New(Config{BaseURL: base, APIKey: providers.NewSecret(key), Model: "llama-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return sharedAdapter().Model(t, providers.Settings{BaseURL: base, APIKey: providers.NewSecret(key), Model: "llama-test"})
 }
 
 func chat(message, doneReason, counts string) string {

@@ -8,11 +8,11 @@ import (
 )
 
 type wireRequest struct {
-	Model    string        `json:"model"`
-	Messages []wireMessage `json:"messages"`
-	Tools    []wireTool    `json:"tools,omitempty"`
-	Stream   bool          `json:"stream"`
-	Options  wireOptions   `json:"options"`
+	Model    string                   `json:"model"`
+	Messages []wireMessage            `json:"messages"`
+	Tools    []providers.FunctionTool `json:"tools,omitempty"`
+	Stream   bool                     `json:"stream"`
+	Options  wireOptions              `json:"options"`
 }
 
 type wireOptions struct {
@@ -34,17 +34,6 @@ type wireToolCall struct {
 type wireFunction struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
-}
-
-type wireTool struct {
-	Type     string      `json:"type"`
-	Function wireToolDef `json:"function"`
-}
-
-type wireToolDef struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters"`
 }
 
 // encode maps a provider-neutral request to an /api/chat body. A tool result
@@ -84,12 +73,8 @@ func (m *Model) encode(req agentrt.ModelRequest) ([]byte, error) {
 		}
 		w.Messages = append(w.Messages, out)
 	}
-	for _, t := range req.Tools {
-		schema, err := providers.ToolSchema(provider, t)
-		if err != nil {
-			return nil, err
-		}
-		w.Tools = append(w.Tools, wireTool{Type: "function", Function: wireToolDef{Name: t.Name, Description: t.Description, Parameters: schema}})
+	if w.Tools, err = providers.FunctionTools(provider, req.Tools); err != nil {
+		return nil, err
 	}
 	return providers.MarshalJSON(w)
 }

@@ -55,10 +55,7 @@ func ConfigFromEnv() Config {
 func FromEnv() (*Model, error) { return New(ConfigFromEnv()) }
 
 // String prints the configuration with the key redacted.
-func (c Config) String() string {
-	return fmt.Sprintf("openai.Config{BaseURL:%q APIKey:%q Model:%q Name:%q HTTPClient:%t MaxOutputTokens:%d}",
-		providers.RedactURL(c.BaseURL), c.APIKey.String(), c.Model, c.Name, c.HTTPClient != nil, c.MaxOutputTokens)
-}
+func (c Config) String() string { return c.view().Text("openai.Config", "") }
 
 // GoString is String, so %#v redacts too.
 func (c Config) GoString() string { return c.String() }

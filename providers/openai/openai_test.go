@@ -19,11 +19,7 @@ const testKey = "sk-test-0123456789abcdef"
 
 func newModel(t *testing.T, base, key string) *Model {
 	t.Helper()
-	m, err := New(Config{BaseURL: base + "/v1", APIKey: providers.NewSecret(key), Model: "gpt-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return sharedAdapter().Model(t, providers.Settings{BaseURL: base + "/v1", APIKey: providers.NewSecret(key), Model: "gpt-test"})
 }
 
 func completion(message, finish, usage string) string {

@@ -12,12 +12,12 @@ import (
 )
 
 type wireRequest struct {
-	Model               string        `json:"model"`
-	Messages            []wireMessage `json:"messages"`
-	Tools               []wireTool    `json:"tools,omitempty"`
-	MaxTokens           int64         `json:"max_tokens,omitempty"`
-	MaxCompletionTokens int64         `json:"max_completion_tokens,omitempty"`
-	Stream              bool          `json:"stream"`
+	Model               string                   `json:"model"`
+	Messages            []wireMessage            `json:"messages"`
+	Tools               []providers.FunctionTool `json:"tools,omitempty"`
+	MaxTokens           int64                    `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int64                    `json:"max_completion_tokens,omitempty"`
+	Stream              bool                     `json:"stream"`
 }
 
 type wireMessage struct {
@@ -36,17 +36,6 @@ type wireToolCall struct {
 type wireFunction struct {
 	Name      string `json:"name"`
 	Arguments string `json:"arguments"`
-}
-
-type wireTool struct {
-	Type     string      `json:"type"`
-	Function wireToolDef `json:"function"`
-}
-
-type wireToolDef struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters"`
 }
 
 // encode maps a provider-neutral request to a chat-completions body.
@@ -71,12 +60,8 @@ func (m *Model) encode(req agentrt.ModelRequest) ([]byte, error) {
 		}
 		w.Messages = append(w.Messages, out...)
 	}
-	for _, t := range req.Tools {
-		schema, err := providers.ToolSchema(provider, t)
-		if err != nil {
-			return nil, err
-		}
-		w.Tools = append(w.Tools, wireTool{Type: "function", Function: wireToolDef{Name: t.Name, Description: t.Description, Parameters: schema}})
+	if w.Tools, err = providers.FunctionTools(provider, req.Tools); err != nil {
+		return nil, err
 	}
 	return providers.MarshalJSON(w)
 }
@@ -209,12 +194,9 @@ func decode(data []byte, key string) (agentrt.ModelResponse, error) {
 
 // decodeUsage reads and checks the usage object; absent usage is zero.
 func decodeUsage(raw json.RawMessage) (agentrt.Usage, error) {
-	if providers.IsNull(raw) {
-		return agentrt.Usage{}, nil
-	}
 	var wu wireUsage
-	if err := json.Unmarshal(raw, &wu); err != nil {
-		return agentrt.Usage{}, &providers.UsageError{Field: "usage", Reason: "is not a usage object"}
+	if ok, err := providers.UsageObject(raw, &wu); !ok {
+		return agentrt.Usage{}, err
 	}
 	var u agentrt.Usage
 	var err error

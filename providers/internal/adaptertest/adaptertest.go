@@ -182,13 +182,19 @@ func (a Adapter[C, M]) open(s providers.Settings) (C, M, error) {
 	return cfg, m, err
 }
 
-func (a Adapter[C, M]) model(t *testing.T, base string) M {
+// Model is New(Config(s)); a refusal fails t.
+func (a Adapter[C, M]) Model(t *testing.T, s providers.Settings) M {
 	t.Helper()
-	_, m, err := a.open(providers.Settings{BaseURL: base, APIKey: providers.NewSecret(a.Key), Model: "test-model"})
+	_, m, err := a.open(s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
+}
+
+func (a Adapter[C, M]) model(t *testing.T, base string) M {
+	t.Helper()
+	return a.Model(t, providers.Settings{BaseURL: base, APIKey: providers.NewSecret(a.Key), Model: "test-model"})
 }
 
 func generate[C any, M agentrt.Model](t *testing.T, a Adapter[C, M], f *FakeAPI) (agentrt.ModelResponse, error) {
