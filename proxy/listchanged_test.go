@@ -135,3 +135,46 @@ func TestForward_UpstreamListChangedReachesTheHost(t *testing.T) {
 		mustf(t, err == nil && len(rr.Contents) == 1 && rr.Contents[0].Text == "dn file:///dn/second", "%q: read of dn's new resource: %v %v", w.version, rr, err)
 	}
 }
+
+// A server that floods list_changed cannot grow what the proxy holds or
+// stall its reader: each notification only marks its server's list, so at
+// most one mark per server and list waits, and the hosts are still told.
+func TestForward_ListChangedFloodIsBounded(t *testing.T) {
+	h := newHarness(t, nil)
+	h.up.server.AddPrompt(&sdk.Prompt{Name: "first"}, textPrompt("first "))
+	h.restart(nil)
+	told := make(chan struct{}, 1)
+	cs := hostClient(t, h, &sdk.ClientOptions{PromptListChangedHandler: func(context.Context, *sdk.PromptListChangedRequest) {
+		select {
+		case told <- struct{}{}:
+		default:
+		}
+	}})
+	mustf(t, cs.InitializeResult().Capabilities.Prompts.ListChanged, "prompts are not advertised with listChanged")
+	n := h.p.notifications(h.cfg.Servers[0])
+	done := make(chan int)
+	go func() {
+		most := 0
+		for range 100000 {
+			n.PromptListChanged()
+			n.ResourceListChanged()
+			h.p.changes.mu.Lock()
+			most = max(most, len(h.p.changes.m))
+			h.p.changes.mu.Unlock()
+		}
+		done <- most
+	}()
+	select {
+	case most := <-done:
+		mustf(t, most <= 2, "%d changes were held at once for one server", most)
+	case <-time.After(60 * time.Second):
+		t.Fatal("the hook blocked")
+	}
+	select {
+	case <-told:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the host was not told after the flood")
+	}
+	lp, err := cs.ListPrompts(context.Background(), nil)
+	mustf(t, err == nil && len(lp.Prompts) == 1, "prompts after the flood: %v %v", lp, err)
+}
