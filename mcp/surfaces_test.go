@@ -68,12 +68,12 @@ func TestConnection_ListChangedHooksHearPromptsAndResources(t *testing.T) {
 	m := pin(t, srv)
 	_, rep := load(t, srv, m, Rules{"read": {SideEffect: agentrt.ReadOnly}})
 	defer rep.Connection.Close()
-	heard := func(c chan struct{}) bool {
+	wait := func(c chan struct{}, what string) {
+		t.Helper()
 		select {
 		case <-c:
-			return true
 		case <-time.After(10 * time.Second):
-			return false
+			t.Fatalf("notifications/%s/list_changed did not reach the hook", what)
 		}
 	}
 	mu.Lock()
@@ -82,7 +82,7 @@ func TestConnection_ListChangedHooksHearPromptsAndResources(t *testing.T) {
 	s.AddPrompt(&sdk.Prompt{Name: "brief"}, func(context.Context, *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
 		return &sdk.GetPromptResult{}, nil
 	})
-	must(t, heard(prompts), "notifications/prompts/list_changed did not reach the hook")
+	wait(prompts, "prompts")
 	select {
 	case <-resources:
 		t.Fatal("a prompt change reached the resources hook")
@@ -91,7 +91,7 @@ func TestConnection_ListChangedHooksHearPromptsAndResources(t *testing.T) {
 	s.AddResource(&sdk.Resource{URI: "file:///notes", Name: "notes"}, func(context.Context, *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 		return &sdk.ReadResourceResult{}, nil
 	})
-	must(t, heard(resources), "notifications/resources/list_changed did not reach the hook")
+	wait(resources, "resources")
 	lp, err := rep.Connection.ListPrompts(context.Background(), "")
 	must(t, err == nil && len(lp.Prompts) == 1 && lp.Prompts[0].Name == "brief", "prompts after the change: %v %v", lp, err)
 }

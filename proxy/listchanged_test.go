@@ -22,6 +22,44 @@ func textResource(text string) sdk.ResourceHandler {
 	}
 }
 
+// listTold is what one host session was told of list changes: one
+// signal a kind waits at most.
+type listTold struct {
+	version            string
+	cs                 *sdk.ClientSession
+	prompts, resources chan struct{}
+}
+
+func newListTold(version string) *listTold {
+	return &listTold{version: version, prompts: make(chan struct{}, 1), resources: make(chan struct{}, 1)}
+}
+
+// options are a host's client options that record what it is told.
+func (w *listTold) options() *sdk.ClientOptions {
+	tell := func(c chan struct{}) {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+	return &sdk.ClientOptions{
+		PromptListChangedHandler:   func(context.Context, *sdk.PromptListChangedRequest) { tell(w.prompts) },
+		ResourceListChangedHandler: func(context.Context, *sdk.ResourceListChangedRequest) { tell(w.resources) },
+	}
+}
+
+// heard says whether c was signalled within d.
+func (w *listTold) heard(c chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c:
+		return true
+	case <-t.C:
+	}
+	return false
+}
+
 // While the proxy runs, a server whose prompts and resources are
 // forwarded adds a prompt, a resource and a resource template: every host
 // session (on the current protocol, which hears through
@@ -50,32 +88,10 @@ func TestForward_UpstreamListChangedReachesTheHost(t *testing.T) {
 	h.restart(nil)
 
 	ctx := context.Background()
-	type watcher struct {
-		version            string
-		cs                 *sdk.ClientSession
-		prompts, resources chan struct{}
-	}
-	signal := func(c chan struct{}) {
-		select {
-		case c <- struct{}{}:
-		default:
-		}
-	}
-	heard := func(c chan struct{}, d time.Duration) bool {
-		select {
-		case <-c:
-			return true
-		case <-time.After(d):
-			return false
-		}
-	}
-	var ws []*watcher
+	var ws []*listTold
 	for _, version := range []string{"", "2025-11-25"} {
-		w := &watcher{version: version, prompts: make(chan struct{}, 1), resources: make(chan struct{}, 1)}
-		w.cs = hostClientOn(t, h, &sdk.ClientOptions{
-			PromptListChangedHandler:   func(context.Context, *sdk.PromptListChangedRequest) { signal(w.prompts) },
-			ResourceListChangedHandler: func(context.Context, *sdk.ResourceListChangedRequest) { signal(w.resources) },
-		}, version)
+		w := newListTold(version)
+		w.cs = hostClientOn(t, h, w.options(), version)
 		caps := w.cs.InitializeResult().Capabilities
 		mustf(t, caps.Prompts != nil && caps.Prompts.ListChanged && caps.Resources != nil && caps.Resources.ListChanged,
 			"%q: prompts and resources are not advertised with listChanged: %+v", version, caps)
@@ -92,8 +108,8 @@ func TestForward_UpstreamListChangedReachesTheHost(t *testing.T) {
 	h.up.server.AddResource(&sdk.Resource{URI: "file:///notes", Name: "notes", MIMEType: "text/plain"}, textResource("the notes at "))
 	h.up.server.AddResourceTemplate(&sdk.ResourceTemplate{URITemplate: "file:///t/{name}", Name: "t"}, textResource("templated "))
 	for _, w := range ws {
-		mustf(t, heard(w.prompts, 10*time.Second), "%q: notifications/prompts/list_changed was not sent", w.version)
-		mustf(t, heard(w.resources, 10*time.Second), "%q: notifications/resources/list_changed was not sent", w.version)
+		mustf(t, w.heard(w.prompts, 10*time.Second), "%q: notifications/prompts/list_changed was not sent", w.version)
+		mustf(t, w.heard(w.resources, 10*time.Second), "%q: notifications/resources/list_changed was not sent", w.version)
 		gp, err := w.cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "brief", Arguments: map[string]string{"topic": "tides"}})
 		mustf(t, err == nil && len(gp.Messages) == 1 && gp.Messages[0].Content.(*sdk.TextContent).Text == "brief on tides",
 			"%q: get after the change: %v %v", w.version, gp, err)
@@ -114,7 +130,7 @@ func TestForward_UpstreamListChangedReachesTheHost(t *testing.T) {
 
 	// Let anything still on its way arrive first.
 	for _, w := range ws {
-		for heard(w.prompts, 300*time.Millisecond) || heard(w.resources, 300*time.Millisecond) {
+		for w.heard(w.prompts, 300*time.Millisecond) || w.heard(w.resources, 300*time.Millisecond) {
 		}
 	}
 	// The denied server's prompt change, then its resource change on the
@@ -124,8 +140,8 @@ func TestForward_UpstreamListChangedReachesTheHost(t *testing.T) {
 	dn.server.AddPrompt(&sdk.Prompt{Name: "hidden"}, textPrompt("hidden "))
 	dn.server.AddResource(&sdk.Resource{URI: "file:///dn/second", Name: "dn-second"}, textResource("dn "))
 	for _, w := range ws {
-		mustf(t, heard(w.resources, 10*time.Second), "%q: the forwarded resource change of dn was not sent", w.version)
-		mustf(t, !heard(w.prompts, 500*time.Millisecond), "%q: a host was told of a change to prompts the proxy does not forward", w.version)
+		mustf(t, w.heard(w.resources, 10*time.Second), "%q: the forwarded resource change of dn was not sent", w.version)
+		mustf(t, !w.heard(w.prompts, 500*time.Millisecond), "%q: a host was told of a change to prompts the proxy does not forward", w.version)
 		lp, err := w.cs.ListPrompts(ctx, nil)
 		mustf(t, err == nil && len(lp.Prompts) == 2, "%q: prompts after dn's change: %v %v", w.version, lp, err)
 		for _, pr := range lp.Prompts {
@@ -142,15 +158,12 @@ func TestForward_UpstreamListChangedReachesTheHost(t *testing.T) {
 func TestForward_ListChangedFloodIsBounded(t *testing.T) {
 	h := newHarness(t, nil)
 	h.up.server.AddPrompt(&sdk.Prompt{Name: "first"}, textPrompt("first "))
+	h.up.server.AddResource(&sdk.Resource{URI: "file:///first", Name: "first"}, textResource("first "))
 	h.restart(nil)
-	told := make(chan struct{}, 1)
-	cs := hostClient(t, h, &sdk.ClientOptions{PromptListChangedHandler: func(context.Context, *sdk.PromptListChangedRequest) {
-		select {
-		case told <- struct{}{}:
-		default:
-		}
-	}})
-	mustf(t, cs.InitializeResult().Capabilities.Prompts.ListChanged, "prompts are not advertised with listChanged")
+	w := newListTold("")
+	cs := hostClient(t, h, w.options())
+	caps := cs.InitializeResult().Capabilities
+	mustf(t, caps.Prompts.ListChanged && caps.Resources.ListChanged, "prompts and resources are not advertised with listChanged: %+v", caps)
 	n := h.p.notifications(h.cfg.Servers[0])
 	done := make(chan int)
 	go func() {
@@ -170,11 +183,7 @@ func TestForward_ListChangedFloodIsBounded(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the hook blocked")
 	}
-	select {
-	case <-told:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the host was not told after the flood")
-	}
+	mustf(t, w.heard(w.prompts, 10*time.Second) && w.heard(w.resources, 10*time.Second), "the host was not told after the flood")
 	lp, err := cs.ListPrompts(context.Background(), nil)
 	mustf(t, err == nil && len(lp.Prompts) == 1, "prompts after the flood: %v %v", lp, err)
 }
