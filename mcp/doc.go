@@ -33,8 +33,9 @@
 //
 // Beyond tools, a Connection passes on requests a surface forwards
 // (resources, prompts, completion, the logging level) and hands what the
-// server sends besides answers (log messages, resource updates, progress
-// of a call made under WithProgress) to the Server's Notifications; what
+// server sends besides answers (log messages, resource updates, changes to
+// its prompt and resource lists, progress of a call made under
+// WithProgress) to the Server's Notifications; what
 // they hold is the surface's to bound and escape. A server's requests to
 // the client (sampling, elicitation, roots) are refused and reported:
 // this client asks its user nothing on a server's behalf.

@@ -138,7 +138,8 @@ type Server struct {
 	Logger *slog.Logger
 
 	// Notifications, when set, hears what the server sends besides
-	// answers: its log messages and resource updates. See Notifications.
+	// answers: its log messages, resource updates, and changes to its
+	// prompt and resource lists. See Notifications.
 	Notifications *Notifications
 
 	// transport, set only by tests, replaces Command and Endpoint with a

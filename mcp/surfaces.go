@@ -23,6 +23,14 @@ type Notifications struct {
 	Log func(*sdk.LoggingMessageParams)
 	// ResourceUpdated hears each notifications/resources/updated.
 	ResourceUpdated func(*sdk.ResourceUpdatedNotificationParams)
+	// PromptListChanged hears each notifications/prompts/list_changed:
+	// what the server's prompts/list said may no longer hold.
+	PromptListChanged func()
+	// ResourceListChanged hears each notifications/resources/list_changed:
+	// what the server's resources/list and resources/templates/list said
+	// may no longer hold. (A tools/list_changed is the Connection's own:
+	// it re-lists and refuses a tool that no longer matches its pin.)
+	ResourceListChanged func()
 	// Sample, when set, answers the server's sampling/createMessage
 	// requests (and the client advertises sampling); nil refuses them.
 	Sample func(context.Context, *sdk.CreateMessageParams) (*sdk.CreateMessageResult, error)
@@ -50,6 +58,12 @@ func (c *Connection) clientOptions() *sdk.ClientOptions {
 		}
 		if n.ResourceUpdated != nil {
 			o.ResourceUpdatedHandler = func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) { n.ResourceUpdated(req.Params) }
+		}
+		if n.PromptListChanged != nil {
+			o.PromptListChangedHandler = func(context.Context, *sdk.PromptListChangedRequest) { n.PromptListChanged() }
+		}
+		if n.ResourceListChanged != nil {
+			o.ResourceListChangedHandler = func(context.Context, *sdk.ResourceListChangedRequest) { n.ResourceListChanged() }
 		}
 		if n.Sample != nil {
 			o.CreateMessageHandler = func(ctx context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -45,4 +46,52 @@ func TestConnection_RefusesSamplingAndPassesSurfaces(t *testing.T) {
 	must(t, c.Capabilities().Resources != nil, "no resources capability")
 	rr, err := c.ReadResource(context.Background(), "file:///a")
 	must(t, err == nil && rr.Contents[0].Text == "hello", "read: %v %v", rr, err)
+}
+
+// A server's prompts and resources list_changed reach the Connection's
+// Notifications hooks, each on its own hook, when the server adds a prompt
+// or a resource after the connection opened.
+func TestConnection_ListChangedHooksHearPromptsAndResources(t *testing.T) {
+	var mu sync.Mutex
+	var live *sdk.Server
+	srv := sdkServer("lists", func(s *sdk.Server) {
+		s.AddTool(&sdk.Tool{Name: "read", InputSchema: json.RawMessage(`{"type":"object"}`)}, okHandler)
+		mu.Lock()
+		live = s
+		mu.Unlock()
+	})
+	prompts, resources := make(chan struct{}, 16), make(chan struct{}, 16)
+	srv.Notifications = &Notifications{
+		PromptListChanged:   func() { prompts <- struct{}{} },
+		ResourceListChanged: func() { resources <- struct{}{} },
+	}
+	m := pin(t, srv)
+	_, rep := load(t, srv, m, Rules{"read": {SideEffect: agentrt.ReadOnly}})
+	defer rep.Connection.Close()
+	wait := func(c chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-c:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("notifications/%s/list_changed did not reach the hook", what)
+		}
+	}
+	mu.Lock()
+	s := live
+	mu.Unlock()
+	s.AddPrompt(&sdk.Prompt{Name: "brief"}, func(context.Context, *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+		return &sdk.GetPromptResult{}, nil
+	})
+	wait(prompts, "prompts")
+	select {
+	case <-resources:
+		t.Fatal("a prompt change reached the resources hook")
+	default:
+	}
+	s.AddResource(&sdk.Resource{URI: "file:///notes", Name: "notes"}, func(context.Context, *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+		return &sdk.ReadResourceResult{}, nil
+	})
+	wait(resources, "resources")
+	lp, err := rep.Connection.ListPrompts(context.Background(), "")
+	must(t, err == nil && len(lp.Prompts) == 1 && lp.Prompts[0].Name == "brief", "prompts after the change: %v %v", lp, err)
 }

@@ -88,15 +88,21 @@ type upstreamServer struct {
 
 	// subscribes says the server offers resource subscriptions.
 	subscribes bool
+	// announces says the server's capabilities promise list_changed for
+	// its prompts or its resources.
+	announces map[Surface]bool
 	// promptRename is the configuration's prompt_rename.
 	promptRename map[string]string
 
 	mu        sync.Mutex
 	uris      map[string]bool // the URIs of its last resources/list
 	templates []*uriTemplate  // the URI templates of its last listing
-	// listed says resources and templates were listed once; until then
-	// a read lists first, to route by what the servers claim.
+	// listed says resources and templates were listed since the server
+	// last said they changed; until then a read lists first, to route by
+	// what the servers claim. resEpoch counts those changes: a listing
+	// read while one came in does not count.
 	listed, listedRes, listedTmpl bool
+	resEpoch                      uint64
 }
 
 // allowed says whether cfg forwards surface s of server sc.
@@ -124,6 +130,8 @@ func (p *Proxy) addUpstream(sc ServerConfig, conn *mcp.Connection) *upstreamServ
 		u.allowed[s] = offers[s] && surfaceAllowed(p.cfg, sc, s)
 	}
 	u.subscribes = caps.Resources != nil && caps.Resources.Subscribe
+	u.announces = map[Surface]bool{SurfacePrompts: caps.Prompts != nil && caps.Prompts.ListChanged,
+		SurfaceResources: caps.Resources != nil && caps.Resources.ListChanged}
 	p.upsMu.Lock()
 	// A new array each time: a reader's snapshot never changes.
 	p.ups = append(slices.Clip(p.ups), u)
@@ -140,7 +148,8 @@ func (p *Proxy) upstreams() []*upstreamServer {
 }
 
 // notifications are the hooks given to server name's connection: its log
-// messages go to every host session, and its requests for sampling,
+// messages and the changes to its prompt and resource lists go to every
+// host session (listchanged.go), and its requests for sampling,
 // elicitation or roots are refused and recorded.
 func (p *Proxy) notifications(sc ServerConfig) *mcp.Notifications {
 	name := sc.Name
@@ -153,7 +162,9 @@ func (p *Proxy) notifications(sc ServerConfig) *mcp.Notifications {
 			default:
 			}
 		},
-		ResourceUpdated: func(n *sdk.ResourceUpdatedNotificationParams) { p.resourceUpdated(name, n) },
+		ResourceUpdated:     func(n *sdk.ResourceUpdatedNotificationParams) { p.resourceUpdated(name, n) },
+		PromptListChanged:   func() { p.changes.heard(name, SurfacePrompts) },
+		ResourceListChanged: func() { p.changes.heard(name, SurfaceResources) },
 		Refused: func(method string) {
 			p.logf("agentrt-proxy: server %s asked for %s, which the proxy never forwards to the host; refused", name, quote(method, boundName))
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -181,7 +192,9 @@ func (p *Proxy) notifications(sc ServerConfig) *mcp.Notifications {
 // loads, and the completion handler. A standby server's surfaces are
 // unknown until it loads, so what its configuration allows is
 // advertised, subscriptions with resources, and prompts and resources
-// with listChanged: the host is told when its surfaces appear.
+// with listChanged: the host is told when its surfaces appear. Prompts
+// and resources have listChanged too when a server forwarding them
+// says it sends list_changed: the proxy passes each on.
 func (p *Proxy) serverOptions() *sdk.ServerOptions {
 	caps := &sdk.ServerCapabilities{}
 	if p.mayAllow(SurfaceLogging) {
@@ -189,10 +202,10 @@ func (p *Proxy) serverOptions() *sdk.ServerOptions {
 	}
 	if p.mayAllow(SurfaceResources) {
 		caps.Resources = &sdk.ResourceCapabilities{Subscribe: p.anySubscribes() || p.standbyAllows(SurfaceResources),
-			ListChanged: p.standbyAllows(SurfaceResources)}
+			ListChanged: p.standbyAllows(SurfaceResources) || p.anyAnnounces(SurfaceResources)}
 	}
 	if p.mayAllow(SurfacePrompts) {
-		caps.Prompts = &sdk.PromptCapabilities{ListChanged: p.standbyAllows(SurfacePrompts)}
+		caps.Prompts = &sdk.PromptCapabilities{ListChanged: p.standbyAllows(SurfacePrompts) || p.anyAnnounces(SurfacePrompts)}
 	}
 	o := &sdk.ServerOptions{Capabilities: caps}
 	if caps.Resources != nil && caps.Resources.Subscribe {
@@ -311,6 +324,7 @@ func (p *Proxy) listResources(ctx context.Context) (*sdk.ListResourcesResult, er
 			continue
 		}
 		uris := map[string]bool{}
+		epoch := u.resourcesEpoch()
 		err := listPages(ctx, u, u.conn.ListResources, func(r *sdk.ListResourcesResult) string { return r.NextCursor }, func(res *sdk.ListResourcesResult) error {
 			for _, r := range res.Resources {
 				if r == nil || !goodURI(r.URI) || len(out.Resources) == maxForwardItems {
@@ -326,7 +340,7 @@ func (p *Proxy) listResources(ctx context.Context) (*sdk.ListResourcesResult, er
 			return nil, err
 		}
 		u.mu.Lock()
-		u.uris, u.listedRes = uris, true
+		u.uris, u.listedRes = uris, epoch == u.resEpoch
 		u.listed = u.listedTmpl && u.listedRes
 		u.mu.Unlock()
 	}
@@ -340,6 +354,7 @@ func (p *Proxy) listTemplates(ctx context.Context) (*sdk.ListResourceTemplatesRe
 			continue
 		}
 		var tmpls []*uriTemplate
+		epoch := u.resourcesEpoch()
 		err := listPages(ctx, u, u.conn.ListResourceTemplates, func(r *sdk.ListResourceTemplatesResult) string { return r.NextCursor }, func(res *sdk.ListResourceTemplatesResult) error {
 			for _, r := range res.ResourceTemplates {
 				if r == nil || !goodURI(r.URITemplate) || len(out.ResourceTemplates) == maxForwardItems {
@@ -357,11 +372,17 @@ func (p *Proxy) listTemplates(ctx context.Context) (*sdk.ListResourceTemplatesRe
 			return nil, err
 		}
 		u.mu.Lock()
-		u.templates, u.listedTmpl = tmpls, true
+		u.templates, u.listedTmpl = tmpls, epoch == u.resEpoch
 		u.listed = u.listedTmpl && u.listedRes
 		u.mu.Unlock()
 	}
 	return out, nil
+}
+
+func (u *upstreamServer) resourcesEpoch() uint64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.resEpoch
 }
 
 // goodURI is a URI the proxy passes on: bounded, and printable.
@@ -564,14 +585,17 @@ type logItem struct {
 	m      *sdk.LoggingMessageParams
 }
 
-// drainLogs forwards queued log messages in order until Close. The queue
-// is never closed, so a hook that fires late cannot panic.
+// drainLogs forwards queued log messages in order, and the servers'
+// list changes (listchanged.go), until Close. The queue is never closed,
+// so a hook that fires late cannot panic.
 func (p *Proxy) drainLogs() {
 	defer close(p.logDone)
 	for {
 		select {
 		case it := <-p.logq:
 			p.forwardLog(it.server, it.m)
+		case <-p.changes.kick:
+			p.passListChanges()
 		case <-p.logStop:
 			return
 		}

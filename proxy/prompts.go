@@ -122,6 +122,7 @@ func (p *Proxy) checkPrompts(ctx context.Context) error {
 	if !p.anyAllows(SurfacePrompts) && !p.anyAllows(SurfaceCompletion) {
 		return nil
 	}
+	_, epoch := p.promptsNow()
 	table, _, err := p.promptTable(ctx, nil)
 	if pc := (*PromptCollisionError)(nil); errors.As(err, &pc) {
 		return err
@@ -132,21 +133,29 @@ func (p *Proxy) checkPrompts(ctx context.Context) error {
 		p.logf("agentrt-proxy: the prompts could not be listed at start: %s", trace.Sanitize(err.Error()))
 		return nil
 	}
-	p.setPrompts(table)
+	p.setPrompts(table, epoch)
 	return nil
 }
 
-func (p *Proxy) setPrompts(t map[string]promptRoute) {
+// promptsNow is the prompt table in use, and the count of prompt list
+// changes heard so far.
+func (p *Proxy) promptsNow() (map[string]promptRoute, uint64) {
 	p.promptsMu.Lock()
-	p.prompts = t
+	defer p.promptsMu.Unlock()
+	return p.prompts, p.promptsEpoch
+}
+
+// setPrompts keeps a table read after epoch changes had been heard; if
+// more came in while it was read, the next route reads it again.
+func (p *Proxy) setPrompts(t map[string]promptRoute, epoch uint64) {
+	p.promptsMu.Lock()
+	p.prompts, p.promptsRead = t, epoch
 	p.promptsMu.Unlock()
 }
 
 // listPrompts lists every server's prompts under the host's names.
 func (p *Proxy) listPrompts(ctx context.Context) (*sdk.ListPromptsResult, error) {
-	p.promptsMu.Lock()
-	keep := p.prompts
-	p.promptsMu.Unlock()
+	keep, epoch := p.promptsNow()
 	if keep == nil {
 		keep = map[string]promptRoute{}
 	}
@@ -154,7 +163,7 @@ func (p *Proxy) listPrompts(ctx context.Context) (*sdk.ListPromptsResult, error)
 	if err != nil {
 		return nil, err
 	}
-	p.setPrompts(table)
+	p.setPrompts(table, epoch)
 	if list == nil {
 		list = []*sdk.Prompt{}
 	}
@@ -162,8 +171,14 @@ func (p *Proxy) listPrompts(ctx context.Context) (*sdk.ListPromptsResult, error)
 }
 
 // routePrompt finds the server of a host's prompt name and the server's
-// own name for it, listing again once when the name is not known yet.
+// own name for it, listing again first when a server said its prompts
+// changed since the table was read, and once when the name is not known
+// yet. A listing that fails leaves the table as it was.
 func (p *Proxy) routePrompt(ctx context.Context, name string, s Surface) (*upstreamServer, string) {
+	p.promptsMu.Lock()
+	stale := p.promptsEpoch != p.promptsRead
+	p.promptsMu.Unlock()
+	relisted := stale && p.relistPrompts(ctx)
 	for try := 0; try < 2; try++ {
 		p.promptsMu.Lock()
 		r, ok := p.prompts[name]
@@ -171,12 +186,15 @@ func (p *Proxy) routePrompt(ctx context.Context, name string, s Surface) (*upstr
 		if ok && r.u.allowed[s] {
 			return r.u, r.name
 		}
-		if ok || try == 1 {
-			break
-		}
-		if _, err := p.listPrompts(ctx); err != nil {
+		if ok || try == 1 || relisted || !p.relistPrompts(ctx) {
 			break
 		}
 	}
 	return nil, ""
+}
+
+// relistPrompts reads the prompt table again and says whether it could.
+func (p *Proxy) relistPrompts(ctx context.Context) bool {
+	_, err := p.listPrompts(ctx)
+	return err == nil
 }

@@ -88,8 +88,14 @@ type Proxy struct {
 	level   string
 
 	// prompts maps the host's prompt names to their servers (prompts.go).
-	promptsMu sync.Mutex
-	prompts   map[string]promptRoute
+	// promptsEpoch counts the prompts/list_changed of servers whose
+	// prompts route; promptsRead is the count the table was read at.
+	promptsMu                 sync.Mutex
+	prompts                   map[string]promptRoute
+	promptsEpoch, promptsRead uint64
+	// changes are the servers' list changes not yet passed on
+	// (listchanged.go).
+	changes listChanges
 	// sweepStop ends the sweep for lapsed leases (lapsed.go); sweepDone
 	// is closed when it has.
 	sweepStop, sweepDone chan struct{}
@@ -141,7 +147,8 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 	p = &Proxy{cfg: cfg, opts: opts, tools: map[string]*ptool{}, logq: make(chan logItem, logQueue),
 		logStop: make(chan struct{}), logDone: make(chan struct{}),
 		subs:    subscriptions{m: map[string]*subscription{}, sem: make(chan struct{}, 16)},
-		callers: callers{m: map[string][]*sdk.ServerSession{}, sem: map[string]chan struct{}{}}}
+		callers: callers{m: map[string][]*sdk.ServerSession{}, sem: map[string]chan struct{}{}},
+		changes: newListChanges()}
 	for _, s := range cfg.Servers {
 		p.callers.sem[s.Name] = make(chan struct{}, maxAsksInFlight)
 	}

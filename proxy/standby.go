@@ -191,15 +191,24 @@ const (
 // asked for before it loaded.
 func (p *Proxy) surfacesAppeared(ctx context.Context, u *upstreamServer) {
 	p.passLastLevel(context.WithoutCancel(ctx), u)
+	p.listsChanged(u.allowed[SurfacePrompts], u.allowed[SurfaceResources])
+}
+
+// listsChanged sends every host session notifications/prompts/list_changed
+// and notifications/resources/list_changed, as asked.
+func (p *Proxy) listsChanged(prompts, resources bool) {
+	if !prompts && !resources {
+		return
+	}
 	p.hostsMu.Lock()
 	hosts := slices.Clone(p.hosts)
 	p.hostsMu.Unlock()
 	for _, h := range hosts {
-		if u.allowed[SurfacePrompts] {
+		if prompts {
 			h.AddPrompt(&sdk.Prompt{Name: listChangedPrompt}, nil)
 			h.RemovePrompts(listChangedPrompt)
 		}
-		if u.allowed[SurfaceResources] {
+		if resources {
 			h.AddResource(&sdk.Resource{URI: listChangedURI, Name: listChangedPrompt}, nil)
 			h.RemoveResources(listChangedURI)
 		}
