@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -282,7 +283,7 @@ func (h *keyClientCredentials) Authorize(ctx context.Context, req *http.Request,
 	tok, err := src.Token()
 	if err != nil {
 		h.src = nil
-		return fmt.Errorf("proxy: server %q: the client credentials token request failed: %w", h.server, err)
+		return fmt.Errorf("proxy: server %q: the client credentials token request failed: %s", h.server, tokenFailure(err))
 	}
 	h.src = oauth2.ReuseTokenSource(tok, src)
 	if got, ok := tok.Extra("scope").(string); ok {
@@ -361,4 +362,22 @@ func (s *assertingSource) Token() (*oauth2.Token, error) {
 		AuthStyle:      oauth2.AuthStyleInParams,
 		EndpointParams: url.Values{"client_assertion_type": {jwtBearerAssertion}, "client_assertion": {a}}}
 	return cfg.Token(s.ctx)
+}
+
+// tokenFailure says why a token request failed in one line: the error
+// code and description the authorization server sent, or its status,
+// never the body it answered with.
+func tokenFailure(err error) string {
+	var re *oauth2.RetrieveError
+	switch {
+	case errors.As(err, &re) && re.ErrorCode != "":
+		why := "the authorization server answered " + strconv.Quote(trace.Sanitize(re.ErrorCode))
+		if re.ErrorDescription != "" {
+			why += " (" + trace.Sanitize(re.ErrorDescription) + ")"
+		}
+		return why
+	case errors.As(err, &re) && re.Response != nil:
+		return "the authorization server answered " + trace.Sanitize(re.Response.Status)
+	}
+	return trace.Sanitize(err.Error())
 }

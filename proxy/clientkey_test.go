@@ -2,10 +2,12 @@ package proxy
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -105,6 +107,23 @@ func TestClientCredentials_PrivateKeyJWTAssertionIsFreshAndVerifies(t *testing.T
 	if len(pu.acceptedTokens()) == 0 {
 		t.Fatal("the protected server accepted no token")
 	}
+	// An authorization server that no longer knows the key refuses it:
+	// the error says so without the assertion it refused.
+	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	as.mu.Lock()
+	as.keyClient = &other.PublicKey
+	as.mu.Unlock()
+	refused, err := s.Dial(DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = connectOnce(ctx, &s, refused.HTTPClient, refused.OAuthHandler)
+	as.mu.Lock()
+	last := as.assertions[len(as.assertions)-1]
+	as.mu.Unlock()
+	if err == nil || !strings.Contains(err.Error(), "invalid_client") || strings.Contains(err.Error(), last) {
+		t.Fatalf("a refused key: %v", err)
+	}
 	// Neither the key nor an assertion is in the configuration's
 	// directory beyond the key file itself.
 	entries, _ := os.ReadDir(dir)
@@ -180,5 +199,40 @@ func TestConfig_RefusesABadClientCredentialsKey(t *testing.T) {
 		if k := cfg.Servers[0].OAuth.PrivateKey; k == nil || k.Alg != alg {
 			t.Fatalf("%s: %+v, want alg %s", file, k, alg)
 		}
+	}
+}
+
+// An RSA key signs RS256 (RSASSA-PKCS1-v1_5 with SHA-256): the assertion
+// verifies with crypto/rsa and carries the claims an ES256 one does.
+func TestClientCredentials_RS256AssertionVerifies(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	s := &assertionSigner{clientID: "c", alg: RS256, key: key, now: func() time.Time { return now }}
+	a, err := s.assertion("https://as.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(a, ".")
+	if len(parts) != 3 {
+		t.Fatalf("not a compact JWS: %d parts", len(parts))
+	}
+	sig, _ := base64.RawURLEncoding.DecodeString(parts[2])
+	sum := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
+	if err := rsa.VerifyPKCS1v15(&key.PublicKey, crypto.SHA256, sum[:], sig); err != nil {
+		t.Fatalf("the RS256 signature: %v", err)
+	}
+	hb, _ := base64.RawURLEncoding.DecodeString(parts[0])
+	cb, _ := base64.RawURLEncoding.DecodeString(parts[1])
+	var h struct{ Alg, Typ, Kid string }
+	var c assertionClaims
+	if json.Unmarshal(hb, &h) != nil || h.Alg != "RS256" || h.Typ != "JWT" || h.Kid != "" {
+		t.Fatalf("header %s", hb)
+	}
+	if json.Unmarshal(cb, &c) != nil || c.Iss != "c" || c.Sub != "c" || c.Aud != "https://as.example.com" || c.Iat != now.Unix() ||
+		c.Exp != now.Add(assertionLifetime).Unix() || c.JTI == "" {
+		t.Fatalf("claims %s", cb)
 	}
 }
