@@ -593,6 +593,9 @@ func secretFiles(cfg *Config) []string {
 			if s.OAuth.ClientSecret != nil && s.OAuth.ClientSecret.File != "" {
 				out = append(out, s.OAuth.ClientSecret.File)
 			}
+			if s.OAuth.PrivateKey != nil {
+				out = append(out, s.OAuth.PrivateKey.File)
+			}
 		}
 	}
 	return out

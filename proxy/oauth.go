@@ -56,7 +56,7 @@ const (
 	// login`; the proxy refreshes the tokens it stored.
 	GrantAuthorizationCode GrantType = "authorization_code"
 	// GrantClientCredentials: machine to machine, a pre-registered client
-	// ID and secret; no login.
+	// ID with a secret or a private key; no login.
 	GrantClientCredentials GrantType = "client_credentials"
 )
 
@@ -75,6 +75,9 @@ type OAuthConfig struct {
 	// document when ClientMetadataURL is set and the server supports it).
 	ClientID     string
 	ClientSecret *SecretRef
+	// PrivateKey, for client_credentials only and instead of ClientSecret,
+	// authenticates the client with a signed JWT (private_key_jwt).
+	PrivateKey *PrivateKeyRef
 	// ClientMetadataURL is an https client ID metadata document URL.
 	ClientMetadataURL string
 	// Scopes, when set, replace the scopes discovered from the challenge or
@@ -90,6 +93,7 @@ type fileOAuth struct {
 	Tokens            string      `json:"tokens"`
 	ClientID          string      `json:"client_id"`
 	ClientSecret      *fileSecret `json:"client_secret"`
+	PrivateKey        *fileKey    `json:"private_key"`
 	ClientMetadataURL string      `json:"client_metadata_url"`
 	Scopes            []string    `json:"scopes"`
 	RedirectPort      int         `json:"redirect_port"`
@@ -121,8 +125,24 @@ func (fo *fileOAuth) resolve(field string, rel func(string) string, s *ServerCon
 			return nil, bad(field+".client_secret", "needs client_id")
 		}
 	}
-	if o.Grant == GrantClientCredentials && (o.ClientID == "" || o.ClientSecret == nil) {
-		return nil, bad(field, "client_credentials needs client_id and client_secret")
+	if fo.PrivateKey != nil {
+		if o.Grant != GrantClientCredentials {
+			return nil, bad(field+".private_key", "is used only with grant client_credentials")
+		}
+		if o.ClientSecret != nil {
+			return nil, bad(field, "must set exactly one of client_secret and private_key, not both")
+		}
+		if o.ClientID == "" {
+			return nil, bad(field+".private_key", "needs client_id")
+		}
+		k, err := fo.PrivateKey.resolve(field+".private_key", rel)
+		if err != nil {
+			return nil, err
+		}
+		o.PrivateKey = k
+	}
+	if o.Grant == GrantClientCredentials && (o.ClientID == "" || (o.ClientSecret == nil && o.PrivateKey == nil)) {
+		return nil, bad(field, "client_credentials needs client_id and exactly one of client_secret and private_key")
 	}
 	if o.ClientMetadataURL != "" {
 		u, err := url.Parse(o.ClientMetadataURL)
@@ -192,6 +212,13 @@ func oauthHTTPClient() *http.Client {
 // runtimeOAuth is the handler the proxy connects an OAuth server with.
 func (s ServerConfig) runtimeOAuth(opts DialOptions, base *http.Client) (auth.OAuthHandler, error) {
 	o := s.OAuth
+	if o.Grant == GrantClientCredentials && o.PrivateKey != nil {
+		h, err := newKeyClientCredentials(s.Name, o.ClientID, o.PrivateKey, oauthHTTPClient(), nil)
+		if err != nil {
+			return nil, err
+		}
+		return h, nil
+	}
 	if o.Grant == GrantClientCredentials {
 		secret, err := o.ClientSecret.value(s.Name, "oauth.client_secret", opts.Lookup)
 		if err != nil {

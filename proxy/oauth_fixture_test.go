@@ -2,11 +2,14 @@ package proxy
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -43,6 +46,12 @@ type testAS struct {
 	issued  []string // every access and refresh token issued
 	// secret is the client credentials client's secret (client "m2m").
 	secret string
+	// keyClient is the public key of client "m2m-key", which
+	// authenticates with a private_key_jwt assertion; assertions are those
+	// it sent, and jtis the IDs seen (an assertion is good once).
+	keyClient  *ecdsa.PublicKey
+	assertions []string
+	jtis       map[string]bool
 }
 
 type asClient struct {
@@ -87,7 +96,7 @@ func (a *testAS) metadata(w http.ResponseWriter, r *http.Request) {
 		RegistrationEndpoint: a.url + "/register", ResponseTypesSupported: []string{"code"},
 		GrantTypesSupported:               []string{"authorization_code", "refresh_token", "client_credentials"},
 		CodeChallengeMethodsSupported:     []string{"S256"},
-		TokenEndpointAuthMethodsSupported: []string{"none", "client_secret_post", "client_secret_basic"},
+		TokenEndpointAuthMethodsSupported: []string{"none", "client_secret_post", "client_secret_basic", "private_key_jwt"},
 		ScopesSupported:                   []string{"mcp:tools", "offline_access"},
 	})
 }
@@ -168,6 +177,21 @@ func (a *testAS) token(w http.ResponseWriter, r *http.Request) {
 		}
 		grant = g
 	case "client_credentials":
+		if f.Has("client_assertion_type") || f.Has("client_assertion") {
+			a.assertions = append(a.assertions, f.Get("client_assertion"))
+			claims, err := verifyAssertion(a.keyClient, f.Get("client_assertion"), a.url, "m2m-key", time.Now())
+			_, _, basic := r.BasicAuth()
+			if f.Get("client_assertion_type") != jwtBearerAssertion || basic || f.Has("client_secret") || err != nil || a.jtis[claims.JTI] {
+				writeJSON(w, 401, map[string]string{"error": "invalid_client"})
+				return
+			}
+			if a.jtis == nil {
+				a.jtis = map[string]bool{}
+			}
+			a.jtis[claims.JTI] = true
+			grant = "grant-" + randText()
+			break
+		}
 		id, secret, ok := r.BasicAuth()
 		if !ok {
 			id, secret = f.Get("client_id"), f.Get("client_secret")
@@ -287,4 +311,59 @@ func scriptedBrowser(t testing.TB, authURL string) error {
 		return fmt.Errorf("the redirect answered %s", resp.Status)
 	}
 	return nil
+}
+
+// assertionClaims are the claims of an RFC 7523 client assertion.
+type assertionClaims struct {
+	Iss string `json:"iss"`
+	Sub string `json:"sub"`
+	Aud string `json:"aud"`
+	Iat int64  `json:"iat"`
+	Exp int64  `json:"exp"`
+	JTI string `json:"jti"`
+}
+
+// verifyAssertion checks a client assertion as an authorization server
+// does, with crypto/ecdsa only: an ES256 compact JWS (a 64-byte r||s
+// signature), iss = sub = client, aud = the authorization server, issued
+// now, expiring within minutes, with a jti.
+func verifyAssertion(pub *ecdsa.PublicKey, jws, aud, client string, now time.Time) (assertionClaims, error) {
+	var c assertionClaims
+	parts := strings.Split(jws, ".")
+	if pub == nil || len(parts) != 3 {
+		return c, errors.New("not a compact JWS")
+	}
+	hb, err1 := base64.RawURLEncoding.DecodeString(parts[0])
+	cb, err2 := base64.RawURLEncoding.DecodeString(parts[1])
+	sig, err3 := base64.RawURLEncoding.DecodeString(parts[2])
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return c, err
+	}
+	var h struct{ Alg, Typ string }
+	if err := json.Unmarshal(hb, &h); err != nil || h.Alg != "ES256" || h.Typ != "JWT" {
+		return c, fmt.Errorf("header %s", hb)
+	}
+	if len(sig) != 64 {
+		return c, fmt.Errorf("an ES256 signature is 64 bytes, got %d", len(sig))
+	}
+	sum := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
+	if !ecdsa.Verify(pub, sum[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])) {
+		return c, errors.New("the signature does not verify")
+	}
+	if err := json.Unmarshal(cb, &c); err != nil {
+		return c, err
+	}
+	switch {
+	case c.Iss != client || c.Sub != client:
+		return c, fmt.Errorf("iss %q sub %q, want %q", c.Iss, c.Sub, client)
+	case c.Aud != aud:
+		return c, fmt.Errorf("aud %q, want %q", c.Aud, aud)
+	case c.JTI == "":
+		return c, errors.New("no jti")
+	case c.Iat > now.Unix()+5 || c.Iat < now.Unix()-60:
+		return c, fmt.Errorf("iat %d is not now (%d)", c.Iat, now.Unix())
+	case c.Exp <= now.Unix() || c.Exp > c.Iat+10*60:
+		return c, fmt.Errorf("exp %d is not a few minutes after iat %d", c.Exp, c.Iat)
+	}
+	return c, nil
 }

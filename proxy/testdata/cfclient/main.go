@@ -88,17 +88,28 @@ func run(url, scenario string) error {
 		o := map[string]any{}
 		id, _ := cctx["client_id"].(string)
 		secret, _ := cctx["client_secret"].(string)
-		if id != "" && secret != "" {
+		key, _ := cctx["private_key_pem"].(string)
+		alg, _ := cctx["signing_algorithm"].(string)
+		switch {
+		case id != "" && secret != "":
 			o["client_id"] = id
 			o["client_secret"] = map[string]any{"env": "CF_CLIENT_SECRET"}
 			env = append(env, "CF_CLIENT_SECRET="+secret)
-			if strings.HasPrefix(scenario, "auth/client-credentials") {
-				o["grant"] = "client_credentials"
+		case id != "" && key != "":
+			// private_key_jwt: the scenario's key in an owner-only file,
+			// which the configuration names.
+			if err := os.WriteFile(filepath.Join(dir, "cf.key.pem"), []byte(key), 0o600); err != nil {
+				return err
 			}
-		} else {
+			o["client_id"] = id
+			o["private_key"] = map[string]any{"file": "cf.key.pem", "alg": alg}
+		default:
 			// As the go-sdk's own conformance client: a client ID metadata
 			// document, or dynamic registration.
 			o["client_metadata_url"] = "https://conformance-test.local/client-metadata.json"
+		}
+		if strings.HasPrefix(scenario, "auth/client-credentials") {
+			o["grant"] = "client_credentials"
 		}
 		server["oauth"] = o
 	}
