@@ -614,11 +614,7 @@ func (ix *Index) recordRefusal(ctx context.Context, session, server, method stri
 // forwardLog sends one of a server's log messages to every host session,
 // its logger named for the server and its data escaped and bounded.
 func (p *Proxy) forwardLog(server string, m *sdk.LoggingMessageParams) {
-	allowed := false
-	for _, u := range p.upstreams() {
-		allowed = allowed || (u.name == server && u.allowed[SurfaceLogging])
-	}
-	if !allowed || m == nil {
+	if u := p.upstreamNamed(server); u == nil || !u.allowed[SurfaceLogging] || m == nil {
 		return
 	}
 	var data string
