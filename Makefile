@@ -14,7 +14,7 @@ MCP_SERVERS = mcp/testdata/servers
 # the MCP conformance suite, the Inspector's CLI and mcpc.
 PROXY_HOSTS = proxy/testdata/hosts
 
-.PHONY: help demo test test-modules bench bench-modules lint fuzz fault vuln tidy release reproduce mcp-servers host-tools chromium proxy-hosts
+.PHONY: help demo test test-modules dups bench bench-modules lint fuzz fault vuln tidy release reproduce mcp-servers host-tools chromium proxy-hosts
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -27,6 +27,9 @@ test: mcp-servers host-tools chromium proxy-hosts ## Run every test of every mod
 
 test-modules: ## The loop `make test` runs (set TEST_PG_DSN to use a cluster of your own).
 	@set -e; for d in $(MODULES); do echo "== $$d"; (cd $$d && $(GO) test -race -count=1 -timeout 20m ./...); done
+
+dups: ## Print the duplicate-pair count with Go import blocks blanked, and the raw count (internal/house/cmd/dups).
+	$(GO) run ./internal/house/cmd/dups
 
 bench: ## Run the benchmarks, SQLite and PostgreSQL in one run (full run; figures go in docs/performance.md).
 	@scripts/pg-test.sh run -- $(MAKE) --no-print-directory bench-modules
