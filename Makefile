@@ -28,8 +28,8 @@ test: mcp-servers host-tools chromium proxy-hosts ## Run every test of every mod
 test-modules: ## The loop `make test` runs (set TEST_PG_DSN to use a cluster of your own).
 	@set -e; for d in $(MODULES); do echo "== $$d"; (cd $$d && $(GO) test -race -count=1 -timeout 20m ./...); done
 
-dups: ## Print the duplicate-pair count with Go import blocks blanked, and the raw count (internal/house/cmd/dups).
-	$(GO) run ./internal/house/cmd/dups
+dups: ## Print the duplicate-pair count with Go import blocks blanked, and the raw count (internal/house/dups).
+	$(GO) run ./internal/house/dups
 
 bench: ## Run the benchmarks, SQLite and PostgreSQL in one run (full run; figures go in docs/performance.md).
 	@scripts/pg-test.sh run -- $(MAKE) --no-print-directory bench-modules

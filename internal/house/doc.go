@@ -8,6 +8,7 @@
 // The rules themselves are the tests of this package, each against a
 // checked-in allowlist under testdata/allow that may only shrink; `go test
 // ./internal/house -update` rewrites the allowlists (see house_test.go).
-// `make dups` runs cmd/dups, which prints the duplicate-pair figure CI
+// `make dups` runs the program in ./dups (not under a cmd/ directory, so
+// no release ships it), which prints the duplicate-pair figure CI
 // shows.
 package house
