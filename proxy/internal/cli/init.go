@@ -227,8 +227,14 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "  (change it in the file, or run init with -policy CLASS=OUTCOME)\n")
 	fmt.Fprintf(stdout, "every rule is a suggestion, and no tool is offered until you review it:\n  agentrt-proxy review -config %s\n\n", quoteArg(out))
 
+	return initHostConfig(stdout, stderr, h, doc, bin, out, *writeHost)
+}
+
+// initHostConfig prints the host configuration that routes through the
+// proxy and, with writeHost, puts it in place after a backup.
+func initHostConfig(stdout, stderr io.Writer, h *host, doc *hostDoc, bin, out string, writeHost bool) int {
 	fmt.Fprintf(stdout, "the host's configuration that routes through the proxy (%s, key %q):\n%s", trace.Sanitize(h.path), h.key, h.hostSnippet(bin, out))
-	if !*writeHost {
+	if !writeHost {
 		fmt.Fprintf(stdout, "put it in place yourself, or run init again with -write-host-config (after a backup)\n")
 		return ExitOK
 	}
