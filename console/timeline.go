@@ -233,7 +233,12 @@ func newUsage(used, ceiling agentrt.Micros) *usage {
 	if ceiling <= 0 {
 		return nil
 	}
-	pct := int(min(100, max(0, used*100/ceiling)))
+	// Rounded to the nearest percent, and never 0% for a window that has
+	// spent something.
+	pct := int(min(100, max(0, (used*100+ceiling/2)/ceiling)))
+	if pct == 0 && used > 0 {
+		pct = 1
+	}
 	// The meter turns amber past three quarters and red past nine tenths.
 	return &usage{Used: used, Max: ceiling, Low: ceiling / 4 * 3, High: ceiling / 10 * 9, Percent: pct}
 }
