@@ -20,6 +20,7 @@ help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 demo: ## Run the main job on the embedded default: no network, no keys.
+	@echo "== building agentrt (the first time, go fetches the go1.27.3 toolchain and the modules and compiles: about a minute, silently)"
 	$(GO) run ./cmd/agentrt demo -auto-approve
 
 test: mcp-servers host-tools chromium proxy-hosts ## Run every test of every module in go.work, with the race detector, on a throwaway PostgreSQL cluster.
