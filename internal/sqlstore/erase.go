@@ -74,6 +74,9 @@ func (t *tx) eraseRun(id string, r agentrt.EraseRequest) (agentrt.ErasedRun, err
 	if pending > 0 {
 		return agentrt.ErasedRun{}, fmt.Errorf("%w: run %s has %d pending approvals", agentrt.ErrRunState, id, pending)
 	}
+	if err := t.eraseOutstanding(id); err != nil {
+		return agentrt.ErasedRun{}, err
+	}
 	key, err := t.saltFor(id, "")
 	if err != nil {
 		return agentrt.ErasedRun{}, err
@@ -167,6 +170,26 @@ func (t *tx) eraseRun(id string, r agentrt.EraseRequest) (agentrt.ErasedRun, err
 		return agentrt.ErasedRun{}, err
 	}
 	return agentrt.ErasedRun{RunID: id, Events: len(list), Rows: rows, Seq: ev.Seq}, nil
+}
+
+// eraseOutstanding refuses a run that something may still write to: a
+// step whose tool started and has no outcome yet (a cancelled run's tool
+// still running, whose late step.tool_finished erasure would refuse).
+func (t *tx) eraseOutstanding(id string) error {
+	var step, tool string
+	err := t.queryRow(`SELECT s.step_id, s.payload_json FROM events s WHERE s.run_id = ? AND s.type = ? AND NOT EXISTS (
+		SELECT 1 FROM events f WHERE f.run_id = s.run_id AND f.step_id = s.step_id AND f.seq > s.seq AND f.type IN (?, ?))
+		ORDER BY s.seq LIMIT 1`, id, string(agentrt.EventToolStarted), string(agentrt.EventToolFinished), string(agentrt.EventStepInterrupted)).Scan(&step, &tool)
+	switch {
+	case err == nil:
+		var p agentrt.ToolStartedPayload
+		_ = json.Unmarshal([]byte(tool), &p)
+		return fmt.Errorf("%w: run %s's step %s started tool %q and its outcome is not recorded yet; erase the run after the tool finishes",
+			agentrt.ErrRunState, id, step, p.Tool)
+	case !errors.Is(err, sql.ErrNoRows):
+		return err
+	}
+	return nil
 }
 
 // valuesRows is a select of n rows (k BIGINT, p TEXT, d TEXT), for an
@@ -447,5 +470,3 @@ func (s *Store) OnWriter(ctx context.Context, fn func(c *sql.Conn) error) error 
 	}
 	return fn(s.wconn)
 }
-
-var _ = errors.Is

@@ -1,0 +1,86 @@
+package enginetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
+)
+
+// eraseRefused requires erasing runID to be refused with ErrRunState and
+// an error naming each of want, leaving the run's events and goal as they
+// were.
+func eraseRefused(t *testing.T, op agentrt.Operator, st agentrt.Store, runID string, want ...string) {
+	t.Helper()
+	ctx := context.Background()
+	before, err := st.ListEvents(ctx, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = op.Erase(ctx, runID, "dpo", "request 7")
+	if !errors.Is(err, agentrt.ErrRunState) {
+		t.Fatalf("Erase = %v; want ErrRunState", err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Fatalf("Erase = %q; want it to name %q", err, w)
+		}
+	}
+	after, err := st.ListEvents(ctx, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before) {
+		t.Fatalf("a refused erasure left %d events, was %d", len(after), len(before))
+	}
+	for i := range after {
+		if string(after[i].Payload) != string(before[i].Payload) {
+			t.Fatalf("a refused erasure changed event %d: %s", after[i].Seq, after[i].Payload)
+		}
+	}
+	if r := kit.MustRun(t, st, runID); r.Goal == "" {
+		t.Fatalf("a refused erasure cleared the run's goal")
+	}
+}
+
+// An operator cancels a run while its tool runs and erases it at once:
+// erasure is refused, naming the step whose outcome is not recorded yet,
+// and nothing is erased. Once the tool finishes, its late outcome is
+// appended and the erasure goes through, after it in the chain.
+func caseErase_RefusesARunWhoseToolIsStillRunning(t *testing.T, bk *Backend) {
+	ctx := context.Background()
+	e := newEnv(t, bk)
+	running := make(chan struct{})
+	release := make(chan struct{})
+	send := kit.NewTool("send", agentrt.LocalMutation, kit.PathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+		close(running)
+		<-release
+		return agentrt.ToolResult{Content: json.RawMessage(`{"sent":1}`), Summary: "sent"}, nil
+	})
+	d := e.Driver(kit.Script(kit.Call("send", `{"path":"/a"}`), kit.Complete(`{}`)), agentrt.DefaultPolicy(), send)
+	done := startAsync(d)
+	<-running
+	if _, err := e.Operator().Cancel(ctx, "run-1", "alice", "too slow"); err != nil {
+		t.Fatalf("Cancel: %v", err)
+	}
+	st := kit.MustSteps(t, e.Store, "run-1")[0]
+	eraseRefused(t, e.Operator(), e.Store, "run-1", st.ID, `"send"`, "outcome is not recorded")
+	close(release)
+	awaitCancelled(t, e, done)
+	late := kit.EventsOf(t, e.Store, "run-1", kit.ToolFinished)
+	if len(late) != 1 || !strings.Contains(string(late[0].Payload), `"late":true`) {
+		t.Fatalf("tool_finished events = %v; want the late outcome", late)
+	}
+	er, err := e.Operator().Erase(ctx, "run-1", "dpo", "request 7")
+	if err != nil {
+		t.Fatalf("Erase after the late outcome: %v", err)
+	}
+	if er.Seq <= late[0].Seq {
+		t.Fatalf("run.erased at %d, before the late outcome at %d", er.Seq, late[0].Seq)
+	}
+	verify(t, e.Store)
+}
