@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	agentrt "github.com/agentrt/agentrt"
 	kit "github.com/agentrt/agentrt/internal/enginekit"
@@ -83,4 +84,38 @@ func caseErase_RefusesARunWhoseToolIsStillRunning(t *testing.T, bk *Backend) {
 		t.Fatalf("run.erased at %d, before the late outcome at %d", er.Seq, late[0].Seq)
 	}
 	verify(t, e.Store)
+}
+
+// A run whose model call was cut off after it may have been sent holds an
+// uncertain reservation: erasing it is refused, naming the call and
+// telling the operator to reconcile it, and nothing is erased; once it is
+// reconciled the run is erased and the budget holds nothing for it.
+func caseErase_RefusesARunHoldingAnUnsettledReservation(t *testing.T, bk *Backend) {
+	ctx := context.Background()
+	st := openStore(t, bk)
+	c := &clock{t: time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)}
+	op := agentrt.Operator{Store: st, Now: c.Now}
+	bound := budgetBound()
+	b, err := op.AddBudget(ctx, agentrt.NewBudget{Name: "acme", Scope: "tenant=acme", Window: agentrt.WindowNone, MaxCost: 2 * bound.Cost, By: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := budgetRun(t, st, &budgetModel{cut: true}, c.Now, nil, "cut"); r.Status != agentrt.RunFailed {
+		t.Fatalf("cut run: %s", r.Status)
+	}
+	rs, err := st.(agentrt.BudgetReader).ListReservations(ctx, agentrt.ReservationFilter{RunID: "cut"}, 10)
+	if err != nil || len(rs) != 1 || rs[0].Status != agentrt.ReservationUncertain {
+		t.Fatalf("reservations %+v, %v; want one uncertain", rs, err)
+	}
+	eraseRefused(t, op, st, "cut", rs[0].CallID, "uncertain", "reconcile")
+	if _, err := op.ReconcileReservation(ctx, rs[0].CallID, agentrt.Amount{Cost: 5, Tokens: 7}, "bob", "usage export"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.Erase(ctx, "cut", "dpo", "request 7"); err != nil {
+		t.Fatalf("Erase after reconciling: %v", err)
+	}
+	if ws := window(t, st, b); ws[0].Uncertain != (agentrt.Amount{}) || ws[0].Reserved != (agentrt.Amount{}) {
+		t.Fatalf("the budget still holds capacity for the erased run: %+v", ws)
+	}
+	verify(t, st)
 }

@@ -174,7 +174,9 @@ func (t *tx) eraseRun(id string, r agentrt.EraseRequest) (agentrt.ErasedRun, err
 
 // eraseOutstanding refuses a run that something may still write to: a
 // step whose tool started and has no outcome yet (a cancelled run's tool
-// still running, whose late step.tool_finished erasure would refuse).
+// still running, whose late step.tool_finished erasure would refuse), or a
+// model call whose budget reservation is not settled (its reconciliation
+// would be refused, holding the budget's capacity for ever).
 func (t *tx) eraseOutstanding(id string) error {
 	var step, tool string
 	err := t.queryRow(`SELECT s.step_id, s.payload_json FROM events s WHERE s.run_id = ? AND s.type = ? AND NOT EXISTS (
@@ -186,6 +188,16 @@ func (t *tx) eraseOutstanding(id string) error {
 		_ = json.Unmarshal([]byte(tool), &p)
 		return fmt.Errorf("%w: run %s's step %s started tool %q and its outcome is not recorded yet; erase the run after the tool finishes",
 			agentrt.ErrRunState, id, step, p.Tool)
+	case !errors.Is(err, sql.ErrNoRows):
+		return err
+	}
+	var call, status string
+	err = t.queryRow(`SELECT call_id, status FROM budget_reservations WHERE run_id = ? AND status != ? ORDER BY created_at, call_id LIMIT 1`,
+		id, string(agentrt.ReservationSettled)).Scan(&call, &status)
+	switch {
+	case err == nil:
+		return fmt.Errorf("%w: run %s's model call %s holds a %s budget reservation; reconcile it (agentrt budgets reconcile) before erasing the run",
+			agentrt.ErrRunState, id, call, status)
 	case !errors.Is(err, sql.ErrNoRows):
 		return err
 	}
