@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -361,86 +360,6 @@ func (s *Store) ErasableRuns(ctx context.Context, q agentrt.ErasableQuery) ([]ag
 		offset += n
 	}
 	return out, nil
-}
-
-// verifyErasures checks, for each run with erased payloads, that a
-// run.erased event after them records each one: the digest the chain holds
-// and the SHA-256 of what was left. An erasure with no run.erased, or a
-// payload changed after its erasure, is a break.
-func (s *Store) verifyErasures(ctx context.Context, rep agentrt.VerifyReport, erased map[string]int64) (agentrt.VerifyReport, error) {
-	ids := make([]string, 0, len(erased))
-	for id := range erased {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	type kept struct {
-		seq    int64
-		digest string
-		sum    [32]byte
-	}
-	for _, id := range ids {
-		// One read of the run's erased events and its run.erased, in
-		// chain order: the run.erased comes after what it records.
-		var pending []kept
-		recorded := map[int64]agentrt.ErasedEvent{}
-		at := map[int64]int64{} // erased seq -> seq of the run.erased recording it
-		rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(`SELECT seq, type, payload_json, payload_digest FROM events
-			WHERE run_id = ? AND (payload_digest != '' OR type = ?) ORDER BY seq`), id, string(agentrt.EventRunErased))
-		if err != nil {
-			return rep, err
-		}
-		for rows.Next() {
-			var seq int64
-			var typ, pl, dg string
-			if err := rows.Scan(&seq, &typ, &pl, &dg); err != nil {
-				rows.Close()
-				return rep, err
-			}
-			if dg != "" {
-				pending = append(pending, kept{seq, dg, sha256.Sum256([]byte(pl))})
-			}
-			if typ != string(agentrt.EventRunErased) || dg != "" {
-				continue
-			}
-			p, err := agentrt.PayloadAs[agentrt.RunErasedPayload](agentrt.Event{Seq: seq, Type: agentrt.EventRunErased, Payload: json.RawMessage(pl)})
-			if err != nil {
-				rows.Close()
-				rep.Break = &agentrt.ChainBreak{Seq: seq, Detail: "the run.erased event will not decode: " + err.Error()}
-				return rep, nil
-			}
-			for _, e := range p.Events {
-				recorded[e.Seq], at[e.Seq] = e, seq
-			}
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return rep, err
-		}
-		for _, k := range pending {
-			e, ok := recorded[k.seq]
-			detail := ""
-			switch {
-			case !ok:
-				detail = fmt.Sprintf("the payload of event %d (run %s) was erased, but no run.erased event records it", k.seq, id)
-			case at[k.seq] < k.seq:
-				detail = fmt.Sprintf("event %d's erasure is recorded before it", k.seq)
-			case e.Digest != k.digest:
-				detail = fmt.Sprintf("event %d's kept digest is not the one its run.erased event recorded", k.seq)
-			case e.Kept != hex.EncodeToString(k.sum[:]):
-				detail = fmt.Sprintf("event %d's payload was changed after its erasure", k.seq)
-			}
-			if detail != "" {
-				rep.Break = &agentrt.ChainBreak{Seq: k.seq, Detail: detail}
-				return rep, nil
-			}
-		}
-		rep.ErasedRunCount++
-		if len(rep.ErasedRuns) < agentrt.MaxReportedRuns {
-			rep.ErasedRuns = append(rep.ErasedRuns, id)
-		}
-	}
-	return rep, nil
 }
 
 // CrashHook, when set by a test, is called at each point of an erasure
