@@ -50,40 +50,58 @@ func eraseRefused(t *testing.T, op agentrt.Operator, st agentrt.Store, runID str
 
 // An operator cancels a run while its tool runs and erases it at once:
 // erasure is refused, naming the step whose outcome is not recorded yet,
-// and nothing is erased. Once the tool finishes, its late outcome is
-// appended and the erasure goes through, after it in the chain.
+// and nothing is erased, up to the tool's timeout and a minute's grace.
+// A tool that finishes has its late outcome appended and the erasure goes
+// through after it in the chain; one whose process is gone never reports,
+// and past its timeout and the grace the run is erased.
 func caseErase_RefusesARunWhoseToolIsStillRunning(t *testing.T, bk *Backend) {
 	ctx := context.Background()
-	e := newEnv(t, bk)
-	running := make(chan struct{})
-	release := make(chan struct{})
-	send := kit.NewTool("send", agentrt.LocalMutation, kit.PathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
-		close(running)
-		<-release
-		return agentrt.ToolResult{Content: json.RawMessage(`{"sent":1}`), Summary: "sent"}, nil
-	})
-	d := e.Driver(kit.Script(kit.Call("send", `{"path":"/a"}`), kit.Complete(`{}`)), agentrt.DefaultPolicy(), send)
-	done := startAsync(d)
-	<-running
-	if _, err := e.Operator().Cancel(ctx, "run-1", "alice", "too slow"); err != nil {
-		t.Fatalf("Cancel: %v", err)
+	for _, reports := range []bool{true, false} {
+		t.Run(map[bool]string{true: "the tool reports", false: "the tool never reports"}[reports], func(t *testing.T) {
+			e := newEnv(t, bk)
+			running := make(chan struct{})
+			release := make(chan struct{})
+			send := kit.NewTool("send", agentrt.LocalMutation, kit.PathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+				close(running)
+				<-release
+				return agentrt.ToolResult{Content: json.RawMessage(`{"sent":1}`), Summary: "sent"}, nil
+			})
+			d := e.Driver(kit.Script(kit.Call("send", `{"path":"/a"}`), kit.Complete(`{}`)), agentrt.DefaultPolicy(), send)
+			done := startAsync(d)
+			<-running
+			if _, err := e.Operator().Cancel(ctx, "run-1", "alice", "too slow"); err != nil {
+				t.Fatalf("Cancel: %v", err)
+			}
+			st := kit.MustSteps(t, e.Store, "run-1")[0]
+			eraseRefused(t, e.Operator(), e.Store, "run-1", st.ID, `"send"`, "outcome is not recorded")
+			// The tool's timeout is a minute; the grace another.
+			e.Clock.Advance(time.Minute + 59*time.Second)
+			eraseRefused(t, e.Operator(), e.Store, "run-1", st.ID)
+			if !reports {
+				t.Cleanup(func() { close(release); <-done })
+				e.Clock.Advance(2 * time.Second)
+				if _, err := e.Operator().Erase(ctx, "run-1", "dpo", "request 7"); err != nil {
+					t.Fatalf("Erase past the tool's timeout and the grace: %v", err)
+				}
+				verify(t, e.Store)
+				return
+			}
+			close(release)
+			awaitCancelled(t, e, done)
+			late := kit.EventsOf(t, e.Store, "run-1", kit.ToolFinished)
+			if len(late) != 1 || !strings.Contains(string(late[0].Payload), `"late":true`) {
+				t.Fatalf("tool_finished events = %v; want the late outcome", late)
+			}
+			er, err := e.Operator().Erase(ctx, "run-1", "dpo", "request 7")
+			if err != nil {
+				t.Fatalf("Erase after the late outcome: %v", err)
+			}
+			if er.Seq <= late[0].Seq {
+				t.Fatalf("run.erased at %d, before the late outcome at %d", er.Seq, late[0].Seq)
+			}
+			verify(t, e.Store)
+		})
 	}
-	st := kit.MustSteps(t, e.Store, "run-1")[0]
-	eraseRefused(t, e.Operator(), e.Store, "run-1", st.ID, `"send"`, "outcome is not recorded")
-	close(release)
-	awaitCancelled(t, e, done)
-	late := kit.EventsOf(t, e.Store, "run-1", kit.ToolFinished)
-	if len(late) != 1 || !strings.Contains(string(late[0].Payload), `"late":true`) {
-		t.Fatalf("tool_finished events = %v; want the late outcome", late)
-	}
-	er, err := e.Operator().Erase(ctx, "run-1", "dpo", "request 7")
-	if err != nil {
-		t.Fatalf("Erase after the late outcome: %v", err)
-	}
-	if er.Seq <= late[0].Seq {
-		t.Fatalf("run.erased at %d, before the late outcome at %d", er.Seq, late[0].Seq)
-	}
-	verify(t, e.Store)
 }
 
 // A run whose model call was cut off after it may have been sent holds an

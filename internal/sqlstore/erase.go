@@ -73,7 +73,7 @@ func (t *tx) eraseRun(id string, r agentrt.EraseRequest) (agentrt.ErasedRun, err
 	if pending > 0 {
 		return agentrt.ErasedRun{}, fmt.Errorf("%w: run %s has %d pending approvals", agentrt.ErrRunState, id, pending)
 	}
-	if err := t.eraseOutstanding(id); err != nil {
+	if err := t.eraseOutstanding(id, r.At); err != nil {
 		return agentrt.ErasedRun{}, err
 	}
 	key, err := t.saltFor(id, "")
@@ -171,27 +171,22 @@ func (t *tx) eraseRun(id string, r agentrt.EraseRequest) (agentrt.ErasedRun, err
 	return agentrt.ErasedRun{RunID: id, Events: len(list), Rows: rows, Seq: ev.Seq}, nil
 }
 
+// lateOutcomeGrace is how long after a tool's timeout erasure still waits
+// for its outcome: the time to record it, and skew between clocks.
+const lateOutcomeGrace = time.Minute
+
 // eraseOutstanding refuses a run that something may still write to: a
-// step whose tool started and has no outcome yet (a cancelled run's tool
-// still running, whose late step.tool_finished erasure would refuse), or a
-// model call whose budget reservation is not settled (its reconciliation
-// would be refused, holding the budget's capacity for ever).
-func (t *tx) eraseOutstanding(id string) error {
-	var step, tool string
-	err := t.queryRow(`SELECT s.step_id, s.payload_json FROM events s WHERE s.run_id = ? AND s.type = ? AND NOT EXISTS (
-		SELECT 1 FROM events f WHERE f.run_id = s.run_id AND f.step_id = s.step_id AND f.seq > s.seq AND f.type IN (?, ?))
-		ORDER BY s.seq LIMIT 1`, id, string(agentrt.EventToolStarted), string(agentrt.EventToolFinished), string(agentrt.EventStepInterrupted)).Scan(&step, &tool)
-	switch {
-	case err == nil:
-		var p agentrt.ToolStartedPayload
-		_ = json.Unmarshal([]byte(tool), &p)
-		return fmt.Errorf("%w: run %s's step %s started tool %q and its outcome is not recorded yet; erase the run after the tool finishes",
-			agentrt.ErrRunState, id, step, p.Tool)
-	case !errors.Is(err, sql.ErrNoRows):
+// step whose tool started, has no outcome yet and may still report one (a
+// cancelled run's tool still running, whose late step.tool_finished
+// erasure would refuse), or a model call whose budget reservation is not
+// settled (its reconciliation would be refused, holding the budget's
+// capacity for ever).
+func (t *tx) eraseOutstanding(id string, at time.Time) error {
+	if err := t.eraseToolOutstanding(id, at); err != nil {
 		return err
 	}
 	var call, status string
-	err = t.queryRow(`SELECT call_id, status FROM budget_reservations WHERE run_id = ? AND status != ? ORDER BY created_at, call_id LIMIT 1`,
+	err := t.queryRow(`SELECT call_id, status FROM budget_reservations WHERE run_id = ? AND status != ? ORDER BY created_at, call_id LIMIT 1`,
 		id, string(agentrt.ReservationSettled)).Scan(&call, &status)
 	switch {
 	case err == nil:
@@ -201,6 +196,45 @@ func (t *tx) eraseOutstanding(id string) error {
 		return err
 	}
 	return nil
+}
+
+// eraseToolOutstanding refuses a run with a tool call that started, has
+// no step.tool_finished or step.interrupted after it, and is within its
+// timeout (plus lateOutcomeGrace) at the erasure's time. Past that, a tool
+// that kept to its timeout has returned and its outcome is recorded, or
+// the process running it is gone and no outcome will come: the run is
+// erased rather than kept for ever.
+func (t *tx) eraseToolOutstanding(id string, at time.Time) error {
+	rows, err := t.query(`SELECT s.step_id, s.at, s.payload_json, COALESCE(ts.spec_json, '') FROM events s
+		LEFT JOIN steps st ON st.id = s.step_id LEFT JOIN tool_specs ts ON ts.hash = st.spec_hash
+		WHERE s.run_id = ? AND s.type = ? AND NOT EXISTS (
+		SELECT 1 FROM events f WHERE f.run_id = s.run_id AND f.step_id = s.step_id AND f.seq > s.seq AND f.type IN (?, ?))
+		ORDER BY s.seq`, id, string(agentrt.EventToolStarted), string(agentrt.EventToolFinished), string(agentrt.EventStepInterrupted))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var step, started, payload, spec string
+		if err := rows.Scan(&step, &started, &payload, &spec); err != nil {
+			return err
+		}
+		var p agentrt.ToolStartedPayload
+		var ts agentrt.ToolSpec
+		_ = json.Unmarshal([]byte(payload), &p)
+		_ = json.Unmarshal([]byte(spec), &ts)
+		begun, err := parseTime(started)
+		if err != nil {
+			return err
+		}
+		// A spec that will not read gives no timeout: the grace alone.
+		until := begun.Add(max(ts.Timeout, 0) + lateOutcomeGrace)
+		if at.Before(until) {
+			return fmt.Errorf("%w: run %s's step %s started tool %q at %s and its outcome is not recorded yet; erase the run once the tool finishes (at the latest after %s)",
+				agentrt.ErrRunState, id, step, p.Tool, begun.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))
+		}
+	}
+	return rows.Err()
 }
 
 // valuesRows is a select of n rows (k BIGINT, p TEXT, d TEXT), for an
