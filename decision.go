@@ -30,8 +30,11 @@ func (k DecisionKind) Actionable() bool {
 
 // Decision is one agent decision as recorded.
 type Decision struct {
-	Kind    DecisionKind    `json:"kind"`
-	Tool    string          `json:"tool,omitempty"`
+	Kind DecisionKind `json:"kind"`
+	// Tool is the name the model chose, which need not be a tool's: it
+	// is content, and a call that ran also names its tool in
+	// step.tool_started.
+	Tool    string          `json:"tool,omitempty" audit:"content"`
 	Args    json.RawMessage `json:"args,omitempty" audit:"content"`
 	Reason  string          `json:"reason,omitempty" audit:"content"`
 	Result  json.RawMessage `json:"result,omitempty" audit:"content"`

@@ -156,7 +156,7 @@ type ToolFinishedPayload struct {
 	// MIME type, size and the SHA-256 of the bytes as sent.
 	Blocks []BlockDigest `json:"blocks,omitempty"`
 	// FailureClass is a tool error's class.
-	FailureClass FailureClass `json:"failure_class,omitempty"`
+	FailureClass FailureClass `json:"failure_class,omitempty" audit:"content"`
 	// Observation is a late outcome's observation.
 	Observation *Observation `json:"observation,omitempty"`
 }
@@ -205,8 +205,9 @@ type ApprovalRequestedPayload struct {
 	Kind string `json:"kind"`
 	// Presentation is what the approver is shown.
 	Presentation json.RawMessage `json:"presentation" audit:"content"`
-	// Reason is the policy's reason (policy-authored text).
-	Reason string `json:"reason"`
+	// Reason is the policy's reason (policy-authored text, which may
+	// quote the call's arguments).
+	Reason string `json:"reason" audit:"content"`
 }
 
 // ApprovalDecidedPayload is the payload of approval.decided.
@@ -231,8 +232,9 @@ type ApprovalDecidedPayload struct {
 
 // LimitExceededPayload is the payload of limit.exceeded.
 type LimitExceededPayload struct {
-	// Detail says which limit and by how much.
-	Detail string `json:"detail"`
+	// Detail says which limit and by how much (for an unavailable model,
+	// the provider's error text).
+	Detail string `json:"detail" audit:"content"`
 	// Reason is the terminal reason the limit maps to.
 	Reason TerminalReason `json:"reason"`
 }
@@ -294,7 +296,7 @@ type ModelCallFinishedPayload struct {
 	Error string `json:"error,omitempty" audit:"content"`
 	// StopReason is why the provider stopped generating, as the adapter
 	// reported it (completed attempts only).
-	StopReason string `json:"stop_reason,omitempty"`
+	StopReason string `json:"stop_reason,omitempty" audit:"content"`
 	// Late marks an outcome recorded after the run left this session.
 	Late bool `json:"late,omitempty"`
 	// PriceVersion names the price table the settlements are priced at.

@@ -57,7 +57,7 @@ type RunView struct {
 // TTL matter for RequireApproval only.
 type PolicyDecision struct {
 	Outcome      PolicyOutcome   `json:"outcome"`
-	Reason       string          `json:"reason,omitempty"`
+	Reason       string          `json:"reason,omitempty" audit:"content"`
 	Kind         string          `json:"kind,omitempty"`
 	Capability   json.RawMessage `json:"capability,omitempty" audit:"content"`
 	Presentation json.RawMessage `json:"presentation,omitempty" audit:"content"`
