@@ -1,6 +1,7 @@
 package disclosure
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -101,7 +102,12 @@ func (r *Rules) Disclose(_ context.Context, in agentrt.DisclosureInput) (agentrt
 	out := agentrt.DisclosureOutcome{Content: in.Content, Summary: in.Summary, FailureMessage: in.FailureMessage,
 		Blocks: slices.Clone(in.Blocks)}
 	offFor := r.off[in.Tool.Name]
-	off := func(id string) bool { return offFor["*"] || offFor[id] }
+	active := r.active(in)
+	off := func(id string) bool { return offFor["*"] || offFor[id] || !active[id] }
+	rule, hasRule := r.output[in.Tool.Name]
+	if len(active) == 0 && (!hasRule || in.Kind != agentrt.ObsToolResult) {
+		return out, nil // nothing any rule could find or remove
+	}
 	find := func(f agentrt.DisclosureFinding) {
 		if f.Action == agentrt.DisclosureRedacted && r.block[f.Rule] {
 			f.Action = agentrt.DisclosureBlocked
@@ -117,7 +123,7 @@ func (r *Rules) Disclose(_ context.Context, in agentrt.DisclosureInput) (agentrt
 		return redact(s, hits)
 	}
 	if root, err := parse(in.Content); err == nil {
-		if rule, ok := r.output[in.Tool.Name]; ok && in.Kind == agentrt.ObsToolResult {
+		if hasRule && in.Kind == agentrt.ObsToolResult {
 			if applyOutput(rule, root, find) {
 				out.Blocked = true
 			}
@@ -136,6 +142,30 @@ func (r *Rules) Disclose(_ context.Context, in agentrt.DisclosureInput) (agentrt
 		return agentrt.DisclosureOutcome{Blocked: true, Findings: out.Findings}, nil
 	}
 	return out, nil
+}
+
+// active is the set of rules that could find something anywhere in in:
+// each detector's necessary condition is tried once on all of in's text,
+// so a rule that cannot fire costs one pass, not one per string. JSON
+// escapes other than the short ones could hide a match from that pass;
+// content holding a \u escape makes every rule active.
+func (r *Rules) active(in agentrt.DisclosureInput) map[string]bool {
+	all := bytes.Contains(in.Content, []byte(`\u`))
+	text := make([]byte, 0, len(in.Content)+len(in.Summary)+len(in.FailureMessage)+2)
+	text = append(append(append(append(text, in.Content...), '\n'), in.Summary...), '\n')
+	text = append(text, in.FailureMessage...)
+	for _, b := range in.Blocks {
+		text = append(append(text, '\n'), b.Text...)
+	}
+	lower := lowerASCII(text)
+	act := map[string]bool{}
+	for _, d := range r.detectors {
+		q, ok := quick[d.id]
+		if all || !ok || q(text, lower) {
+			act[d.id] = true
+		}
+	}
+	return act
 }
 
 // leaves runs fn on every string leaf (and object key's value) of n.
