@@ -7,8 +7,10 @@ import "bytes"
 // expression): a rule whose condition fails is not tried on any string.
 // lower is text in ASCII lower case.
 var quick = map[string]func(text, lower []byte) bool{
-	"artifactory":          func(t, _ []byte) bool { return has(t, "AKC", "AP") },
-	RuleAWSAccessKeyID:     func(t, _ []byte) bool { return has(t, "A3T", "AKIA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "ASIA") },
+	"artifactory": func(t, _ []byte) bool { return has(t, "AKC", "AP") },
+	RuleAWSAccessKeyID: func(t, _ []byte) bool {
+		return has(t, "A3T", "AKIA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "ASIA")
+	},
 	RuleAWSSecretAccessKey: func(t, _ []byte) bool { return has(t, "AWS", "aws") },
 	"aws_mws_key":          func(t, _ []byte) bool { return has(t, "amzn.mws.") },
 	"azure":                func(t, _ []byte) bool { return run(t, isBase64, 88) },

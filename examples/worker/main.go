@@ -76,9 +76,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	w, err := agentrt.NewWorker(agentrt.WorkerConfig{
 		EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{send}, LeaseOwner: *owner,
 			Disclosure: rules},
-		Agent:        agent,
-		Concurrency:  *concurrency,
-		OnError:      func(runID string, err error) { fmt.Fprintf(stderr, "worker: run %s: %v\n", runID, err) },
+		Agent:       agent,
+		Concurrency: *concurrency,
+		OnError:     func(runID string, err error) { fmt.Fprintf(stderr, "worker: run %s: %v\n", runID, err) },
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "worker: %v\n", err)
