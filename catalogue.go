@@ -52,6 +52,7 @@ var catalogue = []EventKind{
 	{EventStepPolicy, StepPolicyPayload{}},
 	{EventToolStarted, ToolStartedPayload{}},
 	{EventToolFinished, ToolFinishedPayload{}},
+	{EventDisclosureApplied, DisclosureAppliedPayload{}},
 	{EventStepFailed, StepFailedPayload{}},
 	{EventStepInterrupted, StepInterruptedPayload{}},
 	{EventApprovalRequest, ApprovalRequestedPayload{}},

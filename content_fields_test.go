@@ -15,6 +15,10 @@ import (
 // and TestCatalogue_EveryTextFieldIsContentOrNamedMetadata says so.
 var metadataFields = map[string]string{
 	"RunCreatedPayload.Tools":               "the registered tools' specs: configuration",
+	"DisclosureAppliedPayload.Tool":         "a registered tool's name",
+	"DisclosureAppliedPayload.Rules":        "the operator's disclosure rule ids: configuration",
+	"DisclosureFindingRecord.Rule":          "the operator's disclosure rule id: configuration",
+	"DisclosureFindingRecord.Action":        "a disclosure action: runtime enum",
 	"Limits.Labels":                         "the caller's labels: configuration",
 	"RunClaimedPayload.Owner":               "the worker's lease owner name: configuration",
 	"RunClaimedPayload.Status":              "a run status: runtime enum",

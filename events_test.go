@@ -187,6 +187,12 @@ func everyEvent(t *testing.T, erase bool) (*sqlite.Store, []agentrt.Event) {
 	if _, err := op.RemoveApprover(ctx, "dave", "admin"); err != nil {
 		t.Fatal(err)
 	}
+	// A result the disclosure rules redacted.
+	dcfg := e.Config(kit.Script(kit.Call("read", `{}`), kit.Complete(`{}`)), agentrt.DefaultPolicy(), plantedTool("read", false))
+	dcfg.Disclosure = redactPlanted
+	if _, err := e.DriverFor(dcfg).StartWithID(ctx, "disclosed", "g", agentrt.DefaultLimits()); err != nil {
+		t.Fatal(err)
+	}
 	if erase {
 		if _, err := op.Erase(ctx, "allow", "dpo", "request 42"); err != nil {
 			t.Fatal(err)

@@ -161,6 +161,39 @@ type ToolFinishedPayload struct {
 	Observation *Observation `json:"observation,omitempty"`
 }
 
+// DisclosureAppliedPayload is the payload of disclosure.applied: what the
+// engine's Disclosure removed, redacted or withheld of one tool outcome,
+// written before the outcome is recorded. It names rules and places, and
+// digests each value found under the run's salt; it never holds a value.
+type DisclosureAppliedPayload struct {
+	// Tool is the tool's name.
+	Tool string `json:"tool"`
+	// Blocked marks an outcome withheld whole: the step records a tool error.
+	Blocked bool `json:"blocked,omitempty"`
+	// Count is how many findings there were.
+	Count int `json:"count"`
+	// Rules lists the rules that found something, sorted.
+	Rules []string `json:"rules"`
+	// Findings lists each finding in the order the rules reported them.
+	Findings []DisclosureFindingRecord `json:"findings"`
+}
+
+// DisclosureFindingRecord is one finding as the chain holds it.
+type DisclosureFindingRecord struct {
+	// Rule names the rule.
+	Rule string `json:"rule"`
+	// Action is what the rule did there.
+	Action DisclosureAction `json:"action"`
+	// Pointer is where: a JSON pointer into the content, or #summary,
+	// #failure_message, #blocks/<i>/text. Object keys are the tool's, so
+	// erasure removes it.
+	Pointer string `json:"pointer" audit:"content"`
+	// Digest is the hex SHA-256 of the value found, keyed by the run's
+	// salt: it tells two findings of one value apart from two of different
+	// values, and confirms no guess without the salt.
+	Digest string `json:"digest,omitempty" audit:"digest"`
+}
+
 // MarshalJSON writes a late outcome as {late, observation, tool}, the form
 // it has always had, and any other as the struct's fields in order.
 func (p ToolFinishedPayload) MarshalJSON() ([]byte, error) {
