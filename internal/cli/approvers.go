@@ -21,6 +21,7 @@ var approversCommand = &command{
 	name:    "approvers",
 	summary: "list, add, remove or invite the approvers whose signed decisions count",
 	usage:   "list [-pin] | add NAME -key FILE | remove NAME | invite NAME [-origin URL] | keygen -out FILE",
+	subs:    []string{"list", "add", "remove", "invite", "keygen"},
 	run:     runApprovers,
 }
 
@@ -49,6 +50,9 @@ func runApprovers(e *env, g *global, c *command, args []string) int {
 		return e.usageError(c, "missing the approvers command: list, add, remove, invite or keygen")
 	}
 	sub, args := args[0], args[1:]
+	if !c.hasSub(sub) {
+		return e.usageError(c, fmt.Sprintf("unknown approvers command %q", trace.Sanitize(trace.Truncate(sub, 40))))
+	}
 	fs := e.flags(c, g)
 	by := fs.String("by", "", "who is doing this, recorded as given (default $USER)")
 	var key, origin, out *string

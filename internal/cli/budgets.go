@@ -16,7 +16,8 @@ var budgetsCommand = &command{
 	summary: "add, change, retire, list and show the budgets runs share, and reconcile uncertain calls",
 	usage: "list | show NAME | add NAME -window W (-max-cost-micros N | -max-tokens N) [-scope k=v,...] | " +
 		"set NAME (-max-cost-micros N | -max-tokens N) | retire NAME | reconcile CALL -cost-micros N -tokens N [-note TEXT] | prices",
-	run: runBudgets,
+	subs: []string{"list", "show", "add", "set", "retire", "reconcile", "prices"},
+	run:  runBudgets,
 }
 
 func init() {
@@ -45,6 +46,9 @@ func runBudgets(e *env, g *global, c *command, args []string) int {
 		return e.usageError(c, "missing the budgets command: list, show, add, set, retire, reconcile or prices")
 	}
 	sub, args := args[0], args[1:]
+	if !c.hasSub(sub) {
+		return e.usageError(c, fmt.Sprintf("unknown budgets command %q", trace.Sanitize(trace.Truncate(sub, 40))))
+	}
 	fs := e.flags(c, g)
 	by := fs.String("by", "", "who is doing this, recorded as given (default $USER)")
 	var scope, window, note *string

@@ -99,7 +99,29 @@ type command struct {
 	name    string
 	summary string
 	usage   string
-	run     func(e *env, g *global, c *command, args []string) int
+	// subs are the subcommands of a command that has them (budgets
+	// list, approvers add, ...), each answering -h with the command's help.
+	subs []string
+	run  func(e *env, g *global, c *command, args []string) int
+}
+
+// isHelp reports whether arg asks for help rather than naming anything.
+func isHelp(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help":
+		return true
+	}
+	return false
+}
+
+// hasSub reports whether c has the subcommand sub.
+func (c *command) hasSub(sub string) bool {
+	for _, s := range c.subs {
+		if s == sub {
+			return true
+		}
+	}
+	return false
 }
 
 // commands are listed in this order by help.
@@ -153,6 +175,13 @@ func (e *env) run(args []string) int {
 	c := lookup(name)
 	if c == nil {
 		return e.usageError(nil, fmt.Sprintf("unknown command %q", trace.Sanitize(name)))
+	}
+	// "agentrt budgets -h" asks for help before any subcommand is named;
+	// a command without subcommands reaches the same answer through its
+	// flag set.
+	if len(rest) > 1 && isHelp(rest[1]) {
+		e.commandUsage(e.stdout, c)
+		return ExitOK
 	}
 	return c.run(e, g, c, rest[1:])
 }
@@ -394,21 +423,22 @@ type runPage struct {
 }
 
 // openRunPage parses "<run> [-limit N] [-offset N]", checks them, and opens
-// the database read-only. A code other than ExitOK means stop with it.
-func (e *env) openRunPage(c *command, g *global, args []string, limitHelp, offsetHelp string) (runPage, int) {
+// the database read-only. Unless ok, the command stops with code: help was
+// printed (ExitOK) or something was refused.
+func (e *env) openRunPage(c *command, g *global, args []string, limitHelp, offsetHelp string) (rp runPage, code int, ok bool) {
 	fs := e.flags(c, g)
 	limit := fs.Int("limit", defaultDetail, fmt.Sprintf("%s, 1 to %d", limitHelp, maxLimit))
 	offset := fs.Int("offset", 0, offsetHelp)
 	runID, code, ok := e.parseRun(c, fs, args)
 	if !ok {
-		return runPage{}, code
+		return runPage{}, code, false
 	}
 	if code := checkPage(c, e, *limit, *offset); code != ExitOK {
-		return runPage{}, code
+		return runPage{}, code, false
 	}
 	st, name, code := g.openDB(e, c, true)
 	if code != ExitOK {
-		return runPage{}, code
+		return runPage{}, code, false
 	}
-	return runPage{st: st, path: g.path(e), name: name, runID: runID, limit: *limit, offset: *offset}, ExitOK
+	return runPage{st: st, path: g.path(e), name: name, runID: runID, limit: *limit, offset: *offset}, ExitOK, true
 }

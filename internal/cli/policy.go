@@ -24,6 +24,7 @@ var policyCommand = &command{
 	name:    "policy",
 	summary: "check, test or explain a declarative policy file (runs agentrt-policy)",
 	usage:   "check|test|explain [arguments]",
+	subs:    []string{"check", "test", "explain"},
 	run:     runPolicy,
 }
 

@@ -17,8 +17,8 @@ var showCommand = &command{
 }
 
 func runShow(e *env, g *global, c *command, args []string) int {
-	rp, code := e.openRunPage(c, g, args, "how many steps and approvals to show", "how many steps and approvals to skip")
-	if code != ExitOK {
+	rp, code, ok := e.openRunPage(c, g, args, "how many steps and approvals to show", "how many steps and approvals to skip")
+	if !ok {
 		return code
 	}
 	st, path, runID, limit, offset := rp.st, rp.path, rp.runID, rp.limit, rp.offset
