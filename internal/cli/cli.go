@@ -49,6 +49,9 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// osUser names the account -by falls back to after $USER; nil asks
+	// the system's user database.
+	osUser func() string
 	// now is the clock decisions are recorded on; nil is the wall clock.
 	now func() time.Time
 	// interactive reports whether stdin is a terminal a person types at.

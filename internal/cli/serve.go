@@ -22,8 +22,12 @@ var findConsoleProgram = func() (string, error) { return findCompanion(consolePr
 func init() {
 	commandHelp["serve"] = `Runs agentrt-console, found next to agentrt or on PATH, on the database:
 the inbox of waiting approvals, runs and their timelines, the chain, and
-approve, reject and cancel with a passkey. It listens on 127.0.0.1:7380 by
-default; an address that is not loopback needs -tls-cert and -tls-key.
+approve, reject and cancel with a passkey.
+  -addr HOST:PORT   where to listen (default 127.0.0.1:7380); an address
+                    that is not loopback needs -tls-cert and -tls-key
+  -origin URL       the console's origin as the browser names it
+  -tls-cert FILE -tls-key FILE
+                    serve HTTPS with this certificate and key
 Enroll approvers with 'agentrt approvers invite NAME'. Run
 'agentrt-console -help' for every flag. Install it with
   ` + consoleInstall
