@@ -345,6 +345,10 @@ func openRefusal(path string, err error) string {
 	switch {
 	case errors.As(err, &ins) && ins.Problem == agentrt.FileSymlink:
 		return fmt.Sprintf("refusing %s because it is a symbolic link, and agentrt opens only the database file itself, so name that file.", trace.Sanitize(ins.Path))
+	case errors.As(err, &ins) && ins.Problem == agentrt.FileNotRegular && isDir(ins.Path):
+		return fmt.Sprintf("refusing %s because it is a directory, and a runs database is a file, so name the database file itself.", trace.Sanitize(ins.Path))
+	case errors.As(err, &ins) && ins.Problem == agentrt.FileNotRegular:
+		return fmt.Sprintf("refusing %s because it is not a regular file, and a runs database is one, so name the database file itself.", trace.Sanitize(ins.Path))
 	case errors.As(err, &ins) && ins.Problem == agentrt.FileOwner:
 		return fmt.Sprintf("refusing %s because it is owned by user %d, not by you (user %d), and whoever owns a runs database can forge any approval in it, so run agentrt as its owner or chown it to your account.",
 			trace.Sanitize(ins.Path), ins.Owner, ins.User)
@@ -376,6 +380,8 @@ func openRefusal(path string, err error) string {
 		return fmt.Sprintf("refusing %s because it is not an agentrt runs database.", p)
 	case errors.Is(err, agentrt.ErrNotFound):
 		return fmt.Sprintf("there is no database at %s, and agentrt never creates one.", p)
+	case sqlite.IsNotADatabase(err):
+		return fmt.Sprintf("refusing %s because it is not a SQLite database, so name the runs database your program or agentrt demo created.", p)
 	case errors.As(err, &sch):
 		return fmt.Sprintf("refusing %s because this agentrt has no backend for %s:// URLs (it has %s).", p, trace.Sanitize(sch.Scheme), strings.Join(sch.Registered, ", "))
 	}
@@ -386,6 +392,13 @@ func openRefusal(path string, err error) string {
 		msg = strings.TrimPrefix(msg, prefix)
 	}
 	return fmt.Sprintf("cannot open %s: %s.", p, strings.TrimSuffix(trace.Sanitize(msg), "."))
+}
+
+// isDir reports whether path names a directory (the error carries only
+// the permission bits).
+func isDir(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.IsDir()
 }
 
 // decideError turns a refusal of a decision or a cancel into one line.
