@@ -99,7 +99,7 @@ func TestOtel_ExportsFromAPostgresDSN(t *testing.T) {
 // agentrt-policy recheck reads a run from a Postgres DSN; a wrong password
 // is one line, exit 1.
 func TestPolicyRecheck_OpensAPostgresDSN(t *testing.T) {
-	bin := build(t, "agentrt-policy", "policy/cel/cmd/agentrt-policy")
+	bin := build(t, "agentrt-policy", "cmd/agentrt-policy")
 	dsn := freshDSN(t)
 	ids := waitingRuns(t, dsn, 1)
 	policy := filepath.Join(repo, "examples", "policy", "policy.yaml")

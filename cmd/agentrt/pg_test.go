@@ -14,7 +14,7 @@ import (
 // decide, and the companions agentrt runs get the DSN too.
 func TestCLI_EveryCommandOpensAPostgresDSN(t *testing.T) {
 	bin := build(t, "agentrt", "cmd/agentrt")
-	build(t, "agentrt-policy", "policy/cel/cmd/agentrt-policy")
+	build(t, "agentrt-policy", "cmd/agentrt-policy")
 	dsn := freshDSN(t)
 	ids := waitingRuns(t, dsn, 3)
 	events := func() int { return queryInt(t, dsn, "SELECT count(*) FROM events") }

@@ -12,10 +12,6 @@ import (
 	"testing"
 )
 
-// policyPackage is agentrt-policy's main package, built next to agentrt so
-// agentrt policy finds it as an installed one would be found.
-const policyPackage = "github.com/agentrt/agentrt/policy/cel/cmd/agentrt-policy"
-
 // buildPolicyNextToAgentrt builds agentrt and agentrt-policy into one
 // directory and returns agentrt's path.
 func buildPolicyNextToAgentrt(t *testing.T) string {
@@ -38,9 +34,9 @@ func runBinary(t *testing.T, bin string, env []string, args ...string) result {
 	// env's entries without "=" name variables to unset.
 	drop := map[string]bool{dbEnv: true}
 	for _, kv := range env {
-		if !strings.Contains(kv, "=") {
-			drop[kv] = true
-		} else {
+		k, _, set := strings.Cut(kv, "=")
+		drop[k] = true
+		if set {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}

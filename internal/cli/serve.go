@@ -6,7 +6,7 @@ package cli
 
 const (
 	consoleProgram = "agentrt-console"
-	consoleInstall = "go install github.com/agentrt/agentrt/console/cmd/agentrt-console@latest"
+	consolePackage = "github.com/agentrt/agentrt/console/cmd/agentrt-console"
 )
 
 var serveCommand = &command{
@@ -29,8 +29,8 @@ approve, reject and cancel with a passkey.
   -tls-cert FILE -tls-key FILE
                     serve HTTPS with this certificate and key
 Enroll approvers with 'agentrt approvers invite NAME'. Run
-'agentrt-console -help' for every flag. Install it with
-  ` + consoleInstall
+'agentrt-console -help' for every flag. Build it from a checkout with 'make build', or install it with
+  go install ` + consolePackage + `@VERSION`
 }
 
 func runServe(e *env, g *global, c *command, args []string) int {
@@ -41,5 +41,5 @@ func runServe(e *env, g *global, c *command, args []string) int {
 	if g.db != "" {
 		full = append(full, "-db", g.db)
 	}
-	return e.runCompanion(findConsoleProgram, consoleProgram, consoleInstall, append(full, args...))
+	return e.runCompanion(findConsoleProgram, consoleProgram, consolePackage, append(full, args...))
 }

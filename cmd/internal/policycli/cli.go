@@ -84,6 +84,16 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return c.run(e, c, args[1:])
 }
 
+// CommandNames lists agentrt-policy's commands, in the order help gives
+// them.
+func CommandNames() []string {
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	return names
+}
+
 func lookup(name string) *command {
 	for _, c := range commands {
 		if c.name == name {
