@@ -35,6 +35,8 @@ func runRecheck(e *env, c *command, args []string) int {
 		*db = getenv("AGENTRT_DB")
 	}
 	switch {
+	case *file == "" && len(pos) == 2:
+		return e.usageError(c, fmt.Sprintf("the policy file is named with -policy, so pass -policy %s and then the run id", s(pos[0])))
 	case len(pos) != 1:
 		return e.usageError(c, "recheck takes exactly one run id")
 	case pos[0] == "" || len(pos[0]) > 1024:

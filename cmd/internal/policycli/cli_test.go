@@ -12,6 +12,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/cmd/internal/policycli"
 	"github.com/agentrt/agentrt/internal/testrig"
 	celpolicy "github.com/agentrt/agentrt/policy/cel"
 	"github.com/agentrt/agentrt/scripted"
@@ -29,7 +30,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "agentrt-policy")
-	out, err := exec.Command("go", "build", "-o", binary, "github.com/agentrt/agentrt/policy/cel/cmd/agentrt-policy").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", binary, "github.com/agentrt/agentrt/cmd/agentrt-policy").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
 		os.RemoveAll(dir)
@@ -63,7 +64,7 @@ func write(t *testing.T, dir, name, src string) string {
 
 func example(t *testing.T, dir, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("../../../../examples/policy", name))
+	b, err := os.ReadFile(filepath.Join("../../../examples/policy", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,4 +300,29 @@ func recordRun(t *testing.T, dir, path string) string {
 		t.Fatalf("Start = %s, %v", run.Status, err)
 	}
 	return db
+}
+
+// A rule with require_signature: check lists it and explain shows that
+// its approval needs a signed grant.
+func TestCLI_SignedGrantRuleShownByCheckAndExplain(t *testing.T) {
+	path := write(t, t.TempDir(), "policy.yaml", "rules:\n  - name: wire\n    match: {tools: [pay]}\n    outcome: require_approval\n    require_signature: true\ndefault: {outcome: deny}\n")
+	if r := run(t, "check", path); r.code != 0 || !strings.Contains(r.stdout, "rule wire: an approval needs a signed grant") {
+		t.Fatalf("check: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := run(t, "explain", path, "-tool", "pay"); r.code != 0 || !strings.Contains(r.stdout, "needs a signed grant") {
+		t.Fatalf("explain: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// Every agentrt-policy command answers -h and --help with its usage on
+// stdout and exit 0; the list is the command table's.
+func TestCLI_EveryCommandAnswersHelp(t *testing.T) {
+	for _, name := range policycli.CommandNames() {
+		for _, h := range []string{"-h", "--help"} {
+			r := run(t, name, h)
+			if r.code != 0 || r.stderr != "" || !strings.HasPrefix(r.stdout, "usage: agentrt-policy "+name+" ") {
+				t.Errorf("agentrt-policy %s %s: exit %d, stdout %q, stderr %q", name, h, r.code, r.stdout, r.stderr)
+			}
+		}
+	}
 }

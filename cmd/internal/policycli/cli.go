@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -83,6 +84,16 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return c.run(e, c, args[1:])
 }
 
+// CommandNames lists agentrt-policy's commands, in the order help gives
+// them.
+func CommandNames() []string {
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	return names
+}
+
 func lookup(name string) *command {
 	for _, c := range commands {
 		if c.name == name {
@@ -104,7 +115,13 @@ func (e *env) usageError(c *command, msg string) int {
 
 // fail prints one sanitized sentence and returns ExitFailure.
 func (e *env) fail(format string, args ...any) int {
-	msg := strings.TrimSuffix(strings.TrimPrefix(fmt.Sprintf(format, args...), "celpolicy: "), ".")
+	msg := fmt.Sprintf(format, args...)
+	// A refusal from the policy package or the core names its package;
+	// this program's own prefix is the only one printed.
+	for _, p := range []string{"celpolicy: ", "agentrt: "} {
+		msg = strings.TrimPrefix(msg, p)
+	}
+	msg = strings.TrimSuffix(msg, ".")
 	fmt.Fprintf(e.stderr, "agentrt-policy: %s.\n", trace.Sanitize(msg))
 	return ExitFailure
 }
@@ -126,6 +143,9 @@ func (e *env) parse(c *command, fs *flag.FlagSet, args []string) ([]string, int,
 // load loads a policy file, printing a refusal as one sentence.
 func (e *env) load(path string) (*celpolicy.Policy, int) {
 	p, err := celpolicy.Load(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, e.fail("there is no policy file at %s", path)
+	}
 	if err != nil {
 		return nil, e.fail("%v", err)
 	}
