@@ -208,21 +208,8 @@ func (p *Proxy) claim(ctx context.Context, c *call) (claim, error) {
 // rejected, it no longer blocks; expired, it still does and must be asked
 // again.
 func (p *Proxy) blocker(ctx context.Context, tx *sql.Tx, c *call, now time.Time) (*row, bool, error) {
-	rows, err := tx.Query(`SELECT `+rowColumns+` FROM proxy_calls WHERE session = ? AND tool = ? AND blocking = 1 AND request_key <> ?`,
-		p.cfg.Session, c.t.name, c.key)
+	bs, err := blockingRows(tx, p.cfg.Session, c.t.name, c.key)
 	if err != nil {
-		return nil, false, err
-	}
-	var bs []*row
-	for rows.Next() {
-		r, err := scanRow(rows)
-		if err != nil {
-			rows.Close()
-			return nil, false, err
-		}
-		bs = append(bs, r)
-	}
-	if err := rows.Close(); err != nil {
 		return nil, false, err
 	}
 	for _, b := range bs {
@@ -238,7 +225,7 @@ func (p *Proxy) blocker(ctx context.Context, tx *sql.Tx, c *call, now time.Time)
 		case a.Status == agentrt.ApprovalPending && (a.ExpiresAt.IsZero() || now.Before(a.ExpiresAt)):
 			return b, false, nil
 		case a.Status == agentrt.ApprovalApproved:
-			if _, err := tx.Exec(`UPDATE proxy_calls SET blocking = 0 WHERE id = ?`, b.ID); err != nil {
+			if err := unblockRow(tx, b.ID); err != nil {
 				return nil, false, err
 			}
 		case a.Status == agentrt.ApprovalRejected:
@@ -259,21 +246,8 @@ func (p *Proxy) blocker(ctx context.Context, tx *sql.Tx, c *call, now time.Time)
 // waiting row's approval from the store, since an operator decides
 // without the index knowing.
 func (p *Proxy) openApprovals(ctx context.Context, tx *sql.Tx, now time.Time) (int, error) {
-	rows, err := tx.Query(`SELECT run_id, approval_id FROM proxy_calls WHERE session = ? AND open = 1 AND state = ?`, p.cfg.Session, string(stateWaiting))
+	refs, err := waitingApprovals(tx, p.cfg.Session)
 	if err != nil {
-		return 0, err
-	}
-	type ref struct{ run, approval string }
-	var refs []ref
-	for rows.Next() {
-		var r ref
-		if err := rows.Scan(&r.run, &r.approval); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		refs = append(refs, r)
-	}
-	if err := rows.Close(); err != nil {
 		return 0, err
 	}
 	n := 0

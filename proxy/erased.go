@@ -2,9 +2,7 @@ package proxy
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
-	"time"
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/trace"
@@ -86,42 +84,6 @@ func runErased(ctx context.Context, st agentrt.StoreReader, runID string) (bool,
 		return false, err
 	}
 	return len(last) == 1 && last[0].Type == agentrt.EventRunErased, nil
-}
-
-// unswept lists the ids and run ids of rows after id after that the sweep
-// has not cleared, in id order, at most limit.
-func (ix *Index) unswept(ctx context.Context, after int64, limit int) ([]int64, []string, error) {
-	rows, err := ix.r.QueryContext(ctx, `SELECT id, run_id FROM proxy_calls WHERE id > ? AND substr(request_key, 1, ?) != ? ORDER BY id LIMIT ?`,
-		after, len(erasedKeyPrefix), erasedKeyPrefix, limit)
-	if err != nil {
-		return nil, nil, fmt.Errorf("proxy: index %s: %w", ix.path, err)
-	}
-	defer rows.Close()
-	var ids []int64
-	var runs []string
-	for rows.Next() {
-		var id int64
-		var run string
-		if err := rows.Scan(&id, &run); err != nil {
-			return nil, nil, err
-		}
-		ids, runs = append(ids, id), append(runs, run)
-	}
-	return ids, runs, rows.Err()
-}
-
-// clearErased blanks the request key and the text of the rows named and
-// closes them, in one transaction.
-func (ix *Index) clearErased(ctx context.Context, ids []int64, now time.Time) error {
-	return ix.update(ctx, func(tx *sql.Tx) error {
-		for _, id := range ids {
-			if _, err := tx.ExecContext(ctx, `UPDATE proxy_calls SET request_key = ? || id, detail = '', open = 0, blocking = 0,
-				closed_at = CASE WHEN closed_at = 0 THEN ? ELSE closed_at END WHERE id = ?`, erasedKeyPrefix, nanos(now), id); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 }
 
 // checkpoint copies the index's write-ahead log into the file and

@@ -4,7 +4,6 @@ package proxy
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -600,15 +599,6 @@ func (p *Proxy) drainLogs() {
 			return
 		}
 	}
-}
-
-// recordRefusal keeps one request a server sent that the proxy refused.
-func (ix *Index) recordRefusal(ctx context.Context, session, server, method string, at time.Time) error {
-	return ix.update(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO proxy_refusals (session, server, method, at) VALUES (?, ?, ?, ?)`,
-			session, server, trace.Truncate(method, boundName), at.UnixNano())
-		return err
-	})
 }
 
 // forwardLog sends one of a server's log messages to every host session,
