@@ -15,6 +15,7 @@ import (
 	"github.com/agentrt/agentrt/internal/canon"
 	"github.com/agentrt/agentrt/mcp"
 	celpolicy "github.com/agentrt/agentrt/policy/cel"
+	"github.com/agentrt/agentrt/proxy/internal/credentials"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -223,23 +224,23 @@ type fileConfig struct {
 }
 
 type fileServer struct {
-	Name           string                `json:"name"`
-	Command        []string              `json:"command"`
-	Endpoint       string                `json:"endpoint"`
-	Env            map[string]string     `json:"env"`
-	InheritEnv     []string              `json:"inherit_env"`
-	ConnectTimeout *duration             `json:"connect_timeout"`
-	DefaultTimeout *duration             `json:"default_timeout"`
-	Manifest       string                `json:"manifest"`
-	Rules          map[string]fileRule   `json:"rules"`
-	SkipPathCheck  bool                  `json:"skip_path_check"`
-	Surfaces       map[string]string     `json:"surfaces"`
-	PromptRename   map[string]string     `json:"prompt_rename"`
-	Forward        []string              `json:"forward"`
-	Transport      string                `json:"transport"`
-	Headers        map[string]fileSecret `json:"headers"`
-	SecretEnv      map[string]fileSecret `json:"secret_env"`
-	OAuth          *fileOAuth            `json:"oauth"`
+	Name           string                            `json:"name"`
+	Command        []string                          `json:"command"`
+	Endpoint       string                            `json:"endpoint"`
+	Env            map[string]string                 `json:"env"`
+	InheritEnv     []string                          `json:"inherit_env"`
+	ConnectTimeout *duration                         `json:"connect_timeout"`
+	DefaultTimeout *duration                         `json:"default_timeout"`
+	Manifest       string                            `json:"manifest"`
+	Rules          map[string]fileRule               `json:"rules"`
+	SkipPathCheck  bool                              `json:"skip_path_check"`
+	Surfaces       map[string]string                 `json:"surfaces"`
+	PromptRename   map[string]string                 `json:"prompt_rename"`
+	Forward        []string                          `json:"forward"`
+	Transport      string                            `json:"transport"`
+	Headers        map[string]credentials.FileSecret `json:"headers"`
+	SecretEnv      map[string]credentials.FileSecret `json:"secret_env"`
+	OAuth          *credentials.FileOAuth            `json:"oauth"`
 }
 
 type fileRule struct {
@@ -546,7 +547,7 @@ func (fs *fileServer) resolveRemote(field string, rel func(string) string, s *Se
 		if canon == "Authorization" && fs.OAuth != nil {
 			return bad(f, "cannot be set while oauth authorizes the server")
 		}
-		r, err := fs.Headers[name].resolve(f, rel)
+		r, err := fs.Headers[name].Resolve(f, rel)
 		if err != nil {
 			return err
 		}
@@ -561,14 +562,14 @@ func (fs *fileServer) resolveRemote(field string, rel func(string) string, s *Se
 		if _, clash := fs.Env[name]; clash {
 			return bad(f, "is also set in env")
 		}
-		r, err := fs.SecretEnv[name].resolve(f, rel)
+		r, err := fs.SecretEnv[name].Resolve(f, rel)
 		if err != nil {
 			return err
 		}
 		s.SecretEnv[name] = r
 	}
 	if fs.OAuth != nil {
-		o, err := fs.OAuth.resolve(field+".oauth", rel, s)
+		o, err := fs.OAuth.Resolve(field+".oauth", rel, s.Name, s.Endpoint, s.SSE)
 		if err != nil {
 			return err
 		}

@@ -185,7 +185,7 @@ func (a *testAS) token(w http.ResponseWriter, r *http.Request) {
 			a.assertions = append(a.assertions, f.Get("client_assertion"))
 			claims, err := verifyAssertion(a.keyClient, f.Get("client_assertion"), a.url, "m2m-key", time.Now())
 			_, _, basic := r.BasicAuth()
-			if f.Get("client_assertion_type") != jwtBearerAssertion || basic || f.Has("client_secret") || err != nil || a.jtis[claims.JTI] {
+			if f.Get("client_assertion_type") != "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" || basic || f.Has("client_secret") || err != nil || a.jtis[claims.JTI] {
 				writeJSON(w, 401, map[string]string{"error": "invalid_client"})
 				return
 			}

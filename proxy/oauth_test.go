@@ -14,6 +14,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/proxy/internal/credentials"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -65,7 +66,7 @@ func TestRemote_ExpiredTokenIsRefreshed(t *testing.T) {
 	as.setTTL(time.Second)
 	h, pu := newOAuthHarness(t, as, nil)
 	path := h.cfg.Servers[0].OAuth.Tokens
-	before, err := readTokens(path)
+	before, err := credentials.ReadTokens(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestRemote_ExpiredTokenIsRefreshed(t *testing.T) {
 	h.start()
 	mustf(t, h.expect("", "up_read", `{"path":"a"}`) == "content of a", "the read did not answer")
 	mustf(t, as.count("refresh_token") > refreshes, "no refresh was made")
-	after, err := readTokens(path)
+	after, err := credentials.ReadTokens(path)
 	if err != nil {
 		t.Fatal(err)
 	}

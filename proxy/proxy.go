@@ -16,6 +16,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/mcp"
+	"github.com/agentrt/agentrt/proxy/internal/credentials"
 	"github.com/agentrt/agentrt/sqlite"
 	"github.com/agentrt/agentrt/trace"
 )
@@ -69,7 +70,7 @@ type Proxy struct {
 	// reports are what Load said about each server.
 	reports []*mcp.Report
 	// logins are the OAuth servers' stored logins, by server.
-	logins map[string]*storedLogin
+	logins map[string]*credentials.Stored
 
 	inflight sync.WaitGroup
 	stderrMu sync.Mutex
@@ -176,13 +177,13 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 	}
 	var gateTools []agentrt.Tool
 	loaded := 0 // servers whose load succeeded, with tools or none
-	p.logins = map[string]*storedLogin{}
+	p.logins = map[string]*credentials.Stored{}
 	for i, s := range cfg.Servers {
 		srv, lerr := s.Dial(DialOptions{Lookup: opts.Lookup, OnLoginNeeded: p.loginNeeded})
 		var tools []agentrt.Tool
 		var rep *mcp.Report
 		if lerr == nil {
-			if l, ok := srv.OAuthHandler.(*storedLogin); ok {
+			if l, ok := srv.OAuthHandler.(*credentials.Stored); ok {
 				p.logins[s.Name] = l
 			}
 			srv.Notifications = p.notifications(s)
@@ -366,7 +367,7 @@ func (p *Proxy) loginBroken(server string) bool {
 	if sb := p.standby[server]; sb != nil {
 		l = sb.login.Load()
 	}
-	return l != nil && !l.usable()
+	return l != nil && !l.Usable()
 }
 
 func (p *Proxy) logf(format string, args ...any) {

@@ -13,6 +13,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/mcp"
+	"github.com/agentrt/agentrt/proxy/internal/credentials"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -36,10 +37,10 @@ type standbyServer struct {
 	tools    map[string]*standbyTool // by the server's tool name
 
 	mu    sync.Mutex
-	tried fileStamp // the token file as it was at the last attempt
-	once  bool      // an attempt was made
+	tried credentials.Stamp // the token file as it was at the last attempt
+	once  bool              // an attempt was made
 	conn  *mcp.Connection
-	login atomic.Pointer[storedLogin]
+	login atomic.Pointer[credentials.Stored]
 	up    atomic.Bool // loaded
 }
 
@@ -72,7 +73,7 @@ func (p *Proxy) offlineTools(s ServerConfig, m *mcp.Manifest, told bool) ([]agen
 		return nil, nil, err
 	}
 	sb := &standbyServer{cfg: s, manifest: m, tools: map[string]*standbyTool{}}
-	sb.tried, sb.once = stampOf(s.OAuth.Tokens)
+	sb.tried, sb.once = credentials.StampOf(s.OAuth.Tokens)
 	out := make([]agentrt.Tool, len(tools))
 	for i, tl := range tools {
 		st := &standbyTool{offline: tl}
@@ -102,7 +103,7 @@ func (p *Proxy) reachable(ctx context.Context, server string) bool {
 	if sb.up.Load() {
 		return true
 	}
-	st, _ := stampOf(sb.cfg.OAuth.Tokens)
+	st, _ := credentials.StampOf(sb.cfg.OAuth.Tokens)
 	if sb.once && st == sb.tried {
 		return false
 	}
@@ -125,7 +126,7 @@ func (p *Proxy) reachable(ctx context.Context, server string) bool {
 	}
 	sb.conn = rep.Connection
 	u := p.addUpstream(sb.cfg, sb.conn)
-	if l, ok := srv.OAuthHandler.(*storedLogin); ok {
+	if l, ok := srv.OAuthHandler.(*credentials.Stored); ok {
 		sb.login.Store(l)
 	}
 	for i, tl := range tools {
