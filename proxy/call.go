@@ -67,7 +67,7 @@ func (p *Proxy) handle(ctx context.Context, t *ptool, req *sdk.CallToolRequest) 
 }
 
 func (p *Proxy) callTool(ctx context.Context, c *call) answer {
-	if !p.reachable(ctx, c.t.server) || !p.standbyLive(c.t) || p.loginBroken(c.t.server) {
+	if !c.t.up.ready(ctx, c.t.upstream) {
 		// How to fix it is the operator's, on stderr; the model learns
 		// only that the call did not run.
 		return unavailableText(serverUnreachable)
@@ -696,7 +696,7 @@ func (p *Proxy) executed(ctx context.Context, c *call, r *row, gs *agentrt.GateS
 		return p.settle(ctx, c, r, OutcomeUnrecorded, cl.detail, told(unrecordedText(cl.detail)))
 	case OutcomeDenied:
 		p.closeRun(ctx, gs, "refused before it reached the server")
-		if p.loginBroken(c.t.server) {
+		if c.t.up.loginBroken() {
 			return p.settle(ctx, c, r, OutcomeDenied, cl.detail, unavailableText(serverUnreachable))
 		}
 		if r.Interrupted != "" {

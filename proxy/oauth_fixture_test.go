@@ -266,7 +266,7 @@ func (a *testAS) verify(_ context.Context, tok string, _ *http.Request) (*auth.T
 // go-sdk's bearer middleware and protected-resource metadata. It records
 // each access token it accepted.
 type protectedUpstream struct {
-	*upstream
+	*testUpstream
 	srv      *httptest.Server
 	mcpURL   string
 	mu       sync.Mutex
@@ -274,8 +274,8 @@ type protectedUpstream struct {
 }
 
 func newProtectedUpstream(t testing.TB, a *testAS) *protectedUpstream {
-	u := newUpstream(t)
-	p := &protectedUpstream{upstream: u}
+	u := newTestUpstream(t)
+	p := &protectedUpstream{testUpstream: u}
 	mux := http.NewServeMux()
 	p.srv = httptest.NewServer(mux)
 	t.Cleanup(p.srv.Close)

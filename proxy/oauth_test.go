@@ -25,9 +25,9 @@ import (
 func newOAuthHarness(t testing.TB, as *testAS, edit func(doc map[string]any)) (*harness, *protectedUpstream) {
 	t.Helper()
 	pu := newProtectedUpstream(t, as)
-	h := &harness{t: t, dir: t.TempDir(), up: pu.upstream, stderr: &syncBuffer{},
+	h := &harness{t: t, dir: t.TempDir(), up: pu.testUpstream, stderr: &syncBuffer{},
 		clock: &clock{t: time.Now().UTC()}, events: make(chan agentrt.Event, 4096)}
-	h.cfgDoc = baseConfig(pu.upstream)
+	h.cfgDoc = baseConfig(pu.testUpstream)
 	s := h.cfgDoc["servers"].([]any)[0].(map[string]any)
 	s["endpoint"] = pu.mcpURL
 	s["oauth"] = map[string]any{}
