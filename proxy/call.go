@@ -3,10 +3,10 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentrt/agentrt/proxy/internal/index"
 	"strconv"
 	"sync"
 	"time"
@@ -85,8 +85,8 @@ func (p *Proxy) callTool(ctx context.Context, c *call) answer {
 		// An allowed read has nothing to match: no approval to collect, no
 		// repeat to refuse, no block. It runs at once, and its row is
 		// written for the status tool after the answer, off its path.
-		r := &row{Session: p.cfg.Session, Key: c.key, Tool: c.t.name, SideEffect: c.t.spec.SideEffect, RunID: p.newRunID(),
-			CreatedAt: p.now(), State: stateBegun}
+		r := &index.Row{Session: p.cfg.Session, Key: c.key, Tool: c.t.name, SideEffect: c.t.spec.SideEffect, RunID: p.newRunID(),
+			CreatedAt: p.now(), State: index.StateBegun}
 		a, again := p.fresh(ctx, c, r)
 		if again {
 			return unavailableText("it could not be recorded; call again")
@@ -110,11 +110,11 @@ func (p *Proxy) callTool(ctx context.Context, c *call) answer {
 
 // claim is what the index said about a call.
 type claim struct {
-	row     *row // the open row: new (fresh) or existing
+	row     *index.Row // the open row: new (fresh) or existing
 	fresh   bool
-	blocked *row // a row whose unknown outcome blocks the tool
-	reask   bool // blocked's question must be asked again first
-	capped  int  // open approvals, when the cap refused a new one
+	blocked *index.Row // a row whose unknown outcome blocks the tool
+	reask   bool       // blocked's question must be asked again first
+	capped  int        // open approvals, when the cap refused a new one
 }
 
 // attempt matches the call once; again asks for another match because
@@ -140,7 +140,7 @@ func (p *Proxy) attempt(ctx context.Context, c *call) (answer, bool) {
 
 // internal logs an error the model must not see and answers UNAVAILABLE.
 func (p *Proxy) internal(err error, why string) (answer, bool) {
-	if errors.Is(err, errStale) {
+	if errors.Is(err, index.ErrStale) {
 		return answer{}, true
 	}
 	p.logf("agentrt-proxy: %s: %s", why, trace.Sanitize(err.Error()))
@@ -154,16 +154,16 @@ func (p *Proxy) claim(ctx context.Context, c *call) (claim, error) {
 	now := p.now()
 	var out claim
 	needsApproval := c.outcome == agentrt.RequireApproval
-	err := p.ix.update(ctx, func(tx *sql.Tx) error {
+	err := p.ix.Update(ctx, func(tx *index.Tx) error {
 		out = claim{}
-		r, err := openRow(tx, p.cfg.Session, c.key)
+		r, err := tx.OpenRow(p.cfg.Session, c.key)
 		if err != nil {
 			return err
 		}
-		if r != nil && r.State == stateDone && !r.Outcome.StaysUnknown() && !now.Before(r.OpenUntil) {
+		if r != nil && r.State == index.StateDone && !r.Outcome.StaysUnknown() && !now.Before(r.OpenUntil) {
 			closed := *r
 			closed.Open, closed.ClosedAt = false, now
-			if err := casRow(tx, &closed, r.State); err != nil {
+			if err := tx.CAS(&closed, r.State); err != nil {
 				return err
 			}
 			r = nil
@@ -192,9 +192,9 @@ func (p *Proxy) claim(ctx context.Context, c *call) (claim, error) {
 				return nil
 			}
 		}
-		nr := &row{Session: p.cfg.Session, Key: c.key, Tool: c.t.name, SideEffect: c.t.spec.SideEffect, RunID: p.newRunID(),
-			CreatedAt: now, Open: true, State: stateBegun}
-		if err := insertRow(tx, nr); err != nil {
+		nr := &index.Row{Session: p.cfg.Session, Key: c.key, Tool: c.t.name, SideEffect: c.t.spec.SideEffect, RunID: p.newRunID(),
+			CreatedAt: now, Open: true, State: index.StateBegun}
+		if err := tx.Insert(nr); err != nil {
 			return err
 		}
 		out.row, out.fresh = nr, true
@@ -207,13 +207,13 @@ func (p *Proxy) claim(ctx context.Context, c *call) (claim, error) {
 // tool, reading each blocking row's approval from the store: approved or
 // rejected, it no longer blocks; expired, it still does and must be asked
 // again.
-func (p *Proxy) blocker(ctx context.Context, tx *sql.Tx, c *call, now time.Time) (*row, bool, error) {
-	bs, err := blockingRows(tx, p.cfg.Session, c.t.name, c.key)
+func (p *Proxy) blocker(ctx context.Context, tx *index.Tx, c *call, now time.Time) (*index.Row, bool, error) {
+	bs, err := tx.BlockingRows(p.cfg.Session, c.t.name, c.key)
 	if err != nil {
 		return nil, false, err
 	}
 	for _, b := range bs {
-		if b.State != stateWaiting {
+		if b.State != index.StateWaiting {
 			// Between runs of its question (a re-ask is being begun).
 			return b, false, nil
 		}
@@ -225,14 +225,14 @@ func (p *Proxy) blocker(ctx context.Context, tx *sql.Tx, c *call, now time.Time)
 		case a.Status == agentrt.ApprovalPending && (a.ExpiresAt.IsZero() || now.Before(a.ExpiresAt)):
 			return b, false, nil
 		case a.Status == agentrt.ApprovalApproved:
-			if err := unblockRow(tx, b.ID); err != nil {
+			if err := tx.Unblock(b.ID); err != nil {
 				return nil, false, err
 			}
 		case a.Status == agentrt.ApprovalRejected:
 			nb := *b
-			nb.State, nb.Outcome, nb.Blocking, nb.SettledAt = stateDone, OutcomeUnknownRejected, false, now
+			nb.State, nb.Outcome, nb.Blocking, nb.SettledAt = index.StateDone, OutcomeUnknownRejected, false, now
 			nb.OpenUntil, nb.Detail = now.Add(p.windowOf(b.Tool)), a.Note
-			if err := casRow(tx, &nb, b.State); err != nil {
+			if err := tx.CAS(&nb, b.State); err != nil {
 				return nil, false, err
 			}
 		default:
@@ -245,14 +245,14 @@ func (p *Proxy) blocker(ctx context.Context, tx *sql.Tx, c *call, now time.Time)
 // openApprovals counts the session's approvals still pending, reading each
 // waiting row's approval from the store, since an operator decides
 // without the index knowing.
-func (p *Proxy) openApprovals(ctx context.Context, tx *sql.Tx, now time.Time) (int, error) {
-	refs, err := waitingApprovals(tx, p.cfg.Session)
+func (p *Proxy) openApprovals(ctx context.Context, tx *index.Tx, now time.Time) (int, error) {
+	refs, err := tx.WaitingApprovals(p.cfg.Session)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, r := range refs {
-		a, err := p.store.GetApproval(ctx, r.run, r.approval)
+		a, err := p.store.GetApproval(ctx, r.Run, r.Approval)
 		if err == nil && a.Status == agentrt.ApprovalPending && (a.ExpiresAt.IsZero() || now.Before(a.ExpiresAt)) {
 			n++
 		}
@@ -268,9 +268,9 @@ func (p *Proxy) windowOf(tool string) time.Duration {
 }
 
 // existing answers a call whose key has an open row.
-func (p *Proxy) existing(ctx context.Context, c *call, r *row) (answer, bool) {
+func (p *Proxy) existing(ctx context.Context, c *call, r *index.Row) (answer, bool) {
 	switch r.State {
-	case stateBegun:
+	case index.StateBegun:
 		run, err := p.store.GetRun(ctx, r.RunID)
 		if errors.Is(err, agentrt.ErrNotFound) {
 			// Claimed and never begun (its claimer stopped, or is about to
@@ -292,7 +292,7 @@ func (p *Proxy) existing(ctx context.Context, c *call, r *row) (answer, bool) {
 		default:
 			return p.settleRecord(ctx, c, r)
 		}
-	case stateWaiting:
+	case index.StateWaiting:
 		return p.waiting(ctx, c, r)
 	}
 	// Done and open: answer from the outcome.
@@ -317,7 +317,7 @@ func (p *Proxy) existing(ctx context.Context, c *call, r *row) (answer, bool) {
 }
 
 // fresh begins the row's run and proposes the call.
-func (p *Proxy) fresh(ctx context.Context, c *call, r *row) (answer, bool) {
+func (p *Proxy) fresh(ctx context.Context, c *call, r *index.Row) (answer, bool) {
 	gs, err := p.gate.Begin(ctx, r.RunID, "call "+c.t.name, p.limits())
 	if err != nil {
 		if _, gerr := p.store.GetRun(ctx, r.RunID); gerr == nil {
@@ -347,7 +347,7 @@ func (p *Proxy) fresh(ctx context.Context, c *call, r *row) (answer, bool) {
 }
 
 // verdict acts on what the gate made of a proposal or an attach.
-func (p *Proxy) verdict(ctx context.Context, c *call, r *row, gs *agentrt.GateSession, st *agentrt.OpenStep, v agentrt.Verdict) (answer, bool) {
+func (p *Proxy) verdict(ctx context.Context, c *call, r *index.Row, gs *agentrt.GateSession, st *agentrt.OpenStep, v agentrt.Verdict) (answer, bool) {
 	switch v.Outcome {
 	case agentrt.VerdictAllowed:
 		// A host that cancels lets the call finish and be recorded.
@@ -407,12 +407,12 @@ func (p *Proxy) closeRun(ctx context.Context, gs *agentrt.GateSession, why strin
 
 // opened records that the run waits on approval a, says so on stderr with
 // the command that decides it, and holds the call for a decision.
-func (p *Proxy) opened(ctx context.Context, c *call, r *row, a *agentrt.Approval) (answer, bool) {
+func (p *Proxy) opened(ctx context.Context, c *call, r *index.Row, a *agentrt.Approval) (answer, bool) {
 	if a == nil {
 		return p.internal(errors.New("a pending verdict without an approval"), "the record is not understood")
 	}
-	nr, err := p.ix.set(ctx, r, func(n *row) {
-		n.State, n.ApprovalID, n.Blocking = stateWaiting, a.ID, a.Kind == agentrt.InterruptedSideEffect && c.t.mutating()
+	nr, err := p.ix.Set(ctx, r, func(n *index.Row) {
+		n.State, n.ApprovalID, n.Blocking = index.StateWaiting, a.ID, a.Kind == agentrt.InterruptedSideEffect && c.t.mutating()
 	})
 	if err != nil {
 		return p.internal(err, "the record could not be written")
@@ -425,7 +425,7 @@ func (p *Proxy) opened(ctx context.Context, c *call, r *row, a *agentrt.Approval
 
 // adoptWaiting brings a begun row whose run already waits (its claimer
 // stopped before it wrote so) up to date.
-func (p *Proxy) adoptWaiting(ctx context.Context, c *call, r *row) (answer, bool) {
+func (p *Proxy) adoptWaiting(ctx context.Context, c *call, r *index.Row) (answer, bool) {
 	as, err := p.store.ListApprovals(ctx, r.RunID)
 	if err != nil || len(as) == 0 {
 		return p.internal(fmt.Errorf("run %s waits on no approval: %v", r.RunID, err), "the record is not understood")
@@ -436,9 +436,9 @@ func (p *Proxy) adoptWaiting(ctx context.Context, c *call, r *row) (answer, bool
 // adopt points r at a, the approval its run waits on now, without
 // announcing it again (whoever opened it did), and matches the call again
 // against the row so written.
-func (p *Proxy) adopt(ctx context.Context, c *call, r *row, a agentrt.Approval) (answer, bool) {
-	_, err := p.ix.set(ctx, r, func(n *row) {
-		n.State, n.ApprovalID, n.Blocking = stateWaiting, a.ID, a.Kind == agentrt.InterruptedSideEffect && c.t.mutating()
+func (p *Proxy) adopt(ctx context.Context, c *call, r *index.Row, a agentrt.Approval) (answer, bool) {
+	_, err := p.ix.Set(ctx, r, func(n *index.Row) {
+		n.State, n.ApprovalID, n.Blocking = index.StateWaiting, a.ID, a.Kind == agentrt.InterruptedSideEffect && c.t.mutating()
 	})
 	if err != nil {
 		return p.internal(err, "the record could not be written")
@@ -447,7 +447,7 @@ func (p *Proxy) adopt(ctx context.Context, c *call, r *row, a agentrt.Approval) 
 }
 
 // waiting answers a call whose row waits on an approval.
-func (p *Proxy) waiting(ctx context.Context, c *call, r *row) (answer, bool) {
+func (p *Proxy) waiting(ctx context.Context, c *call, r *index.Row) (answer, bool) {
 	a, err := p.store.GetApproval(ctx, r.RunID, r.ApprovalID)
 	if err != nil {
 		return p.internal(err, "the record could not be read")
@@ -471,7 +471,7 @@ func (p *Proxy) waiting(ctx context.Context, c *call, r *row) (answer, bool) {
 // progress when the host asked for it, and collects a decision made in
 // time. A call that waits on in vain answers PENDING_APPROVAL (or
 // UNKNOWN_OUTCOME).
-func (p *Proxy) holdFor(ctx context.Context, c *call, r *row, a agentrt.Approval) (answer, bool) {
+func (p *Proxy) holdFor(ctx context.Context, c *call, r *index.Row, a agentrt.Approval) (answer, bool) {
 	waitText := func() answer {
 		if a.Kind == agentrt.InterruptedSideEffect {
 			return unknownText(a.ID)
@@ -514,7 +514,7 @@ func (p *Proxy) holdFor(ctx context.Context, c *call, r *row, a agentrt.Approval
 
 // collect attaches to a waiting run: an approved request runs, and the
 // gate expires what expired.
-func (p *Proxy) collect(ctx context.Context, c *call, r *row) (answer, bool) {
+func (p *Proxy) collect(ctx context.Context, c *call, r *index.Row) (answer, bool) {
 	if p.beforeCollect != nil {
 		p.beforeCollect(r.RunID)
 	}
@@ -554,7 +554,7 @@ func (p *Proxy) collect(ctx context.Context, c *call, r *row) (answer, bool) {
 // answers identical calls: an executed mutating call, a rejected or
 // expired one, for the repeat window; an outcome that stays unknown until
 // it is asked again.
-func (p *Proxy) settle(ctx context.Context, c *call, r *row, o CallOutcome, detail string, a answer) (answer, bool) {
+func (p *Proxy) settle(ctx context.Context, c *call, r *index.Row, o CallOutcome, detail string, a answer) (answer, bool) {
 	now := p.now()
 	w := c.t.window
 	open := false
@@ -564,8 +564,8 @@ func (p *Proxy) settle(ctx context.Context, c *call, r *row, o CallOutcome, deta
 	case o.Executed() && c.t.mutating(), o == OutcomeRejected, o == OutcomeExpired:
 		open = w > 0
 	}
-	change := func(n *row) {
-		n.State, n.Outcome, n.Detail, n.SettledAt, n.Blocking = stateDone, o, trace.Truncate(detail, boundReason), now, false
+	change := func(n *index.Row) {
+		n.State, n.Outcome, n.Detail, n.SettledAt, n.Blocking = index.StateDone, o, trace.Truncate(detail, boundReason), now, false
 		n.Open = open
 		if open {
 			n.OpenUntil = now.Add(w)
@@ -578,12 +578,12 @@ func (p *Proxy) settle(ctx context.Context, c *call, r *row, o CallOutcome, deta
 		n := *r
 		change(&n)
 		n.Open, n.OpenUntil, n.ClosedAt = false, time.Time{}, now
-		p.ix.insertLater(&n)
+		p.ix.InsertLater(&n)
 		return a, false
 	}
-	_, err := p.ix.set(ctx, r, change)
+	_, err := p.ix.Set(ctx, r, change)
 	if err != nil {
-		if errors.Is(err, errStale) {
+		if errors.Is(err, index.ErrStale) {
 			// Settled by someone else first; what they settled answers.
 			return answer{}, true
 		}
@@ -619,7 +619,7 @@ func (p *Proxy) refusedJSON(ctx context.Context, c *call) answer {
 		reason = v.Observation.Summary
 	}
 	now := p.now()
-	_ = p.ix.insertClosed(ctx, &row{Session: p.cfg.Session, Key: "invalid:" + runID, Tool: c.t.name, SideEffect: c.t.spec.SideEffect,
-		RunID: runID, CreatedAt: now, State: stateDone, Outcome: OutcomeInvalid, Detail: trace.Truncate(reason, boundReason), SettledAt: now, ClosedAt: now})
+	_ = p.ix.InsertClosed(ctx, &index.Row{Session: p.cfg.Session, Key: "invalid:" + runID, Tool: c.t.name, SideEffect: c.t.spec.SideEffect,
+		RunID: runID, CreatedAt: now, State: index.StateDone, Outcome: OutcomeInvalid, Detail: trace.Truncate(reason, boundReason), SettledAt: now, ClosedAt: now})
 	return invalidText(reason)
 }

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"fmt"
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/trace"
@@ -18,10 +17,6 @@ import (
 // zeroed. Between an erasure and the next start the status tool reads the
 // runs database and quotes no text of an erased run.
 
-// erasedKeyPrefix marks a swept row's request key: it holds the row's own
-// id, which matches no call and is no digest of anything.
-const erasedKeyPrefix = "erased:"
-
 // sweepPage bounds how many rows one pass of the sweep reads.
 const sweepPage = 500
 
@@ -32,7 +27,7 @@ func (p *Proxy) sweepErased(ctx context.Context) (int, error) {
 	cleared := 0
 	var after int64
 	for {
-		ids, runs, err := p.ix.unswept(ctx, after, sweepPage)
+		ids, runs, err := p.ix.Unswept(ctx, after, sweepPage)
 		if err != nil {
 			return cleared, err
 		}
@@ -47,7 +42,7 @@ func (p *Proxy) sweepErased(ctx context.Context) (int, error) {
 			}
 		}
 		if len(erased) > 0 {
-			if err := p.ix.clearErased(ctx, erased, p.now()); err != nil {
+			if err := p.ix.ClearErased(ctx, erased, p.now()); err != nil {
 				return cleared, err
 			}
 			cleared += len(erased)
@@ -58,7 +53,7 @@ func (p *Proxy) sweepErased(ctx context.Context) (int, error) {
 		after = ids[len(ids)-1]
 	}
 	if cleared > 0 {
-		if err := p.ix.checkpoint(ctx); err != nil {
+		if err := p.ix.Checkpoint(ctx); err != nil {
 			p.logf("agentrt-proxy: the rows of %d erased call(s) were cleared, but the index's log still holds copies: %s", cleared, trace.Sanitize(err.Error()))
 		}
 	}
@@ -84,17 +79,4 @@ func runErased(ctx context.Context, st agentrt.StoreReader, runID string) (bool,
 		return false, err
 	}
 	return len(last) == 1 && last[0].Type == agentrt.EventRunErased, nil
-}
-
-// checkpoint copies the index's write-ahead log into the file and
-// truncates it, so no page from before a sweep stays in the log.
-func (ix *Index) checkpoint(ctx context.Context) error {
-	var busy, frames, done int
-	if err := ix.w.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &frames, &done); err != nil {
-		return fmt.Errorf("proxy: index %s: %w", ix.path, err)
-	}
-	if busy != 0 {
-		return fmt.Errorf("proxy: index %s: another process is reading it, so its log was not emptied (%d of %d pages copied)", ix.path, done, frames)
-	}
-	return nil
 }

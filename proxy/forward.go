@@ -99,7 +99,7 @@ func (p *Proxy) notifications(sc ServerConfig) *mcp.Notifications {
 			p.logf("agentrt-proxy: server %s asked for %s, which the proxy never forwards to the host; refused", name, quote(method, boundName))
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			if err := p.ix.recordRefusal(ctx, p.cfg.Session, name, method, p.now()); err != nil {
+			if err := p.ix.RecordRefusal(ctx, p.cfg.Session, name, method, p.now()); err != nil {
 				p.logf("agentrt-proxy: the refusal could not be recorded: %s", trace.Sanitize(err.Error()))
 			}
 		},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentrt/agentrt/proxy/internal/index"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -467,9 +468,9 @@ func (h *harness) waitEvent(typ agentrt.EventType, runID string) agentrt.Event {
 	}
 }
 
-func (h *harness) rows() []*row {
+func (h *harness) rows() []*index.Row {
 	h.t.Helper()
-	rs, err := h.p.ix.recent(context.Background(), h.cfg.Session, time.Time{}, 1000)
+	rs, err := h.p.ix.Recent(context.Background(), h.cfg.Session, time.Time{}, 1000)
 	if err != nil {
 		h.t.Fatal(err)
 	}

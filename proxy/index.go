@@ -1,401 +1,45 @@
 package proxy
 
-import (
-	"context"
-	"database/sql"
-	"errors"
-	"fmt"
-	"time"
+import "github.com/agentrt/agentrt/proxy/internal/index"
 
-	agentrt "github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/trace"
+// The call index lives in proxy/internal/index, which holds every
+// statement on its tables; these are its names as package proxy has
+// always exported them.
 
-	_ "modernc.org/sqlite" // the SQLite driver, as the core's store uses it
-)
+// Index is the proxy's table of calls in its own SQLite file (ADR 0006).
+type Index = index.Index
 
-// rowState is where an index row is.
-type rowState string
+// OpenIndex opens the index at path, creating it owner-only when it does
+// not exist and applying the missing migrations. It refuses a symbolic
+// link, a file another account owns or others can write, a file holding a
+// trigger or a view, and a file at a newer schema version, before it
+// writes anything.
+func OpenIndex(path string) (*Index, error) { return index.Open(path) }
 
-const (
-	// stateBegun: the row is claimed; its run may not exist yet, or is
-	// RUNNING. Entered by a claim; left when the run waits or ends.
-	stateBegun rowState = "begun"
-	// stateWaiting: the run waits on approval_id (blocking when it asks
-	// about an unknown outcome). Left when the approval is decided, expires
-	// or is collected.
-	stateWaiting rowState = "waiting"
-	// stateDone: the outcome is settled. The row stays open while it
-	// answers identical calls (open_until), and a row whose outcome stays
-	// unknown stays open until it is asked again.
-	stateDone rowState = "done"
-)
+// IndexSchemaVersion is the index schema this build writes and reads.
+const IndexSchemaVersion = index.SchemaVersion
+
+// ErrIndexSchema marks an index whose schema this build does not know.
+var ErrIndexSchema = index.ErrSchema
+
+// IndexSchemaError names an index written by a newer build, or one whose
+// schema holds what the migrations never create.
+type IndexSchemaError = index.SchemaError
 
 // CallOutcome is what came of one proxied call, as the index settles it.
-type CallOutcome string
+type CallOutcome = index.CallOutcome
 
+// The outcomes; index.CallOutcome's constants say what each means.
 const (
-	// OutcomeSucceeded: executed; the server answered with a result.
-	OutcomeSucceeded CallOutcome = "succeeded"
-	// OutcomeFailed: executed; the server reported a failure.
-	OutcomeFailed CallOutcome = "failed"
-	// OutcomeUnrecorded: executed; the server's answer could not be
-	// recorded. It counts as executed.
-	OutcomeUnrecorded CallOutcome = "unrecorded"
-	// OutcomeUnknown: it may have executed (cut off, timed out, no
-	// answer); an operator is asked in a new run and this row is closed.
-	OutcomeUnknown CallOutcome = "unknown"
-	// OutcomeDenied: not executed; the policy denied it, or the adapter
-	// refused it before it reached the server.
-	OutcomeDenied CallOutcome = "denied"
-	// OutcomeInvalid: not executed; the arguments were refused.
-	OutcomeInvalid CallOutcome = "invalid"
-	// OutcomeNotExecuted: not executed; abandoned before the tool started,
-	// or moved on by an operator.
-	OutcomeNotExecuted CallOutcome = "not_executed"
-	// OutcomeRejected: not executed; an operator rejected it.
-	OutcomeRejected CallOutcome = "rejected"
-	// OutcomeExpired: not executed; no decision (or no collection) in time.
-	OutcomeExpired CallOutcome = "expired"
-	// OutcomeUnknownRejected: an operator rejected re-running a call whose
-	// outcome is unknown. It stays unknown: an identical call is asked
-	// again once the repeat window has passed.
-	OutcomeUnknownRejected CallOutcome = "unknown_rejected"
-	// OutcomeUnknownDenied: the policy denied re-running a call whose
-	// outcome is unknown. It stays unknown, as above.
-	OutcomeUnknownDenied CallOutcome = "unknown_denied"
+	OutcomeSucceeded       = index.OutcomeSucceeded
+	OutcomeFailed          = index.OutcomeFailed
+	OutcomeUnrecorded      = index.OutcomeUnrecorded
+	OutcomeUnknown         = index.OutcomeUnknown
+	OutcomeDenied          = index.OutcomeDenied
+	OutcomeInvalid         = index.OutcomeInvalid
+	OutcomeNotExecuted     = index.OutcomeNotExecuted
+	OutcomeRejected        = index.OutcomeRejected
+	OutcomeExpired         = index.OutcomeExpired
+	OutcomeUnknownRejected = index.OutcomeUnknownRejected
+	OutcomeUnknownDenied   = index.OutcomeUnknownDenied
 )
-
-// Executed reports whether the call reached the server and counts as run.
-func (o CallOutcome) Executed() bool {
-	return o == OutcomeSucceeded || o == OutcomeFailed || o == OutcomeUnrecorded
-}
-
-// StaysUnknown reports whether the call's effect is still unknown after an
-// operator or the policy refused to run it again.
-func (o CallOutcome) StaysUnknown() bool {
-	return o == OutcomeUnknownRejected || o == OutcomeUnknownDenied
-}
-
-// row is one index row.
-type row struct {
-	ID          int64
-	Session     string
-	Key         string
-	Tool        string
-	SideEffect  agentrt.SideEffect
-	RunID       string
-	CreatedAt   time.Time
-	Open        bool
-	State       rowState
-	ApprovalID  string
-	Blocking    bool
-	UnknownOf   string
-	Interrupted string // JSON of the interruption a re-ask asks about
-	Outcome     CallOutcome
-	Detail      string
-	SettledAt   time.Time
-	OpenUntil   time.Time
-	ClosedAt    time.Time
-}
-
-const rowColumns = `id, session, request_key, tool, side_effect, run_id, created_at, open, state, approval_id, blocking,
-	unknown_of, interrupted, outcome, detail, settled_at, open_until, closed_at`
-
-type scanner interface{ Scan(dest ...any) error }
-
-func scanRow(s scanner) (*row, error) {
-	var r row
-	var created, settled, until, closed int64
-	var open, blocking int
-	var se, state, outcome string
-	if err := s.Scan(&r.ID, &r.Session, &r.Key, &r.Tool, &se, &r.RunID, &created, &open, &state, &r.ApprovalID, &blocking,
-		&r.UnknownOf, &r.Interrupted, &outcome, &r.Detail, &settled, &until, &closed); err != nil {
-		return nil, err
-	}
-	r.SideEffect, r.State, r.Outcome = agentrt.SideEffect(se), rowState(state), CallOutcome(outcome)
-	r.Open, r.Blocking = open == 1, blocking == 1
-	r.CreatedAt, r.SettledAt, r.OpenUntil, r.ClosedAt = fromNanos(created), fromNanos(settled), fromNanos(until), fromNanos(closed)
-	return &r, nil
-}
-
-func nanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// errStale is a compare-and-set on a row that another call (or process)
-// changed first; the caller matches the call again.
-var errStale = errors.New("proxy: the index row changed")
-
-// openRow is the open row of a session and key, or nil.
-func openRow(tx *sql.Tx, session, key string) (*row, error) {
-	r, err := scanRow(tx.QueryRow(`SELECT `+rowColumns+` FROM proxy_calls WHERE session = ? AND request_key = ? AND open = 1`, session, key))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	return r, err
-}
-
-func insertRow(tx *sql.Tx, r *row) error {
-	res, err := tx.Exec(`INSERT INTO proxy_calls (session, request_key, tool, side_effect, run_id, created_at, open, state, approval_id,
-		blocking, unknown_of, interrupted, outcome, detail, settled_at, open_until, closed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.Session, r.Key, r.Tool, string(r.SideEffect), r.RunID, nanos(r.CreatedAt), boolInt(r.Open), string(r.State), r.ApprovalID,
-		boolInt(r.Blocking), r.UnknownOf, r.Interrupted, string(r.Outcome), r.Detail, nanos(r.SettledAt), nanos(r.OpenUntil), nanos(r.ClosedAt))
-	if err != nil {
-		return err
-	}
-	r.ID, err = res.LastInsertId()
-	return err
-}
-
-// casRow writes every mutable column of r if the stored row is still open
-// in state from (a compare-and-set); zero rows is errStale.
-func casRow(tx *sql.Tx, r *row, from rowState) error {
-	res, err := tx.Exec(`UPDATE proxy_calls SET open = ?, state = ?, approval_id = ?, blocking = ?, outcome = ?, detail = ?,
-		settled_at = ?, open_until = ?, closed_at = ? WHERE id = ? AND open = 1 AND state = ?`,
-		boolInt(r.Open), string(r.State), r.ApprovalID, boolInt(r.Blocking), string(r.Outcome), r.Detail,
-		nanos(r.SettledAt), nanos(r.OpenUntil), nanos(r.ClosedAt), r.ID, string(from))
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return errStale
-	}
-	return nil
-}
-
-// set applies change to a copy of r and writes it with a compare-and-set on
-// r's state, returning the new row.
-func (ix *Index) set(ctx context.Context, r *row, change func(*row)) (*row, error) {
-	n := *r
-	change(&n)
-	err := ix.update(ctx, func(tx *sql.Tx) error { return casRow(tx, &n, r.State) })
-	if err != nil {
-		return nil, err
-	}
-	return &n, nil
-}
-
-// replace closes old (a compare-and-set on its state) and inserts next as
-// the open row of the same key, in one transaction.
-func (ix *Index) replace(ctx context.Context, old *row, next *row, now time.Time) error {
-	closed := *old
-	closed.Open, closed.ClosedAt, closed.Blocking = false, now, false
-	if closed.State != stateDone {
-		closed.State = stateDone
-	}
-	if closed.Outcome == "" {
-		closed.Outcome = OutcomeNotExecuted
-	}
-	if closed.SettledAt.IsZero() {
-		closed.SettledAt = now
-	}
-	return ix.update(ctx, func(tx *sql.Tx) error {
-		if err := casRow(tx, &closed, old.State); err != nil {
-			return err
-		}
-		return insertRow(tx, next)
-	})
-}
-
-// insertClosed records a call that matches nothing (arguments the runtime
-// refused as JSON), under a key of its own.
-func (ix *Index) insertClosed(ctx context.Context, r *row) error {
-	return ix.update(ctx, func(tx *sql.Tx) error { return insertRow(tx, r) })
-}
-
-// insertLater queues a closed row without waiting for its commit; Close
-// commits what is queued.
-func (ix *Index) insertLater(r *row) {
-	req := &ixReq{ctx: context.Background(), fn: func(tx *sql.Tx) error { return insertRow(tx, r) }, done: make(chan error, 1)}
-	select {
-	case ix.reqs <- req:
-	case <-ix.quit:
-	}
-}
-
-// recent lists the session's rows created at or after since, newest first,
-// at most limit.
-func (ix *Index) recent(ctx context.Context, session string, since time.Time, limit int) ([]*row, error) {
-	rows, err := ix.r.QueryContext(ctx, `SELECT `+rowColumns+` FROM proxy_calls WHERE session = ? AND created_at >= ? ORDER BY created_at DESC, id DESC LIMIT ?`,
-		session, nanos(since), limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*row
-	for rows.Next() {
-		r, err := scanRow(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}
-
-// sessionRuns lists the run ids of a session's rows (or every session's
-// when session is empty), newest first, at most limit.
-func (ix *Index) sessionRuns(ctx context.Context, session string, limit int) ([]string, error) {
-	q := `SELECT run_id FROM proxy_calls ORDER BY created_at DESC, id DESC LIMIT ?`
-	args := []any{limit}
-	if session != "" {
-		q = `SELECT run_id FROM proxy_calls WHERE session = ? ORDER BY created_at DESC, id DESC LIMIT ?`
-		args = []any{session, limit}
-	}
-	rows, err := ix.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
-}
-
-// recordRefusal keeps one request a server sent that the proxy refused.
-func (ix *Index) recordRefusal(ctx context.Context, session, server, method string, at time.Time) error {
-	return ix.update(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO proxy_refusals (session, server, method, at) VALUES (?, ?, ?, ?)`,
-			session, server, trace.Truncate(method, boundName), at.UnixNano())
-		return err
-	})
-}
-
-// unswept lists the ids and run ids of rows after id after that the sweep
-// has not cleared, in id order, at most limit.
-func (ix *Index) unswept(ctx context.Context, after int64, limit int) ([]int64, []string, error) {
-	rows, err := ix.r.QueryContext(ctx, `SELECT id, run_id FROM proxy_calls WHERE id > ? AND substr(request_key, 1, ?) != ? ORDER BY id LIMIT ?`,
-		after, len(erasedKeyPrefix), erasedKeyPrefix, limit)
-	if err != nil {
-		return nil, nil, fmt.Errorf("proxy: index %s: %w", ix.path, err)
-	}
-	defer rows.Close()
-	var ids []int64
-	var runs []string
-	for rows.Next() {
-		var id int64
-		var run string
-		if err := rows.Scan(&id, &run); err != nil {
-			return nil, nil, err
-		}
-		ids, runs = append(ids, id), append(runs, run)
-	}
-	return ids, runs, rows.Err()
-}
-
-// clearErased blanks the request key and the text of the rows named and
-// closes them, in one transaction.
-func (ix *Index) clearErased(ctx context.Context, ids []int64, now time.Time) error {
-	return ix.update(ctx, func(tx *sql.Tx) error {
-		for _, id := range ids {
-			if _, err := tx.ExecContext(ctx, `UPDATE proxy_calls SET request_key = ? || id, detail = '', open = 0, blocking = 0,
-				closed_at = CASE WHEN closed_at = 0 THEN ? ELSE closed_at END WHERE id = ?`, erasedKeyPrefix, nanos(now), id); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// blockingRows are a session's rows of tool whose unknown outcome blocks
-// it, other than key's.
-func blockingRows(tx *sql.Tx, session, tool, key string) ([]*row, error) {
-	rows, err := tx.Query(`SELECT `+rowColumns+` FROM proxy_calls WHERE session = ? AND tool = ? AND blocking = 1 AND request_key <> ?`,
-		session, tool, key)
-	if err != nil {
-		return nil, err
-	}
-	var bs []*row
-	for rows.Next() {
-		r, err := scanRow(rows)
-		if err != nil {
-			rows.Close()
-			return nil, err
-		}
-		bs = append(bs, r)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	return bs, nil
-}
-
-// unblockRow lets row id's tool run again: its question was approved.
-func unblockRow(tx *sql.Tx, id int64) error {
-	_, err := tx.Exec(`UPDATE proxy_calls SET blocking = 0 WHERE id = ?`, id)
-	return err
-}
-
-// approvalRef names one approval a row waits on.
-type approvalRef struct{ run, approval string }
-
-// waitingApprovals are the approvals a session's open rows wait on.
-func waitingApprovals(tx *sql.Tx, session string) ([]approvalRef, error) {
-	rows, err := tx.Query(`SELECT run_id, approval_id FROM proxy_calls WHERE session = ? AND open = 1 AND state = ?`, session, string(stateWaiting))
-	if err != nil {
-		return nil, err
-	}
-	var refs []approvalRef
-	for rows.Next() {
-		var r approvalRef
-		if err := rows.Scan(&r.run, &r.approval); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		refs = append(refs, r)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	return refs, nil
-}
-
-// runningRows are a session's open rows whose call may be running (begun,
-// or waiting on an approval that may have been granted); of tool only,
-// and created at or before made, when tool is not empty. A row that does
-// not scan ends the list.
-func (ix *Index) runningRows(ctx context.Context, session, tool string, made time.Time) ([]*row, error) {
-	q := `SELECT ` + rowColumns + ` FROM proxy_calls WHERE session = ? AND open = 1 AND state IN (?, ?)`
-	args := []any{session, string(stateBegun), string(stateWaiting)}
-	if tool != "" {
-		q += ` AND tool = ? AND created_at <= ?`
-		args = append(args, tool, nanos(made))
-	}
-	rows, err := ix.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	var out []*row
-	for rows.Next() {
-		r, err := scanRow(rows)
-		if err != nil {
-			break
-		}
-		out = append(out, r)
-	}
-	rows.Close()
-	return out, nil
-}

@@ -25,7 +25,7 @@ func (p *Proxy) sweepLapsed(ctx context.Context, tool string) time.Time {
 	// granted (waiting). On a claim, only rows older than a lease are
 	// looked at: a lease cannot lapse before LeaseTTL has passed since its
 	// row was made, and the calls in flight now are younger.
-	begun, err := p.ix.runningRows(ctx, p.cfg.Session, tool, now.Add(-p.cfg.LeaseTTL))
+	begun, err := p.ix.RunningRows(ctx, p.cfg.Session, tool, now.Add(-p.cfg.LeaseTTL))
 	if err != nil {
 		p.logf("agentrt-proxy: the index could not be read for interrupted calls: %s", trace.Sanitize(err.Error()))
 		return time.Time{}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentrt/agentrt/proxy/internal/index"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
@@ -17,7 +18,7 @@ import (
 // recover takes over a run whose lease lapsed. A mutating call cut off
 // while its tool ran waits for an operator (reconcile); anything else
 // never took effect, or has a recorded outcome.
-func (p *Proxy) recover(ctx context.Context, c *call, r *row) (answer, bool) {
+func (p *Proxy) recover(ctx context.Context, c *call, r *index.Row) (answer, bool) {
 	gs, v, err := p.gate.Attach(ctx, r.RunID)
 	if errors.Is(err, agentrt.ErrRunLeased) {
 		return inProgressText(), false
@@ -42,9 +43,9 @@ func (p *Proxy) recover(ctx context.Context, c *call, r *row) (answer, bool) {
 		return p.executed(ctx, c, r, gs, st.ID, *st.Observation, false)
 	}
 	p.closeRun(ctx, gs, "abandoned before its tool started; run afresh")
-	nr := &row{Session: r.Session, Key: r.Key, Tool: r.Tool, SideEffect: r.SideEffect, RunID: p.newRunID(),
-		CreatedAt: p.now(), Open: true, State: stateBegun, UnknownOf: r.UnknownOf, Interrupted: r.Interrupted}
-	if err := p.ix.replace(ctx, r, nr, p.now()); err != nil {
+	nr := &index.Row{Session: r.Session, Key: r.Key, Tool: r.Tool, SideEffect: r.SideEffect, RunID: p.newRunID(),
+		CreatedAt: p.now(), Open: true, State: index.StateBegun, UnknownOf: r.UnknownOf, Interrupted: r.Interrupted}
+	if err := p.ix.Replace(ctx, r, nr, p.now()); err != nil {
 		return p.internal(err, "the record could not be written")
 	}
 	return p.fresh(ctx, c, nr)
@@ -140,7 +141,7 @@ func classify(o agentrt.Observation, mutating bool) classified {
 // outcome asks an operator in a new run. here says this call ran it; a
 // call that found it recorded (after a crash, or another call's) is told
 // it already ran.
-func (p *Proxy) executed(ctx context.Context, c *call, r *row, gs *agentrt.GateSession, stepID string, obs agentrt.Observation, here bool) (answer, bool) {
+func (p *Proxy) executed(ctx context.Context, c *call, r *index.Row, gs *agentrt.GateSession, stepID string, obs agentrt.Observation, here bool) (answer, bool) {
 	cl := classify(obs, c.t.mutating())
 	told := func(a answer) answer {
 		if here || !cl.outcome.Executed() {
@@ -193,14 +194,14 @@ func (p *Proxy) stepOf(ctx context.Context, runID, stepID string) (agentrt.Step,
 // askUnknown replaces r, whose call's outcome is unknown, with a new run
 // that asks an operator about re-running the recorded request, and blocks
 // the tool while it waits.
-func (p *Proxy) askUnknown(ctx context.Context, c *call, r *row, in interruption) (answer, bool) {
+func (p *Proxy) askUnknown(ctx context.Context, c *call, r *index.Row, in interruption) (answer, bool) {
 	b, _ := json.Marshal(in)
 	now := p.now()
 	old := *r
 	old.Outcome, old.SettledAt = OutcomeUnknown, now
-	nr := &row{Session: r.Session, Key: r.Key, Tool: r.Tool, SideEffect: r.SideEffect, RunID: p.newRunID(), CreatedAt: now,
-		Open: true, State: stateBegun, Blocking: true, UnknownOf: in.RunID, Interrupted: string(b)}
-	if err := p.ix.replace(ctx, &old, nr, now); err != nil {
+	nr := &index.Row{Session: r.Session, Key: r.Key, Tool: r.Tool, SideEffect: r.SideEffect, RunID: p.newRunID(), CreatedAt: now,
+		Open: true, State: index.StateBegun, Blocking: true, UnknownOf: in.RunID, Interrupted: string(b)}
+	if err := p.ix.Replace(ctx, &old, nr, now); err != nil {
 		return p.internal(err, "the record could not be written")
 	}
 	args, err := p.recordedArgs(ctx, in.RunID, in.StepID)
@@ -226,7 +227,7 @@ func (p *Proxy) recordedArgs(ctx context.Context, runID, stepID string) (json.Ra
 
 // reask asks again about a call whose outcome stays unknown: its question
 // expired, or was rejected and the repeat window has passed.
-func (p *Proxy) reask(ctx context.Context, c *call, r *row) (answer, bool) {
+func (p *Proxy) reask(ctx context.Context, c *call, r *index.Row) (answer, bool) {
 	var in interruption
 	if err := json.Unmarshal([]byte(r.Interrupted), &in); err != nil || in.RunID == "" {
 		// The row asked about its own run (cut off under the proxy):
@@ -247,7 +248,7 @@ func (p *Proxy) reask(ctx context.Context, c *call, r *row) (answer, bool) {
 // askAgain asks again about a blocking row whose question expired, so the
 // tool is never blocked with nothing for an operator to act on. It waits
 // for nothing.
-func (p *Proxy) askAgain(ctx context.Context, b *row) {
+func (p *Proxy) askAgain(ctx context.Context, b *index.Row) {
 	t := p.tools[b.Tool]
 	if t == nil {
 		return
@@ -260,7 +261,7 @@ func (p *Proxy) askAgain(ctx context.Context, b *row) {
 
 // settleRecord settles a row whose run ended, from the run's record: what
 // the proxy would have settled had it not stopped first.
-func (p *Proxy) settleRecord(ctx context.Context, c *call, r *row) (answer, bool) {
+func (p *Proxy) settleRecord(ctx context.Context, c *call, r *index.Row) (answer, bool) {
 	run, err := p.store.GetRun(ctx, r.RunID)
 	if err != nil {
 		return p.internal(err, "the record could not be read")

@@ -2,9 +2,9 @@ package proxy
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
+	"github.com/agentrt/agentrt/proxy/internal/index"
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/mcp"
@@ -112,7 +112,7 @@ func Recheck(ctx context.Context, cfg *Config, opts RecheckOptions) (*RecheckSum
 		if session == "" {
 			session = cfg.Session
 		}
-		if runs, err = sessionRuns(ctx, cfg.Index, session, opts.Limit); err != nil {
+		if runs, err = index.ReadSessionRuns(ctx, cfg.Index, session, opts.Limit); err != nil {
 			return nil, err
 		}
 	}
@@ -135,19 +135,4 @@ func Recheck(ctx context.Context, cfg *Config, opts RecheckOptions) (*RecheckSum
 		}
 	}
 	return sum, nil
-}
-
-// sessionRuns reads the session's newest run ids from the index,
-// read-only.
-func sessionRuns(ctx context.Context, path, session string, limit int) ([]string, error) {
-	if err := checkPrivate(path, false); err != nil {
-		return nil, err
-	}
-	db, err := sql.Open("sqlite", indexDSN(path, false))
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	ix := &Index{path: path, r: db}
-	return ix.sessionRuns(ctx, session, limit)
 }

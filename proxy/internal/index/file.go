@@ -1,4 +1,4 @@
-package proxy
+package index
 
 import (
 	"context"
@@ -14,44 +14,42 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentrt/agentrt/internal/files"
+
 	_ "modernc.org/sqlite" // the SQLite driver, as the core's store uses it
 )
-
-// The index is the proxy's own SQLite file beside the runs database. The
-// core's store refuses any schema but its migrations', so the proxy's table
-// cannot live in the runs database; a file of its own keeps both
-// guarantees: the runs database stays exactly the core's, and the index is
-// held to the same rules (owner-only, no symbolic link, no trigger or view,
-// trusted_schema off, defensive mode, synced commits, forward-only
-// migrations with a newer file refused).
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-// IndexSchemaVersion is the index schema this build writes and reads.
-const IndexSchemaVersion = 2
+// SchemaVersion is the index schema this build writes and reads.
+const SchemaVersion = 2
 
-// ErrIndexSchema marks an index whose schema this build does not know.
-var ErrIndexSchema = errors.New("proxy: index schema version mismatch")
+// ErrSchema marks an index whose schema this build does not know.
+var ErrSchema = errors.New("proxy: index schema version mismatch")
 
-// IndexSchemaError names an index written by a newer build, or one whose
+// SchemaError names an index written by a newer build, or one whose
 // schema holds what the migrations never create.
-type IndexSchemaError struct {
+type SchemaError struct {
 	Path   string
 	Index  int // the file's version; -1 when the schema is not the migrations'
 	Build  int
 	Reason string
 }
 
-func (e *IndexSchemaError) Error() string {
+func (e *SchemaError) Error() string {
 	if e.Reason != "" {
 		return fmt.Sprintf("proxy: refusing index %s: %s", e.Path, e.Reason)
 	}
 	return fmt.Sprintf("proxy: refusing index %s: it is at schema version %d and this build knows %d; use a newer agentrt-proxy", e.Path, e.Index, e.Build)
 }
 
-// Is matches ErrIndexSchema.
-func (e *IndexSchemaError) Is(target error) bool { return target == ErrIndexSchema }
+// Is matches ErrSchema.
+func (e *SchemaError) Is(target error) bool { return target == ErrSchema }
+
+// Tx is one update's view of the index: the statements a caller runs in
+// one transaction with Update.
+type Tx struct{ tx *sql.Tx }
 
 // Index is the proxy's table of calls. Writes go through one writer that
 // commits concurrent updates together (each in a savepoint of its own), so
@@ -90,12 +88,12 @@ func indexDSN(path string, writer bool) string {
 	return prefix + esc + "?" + strings.Join(q, "&")
 }
 
-// OpenIndex opens the index at path, creating it owner-only when it does
+// Open opens the index at path, creating it owner-only when it does
 // not exist and applying the missing migrations. It refuses a symbolic
 // link, a file another account owns or others can write, a file holding a
 // trigger or a view, and a file at a newer schema version, before it
 // writes anything.
-func OpenIndex(path string) (*Index, error) {
+func Open(path string) (*Index, error) {
 	if err := checkPrivate(path, true); err != nil {
 		return nil, err
 	}
@@ -217,7 +215,7 @@ func (ix *Index) migrate(ctx context.Context) error {
 			tx.Rollback()
 			return err
 		}
-		if v == IndexSchemaVersion {
+		if v == SchemaVersion {
 			return tx.Rollback()
 		}
 		var next *migration
@@ -270,11 +268,11 @@ func (ix *Index) version(ctx context.Context, tx *sql.Tx) (int, error) {
 		switch {
 		case typ == "trigger" || typ == "view":
 			rows.Close()
-			return 0, &IndexSchemaError{Path: ix.path, Index: -1, Build: IndexSchemaVersion, Reason: fmt.Sprintf("it holds a %s (%q), which the proxy never creates", typ, name)}
+			return 0, &SchemaError{Path: ix.path, Index: -1, Build: SchemaVersion, Reason: fmt.Sprintf("it holds a %s (%q), which the proxy never creates", typ, name)}
 		case strings.HasPrefix(name, "sqlite_autoindex_proxy_calls"):
 		case !known[name]:
 			rows.Close()
-			return 0, &IndexSchemaError{Path: ix.path, Index: -1, Build: IndexSchemaVersion, Reason: fmt.Sprintf("it holds %s %q, which the proxy never creates", typ, name)}
+			return 0, &SchemaError{Path: ix.path, Index: -1, Build: SchemaVersion, Reason: fmt.Sprintf("it holds %s %q, which the proxy never creates", typ, name)}
 		}
 		if name == "proxy_schema_migrations" {
 			hasTable = true
@@ -290,18 +288,18 @@ func (ix *Index) version(ctx context.Context, tx *sql.Tx) (int, error) {
 	if err := tx.QueryRowContext(ctx, `SELECT MAX(version) FROM proxy_schema_migrations`).Scan(&v); err != nil {
 		return 0, err
 	}
-	if int(v.Int64) > IndexSchemaVersion {
-		return 0, &IndexSchemaError{Path: ix.path, Index: int(v.Int64), Build: IndexSchemaVersion}
+	if int(v.Int64) > SchemaVersion {
+		return 0, &SchemaError{Path: ix.path, Index: int(v.Int64), Build: SchemaVersion}
 	}
 	return int(v.Int64), nil
 }
 
-// update runs fn in a write transaction, possibly shared with other
+// Update runs fn in a write transaction, possibly shared with other
 // updates that reached the writer together; an error from fn rolls back
 // only fn's writes. fn may run more than once and must do nothing outside
 // tx that it cannot repeat.
-func (ix *Index) update(ctx context.Context, fn func(*sql.Tx) error) error {
-	req := &ixReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+func (ix *Index) Update(ctx context.Context, fn func(*Tx) error) error {
+	req := &ixReq{ctx: ctx, fn: func(tx *sql.Tx) error { return fn(&Tx{tx}) }, done: make(chan error, 1)}
 	select {
 	case ix.reqs <- req:
 	case <-ix.quit:
@@ -394,4 +392,33 @@ func (ix *Index) commit(batch []*ixReq) {
 		}
 	}
 	finish(tx.Commit())
+}
+
+// checkPrivate holds a file to the rule for every file agentrt trusts
+// (files.CheckPath); a missing file passes when missingOK is set.
+func checkPrivate(path string, missingOK bool) error {
+	err := files.CheckPath(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if missingOK {
+			return nil
+		}
+		return fmt.Errorf("proxy: cannot read %s: %w", path, err)
+	}
+	return err
+}
+
+// ReadSessionRuns reads a session's newest run ids (every session's when
+// session is empty) from the index at path, read-only: the file is held
+// to the trusted-file rule, and nothing is migrated or written.
+func ReadSessionRuns(ctx context.Context, path, session string, limit int) ([]string, error) {
+	if err := checkPrivate(path, false); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", indexDSN(path, false))
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	ix := &Index{path: path, r: db}
+	return ix.SessionRuns(ctx, session, limit)
 }
