@@ -384,17 +384,9 @@ func (fc *fileConfig) resolve(path string) (*Config, error) {
 	if cfg.LeaseTTL < MinLeaseTTL {
 		return nil, bad("lease_ttl", "must be at least %s, got %s", MinLeaseTTL, cfg.LeaseTTL)
 	}
-	cfg.Policy = agentrt.DefaultPolicy()
-	for _, class := range slices.Sorted(maps.Keys(fc.Policy)) {
-		se := agentrt.SideEffect(class)
-		if !se.Valid() {
-			return nil, bad("policy", "names %q, not a side-effect class (read_only, local_mutation, remote_mutation, destructive)", trace.Sanitize(class))
-		}
-		out := agentrt.PolicyOutcome(fc.Policy[class])
-		if !configOutcome(out) {
-			return nil, bad("policy."+class, "must be allow, require_approval or deny, got %q", trace.Sanitize(string(out)))
-		}
-		cfg.Policy[se] = out
+	var err error
+	if cfg.Policy, err = resolvePolicy(fc.Policy); err != nil {
+		return nil, err
 	}
 	if fc.PolicyFile != "" {
 		cfg.PolicyFile = rel(fc.PolicyFile)
@@ -403,9 +395,37 @@ func (fc *fileConfig) resolve(path string) (*Config, error) {
 		cfg.PinnedKeys = rel(fc.PinnedKeys)
 	}
 	cfg.RequireSignedGrant = fc.RequireSigned
+	if cfg.Servers, err = fc.resolveServers(rel, cfg.PolicyFile != ""); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// resolvePolicy is the default policy with the file's outcome for each
+// side-effect class it names.
+func resolvePolicy(in map[string]string) (agentrt.SideEffectPolicy, error) {
+	pol := agentrt.DefaultPolicy()
+	for _, class := range slices.Sorted(maps.Keys(in)) {
+		se := agentrt.SideEffect(class)
+		if !se.Valid() {
+			return nil, bad("policy", "names %q, not a side-effect class (read_only, local_mutation, remote_mutation, destructive)", trace.Sanitize(class))
+		}
+		out := agentrt.PolicyOutcome(in[class])
+		if !configOutcome(out) {
+			return nil, bad("policy."+class, "must be allow, require_approval or deny, got %q", trace.Sanitize(string(out)))
+		}
+		pol[se] = out
+	}
+	return pol, nil
+}
+
+// resolveServers checks every server entry, and that no two share a
+// name; with a policy file, no rule may set an outcome.
+func (fc *fileConfig) resolveServers(rel func(string) string, policyFile bool) ([]ServerConfig, error) {
 	if len(fc.Servers) == 0 {
 		return nil, bad("servers", "must name at least one server")
 	}
+	var out []ServerConfig
 	names := map[string]bool{}
 	for i, fs := range fc.Servers {
 		field := fmt.Sprintf("servers[%d]", i)
@@ -413,7 +433,7 @@ func (fc *fileConfig) resolve(path string) (*Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		if cfg.PolicyFile != "" {
+		if policyFile {
 			for _, name := range slices.Sorted(maps.Keys(s.Rules)) {
 				if s.Rules[name].Outcome != "" {
 					return nil, bad(fmt.Sprintf("%s.rules.%s.outcome", field, name), "cannot be set while policy_file decides every call; say it in the policy file")
@@ -424,9 +444,9 @@ func (fc *fileConfig) resolve(path string) (*Config, error) {
 			return nil, bad(field+".name", "%q names a server twice", s.Name)
 		}
 		names[s.Name] = true
-		cfg.Servers = append(cfg.Servers, s)
+		out = append(out, s)
 	}
-	return cfg, nil
+	return out, nil
 }
 
 func configOutcome(o agentrt.PolicyOutcome) bool {
