@@ -17,6 +17,7 @@ import (
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/mcp"
 	"github.com/agentrt/agentrt/proxy/internal/credentials"
+	"github.com/agentrt/agentrt/proxy/internal/index"
 	"github.com/agentrt/agentrt/sqlite"
 	"github.com/agentrt/agentrt/trace"
 )
@@ -56,7 +57,7 @@ type Proxy struct {
 	cfg    *Config
 	opts   Options
 	store  *sqlite.Store
-	ix     *Index
+	ix     *index.Index
 	gate   *agentrt.Gate
 	policy *gatePolicy
 	tools  map[string]*ptool
@@ -140,7 +141,7 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 	if p.store, err = sqlite.Open(cfg.Database); err != nil {
 		return nil, err
 	}
-	if p.ix, err = OpenIndex(cfg.Index); err != nil {
+	if p.ix, err = index.Open(cfg.Index); err != nil {
 		return nil, err
 	}
 	if err := checkFiles(cfg, true); err != nil {
