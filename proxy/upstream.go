@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 MCP logging is deprecated in the 2026-07-28 protocol but still offered by servers in the deprecation window; the proxy reads whether a server offers it to forward it under policy.
+
 package proxy
 
 import (
