@@ -70,7 +70,7 @@ func Login(ctx context.Context, name, endpoint string, client *http.Client, o *O
 	if err != nil {
 		return "", fmt.Errorf("proxy: server %q: oauth: %w", name, err)
 	}
-	h := issuerGuard{OAuthHandler: ah, server: name, issuer: o.Issuer, client: HTTPClient()}
+	h := issuerGuard{OAuthHandler: ah, server: name, issuer: o.Issuer, client: HTTPClient(endpoint)}
 	if err := ConnectOnce(ctx, endpoint, client, h); err != nil {
 		return "", fmt.Errorf("proxy: login to %s: %w", name, err)
 	}
@@ -93,7 +93,7 @@ func codeHandlerConfig(name, endpoint string, o *OAuthConfig, opts LoginOptions,
 			RedirectURIs: []string{cb.url}, ClientName: "agentrt-proxy", TokenEndpointAuthMethod: "none",
 			GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"}}},
 		RequestRefreshToken: true,
-		Client:              HTTPClient(),
+		Client:              HTTPClient(endpoint),
 		AuthorizationCodeFetcher: func(ctx context.Context, a *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
 			fmt.Fprintf(opts.Stderr, "agentrt-proxy login: open this URL in a browser to log in to %s:\n%s\n", name, a.URL)
 			if opts.Open != nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/auth/extauth"
@@ -204,22 +203,13 @@ func (st *Tokens) write(path string) error {
 	return files.WriteAtomic(path, append(b, '\n'), 0o600)
 }
 
-// HTTPClient is the client the SDK's OAuth code uses for discovery,
-// registration and tokens: no redirect followed, a deadline on each
-// exchange.
-func HTTPClient() *http.Client {
-	return &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
-		return &mcp.RedirectError{Host: req.URL.Host}
-	}}
-}
-
 // Handler is the handler the proxy connects OAuth server name, at
 // endpoint, with: the tokens `agentrt-proxy login` stored (a *Stored), or
 // client credentials. lookup is the proxy's environment; onNeeded, when
 // set, hears that a stored login no longer works.
 func Handler(name, endpoint string, o *OAuthConfig, lookup func(string) (string, bool), onNeeded func(string)) (auth.OAuthHandler, error) {
 	if o.Grant == GrantClientCredentials && o.PrivateKey != nil {
-		h, err := newKeyClientCredentials(name, o.Issuer, o.ClientID, o.PrivateKey, HTTPClient(), nil)
+		h, err := newKeyClientCredentials(name, o.Issuer, o.ClientID, o.PrivateKey, HTTPClient(endpoint), nil)
 		if err != nil {
 			return nil, err
 		}
@@ -232,12 +222,12 @@ func Handler(name, endpoint string, o *OAuthConfig, lookup func(string) (string,
 		}
 		h, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
 			Credentials: &oauthex.ClientCredentials{ClientID: o.ClientID, Issuer: o.Issuer, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: secret}},
-			HTTPClient:  HTTPClient(),
+			HTTPClient:  HTTPClient(endpoint),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("proxy: server %q: oauth: %w", name, err)
 		}
-		return issuerGuard{OAuthHandler: detached{h}, server: name, issuer: o.Issuer, client: HTTPClient()}, nil
+		return issuerGuard{OAuthHandler: detached{h}, server: name, issuer: o.Issuer, client: HTTPClient(endpoint)}, nil
 	}
 	l := &Stored{server: name, endpoint: endpoint, path: o.Tokens, onNeeded: onNeeded}
 	if o.ClientSecret != nil {

@@ -27,7 +27,7 @@ func TestOAuth_RedirectsAreNotFollowed(t *testing.T) {
 	}))
 	defer redirecting.Close()
 	ctx := context.Background()
-	client := HTTPClient()
+	client := HTTPClient(redirecting.URL + "/mcp")
 	challenge := `Bearer resource_metadata="` + redirecting.URL + `/.well-known/oauth-protected-resource/mcp"`
 	prm, err := resourceMetadata(ctx, "up", client, mustChallenges(t, challenge), redirecting.URL+"/mcp")
 	if err != nil || prm.AuthorizationServers[0] != redirecting.URL {

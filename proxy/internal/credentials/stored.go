@@ -83,7 +83,7 @@ func (l *Stored) reloadLocked(force bool) error {
 	l.cfg = &oauth2.Config{ClientID: t.ClientID, ClientSecret: secret, Scopes: t.Scopes,
 		Endpoint: oauth2.Endpoint{AuthURL: t.AuthURL, TokenURL: t.TokenURL, AuthStyle: t.AuthStyle}}
 	l.saved = t
-	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, HTTPClient())
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, HTTPClient(l.endpoint))
 	l.src = l.cfg.TokenSource(ctx, t.Token)
 	l.failed = ""
 	return nil
@@ -186,7 +186,7 @@ func (l *Stored) Authorize(ctx context.Context, req *http.Request, resp *http.Re
 		// The server refused a token we think valid: refresh once.
 		expired := *l.saved.Token
 		expired.Expiry = time.Unix(1, 0)
-		ctx := context.WithValue(context.Background(), oauth2.HTTPClient, HTTPClient())
+		ctx := context.WithValue(context.Background(), oauth2.HTTPClient, HTTPClient(l.endpoint))
 		if t, err := l.cfg.TokenSource(ctx, &expired).Token(); err == nil {
 			l.src = l.cfg.TokenSource(ctx, t)
 			l.keepLocked(t)
