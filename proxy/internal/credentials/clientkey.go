@@ -1,4 +1,4 @@
-package proxy
+package credentials
 
 import (
 	"context"
@@ -65,14 +65,16 @@ type PrivateKeyRef struct {
 	KeyID string
 }
 
-// fileKey is a PrivateKeyRef's JSON form.
-type fileKey struct {
+// FileKey is a PrivateKeyRef's JSON form.
+type FileKey struct {
 	File  string `json:"file"`
 	Alg   string `json:"alg"`
 	KeyID string `json:"kid"`
 }
 
-func (fk fileKey) resolve(field string, rel func(string) string) (*PrivateKeyRef, error) {
+// Resolve checks the reference and reads the key once, to refuse a bad
+// one early; rel makes the path absolute.
+func (fk FileKey) Resolve(field string, rel func(string) string) (*PrivateKeyRef, error) {
 	if fk.File == "" {
 		return nil, bad(field+".file", "must name an owner-only PEM file holding the client's private key")
 	}
@@ -96,7 +98,7 @@ func (fk fileKey) resolve(field string, rel func(string) string) (*PrivateKeyRef
 // load reads and parses the key. Its errors name the file and what is
 // wrong with it, never a byte of the key.
 func (k *PrivateKeyRef) load() (crypto.Signer, KeyAlg, error) {
-	b, err := files.ReadSecret(k.File, maxSecretFile)
+	b, err := files.ReadSecret(k.File, MaxSecretFile)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s cannot be read: %s", k.File, trace.Sanitize(err.Error()))
 	}

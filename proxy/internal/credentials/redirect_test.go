@@ -1,9 +1,10 @@
-package proxy
+package credentials
 
 import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -14,7 +15,7 @@ import (
 
 // Every OAuth request the proxy makes (protected-resource discovery,
 // authorization-server metadata, the token request carrying a secret)
-// goes through oauthHTTPClient; a 302 from any of them to a recording
+// goes through HTTPClient; a 302 from any of them to a recording
 // listener reaches nothing there. Before, no test could fail if the
 // client followed a redirect.
 func TestOAuth_RedirectsAreNotFollowed(t *testing.T) {
@@ -26,7 +27,7 @@ func TestOAuth_RedirectsAreNotFollowed(t *testing.T) {
 	}))
 	defer redirecting.Close()
 	ctx := context.Background()
-	client := oauthHTTPClient()
+	client := HTTPClient(redirecting.URL + "/mcp")
 	challenge := `Bearer resource_metadata="` + redirecting.URL + `/.well-known/oauth-protected-resource/mcp"`
 	prm, err := resourceMetadata(ctx, "up", client, mustChallenges(t, challenge), redirecting.URL+"/mcp")
 	if err != nil || prm.AuthorizationServers[0] != redirecting.URL {
@@ -52,4 +53,25 @@ func mustChallenges(t *testing.T, header string) []oauthex.Challenge {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// recorder keeps the path of every request a handler is sent.
+type recorder struct {
+	mu   sync.Mutex
+	reqs []string
+}
+
+func (rc *recorder) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc.mu.Lock()
+		rc.reqs = append(rc.reqs, r.Method+" "+r.URL.Path)
+		rc.mu.Unlock()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (rc *recorder) all() []string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]string(nil), rc.reqs...)
 }

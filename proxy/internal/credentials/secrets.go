@@ -1,23 +1,19 @@
-package proxy
+package credentials
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/url"
-	"os"
-	"slices"
 	"strings"
 
 	"github.com/agentrt/agentrt/internal/files"
-	"github.com/agentrt/agentrt/mcp"
 	"github.com/agentrt/agentrt/trace"
 )
 
-// maxSecretFile bounds a secret or token file.
-const maxSecretFile = 1 << 20
+// MaxSecretFile bounds a secret or token file.
+const MaxSecretFile = 1 << 20
 
 // ErrSecret marks a secret the proxy could not read: an environment
 // variable it was not started with, or a secret file it refuses.
@@ -52,14 +48,15 @@ type SecretRef struct {
 	Prefix string
 }
 
-// fileSecret is a SecretRef's JSON form.
-type fileSecret struct {
+// FileSecret is a SecretRef's JSON form.
+type FileSecret struct {
 	Env    string `json:"env"`
 	File   string `json:"file"`
 	Prefix string `json:"prefix"`
 }
 
-func (fs fileSecret) resolve(field string, rel func(string) string) (SecretRef, error) {
+// Resolve checks the reference; rel makes a file's path absolute.
+func (fs FileSecret) Resolve(field string, rel func(string) string) (SecretRef, error) {
 	if (fs.Env == "") == (fs.File == "") {
 		return SecretRef{}, bad(field, "must set exactly one of env (a variable the proxy is started with) and file (an owner-only secret file)")
 	}
@@ -85,6 +82,12 @@ func (r SecretRef) Where() string {
 	return "secret file " + r.File
 }
 
+// Secret reads the secret r references for a server's field (named in its
+// errors, never its value); lookup is the proxy's environment.
+func Secret(r SecretRef, server, field string, lookup func(string) (string, bool)) (string, error) {
+	return r.value(server, field, lookup)
+}
+
 // value reads the secret. lookup is the proxy's environment.
 func (r SecretRef) value(server, field string, lookup func(string) (string, bool)) (string, error) {
 	fail := func(reason string) error {
@@ -98,7 +101,7 @@ func (r SecretRef) value(server, field string, lookup func(string) (string, bool
 		}
 		v = s
 	} else {
-		b, err := files.ReadSecret(r.File, maxSecretFile)
+		b, err := files.ReadSecret(r.File, MaxSecretFile)
 		if err != nil {
 			return "", fail("cannot be read: " + trace.Sanitize(err.Error()))
 		}
@@ -136,36 +139,6 @@ func (h *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return h.inner.RoundTrip(req)
 }
 
-// Resolved is a server's secrets as read when the proxy starts: the
-// header values and the stdio variables. It is never printed.
-type resolved struct {
-	headers http.Header
-	env     []string
-}
-
-// resolveSecrets reads every secret a server's entry references.
-func (s ServerConfig) resolveSecrets(lookup func(string) (string, bool)) (resolved, error) {
-	var out resolved
-	if len(s.Headers) > 0 {
-		out.headers = http.Header{}
-		for _, name := range slices.Sorted(maps.Keys(s.Headers)) {
-			v, err := s.Headers[name].value(s.Name, "headers."+name, lookup)
-			if err != nil {
-				return out, err
-			}
-			out.headers.Set(name, v)
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(s.SecretEnv)) {
-		v, err := s.SecretEnv[name].value(s.Name, "secret_env."+name, lookup)
-		if err != nil {
-			return out, err
-		}
-		out.env = append(out.env, name+"="+v)
-	}
-	return out, nil
-}
-
 // HeaderClient is the client a remote server is reached with: a fresh
 // one whose transport adds headers to every request for endpoint's origin
 // (and to no other), or nil when there are none.
@@ -176,40 +149,4 @@ func HeaderClient(endpoint string, headers http.Header) *http.Client {
 	u, _ := url.Parse(endpoint)
 	return &http.Client{Transport: &headerTransport{inner: http.DefaultTransport.(*http.Transport).Clone(),
 		scheme: u.Scheme, host: u.Host, headers: headers}}
-}
-
-// DialOptions are what connecting a configured server needs beyond its
-// entry.
-type DialOptions struct {
-	// Lookup reads the proxy's environment; nil means os.LookupEnv.
-	Lookup func(string) (string, bool)
-	// OnLoginNeeded, when set, hears that an OAuth server's login no
-	// longer works (revoked, expired without refresh).
-	OnLoginNeeded func(server string)
-}
-
-// Dial is the mcp.Server for this entry with its secrets read: headers
-// on every request to the endpoint's origin, secret variables for a stdio
-// server, and for an OAuth server the tokens `agentrt-proxy login` stored
-// (or client credentials). An error names the secret that is missing,
-// never a value.
-func (s ServerConfig) Dial(opts DialOptions) (mcp.Server, error) {
-	if opts.Lookup == nil {
-		opts.Lookup = os.LookupEnv
-	}
-	srv := s.Server()
-	sec, err := s.resolveSecrets(opts.Lookup)
-	if err != nil {
-		return srv, err
-	}
-	srv.Env = append(srv.Env, sec.env...)
-	srv.HTTPClient = HeaderClient(s.Endpoint, sec.headers)
-	if s.OAuth != nil {
-		h, err := s.runtimeOAuth(opts, srv.HTTPClient)
-		if err != nil {
-			return srv, err
-		}
-		srv.OAuthHandler = h
-	}
-	return srv, nil
 }
