@@ -59,6 +59,8 @@ type regTool struct {
 	schema    *ToolSchema
 	hash      string
 	canonical []byte
+	// specOnly: registered by SpecOnly; its body comes with each call.
+	specOnly bool
 }
 
 // NewDriver checks cfg and registers its tools. Each tool must compile (see
@@ -154,7 +156,8 @@ func newEngine(cfg EngineConfig) (*engine, error) {
 		if err != nil {
 			return nil, err
 		}
-		e.tools[spec.Name] = &regTool{tool: t, spec: ts.spec, schema: ts, hash: h, canonical: c}
+		_, specOnly := t.(specOnlyTool)
+		e.tools[spec.Name] = &regTool{tool: t, spec: ts.spec, schema: ts, hash: h, canonical: c, specOnly: specOnly}
 	}
 	names := make([]string, 0, len(e.tools))
 	for n := range e.tools {
