@@ -413,10 +413,14 @@ func (s *session) propose(ctx context.Context, raw Decision) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, s.failInternal(ctx, onlyRunning, "decision will not encode: "+err.Error())
 	}
+	var key string
+	if d.Kind == KindToolCall && tool != nil && argsErr == "" {
+		key, _ = RequestKey(d.Tool, d.Args)
+	}
 	err = s.write(ctx, func(tx Tx) error {
 		// The step's compare-and-set names the run's lease in the same
 		// statement.
-		u := StepUpdate{ID: st.ID, From: onlyDeciding, Decision: &d, SpecHash: specHash, Fence: s.fence()}
+		u := StepUpdate{ID: st.ID, From: onlyDeciding, Decision: &d, SpecHash: specHash, RequestKey: key, Fence: s.fence()}
 		u.Encoded[0] = decJSON
 		if err := tx.StepUpdate(u); err != nil {
 			return err

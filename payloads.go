@@ -72,7 +72,8 @@ type RunResumedPayload struct {
 
 // RunWaitingPayload is the payload of run.waiting.
 type RunWaitingPayload struct {
-	// ApprovalIDs are the pending approvals the run waits on.
+	// ApprovalIDs are the approvals the run waits on: each awaiting step's
+	// latest, pending or granted and not yet executed.
 	ApprovalIDs []string `json:"approval_ids"`
 }
 

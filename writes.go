@@ -595,7 +595,8 @@ func (s *session) mayTakeLease(ctx context.Context, tx Tx) error {
 
 // waitIdle moves a RUNNING run whose steps are none in flight, and some
 // awaiting approval, to WAITING_FOR_APPROVAL, releasing the lease, with
-// run.waiting naming the approvals it waits on: a gate's step that asked
+// run.waiting naming the approvals it waits on (pending, or granted and
+// not yet executed): a gate's step that asked
 // for approval while a sibling ran waits, at the sibling's end, as a lone
 // step would have at its pause. It writes nothing otherwise.
 func (s *session) waitIdle(ctx context.Context) error {
@@ -611,10 +612,16 @@ func (s *session) waitIdle(ctx context.Context) error {
 		if st.Status != StepAwaitingApproval {
 			continue
 		}
+		// The step's latest approval is what it waits on: pending, or
+		// granted and not yet executed (Attach opens it).
+		var latest *Approval
 		for k := range s.approvals {
-			if a := &s.approvals[k]; a.StepID == st.ID && a.Status == ApprovalPending {
-				ids = append(ids, a.ID)
+			if s.approvals[k].StepID == st.ID {
+				latest = &s.approvals[k]
 			}
+		}
+		if latest != nil && (latest.Status == ApprovalPending || latest.Status == ApprovalApproved) {
+			ids = append(ids, latest.ID)
 		}
 	}
 	if len(ids) == 0 {

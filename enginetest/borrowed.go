@@ -2,6 +2,8 @@ package enginetest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -485,5 +487,69 @@ func caseGate_CrashApprovalDoesNotOverrideADeny(t *testing.T, bk *Backend) {
 	}
 	if n := len(note.args()); n != 1 {
 		t.Fatalf("note ran %d times, want only the call cut off", n)
+	}
+}
+
+// A framework session restarted under a new run id proposes a request it
+// already proposed: its request key (the SHA-256 of the tool's name, a NUL
+// and the canonical arguments, as the proxy keys calls) finds the earlier
+// step in the other run, from another process, with its approval pending,
+// then granted, then with the result recorded, so the caller collects that
+// answer instead of asking again. Other arguments find nothing.
+func caseGate_RequestKeyFindsAnEarlierAnswerInAnotherRun(t *testing.T, bk *Backend) {
+	ctx := context.Background()
+	st, db := lkOpen(t, bk)
+	send := lkNewTool("send", agentrt.RemoteMutation, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+		return agentrt.ToolResult{Content: json.RawMessage(`{"sent":1}`)}, nil
+	})
+	g1 := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{send}}}, nil)
+	_, step := lkBegin(t, g1, "session-1", agentrt.FrameworkLimits())
+	v := lkPropose(t, step, lkCall("send", `{ "text" : "x" }`), agentrt.VerdictPending)
+
+	key, err := agentrt.RequestKey("send", json.RawMessage(`{"text":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("send\x00{\"text\":\"x\"}"))
+	if key != hex.EncodeToString(sum[:]) {
+		t.Fatalf("RequestKey = %s, want the SHA-256 of the name, a NUL and the canonical arguments", key)
+	}
+	g2 := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: db.open(t), Tools: []agentrt.Tool{send}}}, nil)
+	lookup := func(what string) agentrt.RequestRecord {
+		t.Helper()
+		recs, err := g2.Lookup(ctx, key, 0)
+		if err != nil || len(recs) != 1 || recs[0].Step.ID != step.ID() || recs[0].Step.RunID != "session-1" {
+			t.Fatalf("%s: Lookup = %+v, %v; want the step of session-1", what, recs, err)
+		}
+		return recs[0]
+	}
+	if r := lookup("pending"); r.Approval == nil || r.Approval.ID != v.Approval.ID || r.Approval.Status != agentrt.ApprovalPending {
+		t.Fatalf("pending: the record's approval %+v", r.Approval)
+	}
+	if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, "session-1", v.Approval.ID, v.Approval.Hash, "op", ""); err != nil {
+		t.Fatal(err)
+	}
+	if r := lookup("granted"); r.Approval == nil || r.Approval.Status != agentrt.ApprovalApproved {
+		t.Fatalf("granted: the record's approval %+v", r.Approval)
+	}
+	s, av, err := g2.Attach(ctx, "session-1")
+	if err != nil || av.Outcome != agentrt.VerdictAllowed {
+		t.Fatalf("Attach: %s, %v", av.Outcome, err)
+	}
+	if _, err := s.Current().Execute(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := lookup("executed"); r.Step.Observation == nil || string(r.Step.Observation.Content) != `{"sent":1}` {
+		t.Fatalf("executed: the record's observation %+v", r.Step.Observation)
+	}
+	otherKey, _ := agentrt.RequestKey("send", json.RawMessage(`{"text":"y"}`))
+	if recs, err := g2.Lookup(ctx, otherKey, 0); err != nil || len(recs) != 0 {
+		t.Fatalf("another request's key found %d records, %v", len(recs), err)
+	}
+	if _, err := g2.Lookup(ctx, "not-a-key", 0); err == nil {
+		t.Fatal("Lookup accepted a malformed key")
+	}
+	if n := len(send.args()); n != 1 {
+		t.Fatalf("send ran %d times", n)
 	}
 }

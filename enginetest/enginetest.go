@@ -94,6 +94,7 @@ var cases = []Case{
 	{Name: "Gate_ExecuteFuncRunsTheCallersBodyOnce", fn: caseGate_ExecuteFuncRunsTheCallersBodyOnce},
 	{Name: "Gate_ExecuteFuncIsNotRunAgainAfterACrash", fn: caseGate_ExecuteFuncIsNotRunAgainAfterACrash},
 	{Name: "Gate_CrashApprovalDoesNotOverrideADeny", fn: caseGate_CrashApprovalDoesNotOverrideADeny},
+	{Name: "Gate_RequestKeyFindsAnEarlierAnswerInAnotherRun", fn: caseGate_RequestKeyFindsAnEarlierAnswerInAnotherRun},
 	{Name: "Approval_ApproveThenResumeExecutesRecordedRequest", fn: caseApproval_ApproveThenResumeExecutesRecordedRequest},
 	{Name: "Approval_TamperedRowRefused", fn: caseApproval_TamperedRowRefused},
 	{Name: "Approval_ShownDecisionIsAtomic", fn: caseApproval_ShownDecisionIsAtomic},
