@@ -121,6 +121,7 @@ func TestGate_ExecuteFuncRunsTheCallersBodyOnce(t *testing.T)                { o
 func TestGate_ExecuteFuncIsNotRunAgainAfterACrash(t *testing.T)              { onSQLite(t) }
 func TestGate_CrashApprovalDoesNotOverrideADeny(t *testing.T)                { onSQLite(t) }
 func TestGate_RequestKeyFindsAnEarlierAnswerInAnotherRun(t *testing.T)       { onSQLite(t) }
+func TestGate_SpecOnlyGrantIsLeftForItsCaller(t *testing.T)                  { onSQLite(t) }
 func TestApproval_ApproveThenResumeExecutesRecordedRequest(t *testing.T)     { onSQLite(t) }
 func TestApproval_TamperedRowRefused(t *testing.T)                           { onSQLite(t) }
 func TestApproval_ShownDecisionIsAtomic(t *testing.T)                        { onSQLite(t) }

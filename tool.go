@@ -100,10 +100,11 @@ type ToolBody func(ctx context.Context, args json.RawMessage) (json.RawMessage, 
 // SpecOnly registers a tool by its spec alone, for a caller whose tools
 // live in another framework: the gate validates, judges and records calls
 // to it as to any tool, and the body is supplied at each call with
-// OpenStep.ExecuteFunc. Its Call runs nothing and returns ErrNoToolBody, so
-// a Driver or Worker that resumes an approved call to it records a tool
-// error and executes nothing: such a step is resumed by the caller that
-// holds the body (Gate.Attach, then ExecuteFunc), never by a Worker alone.
+// OpenStep.ExecuteFunc. A Driver's Resume (and so a Worker) refuses a
+// granted call to it with ErrNoToolBody, changing nothing: such a step is
+// resumed by the caller that holds the body (Gate.Attach, then
+// ExecuteFunc), never by a Worker alone. Its Call runs nothing and returns
+// ErrNoToolBody, so an Agent of a Driver that calls it reads a tool error.
 func SpecOnly(spec ToolSpec) Tool { return specOnlyTool{spec: spec} }
 
 type specOnlyTool struct{ spec ToolSpec }

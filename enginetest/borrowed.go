@@ -553,3 +553,39 @@ func caseGate_RequestKeyFindsAnEarlierAnswerInAnotherRun(t *testing.T, bk *Backe
 		t.Fatalf("send ran %d times", n)
 	}
 }
+
+// A Driver (and so a Worker) cannot resume a granted call to a tool
+// registered by spec only: Resume refuses it with ErrNoToolBody and changes
+// nothing, and the caller holding the body attaches and runs it.
+func caseGate_SpecOnlyGrantIsLeftForItsCaller(t *testing.T, bk *Backend) {
+	ctx := context.Background()
+	st, db := lkOpen(t, bk)
+	spec := agentrt.SpecOnly(bwSpec("send", agentrt.RemoteMutation))
+	g := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{spec}}}, nil)
+	_, step := lkBegin(t, g, "run-1", agentrt.FrameworkLimits())
+	v := lkPropose(t, step, lkCall("send", `{"text":"x"}`), agentrt.VerdictPending)
+	if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, "run-1", v.Approval.ID, v.Approval.Hash, "op", ""); err != nil {
+		t.Fatal(err)
+	}
+	d := lkDriver(t, agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: db.open(t), Tools: []agentrt.Tool{spec}},
+		Agent: agentrt.AgentFunc(func(context.Context, agentrt.StepInput) (agentrt.Decision, error) {
+			t.Error("the Driver's agent was asked")
+			return lkComplete(), nil
+		})}, nil)
+	before := db.snapshot(t)
+	if _, err := d.Resume(ctx, "run-1"); !errors.Is(err, agentrt.ErrNoToolBody) {
+		t.Fatalf("Driver.Resume of a spec-only grant: %v, want ErrNoToolBody", err)
+	}
+	db.requireUnchanged(t, before, "a refused Resume of a spec-only grant")
+	s, av, err := g.Attach(ctx, "run-1")
+	if err != nil || av.Outcome != agentrt.VerdictAllowed {
+		t.Fatalf("Attach: %s, %v", av.Outcome, err)
+	}
+	calls := 0
+	if _, err := s.Current().ExecuteFunc(ctx, func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		calls++
+		return nil, nil
+	}); err != nil || calls != 1 {
+		t.Fatalf("ExecuteFunc after the refused Resume: %v, %d calls", err, calls)
+	}
+}

@@ -95,6 +95,7 @@ var cases = []Case{
 	{Name: "Gate_ExecuteFuncIsNotRunAgainAfterACrash", fn: caseGate_ExecuteFuncIsNotRunAgainAfterACrash},
 	{Name: "Gate_CrashApprovalDoesNotOverrideADeny", fn: caseGate_CrashApprovalDoesNotOverrideADeny},
 	{Name: "Gate_RequestKeyFindsAnEarlierAnswerInAnotherRun", fn: caseGate_RequestKeyFindsAnEarlierAnswerInAnotherRun},
+	{Name: "Gate_SpecOnlyGrantIsLeftForItsCaller", fn: caseGate_SpecOnlyGrantIsLeftForItsCaller},
 	{Name: "Approval_ApproveThenResumeExecutesRecordedRequest", fn: caseApproval_ApproveThenResumeExecutesRecordedRequest},
 	{Name: "Approval_TamperedRowRefused", fn: caseApproval_TamperedRowRefused},
 	{Name: "Approval_ShownDecisionIsAtomic", fn: caseApproval_ShownDecisionIsAtomic},
