@@ -122,6 +122,7 @@ func TestGate_ExecuteFuncIsNotRunAgainAfterACrash(t *testing.T)              { o
 func TestGate_CrashApprovalDoesNotOverrideADeny(t *testing.T)                { onSQLite(t) }
 func TestGate_RequestKeyFindsAnEarlierAnswerInAnotherRun(t *testing.T)       { onSQLite(t) }
 func TestGate_SpecOnlyGrantIsLeftForItsCaller(t *testing.T)                  { onSQLite(t) }
+func TestGate_TwoWaitingCallsAreAttachedOneAtATime(t *testing.T)             { onSQLite(t) }
 func TestApproval_ApproveThenResumeExecutesRecordedRequest(t *testing.T)     { onSQLite(t) }
 func TestApproval_TamperedRowRefused(t *testing.T)                           { onSQLite(t) }
 func TestApproval_ShownDecisionIsAtomic(t *testing.T)                        { onSQLite(t) }

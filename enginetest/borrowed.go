@@ -589,3 +589,56 @@ func caseGate_SpecOnlyGrantIsLeftForItsCaller(t *testing.T, bk *Backend) {
 		t.Fatalf("ExecuteFunc after the refused Resume: %v, %d calls", err, calls)
 	}
 }
+
+// Two calls of one turn both need approval. The first pauses while its
+// sibling is open; the sibling's pause then waits the run. Both approved,
+// each Attach opens one granted step (the run waits again in between, the
+// other grant still awaiting), and each runs once.
+func caseGate_TwoWaitingCallsAreAttachedOneAtATime(t *testing.T, bk *Backend) {
+	ctx := context.Background()
+	st, _ := lkOpen(t, bk)
+	send := lkNewTool("send", agentrt.RemoteMutation, nil)
+	g := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{send}}}, nil)
+	s, err := g.Begin(ctx, "run-1", "goal", agentrt.FrameworkLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := s.Step(ctx)
+	b, _ := s.Step(ctx)
+	da, db := lkCall("send", `{"text":"a"}`), lkCall("send", `{"text":"b"}`)
+	da.CallID, db.CallID = "call-a", "call-b"
+	va := lkPropose(t, a, da, agentrt.VerdictPending)
+	if va.Run.Status != agentrt.RunRunning || s.Done() {
+		t.Fatalf("the first pause: run %s, done %v; want the run going on for its sibling", va.Run.Status, s.Done())
+	}
+	vb := lkPropose(t, b, db, agentrt.VerdictPending)
+	if vb.Run.Status != agentrt.RunWaiting || !s.Done() {
+		t.Fatalf("the second pause: run %s, done %v; want the run waiting", vb.Run.Status, s.Done())
+	}
+	op := agentrt.Operator{Store: st}
+	for _, v := range []agentrt.Verdict{va, vb} {
+		if err := op.ApproveShown(ctx, "run-1", v.Approval.ID, v.Approval.Hash, "op", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, want := range []string{a.ID(), b.ID()} {
+		s2, v, err := g.Attach(ctx, "run-1")
+		if err != nil || v.Outcome != agentrt.VerdictAllowed || s2.Current().ID() != want {
+			t.Fatalf("Attach %d: %s, %v; want step %s open", i, v.Outcome, err, want)
+		}
+		if _, err := s2.Current().Execute(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 && (!s2.Done() || kit.MustRun(t, st, "run-1").Status != agentrt.RunWaiting) {
+			t.Fatal("after the first grant ran, the run does not wait on the second")
+		}
+		if i == 1 {
+			if err := s2.Complete(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got := send.args(); !reflect.DeepEqual(got, []string{`{"text":"a"}`, `{"text":"b"}`}) {
+		t.Fatalf("send ran with %v, want each grant once", got)
+	}
+}
