@@ -370,8 +370,7 @@ func (s *session) resumeInterrupted(ctx context.Context) (Verdict, error) {
 	}
 	now := s.e.now()
 	exp := s.lease.expiry()
-	var inflight []int
-	unknown := -1
+	var inflight, unknowns []int
 	for i := range s.steps {
 		st := &s.steps[i]
 		if st.DecodeError != "" {
@@ -380,17 +379,22 @@ func (s *session) resumeInterrupted(ctx context.Context) (Verdict, error) {
 		if st.Status.InFlight() {
 			inflight = append(inflight, i)
 			if st.Status == StepExecuting {
-				unknown = i
+				// A gate's concurrent calls may leave several.
+				unknowns = append(unknowns, i)
 			}
 		}
 	}
 	// A previous resume may have died after marking: its observation says
 	// the step was executing.
-	if unknown < 0 && len(s.steps) > 0 {
+	if len(unknowns) == 0 && len(s.steps) > 0 {
 		last := &s.steps[len(s.steps)-1]
 		if last.Status == StepInterrupted && last.Observation != nil && interruptedWhile(last.Observation) == string(StepExecuting) {
-			unknown = len(s.steps) - 1
+			unknowns = append(unknowns, len(s.steps)-1)
 		}
+	}
+	unknown := -1
+	if n := len(unknowns); n > 0 {
+		unknown = unknowns[n-1]
 	}
 	gen := run.Generation + 1
 	obsFor := func(st *Step) *Observation {
@@ -454,15 +458,37 @@ func (s *session) resumeInterrupted(ctx context.Context) (Verdict, error) {
 	if s.e.reconcile != nil {
 		return s.reconcileInterrupted(ctx, unknown)
 	}
-	if unknown >= 0 {
-		st := s.step(unknown)
-		if st.Decision != nil {
+	return s.pauseInterrupted(ctx, unknowns)
+}
+
+// pauseInterrupted asks an operator about each call in unknowns cut off
+// while executing a tool that is not read-only, each on its own approval;
+// the run waits once all are asked. With none to ask, the run continues.
+func (s *session) pauseInterrupted(ctx context.Context, unknowns []int) (Verdict, error) {
+	var ask []int
+	for _, i := range unknowns {
+		if st := s.step(i); st.Decision != nil {
 			if t := s.e.tools[st.Decision.Tool]; t == nil || t.spec.SideEffect != ReadOnly {
-				return s.interruptedPause(ctx, unknown)
+				ask = append(ask, i)
 			}
 		}
 	}
-	return s.continueAfterInterruption(ctx)
+	if len(ask) == 0 {
+		return s.continueAfterInterruption(ctx)
+	}
+	var v Verdict
+	var err error
+	for k, i := range ask {
+		// All but the last leave the run RUNNING, as a gate's sibling
+		// pause does; the last one waits it.
+		s.siblings = k < len(ask)-1
+		v, err = s.interruptedPause(ctx, i)
+		s.siblings = false
+		if err != nil || v.Outcome != VerdictPending {
+			return v, err
+		}
+	}
+	return v, err
 }
 
 func interruptedWhile(o *Observation) string {

@@ -642,3 +642,83 @@ func caseGate_TwoWaitingCallsAreAttachedOneAtATime(t *testing.T, bk *Backend) {
 		t.Fatalf("send ran with %v, want each grant once", got)
 	}
 }
+
+// Two calls of one turn were executing when their process died. The
+// takeover asks an operator about each, on its own interrupted_side_effect
+// approval, and runs neither; each approved, each runs once more, one
+// Attach at a time.
+func caseGate_EveryCallCutOffByACrashIsAskedAbout(t *testing.T, bk *Backend) {
+	ctx := context.Background()
+	const ttl = time.Minute
+	st, db := lkOpen(t, bk)
+	var inTools sync.WaitGroup
+	inTools.Add(2)
+	finish := make(chan struct{})
+	var first sync.Map
+	note := lkNewTool("note", agentrt.LocalMutation, func(_ context.Context, c agentrt.ToolCall) (agentrt.ToolResult, error) {
+		if _, again := first.LoadOrStore(c.StepID, true); !again {
+			inTools.Done()
+			<-finish
+		}
+		return agentrt.ToolResult{}, nil
+	})
+	gA := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, nil)
+	s, err := gA.Begin(ctx, "run-1", "goal", agentrt.FrameworkLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var abandoned sync.WaitGroup
+	for _, text := range []string{"a", "b"} {
+		step, err := s.Step(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lkPropose(t, step, lkCall("note", `{"text":"`+text+`"}`), agentrt.VerdictAllowed)
+		abandoned.Add(1)
+		go func() {
+			defer abandoned.Done()
+			_, _ = step.Execute(ctx)
+		}()
+	}
+	both := make(chan struct{})
+	go func() { inTools.Wait(); close(both) }()
+	lkSignal(t, both, "both tools running")
+
+	gB := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: db.open(t), Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, db.later(t, 1, ttl))
+	_, v, err := gB.Attach(ctx, "run-1")
+	if err != nil || v.Outcome != agentrt.VerdictPending {
+		t.Fatalf("Attach after the crash: %s, %v", v.Outcome, err)
+	}
+	close(finish)
+	done := make(chan struct{})
+	go func() { abandoned.Wait(); close(done) }()
+	lkSignal(t, done, "the abandoned Executes")
+	apps := kit.MustApprovals(t, st, "run-1")
+	if len(apps) != 2 || apps[0].StepID == apps[1].StepID {
+		t.Fatalf("%d approvals; want one for each call cut off", len(apps))
+	}
+	for _, a := range apps {
+		if a.Kind != agentrt.InterruptedSideEffect || a.Status != agentrt.ApprovalPending {
+			t.Fatalf("approval %s %s", a.Kind, a.Status)
+		}
+		if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(note.args()); n != 2 {
+		t.Fatalf("note ran %d times before the approvals, want the two cut off", n)
+	}
+	for i := 0; i < 2; i++ {
+		s2, v, err := gB.Attach(ctx, "run-1")
+		if err != nil || v.Outcome != agentrt.VerdictAllowed {
+			t.Fatalf("Attach %d: %s, %v", i, v.Outcome, err)
+		}
+		if _, err := s2.Current().Execute(ctx); err != nil {
+			t.Fatal(err)
+		}
+		s2.Close()
+	}
+	if n := len(note.args()); n != 4 {
+		t.Fatalf("note ran %d times, want each call cut off and re-run once", n)
+	}
+}

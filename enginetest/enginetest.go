@@ -97,6 +97,7 @@ var cases = []Case{
 	{Name: "Gate_RequestKeyFindsAnEarlierAnswerInAnotherRun", fn: caseGate_RequestKeyFindsAnEarlierAnswerInAnotherRun},
 	{Name: "Gate_SpecOnlyGrantIsLeftForItsCaller", fn: caseGate_SpecOnlyGrantIsLeftForItsCaller},
 	{Name: "Gate_TwoWaitingCallsAreAttachedOneAtATime", fn: caseGate_TwoWaitingCallsAreAttachedOneAtATime},
+	{Name: "Gate_EveryCallCutOffByACrashIsAskedAbout", fn: caseGate_EveryCallCutOffByACrashIsAskedAbout},
 	{Name: "Approval_ApproveThenResumeExecutesRecordedRequest", fn: caseApproval_ApproveThenResumeExecutesRecordedRequest},
 	{Name: "Approval_TamperedRowRefused", fn: caseApproval_TamperedRowRefused},
 	{Name: "Approval_ShownDecisionIsAtomic", fn: caseApproval_ShownDecisionIsAtomic},
