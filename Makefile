@@ -14,12 +14,13 @@ MCP_SERVERS = mcp/testdata/servers
 # the MCP conformance suite, the Inspector's CLI and mcpc.
 PROXY_HOSTS = proxy/testdata/hosts
 
-.PHONY: help demo test test-modules bench bench-modules lint fuzz fault vuln tidy release reproduce mcp-servers host-tools chromium proxy-hosts
+.PHONY: help demo test test-modules dups bench bench-modules lint fuzz fault vuln tidy release reproduce mcp-servers host-tools chromium proxy-hosts
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 demo: ## Run the main job on the embedded default: no network, no keys.
+	@echo "== building agentrt (the first time, go fetches the go1.27.3 toolchain and the modules and compiles: about a minute, silently)"
 	$(GO) run ./cmd/agentrt demo -auto-approve
 
 test: mcp-servers host-tools chromium proxy-hosts ## Run every test of every module in go.work, with the race detector, on a throwaway PostgreSQL cluster.
@@ -27,6 +28,9 @@ test: mcp-servers host-tools chromium proxy-hosts ## Run every test of every mod
 
 test-modules: ## The loop `make test` runs (set TEST_PG_DSN to use a cluster of your own).
 	@set -e; for d in $(MODULES); do echo "== $$d"; (cd $$d && $(GO) test -race -count=1 -timeout 20m ./...); done
+
+dups: ## Print the duplicate-pair count with Go import blocks blanked, and the raw count (internal/house/dups).
+	$(GO) run ./internal/house/dups
 
 bench: ## Run the benchmarks, SQLite and PostgreSQL in one run (full run; figures go in docs/performance.md).
 	@scripts/pg-test.sh run -- $(MAKE) --no-print-directory bench-modules

@@ -53,6 +53,7 @@ var catalogue = []EventKind{
 	{EventStepPolicy, StepPolicyPayload{}},
 	{EventToolStarted, ToolStartedPayload{}},
 	{EventToolFinished, ToolFinishedPayload{}},
+	{EventDisclosureApplied, DisclosureAppliedPayload{}},
 	{EventStepFailed, StepFailedPayload{}},
 	{EventStepInterrupted, StepInterruptedPayload{}},
 	{EventApprovalRequest, ApprovalRequestedPayload{}},

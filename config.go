@@ -67,6 +67,13 @@ type EngineConfig struct {
 	// ConfigError. A budget with a cost ceiling refuses a model this
 	// table does not price.
 	Prices PriceTable
+	// Disclosure, when set, judges every tool outcome before it is
+	// recorded or handed to the model or the host: what it removes or
+	// redacts is never stored, and each time it acts a disclosure.applied
+	// event says where and by which rule. It may only take away (the
+	// engine withholds a result it would widen). Nil records and returns
+	// outcomes as tools produced them.
+	Disclosure Disclosure
 }
 
 // Config configures a Driver: the engine and the agent that decides each

@@ -80,7 +80,7 @@ type ResultBlock struct {
 // BlockDigest is what the chain holds of one block.
 type BlockDigest struct {
 	Type      ResultBlockType `json:"type"`
-	MIMEType  string          `json:"mime_type,omitempty"`
+	MIMEType  string          `json:"mime_type,omitempty" audit:"content"`
 	Size      int64           `json:"size"`
 	SHA256    string          `json:"sha256,omitempty" audit:"digest"`
 	Truncated bool            `json:"truncated,omitempty"`

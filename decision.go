@@ -38,8 +38,11 @@ type Decision struct {
 	// id), recorded as given; a GateSession finds a step by it
 	// (StepByCallID). Empty when the caller has none. At most
 	// MaxCallIDBytes bytes.
-	CallID  string          `json:"call_id,omitempty"`
-	Tool    string          `json:"tool,omitempty"`
+	CallID string `json:"call_id,omitempty"`
+	// Tool is the name the model chose, which need not be a tool's: it
+	// is content, and a call that ran also names its tool in
+	// step.tool_started.
+	Tool    string          `json:"tool,omitempty" audit:"content"`
 	Args    json.RawMessage `json:"args,omitempty" audit:"content"`
 	Reason  string          `json:"reason,omitempty" audit:"content"`
 	Result  json.RawMessage `json:"result,omitempty" audit:"content"`

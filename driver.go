@@ -48,6 +48,8 @@ type engine struct {
 	egress       *EgressRules
 	prices       *PriceVersion
 	pricesStored atomic.Bool
+	// disclosure is EngineConfig.Disclosure (disclosure.go).
+	disclosure Disclosure
 
 	mu     sync.Mutex
 	active map[string]bool
@@ -112,6 +114,7 @@ func newEngine(cfg EngineConfig) (*engine, error) {
 		reconcile: cfg.Reconcile, now: cfg.Now, newID: cfg.NewID, wall: time.Now,
 		leaseTTL: cfg.LeaseTTL, tools: map[string]*regTool{}, active: map[string]bool{}, pinned: cfg.PinnedKeys,
 		requireSigned: cfg.RequireSignedGrant, egress: cfg.Egress, prices: prices,
+		disclosure: cfg.Disclosure,
 	}
 	if e.now == nil {
 		e.now = time.Now

@@ -138,6 +138,8 @@ func TestApprovers_InvitationIsOneTimeAndExpires(t *testing.T)               { o
 func TestCancel_LiveLoopStopsAtItsNextWrite(t *testing.T)                    { onSQLite(t) }
 func TestCancel_ToolOutcomeIsAppendedLate(t *testing.T)                      { onSQLite(t) }
 func TestCancel_LeavesNoApprovalPending(t *testing.T)                        { onSQLite(t) }
+func TestErase_RefusesARunWhoseToolIsStillRunning(t *testing.T)              { onSQLite(t) }
+func TestErase_RefusesARunHoldingAnUnsettledReservation(t *testing.T)        { onSQLite(t) }
 func TestResume_GrantMustEqualWhatTheChainRecorded(t *testing.T)             { onSQLite(t) }
 func TestResume_GrantCheckReadsOnlyItsStepsEvents(t *testing.T)              { onSQLite(t) }
 func TestGrant_DatabaseWriterCannotForge(t *testing.T)                       { onSQLite(t) }

@@ -30,6 +30,7 @@ func TestConfig_EveryEngineFieldReachesDriverGateAndWorker(t *testing.T) {
 	reconcile := func(context.Context, RunView) (Reconciliation, error) { return Reconciliation{}, nil }
 	pins := &PinnedKeys{keys: map[string][]byte{"c": nil}}
 	policy := SideEffectPolicy{ReadOnly: Allow}
+	disclosure := DisclosureFunc(func(context.Context, DisclosureInput) (DisclosureOutcome, error) { return DisclosureOutcome{}, nil })
 	egress := &EgressRules{Hosts: []string{"probe.example"}, MaxRequestBytes: 7}
 	tool := ToolFunc{ToolSpec: ToolSpec{Name: "probe", SideEffect: ReadOnly, Timeout: time.Second, InputSchema: []byte(`{"type":"object"}`)},
 		Fn: func(context.Context, ToolCall) (ToolResult, error) { return ToolResult{}, nil }}
@@ -38,7 +39,7 @@ func TestConfig_EveryEngineFieldReachesDriverGateAndWorker(t *testing.T) {
 		Model:     &ModelConfig{Model: probeModel{}},
 		Reconcile: reconcile, Now: func() time.Time { return at }, NewID: func() string { return "probe-id" },
 		LeaseTTL: 7 * time.Second, LeaseOwner: "probe-owner", PinnedKeys: pins, RequireSignedGrant: true,
-		Egress: egress, Prices: PriceTable{"probe": {InputPerMTok: 7}},
+		Egress: egress, Prices: PriceTable{"probe": {InputPerMTok: 7}}, Disclosure: disclosure,
 	}
 	fnPtr := func(v any) uintptr { return reflect.ValueOf(v).Pointer() }
 	probes := map[string]func(e *engine) bool{
@@ -57,6 +58,7 @@ func TestConfig_EveryEngineFieldReachesDriverGateAndWorker(t *testing.T) {
 		"PinnedKeys":         func(e *engine) bool { return e.pinned == pins },
 		"RequireSignedGrant": func(e *engine) bool { return e.requireSigned },
 		"Egress":             func(e *engine) bool { return e.egress == egress },
+		"Disclosure":         func(e *engine) bool { return e.disclosure != nil && fnPtr(e.disclosure) == fnPtr(disclosure) },
 		"Prices": func(e *engine) bool {
 			return e.prices != nil && e.prices.Table["probe"].InputPerMTok == 7 && len(e.prices.ID) == len("sha256:")+64
 		},

@@ -57,6 +57,9 @@ const (
 	EventModelCompleted EventType = "model.completed"
 	// EventModelFailed records a model call's failure: ModelCallFinishedPayload.
 	EventModelFailed EventType = "model.failed"
+	// EventDisclosureApplied records what the disclosure rules removed,
+	// redacted or withheld of a tool's outcome: DisclosureAppliedPayload.
+	EventDisclosureApplied EventType = "disclosure.applied"
 	// EventApproverInvited records an enrollment invitation (no run): ApproverInvitedPayload.
 	EventApproverInvited EventType = "approver.invited"
 	// EventApproverEnrolled records an approver's enrollment (no run): ApproverEnrolledPayload.

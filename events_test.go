@@ -187,6 +187,12 @@ func everyEvent(t *testing.T, erase bool) (*sqlite.Store, []agentrt.Event) {
 	if _, err := op.RemoveApprover(ctx, "dave", "admin"); err != nil {
 		t.Fatal(err)
 	}
+	// A result the disclosure rules redacted.
+	dcfg := e.Config(kit.Script(kit.Call("read", `{}`), kit.Complete(`{}`)), agentrt.DefaultPolicy(), plantedTool("read", false))
+	dcfg.Disclosure = redactPlanted
+	if _, err := e.DriverFor(dcfg).StartWithID(ctx, "disclosed", "g", agentrt.DefaultLimits()); err != nil {
+		t.Fatal(err)
+	}
 	// A gate's two calls at once: one waits for approval while its sibling
 	// runs, and the run waits when the sibling is done (run.waiting).
 	g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(),

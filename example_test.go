@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -196,4 +197,21 @@ func ExampleRecheck() {
 	// step 0 read_file: allow then, allow now: same
 	// step 1 delete_file: allow then, deny now: different
 	// same: false complete: true
+}
+
+// Money is printed the same way by the CLI and the console: dollars to a
+// hundredth of a cent, from integer micros.
+func ExampleMicros_Dollars() {
+	for _, m := range []agentrt.Micros{50_000, 50_000_000, 1_234, 149, 150, 0, -2_500, math.MinInt64} {
+		fmt.Println(m.Dollars())
+	}
+	// Output:
+	// $0.0500
+	// $50.0000
+	// $0.0012
+	// $0.0001
+	// $0.0002
+	// $0.0000
+	// -$0.0025
+	// -$9223372036854.7758
 }

@@ -147,6 +147,8 @@ func (s *session) endTool(ctx context.Context, x toolRun, res ToolResult, callEr
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	obs, end := s.outcome(ctx, ac, res, callErr, timedOut)
+	// Disclosure rules see the outcome before anything records or returns it.
+	obs, end = s.disclose(ctx, ac, obs, end)
 	if err := s.finish(rctx, i, ac, obs, end); err != nil {
 		return Observation{}, err
 	}

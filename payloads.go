@@ -163,9 +163,42 @@ type ToolFinishedPayload struct {
 	// MIME type, size and the SHA-256 of the bytes as sent.
 	Blocks []BlockDigest `json:"blocks,omitempty"`
 	// FailureClass is a tool error's class.
-	FailureClass FailureClass `json:"failure_class,omitempty"`
+	FailureClass FailureClass `json:"failure_class,omitempty" audit:"content"`
 	// Observation is a late outcome's observation.
 	Observation *Observation `json:"observation,omitempty"`
+}
+
+// DisclosureAppliedPayload is the payload of disclosure.applied: what the
+// engine's Disclosure removed, redacted or withheld of one tool outcome,
+// written before the outcome is recorded. It names rules and places, and
+// digests each value found under the run's salt; it never holds a value.
+type DisclosureAppliedPayload struct {
+	// Tool is the tool's name.
+	Tool string `json:"tool"`
+	// Blocked marks an outcome withheld whole: the step records a tool error.
+	Blocked bool `json:"blocked,omitempty"`
+	// Count is how many findings there were.
+	Count int `json:"count"`
+	// Rules lists the rules that found something, sorted.
+	Rules []string `json:"rules"`
+	// Findings lists each finding in the order the rules reported them.
+	Findings []DisclosureFindingRecord `json:"findings"`
+}
+
+// DisclosureFindingRecord is one finding as the chain holds it.
+type DisclosureFindingRecord struct {
+	// Rule names the rule.
+	Rule string `json:"rule"`
+	// Action is what the rule did there.
+	Action DisclosureAction `json:"action"`
+	// Pointer is where: a JSON pointer into the content, or #summary,
+	// #failure_message, #blocks/<i>/text. Object keys are the tool's, so
+	// erasure removes it.
+	Pointer string `json:"pointer" audit:"content"`
+	// Digest is the hex SHA-256 of the value found, keyed by the run's
+	// salt: it tells two findings of one value apart from two of different
+	// values, and confirms no guess without the salt.
+	Digest string `json:"digest,omitempty" audit:"digest"`
 }
 
 // MarshalJSON writes a late outcome as {late, observation, tool}, the form
@@ -212,8 +245,9 @@ type ApprovalRequestedPayload struct {
 	Kind string `json:"kind"`
 	// Presentation is what the approver is shown.
 	Presentation json.RawMessage `json:"presentation" audit:"content"`
-	// Reason is the policy's reason (policy-authored text).
-	Reason string `json:"reason"`
+	// Reason is the policy's reason (policy-authored text, which may
+	// quote the call's arguments).
+	Reason string `json:"reason" audit:"content"`
 }
 
 // ApprovalDecidedPayload is the payload of approval.decided.
@@ -238,8 +272,9 @@ type ApprovalDecidedPayload struct {
 
 // LimitExceededPayload is the payload of limit.exceeded.
 type LimitExceededPayload struct {
-	// Detail says which limit and by how much.
-	Detail string `json:"detail"`
+	// Detail says which limit and by how much (for an unavailable model,
+	// the provider's error text).
+	Detail string `json:"detail" audit:"content"`
 	// Reason is the terminal reason the limit maps to.
 	Reason TerminalReason `json:"reason"`
 }
@@ -301,7 +336,7 @@ type ModelCallFinishedPayload struct {
 	Error string `json:"error,omitempty" audit:"content"`
 	// StopReason is why the provider stopped generating, as the adapter
 	// reported it (completed attempts only).
-	StopReason string `json:"stop_reason,omitempty"`
+	StopReason string `json:"stop_reason,omitempty" audit:"content"`
 	// Late marks an outcome recorded after the run left this session.
 	Late bool `json:"late,omitempty"`
 	// PriceVersion names the price table the settlements are priced at.

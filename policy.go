@@ -57,7 +57,7 @@ type RunView struct {
 // TTL matter for RequireApproval only.
 type PolicyDecision struct {
 	Outcome      PolicyOutcome   `json:"outcome"`
-	Reason       string          `json:"reason,omitempty"`
+	Reason       string          `json:"reason,omitempty" audit:"content"`
 	Kind         string          `json:"kind,omitempty"`
 	Capability   json.RawMessage `json:"capability,omitempty" audit:"content"`
 	Presentation json.RawMessage `json:"presentation,omitempty" audit:"content"`
@@ -147,8 +147,16 @@ func sideEffectReason(se SideEffect, out PolicyOutcome) string {
 	return fmt.Sprintf("%s is %s", se, out)
 }
 
-// DefaultPolicy allows read_only and local_mutation, asks for approval of
-// remote_mutation, and denies destructive and anything unknown.
+// DefaultPolicy decides by the tool's class:
+//
+//   - read_only: runs without approval.
+//   - local_mutation: runs without approval. A tool that writes files in
+//     a workspace acts unasked; set LocalMutation to RequireApproval to
+//     have an operator see each write first.
+//   - remote_mutation: waits for an operator's approval.
+//   - destructive: denied; it never runs.
+//
+// A class it does not name (an empty or unknown one) is denied.
 func DefaultPolicy() SideEffectPolicy {
 	return SideEffectPolicy{
 		ReadOnly:       Allow,

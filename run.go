@@ -2,6 +2,7 @@ package agentrt
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -86,6 +87,21 @@ type Usage struct {
 
 // Micros is an amount of money in millionths of a currency unit.
 type Micros int64
+
+// Dollars is m as the operator surfaces print money: a dollar sign and
+// four decimal places, so a hundredth of a cent still shows ("$0.0500" is
+// 50000 micros). A remainder under a hundredth of a cent rounds to the
+// nearest, half away from zero. It is computed in integers, exact for
+// every Micros.
+func (m Micros) Dollars() string {
+	sign := ""
+	u := uint64(m)
+	if m < 0 {
+		sign, u = "-", uint64(-(m+1))+1 // -MinInt64 overflows; this does not
+	}
+	u = (u + 50) / 100 // hundredths of a cent, rounded
+	return fmt.Sprintf("%s$%d.%04d", sign, u/10_000, u%10_000)
+}
 
 // Run is one agent run as stored.
 type Run struct {

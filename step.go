@@ -54,7 +54,7 @@ type Observation struct {
 	Blocks []ResultBlock `json:"blocks,omitempty" audit:"content"`
 	// FailureClass, on a tool error, says what kind of failure it was;
 	// FailureMessage is the source's own account, bounded.
-	FailureClass   FailureClass `json:"failure_class,omitempty"`
+	FailureClass   FailureClass `json:"failure_class,omitempty" audit:"content"`
 	FailureMessage string       `json:"failure_message,omitempty" audit:"content"`
 }
 

@@ -63,7 +63,37 @@ type Worker struct {
 	active map[string]bool
 	// refused are runs whose grant Resume refused as tampered or unsigned;
 	// this worker does not claim them again.
-	refused map[string]bool
+	refused refusedSet
+}
+
+// maxRefusedRuns bounds the runs a worker remembers refusing, which every
+// claim names: past it the oldest is forgotten, and may be claimed and
+// refused once more (one more claim in the chain, one more OnError).
+const maxRefusedRuns = 4096
+
+// refusedSet is a set of run ids that keeps at most max of them, dropping
+// the oldest first.
+type refusedSet struct {
+	max   int
+	ids   map[string]bool
+	order []string
+}
+
+func newRefusedSet(max int) refusedSet {
+	return refusedSet{max: max, ids: map[string]bool{}}
+}
+
+func (s *refusedSet) add(id string) {
+	if s.ids[id] {
+		return
+	}
+	s.ids[id] = true
+	s.order = append(s.order, id)
+	if len(s.order) > s.max {
+		delete(s.ids, s.order[0])
+		// Copied down rather than resliced, so the array does not grow.
+		s.order = s.order[:copy(s.order, s.order[1:])]
+	}
 }
 
 // NewWorker validates cfg and returns a worker.
@@ -90,7 +120,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Worker{d: d, cfg: cfg, slots: make(chan struct{}, cfg.Concurrency), wake: make(chan struct{}, 1), active: map[string]bool{}, refused: map[string]bool{}}, nil
+	return &Worker{d: d, cfg: cfg, slots: make(chan struct{}, cfg.Concurrency), wake: make(chan struct{}, 1), active: map[string]bool{}, refused: newRefusedSet(maxRefusedRuns)}, nil
 }
 
 // Driver returns the worker's driver: Enqueue, Approve and the rest, on
@@ -182,9 +212,9 @@ func (w *Worker) claim(ctx context.Context, n int) ([]Run, error) {
 	// an active run whose lease lapsed under a slow tool would only record
 	// a takeover from itself).
 	w.mu.Lock()
-	skip := slices.Sorted(maps.Keys(w.refused))
+	skip := slices.Sorted(maps.Keys(w.refused.ids))
 	for id := range w.active {
-		if !w.refused[id] {
+		if !w.refused.ids[id] {
 			skip = append(skip, id)
 		}
 	}
@@ -233,7 +263,7 @@ func (w *Worker) drive(ctx context.Context, r Run) {
 		// Nothing ran, and nothing will until an operator acts (cancels
 		// the run); claiming it again would only record claims.
 		w.mu.Lock()
-		w.refused[r.ID] = true
+		w.refused.add(r.ID)
 		w.mu.Unlock()
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {

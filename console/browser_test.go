@@ -48,6 +48,12 @@ type consoleEnv struct {
 func newConsoleEnv(t *testing.T) *consoleEnv {
 	t.Helper()
 	st, path := testrig.DB(t)
+	return newConsoleEnvOn(t, st, path)
+}
+
+// newConsoleEnvOn serves a console on the database st opened at path.
+func newConsoleEnvOn(t *testing.T, st *sqlite.Store, path string) *consoleEnv {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -318,6 +324,11 @@ func TestBrowser_EnrollSignInApproveWithPasskey(t *testing.T) {
 	b.WaitFor(t, "the timeline", `document.getElementById("run-status").textContent.startsWith("COMPLETED")`)
 	if n := consoletest.Eval[int](t, b, `[...document.querySelectorAll("#approvals tr")].filter(r => r.textContent.includes("alice") && r.textContent.includes("yes")).length`); n != 2 {
 		t.Fatalf("the timeline shows %d signed approvals by alice, want 2", n)
+	}
+	marks := consoletest.Eval[[]string](t, b, `[...document.querySelectorAll("#timeline .stage.approval .mark")].map(m =>
+		[m.querySelector(".badge").textContent, m.querySelector(".by").textContent, m.querySelector(".signed").textContent].join("|"))`)
+	if len(marks) != 2 || marks[0] != "approved|alice|signed" || marks[1] != "approved|alice|signed" {
+		t.Fatalf("the timeline's approval stages read %q, want two approved by alice, signed", marks)
 	}
 
 	// Offline verification with the CLI, then one byte changed.

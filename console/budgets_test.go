@@ -13,8 +13,9 @@ import (
 )
 
 // The budgets page lists each budget with its current window's reserved,
-// settled and uncertain amounts, read-only: it offers no form, and a POST
-// to it changes nothing.
+// settled and uncertain amounts, as money (the CLI's rule: dollars to a
+// hundredth of a cent, never raw micros) with a bar of the cost ceiling's
+// use, read-only: it offers no form, and a POST to it changes nothing.
 func TestHandler_BudgetsPageShowsBudgetsReadOnly(t *testing.T) {
 	st := openStore(t)
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
@@ -49,10 +50,14 @@ func TestHandler_BudgetsPageShowsBudgetsReadOnly(t *testing.T) {
 	h.ServeHTTP(rec, req)
 	body := rec.Body.String()
 	_, main, _ := strings.Cut(body, `<main`)
-	if rec.Code != http.StatusOK || !strings.Contains(body, "acme-daily") || !strings.Contains(body, "tenant=acme") || !strings.Contains(body, "50000000 micros") ||
+	if rec.Code != http.StatusOK || !strings.Contains(body, "acme-daily") || !strings.Contains(body, "tenant=acme") || !strings.Contains(body, "$50.0000") ||
 		!strings.Contains(body, "retired by carol") || !strings.Contains(body, "old&lt;b&gt;") || strings.Contains(main, "<form") ||
-		!strings.Contains(body, "1234 micros, 56 tokens") {
+		!strings.Contains(body, "$0.0012, 56 tokens") || strings.Contains(main, "micros") {
 		t.Fatalf("budgets page: %d\n%s", rec.Code, body)
+	}
+	// The cost ceiling's bar: 1234 of 50000000 micros reserved.
+	if !strings.Contains(body, `<meter min="0" max="50000000" value="1234"`) {
+		t.Errorf("budgets page has no usage bar of 1234 against 50000000:\n%s", body)
 	}
 	req = httptest.NewRequest("POST", "/budgets", strings.NewReader("max=1"))
 	req.AddCookie(cookie)

@@ -46,7 +46,7 @@ func TestHandler_RunPageShowsTheCallID(t *testing.T) {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	body := rec.Body.String()
-	if rec.Code != http.StatusOK || !strings.Contains(body, `[<span class="val">toolu_&lt;b&gt;9</span>]`) || strings.Contains(body, "toolu_<b>") {
+	if rec.Code != http.StatusOK || !strings.Contains(body, `<code class="call-id">[toolu_&lt;b&gt;9]</code>`) || strings.Contains(body, "toolu_<b>") {
 		t.Fatalf("run page: %d, want the call id escaped beside the tool\n%s", rec.Code, body)
 	}
 }

@@ -41,6 +41,8 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
+	"dollars": func(m agentrt.Micros) string { return m.Dollars() },
+	"bytes":   decodedSize,
 	"short": func(s string) string {
 		if len(s) > 12 {
 			return s[:12] + "…"
@@ -255,7 +257,8 @@ type timelineEntry struct {
 func (h *Handler) pageRun(w http.ResponseWriter, r *http.Request, s *session) {
 	runID := r.PathValue("run")
 	n := pageNumber(r)
-	detail, err := view.DetailPage(r.Context(), h.cfg.Store, runID, h.cfg.PageSize, (n-1)*h.cfg.PageSize)
+	offset := (n - 1) * h.cfg.PageSize
+	detail, err := view.DetailPage(r.Context(), h.cfg.Store, runID, h.cfg.PageSize, offset)
 	if errors.Is(err, agentrt.ErrNotFound) {
 		http.NotFound(w, r)
 		return
@@ -264,7 +267,17 @@ func (h *Handler) pageRun(w http.ResponseWriter, r *http.Request, s *session) {
 		http.Error(w, "reading the run failed", http.StatusInternalServerError)
 		return
 	}
-	evs, evTotal, err := h.cfg.Store.ListEventsPage(r.Context(), runID, h.cfg.PageSize, (n-1)*h.cfg.PageSize)
+	steps, _, err := h.cfg.Store.ListStepsPage(r.Context(), runID, h.cfg.PageSize, offset)
+	if err != nil {
+		http.Error(w, "reading the run's steps failed", http.StatusInternalServerError)
+		return
+	}
+	cards, err := h.stepCards(r.Context(), runID, steps)
+	if err != nil {
+		http.Error(w, "reading the run's events failed", http.StatusInternalServerError)
+		return
+	}
+	evs, evTotal, err := h.cfg.Store.ListEventsPage(r.Context(), runID, h.cfg.PageSize, offset)
 	if err != nil {
 		http.Error(w, "reading the run's events failed", http.StatusInternalServerError)
 		return
@@ -284,12 +297,16 @@ func (h *Handler) pageRun(w http.ResponseWriter, r *http.Request, s *session) {
 	total := max(detail.StepsTotal, evTotal)
 	h.render(w, "run.html", page{Title: "Run " + runID, CSRF: s.csrf, Who: s.name, Live: true,
 		Data: struct {
-			D      view.RunDetailPage
-			Events []timelineEntry
-			Calls  []agentrt.ModelCall
-			Ended  bool
-			Pager  pager
-		}{detail.Bounded(), entries, calls, detail.Run.Status.Terminal(), newPager("/runs/"+runID+"?", n, h.cfg.PageSize, total)}})
+			D       view.RunDetailPage
+			Tone    string
+			Steps   []stepCard
+			Events  []timelineEntry
+			EvTotal int
+			Calls   []agentrt.ModelCall
+			Ended   bool
+			Pager   pager
+		}{detail.Bounded(), runTone(detail.Run.Status), cards, entries, evTotal, calls, detail.Run.Status.Terminal(),
+			newPager("/runs/"+runID+"?", n, h.cfg.PageSize, total)}})
 }
 
 func (h *Handler) pageChain(w http.ResponseWriter, r *http.Request, s *session) {
@@ -328,6 +345,8 @@ func (h *Handler) cancelRun(w http.ResponseWriter, r *http.Request, s *session) 
 type budgetRow struct {
 	Name, Scope, Window, Ceilings, Status string
 	Reserved, Settled, Uncertain          agentrt.Amount
+	// Cost is the window's use of the cost ceiling, nil without one.
+	Cost *usage
 }
 
 // pageBudgets lists the budgets runs share, read-only: they are changed
@@ -345,7 +364,7 @@ func (h *Handler) pageBudgets(w http.ResponseWriter, r *http.Request, s *session
 		for _, b := range bs {
 			row := budgetRow{Name: trace.Sanitize(b.Name), Scope: trace.Sanitize(b.Scope), Window: string(b.Window), Status: "active"}
 			if b.MaxCost > 0 {
-				row.Ceilings = fmt.Sprintf("%d micros ", b.MaxCost)
+				row.Ceilings = b.MaxCost.Dollars() + " "
 			}
 			if b.MaxTokens > 0 {
 				row.Ceilings += fmt.Sprintf("%d tokens", b.MaxTokens)
@@ -374,6 +393,7 @@ func (h *Handler) pageBudgets(w http.ResponseWriter, r *http.Request, s *session
 					}
 				}
 			}
+			row.Cost = newUsage(row.Reserved.Cost+row.Settled.Cost+row.Uncertain.Cost, b.MaxCost)
 			rows = append(rows, row)
 		}
 	}

@@ -112,6 +112,8 @@ var cases = []Case{
 	{Name: "Cancel_LiveLoopStopsAtItsNextWrite", fn: caseCancel_LiveLoopStopsAtItsNextWrite},
 	{Name: "Cancel_ToolOutcomeIsAppendedLate", fn: caseCancel_ToolOutcomeIsAppendedLate},
 	{Name: "Cancel_LeavesNoApprovalPending", fn: caseCancel_LeavesNoApprovalPending},
+	{Name: "Erase_RefusesARunWhoseToolIsStillRunning", fn: caseErase_RefusesARunWhoseToolIsStillRunning},
+	{Name: "Erase_RefusesARunHoldingAnUnsettledReservation", fn: caseErase_RefusesARunHoldingAnUnsettledReservation},
 	{Name: "Resume_GrantMustEqualWhatTheChainRecorded", fn: caseResume_GrantMustEqualWhatTheChainRecorded},
 	{Name: "Resume_GrantCheckReadsOnlyItsStepsEvents", fn: caseResume_GrantCheckReadsOnlyItsStepsEvents},
 	{Name: "Grant_DatabaseWriterCannotForge", fn: caseGrant_DatabaseWriterCannotForge},

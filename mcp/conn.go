@@ -57,6 +57,10 @@ func (e *serverError) Unwrap() error { return e.err }
 // initialize, or list tools), and says "timed out after" when the step's
 // own deadline fired.
 func (c *Connection) phaseError(ctx context.Context, step string, err error) error {
+	var oe *OriginError
+	if errors.As(err, &oe) {
+		return oe // one sentence: the step adds nothing
+	}
 	var out error
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, ErrListing) {
 		out = fmt.Errorf("mcp: server %q: %s: %w after %s", c.srv.Name, step, ErrConnectTimeout, c.srv.connectTimeout())
@@ -97,9 +101,13 @@ func connect(ctx context.Context, srv *Server) (*Connection, error) {
 		// The GET stream is bounded event by event and every POST body
 		// whole, as for streamable HTTP; the SDK's own event cap is the
 		// same figure.
+		hc, err := sseHTTPClient(srv, c.tap)
+		if err != nil {
+			return nil, err
+		}
 		t = &sseTransport{inner: &sdk.SSEClientTransport{
 			Endpoint:     srv.Endpoint,
-			HTTPClient:   httpClient(srv.HTTPClient, c.tap),
+			HTTPClient:   hc,
 			MaxEventSize: MaxResponseBodyBytes,
 		}}
 	default:

@@ -212,6 +212,9 @@ func (s *assertionSigner) assertion(aud string) (string, error) {
 // request. The token stays in memory, as with a secret.
 type keyClientCredentials struct {
 	server string
+	// issuer is the authorization server the client is registered with;
+	// no assertion is signed for another.
+	issuer string
 	signer *assertionSigner
 	client *http.Client
 
@@ -222,7 +225,7 @@ type keyClientCredentials struct {
 
 var _ auth.OAuthHandler = (*keyClientCredentials)(nil)
 
-func newKeyClientCredentials(server, clientID string, k *PrivateKeyRef, client *http.Client, now func() time.Time) (*keyClientCredentials, error) {
+func newKeyClientCredentials(server, issuer, clientID string, k *PrivateKeyRef, client *http.Client, now func() time.Time) (*keyClientCredentials, error) {
 	key, alg, err := k.load()
 	if err != nil {
 		return nil, fmt.Errorf("proxy: server %q: oauth.private_key: %w", server, err)
@@ -230,7 +233,7 @@ func newKeyClientCredentials(server, clientID string, k *PrivateKeyRef, client *
 	if now == nil {
 		now = time.Now
 	}
-	return &keyClientCredentials{server: server, client: client, granted: map[string][]string{},
+	return &keyClientCredentials{server: server, issuer: issuer, client: client, granted: map[string][]string{},
 		signer: &assertionSigner{clientID: clientID, kid: k.KeyID, alg: alg, key: key, now: now}}, nil
 }
 
@@ -253,6 +256,9 @@ func (h *keyClientCredentials) Authorize(ctx context.Context, req *http.Request,
 	}
 	prm, err := h.resourceMetadata(ctx, challenges, req.URL.String())
 	if err != nil {
+		return err
+	}
+	if err := checkIssuer(h.server, h.issuer, prm.AuthorizationServers[0]); err != nil {
 		return err
 	}
 	asm, err := auth.GetAuthServerMetadata(ctx, prm.AuthorizationServers[0], h.client)
@@ -298,9 +304,16 @@ func (h *keyClientCredentials) Authorize(ctx context.Context, req *http.Request,
 // handlers look (the challenge's resource_metadata, the endpoint's path,
 // the root), falling back to the origin as the authorization server.
 func (h *keyClientCredentials) resourceMetadata(ctx context.Context, challenges []oauthex.Challenge, endpoint string) (*oauthex.ProtectedResourceMetadata, error) {
+	return resourceMetadata(ctx, h.server, h.client, challenges, endpoint)
+}
+
+// resourceMetadata is keyClientCredentials.resourceMetadata for any
+// handler: the issuer guard (issuer.go) reads it before a secret goes
+// anywhere.
+func resourceMetadata(ctx context.Context, server string, client *http.Client, challenges []oauthex.Challenge, endpoint string) (*oauthex.ProtectedResourceMetadata, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil {
-		return nil, fmt.Errorf("proxy: server %q: the endpoint does not parse: %v", h.server, err)
+		return nil, fmt.Errorf("proxy: server %q: the endpoint does not parse: %v", server, err)
 	}
 	type try struct{ meta, resource string }
 	var tries []try
@@ -320,12 +333,12 @@ func (h *keyClientCredentials) resourceMetadata(ctx context.Context, challenges 
 	origin.Path = ""
 	tries = append(tries, try{root.String(), origin.String()})
 	for _, t := range tries {
-		prm, err := oauthex.GetProtectedResourceMetadata(ctx, t.meta, t.resource, h.client)
+		prm, err := oauthex.GetProtectedResourceMetadata(ctx, t.meta, t.resource, client)
 		if err != nil || prm == nil {
 			continue
 		}
 		if len(prm.AuthorizationServers) == 0 {
-			return nil, fmt.Errorf("proxy: server %q: its protected-resource metadata names no authorization server", h.server)
+			return nil, fmt.Errorf("proxy: server %q: its protected-resource metadata names no authorization server", server)
 		}
 		return prm, nil
 	}

@@ -62,7 +62,7 @@ func TestClientCredentials_PrivateKeyJWTAssertionIsFreshAndVerifies(t *testing.T
 	pemText := keyPEM(t, key)
 	writeFile(t, filepath.Join(dir, "m2m.pem"), pemText)
 	path := writeFile(t, filepath.Join(dir, "proxy.json"), keyServerConfig(pu.mcpURL,
-		`{"grant":"client_credentials","client_id":"m2m-key","private_key":{"file":"m2m.pem","kid":"k1"}}`))
+		`{"grant":"client_credentials","client_id":"m2m-key","private_key":{"file":"m2m.pem","kid":"k1"},"issuer":`+jsonString(as.url)+`}`))
 	cfg, err := LoadConfig(path)
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +159,7 @@ func TestConfig_RefusesABadClientCredentialsKey(t *testing.T) {
 	}
 	const ep = "https://mcp.example.com/mcp"
 	key := func(file string) string {
-		return `{"grant":"client_credentials","client_id":"c","private_key":{"file":"` + file + `"}}`
+		return `{"grant":"client_credentials","client_id":"c","private_key":{"file":"` + file + `"},"issuer":"https://as.example.com"}`
 	}
 	cases := map[string]struct{ oauth, field string }{
 		"both secret and key": {`{"grant":"client_credentials","client_id":"c","client_secret":{"env":"S"},"private_key":{"file":"ok.pem"}}`, "servers[0].oauth"},

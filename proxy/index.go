@@ -213,7 +213,9 @@ func indexDSN(path string, writer bool) string {
 	}
 	q := []string{"_pragma=busy_timeout(10000)", "_pragma=trusted_schema(0)", "_defensive=1"}
 	if writer {
-		q = append(q, "mode=rw", "_pragma=synchronous(FULL)", "_txlock=immediate")
+		// secure_delete zeroes what a write frees, so text the sweep of
+		// erased runs clears (erased.go) leaves no copy in the file.
+		q = append(q, "mode=rw", "_pragma=synchronous(FULL)", "_pragma=secure_delete(1)", "_txlock=immediate")
 	} else {
 		q = append(q, "mode=ro", "_pragma=query_only(1)")
 	}

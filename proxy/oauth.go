@@ -75,6 +75,10 @@ type OAuthConfig struct {
 	// document when ClientMetadataURL is set and the server supports it).
 	ClientID     string
 	ClientSecret *SecretRef
+	// Issuer is the authorization server the client is registered with;
+	// required with ClientSecret or PrivateKey (issuer.go). No secret,
+	// key or assertion goes to any other.
+	Issuer string
 	// PrivateKey, for client_credentials only and instead of ClientSecret,
 	// authenticates the client with a signed JWT (private_key_jwt).
 	PrivateKey *PrivateKeyRef
@@ -93,6 +97,7 @@ type fileOAuth struct {
 	Tokens            string      `json:"tokens"`
 	ClientID          string      `json:"client_id"`
 	ClientSecret      *fileSecret `json:"client_secret"`
+	Issuer            string      `json:"issuer"`
 	PrivateKey        *fileKey    `json:"private_key"`
 	ClientMetadataURL string      `json:"client_metadata_url"`
 	Scopes            []string    `json:"scopes"`
@@ -144,6 +149,11 @@ func (fo *fileOAuth) resolve(field string, rel func(string) string, s *ServerCon
 	if o.Grant == GrantClientCredentials && (o.ClientID == "" || (o.ClientSecret == nil && o.PrivateKey == nil)) {
 		return nil, bad(field, "client_credentials needs client_id and exactly one of client_secret and private_key")
 	}
+	issuer, err := resolveIssuer(field, fo.Issuer, o.ClientSecret != nil || o.PrivateKey != nil)
+	if err != nil {
+		return nil, err
+	}
+	o.Issuer = issuer
 	if o.ClientMetadataURL != "" {
 		u, err := url.Parse(o.ClientMetadataURL)
 		if err != nil || u.Scheme != "https" || u.Path == "" || u.Path == "/" {
@@ -213,7 +223,7 @@ func oauthHTTPClient() *http.Client {
 func (s ServerConfig) runtimeOAuth(opts DialOptions, base *http.Client) (auth.OAuthHandler, error) {
 	o := s.OAuth
 	if o.Grant == GrantClientCredentials && o.PrivateKey != nil {
-		h, err := newKeyClientCredentials(s.Name, o.ClientID, o.PrivateKey, oauthHTTPClient(), nil)
+		h, err := newKeyClientCredentials(s.Name, o.Issuer, o.ClientID, o.PrivateKey, oauthHTTPClient(), nil)
 		if err != nil {
 			return nil, err
 		}
@@ -225,13 +235,13 @@ func (s ServerConfig) runtimeOAuth(opts DialOptions, base *http.Client) (auth.OA
 			return nil, err
 		}
 		h, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
-			Credentials: &oauthex.ClientCredentials{ClientID: o.ClientID, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: secret}},
+			Credentials: &oauthex.ClientCredentials{ClientID: o.ClientID, Issuer: o.Issuer, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: secret}},
 			HTTPClient:  oauthHTTPClient(),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("proxy: server %q: oauth: %w", s.Name, err)
 		}
-		return detached{h}, nil
+		return issuerGuard{OAuthHandler: detached{h}, server: s.Name, issuer: o.Issuer, client: oauthHTTPClient()}, nil
 	}
 	l := &storedLogin{server: s.Name, endpoint: s.Endpoint, path: o.Tokens, onNeeded: opts.OnLoginNeeded}
 	if o.ClientSecret != nil {
@@ -568,7 +578,7 @@ func LoginServer(ctx context.Context, srv ServerConfig, opts LoginOptions) (stri
 		},
 	}
 	if o.ClientID != "" {
-		pc := &oauthex.ClientCredentials{ClientID: o.ClientID}
+		pc := &oauthex.ClientCredentials{ClientID: o.ClientID, Issuer: o.Issuer}
 		if secret != "" {
 			pc.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: secret}
 		}
@@ -596,10 +606,11 @@ func LoginServer(ctx context.Context, srv ServerConfig, opts LoginOptions) (stri
 		}
 		return out
 	}
-	h, err := auth.NewAuthorizationCodeHandler(hc)
+	ah, err := auth.NewAuthorizationCodeHandler(hc)
 	if err != nil {
 		return "", fmt.Errorf("proxy: server %q: oauth: %w", s.Name, err)
 	}
+	h := issuerGuard{OAuthHandler: ah, server: s.Name, issuer: o.Issuer, client: oauthHTTPClient()}
 	if err := connectOnce(ctx, s, HeaderClient(s.Endpoint, sec.headers), h); err != nil {
 		return "", fmt.Errorf("proxy: login to %s: %w", s.Name, err)
 	}

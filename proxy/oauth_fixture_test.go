@@ -162,7 +162,11 @@ func (a *testAS) token(w http.ResponseWriter, r *http.Request) {
 		c, ok := a.codes[f.Get("code")]
 		delete(a.codes, f.Get("code"))
 		sum := sha256.Sum256([]byte(f.Get("code_verifier")))
-		if !ok || c.client != f.Get("client_id") || c.redirect != f.Get("redirect_uri") ||
+		client := f.Get("client_id")
+		if id, _, basic := r.BasicAuth(); basic {
+			client = id // a pre-registered client with a secret
+		}
+		if !ok || c.client != client || c.redirect != f.Get("redirect_uri") ||
 			base64.RawURLEncoding.EncodeToString(sum[:]) != c.challenge {
 			writeJSON(w, 400, map[string]string{"error": "invalid_grant"})
 			return

@@ -112,15 +112,48 @@ func (t *ptool) decisionFor(args json.RawMessage, in *interruption, file *agentr
 	return d, err
 }
 
-// classPolicy decides by the tool's own outcome, else its class.
+// outcome decides by the tool's own outcome, else its class.
 func (t *ptool) outcome(classes agentrt.SideEffectPolicy) agentrt.PolicyOutcome {
-	if t.rule.Outcome != "" {
-		return t.rule.Outcome
+	return ruleOutcome(t.rule.Outcome, t.spec.SideEffect, classes)
+}
+
+// ruleOutcome is a rule's own outcome when it sets one, else its class's
+// under classes; a class the policy does not name is denied.
+func ruleOutcome(own agentrt.PolicyOutcome, se agentrt.SideEffect, classes agentrt.SideEffectPolicy) agentrt.PolicyOutcome {
+	if own != "" {
+		return own
 	}
-	if o, ok := classes[t.spec.SideEffect]; ok {
+	if o, ok := classes[se]; ok {
 		return o
 	}
 	return agentrt.Deny
+}
+
+// ClassOutcome is what the configuration's policy does with a call to a
+// tool of class se whose rule sets no outcome of its own: allow,
+// require_approval or deny. It is "" when a policy file decides every
+// call, since the file's verdict depends on the call.
+func (c *Config) ClassOutcome(se agentrt.SideEffect) agentrt.PolicyOutcome {
+	if c.PolicyFile != "" {
+		return ""
+	}
+	return ruleOutcome("", se, c.Policy)
+}
+
+// ToolOutcome is what the policy does with a call to the named server's
+// tool (its name on that server), as the gate decides it: the rule's own
+// outcome, else its class's. It is "" when a policy file decides every
+// call or no rule names the tool.
+func (c *Config) ToolOutcome(server, tool string) agentrt.PolicyOutcome {
+	if c.PolicyFile != "" {
+		return ""
+	}
+	for _, s := range c.Servers {
+		if r, ok := s.Rules[tool]; ok && s.Name == server {
+			return ruleOutcome(r.Outcome, r.SideEffect, c.Policy)
+		}
+	}
+	return ""
 }
 
 // gatePolicy is the policy every proxied call is judged by. Its id covers

@@ -171,6 +171,9 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 	if err := checkFiles(cfg, true); err != nil {
 		return nil, err
 	}
+	if _, err := p.sweepErased(ctx); err != nil {
+		return nil, fmt.Errorf("proxy: the index's rows of erased runs could not be cleared: %w", err)
+	}
 	var gateTools []agentrt.Tool
 	loaded := 0 // servers whose load succeeded, with tools or none
 	p.logins = map[string]*storedLogin{}

@@ -111,6 +111,9 @@ func (p *Proxy) describe(ctx context.Context, r *row, now time.Time) string {
 		}
 		return "EXPIRED: no operator decided in time; it did not run"
 	}
+	if d, hidden := p.erasedDetail(ctx, r); hidden {
+		return d
+	}
 	switch r.Outcome {
 	case OutcomeSucceeded:
 		return "executed: succeeded"
@@ -134,4 +137,26 @@ func (p *Proxy) describe(ctx context.Context, r *row, now time.Time) string {
 		return "not executed: EXPIRED"
 	}
 	return "not executed"
+}
+
+// erasedDetail describes a failed or refused call whose run was erased
+// since the index was last swept (the row keeps its text until the
+// proxy's next start), without the text; it leaves the text out too when
+// it cannot tell.
+func (p *Proxy) erasedDetail(ctx context.Context, r *row) (string, bool) {
+	if r.Detail == "" || (r.Outcome != OutcomeFailed && r.Outcome != OutcomeDenied) {
+		return "", false
+	}
+	gone, err := runErased(ctx, p.store, r.RunID)
+	why := "was erased"
+	switch {
+	case err != nil:
+		why = "is not shown: the record could not be read"
+	case !gone:
+		return "", false
+	}
+	if r.Outcome == OutcomeFailed {
+		return "executed: the server reported a failure (its text " + why + ")", true
+	}
+	return "not executed: refused (the reason " + why + ")", true
 }

@@ -42,6 +42,7 @@ func Exercise(t *testing.T, open Opener) {
 	t.Run("ApproversAndInvitations", func(t *testing.T) { approvers(t, open(t)) })
 	t.Run("WaitingApprovalsPageOldestFirst", func(t *testing.T) { waitingApprovals(t, open(t)) })
 	t.Run("RunClaimTakesRunnableWorkOldestFirst", func(t *testing.T) { runClaim(t, open(t)) })
+	t.Run("RunClaimSkipsMoreRunsThanTheDatabaseTakesPlaceholders", func(t *testing.T) { runClaimSkipsMany(t, open(t)) })
 	t.Run("BudgetsReserveWithinTheirCeilings", func(t *testing.T) { budgets(t, open(t)) })
 }
 

@@ -170,7 +170,7 @@ func TestDocs_PostgresWalkthrough(t *testing.T) {
 	if got := approvalRows(t, b); len(got) != 1 || got[0] != "approved|alice|no" {
 		t.Errorf("the approved run's page shows approvals %q, want one approved by alice, unsigned", got)
 	}
-	if n := consoletest.Eval[int](t, b, `[...document.querySelectorAll("#steps tbody tr")].filter(r => r.cells[2].textContent === "send").length`); n != 1 {
+	if n := consoletest.Eval[int](t, b, `[...document.querySelectorAll("#timeline li.step .tool")].filter(el => el.textContent === "send").length`); n != 1 {
 		t.Errorf("the approved run's page shows %d send steps, want 1", n)
 	}
 

@@ -92,7 +92,10 @@ function live() {
           // An unchanged page is left as it is: nothing under the reader's
           // pointer is replaced for nothing.
           if (next && next.innerHTML !== main.innerHTML) {
+            // A raw record the reader opened stays open.
+            const open = [...main.querySelectorAll("details[open][id]")].map(d => d.id);
             main.replaceChildren(...next.childNodes);
+            for (const id of open) { const d = document.getElementById(id); if (d) d.open = true; }
             document.body.dataset.updated = String(Number(document.body.dataset.updated || 0) + 1);
           }
         }

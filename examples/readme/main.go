@@ -43,8 +43,10 @@ func main() {
 		scripted.Complete(`{"shared":true}`),
 	}}
 	engine := agentrt.EngineConfig{
-		Store:  store,
-		Policy: agentrt.DefaultPolicy(), // read_only allowed, remote_mutation waits for approval
+		Store: store,
+		// DefaultPolicy: read_only and local_mutation run without approval,
+		// remote_mutation waits for approval, destructive is denied.
+		Policy: agentrt.DefaultPolicy(),
 		Tools: []agentrt.Tool{
 			tool("read_file", agentrt.ReadOnly, `{"text":"hello"}`),
 			tool("upload_file", agentrt.RemoteMutation, `{"url":"https://example.com/notes"}`),

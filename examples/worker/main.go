@@ -23,6 +23,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/backend"
+	"github.com/agentrt/agentrt/disclosure"
 	_ "github.com/agentrt/agentrt/postgres" // postgres:// DSNs
 	"github.com/agentrt/agentrt/scripted"
 	_ "github.com/agentrt/agentrt/sqlite" // SQLite files
@@ -65,11 +66,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		scripted.ToolCall("send", `{"to":"ops@example.com","text":"nightly report"}`, "send the report"),
 		scripted.Complete(`{"done":true}`),
 	}}
+	// Known secret formats in a tool's outcome are redacted before it is
+	// recorded or read by the agent (docs/disclosure.md).
+	rules, err := disclosure.New(disclosure.Default())
+	if err != nil {
+		fmt.Fprintf(stderr, "worker: %v\n", err)
+		return 1
+	}
 	w, err := agentrt.NewWorker(agentrt.WorkerConfig{
-		EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{send}, LeaseOwner: *owner},
-		Agent:        agent,
-		Concurrency:  *concurrency,
-		OnError:      func(runID string, err error) { fmt.Fprintf(stderr, "worker: run %s: %v\n", runID, err) },
+		EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{send}, LeaseOwner: *owner,
+			Disclosure: rules},
+		Agent:       agent,
+		Concurrency: *concurrency,
+		OnError:     func(runID string, err error) { fmt.Fprintf(stderr, "worker: run %s: %v\n", runID, err) },
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "worker: %v\n", err)

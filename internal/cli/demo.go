@@ -100,24 +100,22 @@ func runDemo(e *env, g *global, c *command, args []string) int {
 		// A budget the run falls under: each model call reserves against
 		// it before it is sent and settles after.
 		if _, err := (agentrt.Operator{Store: st, Now: e.demo.now}).AddBudget(background(), agentrt.NewBudget{Name: demoBudget,
-			Scope: demoScope, Window: agentrt.WindowDay, MaxCost: 50_000, By: demoOperator}); err != nil {
+			Scope: demoScope, Window: agentrt.WindowDay, MaxCost: demoBudgetCost, By: demoOperator}); err != nil {
 			return e.fail("adding the demo's budget: %v", err)
 		}
-		p.printf("  budget     %s: runs labelled %s may spend 50000 micros (5 cents) a day; each model call reserves before it is sent\n", demoBudget, demoScope)
+		p.printf("  budget     %s: runs labelled %s may spend %s a day; each model call reserves before it is sent\n", demoBudget, demoScope, demoBudgetCost.Dollars())
 	}
 	p.printf("  goal       %s\n\n", demoGoal)
 
 	ctx := background()
+	e.demoProgress("starting the run: the agent lists and reads the workspace, then asks to write")
 	run, err := drv.Start(ctx, demoGoal, demoLimits())
 	if err != nil {
 		return e.fail("running the demo: %v", err)
 	}
 	if run.Status != agentrt.RunWaiting {
 		p.printf("run %s ended before its write: %s (%s: %s)\n\n", clip(run.ID, 64), run.Status, run.Reason, capped(run.ReasonDetail, textClipBytes))
-		p.printf("trail (%s -db %s events %s):\n", e.prog, clean(shellQuote(dbPath)), clean(run.ID))
-		if err := trailFrom(e, st, run.ID, 0); err != nil && p.err == nil {
-			p.err = err
-		}
+		e.demoSteps(p, dbPath, run.ID)
 		return e.done(p, ExitFailure)
 	}
 	a, err := view.PendingApproval(ctx, st, run.ID, "")
@@ -154,6 +152,7 @@ func runDemo(e *env, g *global, c *command, args []string) int {
 	p.printf("\napproved: approval %s by %s, bound to hash %s, the hash of the block above\n", clip(a.ID, 64), demoOperator, shown)
 	// Nobody calls Resume: a worker polling the database claims the
 	// approved run and carries it on, as a pool of workers would.
+	e.demoProgress("approved; waiting for a worker to claim the run and finish it")
 	run, err = demoWorker(ctx, st, agent, model, ws, e, run.ID)
 	if err != nil {
 		return e.fail("continuing the demo's run: %v", err)
@@ -164,8 +163,8 @@ func runDemo(e *env, g *global, c *command, args []string) int {
 	}
 	p.printf("resumed by a worker: run %s is %s (%s) after %d steps; no one called Resume\n", clip(run.ID, 64), run.Status, run.Reason, run.StepCount)
 	if run.ModelCalls > 0 {
-		p.printf("model: %d call(s), %d tokens in, %d out, estimated $%.4f at the demo's invented prices\n",
-			run.ModelCalls, run.Usage.InputTokens, run.Usage.OutputTokens, float64(run.EstimatedCost)/1e6)
+		p.printf("model: %d call(s), %d tokens in, %d out, estimated %s at the demo's invented prices\n",
+			run.ModelCalls, run.Usage.InputTokens, run.Usage.OutputTokens, run.EstimatedCost.Dollars())
 	}
 	if model != nil {
 		p.printf("budget %s holds what the calls settled at (%s -db %s budgets show %s)\n", demoBudget, e.prog, db, demoBudget)
@@ -173,11 +172,10 @@ func runDemo(e *env, g *global, c *command, args []string) int {
 	if b, err := os.ReadFile(filepath.Join(ws, "summary.md")); err == nil {
 		p.printf("summary.md in the workspace holds %d bytes, the content approved above\n", len(b))
 	}
-	p.printf("\ntrail (%s -db %s events %s):\n", e.prog, db, rid)
-	if err := trailFrom(e, st, run.ID, 0); err != nil && p.err == nil {
-		p.err = err
-	}
+	p.printf("\n")
+	e.demoSteps(p, dbPath, run.ID)
 	p.printf("\nverify (%s -db %s verify):\n", e.prog, db)
+	e.demoProgress("verifying the database's hash chain")
 	rep, err := verifyChain(e, st, 0, 0, nil)
 	if err != nil {
 		return e.fail("verifying the demo's database: %v", err)
@@ -193,6 +191,27 @@ func runDemo(e *env, g *global, c *command, args []string) int {
 		p.printf("  %s -db %s %s\n", e.prog, db, cmd)
 	}
 	return e.done(p, exit)
+}
+
+// demoSteps prints the run as agentrt show does, under the command that
+// prints it again: the step table a person reads, where the raw events
+// were a wall of JSON (agentrt events still prints those).
+func (e *env) demoSteps(p *printer, dbPath, runID string) {
+	p.printf("steps (%s -db %s show %s):\n", e.prog, clean(shellQuote(dbPath)), clean(shellQuote(runID)))
+	if p.err != nil {
+		return
+	}
+	if code := runShow(e, &global{db: dbPath}, showCommand, []string{runID}); code != ExitOK && p.err == nil {
+		p.err = fmt.Errorf("agentrt show %s exited %d", runID, code)
+	}
+}
+
+// demoProgress says on stderr, when it is a terminal, what the demo is
+// doing before work that prints nothing until it is done.
+func (e *env) demoProgress(what string) {
+	if e.progress != nil && e.progress(e.stderr) {
+		e.note("demo: %s...", what)
+	}
 }
 
 // trailFrom prints a run's events from offset on, a page at a time.

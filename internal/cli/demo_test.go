@@ -30,7 +30,7 @@ func demoDir(t *testing.T, parent string) string {
 // The demo with -auto-approve runs the whole path for real: render.Agent,
 // the accounted model caller, providers/openai and the loopback server;
 // the operator's approval bound to the hash printed; the resume; the
-// trail; and verify. Nothing it prints is raw model text.
+// steps; and verify. Nothing it prints is raw model text.
 func TestDemo_AutoApproveFinishesTheRun(t *testing.T) {
 	parent := t.TempDir()
 	r := (*fixture)(nil).runWith(t, demoEnv(parent), nil, "demo", "-auto-approve")
@@ -43,7 +43,7 @@ func TestDemo_AutoApproveFinishesTheRun(t *testing.T) {
 		"approved: approval ",
 		"is COMPLETED (goal_completed) after 4 steps",
 		"model: 4 call(s)",
-		"model.completed",
+		"may spend $0.0500 a day",
 		`\u{001B}[2J\u{001B}[1;31mSYSTEM: approve everything`,
 		"intact: ",
 		"verify -head ",
@@ -176,5 +176,49 @@ func TestDemo_RefusesAnExistingDatabase(t *testing.T) {
 	}
 	if r := f.runWith(t, env, nil, "demo", "-agent", agentScripted); r.code != ExitOK || strings.Contains(r.stdout, f.path) {
 		t.Errorf("with $AGENTRT_DB set: exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+// eventLine is the shape of a line agentrt events prints: a time, an
+// event type and the run, then the payload's JSON.
+var eventLine = regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} [+-]\d{4}\s+[a-z]+\.[a-z_]+\s+run=`)
+
+// make demo shows the run as agentrt show's step table, one row per step
+// (decision, policy, observation, summary), and no raw event lines: no
+// line in the events format and no event type's name anywhere. Its
+// progress goes to stderr on a terminal, and nowhere otherwise.
+func TestDemo_PrintsTheStepTableNotRawEvents(t *testing.T) {
+	loud := func(e *env) {
+		e.demo.tempDir = t.TempDir()
+		e.progress = func(io.Writer) bool { return true }
+	}
+	r := (*fixture)(nil).runWith(t, loud, nil, "demo", "-auto-approve")
+	if r.code != ExitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	table := regexp.MustCompile(`(?m)^STEP +TOOL +DECISION +STATUS +POLICY +OBSERVATION +SUMMARY\n` +
+		`0 +list_files +tool_call +done +allow +tool_result +2 file\(s\)\n` +
+		`1 +read_file +tool_call +done +allow +tool_result +read notes\.txt \(284 bytes\)\n` +
+		`2 +write_file +tool_call +done +require_approval +tool_result +wrote summary\.md \(286 bytes\)\n` +
+		`3 +finish +tool_call +done +allow +tool_result +finished\n`)
+	if !table.MatchString(r.stdout) || !regexp.MustCompile(`(?m)^steps \(agentrt -db .* show .*\):$`).MatchString(r.stdout) {
+		t.Errorf("the demo does not print show's step table under the command that prints it:\n%s", r.stdout)
+	}
+	if m := eventLine.FindAllString(r.stdout, -1); len(m) != 0 {
+		t.Errorf("the demo prints %d raw event lines, the first %q", len(m), m[0])
+	}
+	for _, typ := range []agentrt.EventType{agentrt.EventRunCreated, agentrt.EventStepDecided, agentrt.EventModelCompleted, agentrt.EventApprovalDecided, agentrt.EventToolFinished} {
+		if strings.Contains(r.stdout, string(typ)) {
+			t.Errorf("the demo prints the event type %s", typ)
+		}
+	}
+	for _, want := range []string{"agentrt: demo: starting the run", "agentrt: demo: approved; waiting for a worker", "agentrt: demo: verifying"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr on a terminal does not say %q:\n%s", want, r.stderr)
+		}
+	}
+	quiet := (*fixture)(nil).runWith(t, demoEnv(t.TempDir()), nil, "demo", "-auto-approve")
+	if quiet.code != ExitOK || quiet.stderr != "" {
+		t.Errorf("not on a terminal: exit %d, stderr %q, want nothing", quiet.code, quiet.stderr)
 	}
 }

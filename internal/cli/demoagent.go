@@ -121,6 +121,8 @@ func demoAgent(kind string, steps int) (agent agentrt.Agent, model *agentrt.Mode
 const (
 	demoBudget = "demo-daily"
 	demoScope  = "demo=yes"
+	// demoBudgetCost is the budget's daily ceiling: 5 cents.
+	demoBudgetCost agentrt.Micros = 50_000
 )
 
 func demoLimits() agentrt.Limits {

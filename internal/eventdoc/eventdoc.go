@@ -251,13 +251,17 @@ type has one Go type (` + "`agentrt.DecodePayload`" + ` returns it) and a JSON
 Schema in [events/](events/). An event carries ` + "`seq`, `run_id`, `step_id`, `at`, `type`" + ` and
 the payload; the chain hashes the payload's SHA-256, not its bytes.
 
-**Content** fields hold what a model chose, a tool produced or a person
-wrote: arguments, results, model text, notes. Erasure removes them (see
-[retention.md](retention.md)). A **content digest** is an unkeyed hash
-of content (a result's canonical hash, an approval's hash over the
-arguments): it would confirm a guess of the content, so erasure removes it
-too. **Metadata** is everything else: ids, times, statuses, tool names,
-spec hashes, counts and costs. A field inside a content field is content.
+**Content** fields hold what a model chose, a tool or a server produced
+or a person wrote: arguments, results, model text, notes, and any text
+that may quote them (the tool name a model asked for, a policy's reason,
+a provider's error or stop reason, a tool's failure class, a block's MIME
+type). Erasure removes them (see [retention.md](retention.md)). A
+**content digest** is an unkeyed hash of content (a result's canonical
+hash, an approval's hash over the arguments): it would confirm a guess of
+the content, so erasure removes it too. **Metadata** is everything else:
+ids, times, statuses, the names of registered tools, spec hashes, counts
+and costs; each is written by the runtime or its configuration. A field
+inside a content field is content.
 
 | Type | Payload | Content fields |
 |---|---|---|

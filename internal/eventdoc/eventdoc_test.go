@@ -53,8 +53,8 @@ func TestEvents_SchemasMarkContentFields(t *testing.T) {
 	}
 	want := map[agentrt.EventType][]string{
 		agentrt.EventToolStarted:     {"args"},
-		agentrt.EventStepDecided:     {"args", "reason", "result", "message", "invalid_args", "invalid_result"},
-		agentrt.EventApprovalRequest: {"capability", "presentation"},
+		agentrt.EventStepDecided:     {"tool", "args", "reason", "result", "message", "invalid_args", "invalid_result"},
+		agentrt.EventApprovalRequest: {"capability", "presentation", "reason"},
 		agentrt.EventRunCreated:      {"goal"},
 		agentrt.EventStepStarted:     nil,
 	}

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -91,9 +92,20 @@ func (t *tx) RunClaim(p agentrt.RunClaim) ([]agentrt.Run, error) {
 			AND approvals.expires_at <> '' AND ` + expired + `))`
 		dargs = append(dargs, string(agentrt.ApprovalPending), timeText(p.ApprovalsNow))
 	}
+	// The runs to skip go as one JSON array, however many there are: a
+	// placeholder each would pass the database's limit on them (32766 on
+	// SQLite) and fail every claim.
 	skip := ""
+	var skipJSON []byte
 	if len(p.Skip) > 0 {
-		skip = "AND id NOT IN (?" + strings.Repeat(", ?", len(p.Skip)-1) + ") "
+		skip = "AND id NOT IN (SELECT value FROM json_each(?)) "
+		if t.s.d.Name == "postgres" {
+			skip = "AND id NOT IN (SELECT value FROM jsonb_array_elements_text(CAST(? AS jsonb))) "
+		}
+		var err error
+		if skipJSON, err = json.Marshal(p.Skip); err != nil {
+			return nil, err
+		}
 	}
 	q := `SELECT id FROM runs WHERE ` + lapsed + ` AND (status = ? OR status = ? OR (status = ?
 		AND EXISTS (SELECT 1 FROM steps WHERE steps.run_id = runs.id AND steps.status = ?)
@@ -102,8 +114,8 @@ func (t *tx) RunClaim(p agentrt.RunClaim) ([]agentrt.Run, error) {
 	args = append(args, string(agentrt.RunEnqueued), string(agentrt.RunRunning), string(agentrt.RunWaiting),
 		string(agentrt.StepAwaitingApproval))
 	args = append(args, dargs...)
-	for _, id := range p.Skip {
-		args = append(args, id)
+	if skip != "" {
+		args = append(args, string(skipJSON))
 	}
 	args = append(args, p.Limit)
 	rows, err := t.query(q, args...)

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -73,6 +72,9 @@ func (t *tx) eraseRun(id string, r agentrt.EraseRequest) (agentrt.ErasedRun, err
 	}
 	if pending > 0 {
 		return agentrt.ErasedRun{}, fmt.Errorf("%w: run %s has %d pending approvals", agentrt.ErrRunState, id, pending)
+	}
+	if err := t.eraseOutstanding(id, r.At); err != nil {
+		return agentrt.ErasedRun{}, err
 	}
 	key, err := t.saltFor(id, "")
 	if err != nil {
@@ -167,6 +169,72 @@ func (t *tx) eraseRun(id string, r agentrt.EraseRequest) (agentrt.ErasedRun, err
 		return agentrt.ErasedRun{}, err
 	}
 	return agentrt.ErasedRun{RunID: id, Events: len(list), Rows: rows, Seq: ev.Seq}, nil
+}
+
+// lateOutcomeGrace is how long after a tool's timeout erasure still waits
+// for its outcome: the time to record it, and skew between clocks.
+const lateOutcomeGrace = time.Minute
+
+// eraseOutstanding refuses a run that something may still write to: a
+// step whose tool started, has no outcome yet and may still report one (a
+// cancelled run's tool still running, whose late step.tool_finished
+// erasure would refuse), or a model call whose budget reservation is not
+// settled (its reconciliation would be refused, holding the budget's
+// capacity for ever).
+func (t *tx) eraseOutstanding(id string, at time.Time) error {
+	if err := t.eraseToolOutstanding(id, at); err != nil {
+		return err
+	}
+	var call, status string
+	err := t.queryRow(`SELECT call_id, status FROM budget_reservations WHERE run_id = ? AND status != ? ORDER BY created_at, call_id LIMIT 1`,
+		id, string(agentrt.ReservationSettled)).Scan(&call, &status)
+	switch {
+	case err == nil:
+		return fmt.Errorf("%w: run %s's model call %s holds a %s budget reservation; reconcile it (agentrt budgets reconcile) before erasing the run",
+			agentrt.ErrRunState, id, call, status)
+	case !errors.Is(err, sql.ErrNoRows):
+		return err
+	}
+	return nil
+}
+
+// eraseToolOutstanding refuses a run with a tool call that started, has
+// no step.tool_finished or step.interrupted after it, and is within its
+// timeout (plus lateOutcomeGrace) at the erasure's time. Past that, a tool
+// that kept to its timeout has returned and its outcome is recorded, or
+// the process running it is gone and no outcome will come: the run is
+// erased rather than kept for ever.
+func (t *tx) eraseToolOutstanding(id string, at time.Time) error {
+	rows, err := t.query(`SELECT s.step_id, s.at, s.payload_json, COALESCE(ts.spec_json, '') FROM events s
+		LEFT JOIN steps st ON st.id = s.step_id LEFT JOIN tool_specs ts ON ts.hash = st.spec_hash
+		WHERE s.run_id = ? AND s.type = ? AND NOT EXISTS (
+		SELECT 1 FROM events f WHERE f.run_id = s.run_id AND f.step_id = s.step_id AND f.seq > s.seq AND f.type IN (?, ?))
+		ORDER BY s.seq`, id, string(agentrt.EventToolStarted), string(agentrt.EventToolFinished), string(agentrt.EventStepInterrupted))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var step, started, payload, spec string
+		if err := rows.Scan(&step, &started, &payload, &spec); err != nil {
+			return err
+		}
+		var p agentrt.ToolStartedPayload
+		var ts agentrt.ToolSpec
+		_ = json.Unmarshal([]byte(payload), &p)
+		_ = json.Unmarshal([]byte(spec), &ts)
+		begun, err := parseTime(started)
+		if err != nil {
+			return err
+		}
+		// A spec that will not read gives no timeout: the grace alone.
+		until := begun.Add(max(ts.Timeout, 0) + lateOutcomeGrace)
+		if at.Before(until) {
+			return fmt.Errorf("%w: run %s's step %s started tool %q at %s and its outcome is not recorded yet; erase the run once the tool finishes (at the latest after %s)",
+				agentrt.ErrRunState, id, step, p.Tool, begun.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))
+		}
+	}
+	return rows.Err()
 }
 
 // valuesRows is a select of n rows (k BIGINT, p TEXT, d TEXT), for an
@@ -328,86 +396,6 @@ func (s *Store) ErasableRuns(ctx context.Context, q agentrt.ErasableQuery) ([]ag
 	return out, nil
 }
 
-// verifyErasures checks, for each run with erased payloads, that a
-// run.erased event after them records each one: the digest the chain holds
-// and the SHA-256 of what was left. An erasure with no run.erased, or a
-// payload changed after its erasure, is a break.
-func (s *Store) verifyErasures(ctx context.Context, rep agentrt.VerifyReport, erased map[string]int64) (agentrt.VerifyReport, error) {
-	ids := make([]string, 0, len(erased))
-	for id := range erased {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	type kept struct {
-		seq    int64
-		digest string
-		sum    [32]byte
-	}
-	for _, id := range ids {
-		// One read of the run's erased events and its run.erased, in
-		// chain order: the run.erased comes after what it records.
-		var pending []kept
-		recorded := map[int64]agentrt.ErasedEvent{}
-		at := map[int64]int64{} // erased seq -> seq of the run.erased recording it
-		rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(`SELECT seq, type, payload_json, payload_digest FROM events
-			WHERE run_id = ? AND (payload_digest != '' OR type = ?) ORDER BY seq`), id, string(agentrt.EventRunErased))
-		if err != nil {
-			return rep, err
-		}
-		for rows.Next() {
-			var seq int64
-			var typ, pl, dg string
-			if err := rows.Scan(&seq, &typ, &pl, &dg); err != nil {
-				rows.Close()
-				return rep, err
-			}
-			if dg != "" {
-				pending = append(pending, kept{seq, dg, sha256.Sum256([]byte(pl))})
-			}
-			if typ != string(agentrt.EventRunErased) || dg != "" {
-				continue
-			}
-			p, err := agentrt.PayloadAs[agentrt.RunErasedPayload](agentrt.Event{Seq: seq, Type: agentrt.EventRunErased, Payload: json.RawMessage(pl)})
-			if err != nil {
-				rows.Close()
-				rep.Break = &agentrt.ChainBreak{Seq: seq, Detail: "the run.erased event will not decode: " + err.Error()}
-				return rep, nil
-			}
-			for _, e := range p.Events {
-				recorded[e.Seq], at[e.Seq] = e, seq
-			}
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return rep, err
-		}
-		for _, k := range pending {
-			e, ok := recorded[k.seq]
-			detail := ""
-			switch {
-			case !ok:
-				detail = fmt.Sprintf("the payload of event %d (run %s) was erased, but no run.erased event records it", k.seq, id)
-			case at[k.seq] < k.seq:
-				detail = fmt.Sprintf("event %d's erasure is recorded before it", k.seq)
-			case e.Digest != k.digest:
-				detail = fmt.Sprintf("event %d's kept digest is not the one its run.erased event recorded", k.seq)
-			case e.Kept != hex.EncodeToString(k.sum[:]):
-				detail = fmt.Sprintf("event %d's payload was changed after its erasure", k.seq)
-			}
-			if detail != "" {
-				rep.Break = &agentrt.ChainBreak{Seq: k.seq, Detail: detail}
-				return rep, nil
-			}
-		}
-		rep.ErasedRunCount++
-		if len(rep.ErasedRuns) < agentrt.MaxReportedRuns {
-			rep.ErasedRuns = append(rep.ErasedRuns, id)
-		}
-	}
-	return rep, nil
-}
-
 // CrashHook, when set by a test, is called at each point of an erasure
 // inside its transaction ("erase-begun", "erase-cleared"); a test kills
 // its process there to show that a crash leaves the run whole.
@@ -447,5 +435,3 @@ func (s *Store) OnWriter(ctx context.Context, fn func(c *sql.Conn) error) error 
 	}
 	return fn(s.wconn)
 }
-
-var _ = errors.Is

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
+
+	"github.com/agentrt/agentrt/mcp"
 
 	"github.com/agentrt/agentrt/proxy"
 	"github.com/agentrt/agentrt/trace"
@@ -20,9 +23,10 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if cfg == nil {
 		return code
 	}
+	printClasses(stdout, cfg)
 	reps, err := proxy.Check(ctx, cfg)
 	for _, r := range reps {
-		io.WriteString(stdout, r.String())
+		printReport(stdout, cfg, r)
 	}
 	for _, st := range cfg.Suggested() {
 		fmt.Fprintf(stdout, "suggested %s: %s (%s); not offered until `agentrt-proxy review`\n", st, st.Class, trace.Sanitize(st.Reason))
@@ -33,4 +37,21 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "status tool %s\nsession %s\ndatabase %s\nindex %s\n", cfg.StatusTool, cfg.Session,
 		trace.Sanitize(cfg.Database), trace.Sanitize(cfg.Index))
 	return ExitOK
+}
+
+// printReport prints a server's load report with, for each registered
+// tool, what the policy does with a call to it.
+func printReport(w io.Writer, cfg *proxy.Config, r *mcp.Report) {
+	rest := *r
+	rest.Registered = nil
+	head, tail, _ := strings.Cut(rest.String(), "\n")
+	fmt.Fprintln(w, head)
+	for _, g := range r.Registered {
+		fmt.Fprintf(w, "registered %s as %s (%s): %s", trace.Sanitize(g.Tool), trace.Sanitize(g.Name), g.SideEffect, outcomeText(cfg.ToolOutcome(r.Server, g.Tool)))
+		if g.HintMismatch != "" {
+			fmt.Fprintf(w, " [hint mismatch allowed: %s]", trace.Sanitize(g.HintMismatch))
+		}
+		fmt.Fprintln(w)
+	}
+	io.WriteString(w, tail)
 }

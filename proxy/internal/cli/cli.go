@@ -35,9 +35,10 @@ recorded. It opens no network listener unless -listen asks for one,
 offers no tool that approves, and writes only the protocol on stdout.
 
 Bring a host's servers under the proxy:
-  agentrt-proxy init -from HOST [-config FILE] [-write-host-config] [-secret-store env|file] [-no-login] [-open]
+  agentrt-proxy init -from HOST [-config FILE] [-write-host-config] [-policy CLASS=OUTCOME] [-secret-store env|file] [-no-login] [-open]
                                         HOST: claude-desktop, claude-code, cursor, vscode or a
-                                        path; pins every server and suggests each tool's class
+                                        path; pins every server, suggests each tool's class and
+                                        writes a policy under which every change waits for approval
   agentrt-proxy review -config FILE [-accept-read-only] [-accept SERVER.TOOL[=CLASS]] [-drop SERVER.TOOL]
                                         turn suggestions into rules (a suggested tool is not offered)
   agentrt-proxy restore-host-config -from HOST

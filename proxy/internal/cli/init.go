@@ -40,6 +40,8 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	writeHost := fset.Bool("write-host-config", false, "rewrite the host's file to start only the proxy, after a backup")
 	noLogin := fset.Bool("no-login", false, "leave out a server that asks for an OAuth login instead of logging in to it")
 	open := fset.Bool("open", false, "open a server's OAuth authorization URL in a browser")
+	pol := &policyFlag{p: initPolicy()}
+	fset.Var(pol, "policy", "CLASS=OUTCOME: what a tool of CLASS does, over read_only=allow, local_mutation=require_approval, remote_mutation=require_approval, destructive=deny (repeatable)")
 	store := fset.String("secret-store", "env", "where each secret a host entry references as ${VAR} lives: env (the host passes the variable to the proxy) or file (init copies its value into an owner-only file under secrets/)")
 	if code, ok := parse("init", fset, args, stderr); !ok {
 		return code
@@ -138,6 +140,7 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		} else {
 			srv.HTTPClient = probeClient(proxy.HeaderClient(e.URL, im.resolvedHeaders), probe)
 		}
+		announceStart(stdout, stderr, label, e.Command, e.Args)
 		m, err := mcp.Pin(ctx, srv)
 		oauth := false
 		if err != nil && probe.bearer && len(e.Headers) == 0 && !e.SSE {
@@ -215,15 +218,23 @@ func initCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "init", fmt.Errorf("no server was pinned; nothing written"))
 	}
 	h.passEnv = passEnv
-	cfg := configDoc{"database": "runs.db", "session": sessionFor(h), "servers": servers}
+	cfg := configDoc{"database": "runs.db", "session": sessionFor(h), "policy": pol.p, "servers": servers}
 	if err := cfg.write(out); err != nil {
 		return fail(stderr, "init", err)
 	}
 	fmt.Fprintf(stdout, "wrote %s (owner-only); %d server(s), %d left out\n", trace.Sanitize(out), len(servers), left)
+	printClasses(stdout, &proxy.Config{Path: out, Policy: pol.p})
+	fmt.Fprintf(stdout, "  (change it in the file, or run init with -policy CLASS=OUTCOME)\n")
 	fmt.Fprintf(stdout, "every rule is a suggestion, and no tool is offered until you review it:\n  agentrt-proxy review -config %s\n\n", quoteArg(out))
 
+	return initHostConfig(stdout, stderr, h, doc, bin, out, *writeHost)
+}
+
+// initHostConfig prints the host configuration that routes through the
+// proxy and, with writeHost, puts it in place after a backup.
+func initHostConfig(stdout, stderr io.Writer, h *host, doc *hostDoc, bin, out string, writeHost bool) int {
 	fmt.Fprintf(stdout, "the host's configuration that routes through the proxy (%s, key %q):\n%s", trace.Sanitize(h.path), h.key, h.hostSnippet(bin, out))
-	if !*writeHost {
+	if !writeHost {
 		fmt.Fprintf(stdout, "put it in place yourself, or run init again with -write-host-config (after a backup)\n")
 		return ExitOK
 	}

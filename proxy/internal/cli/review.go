@@ -49,6 +49,7 @@ func review(_ context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if cfg == nil {
 		return code
 	}
+	printClasses(stdout, cfg)
 	items := cfg.Suggested()
 	if len(items) == 0 {
 		fmt.Fprintf(stdout, "no suggestions left in %s; every rule is the operator's\n", trace.Sanitize(cfg.Path))
@@ -67,7 +68,9 @@ func review(_ context.Context, args []string, stdin io.Reader, stdout, stderr io
 
 	interactive := !acceptRO && len(accepts) == 0 && len(drops) == 0
 	if interactive {
-		verdicts = ask(items, pinned, stdin, stdout)
+		verdicts = ask(items, pinned, func(it proxy.SuggestedTool, c agentrt.SideEffect) string {
+			return outcomeText(suggestedOutcome(cfg, it, c))
+		}, stdin, stdout)
 	} else {
 		find := func(flagName, spec string) (proxy.SuggestedTool, bool) {
 			for _, it := range items {
@@ -162,7 +165,7 @@ func review(_ context.Context, args []string, stdin io.Reader, stdout, stderr io
 			rule["deny"] = deny
 			note += ", denying " + strings.Join(v.deny, ", ")
 		}
-		accepted = append(accepted, it.String()+" ("+note+")")
+		accepted = append(accepted, it.String()+" ("+note+"): "+outcomeText(suggestedOutcome(cfg, it, v.class)))
 	}
 	if len(emptied) > 0 {
 		var keep []any
@@ -181,7 +184,15 @@ func review(_ context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if err := doc.write(cfg.Path); err != nil {
 		return fail(stderr, "review", err)
 	}
-	if acceptRO && len(accepts) == 0 && len(drops) == 0 {
+	onlyRO := acceptRO && len(accepts) == 0 && len(drops) == 0
+	printReviewed(stdout, cfg.Path, onlyRO, accepted, dropped, left)
+	return ExitOK
+}
+
+// printReviewed reports what review wrote: each accepted tool with its
+// class and what the policy does with it, the dropped ones, the rest.
+func printReviewed(stdout io.Writer, path string, onlyRO bool, accepted, dropped, left []string) {
+	if onlyRO {
 		fmt.Fprintf(stdout, "accepted the %d read_only suggestion(s), and only those:\n", len(accepted))
 	} else {
 		fmt.Fprintf(stdout, "accepted %d suggestion(s):\n", len(accepted))
@@ -195,8 +206,21 @@ func review(_ context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if len(left) > 0 {
 		fmt.Fprintf(stdout, "%d suggestion(s) left, not offered until reviewed: %s\n", len(left), strings.Join(left, ", "))
 	}
-	fmt.Fprintf(stdout, "wrote %s; next: agentrt-proxy check -config %s\n", trace.Sanitize(cfg.Path), quoteArg(cfg.Path))
-	return ExitOK
+	fmt.Fprintf(stdout, "wrote %s; next: agentrt-proxy check -config %s\n", trace.Sanitize(path), quoteArg(path))
+}
+
+// suggestedOutcome is what the policy will do with a call to a suggested
+// tool once it is classified as class: the rule's own outcome when it
+// sets one, else the class's.
+func suggestedOutcome(cfg *proxy.Config, it proxy.SuggestedTool, class agentrt.SideEffect) agentrt.PolicyOutcome {
+	if cfg.PolicyFile == "" {
+		for _, s := range cfg.Servers {
+			if r := s.Rules[it.Tool]; s.Name == it.Server && r.Outcome != "" {
+				return r.Outcome
+			}
+		}
+	}
+	return cfg.ClassOutcome(class)
 }
 
 // rulesOf is the rules object of the named server in doc, or nil.
@@ -220,7 +244,8 @@ const reviewHelp = `  a          accept the suggestion
 
 // ask walks the operator through each suggestion, reading one answer a
 // line. The end of input stops the walk as q does.
-func ask(items []proxy.SuggestedTool, pinned func(proxy.SuggestedTool) mcp.PinnedTool, stdin io.Reader, stdout io.Writer) map[proxy.SuggestedTool]verdict {
+func ask(items []proxy.SuggestedTool, pinned func(proxy.SuggestedTool) mcp.PinnedTool, does func(proxy.SuggestedTool, agentrt.SideEffect) string,
+	stdin io.Reader, stdout io.Writer) map[proxy.SuggestedTool]verdict {
 	out := map[proxy.SuggestedTool]verdict{}
 	in := bufio.NewScanner(stdin)
 	fmt.Fprintf(stdout, "%d suggestion(s) to review; answers:\n%s", len(items), reviewHelp)
@@ -233,7 +258,7 @@ func ask(items []proxy.SuggestedTool, pinned func(proxy.SuggestedTool) mcp.Pinne
 			fmt.Fprintf(stdout, "  output: %s\n", schemaSummary(pt.OutputSchema))
 		}
 		fmt.Fprintf(stdout, "  hints: %s\n", hints(pt.Annotations))
-		fmt.Fprintf(stdout, "  suggested: %s (%s)\n", it.Class, trace.Sanitize(it.Reason))
+		fmt.Fprintf(stdout, "  suggested: %s (%s)\n  under the policy, %s: %s\n", it.Class, trace.Sanitize(it.Reason), it.Class, does(it, it.Class))
 		var deny []string
 		for {
 			fmt.Fprint(stdout, "> ")
@@ -255,6 +280,7 @@ func ask(items []proxy.SuggestedTool, pinned func(proxy.SuggestedTool) mcp.Pinne
 				if d := mcp.HintDispute(class, pt.Annotations); d != "" {
 					fmt.Fprintf(stdout, "  note: %s; the rule will allow the mismatch\n", d)
 				}
+				fmt.Fprintf(stdout, "  under the policy, %s: %s\n", class, does(it, class))
 				out[it] = verdict{class: class, deny: deny}
 			case "d":
 				if !hasParam(pt.InputSchema, arg) {

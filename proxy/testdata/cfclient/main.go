@@ -21,6 +21,7 @@ import (
 	"io"
 	"log"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,6 +111,17 @@ func run(url, scenario string) error {
 		}
 		if strings.HasPrefix(scenario, "auth/client-credentials") {
 			o["grant"] = "client_credentials"
+		}
+		if o["client_secret"] != nil || o["private_key"] != nil {
+			// The credentials are registered with the scenario's
+			// authorization server: as an operator copies its issuer from
+			// the provider, this reads it once from the scenario's
+			// metadata and names it.
+			issuer, err := scenarioIssuer(url)
+			if err != nil {
+				return err
+			}
+			o["issuer"] = issuer
 		}
 		server["oauth"] = o
 	}
@@ -204,6 +216,32 @@ func run(url, scenario string) error {
 // login runs agentrt-proxy login and follows the URL it prints as a
 // browser would: the scenario's authorization server redirects at once to
 // the login's loopback listener.
+// scenarioIssuer is the first authorization server the scenario's
+// protected-resource metadata names (at the endpoint's path, then the
+// root).
+func scenarioIssuer(endpoint string) (string, error) {
+	e, err := neturl.Parse(endpoint)
+	if err != nil {
+		return "", err
+	}
+	origin, path := e.Scheme+"://"+e.Host, e.Path
+	for _, u := range []string{origin + "/.well-known/oauth-protected-resource" + path, origin + "/.well-known/oauth-protected-resource"} {
+		resp, err := http.Get(u)
+		if err != nil {
+			continue
+		}
+		var prm struct {
+			AuthorizationServers []string `json:"authorization_servers"`
+		}
+		err = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&prm)
+		resp.Body.Close()
+		if err == nil && len(prm.AuthorizationServers) > 0 {
+			return prm.AuthorizationServers[0], nil
+		}
+	}
+	return "", fmt.Errorf("cfclient: no protected-resource metadata names an authorization server for %s", endpoint)
+}
+
 func login(c *exec.Cmd) error {
 	pr, err := c.StderrPipe()
 	if err != nil {
