@@ -37,8 +37,9 @@ type Decision struct {
 	// CallID is the caller's own id for the call (a framework's tool-call
 	// id), recorded as given; a GateSession finds a step by it
 	// (StepByCallID). Empty when the caller has none. At most
-	// MaxCallIDBytes bytes.
-	CallID string `json:"call_id,omitempty"`
+	// MaxCallIDBytes bytes. A provider or a framework chooses it, so it
+	// is content: erasure removes it.
+	CallID string `json:"call_id,omitempty" audit:"content"`
 	// Tool is the name the model chose, which need not be a tool's: it
 	// is content, and a call that ran also names its tool in
 	// step.tool_started.
