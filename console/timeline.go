@@ -57,6 +57,7 @@ type blockLine struct {
 type stepCard struct {
 	Index        int
 	ID, Tool     string
+	CallID       string // as the caller gave it; the template escapes it
 	Status, Tone string
 	Started      time.Time
 	Decision     stage
@@ -89,6 +90,7 @@ func makeCard(st agentrt.Step, evs []agentrt.Event) stepCard {
 	c.Decision, c.Verdict, c.Outcome = stage{Tone: toneNone}, stage{Tone: toneNone}, stage{Tone: toneNone}
 	if d := st.Decision; d != nil {
 		c.Tool = trace.Sanitize(d.Tool)
+		c.CallID = d.CallID
 		c.Decision = stage{Badge: trace.Sanitize(string(d.Kind)), Tone: decisionTone(d.Kind), Note: show(firstOf(d.Message, d.Reason))}
 		switch {
 		case d.InvalidArgs != "":

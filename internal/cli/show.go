@@ -81,7 +81,11 @@ func runShow(e *env, g *global, c *command, args []string) int {
 		tp := p.table()
 		tp.printf("STEP\tTOOL\tDECISION\tSTATUS\tPOLICY\tOBSERVATION\tSUMMARY\n")
 		for _, s := range page.Steps {
-			tp.printf("%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Index, dash(clip(s.Tool, 40)), dash(clip(string(s.Decision), 40)),
+			tool := s.Tool
+			if s.CallID != "" {
+				tool += " [" + s.CallID + "]"
+			}
+			tp.printf("%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Index, dash(clip(tool, 40)), dash(clip(string(s.Decision), 40)),
 				dash(clip(string(s.Status), 40)), dash(clip(string(s.Policy), 40)), dash(clip(string(s.Observation), 40)),
 				dash(clip(summaryOf(s), cellClipBytes)))
 		}
