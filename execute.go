@@ -48,50 +48,12 @@ func (s *session) startTool(ctx context.Context) (toolRun, error) {
 	s.cur.executed = true
 	i := s.cur.idx
 	st := s.step(i)
-	if g := ac.approval; g != nil && s.run.Limits.GrantTTL > 0 {
-		if now := s.e.now(); now.After(g.DecidedAt.Add(s.run.Limits.GrantTTL)) {
-			if err := s.expireGrant(ctx, g, now); err != nil {
-				return toolRun{}, err
-			}
-			return toolRun{}, fmt.Errorf("%w: the grant was not executed within %s", ErrApprovalExpired, s.run.Limits.GrantTTL)
-		}
+	if err := s.grantFresh(ctx, ac); err != nil {
+		return toolRun{}, err
 	}
-	started := ToolStartedPayload{Tool: ac.tool.spec.Name, Args: ac.request.Args}
-	if ac.approval != nil {
-		started.ApprovalID = ac.approval.ID
-	}
-	// Loop and resume alike record the evaluation with its view and policy id.
-	pe := s.policyEvent(ac.tool, ac.policy, true)
-	// Encoded here, outside the transaction: the writer that commits it may
-	// be carrying other runs' transactions too.
-	polJSON, err := json.Marshal(&ac.policy)
+	startTx, err := s.startWrite(ac, st)
 	if err != nil {
-		return toolRun{}, &JSONError{What: "policy decision", Reason: "will not encode: " + err.Error()}
-	}
-	peJSON, err := json.Marshal(pe.v)
-	if err != nil {
-		return toolRun{}, &JSONError{What: "step.policy event", Reason: "will not encode: " + err.Error()}
-	}
-	startedJSON, err := json.Marshal(started)
-	if err != nil {
-		return toolRun{}, &JSONError{What: "step.tool_started event", Reason: "will not encode: " + err.Error()}
-	}
-	startTx := func(tx Tx, now time.Time, from StepStatus) error {
-		u := StepUpdate{ID: st.ID, From: statusList(from), Status: StepExecuting, Policy: &ac.policy, Fence: s.fence()}
-		u.Encoded[1] = polJSON
-		if ac.resumed {
-			u.StartedAt = now
-		}
-		if s.e.policyID != "" {
-			u.PolicyID = s.e.policyID
-		}
-		if err := tx.StepUpdate(u); err != nil {
-			return err
-		}
-		if err := event(tx, s.runID, st.ID, now, pe.typ, json.RawMessage(peJSON)); err != nil {
-			return err
-		}
-		return event(tx, s.runID, st.ID, now, EventToolStarted, json.RawMessage(startedJSON))
+		return toolRun{}, err
 	}
 	var now time.Time
 	if ac.resumed {
@@ -138,6 +100,66 @@ func (s *session) startTool(ctx context.Context) (toolRun, error) {
 		return toolRun{}, err
 	}
 	return toolRun{ac: ac, idx: i, index: st.Index, stepID: st.ID}, nil
+}
+
+// grantFresh expires ac's grant, and says so, when it was decided longer
+// ago than the run's GrantTTL.
+func (s *session) grantFresh(ctx context.Context, ac *allowedCall) error {
+	g := ac.approval
+	if g == nil || s.run.Limits.GrantTTL <= 0 {
+		return nil
+	}
+	if now := s.e.now(); now.After(g.DecidedAt.Add(s.run.Limits.GrantTTL)) {
+		if err := s.expireGrant(ctx, g, now); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: the grant was not executed within %s", ErrApprovalExpired, s.run.Limits.GrantTTL)
+	}
+	return nil
+}
+
+// startWrite encodes, outside any transaction, what starting st's tool
+// records (its policy decision, the step.policy event and
+// step.tool_started), and returns the transaction body that writes it
+// from the step status it expects.
+func (s *session) startWrite(ac *allowedCall, st *Step) (func(tx Tx, now time.Time, from StepStatus) error, error) {
+	started := ToolStartedPayload{Tool: ac.tool.spec.Name, Args: ac.request.Args}
+	if ac.approval != nil {
+		started.ApprovalID = ac.approval.ID
+	}
+	// Loop and resume alike record the evaluation with its view and policy id.
+	pe := s.policyEvent(ac.tool, ac.policy, true)
+	// Encoded here, outside the transaction: the writer that commits it may
+	// be carrying other runs' transactions too.
+	polJSON, err := json.Marshal(&ac.policy)
+	if err != nil {
+		return nil, &JSONError{What: "policy decision", Reason: "will not encode: " + err.Error()}
+	}
+	peJSON, err := json.Marshal(pe.v)
+	if err != nil {
+		return nil, &JSONError{What: "step.policy event", Reason: "will not encode: " + err.Error()}
+	}
+	startedJSON, err := json.Marshal(started)
+	if err != nil {
+		return nil, &JSONError{What: "step.tool_started event", Reason: "will not encode: " + err.Error()}
+	}
+	return func(tx Tx, now time.Time, from StepStatus) error {
+		u := StepUpdate{ID: st.ID, From: statusList(from), Status: StepExecuting, Policy: &ac.policy, Fence: s.fence()}
+		u.Encoded[1] = polJSON
+		if ac.resumed {
+			u.StartedAt = now
+		}
+		if s.e.policyID != "" {
+			u.PolicyID = s.e.policyID
+		}
+		if err := tx.StepUpdate(u); err != nil {
+			return err
+		}
+		if err := event(tx, s.runID, st.ID, now, pe.typ, json.RawMessage(peJSON)); err != nil {
+			return err
+		}
+		return event(tx, s.runID, st.ID, now, EventToolStarted, json.RawMessage(startedJSON))
+	}, nil
 }
 
 // endTool records what the tool call of x returned.

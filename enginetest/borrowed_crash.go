@@ -90,7 +90,18 @@ func caseGate_ExecuteFuncIsNotRunAgainAfterACrash(t *testing.T, bk *Backend) {
 	if apps := kit.MustApprovals(t, st, "run-1"); len(apps) != 2 {
 		t.Fatalf("%d approvals were asked, want the policy's and the interruption's", len(apps))
 	}
-	evs, _ := st.ListEvents(ctx, "run-1")
+	if callID := recordedCallID(t, st, "run-1"); callID != "call-1" {
+		t.Fatalf("step.decided records call id %q", callID)
+	}
+}
+
+// recordedCallID is the call id the run's last step.decided records.
+func recordedCallID(t *testing.T, st agentrt.Store, runID string) string {
+	t.Helper()
+	evs, err := st.ListEvents(context.Background(), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var callID string
 	for _, ev := range evs {
 		if ev.Type == agentrt.EventStepDecided {
@@ -101,9 +112,7 @@ func caseGate_ExecuteFuncIsNotRunAgainAfterACrash(t *testing.T, bk *Backend) {
 			callID = dec.CallID
 		}
 	}
-	if callID != "call-1" {
-		t.Fatalf("step.decided records call id %q", callID)
-	}
+	return callID
 }
 
 // Under a policy that would now deny the request, approving the
