@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/cloudwego/eino/adk"
+	"github.com/cloudwego/eino/schema"
 )
 
 // RunKey is the adk session value the middleware reads its run id from.
@@ -55,6 +56,9 @@ type Options struct {
 type Pending struct {
 	RunID, ApprovalID, Tool, CallID string
 }
+
+// Checkpoints encode interrupt info with gob, which must know the type.
+func init() { schema.RegisterName[Pending]("agentrt_eino_pending") }
 
 // Guard governs the tool calls of Eino runs through one Gate. It holds one
 // GateSession per run id while the process lives; Close releases them.

@@ -117,11 +117,11 @@ func (r *rig) runner(t testing.TB, llm *scriptedModel, cps *memStore) *adk.Runne
 	return adk.NewRunner(context.Background(), adk.RunnerConfig{Agent: ag, CheckPointStore: cps})
 }
 
-// events reads a run's events: the final text, and whether it was
-// interrupted.
-func events(iter *adk.AsyncIterator[*adk.AgentEvent]) (string, bool, error) {
+// events reads a run's events: the final text, and the ids of the root
+// causes of an interrupt (none when it was not interrupted).
+func events(iter *adk.AsyncIterator[*adk.AgentEvent]) (string, []string, error) {
 	var final string
-	var interrupted bool
+	var interrupted []string
 	for {
 		ev, ok := iter.Next()
 		if !ok {
@@ -131,7 +131,11 @@ func events(iter *adk.AsyncIterator[*adk.AgentEvent]) (string, bool, error) {
 			return final, interrupted, ev.Err
 		}
 		if ev.Action != nil && ev.Action.Interrupted != nil {
-			interrupted = true
+			for _, c := range ev.Action.Interrupted.InterruptContexts {
+				if c.IsRootCause {
+					interrupted = append(interrupted, c.ID)
+				}
+			}
 		}
 		if ev.Output != nil && ev.Output.MessageOutput != nil {
 			if m, err := ev.Output.MessageOutput.GetMessage(); err == nil && m.Role == schema.Assistant && m.Content != "" {
