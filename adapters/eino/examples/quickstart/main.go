@@ -49,7 +49,6 @@ func run() error {
 		return "wiped", nil
 	})
 	tools := []tool.BaseTool{greet, wipe}
-
 	// agentrt: the 15 lines a program adds are between the two rules.
 	// ---
 	classes := map[string]agentrt.SideEffect{"greet": agentrt.ReadOnly, "wipe": agentrt.Destructive}
@@ -68,7 +67,6 @@ func run() error {
 	// ... plus guard.Middleware() in the ToolsNodeConfig and
 	// eino.RunOptions(id) on the run, marked below.
 	// ---
-
 	llm := &scripted{turns: []*schema.Message{
 		schema.AssistantMessage("", []schema.ToolCall{
 			{ID: "c1", Function: schema.FunctionCall{Name: "greet", Arguments: `{"name":"Ada"}`}},
