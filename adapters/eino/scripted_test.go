@@ -53,12 +53,21 @@ func (m *scriptedModel) WithTools([]*schema.ToolInfo) (model.ToolCallingChatMode
 // received last.
 func (m *scriptedModel) toolMessages() map[string]string {
 	m.mu.Lock()
+	n := len(m.requests)
+	m.mu.Unlock()
+	return m.toolMessagesAt(n - 1)
+}
+
+// toolMessagesAt maps call id to the content of the tool messages of
+// request i.
+func (m *scriptedModel) toolMessagesAt(i int) map[string]string {
+	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := map[string]string{}
-	if len(m.requests) == 0 {
+	if i < 0 || i >= len(m.requests) {
 		return out
 	}
-	for _, msg := range m.requests[len(m.requests)-1] {
+	for _, msg := range m.requests[i] {
 		if msg.Role == schema.Tool {
 			out[msg.ToolCallID] = msg.Content
 		}
@@ -79,6 +88,7 @@ func call(id, name, args string) schema.ToolCall {
 var classes = map[string]agentrt.SideEffect{
 	"read_note":   agentrt.ReadOnly,
 	"append_note": agentrt.LocalMutation,
+	"delete_note": agentrt.Destructive,
 }
 
 type readArgs struct {
@@ -94,6 +104,10 @@ type appendArgs struct {
 type noteTools struct {
 	path string
 	runs sync.Map // tool name -> *atomic.Int32
+	// readHold, when set, is waited on by read_note before it reads.
+	readHold func() error
+	// afterAppend, when set, is called once append_note wrote its line.
+	afterAppend func()
 }
 
 func (n *noteTools) count(name string) int32 {
@@ -109,6 +123,11 @@ func (n *noteTools) ran(name string) {
 func (n *noteTools) tools() ([]tool.BaseTool, error) {
 	read, err := utils.InferTool("read_note", "Reads the note.", func(_ context.Context, _ readArgs) (string, error) {
 		n.ran("read_note")
+		if n.readHold != nil {
+			if err := n.readHold(); err != nil {
+				return "", err
+			}
+		}
 		b, err := os.ReadFile(n.path)
 		return string(b), err
 	})
@@ -122,11 +141,23 @@ func (n *noteTools) tools() ([]tool.BaseTool, error) {
 			return "", err
 		}
 		defer f.Close()
-		_, err = f.WriteString(strings.TrimSpace(a.Text) + "\n")
+		if _, err = f.WriteString(strings.TrimSpace(a.Text) + "\n"); err == nil {
+			err = f.Sync()
+		}
+		if err == nil && n.afterAppend != nil {
+			n.afterAppend()
+		}
 		return "appended", err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return []tool.BaseTool{read, write}, nil
+	del, err := utils.InferTool("delete_note", "Deletes the note.", func(_ context.Context, _ readArgs) (string, error) {
+		n.ran("delete_note")
+		return "deleted", os.Remove(n.path)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []tool.BaseTool{read, write, del}, nil
 }
