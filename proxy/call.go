@@ -79,7 +79,12 @@ func (p *Proxy) callTool(ctx context.Context, c *call) answer {
 	if err != nil {
 		return p.refusedJSON(ctx, c)
 	}
-	c.key = keyOf(c.t.name, canon)
+	// The public request key (agentrt.RequestKey): the Gate's Lookup and
+	// the framework adapters find the same calls by it.
+	c.key, err = agentrt.RequestKey(c.t.name, canon)
+	if err != nil {
+		return p.refusedJSON(ctx, c)
+	}
 	c.outcome = p.policy.preview(ctx, c.t, canon, p.limits())
 	if !c.t.mutating() && c.outcome == agentrt.Allow {
 		// An allowed read has nothing to match: no approval to collect, no

@@ -1,4 +1,4 @@
-package proxy
+package agentrt
 
 import (
 	"encoding/json"
@@ -23,7 +23,9 @@ func TestRequestKey_NoCollisions(t *testing.T) {
 		}
 		for _, s := range group[1:] {
 			k, err := RequestKey("t", json.RawMessage(s))
-			mustf(t, err == nil && k == k0, "%q and %q differ: %v", group[0], s, err)
+			if err != nil || k != k0 {
+				t.Fatalf("%q and %q differ: %v", group[0], s, err)
+			}
 		}
 	}
 	type req struct{ tool, args string }
@@ -47,7 +49,9 @@ func TestRequestKey_NoCollisions(t *testing.T) {
 	// The NUL between name and arguments: no name can run into the
 	// arguments, because names cannot hold NUL and canonical arguments
 	// never start with one.
-	mustf(t, keyOf("a", []byte("b{}")) != keyOf("ab", []byte("{}")), "boundary collision")
+	if requestKeyOf("a", []byte("b{}")) == requestKeyOf("ab", []byte("{}")) {
+		t.Fatal("boundary collision")
+	}
 	for _, bad := range []string{`{"a":1,"a":2}`, `{"a":"\ud800"}`, `{"a":1`, "{\"a\":\"\xff\"}", `{"a":1} {}`} {
 		if k, err := RequestKey("t", json.RawMessage(bad)); err == nil {
 			t.Errorf("%q has key %s", bad, k)
