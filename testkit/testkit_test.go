@@ -129,9 +129,10 @@ func TestRun_SideEffectLostToACrashRunsAgainOnlyWhenApproved(t *testing.T) {
 
 // An approved call is cut off after the resume that started it, or after
 // the resume found it allowed. The first leaves a durable start the runtime
-// cannot see past, so an operator decides again (and, the tool's policy
-// asking for its own approval, the policy too); the second started nothing
-// and the grant runs once on the next resume.
+// cannot see past, so an operator decides again, and that one approval of
+// the interruption counts as the approval the tool's policy asks for the
+// same request (no third approval); the second started nothing and the
+// grant runs once on the next resume.
 func TestRun_ApprovedRequestSurvivesACrashAfterResume(t *testing.T) {
 	sc := testkit.Scenario{Tools: []agentrt.Tool{newTool("deploy", agentrt.RemoteMutation)}, Agent: plan("deploy"), Operator: always(testkit.Approve)}
 
@@ -139,7 +140,7 @@ func TestRun_ApprovedRequestSurvivesACrashAfterResume(t *testing.T) {
 	if r.Run.Status != agentrt.RunCompleted || len(r.Calls) != 1 {
 		t.Fatalf("after resumed: run %s, %d calls", r.Run.Status, len(r.Calls))
 	}
-	want := []string{"remote_mutation:approved", agentrt.InterruptedSideEffect + ":approved", "remote_mutation:approved"}
+	want := []string{"remote_mutation:approved", agentrt.InterruptedSideEffect + ":approved"}
 	if got := kinds(r); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("after resumed: approvals %v, want %v", got, want)
 	}
