@@ -175,8 +175,10 @@ func TestCLI_MessagesNameADSNWithoutItsPassword(t *testing.T) {
 	bin := build(t, "agentrt", "cmd/agentrt")
 	dsn := freshDSN(t)
 	waitingRuns(t, dsn, 1)
+	// The role may exist already with another password (the postgres
+	// module's tests set their own on the same cluster): set ours.
 	exec1(t, dsn, `DO $$ BEGIN CREATE ROLE agentrt_pw LOGIN PASSWORD 'right-password';
-		EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$`)
+		EXCEPTION WHEN duplicate_object OR unique_violation THEN ALTER ROLE agentrt_pw PASSWORD 'right-password'; END $$`)
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)
