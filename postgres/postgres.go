@@ -62,6 +62,7 @@ var dialect = sqlstore.Dialect{
 	SharedWriters:      true,
 	DatabaseClock:      true,
 	ClaimLock:          " FOR UPDATE SKIP LOCKED",
+	ByteOrder:          ` COLLATE "C"`,
 	Translate:          sqlstore.PostgresTranslate,
 	Busy:               isBusy,
 	ExecBatch:          execBatch,

@@ -42,6 +42,9 @@ func runResume(e *env, g *global, c *command, args []string) int {
 		return code
 	}
 	defer st.Close()
+	if runID, code, ok = e.resolveRun(st, backend.Redact(path), runID); !ok {
+		return code
+	}
 
 	ctx := background()
 	r, err := st.GetRunCapped(ctx, runID)
