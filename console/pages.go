@@ -50,6 +50,9 @@ var funcs = template.FuncMap{
 		return s
 	},
 	"add": func(a, b int) int { return a + b },
+	// runID is a run's id as the CLI's trail prints it short, which agentrt
+	// show and every command taking a run id accept back.
+	"runID": func(id string) string { return trace.Sanitize(trace.ShortRunID(id)) },
 }
 
 // page is what every template gets.
