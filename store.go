@@ -73,6 +73,16 @@ type Waker interface {
 	Wakeups(ctx context.Context) (<-chan struct{}, error)
 }
 
+// RunIDFinder is an optional capability of a Store that can find runs by
+// the start of their id, so a person may type the short id a trail prints
+// (sqlite, postgres). Front ends resolve through view.ResolveRunID.
+type RunIDFinder interface {
+	// RunIDsByPrefix returns at most limit ids of runs that begin with
+	// prefix, in byte order, read from the primary key's index. An empty
+	// prefix or a limit below 1 is an error.
+	RunIDsByPrefix(ctx context.Context, prefix string, limit int) ([]string, error)
+}
+
 // StoreReader holds the read methods a front end uses. Full reads decode
 // every row; a row that will not decode carries DecodeError rather than
 // failing the read. Page reads are bounded for possibly hostile files.

@@ -42,7 +42,7 @@ var funcs = template.FuncMap{
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
 	"dollars": func(m agentrt.Micros) string { return m.Dollars() },
-	"bytes":   decodedSize,
+	"bytes":   byteCount,
 	"short": func(s string) string {
 		if len(s) > 12 {
 			return s[:12] + "…"
@@ -50,6 +50,9 @@ var funcs = template.FuncMap{
 		return s
 	},
 	"add": func(a, b int) int { return a + b },
+	// runID is a run's id as the CLI's trail prints it short, which agentrt
+	// show and every command taking a run id accept back.
+	"runID": func(id string) string { return trace.Sanitize(trace.ShortRunID(id)) },
 }
 
 // page is what every template gets.
@@ -156,6 +159,9 @@ func (h *Handler) pageInbox(w http.ResponseWriter, r *http.Request, s *session) 
 type field struct {
 	Name string
 	Text Text
+	// Size is the value's size by view.ValueSize, the one rule the CLI
+	// prints too: a string's decoded bytes, else its compact JSON.
+	Size int
 }
 
 // jsonFields lists a JSON object's members, each value as its JSON text;
@@ -163,7 +169,7 @@ type field struct {
 func jsonFields(what string, raw json.RawMessage) []field {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-		return []field{{Name: what, Text: show(string(raw))}}
+		return []field{{Name: what, Text: show(string(raw)), Size: view.ValueSize(raw)}}
 	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -177,7 +183,7 @@ func jsonFields(what string, raw json.RawMessage) []field {
 		if json.Unmarshal(m[k], &str) == nil {
 			v = str // a string is shown as its characters, escaped
 		}
-		out = append(out, field{Name: trace.Sanitize(k), Text: show(v)})
+		out = append(out, field{Name: trace.Sanitize(k), Text: show(v), Size: view.ValueSize(m[k])})
 	}
 	return out
 }
@@ -207,7 +213,7 @@ func (h *Handler) pageApproval(w http.ResponseWriter, r *http.Request, s *sessio
 	}
 	p := approvalPage{A: a, Tool: trace.Sanitize(a.Request.Spec.Name), SideEffect: trace.Sanitize(string(a.Request.Spec.SideEffect)),
 		Args: jsonFields("arguments", a.Request.Args), Presentation: jsonFields("presentation", a.Presentation),
-		Capability: jsonFields("capability", a.Capability), ArgsSize: len(a.Request.Args), Pending: a.Status == agentrt.ApprovalPending}
+		Capability: jsonFields("capability", a.Capability), ArgsSize: view.ValueSize(a.Request.Args), Pending: a.Status == agentrt.ApprovalPending}
 	p.Left, _ = timeLeft(h.now(), a.ExpiresAt)
 	// What is shown is what the hash binds: a row that does not match its
 	// own hash is shown but cannot be decided.

@@ -2,11 +2,13 @@ package console
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/trace"
+	"github.com/agentrt/agentrt/view"
 )
 
 // A run's page draws each step as one card of four stages, in the order
@@ -93,7 +95,7 @@ func makeCard(st agentrt.Step, evs []agentrt.Event) stepCard {
 		c.Decision = stage{Badge: trace.Sanitize(string(d.Kind)), Tone: decisionTone(d.Kind), Note: show(firstOf(d.Message, d.Reason))}
 		switch {
 		case d.InvalidArgs != "":
-			c.Args = []field{{Name: "invalid arguments", Text: show(d.InvalidArgs)}}
+			c.Args = []field{{Name: "invalid arguments", Text: show(d.InvalidArgs), Size: view.ValueSize(json.RawMessage(d.InvalidArgs))}}
 		case len(d.Args) > 0 && string(d.Args) != "{}":
 			c.Args = jsonFields("arguments", d.Args)
 		}
@@ -244,8 +246,9 @@ func newUsage(used, ceiling agentrt.Micros) *usage {
 	return &usage{Used: used, Max: ceiling, Low: ceiling / 4 * 3, High: ceiling / 10 * 9, Percent: pct}
 }
 
-// decodedSize says how many bytes a size is, as every page prints one.
-func decodedSize(n int) string {
+// byteCount prints a size in bytes, as every page prints one; the sizes
+// of values come from view.ValueSize, as the CLI's do.
+func byteCount(n int) string {
 	if n == 1 {
 		return "1 byte"
 	}

@@ -62,6 +62,7 @@ var dialect = sqlstore.Dialect{
 	SharedWriters:      true,
 	DatabaseClock:      true,
 	ClaimLock:          " FOR UPDATE SKIP LOCKED",
+	ByteOrder:          ` COLLATE "C"`,
 	Translate:          sqlstore.PostgresTranslate,
 	Busy:               isBusy,
 	ExecBatch:          execBatch,
@@ -173,6 +174,14 @@ func openStore(ctx context.Context, dsn string, o Options, existing bool) (st *S
 	} else if err := migrate(ctx, pool, name); err != nil {
 		return nil, &safeError{msg: scrub(err.Error(), dsn), err: err}
 	}
+	d := dialect
+	if ordered, err := textInByteOrder(ctx, pool); err != nil {
+		return nil, wrap(name, dsn, err)
+	} else if ordered {
+		// The primary key's index already orders ids byte by byte, so a
+		// prefix's range reads it rather than every id.
+		d.ByteOrder = ""
+	}
 	reader := stdlib.OpenDBFromPool(pool)
 	closers = append(closers, reader.Close)
 	var writer, lease *sql.DB
@@ -196,7 +205,7 @@ func openStore(ctx context.Context, dsn string, o Options, existing bool) (st *S
 	}
 	handles := append([]func() error(nil), closers...)
 	s := sqlstore.New(sqlstore.Options{
-		Dialect: dialect, Writer: writer, Reader: reader, Lease: lease, Path: name, ReadOnly: o.ReadOnly,
+		Dialect: d, Writer: writer, Reader: reader, Lease: lease, Path: name, ReadOnly: o.ReadOnly,
 		Close: func() error {
 			var first error
 			for i := len(handles) - 1; i >= 0; i-- {
@@ -208,6 +217,22 @@ func openStore(ctx context.Context, dsn string, o Options, existing bool) (st *S
 		},
 	})
 	return &Store{Store: s, pool: pool, name: name}, nil
+}
+
+// textInByteOrder reports whether the database's default collation orders
+// text byte by byte (libc's C or POSIX), as the index on runs.id then does.
+// Any other collation, ICU's included, may not, and a prefix's range is
+// then compared under COLLATE "C": right, at the cost of the index.
+func textInByteOrder(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
+	var provider, collate *string
+	// to_jsonb reads datlocprovider where the server has it (15 and later)
+	// and NULL before.
+	err := pool.QueryRow(ctx, `SELECT to_jsonb(d)->>'datlocprovider', datcollate FROM pg_database d WHERE datname = current_database()`).Scan(&provider, &collate)
+	if err != nil {
+		return false, err
+	}
+	libc := provider == nil || *provider == "c"
+	return libc && collate != nil && (*collate == "C" || *collate == "POSIX"), nil
 }
 
 const migrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (

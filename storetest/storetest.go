@@ -37,6 +37,7 @@ func Exercise(t *testing.T, open Opener) {
 	t.Run("StepsByRequestKeyAreNewestFirst", func(t *testing.T) { requestKeys(t, open(t)) })
 	t.Run("StepsEventsAreTheNamedStepsOfOneTypeInCommitOrder", func(t *testing.T) { stepsEvents(t, open(t)) })
 	t.Run("RunsByStatusPage", func(t *testing.T) { runsByStatus(t, open(t)) })
+	t.Run("RunIDsByPrefixAreARangeInByteOrder", func(t *testing.T) { runIDsByPrefix(t, open(t)) })
 	t.Run("ModelCalls", func(t *testing.T) { modelCalls(t, open(t)) })
 	t.Run("LeaseRenewalIsCompareAndSet", func(t *testing.T) { leaseRenewal(t, open(t)) })
 	t.Run("ApproversAndInvitations", func(t *testing.T) { approvers(t, open(t)) })

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -20,7 +21,7 @@ const typeWidth = 22
 
 // Writer returns an Observer that prints one line per event to w:
 //
-//	<time>  <type padded to 22>  run=<first 8 characters of the run id> <payload>
+//	<time>  <type padded to 22>  run=<ShortRunID of the run id> <payload>
 //
 // The time is local, as 2006-01-02 15:04:05.000 -0700. The run id and type
 // pass through Sanitize. A payload that is valid JSON is printed compacted and
@@ -124,7 +125,7 @@ func appendText(dst []byte, e agentrt.Event, loc *time.Location) []byte {
 	if e.RunID == "" {
 		dst = append(dst, '-')
 	} else {
-		dst = appendSanitized(dst, firstRunes(e.RunID, 8), true, true)
+		dst = appendSanitized(dst, ShortRunID(e.RunID), true, true)
 	}
 	dst = append(dst, ' ')
 	switch {
@@ -144,6 +145,20 @@ func appendText(dst []byte, e agentrt.Event, loc *time.Location) []byte {
 		dst = appendSanitized(dst, string(e.Payload), true, true)
 	}
 	return append(dst, '\n')
+}
+
+// ShortRunID is how a text trail prints a run id: a prefix of it that the
+// CLI accepts back wherever it takes a run id. An id with a readable head
+// (a proxy's "claude-desktop.1f0c…") keeps the text through its last
+// separator (. - _ : /) and 8 characters after it. An id without one keeps
+// 16 characters: the engine's ids begin with 12 hex digits of the
+// millisecond clock, so 8 would print every run begun in the same minute
+// alike.
+func ShortRunID(id string) string {
+	if i := strings.LastIndexAny(id, ".-_:/"); i >= 0 {
+		return id[:i+1] + firstRunes(id[i+1:], 8)
+	}
+	return firstRunes(id, 16)
 }
 
 // firstRunes returns the first n runes of s (counting invalid bytes as runes).

@@ -80,11 +80,14 @@ func runDecide(e *env, g *global, c *command, args []string, approve bool) int {
 	if ask && !e.interactive(e.stdin) {
 		return e.usageError(c, "stdin is not a terminal, so agentrt will not ask and will not guess; read the approval with 'agentrt show', then pass -approval ID or -yes")
 	}
-	st, _, code := g.openDB(e, c, false)
+	st, name, code := g.openDB(e, c, false)
 	if code != ExitOK {
 		return code
 	}
 	defer st.Close()
+	if runID, code, ok = e.resolveRun(st, name, runID); !ok {
+		return code
+	}
 
 	ctx := background()
 	a, err := view.PendingApproval(ctx, st, runID, f.approval)

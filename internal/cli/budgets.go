@@ -160,9 +160,9 @@ func runBudgets(e *env, g *global, c *command, args []string) int {
 				writeJSON(p, r)
 				continue
 			}
-			p.printf("call %s on budget %s: settled at %d micros, %d tokens by %s; %d micros, %d tokens released\n",
-				clip(r.CallID, 80), clip(r.BudgetID, 80), r.Actual.Cost, r.Actual.Tokens, clip(*by, 80),
-				max(r.Reserved.Cost-r.Actual.Cost, 0), max(r.Reserved.Tokens-r.Actual.Tokens, 0))
+			p.printf("call %s on budget %s: settled at %s by %s; %s released\n",
+				clip(r.CallID, 80), clip(r.BudgetID, 80), amount(r.Actual), clip(*by, 80),
+				amount(agentrt.Amount{Cost: max(r.Reserved.Cost-r.Actual.Cost, 0), Tokens: max(r.Reserved.Tokens-r.Actual.Tokens, 0)}))
 		}
 		return e.done(p, ExitOK)
 	case "prices":
@@ -220,7 +220,7 @@ func runBudgets(e *env, g *global, c *command, args []string) int {
 				status = "retired " + when(b.RetiredAt) + " by " + clip(b.RetiredBy, 40)
 			}
 			h := cur.Held()
-			tp.printf("%s\t%s\t%s\t%s\t%d micros, %d tokens\t%s\n", clip(b.Name, 128), dash(clip(b.Scope, 200)), b.Window, ceilings(b), h.Cost, h.Tokens, status)
+			tp.printf("%s\t%s\t%s\t%s\t%s\t%s\n", clip(b.Name, 128), dash(clip(b.Scope, 200)), b.Window, ceilings(b), amount(h), status)
 		}
 		tp.end()
 		if len(bs) == 0 && !g.json {
@@ -323,7 +323,7 @@ func runBudgets(e *env, g *global, c *command, args []string) int {
 func ceilings(b agentrt.Budget) string {
 	var parts []string
 	if b.MaxCost > 0 {
-		parts = append(parts, fmt.Sprintf("%d micros", b.MaxCost))
+		parts = append(parts, b.MaxCost.Dollars())
 	}
 	if b.MaxTokens > 0 {
 		parts = append(parts, fmt.Sprintf("%d tokens", b.MaxTokens))
@@ -331,7 +331,9 @@ func ceilings(b agentrt.Budget) string {
 	return strings.Join(parts, ", ")
 }
 
-func amount(a agentrt.Amount) string { return fmt.Sprintf("%d micros, %d tokens", a.Cost, a.Tokens) }
+// amount is money and tokens as every text output prints them: the money
+// by Micros.Dollars, as show and the console print it (-json keeps micros).
+func amount(a agentrt.Amount) string { return fmt.Sprintf("%s, %d tokens", a.Cost.Dollars(), a.Tokens) }
 
 // callEgress is one model call's request as show lists it: its manifest,
 // whether the egress rules allowed it, and its budget reservations.
@@ -425,10 +427,10 @@ func writeRunCalls(p *printer, calls []callEgress, now time.Time) {
 		}
 		var rs []string
 		for _, r := range c.Reservations {
-			s := fmt.Sprintf("%s %d micros/%d tokens %s", clip(r.BudgetID, 40), r.Reserved.Cost, r.Reserved.Tokens, r.Status)
+			s := fmt.Sprintf("%s %s/%d tokens %s", clip(r.BudgetID, 40), r.Reserved.Cost.Dollars(), r.Reserved.Tokens, r.Status)
 			switch {
 			case r.Status == agentrt.ReservationSettled:
-				s += fmt.Sprintf(" at %d/%d", r.Actual.Cost, r.Actual.Tokens)
+				s += fmt.Sprintf(" at %s/%d", r.Actual.Cost.Dollars(), r.Actual.Tokens)
 			case r.Uncertain(now):
 				s += " (uncertain)"
 			}

@@ -101,8 +101,8 @@ func TestBudgets_OperatorAddsShowsAndReconcilesFromTheCLI(t *testing.T) {
 	}
 
 	late := func(e *env) { e.now = func() time.Time { return res.ExpiresAt.Add(time.Hour) } }
-	r = f.runWith(t, late, nil, "-db", f.path, "budgets", "reconcile", res.CallID, "-cost-micros", "77", "-tokens", "40", "-note", "provider export", "-by", "bob")
-	if r.code != ExitOK || !strings.Contains(r.stdout, "settled at 77 micros, 40 tokens by bob") {
+	r = f.runWith(t, late, nil, "-db", f.path, "budgets", "reconcile", res.CallID, "-cost-micros", "7700", "-tokens", "40", "-note", "provider export", "-by", "bob")
+	if r.code != ExitOK || !strings.Contains(r.stdout, "settled at $0.0077, 40 tokens by bob; $") {
 		t.Fatalf("reconcile: %d %q %s", r.code, r.stdout, r.stderr)
 	}
 	r = f.runWith(t, late, nil, "-db", f.path, "-json", "budgets", "show", "team")
@@ -112,9 +112,22 @@ func TestBudgets_OperatorAddsShowsAndReconcilesFromTheCLI(t *testing.T) {
 		} `json:"windows"`
 		Open []agentrt.BudgetReservation `json:"open_reservations"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &sh); err != nil || len(sh.Windows) != 1 || sh.Windows[0].Settled != (agentrt.Amount{Cost: 77, Tokens: 40}) ||
+	if err := json.Unmarshal([]byte(r.stdout), &sh); err != nil || len(sh.Windows) != 1 || sh.Windows[0].Settled != (agentrt.Amount{Cost: 7700, Tokens: 40}) ||
 		sh.Windows[0].Uncertain != (agentrt.Amount{}) || len(sh.Open) != 0 {
 		t.Fatalf("show -json after reconcile: %v %q", err, r.stdout)
+	}
+	// Text prints money as show and the console do; -json keeps micros.
+	for _, args := range [][]string{{"budgets", "list"}, {"budgets", "show", "team"}, {"show", run.ID}} {
+		r := f.runWith(t, late, nil, append([]string{"-db", f.path}, args...)...)
+		if r.code != ExitOK || strings.Contains(r.stdout, "micros") || !strings.Contains(r.stdout, "$0.") {
+			t.Fatalf("%v: exit %d, want money in dollars and no micros:\n%s%s", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	if r := f.run(t, nil, "-db", f.path, "budgets", "list"); !strings.Contains(r.stdout, "$0.1000") {
+		t.Fatalf("budgets list does not show the $0.1000 ceiling:\n%s", r.stdout)
+	}
+	if r := f.run(t, nil, "-db", f.path, "-json", "budgets", "list"); !strings.Contains(r.stdout, `"max_cost_micros":100000`) {
+		t.Fatalf("budgets -json list lost the ceiling in micros:\n%s", r.stdout)
 	}
 	if r := f.run(t, nil, "-db", f.path, "budgets", "set", "team", "-max-tokens", "9000", "-by", "carol"); r.code != ExitOK || !strings.Contains(r.stdout, "9000 tokens") {
 		t.Fatalf("set: %d %q %s", r.code, r.stdout, r.stderr)

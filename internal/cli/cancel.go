@@ -31,6 +31,9 @@ func runCancel(e *env, g *global, c *command, args []string) int {
 		return code
 	}
 	defer st.Close()
+	if runID, code, ok = e.resolveRun(st, where, runID); !ok {
+		return code
+	}
 
 	ctx := background()
 	op := agentrt.Operator{Store: st, Now: e.now}

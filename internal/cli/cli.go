@@ -15,6 +15,7 @@ import (
 	"github.com/agentrt/agentrt/internal/cliflag"
 	"github.com/agentrt/agentrt/sqlite"
 	"github.com/agentrt/agentrt/trace"
+	"github.com/agentrt/agentrt/view"
 )
 
 // Exit codes.
@@ -280,6 +281,23 @@ func (e *env) parseRun(c *command, fs *flag.FlagSet, args []string) (string, int
 	return pos[0], ExitOK, true
 }
 
+// resolveRun turns the run id as typed into the run's id once the database
+// is open: the id itself, or the one run whose id begins with it (the short
+// id a trail prints). Unless ok it has printed why and code is the exit.
+func (e *env) resolveRun(st agentrt.StoreReader, name, typed string) (id string, code int, ok bool) {
+	id, err := view.ResolveRunID(background(), st, typed)
+	var amb *view.AmbiguousRunIDError
+	switch {
+	case err == nil:
+		return id, ExitOK, true
+	case errors.As(err, &amb):
+		return "", e.fail("%v", err), false
+	case errors.Is(err, agentrt.ErrNotFound):
+		return "", e.fail("no run in %s has the id %s or an id that begins with it", name, trace.Truncate(typed, 64)), false
+	}
+	return "", e.fail("reading run %s: %v", trace.Truncate(typed, 64), err), false
+}
+
 func checkID(what, id string) string {
 	if id == "" {
 		return what + " must not be empty"
@@ -454,6 +472,10 @@ func (e *env) openRunPage(c *command, g *global, args []string, limitHelp, offse
 	}
 	st, name, code := g.openDB(e, c, true)
 	if code != ExitOK {
+		return runPage{}, code, false
+	}
+	if runID, code, ok = e.resolveRun(st, name, runID); !ok {
+		st.Close()
 		return runPage{}, code, false
 	}
 	return runPage{st: st, path: g.path(e), name: name, runID: runID, limit: *limit, offset: *offset}, ExitOK, true

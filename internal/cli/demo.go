@@ -214,24 +214,6 @@ func (e *env) demoProgress(what string) {
 	}
 }
 
-// trailFrom prints a run's events from offset on, a page at a time.
-func trailFrom(e *env, st agentrt.StoreReader, runID string, offset int) error {
-	const page = 500
-	for {
-		evs, total, err := st.ListEventsPage(background(), runID, page, offset)
-		if err != nil {
-			return err
-		}
-		if err := writeTrail(e, evs); err != nil {
-			return err
-		}
-		offset += len(evs)
-		if len(evs) == 0 || offset >= total {
-			return nil
-		}
-	}
-}
-
 // demoEngine is the engine every part of the demo runs: its policy and
 // tools on the workspace, the demo's clock and ids, and owner's lease.
 func (e *env) demoEngine(st agentrt.Store, model *agentrt.ModelConfig, ws, owner string) agentrt.EngineConfig {

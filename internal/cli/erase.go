@@ -48,6 +48,9 @@ func runErase(e *env, g *global, c *command, args []string) int {
 		return code
 	}
 	defer st.Close()
+	if runID, code, ok = e.resolveRun(st, name, runID); !ok {
+		return code
+	}
 	ctx := background()
 	op := agentrt.Operator{Store: st, Now: e.now}
 	er, err := op.Erase(ctx, runID, *by, *reason)

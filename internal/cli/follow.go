@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/backend"
 	"github.com/agentrt/agentrt/export"
 )
 
@@ -55,6 +56,11 @@ func runFollow(e *env, g *global, c *command, args []string) int {
 		return code
 	}
 	defer st.Close()
+	if *runID != "" {
+		if *runID, code, ok = e.resolveRun(st, backend.Redact(path), *runID); !ok {
+			return code
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(background(), followSignals...)
 	defer stop()

@@ -42,6 +42,9 @@ func runResume(e *env, g *global, c *command, args []string) int {
 		return code
 	}
 	defer st.Close()
+	if runID, code, ok = e.resolveRun(st, backend.Redact(path), runID); !ok {
+		return code
+	}
 
 	ctx := background()
 	r, err := st.GetRunCapped(ctx, runID)
@@ -68,10 +71,6 @@ func runResume(e *env, g *global, c *command, args []string) int {
 			return e.done(p, ExitFailure)
 		}
 	}
-	_, before, err := st.ListEventsPage(ctx, runID, 1, 0)
-	if err != nil {
-		return e.fail("reading the events of run %s: %v", runID, err)
-	}
 	agent, model, stop, err := demoAgent(*kind, r.StepCount)
 	if err != nil {
 		return e.fail("starting the demo's model: %v", err)
@@ -95,11 +94,10 @@ func runResume(e *env, g *global, c *command, args []string) int {
 		p.printf("run %s is still waiting: its approval has not been granted. Approve it first:\n\n  %s -db %s approve %s\n", clip(runID, 64), e.prog, db, rid)
 		return e.done(p, ExitFailure)
 	}
-	p.printf("trail from the resume on (%s -db %s events %s -offset %d):\n", e.prog, db, rid, before)
-	if err := trailFrom(e, st, runID, before); err != nil && p.err == nil {
-		p.err = err
-	}
-	p.printf("\nrun %s: %s (%s) after %d steps\n", clip(runID, 64), run.Status, run.Reason, run.StepCount)
+	p.printf("run %s: %s (%s) after %d steps\n\n", clip(runID, 64), run.Status, run.Reason, run.StepCount)
+	// The run as show prints it, as the demo ends: the step table a person
+	// reads, not the raw events (agentrt events still prints those).
+	e.demoSteps(p, path, runID)
 	rep, err := verifyChain(e, st, 0, 0, nil)
 	if err != nil {
 		return e.fail("verifying %s: %v", backend.Redact(path), err)

@@ -138,8 +138,8 @@ func writeRunHeader(p *printer, r view.RunSummary) {
 		p.printf("finished  %s\n", when(r.FinishedAt))
 	}
 	if r.ModelCalls > 0 {
-		p.printf("model     %d call(s), %d tokens in (%d cached), %d out, estimated $%.4f\n", r.ModelCalls,
-			r.Usage.InputTokens, r.Usage.CachedInputTokens, r.Usage.OutputTokens, float64(r.EstimatedCost)/1e6)
+		p.printf("model     %d call(s), %d tokens in (%d cached), %d out, estimated %s\n", r.ModelCalls,
+			r.Usage.InputTokens, r.Usage.CachedInputTokens, r.Usage.OutputTokens, r.EstimatedCost.Dollars())
 	}
 	if len(r.Result) > 0 {
 		p.printf("result    %s\n", bounded(string(r.Result)))

@@ -33,6 +33,10 @@ it: if the stored approval no longer has that hash, agentrt exits 1 and
 decides nothing. With -json they print the approval being decided as one
 line before deciding, then what was decided.
 
+Run ids: wherever a command takes a run id, the start of one will do when
+only one run's id begins with it, such as the short id events prints. An
+exact id always wins.
+
 Identity: -by is a label, recorded exactly as given. agentrt has no users
 and checks no one: whoever can write the database can approve anything in
 it, so keep it owner-only (agentrt refuses one others can write).

@@ -46,6 +46,10 @@ type Dialect struct {
 	// ClaimLock ends a claim's select: " FOR UPDATE SKIP LOCKED" where
 	// claimers from many processes must not wait on each other.
 	ClaimLock string
+	// ByteOrder, when set, is the collation clause that makes text compare
+	// byte by byte (Postgres: ` COLLATE "C"`, as a database's default
+	// collation may order "a-b" after "a."); empty where it already does.
+	ByteOrder string
 	// Translate, when set, rewrites a query written in the shared SQL for
 	// the engine, after placeholders; its results are cached per query.
 	Translate func(string) string

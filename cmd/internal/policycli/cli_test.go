@@ -247,6 +247,18 @@ func TestRecheck_ReportsDecisionsAliveOrChanged(t *testing.T) {
 	oneSentence(t, run(t, "recheck", "-db", db, "-policy", pf, "no-such-run"), "there is no run no-such-run")
 }
 
+// recheck takes the run as the short id a trail prints: the one run whose
+// id begins with it.
+func TestRecheck_AcceptsAUniqueRunIDPrefix(t *testing.T) {
+	dir := t.TempDir()
+	pf := example(t, dir, "policy.yaml")
+	db := recordRun(t, dir, pf)
+	r := run(t, "recheck", "-db", db, "-policy", pf, "run-")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "run run-1 against ") || !strings.Contains(r.stdout, "all 2 decisions decided alike") {
+		t.Fatalf("recheck run-: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
 // Usage errors exit 2 before anything is read.
 func TestUsage_ExitCodes(t *testing.T) {
 	cases := [][]string{

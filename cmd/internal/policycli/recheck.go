@@ -9,6 +9,7 @@ import (
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/backend"
 	_ "github.com/agentrt/agentrt/sqlite" // SQLite files; the main links the other backends
+	"github.com/agentrt/agentrt/view"
 )
 
 var recheckCommand = &command{
@@ -58,10 +59,21 @@ func runRecheck(e *env, c *command, args []string) int {
 		return e.fail("cannot open %s: %v", name, err)
 	}
 	defer st.Close()
-	rep, err := agentrt.Recheck(context.Background(), st, pos[0], p, agentrt.RecheckOptions{})
+	// The run may be named by the short id a trail prints.
+	runID, err := view.ResolveRunID(context.Background(), st, pos[0])
+	var amb *view.AmbiguousRunIDError
+	switch {
+	case errors.As(err, &amb):
+		return e.fail("%v", err)
+	case errors.Is(err, agentrt.ErrNotFound):
+		return e.fail("there is no run %s in %s, nor one whose id begins with it", pos[0], name)
+	case err != nil:
+		return e.fail("%v", err)
+	}
+	rep, err := agentrt.Recheck(context.Background(), st, runID, p, agentrt.RecheckOptions{})
 	if err != nil {
 		if errors.Is(err, agentrt.ErrNotFound) {
-			return e.fail("there is no run %s in %s", pos[0], name)
+			return e.fail("there is no run %s in %s", runID, name)
 		}
 		return e.fail("%v", err)
 	}
