@@ -272,6 +272,10 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 			return nil, fmt.Errorf("proxy: pinned_keys: %w", err)
 		}
 	}
+	rules, err := cfg.disclosureRules()
+	if err != nil {
+		return nil, err
+	}
 	p.gate, err = agentrt.NewGate(agentrt.GateConfig{
 		EngineConfig: agentrt.EngineConfig{
 			Store:      p.store,
@@ -285,6 +289,8 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 			PinnedKeys: pinned,
 			// Every run records the requirement in its limits too.
 			RequireSignedGrant: cfg.RequireSignedGrant,
+			// Secrets in results are redacted by default (docs/disclosure.md).
+			Disclosure: rules,
 		},
 	})
 	if err != nil {
