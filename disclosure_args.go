@@ -150,3 +150,26 @@ func replaceAt(v any, ptr, with string) any {
 	}
 	return v
 }
+
+// ApprovalArguments is a's request arguments as a surface may show them
+// (agentrt show and approve, the console, the webhook, notifications):
+// when a's presentation lists the secrets they carry, as SideEffectPolicy
+// writes it ({"secrets": [{"pointer", "kind"}]}), each of those values is
+// shown as [REDACTED:<kind>], and the list is returned; arguments that
+// cannot be read whole (a front end's bounded copy) are then shown as
+// the one string [REDACTED:arguments], never in part. Otherwise the
+// arguments are returned as recorded. The approval's hash still binds the
+// recorded arguments.
+func ApprovalArguments(a Approval) (json.RawMessage, []ArgumentSecret) {
+	var p struct {
+		Secrets []ArgumentSecret `json:"secrets"`
+	}
+	if json.Unmarshal(a.Presentation, &p) != nil || len(p.Secrets) == 0 {
+		return a.Request.Args, nil
+	}
+	masked, err := RedactArguments(a.Request.Args, p.Secrets)
+	if err != nil {
+		return json.RawMessage(`"` + DisclosureMarker("arguments") + `"`), p.Secrets
+	}
+	return masked, p.Secrets
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/agentrt/agentrt"
@@ -100,5 +101,28 @@ func TestRunCreated_RecordsTheDisclosureDescription(t *testing.T) {
 	var ce *agentrt.ConfigError
 	if _, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: e.store, Policy: agentrt.DefaultPolicy(), Disclosure: bad}}); !errors.As(err, &ce) || ce.Field != "Disclosure.Describe()" {
 		t.Errorf("a description that is not an object: %v", err)
+	}
+}
+
+// The arguments a surface shows of an approval have each secret its
+// presentation lists redacted, read whole or not at all: arguments that
+// cannot be read (a bounded copy) show as one marker, and an approval
+// listing no secrets shows its arguments as recorded.
+func TestApprovalArguments_RedactsWhatThePresentationListsAndFailsClosed(t *testing.T) {
+	const key = "AKIA-PLANTED-0123456789"
+	a := agentrt.Approval{Presentation: json.RawMessage(`{"secrets":[{"pointer":"/h/a~1b","kind":"k"},{"pointer":"/l/1","kind":"j"}]}`)}
+	a.Request.Args = json.RawMessage(`{"h":{"a/b":"` + key + `","n":2},"l":["x","` + key + `"]}`)
+	got, secrets := agentrt.ApprovalArguments(a)
+	if want := `{"h":{"a/b":"[REDACTED:k]","n":2},"l":["x","[REDACTED:j]"]}`; string(got) != want || len(secrets) != 2 {
+		t.Fatalf("shown %s (%d secrets), want %s", got, len(secrets), want)
+	}
+	a.Request.Args = json.RawMessage(`{"h":{"a/b":"` + key + `","n":2`) // cut short
+	if got, _ := agentrt.ApprovalArguments(a); strings.Contains(string(got), key) || string(got) != `"[REDACTED:arguments]"` {
+		t.Errorf("unreadable arguments shown as %s", got)
+	}
+	a.Presentation = json.RawMessage(`{"tool":"t"}`)
+	a.Request.Args = json.RawMessage(`{"v":"` + key + `"}`)
+	if got, secrets := agentrt.ApprovalArguments(a); string(got) != string(a.Request.Args) || secrets != nil {
+		t.Errorf("with no secrets listed: %s, %v", got, secrets)
 	}
 }

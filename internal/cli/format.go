@@ -194,7 +194,7 @@ func writeApproval(p *printer, a agentrt.Approval, o blockOptions) {
 	if a.DecodeError != "" {
 		p.printf("  unread        %s\n", bounded(a.DecodeError))
 	}
-	args, secrets := presentedSecrets(a)
+	args, secrets := agentrt.ApprovalArguments(a)
 	p.printf("  arguments (the tool call the model made; one field per line, each with its own size in bytes)\n")
 	if len(secrets) > 0 {
 		p.printf("    (%d secret(s) found by disclosure rules are shown as [REDACTED:<kind>]; the approval binds the values)\n", len(secrets))
@@ -367,23 +367,4 @@ func scalar(v any) string {
 		return "null"
 	}
 	return bounded(fmt.Sprint(v))
-}
-
-// presentedSecrets is the request's arguments as the approval block shows
-// them: when the presentation lists the secrets the arguments carry
-// ({"secrets": [{"pointer", "kind"}]}, as agentrt.DefaultPolicy writes it),
-// each value is shown as [REDACTED:<kind>], so approving a call never
-// prints the secret it sends.
-func presentedSecrets(a agentrt.Approval) (json.RawMessage, []agentrt.ArgumentSecret) {
-	var p struct {
-		Secrets []agentrt.ArgumentSecret `json:"secrets"`
-	}
-	if json.Unmarshal(a.Presentation, &p) != nil || len(p.Secrets) == 0 {
-		return a.Request.Args, nil
-	}
-	masked, err := agentrt.RedactArguments(a.Request.Args, p.Secrets)
-	if err != nil {
-		return a.Request.Args, nil
-	}
-	return masked, p.Secrets
 }
