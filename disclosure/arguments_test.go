@@ -144,3 +144,20 @@ func TestRules_ScanArgumentsHonoursOffForTheTool(t *testing.T) {
 		t.Errorf("with the rule off for vault it found %+v, %v", off, err)
 	}
 }
+
+// Recheck hands the policy the same argument findings when it is given the
+// rules, so DefaultPolicy's approval for a call carrying a key rechecks as
+// the same; without them the policy asks for another approval.
+func TestRecheck_WithTheRulesFindsTheSameArgumentSecrets(t *testing.T) {
+	ran := 0
+	_, st, _ := runPost(t, agentrt.DefaultPolicy(), `{"token":"`+corpus()[2].value+`"}`, &ran)
+	ctx := context.Background()
+	with, err := agentrt.Recheck(ctx, st, "r", agentrt.DefaultPolicy(), agentrt.RecheckOptions{Disclosure: rules(t, disclosure.Default())})
+	if err != nil || len(with.Evaluations) != 1 || !with.Same() {
+		t.Fatalf("with the rules: %+v, %v", with, err)
+	}
+	without, err := agentrt.Recheck(ctx, st, "r", agentrt.DefaultPolicy(), agentrt.RecheckOptions{})
+	if err != nil || len(without.Evaluations) != 1 || without.Evaluations[0].Result != agentrt.RecheckDifferent {
+		t.Errorf("without the rules: %+v, %v; the check above proves nothing", without, err)
+	}
+}
