@@ -14,10 +14,27 @@ MCP_SERVERS = mcp/testdata/servers
 # the MCP conformance suite, the Inspector's CLI and mcpc.
 PROXY_HOSTS = proxy/testdata/hosts
 
-.PHONY: help demo test test-modules dups bench bench-modules lint fuzz fault vuln tidy release reproduce mcp-servers host-tools chromium proxy-hosts
+.PHONY: help build install demo test test-modules dups bench bench-modules lint fuzz fault vuln tidy release reproduce mcp-servers host-tools chromium proxy-hosts
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+# Where make build puts the binaries, and where make install copies them.
+BIN ?= bin
+INSTALL_DIR ?= $(shell $(GO) env GOBIN)
+ifeq ($(INSTALL_DIR),)
+INSTALL_DIR := $(shell $(GO) env GOPATH)/bin
+endif
+
+build: ## Build the five binaries (agentrt, agentrt-proxy, agentrt-console, agentrt-policy, agentrt-otel) from this checkout into $(BIN)/, through go.work.
+	@mkdir -p $(BIN)
+	@pkgs=$$($(GO) run ./internal/release/releasetool binaries | awk '{print $$2}'); \
+	echo "== go build -o $(BIN)/ $$(echo $$pkgs | tr ' ' '\n' | sed 's|.*/||' | tr '\n' ' ')"; \
+	$(GO) build -o $(BIN)/ $$pkgs
+
+install: build ## Copy what make build built into INSTALL_DIR (default $$(go env GOBIN), else $$(go env GOPATH)/bin), side by side.
+	@mkdir -p $(INSTALL_DIR)
+	@for b in $(BIN)/agentrt*; do install -m 0755 $$b $(INSTALL_DIR)/; echo "installed $(INSTALL_DIR)/$${b##*/}"; done
 
 demo: ## Run the main job on the embedded default: no network, no keys.
 	@echo "== building agentrt (the first time, go fetches the go1.27.3 toolchain and the modules and compiles: about a minute, silently)"

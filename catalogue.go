@@ -46,6 +46,7 @@ var catalogue = []EventKind{
 	{EventRunClaimed, RunClaimedPayload{}},
 	{EventRunFinished, RunFinishedPayload{}},
 	{EventRunResumed, RunResumedPayload{}},
+	{EventRunWaiting, RunWaitingPayload{}},
 	{EventRunErased, RunErasedPayload{}},
 	{EventStepStarted, StepStartedPayload{}},
 	{EventStepDecided, Decision{}},

@@ -29,6 +29,7 @@ var metadataFields = map[string]string{
 	"RunFinishedPayload.Status":             "a run status: runtime enum",
 	"RunResumedPayload.After":               "what the run resumed after: runtime enum",
 	"RunResumedPayload.ApprovalID":          "an id the runtime made",
+	"RunWaitingPayload.ApprovalIDs":         "ids the runtime made",
 	"RunErasedPayload.By":                   "the operator who erased",
 	"RunErasedPayload.Reason":               "the operator's reason for the erasure",
 	"RunErasedPayload.Rows":                 "counts keyed by table name: runtime",

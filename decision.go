@@ -23,6 +23,9 @@ const (
 	KindNoToolCall DecisionKind = "no_tool_call"
 )
 
+// MaxCallIDBytes bounds Decision.CallID: a longer id is an invalid decision.
+const MaxCallIDBytes = 256
+
 // Actionable reports whether the driver can act on the kind.
 func (k DecisionKind) Actionable() bool {
 	return k == KindToolCall || k == KindComplete || k == KindFail
@@ -31,6 +34,12 @@ func (k DecisionKind) Actionable() bool {
 // Decision is one agent decision as recorded.
 type Decision struct {
 	Kind DecisionKind `json:"kind"`
+	// CallID is the caller's own id for the call (a framework's tool-call
+	// id), recorded as given; a GateSession finds a step by it
+	// (StepByCallID). Empty when the caller has none. At most
+	// MaxCallIDBytes bytes. A provider or a framework chooses it, so it
+	// is content: erasure removes it.
+	CallID string `json:"call_id,omitempty" audit:"content"`
 	// Tool is the name the model chose, which need not be a tool's: it
 	// is content, and a call that ran also names its tool in
 	// step.tool_started.

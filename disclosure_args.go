@@ -75,7 +75,7 @@ func scanArguments(ctx context.Context, d Disclosure, spec ToolSpec, args json.R
 			found, err = nil, fmt.Errorf("the argument scanner panicked: %v", p)
 		}
 	}()
-	found, err = sc.ScanArguments(ctx, spec, copyRaw(args))
+	found, err = sc.ScanArguments(ctx, spec, append(json.RawMessage(nil), args...)) // the scanner gets its own copy
 	if err != nil {
 		return nil, fmt.Errorf("the argument scanner failed: %w", err)
 	}

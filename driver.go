@@ -63,6 +63,8 @@ type regTool struct {
 	schema    *ToolSchema
 	hash      string
 	canonical []byte
+	// specOnly: registered by SpecOnly; its body comes with each call.
+	specOnly bool
 }
 
 // NewDriver checks cfg and registers its tools. Each tool must compile (see
@@ -162,7 +164,8 @@ func newEngine(cfg EngineConfig) (*engine, error) {
 		if err != nil {
 			return nil, err
 		}
-		e.tools[spec.Name] = &regTool{tool: t, spec: ts.spec, schema: ts, hash: h, canonical: c}
+		_, specOnly := t.(specOnlyTool)
+		e.tools[spec.Name] = &regTool{tool: t, spec: ts.spec, schema: ts, hash: h, canonical: c, specOnly: specOnly}
 	}
 	names := make([]string, 0, len(e.tools))
 	for n := range e.tools {
@@ -224,7 +227,9 @@ func (d *Driver) StartWithID(ctx context.Context, id, goal string, limits Limits
 
 // Resume continues a run: a WAITING run whose approval was granted executes
 // the approved request and continues; a RUNNING run whose lease lapsed is
-// taken over. A terminal run is refused with ErrRunState.
+// taken over. A terminal run is refused with ErrRunState. A granted call to
+// a tool registered by spec only (SpecOnly) is refused with ErrNoToolBody,
+// changing nothing: only the caller holding its body runs it.
 func (d *Driver) Resume(ctx context.Context, runID string) (Run, error) {
 	s, v, err := d.e.attach(ctx, runID)
 	if err != nil {
@@ -235,6 +240,12 @@ func (d *Driver) Resume(ctx context.Context, runID string) (Run, error) {
 	case VerdictPending, VerdictEnded:
 		return v.Run, nil
 	case VerdictAllowed:
+		if ac := s.cur.allowed; ac.tool.specOnly {
+			// Nothing is written before the tool starts: the grant stays
+			// for the caller that holds the body.
+			return v.Run, fmt.Errorf("%w: step %d calls %q, registered by spec only: its caller attaches (Gate.Attach) and runs it with ExecuteFunc",
+				ErrNoToolBody, s.step(s.cur.idx).Index, ac.tool.spec.Name)
+		}
 		if _, err := s.execute(ctx); err != nil {
 			return s.run, err
 		}

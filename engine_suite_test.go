@@ -114,6 +114,16 @@ func TestGate_CallsAfterTheLeaseIsLostAreRefused(t *testing.T)               { o
 func TestGate_HugeNumberIsAnInvalidDecision(t *testing.T)                    { onSQLite(t) }
 func TestPolicy_GateProposeAndAttachHandedTheSameBytes(t *testing.T)         { onSQLite(t) }
 func TestGate_MisuseIsRefused(t *testing.T)                                  { onSQLite(t) }
+func TestGate_ConcurrentStepsOfOneRunRunWhileASiblingWaits(t *testing.T)     { onSQLite(t) }
+func TestGate_AwaitReturnsWhenDecidedExpiredOrCancelled(t *testing.T)        { onSQLite(t) }
+func TestGate_AttachTellsPendingLeasedAndEndedApart(t *testing.T)            { onSQLite(t) }
+func TestGate_ExecuteFuncRunsTheCallersBodyOnce(t *testing.T)                { onSQLite(t) }
+func TestGate_ExecuteFuncIsNotRunAgainAfterACrash(t *testing.T)              { onSQLite(t) }
+func TestGate_CrashApprovalDoesNotOverrideADeny(t *testing.T)                { onSQLite(t) }
+func TestGate_RequestKeyFindsAnEarlierAnswerInAnotherRun(t *testing.T)       { onSQLite(t) }
+func TestGate_SpecOnlyGrantIsLeftForItsCaller(t *testing.T)                  { onSQLite(t) }
+func TestGate_TwoWaitingCallsAreAttachedOneAtATime(t *testing.T)             { onSQLite(t) }
+func TestGate_EveryCallCutOffByACrashIsAskedAbout(t *testing.T)              { onSQLite(t) }
 func TestApproval_ApproveThenResumeExecutesRecordedRequest(t *testing.T)     { onSQLite(t) }
 func TestApproval_TamperedRowRefused(t *testing.T)                           { onSQLite(t) }
 func TestApproval_ShownDecisionIsAtomic(t *testing.T)                        { onSQLite(t) }

@@ -50,6 +50,13 @@ var (
 	// ErrTooLarge: a trusted file is larger than its reader reads; it comes
 	// with ErrInsecureMode.
 	ErrTooLarge = files.ErrTooLarge
+	// ErrRunEnded: the run already ended (completed, failed or
+	// cancelled); it matches ErrRunState.
+	ErrRunEnded = fmt.Errorf("agentrt: run ended (%w)", ErrRunState)
+	// ErrNoToolBody: the tool is registered by spec only (SpecOnly), so
+	// its body must be supplied at the call (OpenStep.ExecuteFunc); and
+	// ExecuteFunc on a tool that has a body of its own.
+	ErrNoToolBody = errors.New("agentrt: the tool's body is supplied at the call site")
 	// ErrSessionClosed: a call on a closed or failed gate session.
 	ErrSessionClosed = errors.New("agentrt: session closed")
 	// ErrInvalidJSON: a consumer value was refused where it entered.

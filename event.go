@@ -21,6 +21,10 @@ const (
 	EventRunFinished EventType = "run.finished"
 	// EventRunResumed moves a WAITING or interrupted run on: RunResumedPayload.
 	EventRunResumed EventType = "run.resumed"
+	// EventRunWaiting moves a RUNNING run to WAITING_FOR_APPROVAL once no
+	// step is in flight and steps that asked for approval while a sibling
+	// ran still wait: RunWaitingPayload.
+	EventRunWaiting EventType = "run.waiting"
 	// EventRunErased records the erasure of a terminal run's content: RunErasedPayload.
 	EventRunErased EventType = "run.erased"
 	// EventStepStarted opens a step: StepStartedPayload.

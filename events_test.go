@@ -193,6 +193,31 @@ func everyEvent(t *testing.T, erase bool) (*sqlite.Store, []agentrt.Event) {
 	if _, err := e.DriverFor(dcfg).StartWithID(ctx, "disclosed", "g", agentrt.DefaultLimits()); err != nil {
 		t.Fatal(err)
 	}
+	// A gate's two calls at once: one waits for approval while its sibling
+	// runs, and the run waits when the sibling is done (run.waiting).
+	g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(),
+		Tools: []agentrt.Tool{echo, send}, Now: e.Clock.Now, NewID: kit.SeqIDs("g")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, err := g.Begin(ctx, "siblings", "g", agentrt.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, _ := gs.Step(ctx)
+	write, _ := gs.Step(ctx)
+	if v, err := write.Propose(ctx, kit.Call("send", `{"path":"/r"}`)); err != nil || v.Outcome != agentrt.VerdictPending {
+		t.Fatalf("siblings: the write's verdict %s, %v", v.Outcome, err)
+	}
+	if v, err := read.Propose(ctx, kit.Call("echo", `{}`)); err != nil || v.Outcome != agentrt.VerdictAllowed {
+		t.Fatalf("siblings: the read's verdict %s, %v", v.Outcome, err)
+	}
+	if _, err := read.Execute(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !gs.Done() {
+		t.Fatal("siblings: the session goes on after the run waits")
+	}
 	if erase {
 		if _, err := op.Erase(ctx, "allow", "dpo", "request 42"); err != nil {
 			t.Fatal(err)

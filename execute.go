@@ -18,21 +18,111 @@ const recordTimeout = 10 * time.Second
 // before the tool runs, and the outcome is recorded on a context that
 // outlives the caller's cancellation.
 func (s *session) execute(ctx context.Context) (Observation, error) {
+	x, err := s.startTool(ctx)
+	if err != nil || x.ac == nil {
+		return Observation{}, err
+	}
+	res, callErr, timedOut := s.callTool(ctx, x.ac, x.stepID, nil)
+	return s.endTool(ctx, x, res, callErr, timedOut)
+}
+
+// toolRun is a tool call whose start is durable: what endTool needs once
+// the call returns. It holds no pointer into the step cache, which a
+// concurrent step's start may move.
+type toolRun struct {
+	ac     *allowedCall
+	idx    int
+	index  int
+	stepID string
+}
+
+// startTool records the open step's tool start, durable before the tool
+// runs, and makes the last lease check before the side effect. A nil
+// toolRun (no ac) with a nil error means an operator moved the run on first and
+// nothing may run.
+func (s *session) startTool(ctx context.Context) (toolRun, error) {
 	if s.cur == nil || s.cur.allowed == nil || s.cur.executed {
-		return Observation{}, fmt.Errorf("%w: no allowed request awaits execution", ErrRunState)
+		return toolRun{}, fmt.Errorf("%w: no allowed request awaits execution", ErrRunState)
 	}
 	ac := s.cur.allowed
 	s.cur.executed = true
 	i := s.cur.idx
 	st := s.step(i)
-	if g := ac.approval; g != nil && s.run.Limits.GrantTTL > 0 {
-		if now := s.e.now(); now.After(g.DecidedAt.Add(s.run.Limits.GrantTTL)) {
-			if err := s.expireGrant(ctx, g, now); err != nil {
-				return Observation{}, err
-			}
-			return Observation{}, fmt.Errorf("%w: the grant was not executed within %s", ErrApprovalExpired, s.run.Limits.GrantTTL)
-		}
+	if err := s.grantFresh(ctx, ac); err != nil {
+		return toolRun{}, err
 	}
+	startTx, err := s.startWrite(ac, st)
+	if err != nil {
+		return toolRun{}, err
+	}
+	var now time.Time
+	if ac.resumed {
+		now, err = s.enter(ctx, RunResumedPayload{ApprovalID: ac.approval.ID}, func(tx Tx, now time.Time) error {
+			return startTx(tx, now, StepAwaitingApproval)
+		})
+		if errors.Is(err, ErrRunState) {
+			// Another process resumed the run first, or an operator ended
+			// it: the loser of the compare-and-set gets ErrRunState and
+			// the run as it now is.
+			if run, rerr := s.e.store.GetRun(context.WithoutCancel(ctx), s.runID); rerr == nil {
+				s.run = run
+			}
+			s.cur = nil
+			return toolRun{}, err
+		}
+		if err == nil {
+			st.StartedAt = now.UTC()
+		}
+	} else {
+		if err := s.requireLive(); err != nil {
+			return toolRun{}, err
+		}
+		now = s.e.now()
+		err = s.write(ctx, func(tx Tx) error { return startTx(tx, now, StepDeciding) })
+	}
+	if err != nil {
+		if lerr := s.lost(ctx, err); lerr != nil {
+			return toolRun{}, lerr
+		}
+		return toolRun{}, nil
+	}
+	st.Status = StepExecuting
+	p, _ := stored(&ac.policy)
+	st.Policy = p
+	if s.e.policyID != "" {
+		st.PolicyID = s.e.policyID
+	}
+
+	crashPoint(pointToolStarted, s.runID, st.Index)
+
+	// The last check before the side effect.
+	if err := s.requireLive(); err != nil {
+		return toolRun{}, err
+	}
+	return toolRun{ac: ac, idx: i, index: st.Index, stepID: st.ID}, nil
+}
+
+// grantFresh expires ac's grant, and says so, when it was decided longer
+// ago than the run's GrantTTL.
+func (s *session) grantFresh(ctx context.Context, ac *allowedCall) error {
+	g := ac.approval
+	if g == nil || s.run.Limits.GrantTTL <= 0 {
+		return nil
+	}
+	if now := s.e.now(); now.After(g.DecidedAt.Add(s.run.Limits.GrantTTL)) {
+		if err := s.expireGrant(ctx, g, now); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: the grant was not executed within %s", ErrApprovalExpired, s.run.Limits.GrantTTL)
+	}
+	return nil
+}
+
+// startWrite encodes, outside any transaction, what starting st's tool
+// records (its policy decision, the step.policy event and
+// step.tool_started), and returns the transaction body that writes it
+// from the step status it expects.
+func (s *session) startWrite(ac *allowedCall, st *Step) (func(tx Tx, now time.Time, from StepStatus) error, error) {
 	started := ToolStartedPayload{Tool: ac.tool.spec.Name, Args: ac.request.Args}
 	if ac.approval != nil {
 		started.ApprovalID = ac.approval.ID
@@ -43,17 +133,17 @@ func (s *session) execute(ctx context.Context) (Observation, error) {
 	// be carrying other runs' transactions too.
 	polJSON, err := json.Marshal(&ac.policy)
 	if err != nil {
-		return Observation{}, &JSONError{What: "policy decision", Reason: "will not encode: " + err.Error()}
+		return nil, &JSONError{What: "policy decision", Reason: "will not encode: " + err.Error()}
 	}
 	peJSON, err := json.Marshal(pe.v)
 	if err != nil {
-		return Observation{}, &JSONError{What: "step.policy event", Reason: "will not encode: " + err.Error()}
+		return nil, &JSONError{What: "step.policy event", Reason: "will not encode: " + err.Error()}
 	}
 	startedJSON, err := json.Marshal(started)
 	if err != nil {
-		return Observation{}, &JSONError{What: "step.tool_started event", Reason: "will not encode: " + err.Error()}
+		return nil, &JSONError{What: "step.tool_started event", Reason: "will not encode: " + err.Error()}
 	}
-	startTx := func(tx Tx, now time.Time, from StepStatus) error {
+	return func(tx Tx, now time.Time, from StepStatus) error {
 		u := StepUpdate{ID: st.ID, From: statusList(from), Status: StepExecuting, Policy: &ac.policy, Fence: s.fence()}
 		u.Encoded[1] = polJSON
 		if ac.resumed {
@@ -69,53 +159,13 @@ func (s *session) execute(ctx context.Context) (Observation, error) {
 			return err
 		}
 		return event(tx, s.runID, st.ID, now, EventToolStarted, json.RawMessage(startedJSON))
-	}
-	var now time.Time
-	if ac.resumed {
-		now, err = s.enter(ctx, RunResumedPayload{ApprovalID: ac.approval.ID}, func(tx Tx, now time.Time) error {
-			return startTx(tx, now, StepAwaitingApproval)
-		})
-		if errors.Is(err, ErrRunState) {
-			// Another process resumed the run first, or an operator ended
-			// it: the loser of the compare-and-set gets ErrRunState and
-			// the run as it now is.
-			if run, rerr := s.e.store.GetRun(context.WithoutCancel(ctx), s.runID); rerr == nil {
-				s.run = run
-			}
-			s.cur = nil
-			return Observation{}, err
-		}
-		if err == nil {
-			st.StartedAt = now.UTC()
-		}
-	} else {
-		if err := s.requireLive(); err != nil {
-			return Observation{}, err
-		}
-		now = s.e.now()
-		err = s.write(ctx, func(tx Tx) error { return startTx(tx, now, StepDeciding) })
-	}
-	if err != nil {
-		if lerr := s.lost(ctx, err); lerr != nil {
-			return Observation{}, lerr
-		}
-		return Observation{}, nil
-	}
-	st.Status = StepExecuting
-	p, _ := stored(&ac.policy)
-	st.Policy = p
-	if s.e.policyID != "" {
-		st.PolicyID = s.e.policyID
-	}
+	}, nil
+}
 
-	crashPoint(pointToolStarted, s.runID, st.Index)
-
-	// The last check before the side effect.
-	if err := s.requireLive(); err != nil {
-		return Observation{}, err
-	}
-	res, callErr, timedOut := s.callTool(ctx, ac, st.ID)
-	crashPoint(pointToolEffect, s.runID, st.Index)
+// endTool records what the tool call of x returned.
+func (s *session) endTool(ctx context.Context, x toolRun, res ToolResult, callErr error, timedOut bool) (Observation, error) {
+	ac, i := x.ac, x.idx
+	crashPoint(pointToolEffect, s.runID, x.index)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	obs, end := s.outcome(ctx, ac, res, callErr, timedOut)
@@ -126,7 +176,7 @@ func (s *session) execute(ctx context.Context) (Observation, error) {
 	}
 	if s.deferred == nil {
 		// A deferred end reaches this point when its commit does.
-		crashPoint(pointToolFinished, s.runID, st.Index)
+		crashPoint(pointToolFinished, s.runID, x.index)
 	}
 	out := *obs
 	if !s.deferEnds {
@@ -140,7 +190,8 @@ func (s *session) execute(ctx context.Context) (Observation, error) {
 }
 
 // callTool runs the tool under its timeout; a panic is a tool error.
-func (s *session) callTool(ctx context.Context, ac *allowedCall, stepID string) (res ToolResult, err error, timedOut bool) {
+// body, when set, runs in place of the registered tool (ExecuteFunc).
+func (s *session) callTool(ctx context.Context, ac *allowedCall, stepID string, body ToolBody) (res ToolResult, err error, timedOut bool) {
 	tctx, cancel := context.WithTimeout(ctx, ac.tool.spec.Timeout)
 	defer cancel()
 	func() {
@@ -149,6 +200,12 @@ func (s *session) callTool(ctx context.Context, ac *allowedCall, stepID string) 
 				err = fmt.Errorf("tool panicked: %v", p)
 			}
 		}()
+		if body != nil {
+			var content json.RawMessage
+			content, err = body(tctx, copyRaw(ac.request.Args))
+			res = ToolResult{Content: content}
+			return
+		}
 		res, err = ac.tool.tool.Call(tctx, ToolCall{RunID: s.runID, StepID: stepID, Args: copyRaw(ac.request.Args)})
 	}()
 	timedOut = err != nil && errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil

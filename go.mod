@@ -1,6 +1,6 @@
 module github.com/agentrt/agentrt
 
-go 1.26.0
+go 1.26.5
 
 toolchain go1.27.3
 

@@ -277,6 +277,18 @@ func (s *session) decide(ctx context.Context, agent Agent, i int) (dec Decision,
 
 // agentFailed ends the run for an agent error.
 func (s *session) agentFailed(ctx context.Context, err error) error {
+	end := failedEnding(err)
+	end.step = &stepEnd{idx: s.cur.idx, from: onlyDeciding, obs: failure(ObsInvalidDecision, "agent error: "+end.detail)}
+	if err := s.settle(ctx, end); err != nil {
+		return err
+	}
+	return errEnded
+}
+
+// failedEnding is the run's end for the error its agent (or a gate's
+// caller) could not get past: the reason its type names, agent_error for
+// anything else.
+func failedEnding(err error) ending {
 	reason, detail := ReasonAgentError, err.Error()
 	var le *LimitError
 	var mu *ModelUnavailableError
@@ -286,15 +298,11 @@ func (s *session) agentFailed(ctx context.Context, err error) error {
 	case errors.As(err, &mu):
 		reason = ReasonModelUnavailable
 	}
-	end := ending{status: RunFailed, reason: reason, detail: detail,
-		step: &stepEnd{idx: s.cur.idx, from: onlyDeciding, obs: failure(ObsInvalidDecision, "agent error: "+detail)}}
+	end := ending{status: RunFailed, reason: reason, detail: detail}
 	if reason != ReasonAgentError {
 		end.post = []pendingEvent{{typ: EventLimitExceeded, v: LimitExceededPayload{Reason: reason, Detail: detail}}}
 	}
-	if err := s.settle(ctx, end); err != nil {
-		return err
-	}
-	return errEnded
+	return end
 }
 
 // failure builds a runtime observation of a failure: {"error": msg}.
@@ -340,6 +348,9 @@ func recordableJSON(raw json.RawMessage) (kept json.RawMessage, invalid string, 
 
 // invalidReason says why a recorded decision cannot be acted on, or "".
 func (s *session) invalidReason(d Decision, argsErr, resultErr string) string {
+	if len(d.CallID) > MaxCallIDBytes {
+		return fmt.Sprintf("call id is %d bytes, over the limit of %d", len(d.CallID), MaxCallIDBytes)
+	}
 	switch d.Kind {
 	case KindToolCall:
 		if d.Tool == "" {
@@ -402,10 +413,14 @@ func (s *session) propose(ctx context.Context, raw Decision) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, s.failInternal(ctx, onlyRunning, "decision will not encode: "+err.Error())
 	}
+	var key string
+	if d.Kind == KindToolCall && tool != nil && argsErr == "" {
+		key, _ = RequestKey(d.Tool, d.Args)
+	}
 	err = s.write(ctx, func(tx Tx) error {
 		// The step's compare-and-set names the run's lease in the same
 		// statement.
-		u := StepUpdate{ID: st.ID, From: onlyDeciding, Decision: &d, SpecHash: specHash, Fence: s.fence()}
+		u := StepUpdate{ID: st.ID, From: onlyDeciding, Decision: &d, SpecHash: specHash, RequestKey: key, Fence: s.fence()}
 		u.Encoded[0] = decJSON
 		if err := tx.StepUpdate(u); err != nil {
 			return err
@@ -511,7 +526,7 @@ func (s *session) apply(ctx context.Context, tool *regTool, req ToolRequest, pd 
 			// would run now, with the tool's current spec: a tool changed
 			// since is another request.
 			h, err := ApprovalHash(pd.Kind, pd.Capability, pd.Presentation, req)
-			if err == nil && h == grant.Hash {
+			if err == nil && (h == grant.Hash || crashGrantCovers(grant, tool, req)) {
 				if err := s.checkSignedGrant(ctx, grant, pd); err != nil {
 					return Verdict{}, err
 				}
@@ -594,4 +609,24 @@ func (s *session) deny(ctx context.Context, pd *PolicyDecision, obs *Observation
 	o := *obs
 	o.Content = copyRaw(o.Content)
 	return Verdict{Outcome: VerdictDenied, Observation: &o, Run: copyRun(s.run)}, nil
+}
+
+// crashGrantCovers reports whether a granted interrupted_side_effect
+// approval is the grant the policy asks for: it names exactly this
+// request (the tool's current spec and the same canonical arguments). An
+// operator approving a call cut off by a crash was shown that it may
+// already have taken effect, which is more than an ordinary approval of the
+// same request shows, so asking again would only ask twice. The policy is
+// still asked first: a deny still denies, and an allow needs no grant.
+func crashGrantCovers(grant *Approval, tool *regTool, req ToolRequest) bool {
+	if grant.Kind != InterruptedSideEffect || grant.Request.Spec.Name != tool.spec.Name {
+		return false
+	}
+	h, _, err := specHash(grant.Request.Spec)
+	if err != nil || h != tool.hash {
+		return false
+	}
+	granted, gerr := CanonicalJSON(grant.Request.Args)
+	asked, aerr := CanonicalJSON(req.Args)
+	return gerr == nil && aerr == nil && string(granted) == string(asked)
 }

@@ -74,6 +74,13 @@ type RunResumedPayload struct {
 	ApprovalID string `json:"approval_id,omitempty"`
 }
 
+// RunWaitingPayload is the payload of run.waiting.
+type RunWaitingPayload struct {
+	// ApprovalIDs are the approvals the run waits on: each awaiting step's
+	// latest, pending or granted and not yet executed.
+	ApprovalIDs []string `json:"approval_ids"`
+}
+
 // RunErasedPayload is the payload of run.erased: who erased the run and
 // why (the event's time says when), and for each of the run's events the
 // digest the chain holds for the payload that was there and the SHA-256 of

@@ -52,7 +52,7 @@ func (s *session) attach(ctx context.Context) (Verdict, error) {
 	s.run = run
 	switch {
 	case run.Status.Terminal():
-		return Verdict{Run: copyRun(run)}, fmt.Errorf("%w: run %s already ended (%s)", ErrRunState, s.runID, run.Status)
+		return Verdict{Outcome: VerdictEnded, Run: copyRun(run)}, fmt.Errorf("%w: run %s already ended (%s)", ErrRunEnded, s.runID, run.Status)
 	case run.Status == RunWaiting:
 		return s.resumeApproved(ctx)
 	case run.Status == RunRunning:
@@ -78,22 +78,11 @@ func (s *session) resumeApproved(ctx context.Context) (Verdict, error) {
 		}
 		return Verdict{Outcome: VerdictEnded, Run: copyRun(s.run)}, nil
 	}
-	idx := -1
-	for i := range s.steps {
-		if s.steps[i].Status == StepAwaitingApproval {
-			idx = i
-		}
-	}
+	idx, grant := s.awaitingGrant()
 	if idx < 0 {
 		return Verdict{}, fmt.Errorf("%w: run %s waits on no step", ErrRunState, s.runID)
 	}
 	st := s.step(idx)
-	var grant *Approval
-	for k := range s.approvals {
-		if s.approvals[k].StepID == st.ID {
-			grant = &s.approvals[k]
-		}
-	}
 	if grant == nil {
 		return Verdict{}, fmt.Errorf("%w: step %d has no approval", ErrRunState, st.Index)
 	}
@@ -108,6 +97,11 @@ func (s *session) resumeApproved(ctx context.Context) (Verdict, error) {
 		r, _ := s.e.store.GetRun(ctx, s.runID)
 		s.run = r
 		return Verdict{Outcome: VerdictEnded, Run: copyRun(r)}, nil
+	}
+	if grant.Status == ApprovalPending {
+		a := copyApproval(*grant)
+		return Verdict{Outcome: VerdictPending, Approval: &a, Run: copyRun(s.run)},
+			fmt.Errorf("%w: the latest approval of step %d is pending, not approved", ErrRunState, st.Index)
 	}
 	if grant.Status != ApprovalApproved {
 		return Verdict{}, fmt.Errorf("%w: the latest approval of step %d is %s, not approved", ErrRunState, st.Index, grant.Status)
@@ -140,6 +134,31 @@ func (s *session) resumeApproved(ctx context.Context) (Verdict, error) {
 	g := copyApproval(*grant)
 	pd, perr := s.evaluate(ctx, tool, req, s.view(s.run, idx))
 	return s.apply(ctx, tool, req, pd, perr, &g)
+}
+
+// awaitingGrant picks the step a resume continues: the first step awaiting
+// approval whose latest approval is granted (a gate's concurrent calls may
+// leave several awaiting), else the last one awaiting, with its latest
+// approval (nil when it has none). It returns -1 when no step awaits.
+func (s *session) awaitingGrant() (int, *Approval) {
+	idx := -1
+	var grant *Approval
+	for i := range s.steps {
+		if s.steps[i].Status != StepAwaitingApproval {
+			continue
+		}
+		var latest *Approval
+		for k := range s.approvals {
+			if s.approvals[k].StepID == s.steps[i].ID {
+				latest = &s.approvals[k]
+			}
+		}
+		if latest != nil && latest.Status == ApprovalApproved {
+			return i, latest
+		}
+		idx, grant = i, latest
+	}
+	return idx, grant
 }
 
 // checkGrantRecorded refuses a grant that is not what the event chain
@@ -351,8 +370,7 @@ func (s *session) resumeInterrupted(ctx context.Context) (Verdict, error) {
 	}
 	now := s.e.now()
 	exp := s.lease.expiry()
-	var inflight []int
-	unknown := -1
+	var inflight, unknowns []int
 	for i := range s.steps {
 		st := &s.steps[i]
 		if st.DecodeError != "" {
@@ -361,17 +379,22 @@ func (s *session) resumeInterrupted(ctx context.Context) (Verdict, error) {
 		if st.Status.InFlight() {
 			inflight = append(inflight, i)
 			if st.Status == StepExecuting {
-				unknown = i
+				// A gate's concurrent calls may leave several.
+				unknowns = append(unknowns, i)
 			}
 		}
 	}
 	// A previous resume may have died after marking: its observation says
 	// the step was executing.
-	if unknown < 0 && len(s.steps) > 0 {
+	if len(unknowns) == 0 && len(s.steps) > 0 {
 		last := &s.steps[len(s.steps)-1]
 		if last.Status == StepInterrupted && last.Observation != nil && interruptedWhile(last.Observation) == string(StepExecuting) {
-			unknown = len(s.steps) - 1
+			unknowns = append(unknowns, len(s.steps)-1)
 		}
+	}
+	unknown := -1
+	if n := len(unknowns); n > 0 {
+		unknown = unknowns[n-1]
 	}
 	gen := run.Generation + 1
 	obsFor := func(st *Step) *Observation {
@@ -435,15 +458,37 @@ func (s *session) resumeInterrupted(ctx context.Context) (Verdict, error) {
 	if s.e.reconcile != nil {
 		return s.reconcileInterrupted(ctx, unknown)
 	}
-	if unknown >= 0 {
-		st := s.step(unknown)
-		if st.Decision != nil {
+	return s.pauseInterrupted(ctx, unknowns)
+}
+
+// pauseInterrupted asks an operator about each call in unknowns cut off
+// while executing a tool that is not read-only, each on its own approval;
+// the run waits once all are asked. With none to ask, the run continues.
+func (s *session) pauseInterrupted(ctx context.Context, unknowns []int) (Verdict, error) {
+	var ask []int
+	for _, i := range unknowns {
+		if st := s.step(i); st.Decision != nil {
 			if t := s.e.tools[st.Decision.Tool]; t == nil || t.spec.SideEffect != ReadOnly {
-				return s.interruptedPause(ctx, unknown)
+				ask = append(ask, i)
 			}
 		}
 	}
-	return s.continueAfterInterruption(ctx)
+	if len(ask) == 0 {
+		return s.continueAfterInterruption(ctx)
+	}
+	var v Verdict
+	var err error
+	for k, i := range ask {
+		// All but the last leave the run RUNNING, as a gate's sibling
+		// pause does; the last one waits it.
+		s.siblings = k < len(ask)-1
+		v, err = s.interruptedPause(ctx, i)
+		s.siblings = false
+		if err != nil || v.Outcome != VerdictPending {
+			return v, err
+		}
+	}
+	return v, err
 }
 
 func interruptedWhile(o *Observation) string {

@@ -34,6 +34,10 @@ type session struct {
 	deferEnds     bool
 	pendingActive time.Duration // a deferred end's duration, added by the guard of the write it joins
 
+	// siblings is set by a gate while other steps of its session are in
+	// flight: a pause then leaves the run RUNNING (pause, waitIdle).
+	siblings bool
+
 	// the open step, if any (in the Driver's loop, &curBuf)
 	cur    *openStep
 	curBuf openStep
@@ -343,6 +347,7 @@ func stored[T any](v *T) (*T, error) {
 	case *Decision:
 		d := *x
 		d.Tool, d.Reason, d.Message = jsonString(d.Tool), jsonString(d.Reason), jsonString(d.Message)
+		d.CallID = jsonString(d.CallID)
 		d.InvalidArgs, d.InvalidResult = jsonString(d.InvalidArgs), jsonString(d.InvalidResult)
 		d.Kind = DecisionKind(jsonString(string(d.Kind)))
 		d.Args, d.Result = storedRaw(d.Args), storedRaw(d.Result)

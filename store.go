@@ -110,6 +110,12 @@ type StoreReader interface {
 	// a page listing many steps needs of their events, in one read.
 	ListStepsEvents(ctx context.Context, runID string, stepIDs []string, typ EventType, limit int) ([]Event, error)
 
+	// StepsByRequestKey reads at most limit steps, of any run, whose tool
+	// call was recorded under the request key (RequestKey), newest first:
+	// a restarted caller's look-up of an identical request's earlier
+	// answer. Steps recorded before keys were (schema version 8) have none.
+	StepsByRequestKey(ctx context.Context, key string, limit int) ([]Step, error)
+
 	// VerifyEvents checks the hash chain from seq from to seq to (from < 1:
 	// the first; to < 1: the head) and reports the first event that does not
 	// chain. It writes nothing.
@@ -288,6 +294,8 @@ type StepUpdate struct {
 	FinishedAt   time.Time
 	SpecHash     string
 	PolicyID     string
+	// RequestKey, when set, records the step's request key (RequestKey).
+	RequestKey string
 	// Fence, when its RunID is set, also requires the run RUNNING under
 	// this lease owner and fencing generation, in the same statement.
 	Fence RunFence

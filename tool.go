@@ -3,6 +3,7 @@ package agentrt
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -89,4 +90,27 @@ func (t ToolFunc) Spec() ToolSpec { return t.ToolSpec }
 // Call calls Fn.
 func (t ToolFunc) Call(ctx context.Context, call ToolCall) (ToolResult, error) {
 	return t.Fn(ctx, call)
+}
+
+// ToolBody is a tool's body supplied where the call is made
+// (OpenStep.ExecuteFunc): it is handed the recorded arguments and returns
+// the result's content (empty means {}).
+type ToolBody func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
+
+// SpecOnly registers a tool by its spec alone, for a caller whose tools
+// live in another framework: the gate validates, judges and records calls
+// to it as to any tool, and the body is supplied at each call with
+// OpenStep.ExecuteFunc. A Driver's Resume (and so a Worker) refuses a
+// granted call to it with ErrNoToolBody, changing nothing: such a step is
+// resumed by the caller that holds the body (Gate.Attach, then
+// ExecuteFunc), never by a Worker alone. Its Call runs nothing and returns
+// ErrNoToolBody, so an Agent of a Driver that calls it reads a tool error.
+func SpecOnly(spec ToolSpec) Tool { return specOnlyTool{spec: spec} }
+
+type specOnlyTool struct{ spec ToolSpec }
+
+func (t specOnlyTool) Spec() ToolSpec { return t.spec }
+
+func (t specOnlyTool) Call(context.Context, ToolCall) (ToolResult, error) {
+	return ToolResult{}, fmt.Errorf("%w: %q is registered by spec only and its body is supplied by the caller's ExecuteFunc", ErrNoToolBody, t.spec.Name)
 }

@@ -444,6 +444,12 @@ func (s *session) pause(ctx context.Context, tool *regTool, req ToolRequest, pd 
 	a.Hash = h
 	stepFrom := []StepStatus{st.Status}
 	update := RunUpdate{Status: RunWaiting, SetLease: true}
+	// With sibling steps in flight (a gate's concurrent calls) the run
+	// stays RUNNING under this lease; it waits once none is (waitIdle).
+	waits := from[0] != RunRunning || !s.siblings
+	if !waits {
+		update = RunUpdate{}
+	}
 	var active time.Duration
 	if from[0] == RunRunning {
 		active = activeFor(st, now)
@@ -504,9 +510,11 @@ func (s *session) pause(ctx context.Context, tool *regTool, req ToolRequest, pd 
 	}
 	ca, _ := stored(&a)
 	s.approvals = append(s.approvals, *ca)
-	s.run = before
-	s.run.Status = RunWaiting
-	s.run.LeaseOwner, s.run.LeaseExpiresAt = "", time.Time{}
+	if waits {
+		s.run = before
+		s.run.Status = RunWaiting
+		s.run.LeaseOwner, s.run.LeaseExpiresAt = "", time.Time{}
+	}
 	s.run.ActiveTime += active
 	s.cur = nil
 	out := copyApproval(*ca)
@@ -582,5 +590,58 @@ func (s *session) mayTakeLease(ctx context.Context, tx Tx) error {
 	if at.Before(cur.LeaseExpiresAt) {
 		return &RunLeasedError{RunID: s.runID, Owner: cur.LeaseOwner, ExpiresAt: cur.LeaseExpiresAt}
 	}
+	return nil
+}
+
+// waitIdle moves a RUNNING run whose steps are none in flight, and some
+// awaiting approval, to WAITING_FOR_APPROVAL, releasing the lease, with
+// run.waiting naming the approvals it waits on (pending, or granted and
+// not yet executed): a gate's step that asked
+// for approval while a sibling ran waits, at the sibling's end, as a lone
+// step would have at its pause. It writes nothing otherwise.
+func (s *session) waitIdle(ctx context.Context) error {
+	if s.run.Status != RunRunning {
+		return nil
+	}
+	var ids []string
+	for i := range s.steps {
+		st := &s.steps[i]
+		if st.Status.InFlight() {
+			return nil
+		}
+		if st.Status != StepAwaitingApproval {
+			continue
+		}
+		// The step's latest approval is what it waits on: pending, or
+		// granted and not yet executed (Attach opens it).
+		var latest *Approval
+		for k := range s.approvals {
+			if s.approvals[k].StepID == st.ID {
+				latest = &s.approvals[k]
+			}
+		}
+		if latest != nil && (latest.Status == ApprovalPending || latest.Status == ApprovalApproved) {
+			ids = append(ids, latest.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	now := s.e.now()
+	var before Run
+	err := s.write(ctx, func(tx Tx) error {
+		var err error
+		before, err = s.guard(tx, RunUpdate{Status: RunWaiting, SetLease: true})
+		if err != nil {
+			return err
+		}
+		return event(tx, s.runID, "", now, EventRunWaiting, RunWaitingPayload{ApprovalIDs: ids})
+	})
+	if err != nil {
+		return s.lost(ctx, err)
+	}
+	s.run = before
+	s.run.Status = RunWaiting
+	s.run.LeaseOwner, s.run.LeaseExpiresAt = "", time.Time{}
 	return nil
 }

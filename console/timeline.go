@@ -57,6 +57,7 @@ type blockLine struct {
 type stepCard struct {
 	Index        int
 	ID, Tool     string
+	CallID       string // the caller's id for the call (Decision.CallID)
 	Status, Tone string
 	Started      time.Time
 	Decision     stage
@@ -88,7 +89,7 @@ func makeCard(st agentrt.Step, evs []agentrt.Event) stepCard {
 		Started: st.StartedAt, EventsCut: len(evs) == maxStepEvents}
 	c.Decision, c.Verdict, c.Outcome = stage{Tone: toneNone}, stage{Tone: toneNone}, stage{Tone: toneNone}
 	if d := st.Decision; d != nil {
-		c.Tool = trace.Sanitize(d.Tool)
+		c.Tool, c.CallID = trace.Sanitize(d.Tool), trace.Sanitize(d.CallID)
 		c.Decision = stage{Badge: trace.Sanitize(string(d.Kind)), Tone: decisionTone(d.Kind), Note: show(firstOf(d.Message, d.Reason))}
 		switch {
 		case d.InvalidArgs != "":

@@ -594,9 +594,7 @@ func caseGate_MisuseIsRefused(t *testing.T, bk *Backend) {
 		}
 	}
 	before := db.snapshot(t)
-	_, err := s.Step(ctx)
-	refused("a second open step", err)
-	_, err = step.Execute(ctx)
+	_, err := step.Execute(ctx)
 	refused("Execute before a decision", err)
 	_, err = step.Fail(ctx, nil)
 	refused("Fail without an error", err)

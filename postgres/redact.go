@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"errors"
+	"fmt"
 	"net/url"
 	"regexp"
 	"strings"
@@ -240,6 +241,17 @@ func parseError(name, dsn string, err error) error {
 }
 
 // wrap prefixes err with the DSN's printable name and scrubs the result.
+// A refused login is said in one sentence rather than pgx's chain of
+// causes; the cause still unwraps.
 func wrap(name, dsn string, err error) error {
-	return &safeError{msg: scrub("agentrt: postgres "+name+": "+err.Error(), dsn), err: err}
+	detail := err.Error()
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "28P01" || pe.Code == "28000") {
+		user := "the user"
+		if cfg, perr := pgconn.ParseConfig(dsn); perr == nil && cfg.User != "" {
+			user = fmt.Sprintf("user %q", cfg.User)
+		}
+		detail = "the server refused to log in " + user + ": the password is wrong or the server does not let that user in from here (SQLSTATE " + pe.Code + ")"
+	}
+	return &safeError{msg: scrub("agentrt: postgres "+name+": "+detail, dsn), err: err}
 }

@@ -236,7 +236,7 @@ func (p *Proxy) refused(server, method string) {
 	p.logf("agentrt-proxy: server %s asked for %s, which the proxy does not forward now; refused", server, quote(method, boundName))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := p.ix.recordRefusal(ctx, p.cfg.Session, server, method, p.now()); err != nil {
+	if err := p.ix.RecordRefusal(ctx, p.cfg.Session, server, method, p.now()); err != nil {
 		p.logf("agentrt-proxy: the refusal could not be recorded: %s", trace.Sanitize(err.Error()))
 	}
 }

@@ -3,10 +3,10 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentrt/agentrt/proxy/internal/index"
 	"strconv"
 	"sync"
 	"time"
@@ -67,7 +67,7 @@ func (p *Proxy) handle(ctx context.Context, t *ptool, req *sdk.CallToolRequest) 
 }
 
 func (p *Proxy) callTool(ctx context.Context, c *call) answer {
-	if !p.reachable(ctx, c.t.server) || !p.standbyLive(c.t) || p.loginBroken(c.t.server) {
+	if !c.t.up.ready(ctx, c.t.upstream) {
 		// How to fix it is the operator's, on stderr; the model learns
 		// only that the call did not run.
 		return unavailableText(serverUnreachable)
@@ -85,8 +85,8 @@ func (p *Proxy) callTool(ctx context.Context, c *call) answer {
 		// An allowed read has nothing to match: no approval to collect, no
 		// repeat to refuse, no block. It runs at once, and its row is
 		// written for the status tool after the answer, off its path.
-		r := &row{Session: p.cfg.Session, Key: c.key, Tool: c.t.name, SideEffect: c.t.spec.SideEffect, RunID: p.newRunID(),
-			CreatedAt: p.now(), State: stateBegun}
+		r := &index.Row{Session: p.cfg.Session, Key: c.key, Tool: c.t.name, SideEffect: c.t.spec.SideEffect, RunID: p.newRunID(),
+			CreatedAt: p.now(), State: index.StateBegun}
 		a, again := p.fresh(ctx, c, r)
 		if again {
 			return unavailableText("it could not be recorded; call again")
@@ -110,11 +110,11 @@ func (p *Proxy) callTool(ctx context.Context, c *call) answer {
 
 // claim is what the index said about a call.
 type claim struct {
-	row     *row // the open row: new (fresh) or existing
+	row     *index.Row // the open row: new (fresh) or existing
 	fresh   bool
-	blocked *row // a row whose unknown outcome blocks the tool
-	reask   bool // blocked's question must be asked again first
-	capped  int  // open approvals, when the cap refused a new one
+	blocked *index.Row // a row whose unknown outcome blocks the tool
+	reask   bool       // blocked's question must be asked again first
+	capped  int        // open approvals, when the cap refused a new one
 }
 
 // attempt matches the call once; again asks for another match because
@@ -140,7 +140,7 @@ func (p *Proxy) attempt(ctx context.Context, c *call) (answer, bool) {
 
 // internal logs an error the model must not see and answers UNAVAILABLE.
 func (p *Proxy) internal(err error, why string) (answer, bool) {
-	if errors.Is(err, errStale) {
+	if errors.Is(err, index.ErrStale) {
 		return answer{}, true
 	}
 	p.logf("agentrt-proxy: %s: %s", why, trace.Sanitize(err.Error()))
@@ -154,16 +154,16 @@ func (p *Proxy) claim(ctx context.Context, c *call) (claim, error) {
 	now := p.now()
 	var out claim
 	needsApproval := c.outcome == agentrt.RequireApproval
-	err := p.ix.update(ctx, func(tx *sql.Tx) error {
+	err := p.ix.Update(ctx, func(tx *index.Tx) error {
 		out = claim{}
-		r, err := openRow(tx, p.cfg.Session, c.key)
+		r, err := tx.OpenRow(p.cfg.Session, c.key)
 		if err != nil {
 			return err
 		}
-		if r != nil && r.State == stateDone && !r.Outcome.StaysUnknown() && !now.Before(r.OpenUntil) {
+		if r != nil && r.State == index.StateDone && !r.Outcome.StaysUnknown() && !now.Before(r.OpenUntil) {
 			closed := *r
 			closed.Open, closed.ClosedAt = false, now
-			if err := casRow(tx, &closed, r.State); err != nil {
+			if err := tx.CAS(&closed, r.State); err != nil {
 				return err
 			}
 			r = nil
@@ -192,9 +192,9 @@ func (p *Proxy) claim(ctx context.Context, c *call) (claim, error) {
 				return nil
 			}
 		}
-		nr := &row{Session: p.cfg.Session, Key: c.key, Tool: c.t.name, SideEffect: c.t.spec.SideEffect, RunID: p.newRunID(),
-			CreatedAt: now, Open: true, State: stateBegun}
-		if err := insertRow(tx, nr); err != nil {
+		nr := &index.Row{Session: p.cfg.Session, Key: c.key, Tool: c.t.name, SideEffect: c.t.spec.SideEffect, RunID: p.newRunID(),
+			CreatedAt: now, Open: true, State: index.StateBegun}
+		if err := tx.Insert(nr); err != nil {
 			return err
 		}
 		out.row, out.fresh = nr, true
@@ -207,26 +207,13 @@ func (p *Proxy) claim(ctx context.Context, c *call) (claim, error) {
 // tool, reading each blocking row's approval from the store: approved or
 // rejected, it no longer blocks; expired, it still does and must be asked
 // again.
-func (p *Proxy) blocker(ctx context.Context, tx *sql.Tx, c *call, now time.Time) (*row, bool, error) {
-	rows, err := tx.Query(`SELECT `+rowColumns+` FROM proxy_calls WHERE session = ? AND tool = ? AND blocking = 1 AND request_key <> ?`,
-		p.cfg.Session, c.t.name, c.key)
+func (p *Proxy) blocker(ctx context.Context, tx *index.Tx, c *call, now time.Time) (*index.Row, bool, error) {
+	bs, err := tx.BlockingRows(p.cfg.Session, c.t.name, c.key)
 	if err != nil {
 		return nil, false, err
 	}
-	var bs []*row
-	for rows.Next() {
-		r, err := scanRow(rows)
-		if err != nil {
-			rows.Close()
-			return nil, false, err
-		}
-		bs = append(bs, r)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, false, err
-	}
 	for _, b := range bs {
-		if b.State != stateWaiting {
+		if b.State != index.StateWaiting {
 			// Between runs of its question (a re-ask is being begun).
 			return b, false, nil
 		}
@@ -238,14 +225,14 @@ func (p *Proxy) blocker(ctx context.Context, tx *sql.Tx, c *call, now time.Time)
 		case a.Status == agentrt.ApprovalPending && (a.ExpiresAt.IsZero() || now.Before(a.ExpiresAt)):
 			return b, false, nil
 		case a.Status == agentrt.ApprovalApproved:
-			if _, err := tx.Exec(`UPDATE proxy_calls SET blocking = 0 WHERE id = ?`, b.ID); err != nil {
+			if err := tx.Unblock(b.ID); err != nil {
 				return nil, false, err
 			}
 		case a.Status == agentrt.ApprovalRejected:
 			nb := *b
-			nb.State, nb.Outcome, nb.Blocking, nb.SettledAt = stateDone, OutcomeUnknownRejected, false, now
+			nb.State, nb.Outcome, nb.Blocking, nb.SettledAt = index.StateDone, OutcomeUnknownRejected, false, now
 			nb.OpenUntil, nb.Detail = now.Add(p.windowOf(b.Tool)), a.Note
-			if err := casRow(tx, &nb, b.State); err != nil {
+			if err := tx.CAS(&nb, b.State); err != nil {
 				return nil, false, err
 			}
 		default:
@@ -258,27 +245,14 @@ func (p *Proxy) blocker(ctx context.Context, tx *sql.Tx, c *call, now time.Time)
 // openApprovals counts the session's approvals still pending, reading each
 // waiting row's approval from the store, since an operator decides
 // without the index knowing.
-func (p *Proxy) openApprovals(ctx context.Context, tx *sql.Tx, now time.Time) (int, error) {
-	rows, err := tx.Query(`SELECT run_id, approval_id FROM proxy_calls WHERE session = ? AND open = 1 AND state = ?`, p.cfg.Session, string(stateWaiting))
+func (p *Proxy) openApprovals(ctx context.Context, tx *index.Tx, now time.Time) (int, error) {
+	refs, err := tx.WaitingApprovals(p.cfg.Session)
 	if err != nil {
-		return 0, err
-	}
-	type ref struct{ run, approval string }
-	var refs []ref
-	for rows.Next() {
-		var r ref
-		if err := rows.Scan(&r.run, &r.approval); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		refs = append(refs, r)
-	}
-	if err := rows.Close(); err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, r := range refs {
-		a, err := p.store.GetApproval(ctx, r.run, r.approval)
+		a, err := p.store.GetApproval(ctx, r.Run, r.Approval)
 		if err == nil && a.Status == agentrt.ApprovalPending && (a.ExpiresAt.IsZero() || now.Before(a.ExpiresAt)) {
 			n++
 		}
@@ -294,9 +268,9 @@ func (p *Proxy) windowOf(tool string) time.Duration {
 }
 
 // existing answers a call whose key has an open row.
-func (p *Proxy) existing(ctx context.Context, c *call, r *row) (answer, bool) {
+func (p *Proxy) existing(ctx context.Context, c *call, r *index.Row) (answer, bool) {
 	switch r.State {
-	case stateBegun:
+	case index.StateBegun:
 		run, err := p.store.GetRun(ctx, r.RunID)
 		if errors.Is(err, agentrt.ErrNotFound) {
 			// Claimed and never begun (its claimer stopped, or is about to
@@ -318,7 +292,7 @@ func (p *Proxy) existing(ctx context.Context, c *call, r *row) (answer, bool) {
 		default:
 			return p.settleRecord(ctx, c, r)
 		}
-	case stateWaiting:
+	case index.StateWaiting:
 		return p.waiting(ctx, c, r)
 	}
 	// Done and open: answer from the outcome.
@@ -343,7 +317,7 @@ func (p *Proxy) existing(ctx context.Context, c *call, r *row) (answer, bool) {
 }
 
 // fresh begins the row's run and proposes the call.
-func (p *Proxy) fresh(ctx context.Context, c *call, r *row) (answer, bool) {
+func (p *Proxy) fresh(ctx context.Context, c *call, r *index.Row) (answer, bool) {
 	gs, err := p.gate.Begin(ctx, r.RunID, "call "+c.t.name, p.limits())
 	if err != nil {
 		if _, gerr := p.store.GetRun(ctx, r.RunID); gerr == nil {
@@ -373,7 +347,7 @@ func (p *Proxy) fresh(ctx context.Context, c *call, r *row) (answer, bool) {
 }
 
 // verdict acts on what the gate made of a proposal or an attach.
-func (p *Proxy) verdict(ctx context.Context, c *call, r *row, gs *agentrt.GateSession, st *agentrt.OpenStep, v agentrt.Verdict) (answer, bool) {
+func (p *Proxy) verdict(ctx context.Context, c *call, r *index.Row, gs *agentrt.GateSession, st *agentrt.OpenStep, v agentrt.Verdict) (answer, bool) {
 	switch v.Outcome {
 	case agentrt.VerdictAllowed:
 		// A host that cancels lets the call finish and be recorded.
@@ -433,12 +407,12 @@ func (p *Proxy) closeRun(ctx context.Context, gs *agentrt.GateSession, why strin
 
 // opened records that the run waits on approval a, says so on stderr with
 // the command that decides it, and holds the call for a decision.
-func (p *Proxy) opened(ctx context.Context, c *call, r *row, a *agentrt.Approval) (answer, bool) {
+func (p *Proxy) opened(ctx context.Context, c *call, r *index.Row, a *agentrt.Approval) (answer, bool) {
 	if a == nil {
 		return p.internal(errors.New("a pending verdict without an approval"), "the record is not understood")
 	}
-	nr, err := p.ix.set(ctx, r, func(n *row) {
-		n.State, n.ApprovalID, n.Blocking = stateWaiting, a.ID, a.Kind == agentrt.InterruptedSideEffect && c.t.mutating()
+	nr, err := p.ix.Set(ctx, r, func(n *index.Row) {
+		n.State, n.ApprovalID, n.Blocking = index.StateWaiting, a.ID, a.Kind == agentrt.InterruptedSideEffect && c.t.mutating()
 	})
 	if err != nil {
 		return p.internal(err, "the record could not be written")
@@ -451,7 +425,7 @@ func (p *Proxy) opened(ctx context.Context, c *call, r *row, a *agentrt.Approval
 
 // adoptWaiting brings a begun row whose run already waits (its claimer
 // stopped before it wrote so) up to date.
-func (p *Proxy) adoptWaiting(ctx context.Context, c *call, r *row) (answer, bool) {
+func (p *Proxy) adoptWaiting(ctx context.Context, c *call, r *index.Row) (answer, bool) {
 	as, err := p.store.ListApprovals(ctx, r.RunID)
 	if err != nil || len(as) == 0 {
 		return p.internal(fmt.Errorf("run %s waits on no approval: %v", r.RunID, err), "the record is not understood")
@@ -462,9 +436,9 @@ func (p *Proxy) adoptWaiting(ctx context.Context, c *call, r *row) (answer, bool
 // adopt points r at a, the approval its run waits on now, without
 // announcing it again (whoever opened it did), and matches the call again
 // against the row so written.
-func (p *Proxy) adopt(ctx context.Context, c *call, r *row, a agentrt.Approval) (answer, bool) {
-	_, err := p.ix.set(ctx, r, func(n *row) {
-		n.State, n.ApprovalID, n.Blocking = stateWaiting, a.ID, a.Kind == agentrt.InterruptedSideEffect && c.t.mutating()
+func (p *Proxy) adopt(ctx context.Context, c *call, r *index.Row, a agentrt.Approval) (answer, bool) {
+	_, err := p.ix.Set(ctx, r, func(n *index.Row) {
+		n.State, n.ApprovalID, n.Blocking = index.StateWaiting, a.ID, a.Kind == agentrt.InterruptedSideEffect && c.t.mutating()
 	})
 	if err != nil {
 		return p.internal(err, "the record could not be written")
@@ -473,7 +447,7 @@ func (p *Proxy) adopt(ctx context.Context, c *call, r *row, a agentrt.Approval) 
 }
 
 // waiting answers a call whose row waits on an approval.
-func (p *Proxy) waiting(ctx context.Context, c *call, r *row) (answer, bool) {
+func (p *Proxy) waiting(ctx context.Context, c *call, r *index.Row) (answer, bool) {
 	a, err := p.store.GetApproval(ctx, r.RunID, r.ApprovalID)
 	if err != nil {
 		return p.internal(err, "the record could not be read")
@@ -497,7 +471,7 @@ func (p *Proxy) waiting(ctx context.Context, c *call, r *row) (answer, bool) {
 // progress when the host asked for it, and collects a decision made in
 // time. A call that waits on in vain answers PENDING_APPROVAL (or
 // UNKNOWN_OUTCOME).
-func (p *Proxy) holdFor(ctx context.Context, c *call, r *row, a agentrt.Approval) (answer, bool) {
+func (p *Proxy) holdFor(ctx context.Context, c *call, r *index.Row, a agentrt.Approval) (answer, bool) {
 	waitText := func() answer {
 		if a.Kind == agentrt.InterruptedSideEffect {
 			return unknownText(a.ID)
@@ -540,7 +514,7 @@ func (p *Proxy) holdFor(ctx context.Context, c *call, r *row, a agentrt.Approval
 
 // collect attaches to a waiting run: an approved request runs, and the
 // gate expires what expired.
-func (p *Proxy) collect(ctx context.Context, c *call, r *row) (answer, bool) {
+func (p *Proxy) collect(ctx context.Context, c *call, r *index.Row) (answer, bool) {
 	if p.beforeCollect != nil {
 		p.beforeCollect(r.RunID)
 	}
@@ -576,312 +550,11 @@ func (p *Proxy) collect(ctx context.Context, c *call, r *row) (answer, bool) {
 	return p.verdict(ctx, c, r, gs, gs.Current(), v)
 }
 
-// recover takes over a run whose lease lapsed. A mutating call cut off
-// while its tool ran waits for an operator (reconcile); anything else
-// never took effect, or has a recorded outcome.
-func (p *Proxy) recover(ctx context.Context, c *call, r *row) (answer, bool) {
-	gs, v, err := p.gate.Attach(ctx, r.RunID)
-	if errors.Is(err, agentrt.ErrRunLeased) {
-		return inProgressText(), false
-	}
-	if err != nil {
-		return answer{}, true
-	}
-	defer gs.Close()
-	switch v.Outcome {
-	case agentrt.VerdictPending:
-		return p.opened(ctx, c, r, v.Approval)
-	case agentrt.VerdictEnded:
-		return p.settleRecord(ctx, c, r)
-	}
-	steps, err := p.store.ListSteps(ctx, r.RunID)
-	if err != nil {
-		return p.internal(err, "the record could not be read")
-	}
-	if st := executedStep(steps); st != nil {
-		// The tool's outcome is recorded; the proxy stopped before it
-		// closed the run.
-		return p.executed(ctx, c, r, gs, st.ID, *st.Observation, false)
-	}
-	p.closeRun(ctx, gs, "abandoned before its tool started; run afresh")
-	nr := &row{Session: r.Session, Key: r.Key, Tool: r.Tool, SideEffect: r.SideEffect, RunID: p.newRunID(),
-		CreatedAt: p.now(), Open: true, State: stateBegun, UnknownOf: r.UnknownOf, Interrupted: r.Interrupted}
-	if err := p.ix.replace(ctx, r, nr, p.now()); err != nil {
-		return p.internal(err, "the record could not be written")
-	}
-	return p.fresh(ctx, c, nr)
-}
-
-// executedStep is the step whose tool ran (or was cut off while it ran),
-// or nil.
-func executedStep(steps []agentrt.Step) *agentrt.Step {
-	for i := len(steps) - 1; i >= 0; i-- {
-		st := &steps[i]
-		if st.Decision == nil || st.Decision.Kind != agentrt.KindToolCall || st.Observation == nil {
-			continue
-		}
-		switch st.Observation.Kind {
-		case agentrt.ObsToolResult, agentrt.ObsToolError:
-			return st
-		case agentrt.ObsInterrupted:
-			if previous(st.Observation) == agentrt.StepExecuting || outcomeField(st.Observation) == "unknown" {
-				return st
-			}
-		}
-	}
-	return nil
-}
-
-func previous(o *agentrt.Observation) agentrt.StepStatus {
-	var c struct {
-		Previous agentrt.StepStatus `json:"previous_status"`
-	}
-	_ = json.Unmarshal(o.Content, &c)
-	return c.Previous
-}
-
-func outcomeField(o *agentrt.Observation) string {
-	var c struct {
-		Outcome string `json:"outcome"`
-	}
-	_ = json.Unmarshal(o.Content, &c)
-	return c.Outcome
-}
-
-// classified is what came of a tool step.
-type classified struct {
-	outcome CallOutcome
-	detail  string
-	ended   string // for an unknown outcome: how the call ended
-}
-
-// classify reads a tool step's observation: its kind, and for a tool
-// error the failure class the runtime recorded from the adapter's error.
-// A failure of a mutating call with no class (recorded by an older build)
-// counts as unknown.
-func classify(o agentrt.Observation, mutating bool) classified {
-	unknown := func(ended string) classified {
-		if !mutating {
-			return classified{outcome: OutcomeFailed, detail: "it did not finish"}
-		}
-		return classified{outcome: OutcomeUnknown, ended: ended}
-	}
-	var f struct {
-		Failure string `json:"failure"`
-		Error   string `json:"error"`
-	}
-	_ = json.Unmarshal(o.Content, &f)
-	switch o.Kind {
-	case agentrt.ObsToolResult:
-		return classified{outcome: OutcomeSucceeded}
-	case agentrt.ObsInterrupted:
-		return unknown("cut_off")
-	}
-	if f.Failure == "invalid_content" {
-		return classified{outcome: OutcomeUnrecorded, detail: f.Error}
-	}
-	switch o.FailureClass {
-	case agentrt.FailureTimeout:
-		return unknown("timed_out")
-	case agentrt.FailureRefused:
-		return classified{outcome: OutcomeDenied, detail: f.Error}
-	case agentrt.FailureServerError:
-		return classified{outcome: OutcomeFailed, detail: o.FailureMessage}
-	case agentrt.FailureUnreadable:
-		return classified{outcome: OutcomeUnrecorded, detail: f.Error}
-	case agentrt.FailureUnknownOutcome:
-		return unknown("no_answer")
-	}
-	if f.Failure == "timeout" {
-		return unknown("timed_out")
-	}
-	return unknown("unclassified")
-}
-
-// executed settles a call whose tool ran, closing its run; an unknown
-// outcome asks an operator in a new run. here says this call ran it; a
-// call that found it recorded (after a crash, or another call's) is told
-// it already ran.
-func (p *Proxy) executed(ctx context.Context, c *call, r *row, gs *agentrt.GateSession, stepID string, obs agentrt.Observation, here bool) (answer, bool) {
-	cl := classify(obs, c.t.mutating())
-	told := func(a answer) answer {
-		if here || !cl.outcome.Executed() {
-			return a
-		}
-		return duplicateText(0, cl.outcome, cl.detail)
-	}
-	switch cl.outcome {
-	case OutcomeSucceeded:
-		p.closeRun(ctx, gs, "done")
-		return p.settle(ctx, c, r, OutcomeSucceeded, "", told(answer{content: obs.Content, blocks: obs.Blocks}))
-	case OutcomeFailed:
-		p.closeRun(ctx, gs, "the server reported a failure")
-		return p.settle(ctx, c, r, OutcomeFailed, cl.detail, told(failedText(cl.detail)))
-	case OutcomeUnrecorded:
-		p.closeRun(ctx, gs, "the result could not be recorded")
-		return p.settle(ctx, c, r, OutcomeUnrecorded, cl.detail, told(unrecordedText(cl.detail)))
-	case OutcomeDenied:
-		p.closeRun(ctx, gs, "refused before it reached the server")
-		if p.loginBroken(c.t.server) {
-			return p.settle(ctx, c, r, OutcomeDenied, cl.detail, unavailableText(serverUnreachable))
-		}
-		if r.Interrupted != "" {
-			return p.settle(ctx, c, r, OutcomeUnknownDenied, cl.detail, refusedText(cl.detail))
-		}
-		return p.settle(ctx, c, r, OutcomeDenied, cl.detail, refusedText(cl.detail))
-	}
-	p.closeRun(ctx, gs, "its outcome is unknown; an operator is asked")
-	st, err := p.stepOf(ctx, r.RunID, stepID)
-	if err != nil {
-		return p.internal(err, "the record could not be read")
-	}
-	in := interruption{RunID: r.RunID, StepID: stepID, StartedAt: st.StartedAt.UTC().Format(time.RFC3339Nano), Ended: cl.ended}
-	return p.askUnknown(ctx, c, r, in)
-}
-
-func (p *Proxy) stepOf(ctx context.Context, runID, stepID string) (agentrt.Step, error) {
-	steps, err := p.store.ListSteps(ctx, runID)
-	if err != nil {
-		return agentrt.Step{}, err
-	}
-	for _, st := range steps {
-		if st.ID == stepID {
-			return st, nil
-		}
-	}
-	return agentrt.Step{}, fmt.Errorf("run %s has no step %s", runID, stepID)
-}
-
-// askUnknown replaces r, whose call's outcome is unknown, with a new run
-// that asks an operator about re-running the recorded request, and blocks
-// the tool while it waits.
-func (p *Proxy) askUnknown(ctx context.Context, c *call, r *row, in interruption) (answer, bool) {
-	b, _ := json.Marshal(in)
-	now := p.now()
-	old := *r
-	old.Outcome, old.SettledAt = OutcomeUnknown, now
-	nr := &row{Session: r.Session, Key: r.Key, Tool: r.Tool, SideEffect: r.SideEffect, RunID: p.newRunID(), CreatedAt: now,
-		Open: true, State: stateBegun, Blocking: true, UnknownOf: in.RunID, Interrupted: string(b)}
-	if err := p.ix.replace(ctx, &old, nr, now); err != nil {
-		return p.internal(err, "the record could not be written")
-	}
-	args, err := p.recordedArgs(ctx, in.RunID, in.StepID)
-	if err != nil {
-		return p.internal(err, "the record could not be read")
-	}
-	rc := *c
-	rc.args = args
-	return p.fresh(ctx, &rc, nr)
-}
-
-// recordedArgs are the arguments a step recorded: what a re-run runs.
-func (p *Proxy) recordedArgs(ctx context.Context, runID, stepID string) (json.RawMessage, error) {
-	st, err := p.stepOf(ctx, runID, stepID)
-	if err != nil {
-		return nil, err
-	}
-	if st.Decision == nil || st.Decision.Kind != agentrt.KindToolCall {
-		return nil, fmt.Errorf("step %s of run %s is not a tool call", stepID, runID)
-	}
-	return st.Decision.Args, nil
-}
-
-// reask asks again about a call whose outcome stays unknown: its question
-// expired, or was rejected and the repeat window has passed.
-func (p *Proxy) reask(ctx context.Context, c *call, r *row) (answer, bool) {
-	var in interruption
-	if err := json.Unmarshal([]byte(r.Interrupted), &in); err != nil || in.RunID == "" {
-		// The row asked about its own run (cut off under the proxy):
-		// find its interruption in its approval.
-		as, err := p.store.ListApprovals(ctx, r.RunID)
-		if err != nil || len(as) == 0 {
-			return p.internal(fmt.Errorf("no interruption recorded for run %s: %v", r.RunID, err), "the record is not understood")
-		}
-		var cp capability
-		if err := json.Unmarshal(as[len(as)-1].Capability, &cp); err != nil || cp.Interrupted == nil {
-			return p.internal(fmt.Errorf("no interruption recorded for run %s", r.RunID), "the record is not understood")
-		}
-		in = *cp.Interrupted
-	}
-	return p.askUnknown(ctx, c, r, in)
-}
-
-// askAgain asks again about a blocking row whose question expired, so the
-// tool is never blocked with nothing for an operator to act on. It waits
-// for nothing.
-func (p *Proxy) askAgain(ctx context.Context, b *row) {
-	t := p.tools[b.Tool]
-	if t == nil {
-		return
-	}
-	c := &call{t: t, key: b.Key}
-	if _, again := p.collect(ctx, c, b); again {
-		return
-	}
-}
-
-// settleRecord settles a row whose run ended, from the run's record: what
-// the proxy would have settled had it not stopped first.
-func (p *Proxy) settleRecord(ctx context.Context, c *call, r *row) (answer, bool) {
-	run, err := p.store.GetRun(ctx, r.RunID)
-	if err != nil {
-		return p.internal(err, "the record could not be read")
-	}
-	steps, err := p.store.ListSteps(ctx, r.RunID)
-	if err != nil {
-		return p.internal(err, "the record could not be read")
-	}
-	as, err := p.store.ListApprovals(ctx, r.RunID)
-	if err != nil {
-		return p.internal(err, "the record could not be read")
-	}
-	var last *agentrt.Approval
-	if len(as) > 0 {
-		last = &as[len(as)-1]
-	}
-	unknownLine := r.Interrupted != "" || (last != nil && last.Kind == agentrt.InterruptedSideEffect)
-	if st := executedStep(steps); st != nil {
-		return p.executed(ctx, c, r, nil, st.ID, *st.Observation, false)
-	}
-	switch run.Reason {
-	case agentrt.ReasonApprovalRejected:
-		note := ""
-		if last != nil {
-			note = last.Note
-		}
-		if unknownLine {
-			return p.settle(ctx, c, r, OutcomeUnknownRejected, note, rejectedText(note, c.t.window))
-		}
-		return p.settle(ctx, c, r, OutcomeRejected, note, rejectedText(note, c.t.window))
-	case agentrt.ReasonApprovalExpired:
-		if unknownLine {
-			return p.reask(ctx, c, r)
-		}
-		return p.settle(ctx, c, r, OutcomeExpired, "", expiredText())
-	}
-	for i := len(steps) - 1; i >= 0; i-- {
-		if o := steps[i].Observation; o != nil && steps[i].Decision != nil && steps[i].Decision.Kind == agentrt.KindToolCall {
-			switch o.Kind {
-			case agentrt.ObsInvalidDecision:
-				return p.settle(ctx, c, r, OutcomeInvalid, o.Summary, invalidText(o.Summary))
-			case agentrt.ObsPolicyDenied:
-				return p.settle(ctx, c, r, OutcomeDenied, o.Summary, deniedText(o.Summary))
-			}
-		}
-	}
-	if unknownLine {
-		// An operator moved a question about an unknown outcome on: ask
-		// again rather than forget it.
-		return p.reask(ctx, c, r)
-	}
-	return p.settle(ctx, c, r, OutcomeNotExecuted, string(run.Reason), unavailableText("it was ended before it ran; call again"))
-}
-
 // settle writes a row's outcome and answers a. A row stays open while it
 // answers identical calls: an executed mutating call, a rejected or
 // expired one, for the repeat window; an outcome that stays unknown until
 // it is asked again.
-func (p *Proxy) settle(ctx context.Context, c *call, r *row, o CallOutcome, detail string, a answer) (answer, bool) {
+func (p *Proxy) settle(ctx context.Context, c *call, r *index.Row, o CallOutcome, detail string, a answer) (answer, bool) {
 	now := p.now()
 	w := c.t.window
 	open := false
@@ -891,8 +564,8 @@ func (p *Proxy) settle(ctx context.Context, c *call, r *row, o CallOutcome, deta
 	case o.Executed() && c.t.mutating(), o == OutcomeRejected, o == OutcomeExpired:
 		open = w > 0
 	}
-	change := func(n *row) {
-		n.State, n.Outcome, n.Detail, n.SettledAt, n.Blocking = stateDone, o, trace.Truncate(detail, boundReason), now, false
+	change := func(n *index.Row) {
+		n.State, n.Outcome, n.Detail, n.SettledAt, n.Blocking = index.StateDone, o, trace.Truncate(detail, boundReason), now, false
 		n.Open = open
 		if open {
 			n.OpenUntil = now.Add(w)
@@ -905,12 +578,12 @@ func (p *Proxy) settle(ctx context.Context, c *call, r *row, o CallOutcome, deta
 		n := *r
 		change(&n)
 		n.Open, n.OpenUntil, n.ClosedAt = false, time.Time{}, now
-		p.ix.insertLater(&n)
+		p.ix.InsertLater(&n)
 		return a, false
 	}
-	_, err := p.ix.set(ctx, r, change)
+	_, err := p.ix.Set(ctx, r, change)
 	if err != nil {
-		if errors.Is(err, errStale) {
+		if errors.Is(err, index.ErrStale) {
 			// Settled by someone else first; what they settled answers.
 			return answer{}, true
 		}
@@ -946,7 +619,7 @@ func (p *Proxy) refusedJSON(ctx context.Context, c *call) answer {
 		reason = v.Observation.Summary
 	}
 	now := p.now()
-	_ = p.ix.insertClosed(ctx, &row{Session: p.cfg.Session, Key: "invalid:" + runID, Tool: c.t.name, SideEffect: c.t.spec.SideEffect,
-		RunID: runID, CreatedAt: now, State: stateDone, Outcome: OutcomeInvalid, Detail: trace.Truncate(reason, boundReason), SettledAt: now, ClosedAt: now})
+	_ = p.ix.InsertClosed(ctx, &index.Row{Session: p.cfg.Session, Key: "invalid:" + runID, Tool: c.t.name, SideEffect: c.t.spec.SideEffect,
+		RunID: runID, CreatedAt: now, State: index.StateDone, Outcome: OutcomeInvalid, Detail: trace.Truncate(reason, boundReason), SettledAt: now, ClosedAt: now})
 	return invalidText(reason)
 }

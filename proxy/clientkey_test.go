@@ -2,12 +2,10 @@ package proxy
 
 import (
 	"context"
-	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -20,6 +18,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/proxy/internal/credentials"
 )
 
 // keyPEM is key as a PKCS #8 PEM block, as the conformance suite hands it
@@ -78,7 +77,7 @@ func TestClientCredentials_PrivateKeyJWTAssertionIsFreshAndVerifies(t *testing.T
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for i := range 2 {
-		if err := connectOnce(ctx, &s, srv.HTTPClient, srv.OAuthHandler); err != nil {
+		if err := credentials.ConnectOnce(ctx, s.Endpoint, srv.HTTPClient, srv.OAuthHandler); err != nil {
 			t.Fatalf("connection %d: %v", i+1, err)
 		}
 	}
@@ -117,7 +116,7 @@ func TestClientCredentials_PrivateKeyJWTAssertionIsFreshAndVerifies(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = connectOnce(ctx, &s, refused.HTTPClient, refused.OAuthHandler)
+	err = credentials.ConnectOnce(ctx, s.Endpoint, refused.HTTPClient, refused.OAuthHandler)
 	as.mu.Lock()
 	last := as.assertions[len(as.assertions)-1]
 	as.mu.Unlock()
@@ -199,40 +198,5 @@ func TestConfig_RefusesABadClientCredentialsKey(t *testing.T) {
 		if k := cfg.Servers[0].OAuth.PrivateKey; k == nil || k.Alg != alg {
 			t.Fatalf("%s: %+v, want alg %s", file, k, alg)
 		}
-	}
-}
-
-// An RSA key signs RS256 (RSASSA-PKCS1-v1_5 with SHA-256): the assertion
-// verifies with crypto/rsa and carries the claims an ES256 one does.
-func TestClientCredentials_RS256AssertionVerifies(t *testing.T) {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Unix(1_800_000_000, 0)
-	s := &assertionSigner{clientID: "c", alg: RS256, key: key, now: func() time.Time { return now }}
-	a, err := s.assertion("https://as.example.com")
-	if err != nil {
-		t.Fatal(err)
-	}
-	parts := strings.Split(a, ".")
-	if len(parts) != 3 {
-		t.Fatalf("not a compact JWS: %d parts", len(parts))
-	}
-	sig, _ := base64.RawURLEncoding.DecodeString(parts[2])
-	sum := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
-	if err := rsa.VerifyPKCS1v15(&key.PublicKey, crypto.SHA256, sum[:], sig); err != nil {
-		t.Fatalf("the RS256 signature: %v", err)
-	}
-	hb, _ := base64.RawURLEncoding.DecodeString(parts[0])
-	cb, _ := base64.RawURLEncoding.DecodeString(parts[1])
-	var h struct{ Alg, Typ, Kid string }
-	var c assertionClaims
-	if json.Unmarshal(hb, &h) != nil || h.Alg != "RS256" || h.Typ != "JWT" || h.Kid != "" {
-		t.Fatalf("header %s", hb)
-	}
-	if json.Unmarshal(cb, &c) != nil || c.Iss != "c" || c.Sub != "c" || c.Aud != "https://as.example.com" || c.Iat != now.Unix() ||
-		c.Exp != now.Add(assertionLifetime).Unix() || c.JTI == "" {
-		t.Fatalf("claims %s", cb)
 	}
 }

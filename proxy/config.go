@@ -16,6 +16,7 @@ import (
 	"github.com/agentrt/agentrt/internal/canon"
 	"github.com/agentrt/agentrt/mcp"
 	celpolicy "github.com/agentrt/agentrt/policy/cel"
+	"github.com/agentrt/agentrt/proxy/internal/credentials"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -248,23 +249,23 @@ type fileConfig struct {
 }
 
 type fileServer struct {
-	Name           string                `json:"name"`
-	Command        []string              `json:"command"`
-	Endpoint       string                `json:"endpoint"`
-	Env            map[string]string     `json:"env"`
-	InheritEnv     []string              `json:"inherit_env"`
-	ConnectTimeout *duration             `json:"connect_timeout"`
-	DefaultTimeout *duration             `json:"default_timeout"`
-	Manifest       string                `json:"manifest"`
-	Rules          map[string]fileRule   `json:"rules"`
-	SkipPathCheck  bool                  `json:"skip_path_check"`
-	Surfaces       map[string]string     `json:"surfaces"`
-	PromptRename   map[string]string     `json:"prompt_rename"`
-	Forward        []string              `json:"forward"`
-	Transport      string                `json:"transport"`
-	Headers        map[string]fileSecret `json:"headers"`
-	SecretEnv      map[string]fileSecret `json:"secret_env"`
-	OAuth          *fileOAuth            `json:"oauth"`
+	Name           string                            `json:"name"`
+	Command        []string                          `json:"command"`
+	Endpoint       string                            `json:"endpoint"`
+	Env            map[string]string                 `json:"env"`
+	InheritEnv     []string                          `json:"inherit_env"`
+	ConnectTimeout *duration                         `json:"connect_timeout"`
+	DefaultTimeout *duration                         `json:"default_timeout"`
+	Manifest       string                            `json:"manifest"`
+	Rules          map[string]fileRule               `json:"rules"`
+	SkipPathCheck  bool                              `json:"skip_path_check"`
+	Surfaces       map[string]string                 `json:"surfaces"`
+	PromptRename   map[string]string                 `json:"prompt_rename"`
+	Forward        []string                          `json:"forward"`
+	Transport      string                            `json:"transport"`
+	Headers        map[string]credentials.FileSecret `json:"headers"`
+	SecretEnv      map[string]credentials.FileSecret `json:"secret_env"`
+	OAuth          *credentials.FileOAuth            `json:"oauth"`
 }
 
 type fileRule struct {
@@ -411,17 +412,9 @@ func (fc *fileConfig) resolve(path string) (*Config, error) {
 	if cfg.LeaseTTL < MinLeaseTTL {
 		return nil, bad("lease_ttl", "must be at least %s, got %s", MinLeaseTTL, cfg.LeaseTTL)
 	}
-	cfg.Policy = agentrt.DefaultPolicy()
-	for _, class := range slices.Sorted(maps.Keys(fc.Policy)) {
-		se := agentrt.SideEffect(class)
-		if !se.Valid() {
-			return nil, bad("policy", "names %q, not a side-effect class (read_only, local_mutation, remote_mutation, destructive)", trace.Sanitize(class))
-		}
-		out := agentrt.PolicyOutcome(fc.Policy[class])
-		if !configOutcome(out) {
-			return nil, bad("policy."+class, "must be allow, require_approval or deny, got %q", trace.Sanitize(string(out)))
-		}
-		cfg.Policy[se] = out
+	var err error
+	if cfg.Policy, err = resolvePolicy(fc.Policy); err != nil {
+		return nil, err
 	}
 	if fc.PolicyFile != "" {
 		cfg.PolicyFile = rel(fc.PolicyFile)
@@ -433,9 +426,37 @@ func (fc *fileConfig) resolve(path string) (*Config, error) {
 	if fc.Disclosure != nil {
 		cfg.Disclosure = *fc.Disclosure
 	}
+	if cfg.Servers, err = fc.resolveServers(rel, cfg.PolicyFile != ""); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// resolvePolicy is the default policy with the file's outcome for each
+// side-effect class it names.
+func resolvePolicy(in map[string]string) (agentrt.SideEffectPolicy, error) {
+	pol := agentrt.DefaultPolicy()
+	for _, class := range slices.Sorted(maps.Keys(in)) {
+		se := agentrt.SideEffect(class)
+		if !se.Valid() {
+			return nil, bad("policy", "names %q, not a side-effect class (read_only, local_mutation, remote_mutation, destructive)", trace.Sanitize(class))
+		}
+		out := agentrt.PolicyOutcome(in[class])
+		if !configOutcome(out) {
+			return nil, bad("policy."+class, "must be allow, require_approval or deny, got %q", trace.Sanitize(string(out)))
+		}
+		pol[se] = out
+	}
+	return pol, nil
+}
+
+// resolveServers checks every server entry, and that no two share a
+// name; with a policy file, no rule may set an outcome.
+func (fc *fileConfig) resolveServers(rel func(string) string, policyFile bool) ([]ServerConfig, error) {
 	if len(fc.Servers) == 0 {
 		return nil, bad("servers", "must name at least one server")
 	}
+	var out []ServerConfig
 	names := map[string]bool{}
 	for i, fs := range fc.Servers {
 		field := fmt.Sprintf("servers[%d]", i)
@@ -443,7 +464,7 @@ func (fc *fileConfig) resolve(path string) (*Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		if cfg.PolicyFile != "" {
+		if policyFile {
 			for _, name := range slices.Sorted(maps.Keys(s.Rules)) {
 				if s.Rules[name].Outcome != "" {
 					return nil, bad(fmt.Sprintf("%s.rules.%s.outcome", field, name), "cannot be set while policy_file decides every call; say it in the policy file")
@@ -454,9 +475,9 @@ func (fc *fileConfig) resolve(path string) (*Config, error) {
 			return nil, bad(field+".name", "%q names a server twice", s.Name)
 		}
 		names[s.Name] = true
-		cfg.Servers = append(cfg.Servers, s)
+		out = append(out, s)
 	}
-	return cfg, nil
+	return out, nil
 }
 
 func configOutcome(o agentrt.PolicyOutcome) bool {
@@ -577,7 +598,7 @@ func (fs *fileServer) resolveRemote(field string, rel func(string) string, s *Se
 		if canon == "Authorization" && fs.OAuth != nil {
 			return bad(f, "cannot be set while oauth authorizes the server")
 		}
-		r, err := fs.Headers[name].resolve(f, rel)
+		r, err := fs.Headers[name].Resolve(f, rel)
 		if err != nil {
 			return err
 		}
@@ -592,14 +613,14 @@ func (fs *fileServer) resolveRemote(field string, rel func(string) string, s *Se
 		if _, clash := fs.Env[name]; clash {
 			return bad(f, "is also set in env")
 		}
-		r, err := fs.SecretEnv[name].resolve(f, rel)
+		r, err := fs.SecretEnv[name].Resolve(f, rel)
 		if err != nil {
 			return err
 		}
 		s.SecretEnv[name] = r
 	}
 	if fs.OAuth != nil {
-		o, err := fs.OAuth.resolve(field+".oauth", rel, s)
+		o, err := fs.OAuth.Resolve(field+".oauth", rel, s.Name, s.Endpoint, s.SSE)
 		if err != nil {
 			return err
 		}

@@ -2,9 +2,6 @@ package proxy
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
-	"time"
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/trace"
@@ -20,10 +17,6 @@ import (
 // zeroed. Between an erasure and the next start the status tool reads the
 // runs database and quotes no text of an erased run.
 
-// erasedKeyPrefix marks a swept row's request key: it holds the row's own
-// id, which matches no call and is no digest of anything.
-const erasedKeyPrefix = "erased:"
-
 // sweepPage bounds how many rows one pass of the sweep reads.
 const sweepPage = 500
 
@@ -34,7 +27,7 @@ func (p *Proxy) sweepErased(ctx context.Context) (int, error) {
 	cleared := 0
 	var after int64
 	for {
-		ids, runs, err := p.ix.unswept(ctx, after, sweepPage)
+		ids, runs, err := p.ix.Unswept(ctx, after, sweepPage)
 		if err != nil {
 			return cleared, err
 		}
@@ -49,7 +42,7 @@ func (p *Proxy) sweepErased(ctx context.Context) (int, error) {
 			}
 		}
 		if len(erased) > 0 {
-			if err := p.ix.clearErased(ctx, erased, p.now()); err != nil {
+			if err := p.ix.ClearErased(ctx, erased, p.now()); err != nil {
 				return cleared, err
 			}
 			cleared += len(erased)
@@ -60,7 +53,7 @@ func (p *Proxy) sweepErased(ctx context.Context) (int, error) {
 		after = ids[len(ids)-1]
 	}
 	if cleared > 0 {
-		if err := p.ix.checkpoint(ctx); err != nil {
+		if err := p.ix.Checkpoint(ctx); err != nil {
 			p.logf("agentrt-proxy: the rows of %d erased call(s) were cleared, but the index's log still holds copies: %s", cleared, trace.Sanitize(err.Error()))
 		}
 	}
@@ -86,53 +79,4 @@ func runErased(ctx context.Context, st agentrt.StoreReader, runID string) (bool,
 		return false, err
 	}
 	return len(last) == 1 && last[0].Type == agentrt.EventRunErased, nil
-}
-
-// unswept lists the ids and run ids of rows after id after that the sweep
-// has not cleared, in id order, at most limit.
-func (ix *Index) unswept(ctx context.Context, after int64, limit int) ([]int64, []string, error) {
-	rows, err := ix.r.QueryContext(ctx, `SELECT id, run_id FROM proxy_calls WHERE id > ? AND substr(request_key, 1, ?) != ? ORDER BY id LIMIT ?`,
-		after, len(erasedKeyPrefix), erasedKeyPrefix, limit)
-	if err != nil {
-		return nil, nil, fmt.Errorf("proxy: index %s: %w", ix.path, err)
-	}
-	defer rows.Close()
-	var ids []int64
-	var runs []string
-	for rows.Next() {
-		var id int64
-		var run string
-		if err := rows.Scan(&id, &run); err != nil {
-			return nil, nil, err
-		}
-		ids, runs = append(ids, id), append(runs, run)
-	}
-	return ids, runs, rows.Err()
-}
-
-// clearErased blanks the request key and the text of the rows named and
-// closes them, in one transaction.
-func (ix *Index) clearErased(ctx context.Context, ids []int64, now time.Time) error {
-	return ix.update(ctx, func(tx *sql.Tx) error {
-		for _, id := range ids {
-			if _, err := tx.ExecContext(ctx, `UPDATE proxy_calls SET request_key = ? || id, detail = '', open = 0, blocking = 0,
-				closed_at = CASE WHEN closed_at = 0 THEN ? ELSE closed_at END WHERE id = ?`, erasedKeyPrefix, nanos(now), id); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// checkpoint copies the index's write-ahead log into the file and
-// truncates it, so no page from before a sweep stays in the log.
-func (ix *Index) checkpoint(ctx context.Context) error {
-	var busy, frames, done int
-	if err := ix.w.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &frames, &done); err != nil {
-		return fmt.Errorf("proxy: index %s: %w", ix.path, err)
-	}
-	if busy != 0 {
-		return fmt.Errorf("proxy: index %s: another process is reading it, so its log was not emptied (%d of %d pages copied)", ix.path, done, frames)
-	}
-	return nil
 }

@@ -4,13 +4,11 @@ package proxy
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -79,74 +77,6 @@ func resolveSurfaces(field string, in map[string]string) (map[Surface]agentrt.Po
 	return out, nil
 }
 
-// upstreamServer is one connected server's surfaces.
-type upstreamServer struct {
-	name    string
-	conn    *mcp.Connection
-	allowed map[Surface]bool
-	timeout time.Duration
-
-	// subscribes says the server offers resource subscriptions.
-	subscribes bool
-	// announces says the server's capabilities promise list_changed for
-	// its prompts or its resources.
-	announces map[Surface]bool
-	// promptRename is the configuration's prompt_rename.
-	promptRename map[string]string
-
-	mu        sync.Mutex
-	uris      map[string]bool // the URIs of its last resources/list
-	templates []*uriTemplate  // the URI templates of its last listing
-	// listed says resources and templates were listed since the server
-	// last said they changed; until then a read lists first, to route by
-	// what the servers claim. resEpoch counts those changes: a listing
-	// read while one came in does not count.
-	listed, listedRes, listedTmpl bool
-	resEpoch                      uint64
-}
-
-// allowed says whether cfg forwards surface s of server sc.
-func surfaceAllowed(cfg *Config, sc ServerConfig, s Surface) bool {
-	if o, ok := sc.Surfaces[s]; ok {
-		return o == agentrt.Allow
-	}
-	return cfg.Policy[agentrt.ReadOnly] == agentrt.Allow
-}
-
-// addUpstream records a connected server's surfaces: those the
-// configuration allows and the server offers. It runs in New for the
-// servers loaded at start, and later for a standby server that loads
-// (standby.go), while host requests read the servers.
-func (p *Proxy) addUpstream(sc ServerConfig, conn *mcp.Connection) *upstreamServer {
-	caps := conn.Capabilities()
-	u := &upstreamServer{name: sc.Name, conn: conn, allowed: map[Surface]bool{}, timeout: sc.DefaultTimeout, uris: map[string]bool{},
-		promptRename: sc.PromptRename}
-	if u.timeout == 0 {
-		u.timeout = forwardTimeout
-	}
-	offers := map[Surface]bool{SurfaceResources: caps.Resources != nil, SurfacePrompts: caps.Prompts != nil,
-		SurfaceCompletion: caps.Completions != nil, SurfaceLogging: caps.Logging != nil}
-	for _, s := range surfaces {
-		u.allowed[s] = offers[s] && surfaceAllowed(p.cfg, sc, s)
-	}
-	u.subscribes = caps.Resources != nil && caps.Resources.Subscribe
-	u.announces = map[Surface]bool{SurfacePrompts: caps.Prompts != nil && caps.Prompts.ListChanged,
-		SurfaceResources: caps.Resources != nil && caps.Resources.ListChanged}
-	p.upsMu.Lock()
-	// A new array each time: a reader's snapshot never changes.
-	p.ups = append(slices.Clip(p.ups), u)
-	p.upsMu.Unlock()
-	return u
-}
-
-// upstreams are the connected servers' surfaces now, in the order they
-// loaded; the slice is never written again.
-func (p *Proxy) upstreams() []*upstreamServer {
-	p.upsMu.RLock()
-	defer p.upsMu.RUnlock()
-	return p.ups
-}
-
 // notifications are the hooks given to server name's connection: its log
 // messages and the changes to its prompt and resource lists go to every
 // host session (listchanged.go), and its requests for sampling,
@@ -169,7 +99,7 @@ func (p *Proxy) notifications(sc ServerConfig) *mcp.Notifications {
 			p.logf("agentrt-proxy: server %s asked for %s, which the proxy never forwards to the host; refused", name, quote(method, boundName))
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			if err := p.ix.recordRefusal(ctx, p.cfg.Session, name, method, p.now()); err != nil {
+			if err := p.ix.RecordRefusal(ctx, p.cfg.Session, name, method, p.now()); err != nil {
 				p.logf("agentrt-proxy: the refusal could not be recorded: %s", trace.Sanitize(err.Error()))
 			}
 		},
@@ -289,14 +219,10 @@ func upstreamError(server string, err error) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server " + server + " did not answer"}
 }
 
-func (u *upstreamServer) ctx(parent context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(parent, u.timeout)
-}
-
 // listPages reads one server's listing page by page, at most
 // maxForwardPages of them, each under the server's timeout, and hands
 // each page to page; next reads a page's cursor.
-func listPages[R any](ctx context.Context, u *upstreamServer, list func(context.Context, string) (*R, error), next func(*R) string, page func(*R) error) error {
+func listPages[R any](ctx context.Context, u *upstream, list func(context.Context, string) (*R, error), next func(*R) string, page func(*R) error) error {
 	cursor := ""
 	for range maxForwardPages {
 		c, cancel := u.ctx(ctx)
@@ -379,7 +305,7 @@ func (p *Proxy) listTemplates(ctx context.Context) (*sdk.ListResourceTemplatesRe
 	return out, nil
 }
 
-func (u *upstreamServer) resourcesEpoch() uint64 {
+func (u *upstream) resourcesEpoch() uint64 {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.resEpoch
@@ -507,7 +433,7 @@ func (p *Proxy) complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk.Co
 		return nil, refuse("a completion needs a reference")
 	}
 	ref := *params.Ref
-	var u *upstreamServer
+	var u *upstream
 	switch ref.Type {
 	case "ref/prompt":
 		var name string
@@ -559,7 +485,7 @@ func (p *Proxy) setLevel(ctx context.Context, level sdk.LoggingLevel) {
 
 // passLastLevel gives server u, loaded after start, the level a host
 // last asked for, if one did.
-func (p *Proxy) passLastLevel(ctx context.Context, u *upstreamServer) {
+func (p *Proxy) passLastLevel(ctx context.Context, u *upstream) {
 	p.levelMu.Lock()
 	level := p.level
 	p.levelMu.Unlock()
@@ -569,7 +495,7 @@ func (p *Proxy) passLastLevel(ctx context.Context, u *upstreamServer) {
 }
 
 // passLevel gives server u a logging level, under its timeout.
-func (p *Proxy) passLevel(ctx context.Context, u *upstreamServer, level sdk.LoggingLevel) {
+func (p *Proxy) passLevel(ctx context.Context, u *upstream, level sdk.LoggingLevel) {
 	c, cancel := u.ctx(ctx)
 	defer cancel()
 	if err := u.conn.SetLoggingLevel(c, level); err != nil {
@@ -600,15 +526,6 @@ func (p *Proxy) drainLogs() {
 			return
 		}
 	}
-}
-
-// recordRefusal keeps one request a server sent that the proxy refused.
-func (ix *Index) recordRefusal(ctx context.Context, session, server, method string, at time.Time) error {
-	return ix.update(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO proxy_refusals (session, server, method, at) VALUES (?, ?, ?, ?)`,
-			session, server, trace.Truncate(method, boundName), at.UnixNano())
-		return err
-	})
 }
 
 // forwardLog sends one of a server's log messages to every host session,

@@ -4,6 +4,7 @@ package proxy
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -223,7 +224,10 @@ func TestForward_SamplingRequestIsRefusedAndRecorded(t *testing.T) {
 	mustf(t, heard == "sampling: refused, elicitation: refused", "the server heard: %s", heard)
 	mustf(t, asked.Load() == 0, "the host was asked %d times", asked.Load())
 	var methods []string
-	rows, err := h.p.ix.r.Query(`SELECT server, method FROM proxy_refusals WHERE session = ? ORDER BY id`, h.cfg.Session)
+	db, err := sql.Open("sqlite", "file://"+h.cfg.Index+"?mode=ro")
+	mustf(t, err == nil, "open the index: %v", err)
+	defer db.Close()
+	rows, err := db.Query(`SELECT server, method FROM proxy_refusals WHERE session = ? ORDER BY id`, h.cfg.Session)
 	mustf(t, err == nil, "query: %v", err)
 	for rows.Next() {
 		var s, m string

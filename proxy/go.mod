@@ -1,6 +1,6 @@
 module github.com/agentrt/agentrt/proxy
 
-go 1.26.0
+go 1.26.5
 
 toolchain go1.27.3
 
@@ -18,6 +18,7 @@ require (
 	github.com/DefangLabs/secret-detector v1.1.0 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
 	github.com/golang-jwt/jwt/v5 v5.2.2 // indirect
+	github.com/kr/text v0.2.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/exp v0.0.0-20240823005443-9b4947da3948 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20240826202546-f6391c0de4c7 // indirect

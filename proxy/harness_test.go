@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentrt/agentrt/proxy/internal/index"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,9 +23,9 @@ import (
 	"github.com/agentrt/agentrt/sqlite"
 )
 
-// upstream is a real MCP server in this process, reached over streamable
+// testUpstream is a real MCP server in this process, reached over streamable
 // HTTP on loopback: its tools are Go functions that count their effects.
-type upstream struct {
+type testUpstream struct {
 	srv *httptest.Server
 	url string
 	// sseURL reaches the same server over the legacy SSE transport.
@@ -50,8 +51,8 @@ const (
 	writeSchema = `{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"},"mode":{"type":"string"},"owner":{"type":"string"}},"required":["path"]}`
 )
 
-func newUpstream(t testing.TB) *upstream {
-	u := &upstream{started: make(chan string, 16), release: make(chan struct{}), failText: "the disk is full"}
+func newTestUpstream(t testing.TB) *testUpstream {
+	u := &testUpstream{started: make(chan string, 16), release: make(chan struct{}), failText: "the disk is full"}
 	build := func() *sdk.Server {
 		s := sdk.NewServer(&sdk.Implementation{Name: "up", Version: "1"}, nil)
 		s.AddTool(&sdk.Tool{Name: "read", Description: "Reads a file.", InputSchema: json.RawMessage(readSchema)},
@@ -105,19 +106,19 @@ func owner(o string) string {
 	return " by " + o
 }
 
-func (u *upstream) effect(path, content string) {
+func (u *testUpstream) effect(path, content string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.effects = append(u.effects, path+"="+content)
 }
 
-func (u *upstream) count() int {
+func (u *testUpstream) count() int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return len(u.effects)
 }
 
-func (u *upstream) effectsNow() []string {
+func (u *testUpstream) effectsNow() []string {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return append([]string(nil), u.effects...)
@@ -129,7 +130,7 @@ type harness struct {
 	dir    string
 	cfg    *Config
 	cfgDoc map[string]any
-	up     *upstream
+	up     *testUpstream
 	p      *Proxy
 	cs     *sdk.ClientSession
 	stderr *syncBuffer
@@ -177,7 +178,7 @@ func (c *clock) Advance(d time.Duration) {
 
 // baseConfig is the harness's configuration: read allowed, write asks for
 // approval, hold off (answers at once).
-func baseConfig(u *upstream) map[string]any {
+func baseConfig(u *testUpstream) map[string]any {
 	return map[string]any{
 		"database": "runs.db",
 		"session":  "test",
@@ -200,7 +201,7 @@ func rules(doc map[string]any, tool string) map[string]any {
 
 func newHarness(t testing.TB, edit func(doc map[string]any)) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), up: newUpstream(t), stderr: &syncBuffer{},
+	h := &harness{t: t, dir: t.TempDir(), up: newTestUpstream(t), stderr: &syncBuffer{},
 		clock: &clock{t: time.Now().UTC()}, events: make(chan agentrt.Event, 4096)}
 	h.cfgDoc = baseConfig(h.up)
 	if edit != nil {
@@ -467,9 +468,9 @@ func (h *harness) waitEvent(typ agentrt.EventType, runID string) agentrt.Event {
 	}
 }
 
-func (h *harness) rows() []*row {
+func (h *harness) rows() []*index.Row {
 	h.t.Helper()
-	rs, err := h.p.ix.recent(context.Background(), h.cfg.Session, time.Time{}, 1000)
+	rs, err := h.p.ix.Recent(context.Background(), h.cfg.Session, time.Time{}, 1000)
 	if err != nil {
 		h.t.Fatal(err)
 	}

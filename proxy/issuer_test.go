@@ -18,6 +18,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/proxy/internal/credentials"
 )
 
 // recorder keeps every request a test server received: the method, the
@@ -95,7 +96,7 @@ func TestOAuth_CredentialsGoOnlyToTheRegisteredIssuer(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		return connectOnce(ctx, &s, srv.HTTPClient, srv.OAuthHandler)
+		return credentials.ConnectOnce(ctx, s.Endpoint, srv.HTTPClient, srv.OAuthHandler)
 	}
 	for name := range entries {
 		err := connect(name, bad)

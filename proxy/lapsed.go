@@ -25,26 +25,11 @@ func (p *Proxy) sweepLapsed(ctx context.Context, tool string) time.Time {
 	// granted (waiting). On a claim, only rows older than a lease are
 	// looked at: a lease cannot lapse before LeaseTTL has passed since its
 	// row was made, and the calls in flight now are younger.
-	q := `SELECT ` + rowColumns + ` FROM proxy_calls WHERE session = ? AND open = 1 AND state IN (?, ?)`
-	args := []any{p.cfg.Session, string(stateBegun), string(stateWaiting)}
-	if tool != "" {
-		q += ` AND tool = ? AND created_at <= ?`
-		args = append(args, tool, nanos(now.Add(-p.cfg.LeaseTTL)))
-	}
-	rows, err := p.ix.r.QueryContext(ctx, q, args...)
+	begun, err := p.ix.RunningRows(ctx, p.cfg.Session, tool, now.Add(-p.cfg.LeaseTTL))
 	if err != nil {
 		p.logf("agentrt-proxy: the index could not be read for interrupted calls: %s", trace.Sanitize(err.Error()))
 		return time.Time{}
 	}
-	var begun []*row
-	for rows.Next() {
-		r, err := scanRow(rows)
-		if err != nil {
-			break
-		}
-		begun = append(begun, r)
-	}
-	rows.Close()
 	var next time.Time
 	for _, r := range begun {
 		t := p.tools[r.Tool]

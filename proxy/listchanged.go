@@ -88,7 +88,7 @@ func (p *Proxy) passListChanges() {
 }
 
 // upstreamNamed is the connected server of that name, or nil.
-func (p *Proxy) upstreamNamed(name string) *upstreamServer {
+func (p *Proxy) upstreamNamed(name string) *upstream {
 	for _, u := range p.upstreams() {
 		if u.name == name {
 			return u

@@ -72,7 +72,7 @@ func (w *listTold) heard(c chan struct{}, d time.Duration) bool {
 // configuration denies adds a prompt: no host is told, and the prompt is
 // not offered; its resource change, forwarded, is told.
 func TestForward_UpstreamListChangedReachesTheHost(t *testing.T) {
-	dn := newUpstream(t)
+	dn := newTestUpstream(t)
 	h := newHarness(t, func(doc map[string]any) {
 		up := doc["servers"].([]any)[0].(map[string]any)
 		doc["servers"] = append(doc["servers"].([]any), map[string]any{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentrt/agentrt/proxy/internal/index"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -301,7 +302,7 @@ func TestProxy_ApprovalOpenedElsewhereWhileACallMatchesIsWaitedOn(t *testing.T) 
 	mustf(t, !strings.Contains(h.stderr.String(), "could not be collected"), "stderr: %s", h.stderr)
 	waits := 0
 	for _, r := range h.rows() {
-		if r.Open && r.State == stateWaiting && r.ApprovalID == second.ID {
+		if r.Open && r.State == index.StateWaiting && r.ApprovalID == second.ID {
 			waits++
 		}
 	}

@@ -64,7 +64,7 @@ func TestProxy_UpstreamWithNoToolsIsServedWithAWarning(t *testing.T) {
 
 	// The same empty rules on a server that does offer tools: each one is
 	// unclassified, nothing loads, and the proxy does not start.
-	u := newUpstream(t)
+	u := newTestUpstream(t)
 	doc["servers"].([]any)[0].(map[string]any)["endpoint"] = u.url
 	cfg, err = LoadConfig(write())
 	mustf(t, err == nil, "config: %v", err)

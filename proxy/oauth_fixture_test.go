@@ -185,7 +185,7 @@ func (a *testAS) token(w http.ResponseWriter, r *http.Request) {
 			a.assertions = append(a.assertions, f.Get("client_assertion"))
 			claims, err := verifyAssertion(a.keyClient, f.Get("client_assertion"), a.url, "m2m-key", time.Now())
 			_, _, basic := r.BasicAuth()
-			if f.Get("client_assertion_type") != jwtBearerAssertion || basic || f.Has("client_secret") || err != nil || a.jtis[claims.JTI] {
+			if f.Get("client_assertion_type") != "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" || basic || f.Has("client_secret") || err != nil || a.jtis[claims.JTI] {
 				writeJSON(w, 401, map[string]string{"error": "invalid_client"})
 				return
 			}
@@ -266,7 +266,7 @@ func (a *testAS) verify(_ context.Context, tok string, _ *http.Request) (*auth.T
 // go-sdk's bearer middleware and protected-resource metadata. It records
 // each access token it accepted.
 type protectedUpstream struct {
-	*upstream
+	*testUpstream
 	srv      *httptest.Server
 	mcpURL   string
 	mu       sync.Mutex
@@ -274,8 +274,8 @@ type protectedUpstream struct {
 }
 
 func newProtectedUpstream(t testing.TB, a *testAS) *protectedUpstream {
-	u := newUpstream(t)
-	p := &protectedUpstream{upstream: u}
+	u := newTestUpstream(t)
+	p := &protectedUpstream{testUpstream: u}
 	mux := http.NewServeMux()
 	p.srv = httptest.NewServer(mux)
 	t.Cleanup(p.srv.Close)

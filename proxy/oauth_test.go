@@ -14,6 +14,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/proxy/internal/credentials"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -24,9 +25,9 @@ import (
 func newOAuthHarness(t testing.TB, as *testAS, edit func(doc map[string]any)) (*harness, *protectedUpstream) {
 	t.Helper()
 	pu := newProtectedUpstream(t, as)
-	h := &harness{t: t, dir: t.TempDir(), up: pu.upstream, stderr: &syncBuffer{},
+	h := &harness{t: t, dir: t.TempDir(), up: pu.testUpstream, stderr: &syncBuffer{},
 		clock: &clock{t: time.Now().UTC()}, events: make(chan agentrt.Event, 4096)}
-	h.cfgDoc = baseConfig(pu.upstream)
+	h.cfgDoc = baseConfig(pu.testUpstream)
 	s := h.cfgDoc["servers"].([]any)[0].(map[string]any)
 	s["endpoint"] = pu.mcpURL
 	s["oauth"] = map[string]any{}
@@ -65,7 +66,7 @@ func TestRemote_ExpiredTokenIsRefreshed(t *testing.T) {
 	as.setTTL(time.Second)
 	h, pu := newOAuthHarness(t, as, nil)
 	path := h.cfg.Servers[0].OAuth.Tokens
-	before, err := readTokens(path)
+	before, err := credentials.ReadTokens(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestRemote_ExpiredTokenIsRefreshed(t *testing.T) {
 	h.start()
 	mustf(t, h.expect("", "up_read", `{"path":"a"}`) == "content of a", "the read did not answer")
 	mustf(t, as.count("refresh_token") > refreshes, "no refresh was made")
-	after, err := readTokens(path)
+	after, err := credentials.ReadTokens(path)
 	if err != nil {
 		t.Fatal(err)
 	}

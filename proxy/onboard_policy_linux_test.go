@@ -156,7 +156,7 @@ func TestOnboard_ReviewAndCheckSayWhatThePolicyDoesWithEachClass(t *testing.T) {
 		"-policy", "local_mutation=allow", "-policy", "remote_mutation=deny")
 	mustf(t, code == 0 && strings.Contains(out, "  local_mutation: runs without approval\n") && strings.Contains(out, "  remote_mutation: denied\n"),
 		"init: %d\n%s\n%s", code, out, errs)
-	code, out, errs = o.run(t, "", "init", "-from", "claude-desktop", "-config", o.config+".2", "-policy", "local_mutation=maybe")
+	code, _, errs = o.run(t, "", "init", "-from", "claude-desktop", "-config", o.config+".2", "-policy", "local_mutation=maybe")
 	mustf(t, code == 2 && strings.Contains(errs, `"maybe" is not allow, require_approval or deny`), "init -policy local_mutation=maybe: %d\n%s", code, errs)
 
 	code, out, errs = o.run(t, "", "review", "-config", o.config,

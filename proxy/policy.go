@@ -19,7 +19,8 @@ import (
 type ptool struct {
 	name     string // the name the model sees
 	server   string
-	upstream string // the server's own name
+	up       *upstream // the server
+	upstream string    // the server's own name for the tool
 	spec     agentrt.ToolSpec
 	rule     ToolRule
 	fixed    map[string]json.RawMessage // canonical

@@ -18,7 +18,7 @@ import (
 // promptRoute is where a host's prompt name goes: the server and the
 // server's own name for it.
 type promptRoute struct {
-	u    *upstreamServer
+	u    *upstream
 	name string
 }
 
@@ -37,7 +37,7 @@ func (e *PromptCollisionError) Error() string {
 }
 
 // hostPromptName is the name the host sees for server u's prompt name.
-func (u *upstreamServer) hostPromptName(name string) string {
+func (u *upstream) hostPromptName(name string) string {
 	if to, ok := u.promptRename[name]; ok {
 		return to
 	}
@@ -174,7 +174,7 @@ func (p *Proxy) listPrompts(ctx context.Context) (*sdk.ListPromptsResult, error)
 // own name for it, listing again first when a server said its prompts
 // changed since the table was read, and once when the name is not known
 // yet. A listing that fails leaves the table as it was.
-func (p *Proxy) routePrompt(ctx context.Context, name string, s Surface) (*upstreamServer, string) {
+func (p *Proxy) routePrompt(ctx context.Context, name string, s Surface) (*upstream, string) {
 	p.promptsMu.Lock()
 	stale := p.promptsEpoch != p.promptsRead
 	p.promptsMu.Unlock()

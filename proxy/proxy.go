@@ -16,6 +16,8 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/mcp"
+	"github.com/agentrt/agentrt/proxy/internal/credentials"
+	"github.com/agentrt/agentrt/proxy/internal/index"
 	"github.com/agentrt/agentrt/sqlite"
 	"github.com/agentrt/agentrt/trace"
 )
@@ -55,30 +57,28 @@ type Proxy struct {
 	cfg    *Config
 	opts   Options
 	store  *sqlite.Store
-	ix     *Index
+	ix     *index.Index
 	gate   *agentrt.Gate
 	policy *gatePolicy
 	tools  map[string]*ptool
 	order  []*ptool
-	conns  []*mcp.Connection
-	// standby are the OAuth servers whose login did not work at start
-	// (standby.go); the map is written only in New.
-	standby map[string]*standbyServer
+	// servers are the configured servers, in configuration order
+	// (upstream.go); the slice is written only in New.
+	servers []*upstream
 	server  *sdk.Server
 
 	// reports are what Load said about each server.
 	reports []*mcp.Report
-	// logins are the OAuth servers' stored logins, by server.
-	logins map[string]*storedLogin
 
 	inflight sync.WaitGroup
 	stderrMu sync.Mutex
 
-	// ups are the connected servers' surfaces beyond tools (forward.go),
-	// grown when a standby server loads: read them with upstreams.
+	// ups are the connected servers, whose surfaces beyond tools are
+	// forwarded (forward.go), grown when a standby server loads: read them
+	// with upstreams.
 	// hosts are the host-facing servers their log messages go to.
 	upsMu   sync.RWMutex
-	ups     []*upstreamServer
+	ups     []*upstream
 	hostsMu sync.Mutex
 	hosts   []*sdk.Server
 	logq    chan logItem
@@ -123,6 +123,48 @@ var ErrNoTools = errors.New("proxy: no tool registered")
 // manifest pins none) are served with a warning on Stderr: the host sees
 // an empty tool list beside the status tool, and their other surfaces.
 func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
+	opts = opts.withDefaults()
+	if err := checkFiles(cfg, false); err != nil {
+		return nil, err
+	}
+	manifests, err := readManifests(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p = newProxy(cfg, opts)
+	opened := p
+	defer func() {
+		if err != nil {
+			opened.Close()
+		}
+	}()
+	if p.store, err = sqlite.Open(cfg.Database); err != nil {
+		return nil, err
+	}
+	if p.ix, err = index.Open(cfg.Index); err != nil {
+		return nil, err
+	}
+	if err := checkFiles(cfg, true); err != nil {
+		return nil, err
+	}
+	if _, err := p.sweepErased(ctx); err != nil {
+		return nil, fmt.Errorf("proxy: the index's rows of erased runs could not be cleared: %w", err)
+	}
+	gateTools, err := p.loadServers(ctx, manifests)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.buildGate(ctx, gateTools); err != nil {
+		return nil, err
+	}
+	p.server = p.newServer()
+	p.sweepStop, p.sweepDone = make(chan struct{}), make(chan struct{})
+	p.sweepLater(p.sweepLapsed(ctx, ""))
+	return p, nil
+}
+
+// withDefaults fills in the zero fields.
+func (opts Options) withDefaults() Options {
 	if opts.Stderr == nil {
 		opts.Stderr = io.Discard
 	}
@@ -135,155 +177,177 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 	if opts.ProgressInterval <= 0 {
 		opts.ProgressInterval = time.Second
 	}
-	if err := checkFiles(cfg, false); err != nil {
-		return nil, err
-	}
+	return opts
+}
+
+// readManifests reads every server's pin, in configuration order.
+func readManifests(cfg *Config) ([]*mcp.Manifest, error) {
 	manifests := make([]*mcp.Manifest, len(cfg.Servers))
 	for i, s := range cfg.Servers {
+		var err error
 		if manifests[i], err = mcp.ReadManifest(s.Manifest); err != nil {
 			return nil, fmt.Errorf("proxy: server %q: %w (run `agentrt-proxy pin`)", s.Name, err)
 		}
 	}
-	p = &Proxy{cfg: cfg, opts: opts, tools: map[string]*ptool{}, logq: make(chan logItem, logQueue),
+	return manifests, nil
+}
+
+// newProxy is a proxy with its tables made, an upstream per configured
+// server and its log drain running; nothing is opened or connected yet.
+func newProxy(cfg *Config, opts Options) *Proxy {
+	p := &Proxy{cfg: cfg, opts: opts, tools: map[string]*ptool{}, logq: make(chan logItem, logQueue),
 		logStop: make(chan struct{}), logDone: make(chan struct{}),
 		subs:    subscriptions{m: map[string]*subscription{}, sem: make(chan struct{}, 16)},
 		callers: callers{m: map[string][]*sdk.ServerSession{}, sem: map[string]chan struct{}{}},
 		changes: newListChanges()}
 	for _, s := range cfg.Servers {
 		p.callers.sem[s.Name] = make(chan struct{}, maxAsksInFlight)
+		p.servers = append(p.servers, newUpstream(p, s))
 	}
 	go p.drainLogs()
 	for _, st := range cfg.Suggested() {
 		p.logf("%s", suggestionLine(cfg, st))
 	}
-	opened := p
-	defer func() {
-		if err != nil {
-			opened.Close()
-		}
-	}()
-	if p.store, err = sqlite.Open(cfg.Database); err != nil {
-		return nil, err
-	}
-	if p.ix, err = OpenIndex(cfg.Index); err != nil {
-		return nil, err
-	}
-	if err := checkFiles(cfg, true); err != nil {
-		return nil, err
-	}
-	if _, err := p.sweepErased(ctx); err != nil {
-		return nil, fmt.Errorf("proxy: the index's rows of erased runs could not be cleared: %w", err)
-	}
+	return p
+}
+
+// loadServers loads every server's tools and registers them, and returns
+// what the gate runs: the tools, and the sampling and elicitation
+// requests the configuration forwards.
+func (p *Proxy) loadServers(ctx context.Context, manifests []*mcp.Manifest) ([]agentrt.Tool, error) {
 	var gateTools []agentrt.Tool
 	loaded := 0 // servers whose load succeeded, with tools or none
-	p.logins = map[string]*storedLogin{}
-	for i, s := range cfg.Servers {
-		srv, lerr := s.Dial(DialOptions{Lookup: opts.Lookup, OnLoginNeeded: p.loginNeeded})
-		var tools []agentrt.Tool
-		var rep *mcp.Report
-		if lerr == nil {
-			if l, ok := srv.OAuthHandler.(*storedLogin); ok {
-				p.logins[s.Name] = l
-			}
-			srv.Notifications = p.notifications(s)
-			tools, rep, lerr = mcp.Load(ctx, srv, manifests[i], s.MCPRules())
-		}
-		if lerr != nil && s.OAuth != nil && s.OAuth.Grant != GrantClientCredentials && loginLapsed(lerr) {
-			// Its tools are still offered, from the pin, and answer
-			// UNAVAILABLE until a new login; stderr says how.
-			if rep != nil && rep.Connection != nil {
-				rep.Connection.Close()
-			}
-			_, told := p.logins[s.Name] // its handler said so as it failed
-			delete(p.logins, s.Name)
-			tools, rep, lerr = p.offlineTools(s, manifests[i], told)
-		}
-		if rep != nil {
-			p.reports = append(p.reports, rep)
-			if rep.Connection != nil {
-				p.conns = append(p.conns, rep.Connection)
-				if lerr == nil {
-					p.addUpstream(s, rep.Connection)
-				}
-			}
-		}
+	for i, u := range p.servers {
+		tools, rep, lerr := u.load(ctx, manifests[i])
 		if lerr != nil {
-			p.logf("agentrt-proxy: server %s registered nothing: %s", s.Name, trace.Sanitize(lerr.Error()))
+			p.logf("agentrt-proxy: server %s registered nothing: %s", u.name, trace.Sanitize(lerr.Error()))
 			continue
 		}
 		loaded++
 		if len(tools) == 0 {
-			p.logf("agentrt-proxy: server %s offers no tools; its prompts and resources are still served", s.Name)
+			p.logf("agentrt-proxy: server %s offers no tools; its prompts and resources are still served", u.name)
 		}
-		regs := map[string]mcp.Registration{}
-		for _, g := range rep.Registered {
-			regs[g.Name] = g
+		registered, err := p.register(u, rep, tools)
+		if err != nil {
+			return nil, err
 		}
-		for _, tl := range tools {
-			spec := tl.Spec()
-			g := regs[spec.Name]
-			rule := s.Rules[g.Tool]
-			t := &ptool{name: spec.Name, server: s.Name, upstream: g.Tool, spec: spec, rule: rule,
-				fixed: map[string]json.RawMessage{}, window: cfg.RepeatWindow}
-			if rule.RepeatWindow != nil {
-				t.window = *rule.RepeatWindow
-			}
-			for k, v := range rule.Fixed {
-				c, err := agentrt.CanonicalJSON(v)
-				if err != nil {
-					return nil, fmt.Errorf("proxy: server %q: tool %q: fixed %q: %w", s.Name, g.Tool, k, err)
-				}
-				t.fixed[k] = c
-			}
-			if _, dup := p.tools[t.name]; dup {
-				return nil, fmt.Errorf("proxy: two servers offer a tool named %q; rename one", t.name)
-			}
-			p.tools[t.name] = t
-			p.order = append(p.order, t)
-			gateTools = append(gateTools, tl)
-		}
+		gateTools = append(gateTools, registered...)
 	}
 	if loaded == 0 {
-		return nil, noTools(cfg)
+		return nil, noTools(p.cfg)
 	}
 	if len(p.tools) == 0 {
-		p.logf("agentrt-proxy: no server offers a tool; the host sees only %s until one does (run `agentrt-proxy pin` when a server adds tools)", cfg.StatusTool)
+		p.logf("agentrt-proxy: no server offers a tool; the host sees only %s until one does (run `agentrt-proxy pin` when a server adds tools)", p.cfg.StatusTool)
 	}
-	for _, s := range cfg.Servers {
+	for _, s := range p.cfg.Servers {
 		for _, kind := range []ServerRequest{RequestSampling, RequestElicitation} {
 			if s.Forward[kind] {
 				gateTools = append(gateTools, askTool{p: p, server: s.Name, kind: kind})
 			}
 		}
 	}
-	if _, clash := p.tools[cfg.StatusTool]; clash {
-		return nil, &agentrt.ConfigError{Field: "status_tool", Reason: fmt.Sprintf("%q is also the name of a proxied tool; choose another", cfg.StatusTool)}
+	if _, clash := p.tools[p.cfg.StatusTool]; clash {
+		return nil, &agentrt.ConfigError{Field: "status_tool", Reason: fmt.Sprintf("%q is also the name of a proxied tool; choose another", p.cfg.StatusTool)}
 	}
 	sort.Slice(p.order, func(i, j int) bool { return p.order[i].name < p.order[j].name })
-	if err := p.checkPrompts(ctx); err != nil {
-		return nil, err
+	return gateTools, nil
+}
+
+// load connects the server and loads its tools under manifest m and its
+// rules, keeping its report. A server whose login does not work goes on
+// standby: its tools are still offered, from the pin, and answer
+// UNAVAILABLE until a new login; stderr says how.
+func (u *upstream) load(ctx context.Context, m *mcp.Manifest) ([]agentrt.Tool, *mcp.Report, error) {
+	p, s := u.p, u.cfg
+	srv, lerr := s.Dial(DialOptions{Lookup: p.opts.Lookup, OnLoginNeeded: p.loginNeeded})
+	var tools []agentrt.Tool
+	var rep *mcp.Report
+	if lerr == nil {
+		u.login, _ = srv.OAuthHandler.(*credentials.Stored)
+		srv.Notifications = p.notifications(s)
+		tools, rep, lerr = mcp.Load(ctx, srv, m, s.MCPRules())
 	}
+	if lerr != nil && s.OAuth != nil && s.OAuth.Grant != GrantClientCredentials && loginLapsed(lerr) {
+		if rep != nil && rep.Connection != nil {
+			rep.Connection.Close()
+		}
+		told := u.login != nil // its handler said so as it failed
+		u.login = nil
+		tools, rep, lerr = u.offlineTools(m, told)
+	}
+	if rep != nil {
+		p.reports = append(p.reports, rep)
+		if rep.Connection != nil {
+			u.opened = rep.Connection
+			if lerr == nil {
+				u.connected(rep.Connection)
+			}
+		}
+	}
+	return tools, rep, lerr
+}
+
+// register makes a proxied tool of each tool u loaded, under its rule.
+func (p *Proxy) register(u *upstream, rep *mcp.Report, tools []agentrt.Tool) ([]agentrt.Tool, error) {
+	s := u.cfg
+	regs := map[string]mcp.Registration{}
+	for _, g := range rep.Registered {
+		regs[g.Name] = g
+	}
+	for _, tl := range tools {
+		spec := tl.Spec()
+		g := regs[spec.Name]
+		rule := s.Rules[g.Tool]
+		t := &ptool{name: spec.Name, server: s.Name, up: u, upstream: g.Tool, spec: spec, rule: rule,
+			fixed: map[string]json.RawMessage{}, window: p.cfg.RepeatWindow}
+		if rule.RepeatWindow != nil {
+			t.window = *rule.RepeatWindow
+		}
+		for k, v := range rule.Fixed {
+			c, err := agentrt.CanonicalJSON(v)
+			if err != nil {
+				return nil, fmt.Errorf("proxy: server %q: tool %q: fixed %q: %w", s.Name, g.Tool, k, err)
+			}
+			t.fixed[k] = c
+		}
+		if _, dup := p.tools[t.name]; dup {
+			return nil, fmt.Errorf("proxy: two servers offer a tool named %q; rename one", t.name)
+		}
+		p.tools[t.name] = t
+		p.order = append(p.order, t)
+	}
+	return tools, nil
+}
+
+// buildGate checks the prompts' names, builds the policy and the gate
+// every call goes through.
+func (p *Proxy) buildGate(ctx context.Context, gateTools []agentrt.Tool) error {
+	cfg := p.cfg
+	if err := p.checkPrompts(ctx); err != nil {
+		return err
+	}
+	var err error
 	if p.policy, err = newGatePolicy(cfg, p.tools); err != nil {
-		return nil, err
+		return err
 	}
 	pinned := cfg.pinned
 	if pinned == nil && cfg.PinnedKeys != "" {
 		if pinned, err = agentrt.LoadPinnedKeys(cfg.PinnedKeys); err != nil {
-			return nil, fmt.Errorf("proxy: pinned_keys: %w", err)
+			return fmt.Errorf("proxy: pinned_keys: %w", err)
 		}
 	}
 	rules, err := cfg.disclosureRules()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	p.gate, err = agentrt.NewGate(agentrt.GateConfig{
 		EngineConfig: agentrt.EngineConfig{
 			Store:      p.store,
 			Policy:     p.policy,
 			Tools:      gateTools,
-			Observer:   opts.Observer,
+			Observer:   p.opts.Observer,
 			Reconcile:  p.reconcile,
-			Now:        opts.Now,
+			Now:        p.opts.Now,
 			LeaseTTL:   cfg.LeaseTTL,
 			LeaseOwner: "agentrt-proxy:" + cfg.Session,
 			PinnedKeys: pinned,
@@ -293,13 +357,7 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 			Disclosure: rules,
 		},
 	})
-	if err != nil {
-		return nil, err
-	}
-	p.server = p.newServer()
-	p.sweepStop, p.sweepDone = make(chan struct{}), make(chan struct{})
-	p.sweepLater(p.sweepLapsed(ctx, ""))
-	return p, nil
+	return err
 }
 
 // Reports are what Load said about each server, in configuration order.
@@ -341,10 +399,9 @@ func (p *Proxy) Close() error {
 	}
 	p.inflight.Wait()
 	var errs []error
-	for _, c := range p.conns {
-		errs = append(errs, c.Close())
+	for _, u := range p.servers {
+		errs = append(errs, u.close())
 	}
-	errs = append(errs, p.closeStandby()...)
 	if p.logStop != nil {
 		close(p.logStop)
 		<-p.logDone
@@ -363,16 +420,6 @@ func (p *Proxy) Close() error {
 // server's tools answer UNAVAILABLE until a new login.
 func (p *Proxy) loginNeeded(server string) {
 	p.logf("agentrt-proxy: server %s needs a new login; its tools answer UNAVAILABLE until you run `agentrt-proxy login %s`", server, server)
-}
-
-// loginBroken reports whether server's stored login no longer works; a
-// new login written since makes it work again.
-func (p *Proxy) loginBroken(server string) bool {
-	l := p.logins[server]
-	if sb := p.standby[server]; sb != nil {
-		l = sb.login.Load()
-	}
-	return l != nil && !l.usable()
 }
 
 func (p *Proxy) logf(format string, args ...any) {
@@ -448,8 +495,8 @@ func CheckWith(ctx context.Context, cfg *Config, lookup func(string) (string, bo
 	// New would.
 	probe := &Proxy{cfg: cfg, opts: Options{Stderr: io.Discard, Now: time.Now}}
 	defer func() {
-		for _, c := range probe.conns {
-			c.Close()
+		for _, u := range probe.servers {
+			u.close()
 		}
 	}()
 	for _, s := range cfg.Servers {
@@ -467,9 +514,11 @@ func CheckWith(ctx context.Context, cfg *Config, lookup func(string) (string, bo
 		}
 		reps = append(reps, rep)
 		if rep.Connection != nil {
-			probe.conns = append(probe.conns, rep.Connection)
+			u := newUpstream(probe, s)
+			probe.servers = append(probe.servers, u)
+			u.opened = rep.Connection
 			if err == nil {
-				probe.addUpstream(s, rep.Connection)
+				u.connected(rep.Connection)
 				loaded++
 			}
 		}

@@ -2,9 +2,9 @@ package proxy
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
+	"github.com/agentrt/agentrt/proxy/internal/index"
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/mcp"
@@ -56,27 +56,9 @@ func Recheck(ctx context.Context, cfg *Config, opts RecheckOptions) (*RecheckSum
 	if err := checkFiles(cfg, true); err != nil {
 		return nil, err
 	}
-	tools := map[string]*ptool{}
-	for _, s := range cfg.Servers {
-		for name, r := range s.Rules {
-			if r.Suggestion != "" {
-				continue // not offered: no call to it is re-checked under it
-			}
-			model := r.Rename
-			if model == "" {
-				model = s.Name + "_" + name
-			}
-			t := &ptool{name: model, server: s.Name, upstream: name, rule: r, fixed: map[string]json.RawMessage{},
-				spec: agentrt.ToolSpec{Name: model, SideEffect: r.SideEffect}}
-			for k, v := range r.Fixed {
-				c, err := agentrt.CanonicalJSON(v)
-				if err != nil {
-					return nil, err
-				}
-				t.fixed[k] = c
-			}
-			tools[model] = t
-		}
+	tools, err := recheckTools(cfg)
+	if err != nil {
+		return nil, err
 	}
 	pol, err := newGatePolicy(cfg, tools)
 	if err != nil {
@@ -84,21 +66,15 @@ func Recheck(ctx context.Context, cfg *Config, opts RecheckOptions) (*RecheckSum
 	}
 	var current []agentrt.Tool
 	if opts.CurrentTools {
-		for _, s := range cfg.Servers {
-			m, err := mcp.ReadManifest(s.Manifest)
-			if err != nil {
-				return nil, err
+		var conns []*mcp.Connection
+		current, conns, err = loadCurrent(ctx, cfg)
+		defer func() {
+			for _, c := range conns {
+				c.Close()
 			}
-			srv, err := s.Dial(DialOptions{})
-			if err != nil {
-				return nil, err
-			}
-			ts, rep, err := mcp.Load(ctx, srv, m, s.MCPRules())
-			if err != nil {
-				return nil, err
-			}
-			defer rep.Connection.Close()
-			current = append(current, ts...)
+		}()
+		if err != nil {
+			return nil, err
 		}
 	}
 	st, err := sqlite.OpenExisting(cfg.Database, true)
@@ -112,7 +88,7 @@ func Recheck(ctx context.Context, cfg *Config, opts RecheckOptions) (*RecheckSum
 		if session == "" {
 			session = cfg.Session
 		}
-		if runs, err = sessionRuns(ctx, cfg.Index, session, opts.Limit); err != nil {
+		if runs, err = index.ReadSessionRuns(ctx, cfg.Index, session, opts.Limit); err != nil {
 			return nil, err
 		}
 	}
@@ -137,17 +113,54 @@ func Recheck(ctx context.Context, cfg *Config, opts RecheckOptions) (*RecheckSum
 	return sum, nil
 }
 
-// sessionRuns reads the session's newest run ids from the index,
-// read-only.
-func sessionRuns(ctx context.Context, path, session string, limit int) ([]string, error) {
-	if err := checkPrivate(path, false); err != nil {
-		return nil, err
+// recheckTools are the proxied tools as cfg makes them, by the name the
+// model sees, without loading any server: what the policy is built over.
+func recheckTools(cfg *Config) (map[string]*ptool, error) {
+	tools := map[string]*ptool{}
+	for _, s := range cfg.Servers {
+		for name, r := range s.Rules {
+			if r.Suggestion != "" {
+				continue // not offered: no call to it is re-checked under it
+			}
+			model := r.Rename
+			if model == "" {
+				model = s.Name + "_" + name
+			}
+			t := &ptool{name: model, server: s.Name, upstream: name, rule: r, fixed: map[string]json.RawMessage{},
+				spec: agentrt.ToolSpec{Name: model, SideEffect: r.SideEffect}}
+			for k, v := range r.Fixed {
+				c, err := agentrt.CanonicalJSON(v)
+				if err != nil {
+					return nil, err
+				}
+				t.fixed[k] = c
+			}
+			tools[model] = t
+		}
 	}
-	db, err := sql.Open("sqlite", indexDSN(path, false))
-	if err != nil {
-		return nil, err
+	return tools, nil
+}
+
+// loadCurrent loads every server's tools as they are now, and returns the
+// connections it opened, for the caller to close when done.
+func loadCurrent(ctx context.Context, cfg *Config) ([]agentrt.Tool, []*mcp.Connection, error) {
+	var current []agentrt.Tool
+	var conns []*mcp.Connection
+	for _, s := range cfg.Servers {
+		m, err := mcp.ReadManifest(s.Manifest)
+		if err != nil {
+			return nil, conns, err
+		}
+		srv, err := s.Dial(DialOptions{})
+		if err != nil {
+			return nil, conns, err
+		}
+		ts, rep, err := mcp.Load(ctx, srv, m, s.MCPRules())
+		if err != nil {
+			return nil, conns, err
+		}
+		conns = append(conns, rep.Connection)
+		current = append(current, ts...)
 	}
-	defer db.Close()
-	ix := &Index{path: path, r: db}
-	return ix.sessionRuns(ctx, session, limit)
+	return current, conns, nil
 }

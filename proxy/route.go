@@ -107,7 +107,7 @@ func moreSpecific(a, b *uriTemplate) int {
 
 // claimOf is one server's claim on a URI: held by its listing, or matched
 // by its most specific template (nil when neither).
-func (u *upstreamServer) claimOf(uri string) (held bool, best *uriTemplate) {
+func (u *upstream) claimOf(uri string) (held bool, best *uriTemplate) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.uris[uri] {
@@ -131,7 +131,7 @@ func (u *upstreamServer) claimOf(uri string) (held bool, best *uriTemplate) {
 // s. It lists resources and templates first when some server has never
 // been listed (a host may read a URI it learned elsewhere). A URI two
 // servers claim equally is a refusal naming both.
-func (p *Proxy) routeURI(ctx context.Context, uri string, s Surface) (*upstreamServer, error) {
+func (p *Proxy) routeURI(ctx context.Context, uri string, s Surface) (*upstream, error) {
 	for _, u := range p.upstreams() {
 		if !u.allowed[s] || !u.allowed[SurfaceResources] {
 			continue
@@ -152,12 +152,12 @@ func (p *Proxy) routeURI(ctx context.Context, uri string, s Surface) (*upstreamS
 	return p.routeListed(uri, s)
 }
 
-func (p *Proxy) routeListed(uri string, s Surface) (*upstreamServer, error) {
+func (p *Proxy) routeListed(uri string, s Surface) (*upstream, error) {
 	type match struct {
-		u *upstreamServer
+		u *upstream
 		t *uriTemplate
 	}
-	var forwarding, holders []*upstreamServer
+	var forwarding, holders []*upstream
 	var best []match
 	for _, u := range p.upstreams() {
 		if !u.allowed[s] {

@@ -182,7 +182,7 @@ func TestForward_PromptsKeepTheServersNames(t *testing.T) {
 func TestForward_PromptNameTwoServersOfferIsRefusedAtStart(t *testing.T) {
 	one := newSmall(t, "one", []string{"deploy"}, nil, nil)
 	two := newSmall(t, "two", []string{"deploy"}, nil, nil)
-	doc := baseConfig(newUpstream(t))
+	doc := baseConfig(newTestUpstream(t))
 	doc["servers"] = []any{one.entry(nil), two.entry(nil)}
 	cfg := configIn(t, doc)
 	p, err := New(context.Background(), cfg, Options{})

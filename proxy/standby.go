@@ -13,6 +13,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/mcp"
+	"github.com/agentrt/agentrt/proxy/internal/credentials"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -36,10 +37,10 @@ type standbyServer struct {
 	tools    map[string]*standbyTool // by the server's tool name
 
 	mu    sync.Mutex
-	tried fileStamp // the token file as it was at the last attempt
-	once  bool      // an attempt was made
+	tried credentials.Stamp // the token file as it was at the last attempt
+	once  bool              // an attempt was made
 	conn  *mcp.Connection
-	login atomic.Pointer[storedLogin]
+	login atomic.Pointer[credentials.Stored]
 	up    atomic.Bool // loaded
 }
 
@@ -64,36 +65,35 @@ func loginLapsed(err error) bool {
 	return errors.Is(err, ErrLoginNeeded) || errors.Is(err, mcp.ErrNotAuthorized)
 }
 
-// offlineTools offers the tools of s, whose login did not work at start,
-// from its pin; the operator is told on stderr how to fix it.
-func (p *Proxy) offlineTools(s ServerConfig, m *mcp.Manifest, told bool) ([]agentrt.Tool, *mcp.Report, error) {
+// offlineTools puts u, whose login did not work at start, on standby and
+// offers its tools from its pin; the operator is told on stderr how to
+// fix it.
+func (u *upstream) offlineTools(m *mcp.Manifest, told bool) ([]agentrt.Tool, *mcp.Report, error) {
+	s := u.cfg
 	tools, rep, err := mcp.Offline(s.Server(), m, s.MCPRules())
 	if err != nil {
 		return nil, nil, err
 	}
 	sb := &standbyServer{cfg: s, manifest: m, tools: map[string]*standbyTool{}}
-	sb.tried, sb.once = stampOf(s.OAuth.Tokens)
+	sb.tried, sb.once = credentials.StampOf(s.OAuth.Tokens)
 	out := make([]agentrt.Tool, len(tools))
 	for i, tl := range tools {
 		st := &standbyTool{offline: tl}
 		sb.tools[rep.Registered[i].Tool] = st
 		out[i] = st
 	}
-	if p.standby == nil {
-		p.standby = map[string]*standbyServer{}
-	}
-	p.standby[s.Name] = sb
+	u.standby = sb
 	if !told {
-		p.loginNeeded(s.Name)
+		u.p.loginNeeded(s.Name)
 	}
 	return out, rep, nil
 }
 
-// reachable reports whether a call to server can go upstream: false for a
+// reachable reports whether a call to u can go upstream: false for a
 // standby server that still cannot be loaded. A token file unchanged since
 // the last attempt is not tried again.
-func (p *Proxy) reachable(ctx context.Context, server string) bool {
-	sb := p.standby[server]
+func (u *upstream) reachable(ctx context.Context) bool {
+	sb, p := u.standby, u.p
 	if sb == nil || sb.up.Load() {
 		return true
 	}
@@ -102,7 +102,7 @@ func (p *Proxy) reachable(ctx context.Context, server string) bool {
 	if sb.up.Load() {
 		return true
 	}
-	st, _ := stampOf(sb.cfg.OAuth.Tokens)
+	st, _ := credentials.StampOf(sb.cfg.OAuth.Tokens)
 	if sb.once && st == sb.tried {
 		return false
 	}
@@ -124,8 +124,8 @@ func (p *Proxy) reachable(ctx context.Context, server string) bool {
 		return false
 	}
 	sb.conn = rep.Connection
-	u := p.addUpstream(sb.cfg, sb.conn)
-	if l, ok := srv.OAuthHandler.(*storedLogin); ok {
+	u.connected(sb.conn)
+	if l, ok := srv.OAuthHandler.(*credentials.Stored); ok {
 		sb.login.Store(l)
 	}
 	for i, tl := range tools {
@@ -152,9 +152,9 @@ func (p *Proxy) reachable(ctx context.Context, server string) bool {
 // since its last attempt: a host asking for prompts or resources brings
 // a server back as a tool call does.
 func (p *Proxy) loadStandby(ctx context.Context) {
-	for name, sb := range p.standby {
-		if !sb.up.Load() {
-			p.reachable(ctx, name)
+	for _, u := range p.servers {
+		if u.standby != nil && !u.standby.up.Load() {
+			u.reachable(ctx)
 		}
 	}
 }
@@ -162,8 +162,8 @@ func (p *Proxy) loadStandby(ctx context.Context) {
 // standbyAllows says whether the configuration of some standby server
 // forwards surface s: it may offer it once it loads.
 func (p *Proxy) standbyAllows(s Surface) bool {
-	for _, sb := range p.standby {
-		if surfaceAllowed(p.cfg, sb.cfg, s) {
+	for _, u := range p.servers {
+		if u.standby != nil && surfaceAllowed(p.cfg, u.cfg, s) {
 			return true
 		}
 	}
@@ -189,7 +189,7 @@ const (
 // surfacesAppeared tells every host session that server u's prompts and
 // resources are forwarded now, and passes on the logging level a host
 // asked for before it loaded.
-func (p *Proxy) surfacesAppeared(ctx context.Context, u *upstreamServer) {
+func (p *Proxy) surfacesAppeared(ctx context.Context, u *upstream) {
 	p.passLastLevel(context.WithoutCancel(ctx), u)
 	p.listsChanged(u.allowed[SurfacePrompts], u.allowed[SurfaceResources])
 }
@@ -221,27 +221,24 @@ func sameSpec(a, b agentrt.ToolSpec) bool {
 		a.Timeout == b.Timeout && a.Terminal == b.Terminal && bytes.Equal(a.InputSchema, b.InputSchema)
 }
 
-// standbyLive reports whether tool t of a standby server has its loaded
-// tool; a tool of any other server has.
-func (p *Proxy) standbyLive(t *ptool) bool {
-	sb := p.standby[t.server]
-	if sb == nil {
+// live reports whether tool (the server's own name for it) of a standby
+// server has its loaded tool; a tool of any other server has.
+func (u *upstream) live(tool string) bool {
+	if u.standby == nil {
 		return true
 	}
-	st := sb.tools[t.upstream]
+	st := u.standby.tools[tool]
 	return st != nil && st.live.Load() != nil
 }
 
-// closeStandby ends the connections standby servers opened.
-func (p *Proxy) closeStandby() []error {
-	var errs []error
-	for _, sb := range p.standby {
-		sb.mu.Lock()
-		if sb.conn != nil {
-			errs = append(errs, sb.conn.Close())
-			sb.conn = nil
-		}
-		sb.mu.Unlock()
+// close ends the connection a standby server loaded with.
+func (sb *standbyServer) close() error {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	var err error
+	if sb.conn != nil {
+		err = sb.conn.Close()
+		sb.conn = nil
 	}
-	return errs
+	return err
 }

@@ -2,9 +2,9 @@ package proxy
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
+	"github.com/agentrt/agentrt/proxy/internal/index"
 	"strings"
 	"time"
 
@@ -33,12 +33,12 @@ func (p *Proxy) status(ctx context.Context, raw json.RawMessage) answer {
 	}
 	// Rows queued for writing (allowed reads) are committed first, so the
 	// report includes every call this proxy answered.
-	if err := p.ix.update(ctx, func(*sql.Tx) error { return nil }); err != nil {
+	if err := p.ix.Update(ctx, func(*index.Tx) error { return nil }); err != nil {
 		a, _ := p.internal(err, "the record could not be read")
 		return a
 	}
 	now := p.now()
-	rows, err := p.ix.recent(ctx, p.cfg.Session, now.Add(-StatusWindow), StatusLimit)
+	rows, err := p.ix.Recent(ctx, p.cfg.Session, now.Add(-StatusWindow), StatusLimit)
 	if err != nil {
 		a, _ := p.internal(err, "the record could not be read")
 		return a
@@ -63,7 +63,7 @@ func (p *Proxy) status(ctx context.Context, raw json.RawMessage) answer {
 }
 
 // argsOf quotes a call's recorded arguments, bounded.
-func (p *Proxy) argsOf(ctx context.Context, r *row) string {
+func (p *Proxy) argsOf(ctx context.Context, r *index.Row) string {
 	steps, _, err := p.store.ListStepsPage(ctx, r.RunID, 1, 0)
 	if err != nil || len(steps) == 0 || steps[0].Decision == nil {
 		return "(arguments not recorded)"
@@ -76,9 +76,9 @@ func (p *Proxy) argsOf(ctx context.Context, r *row) string {
 }
 
 // describe says where a call is, reading the store and writing nothing.
-func (p *Proxy) describe(ctx context.Context, r *row, now time.Time) string {
+func (p *Proxy) describe(ctx context.Context, r *index.Row, now time.Time) string {
 	switch r.State {
-	case stateBegun:
+	case index.StateBegun:
 		run, err := p.store.GetRun(ctx, r.RunID)
 		switch {
 		case err != nil:
@@ -89,7 +89,7 @@ func (p *Proxy) describe(ctx context.Context, r *row, now time.Time) string {
 			return "PENDING an operator's approval"
 		}
 		return "ended; call again to learn its outcome"
-	case stateWaiting:
+	case index.StateWaiting:
 		a, err := p.store.GetApproval(ctx, r.RunID, r.ApprovalID)
 		if err != nil {
 			return "waiting on approval " + quote(r.ApprovalID, boundName)
@@ -143,7 +143,7 @@ func (p *Proxy) describe(ctx context.Context, r *row, now time.Time) string {
 // since the index was last swept (the row keeps its text until the
 // proxy's next start), without the text; it leaves the text out too when
 // it cannot tell.
-func (p *Proxy) erasedDetail(ctx context.Context, r *row) (string, bool) {
+func (p *Proxy) erasedDetail(ctx context.Context, r *index.Row) (string, bool) {
 	if r.Detail == "" || (r.Outcome != OutcomeFailed && r.Outcome != OutcomeDenied) {
 		return "", false
 	}

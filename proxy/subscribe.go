@@ -20,7 +20,7 @@ import (
 const maxSubscriptions = 1000
 
 type subscription struct {
-	u        *upstreamServer
+	u        *upstream
 	sessions map[*sdk.ServerSession]bool
 }
 

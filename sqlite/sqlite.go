@@ -66,6 +66,14 @@ func isBusy(err error) bool {
 // IsBusy reports whether err means the database was locked by another writer.
 func IsBusy(err error) bool { return isBusy(err) }
 
+// IsNotADatabase reports whether err means the file opened is not a
+// SQLite database at all (SQLITE_NOTADB), as a text file named by mistake
+// is not.
+func IsNotADatabase(err error) bool {
+	var se *sqlite3.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3lib.SQLITE_NOTADB
+}
+
 // dsn builds a URI filename with the connection settings.
 func dsn(path string, mode string, writer bool) string {
 	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)

@@ -34,6 +34,7 @@ func Exercise(t *testing.T, open Opener) {
 	t.Run("PagesAreBounded", func(t *testing.T) { pagesBounded(t, open(t)) })
 	t.Run("EventsAfterAreInCommitOrderAndBounded", func(t *testing.T) { eventsAfter(t, open(t)) })
 	t.Run("StepEventsAreOneStepsInCommitOrder", func(t *testing.T) { stepEvents(t, open(t)) })
+	t.Run("StepsByRequestKeyAreNewestFirst", func(t *testing.T) { requestKeys(t, open(t)) })
 	t.Run("StepsEventsAreTheNamedStepsOfOneTypeInCommitOrder", func(t *testing.T) { stepsEvents(t, open(t)) })
 	t.Run("RunsByStatusPage", func(t *testing.T) { runsByStatus(t, open(t)) })
 	t.Run("ModelCalls", func(t *testing.T) { modelCalls(t, open(t)) })

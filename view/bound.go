@@ -163,3 +163,19 @@ func BoundApproval(a agentrt.Approval) agentrt.Approval {
 	a.DecodeError = BoundString(a.DecodeError)
 	return a
 }
+
+// ValueSize is the one size a person is shown for a JSON value, in the
+// CLI and the console alike: a string's decoded bytes (what the tool
+// receives, without the quotes and escapes of its JSON text), any other
+// value's compact JSON text. A value that is not JSON counts as its bytes.
+func ValueSize(raw json.RawMessage) int {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return len(s)
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return len(raw)
+	}
+	return buf.Len()
+}

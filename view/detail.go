@@ -11,11 +11,13 @@ import (
 // StepSummary is one step as an operator surface lists it. Text fields are
 // bounded by BoundString and Args by BoundRaw.
 type StepSummary struct {
-	Index       int                     `json:"index"`
-	ID          string                  `json:"id"`
-	Status      agentrt.StepStatus      `json:"status"`
-	Decision    agentrt.DecisionKind    `json:"decision,omitempty"`
-	Tool        string                  `json:"tool,omitempty"`
+	Index    int                  `json:"index"`
+	ID       string               `json:"id"`
+	Status   agentrt.StepStatus   `json:"status"`
+	Decision agentrt.DecisionKind `json:"decision,omitempty"`
+	Tool     string               `json:"tool,omitempty"`
+	// CallID is the caller's own id for the call (Decision.CallID).
+	CallID      string                  `json:"call_id,omitempty"`
 	Args        json.RawMessage         `json:"args,omitempty"`
 	Policy      agentrt.PolicyOutcome   `json:"policy,omitempty"`
 	Observation agentrt.ObservationKind `json:"observation,omitempty"`
@@ -40,6 +42,7 @@ func SummarizeStep(st agentrt.Step) StepSummary {
 	if d := st.Decision; d != nil {
 		s.Decision = agentrt.DecisionKind(BoundString(string(d.Kind)))
 		s.Tool = BoundString(d.Tool)
+		s.CallID = BoundString(d.CallID)
 		s.Args = BoundRaw(d.Args)
 		switch {
 		case d.Message != "":

@@ -401,3 +401,21 @@ func TestDetailPage_BoundedBoundsEveryApproval(t *testing.T) {
 		t.Error("the hash changed")
 	}
 }
+
+// ValueSize counts a string's decoded bytes and any other value's compact
+// JSON text, the one size rule the CLI and the console show.
+func TestValueSize_StringsByDecodedBytesOthersByCompactJSON(t *testing.T) {
+	for raw, want := range map[string]int{
+		`"write"`:          5,
+		`"a\u202eb"`:       5, // 1 + 3 UTF-8 bytes + 1
+		`"say \"hi\""`:     8,
+		`286`:              3,
+		`{"a": 1,  "b":2}`: 13,
+		`[ 1, 2 ]`:         5,
+		`not json`:         8,
+	} {
+		if got := view.ValueSize(json.RawMessage(raw)); got != want {
+			t.Errorf("ValueSize(%s) = %d, want %d", raw, got, want)
+		}
+	}
+}

@@ -67,7 +67,7 @@ func TestConsole_OpensAPostgresDSN(t *testing.T) {
 	resp.Body.Close()
 
 	r := runBin(t, bin, nil, "-db", wrongPasswordDSN(t), "-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)))
-	if r.code != 1 || !strings.Contains(r.stderr, "password authentication failed") || strings.Contains(r.stderr, "wrong-Pa55") {
+	if r.code != 1 || !strings.Contains(r.stderr, "the server refused to log in") || strings.Contains(r.stderr, "wrong-Pa55") {
 		t.Fatalf("a wrong password = %d\n%s", r.code, r.stderr)
 	}
 	oneSentence(t, "agentrt-console", r.stderr)
@@ -90,7 +90,7 @@ func TestOtel_ExportsFromAPostgresDSN(t *testing.T) {
 		t.Fatalf("cursor = %q, head %d", got, head)
 	}
 	r = runBin(t, bin, []string{"OTEL_TRACES_EXPORTER=console"}, "-db", wrongPasswordDSN(t), "-once")
-	if r.code != 1 || !strings.Contains(r.stderr, "password authentication failed") || strings.Contains(r.stderr, "wrong-Pa55") {
+	if r.code != 1 || !strings.Contains(r.stderr, "the server refused to log in") || strings.Contains(r.stderr, "wrong-Pa55") {
 		t.Fatalf("a wrong password = %d\n%s", r.code, r.stderr)
 	}
 	oneSentence(t, "agentrt-otel", r.stderr)
@@ -99,7 +99,7 @@ func TestOtel_ExportsFromAPostgresDSN(t *testing.T) {
 // agentrt-policy recheck reads a run from a Postgres DSN; a wrong password
 // is one line, exit 1.
 func TestPolicyRecheck_OpensAPostgresDSN(t *testing.T) {
-	bin := build(t, "agentrt-policy", "policy/cel/cmd/agentrt-policy")
+	bin := build(t, "agentrt-policy", "cmd/agentrt-policy")
 	dsn := freshDSN(t)
 	ids := waitingRuns(t, dsn, 1)
 	policy := filepath.Join(repo, "examples", "policy", "policy.yaml")
@@ -108,7 +108,7 @@ func TestPolicyRecheck_OpensAPostgresDSN(t *testing.T) {
 		t.Fatalf("recheck = %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	r = runBin(t, bin, nil, "recheck", "-db", wrongPasswordDSN(t), "-policy", policy, ids[0])
-	if r.code != 1 || !strings.Contains(r.stderr, "password authentication failed") || strings.Contains(r.stderr, "wrong-Pa55") {
+	if r.code != 1 || !strings.Contains(r.stderr, "the server refused to log in") || strings.Contains(r.stderr, "wrong-Pa55") {
 		t.Fatalf("a wrong password = %d\n%s", r.code, r.stderr)
 	}
 	oneSentence(t, "agentrt-policy recheck", r.stderr)

@@ -14,7 +14,7 @@ import (
 // decide, and the companions agentrt runs get the DSN too.
 func TestCLI_EveryCommandOpensAPostgresDSN(t *testing.T) {
 	bin := build(t, "agentrt", "cmd/agentrt")
-	build(t, "agentrt-policy", "policy/cel/cmd/agentrt-policy")
+	build(t, "agentrt-policy", "cmd/agentrt-policy")
 	dsn := freshDSN(t)
 	ids := waitingRuns(t, dsn, 3)
 	events := func() int { return queryInt(t, dsn, "SELECT count(*) FROM events") }
@@ -93,7 +93,8 @@ func TestCLI_EveryCommandOpensAPostgresDSN(t *testing.T) {
 
 // Refusals on a DSN, every command: a wrong password, a database another
 // build migrated further, and one whose tables agentrt did not create are
-// each one sentence, exit 1, and change nothing.
+// each one sentence, exit 1, and change nothing. The wrong password is
+// said as a refused login, without pgx's chain of causes.
 func TestCLI_PostgresRefusalsAreOneSentenceAndChangeNothing(t *testing.T) {
 	bin := build(t, "agentrt", "cmd/agentrt")
 	base := pgDSN(t)
@@ -118,7 +119,7 @@ func TestCLI_PostgresRefusalsAreOneSentenceAndChangeNothing(t *testing.T) {
 		name, dsn, want string
 		state           func() string
 	}{
-		{"wrong password", wrong, "password authentication failed", func() string { return "" }},
+		{"wrong password", wrong, `the server refused to log in user "agentrt_pw": the password is wrong`, func() string { return "" }},
 		{"newer schema", newer, "newer than this agentrt's", func() string {
 			return strconv.Itoa(queryInt(t, newer, "SELECT count(*) FROM events")) + "/" +
 				strconv.Itoa(queryInt(t, newer, "SELECT max(version) FROM schema_migrations")) + "/" +
@@ -137,6 +138,9 @@ func TestCLI_PostgresRefusalsAreOneSentenceAndChangeNothing(t *testing.T) {
 					t.Errorf("agentrt %v = %d, want 1 and %q\n%s", args, r.code, c.want, r.stderr)
 				}
 				oneSentence(t, strings.Join(args, " "), r.stderr)
+				if strings.Contains(r.stderr, "failed SASL auth") || strings.Contains(r.stderr, "failed to connect") {
+					t.Errorf("agentrt %v printed pgx's chain: %s", args, r.stderr)
+				}
 				if strings.Contains(r.stdout+r.stderr, "wrong-Pa55") {
 					t.Errorf("agentrt %v printed the password: %s", args, r.stderr)
 				}

@@ -42,7 +42,7 @@ func runDecide(e *env, g *global, c *command, args []string, approve bool) int {
 	fs.StringVar(&f.approval, "approval", "", "the approval to decide; naming it is the confirmation")
 	fs.BoolVar(&f.yes, "yes", false, "decide the run's only pending approval without asking")
 	fs.StringVar(&f.hash, "hash", "", "decide only if the approval still has this hash, as show printed it")
-	fs.StringVar(&f.by, "by", "", "a label for who decided, recorded as given (default $USER)")
+	fs.StringVar(&f.by, "by", "", "a label for who decided, recorded as given (default $USER, else your account's name)")
 	fs.StringVar(&f.note, "note", "", "a note recorded with the decision")
 	fs.StringVar(&f.key, "key", "", "sign the decision with this enrolled ed25519 key file; decided_by is then its approver's name")
 	runID, code, ok := e.parseRun(c, fs, args)
@@ -68,11 +68,10 @@ func runDecide(e *env, g *global, c *command, args []string, approve bool) int {
 		}
 		key = k
 	}
-	if !flagGiven(fs, "by") && key == nil {
-		f.by = e.getenv("USER")
-	}
-	if f.by == "" && key == nil {
-		return e.usageError(c, "no one to record as deciding: pass -by WHO (a label, recorded as given) or set USER")
+	if key == nil {
+		if code, ok := e.requireBy(c, fs, &f.by, "deciding"); !ok {
+			return code
+		}
 	}
 	ask := f.approval == "" && !f.yes
 	if ask && g.json {
@@ -178,7 +177,9 @@ func runDecide(e *env, g *global, c *command, args []string, approve bool) int {
 	p.printf("approval %s: %s by %s\n", clip(after.ID, 64), clip(string(after.Status), 40), bounded(after.DecidedBy))
 	switch {
 	case approve && run.Status == agentrt.RunWaiting:
-		p.printf("run %s: %s; it stays waiting until the program that started it resumes it\n", clip(run.ID, 64), run.Status)
+		p.printf("run %s: %s; agentrt runs nothing itself: a worker claims the run by itself, agentrt-proxy runs the call when it is held or repeated, any other program when it calls driver.Resume\n",
+			clip(run.ID, 64), run.Status)
+		p.printf("watch it with: %s -db %s follow -run %s\n", e.prog, clean(shellQuote(g.path(e))), clean(shellQuote(run.ID)))
 	case run.Reason != "":
 		p.printf("run %s: %s (%s)\n", clip(run.ID, 64), clip(string(run.Status), 40), clip(string(run.Reason), 40))
 	default:

@@ -21,6 +21,7 @@ var approversCommand = &command{
 	name:    "approvers",
 	summary: "list, add, remove or invite the approvers whose signed decisions count",
 	usage:   "list [-pin] | add NAME -key FILE | remove NAME | invite NAME [-origin URL] | keygen -out FILE",
+	subs:    []string{"list", "add", "remove", "invite", "keygen"},
 	run:     runApprovers,
 }
 
@@ -32,7 +33,7 @@ func init() {
 	commandHelp["approvers"] = `An approver is a name and one enrolled public key; a decision it signs
 records the signature, and a run or policy that requires signed grants
 executes nothing without one. Enrolling and removing are events in the
-chain naming who did it (-by, default $USER).
+chain naming who did it (-by, default $USER, else your account's name).
   list [-pin]             every approver, removed ones too; -pin prints the
                           lines of a pinned keys file instead
   add NAME -key FILE      enroll an ed25519 key file (PEM, public or private)
@@ -49,8 +50,11 @@ func runApprovers(e *env, g *global, c *command, args []string) int {
 		return e.usageError(c, "missing the approvers command: list, add, remove, invite or keygen")
 	}
 	sub, args := args[0], args[1:]
+	if !c.hasSub(sub) {
+		return e.usageError(c, fmt.Sprintf("unknown approvers command %q", trace.Sanitize(trace.Truncate(sub, 40))))
+	}
 	fs := e.flags(c, g)
-	by := fs.String("by", "", "who is doing this, recorded as given (default $USER)")
+	by := fs.String("by", "", "who is doing this, recorded as given (default $USER, else your account's name)")
 	var key, origin, out *string
 	var pin *bool
 	switch sub {
@@ -80,7 +84,7 @@ func runApprovers(e *env, g *global, c *command, args []string) int {
 			return e.usageError(c, strings.TrimPrefix(err.Error(), "agentrt: "))
 		}
 		if *by == "" {
-			return e.usageError(c, "no one to record: pass -by WHO or set USER")
+			return e.usageError(c, "no one to record: pass -by WHO (a label, recorded as given), since neither USER nor the system's user database names this account")
 		}
 	}
 	switch sub {

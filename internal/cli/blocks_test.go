@@ -64,7 +64,7 @@ func TestShow_ListsThePagesResultBlocksStepByStep(t *testing.T) {
 	var rows []string
 	for _, l := range strings.Split(table, "\n")[1:] {
 		if fs := strings.Fields(l); len(fs) >= 4 && (fs[2] == "text" || fs[2] == "image") {
-			rows = append(rows, fs[0]+"/"+fs[1]+"/"+fs[2]+"/"+fs[len(fs)-2])
+			rows = append(rows, fs[0]+"/"+fs[1]+"/"+fs[2]+"/"+fs[4])
 		}
 	}
 	if len(rows) != 2*maxBlockSteps {

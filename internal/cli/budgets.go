@@ -16,7 +16,8 @@ var budgetsCommand = &command{
 	summary: "add, change, retire, list and show the budgets runs share, and reconcile uncertain calls",
 	usage: "list | show NAME | add NAME -window W (-max-cost-micros N | -max-tokens N) [-scope k=v,...] | " +
 		"set NAME (-max-cost-micros N | -max-tokens N) | retire NAME | reconcile CALL -cost-micros N -tokens N [-note TEXT] | prices",
-	run: runBudgets,
+	subs: []string{"list", "show", "add", "set", "retire", "reconcile", "prices"},
+	run:  runBudgets,
 }
 
 func init() {
@@ -25,7 +26,7 @@ whichever process makes them, in a fixed window (hour, day, month, none).
 Each call reserves its upper bound before it is sent and settles its actual
 usage after; a call whose outcome is unknown stays uncertain, holding its
 reservation, until reconciled. Every change is an event in the chain naming
-who made it (-by, default $USER). Budgets are retired, never deleted.
+who made it (-by, default $USER, else your account's name). Budgets are retired, never deleted.
   list                    every budget, retired ones too, with its current
                           window
   show NAME               a budget's windows (reserved, settled, uncertain)
@@ -36,7 +37,8 @@ who made it (-by, default $USER). Budgets are retired, never deleted.
   retire NAME             retire it: it applies to no new call
   reconcile CALL          settle the uncertain reservations of a model call
                           at -cost-micros N -tokens N (an operator's figure
-                          or the provider's usage record), releasing the rest
+                          or the provider's usage record), releasing the rest;
+                          -note TEXT says where the figure comes from
   prices                  the price versions calls were charged at`
 }
 
@@ -45,8 +47,11 @@ func runBudgets(e *env, g *global, c *command, args []string) int {
 		return e.usageError(c, "missing the budgets command: list, show, add, set, retire, reconcile or prices")
 	}
 	sub, args := args[0], args[1:]
+	if !c.hasSub(sub) {
+		return e.usageError(c, fmt.Sprintf("unknown budgets command %q", trace.Sanitize(trace.Truncate(sub, 40))))
+	}
 	fs := e.flags(c, g)
-	by := fs.String("by", "", "who is doing this, recorded as given (default $USER)")
+	by := fs.String("by", "", "who is doing this, recorded as given (default $USER, else your account's name)")
 	var scope, window, note *string
 	var maxCost, maxTokens, cost, tokens *int64
 	switch sub {
@@ -77,7 +82,7 @@ func runBudgets(e *env, g *global, c *command, args []string) int {
 	switch sub {
 	case "add", "set", "retire", "reconcile":
 		if *by == "" {
-			return e.usageError(c, "no one to record: pass -by WHO or set USER")
+			return e.usageError(c, "no one to record: pass -by WHO (a label, recorded as given), since neither USER nor the system's user database names this account")
 		}
 	}
 	switch sub {

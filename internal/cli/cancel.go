@@ -17,7 +17,7 @@ var cancelCommand = &command{
 
 func runCancel(e *env, g *global, c *command, args []string) int {
 	fs := e.flags(c, g)
-	by := fs.String("by", "", "a label for who cancelled, recorded as given (default $USER)")
+	by := fs.String("by", "", "a label for who cancelled, recorded as given (default $USER, else your account's name)")
 	note := fs.String("note", "", "a note recorded with the cancellation")
 	runID, code, ok := e.parseRun(c, fs, args)
 	if !ok {

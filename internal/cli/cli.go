@@ -49,6 +49,9 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// osUser names the account -by falls back to after $USER; nil asks
+	// the system's user database.
+	osUser func() string
 	// now is the clock decisions are recorded on; nil is the wall clock.
 	now func() time.Time
 	// interactive reports whether stdin is a terminal a person types at.
@@ -116,7 +119,29 @@ type command struct {
 	name    string
 	summary string
 	usage   string
-	run     func(e *env, g *global, c *command, args []string) int
+	// subs are the subcommands of a command that has them (budgets
+	// list, approvers add, ...), each answering -h with the command's help.
+	subs []string
+	run  func(e *env, g *global, c *command, args []string) int
+}
+
+// isHelp reports whether arg asks for help rather than naming anything.
+func isHelp(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help":
+		return true
+	}
+	return false
+}
+
+// hasSub reports whether c has the subcommand sub.
+func (c *command) hasSub(sub string) bool {
+	for _, s := range c.subs {
+		if s == sub {
+			return true
+		}
+	}
+	return false
 }
 
 // commands are listed in this order by help.
@@ -170,6 +195,13 @@ func (e *env) run(args []string) int {
 	c := lookup(name)
 	if c == nil {
 		return e.usageError(nil, fmt.Sprintf("unknown command %q", trace.Sanitize(name)))
+	}
+	// "agentrt budgets -h" asks for help before any subcommand is named;
+	// a command without subcommands reaches the same answer through its
+	// flag set.
+	if len(rest) > 1 && isHelp(rest[1]) {
+		e.commandUsage(e.stdout, c)
+		return ExitOK
 	}
 	return c.run(e, g, c, rest[1:])
 }
@@ -330,6 +362,10 @@ func openRefusal(path string, err error) string {
 	switch {
 	case errors.As(err, &ins) && ins.Problem == agentrt.FileSymlink:
 		return fmt.Sprintf("refusing %s because it is a symbolic link, and agentrt opens only the database file itself, so name that file.", trace.Sanitize(ins.Path))
+	case errors.As(err, &ins) && ins.Problem == agentrt.FileNotRegular && isDir(ins.Path):
+		return fmt.Sprintf("refusing %s because it is a directory, and a runs database is a file, so name the database file itself.", trace.Sanitize(ins.Path))
+	case errors.As(err, &ins) && ins.Problem == agentrt.FileNotRegular:
+		return fmt.Sprintf("refusing %s because it is not a regular file, and a runs database is one, so name the database file itself.", trace.Sanitize(ins.Path))
 	case errors.As(err, &ins) && ins.Problem == agentrt.FileOwner:
 		return fmt.Sprintf("refusing %s because it is owned by user %d, not by you (user %d), and whoever owns a runs database can forge any approval in it, so run agentrt as its owner or chown it to your account.",
 			trace.Sanitize(ins.Path), ins.Owner, ins.User)
@@ -361,6 +397,8 @@ func openRefusal(path string, err error) string {
 		return fmt.Sprintf("refusing %s because it is not an agentrt runs database.", p)
 	case errors.Is(err, agentrt.ErrNotFound):
 		return fmt.Sprintf("there is no database at %s, and agentrt never creates one.", p)
+	case sqlite.IsNotADatabase(err):
+		return fmt.Sprintf("refusing %s because it is not a SQLite database, so name the runs database your program or agentrt demo created.", p)
 	case errors.As(err, &sch):
 		return fmt.Sprintf("refusing %s because this agentrt has no backend for %s:// URLs (it has %s).", p, trace.Sanitize(sch.Scheme), strings.Join(sch.Registered, ", "))
 	}
@@ -371,6 +409,13 @@ func openRefusal(path string, err error) string {
 		msg = strings.TrimPrefix(msg, prefix)
 	}
 	return fmt.Sprintf("cannot open %s: %s.", p, strings.TrimSuffix(trace.Sanitize(msg), "."))
+}
+
+// isDir reports whether path names a directory (the error carries only
+// the permission bits).
+func isDir(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.IsDir()
 }
 
 // decideError turns a refusal of a decision or a cancel into one line.
@@ -411,21 +456,22 @@ type runPage struct {
 }
 
 // openRunPage parses "<run> [-limit N] [-offset N]", checks them, and opens
-// the database read-only. A code other than ExitOK means stop with it.
-func (e *env) openRunPage(c *command, g *global, args []string, limitHelp, offsetHelp string) (runPage, int) {
+// the database read-only. Unless ok, the command stops with code: help was
+// printed (ExitOK) or something was refused.
+func (e *env) openRunPage(c *command, g *global, args []string, limitHelp, offsetHelp string) (rp runPage, code int, ok bool) {
 	fs := e.flags(c, g)
 	limit := fs.Int("limit", defaultDetail, fmt.Sprintf("%s, 1 to %d", limitHelp, maxLimit))
 	offset := fs.Int("offset", 0, offsetHelp)
 	runID, code, ok := e.parseRun(c, fs, args)
 	if !ok {
-		return runPage{}, code
+		return runPage{}, code, false
 	}
 	if code := checkPage(c, e, *limit, *offset); code != ExitOK {
-		return runPage{}, code
+		return runPage{}, code, false
 	}
 	st, name, code := g.openDB(e, c, true)
 	if code != ExitOK {
-		return runPage{}, code
+		return runPage{}, code, false
 	}
-	return runPage{st: st, path: g.path(e), name: name, runID: runID, limit: *limit, offset: *offset}, ExitOK
+	return runPage{st: st, path: g.path(e), name: name, runID: runID, limit: *limit, offset: *offset}, ExitOK, true
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os/user"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/sqlite"
@@ -29,7 +30,7 @@ const postgresNote = "note: Postgres keeps the replaced row versions, content in
 
 func runErase(e *env, g *global, c *command, args []string) int {
 	fs := e.flags(c, g)
-	by := fs.String("by", "", "who erases the run, recorded in its run.erased event (default $USER)")
+	by := fs.String("by", "", "who erases the run, recorded in its run.erased event (default $USER, else your account's name)")
 	reason := fs.String("reason", "", "why, recorded in the run.erased event (required)")
 	vacuum := fs.Bool("vacuum", false, "then rewrite the database files (SQLite VACUUM, Postgres VACUUM FULL) so no freed copy of the content stays")
 	runID, code, ok := e.parseRun(c, fs, args)
@@ -89,12 +90,28 @@ func runErase(e *env, g *global, c *command, args []string) int {
 	return e.done(p, ExitOK)
 }
 
-// defaultBy sets *by to $USER when the command's -by flag was not given:
-// the one rule every command that records who acted follows.
+// defaultBy sets *by, when the command's -by flag was not given, to $USER,
+// else to the name the system's user database gives the account agentrt
+// runs as (a container often sets no USER): the one rule every command
+// that records who acted follows.
 func (e *env) defaultBy(fs *flag.FlagSet, by *string) {
 	if !flagGiven(fs, "by") {
-		*by = e.getenv("USER")
+		*by = e.whoami()
 	}
+}
+
+// whoami is $USER, else the current account's user name, else "".
+func (e *env) whoami() string {
+	if u := e.getenv("USER"); u != "" {
+		return u
+	}
+	if e.osUser != nil {
+		return e.osUser()
+	}
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return ""
 }
 
 // requireBy is defaultBy for a command that records who is doing it: with
@@ -102,7 +119,7 @@ func (e *env) defaultBy(fs *flag.FlagSet, by *string) {
 func (e *env) requireBy(c *command, fs *flag.FlagSet, by *string, doing string) (int, bool) {
 	e.defaultBy(fs, by)
 	if *by == "" {
-		return e.usageError(c, "no one to record as "+doing+": pass -by WHO (a label, recorded as given) or set USER"), false
+		return e.usageError(c, "no one to record as "+doing+": pass -by WHO (a label, recorded as given), since neither USER nor the system's user database names this account"), false
 	}
 	return ExitOK, true
 }

@@ -17,8 +17,8 @@ var eventsCommand = &command{
 }
 
 func runEvents(e *env, g *global, c *command, args []string) int {
-	rp, code := e.openRunPage(c, g, args, "how many events to print", "how many of the run's first events to skip")
-	if code != ExitOK {
+	rp, code, ok := e.openRunPage(c, g, args, "how many events to print", "how many of the run's first events to skip")
+	if !ok {
 		return code
 	}
 	st, name, runID, limit, offset := rp.st, rp.name, rp.runID, rp.limit, rp.offset

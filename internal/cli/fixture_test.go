@@ -201,6 +201,7 @@ func (f *fixture) runWith(t *testing.T, opt func(*env), stdin io.Reader, args ..
 	e := &env{
 		stdin: stdin, stdout: &out, stderr: &errb,
 		getenv:      func(string) string { return "" },
+		osUser:      func() string { return "" },
 		interactive: func(io.Reader) bool { return false },
 		progress:    func(io.Writer) bool { return false },
 		prog:        "agentrt",

@@ -224,7 +224,7 @@ func writeApproval(p *printer, a agentrt.Approval, o blockOptions) {
 // object is one field named "value".
 func writeFields(p *printer, raw json.RawMessage) (n, size, shown int) {
 	const ind = "    "
-	size = len(raw)
+	size = view.ValueSize(raw)
 	if len(bytes.TrimSpace(raw)) == 0 {
 		p.printf("%s(none)\n", ind)
 		return 0, size, 0
@@ -247,7 +247,7 @@ func writeFields(p *printer, raw json.RawMessage) (n, size, shown int) {
 		if i == maxBlockFields {
 			rest := 0
 			for _, k := range keys[i:] {
-				rest += len(fields[k])
+				rest += view.ValueSize(fields[k])
 			}
 			p.printf("%s\\[%d more field(s), %d bytes, not shown]\n", ind, len(keys)-i, rest)
 			break
@@ -280,15 +280,16 @@ func pageCapped(raw json.RawMessage) (int64, bool) {
 	return length, true
 }
 
-// writeField prints one field: its name and size, then its value on the
+// writeField prints one field: its name and size (view.ValueSize: a
+// string's decoded bytes, as the console shows them), then its value on the
 // same line when it is one line, or indented below it.
 func writeField(p *printer, ind, name string, raw json.RawMessage) {
 	lines := valueLines(raw)
 	if len(lines) == 1 {
-		p.printf("%s%s (%d bytes): %s\n", ind, name, len(raw), lines[0])
+		p.printf("%s%s (%d bytes): %s\n", ind, name, view.ValueSize(raw), lines[0])
 		return
 	}
-	p.printf("%s%s (%d bytes):\n", ind, name, len(raw))
+	p.printf("%s%s (%d bytes):\n", ind, name, view.ValueSize(raw))
 	for _, l := range lines {
 		p.printf("%s    %s\n", ind, l)
 	}

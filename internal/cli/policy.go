@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"os"
@@ -17,13 +18,25 @@ import (
 // policyProgram is the command agentrt runs for policy and recheck.
 const policyProgram = "agentrt-policy"
 
-// policyInstall says how to get agentrt-policy.
-const policyInstall = "go install github.com/agentrt/agentrt/policy/cel/cmd/agentrt-policy@latest"
+// policyPackage is agentrt-policy's main package.
+const policyPackage = "github.com/agentrt/agentrt/cmd/agentrt-policy"
+
+// installHint says how to get the companion built from pkg: from the
+// checkout with make build when this agentrt is a development build (no
+// release holds a companion of it), else go install at this release.
+func installHint(pkg string) string {
+	v := version()
+	if v == "devel" || !strings.HasPrefix(v, "v") {
+		return "build it from the agentrt checkout with 'make build', which puts every agentrt binary side by side in bin/"
+	}
+	return "install it with 'go install " + pkg + "@" + v + "'"
+}
 
 var policyCommand = &command{
 	name:    "policy",
 	summary: "check, test or explain a declarative policy file (runs agentrt-policy)",
 	usage:   "check|test|explain [arguments]",
+	subs:    []string{"check", "test", "explain"},
 	run:     runPolicy,
 }
 
@@ -40,8 +53,9 @@ arguments:
   policy check FILE             compile FILE; warn on rules that never match
   policy test FILE CASES        judge a table of requests; exit 1 on a mismatch
   policy explain FILE -tool T   which rule decides a request, and why
-Run 'agentrt policy help COMMAND' for a command's flags. Install it with
-  ` + policyInstall
+Run 'agentrt policy help COMMAND' for a command's flags. Build it from a
+checkout with 'make build', or install it with
+  go install ` + policyPackage + `@VERSION`
 	commandHelp["recheck"] = `Re-asks the policy file about every policy decision the run recorded and
 prints whether each is decided alike; exits 1 when any is not. Runs
 'agentrt-policy recheck -db DB -policy FILE <run>'; the database opens
@@ -89,16 +103,16 @@ func runRecheck(e *env, g *global, c *command, args []string) int {
 // runPolicyProgram runs agentrt-policy with args and the command's streams,
 // and exits as it exits.
 func (e *env) runPolicyProgram(args []string) int {
-	return e.runCompanion(findPolicyProgram, policyProgram, policyInstall, args)
+	return e.runCompanion(findPolicyProgram, policyProgram, policyPackage, args)
 }
 
 // runCompanion runs the program find locates with args and the command's
 // streams, and exits as it exits; when it is missing, it says how to
-// install it.
-func (e *env) runCompanion(find func() (string, error), name, install string, args []string) int {
+// get it (pkg is its main package).
+func (e *env) runCompanion(find func() (string, error), name, pkg string, args []string) int {
 	path, err := find()
 	if err != nil {
-		return e.fail("this command needs %s, which is neither next to agentrt nor on PATH, so install it with '%s'.", name, install)
+		return e.fail("this command needs %s, which is neither next to agentrt nor on PATH, so %s.", name, installHint(pkg))
 	}
 	cmd := osexec.Command(path, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr

@@ -58,23 +58,44 @@ func TestPolicy_RunsAgentrtPolicyWithArgumentsAndStreams(t *testing.T) {
 }
 
 // Without agentrt-policy next to agentrt or on PATH, the command fails in
-// one sentence that says how to install it.
+// one sentence that says how to get it: for a development build (a test
+// binary is one), make build from the checkout, since no go install
+// @latest can serve a companion of an unreleased build.
 func TestPolicy_MissingProgramSaysHowToInstallIt(t *testing.T) {
 	old := findPolicyProgram
 	findPolicyProgram = func() (string, error) { return "", os.ErrNotExist }
 	t.Cleanup(func() { findPolicyProgram = old })
 	for _, args := range [][]string{{"policy", "check", "p.yaml"}, {"recheck", "-policy", "p.yaml", "run-1"}} {
 		r := (*fixture)(nil).runWith(t, func(*env) {}, nil, args...)
-		oneSentence(t, r, "go install github.com/agentrt/agentrt/policy/cel/cmd/agentrt-policy@latest")
+		oneSentence(t, r, "so build it from the agentrt checkout with 'make build'")
 	}
 }
 
 // Without agentrt-console next to agentrt or on PATH, serve fails in one
-// sentence that says how to install it.
+// sentence that says how to build it from the checkout.
 func TestServe_MissingProgramSaysHowToInstallIt(t *testing.T) {
 	old := findConsoleProgram
 	findConsoleProgram = func() (string, error) { return "", os.ErrNotExist }
 	t.Cleanup(func() { findConsoleProgram = old })
 	r := (*fixture)(nil).runWith(t, func(*env) {}, nil, "serve")
-	oneSentence(t, r, "go install github.com/agentrt/agentrt/console/cmd/agentrt-console@latest")
+	oneSentence(t, r, "needs agentrt-console, which is neither next to agentrt nor on PATH, so build it from the agentrt checkout with 'make build'")
+}
+
+// The real agentrt, built from the checkout and alone in its directory,
+// with no agentrt-policy on PATH, says to run make build rather than a go
+// install @latest that cannot work before a release.
+func TestPolicy_MissingProgramFromACheckoutSaysMakeBuild(t *testing.T) {
+	src, err := os.ReadFile(buildAgentrt(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "agentrt")
+	if err := os.WriteFile(bin, src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := runBinary(t, bin, []string{"PATH=" + t.TempDir()}, "policy", "check", "p.yaml")
+	oneSentence(t, r, "so build it from the agentrt checkout with 'make build'")
+	if strings.Contains(r.stderr, "@latest") {
+		t.Errorf("the hint still names @latest: %s", r.stderr)
+	}
 }

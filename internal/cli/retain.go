@@ -29,7 +29,7 @@ func runRetain(e *env, g *global, c *command, args []string) int {
 	before := fs.String("finished-before", "", "erase runs that ended before this: a duration ago (720h) or an RFC 3339 time")
 	statusArg := fs.String("status", "", "only runs ending in these statuses, comma-separated (COMPLETED,FAILED,CANCELLED)")
 	dry := fs.Bool("dry-run", false, "list the runs that would be erased and change nothing")
-	by := fs.String("by", "", "who erases, recorded in each run.erased event (default $USER)")
+	by := fs.String("by", "", "who erases, recorded in each run.erased event (default $USER, else your account's name)")
 	reason := fs.String("reason", "retention", "why, recorded in each run.erased event")
 	batch := fs.Int("batch", agentrt.DefaultRetainBatch, fmt.Sprintf("runs erased per transaction, 1 to %d", agentrt.MaxEraseBatch))
 	pos, code, ok := e.parse(c, fs, args)
@@ -72,7 +72,7 @@ func runRetain(e *env, g *global, c *command, args []string) int {
 	}
 	e.defaultBy(fs, by)
 	if *by == "" && !*dry {
-		return e.usageError(c, "no one to record as erasing: pass -by WHO or set USER")
+		return e.usageError(c, "no one to record as erasing: pass -by WHO (a label, recorded as given), since neither USER nor the system's user database names this account")
 	}
 	if *reason == "" {
 		return e.usageError(c, "-reason must not be empty")

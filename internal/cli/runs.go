@@ -41,16 +41,19 @@ func runRuns(e *env, g *global, c *command, args []string) int {
 	p := &printer{w: e.stdout}
 	more := total - *offset - len(runs)
 	if g.json {
-		if runs == nil {
-			runs = []view.RunSummary{}
+		// JSON Lines, as events prints: one run a line, then the page's
+		// counts on a {"meta":true,...} line.
+		for _, r := range runs {
+			writeJSON(p, r)
 		}
 		writeJSON(p, struct {
-			Runs      []view.RunSummary `json:"runs"`
-			Total     int               `json:"total"`
-			Limit     int               `json:"limit"`
-			Offset    int               `json:"offset"`
-			Truncated bool              `json:"truncated"`
-		}{runs, total, *limit, *offset, more > 0})
+			Meta      bool `json:"meta"`
+			Truncated bool `json:"truncated"`
+			Total     int  `json:"total"`
+			Returned  int  `json:"returned"`
+			Limit     int  `json:"limit"`
+			Offset    int  `json:"offset"`
+		}{true, more > 0, total, len(runs), *limit, *offset})
 		return e.done(p, ExitOK)
 	}
 	if len(runs) == 0 {

@@ -6,7 +6,7 @@ package cli
 
 const (
 	consoleProgram = "agentrt-console"
-	consoleInstall = "go install github.com/agentrt/agentrt/console/cmd/agentrt-console@latest"
+	consolePackage = "github.com/agentrt/agentrt/console/cmd/agentrt-console"
 )
 
 var serveCommand = &command{
@@ -22,11 +22,15 @@ var findConsoleProgram = func() (string, error) { return findCompanion(consolePr
 func init() {
 	commandHelp["serve"] = `Runs agentrt-console, found next to agentrt or on PATH, on the database:
 the inbox of waiting approvals, runs and their timelines, the chain, and
-approve, reject and cancel with a passkey. It listens on 127.0.0.1:7380 by
-default; an address that is not loopback needs -tls-cert and -tls-key.
+approve, reject and cancel with a passkey.
+  -addr HOST:PORT   where to listen (default 127.0.0.1:7380); an address
+                    that is not loopback needs -tls-cert and -tls-key
+  -origin URL       the console's origin as the browser names it
+  -tls-cert FILE -tls-key FILE
+                    serve HTTPS with this certificate and key
 Enroll approvers with 'agentrt approvers invite NAME'. Run
-'agentrt-console -help' for every flag. Install it with
-  ` + consoleInstall
+'agentrt-console -help' for every flag. Build it from a checkout with 'make build', or install it with
+  go install ` + consolePackage + `@VERSION`
 }
 
 func runServe(e *env, g *global, c *command, args []string) int {
@@ -37,5 +41,5 @@ func runServe(e *env, g *global, c *command, args []string) int {
 	if g.db != "" {
 		full = append(full, "-db", g.db)
 	}
-	return e.runCompanion(findConsoleProgram, consoleProgram, consoleInstall, append(full, args...))
+	return e.runCompanion(findConsoleProgram, consoleProgram, consolePackage, append(full, args...))
 }

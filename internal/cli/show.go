@@ -17,8 +17,8 @@ var showCommand = &command{
 }
 
 func runShow(e *env, g *global, c *command, args []string) int {
-	rp, code := e.openRunPage(c, g, args, "how many steps and approvals to show", "how many steps and approvals to skip")
-	if code != ExitOK {
+	rp, code, ok := e.openRunPage(c, g, args, "how many steps and approvals to show", "how many steps and approvals to skip")
+	if !ok {
 		return code
 	}
 	st, path, runID, limit, offset := rp.st, rp.path, rp.runID, rp.limit, rp.offset
@@ -81,7 +81,11 @@ func runShow(e *env, g *global, c *command, args []string) int {
 		tp := p.table()
 		tp.printf("STEP\tTOOL\tDECISION\tSTATUS\tPOLICY\tOBSERVATION\tSUMMARY\n")
 		for _, s := range page.Steps {
-			tp.printf("%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Index, dash(clip(s.Tool, 40)), dash(clip(string(s.Decision), 40)),
+			tool := s.Tool
+			if s.CallID != "" {
+				tool += " [" + s.CallID + "]"
+			}
+			tp.printf("%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Index, dash(clip(tool, 40)), dash(clip(string(s.Decision), 40)),
 				dash(clip(string(s.Status), 40)), dash(clip(string(s.Policy), 40)), dash(clip(string(s.Observation), 40)),
 				dash(clip(summaryOf(s), cellClipBytes)))
 		}
@@ -90,7 +94,7 @@ func runShow(e *env, g *global, c *command, args []string) int {
 			p.printf("... %d more step(s) of %d; rerun with -offset %d\n", more, page.StepsTotal, offset+len(page.Steps))
 		}
 	}
-	writeBlocks(p, st, runID, page.Steps)
+	writeBlocks(p, st, runID, page.Steps, limit, offset)
 	writeDisclosures(p, st, runID, page.Steps)
 	writeRunCalls(p, calls, e.clock())
 	if len(page.Approvals) > 0 {
@@ -155,12 +159,9 @@ const (
 
 // writeBlocks lists the typed blocks of the page's tool results, by type,
 // media type, size and hash, as the chain's step.tool_finished event
-// holds them.
-func writeBlocks(p *printer, st agentrt.StoreReader, runID string, steps []view.StepSummary) {
-	type line struct {
-		step int
-		b    agentrt.BlockDigest
-	}
+// holds them, and for a resource or a resource link its URI, escaped, as
+// the step's stored result holds it (the chain keeps no URI).
+func writeBlocks(p *printer, st agentrt.StoreReader, runID string, steps []view.StepSummary, limit, offset int) {
 	var ids []string
 	index := map[string]int{}
 	for _, s := range steps {
@@ -189,26 +190,72 @@ func writeBlocks(p *printer, st agentrt.StoreReader, runID string, steps []view.
 		}
 		byStep[ev.StepID] = append(byStep[ev.StepID], fin.Blocks...)
 	}
-	var lines []line
+	var lines []blockLine
 	for _, id := range ids {
 		for _, b := range byStep[id] {
-			lines = append(lines, line{index[id], b})
+			lines = append(lines, blockLine{index[id], b})
 		}
 	}
 	if len(lines) == 0 {
 		return
 	}
+	uris := resourceURIs(st, runID, lines, limit, offset)
 	p.printf("\n")
 	tp := p.table()
-	tp.printf("STEP\tBLOCK\tTYPE\tMEDIA\tSIZE\tSHA256\n")
+	tp.printf("STEP\tBLOCK\tTYPE\tMEDIA\tSIZE\tSHA256\tURI\n")
 	n := map[int]int{}
 	for _, l := range lines {
 		size := fmt.Sprint(l.b.Size)
 		if l.b.Truncated {
 			size += " (cut)"
 		}
-		tp.printf("%d\t%d\t%s\t%s\t%s\t%s\n", l.step, n[l.step], clip(string(l.b.Type), 40), dash(clip(l.b.MIMEType, 80)), size, dash(clip(l.b.SHA256, 64)))
+		uri := ""
+		if isResource(l.b.Type) {
+			uri = clip(uris[l.step][n[l.step]], maxURIBytes)
+		}
+		tp.printf("%d\t%d\t%s\t%s\t%s\t%s\t%s\n", l.step, n[l.step], clip(string(l.b.Type), 40), dash(clip(l.b.MIMEType, 80)), size,
+			dash(clip(l.b.SHA256, 64)), dash(uri))
 		n[l.step]++
 	}
 	tp.end()
+}
+
+// blockLine is one row of the block table: a step's index and a block.
+type blockLine struct {
+	step int
+	b    agentrt.BlockDigest
+}
+
+// maxURIBytes bounds a URI in the block table; a longer one is cut.
+const maxURIBytes = 200
+
+func isResource(t agentrt.ResultBlockType) bool {
+	return t == agentrt.ResultResource || t == agentrt.ResultResourceLink
+}
+
+// resourceURIs reads, when any block listed is a resource or a link, the
+// page's steps as stored and returns each step's block URIs by step index
+// and block position; a step whose result was not read whole has none.
+func resourceURIs(st agentrt.StoreReader, runID string, lines []blockLine, limit, offset int) map[int][]string {
+	found := false
+	for _, l := range lines {
+		found = found || isResource(l.b.Type)
+	}
+	out := map[int][]string{}
+	if !found {
+		return out
+	}
+	steps, _, err := st.ListStepsPage(background(), runID, limit, offset)
+	if err != nil {
+		return out
+	}
+	for _, s := range steps {
+		if s.Observation == nil {
+			continue
+		}
+		for _, b := range s.Observation.Blocks {
+			out[s.Index] = append(out[s.Index], b.URI)
+		}
+	}
+	return out
 }

@@ -37,10 +37,12 @@ Identity: -by is a label, recorded exactly as given. agentrt has no users
 and checks no one: whoever can write the database can approve anything in
 it, so keep it owner-only (agentrt refuses one others can write).
 
-Resuming: after an approval the run stays waiting until the program that
-started it resumes it with its own agent, tools and policy
-(driver.Resume(ctx, runID)). agentrt resume resumes only runs that
-agentrt demo started.
+Resuming: agentrt records decisions and runs nothing. After an approval
+the run continues in whatever drives it: an agentrt worker claims it by
+itself, agentrt-proxy runs the call when it is still held or when the
+host repeats it, and any other program continues it when it calls
+driver.Resume(ctx, runID). agentrt resume resumes only runs that agentrt
+demo started.
 
 Exit status: 0 success; 1 failure (a refused database, a broken chain, a
 kept head not reached, a declined or refused decision); 2 usage.
@@ -59,7 +61,8 @@ func (e *env) usage(w io.Writer) {
 // commandHelp is the longer help of each command, after its usage line.
 var commandHelp = map[string]string{
 	"runs": `Lists one page of runs, newest first: RUN, STATUS, REASON, STEPS, CREATED,
-APPROVAL (the pending approval, when there is exactly one) and GOAL.
+APPROVAL (the pending approval, when there is exactly one) and GOAL; with
+-json, one JSON object a run and a final {"meta":true,...} line.
   -limit N   runs to list, 1 to 1000 (default 100)
   -offset N  newest runs to skip (default 0)`,
 	"show": `Shows a run: its own fields, every pending approval as the block approve
@@ -81,8 +84,9 @@ database read-only and never writes to it. Ctrl-C stops it cleanly.
   -once         stop once every committed event is printed
 On a terminal it says when it has caught up and, on stopping, the seq and
 chain hash it stopped at, which agentrt verify -head can check later.`,
-	"approve": `Prints the approval the run is waiting on, then grants it; the run stays
-waiting until the program that started it resumes it.
+	"approve": `Prints the approval the run is waiting on, then grants it. agentrt runs
+nothing itself: what drives the run carries on with the call (see
+Resuming in 'agentrt help').
 ` + decideFlagsHelp("approve") + `
 Without -approval or -yes, agentrt asks you to type yes, and only at a
 terminal.`,
@@ -90,7 +94,8 @@ terminal.`,
 the run.
 ` + decideFlagsHelp("decide"),
 	"cancel": `Cancels a run that has not ended; a running one stops at its next write.
-  -by WHO     a label recorded exactly as given (default $USER)
+  -by WHO     a label recorded exactly as given (default $USER, else
+              your account's name)
   -note TEXT  a note recorded with the cancellation`,
 	"verify": `Checks the event hash chain and prints the head it checked. Exits 1 at the
 first event that does not chain.
@@ -100,8 +105,29 @@ first event that does not chain.
                   database's writers cannot reach: fails unless the chain
                   still reaches that seq with that hash, which catches
                   events cut from the end
+  -decisions      also re-verify every signed decision from the stored
+                  public keys
+  -pinned FILE    with -decisions, every signing key must be in this
+                  owner-only pinned keys file (agentrt approvers list -pin)
 Whoever can write the database can rewrite the whole chain; only a head
 kept elsewhere shows the record unaltered up to it.`,
+	"erase": `Removes the content of a run that has ended (goal, arguments, results,
+payloads) and records a run.erased event; the chain still verifies.
+  -by WHO       who erases, recorded in the event (default $USER, else
+                your account's name)
+  -reason TEXT  why, recorded in the event (required)
+  -vacuum       then rewrite the database files (SQLite VACUUM, Postgres
+                VACUUM FULL) so no freed copy of the content stays`,
+	"retain": `Erases, as erase does, every run that ended before a cut, oldest first,
+in bounded batches.
+  -finished-before D|T  runs that ended before this: a duration ago (720h)
+                        or an RFC 3339 time (required)
+  -status S,...         only runs ending in these statuses (COMPLETED,
+                        FAILED, CANCELLED)
+  -dry-run              list the runs that would be erased; change nothing
+  -by WHO               who erases (default $USER, else your account's name)
+  -reason TEXT          why, recorded in each run.erased (default retention)
+  -batch N              runs erased per transaction`,
 	"version": `Prints agentrt's version and the database schema version it opens.`,
 	"demo": `Runs an agent against a small workspace in a new temporary directory, with
 no network and no key: a scripted model server on the loopback interface
@@ -131,8 +157,10 @@ func decideFlagsHelp(verb string) string {
   -yes          decide the run's only pending approval without asking
   -hash HASH    decide only if the approval still has this hash, the one
                 show printed; otherwise exit 1 and decide nothing
+  -key FILE     sign the decision with this enrolled ed25519 private key
+                file; the decision is then recorded as its approver's
   -by WHO       a label for who decided, recorded exactly as given
-                (default $USER); it is not checked: whoever can write the
-                database can ` + verb + `
+                (default $USER, else your account's name); it is not
+                checked: whoever can write the database can ` + verb + `
   -note TEXT    a note recorded with the decision`
 }

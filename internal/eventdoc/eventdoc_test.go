@@ -53,7 +53,7 @@ func TestEvents_SchemasMarkContentFields(t *testing.T) {
 	}
 	want := map[agentrt.EventType][]string{
 		agentrt.EventToolStarted:     {"args"},
-		agentrt.EventStepDecided:     {"tool", "args", "reason", "result", "message", "invalid_args", "invalid_result"},
+		agentrt.EventStepDecided:     {"call_id", "tool", "args", "reason", "result", "message", "invalid_args", "invalid_result"},
 		agentrt.EventApprovalRequest: {"capability", "presentation", "reason"},
 		agentrt.EventRunCreated:      {"goal"},
 		agentrt.EventStepStarted:     nil,

@@ -307,7 +307,7 @@ func (t *tx) eraseSteps(runID string) (int, error) {
 			args = append(args, r.id, r.dec, r.pol, r.obs)
 		}
 		if _, err := t.exec(`UPDATE steps SET decision_json = v.a, policy_json = v.b, observation_json = v.c,
-			decision_fields = NULL, policy_fields = NULL, observation_fields = NULL FROM (`+textRows(n)+`) AS v WHERE steps.id = v.k`, args...); err != nil {
+			decision_fields = NULL, policy_fields = NULL, observation_fields = NULL, request_key = '' FROM (`+textRows(n)+`) AS v WHERE steps.id = v.k`, args...); err != nil {
 			return 0, err
 		}
 		all = all[n:]

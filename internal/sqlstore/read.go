@@ -283,6 +283,19 @@ func (s *Store) ListSteps(ctx context.Context, runID string) ([]agentrt.Step, er
 	return scanSteps(rows)
 }
 
+// StepsByRequestKey reads at most limit steps recorded under key, of any
+// run, newest first.
+func (s *Store) StepsByRequestKey(ctx context.Context, key string, limit int) ([]agentrt.Step, error) {
+	if key == "" || limit <= 0 {
+		return nil, nil
+	}
+	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(selectStep+" WHERE request_key = ? ORDER BY started_at DESC, id DESC LIMIT ?"), key, limit)
+	if err != nil {
+		return nil, err
+	}
+	return scanSteps(rows)
+}
+
 // ListApprovals reads a run's approvals in creation order.
 func (s *Store) ListApprovals(ctx context.Context, runID string) ([]agentrt.Approval, error) {
 	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(selectApproval+" WHERE run_id = ? ORDER BY rowid"), runID)

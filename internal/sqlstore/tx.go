@@ -382,7 +382,7 @@ func (t *tx) StepUpdate(p agentrt.StepUpdate) error {
 	var keyBuf [16]byte
 	key := append(keyBuf[:0], t.s.d.Name[0], 's', flag(p.Status != ""), flag(p.Decision != nil), flag(p.Policy != nil),
 		flag(p.ClearOutcome), flag(p.Observation != nil), flag(!p.StartedAt.IsZero()), flag(!p.FinishedAt.IsZero()),
-		flag(p.SpecHash != ""), flag(p.PolicyID != ""), byte('0'+len(p.From)), flag(p.Fence.RunID != ""))
+		flag(p.SpecHash != ""), flag(p.PolicyID != ""), byte('0'+len(p.From)), flag(p.Fence.RunID != ""), flag(p.RequestKey != ""))
 	cachedQ, cached := queryFor(key)
 	var set []string
 	args := make([]any, 0, 16)
@@ -422,6 +422,9 @@ func (t *tx) StepUpdate(p agentrt.StepUpdate) error {
 	}
 	if p.PolicyID != "" {
 		add("policy_id = ?", p.PolicyID)
+	}
+	if p.RequestKey != "" {
+		add("request_key = ?", p.RequestKey)
 	}
 	if !cached && len(set) == 0 {
 		return errors.New("agentrt: empty step update")

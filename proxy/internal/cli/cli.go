@@ -70,41 +70,68 @@ Exit status: 0 success; 1 failure; 2 usage.
 
 // Run runs one command; ctx ends a serving proxy (SIGINT, SIGTERM).
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help") {
+	if len(args) > 0 && (isHelp(args[0]) || args[0] == "help") {
 		io.WriteString(stderr, usage)
 		return ExitOK
 	}
-	cmd := "serve"
+	name := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		cmd, args = args[0], args[1:]
+		name, args = args[0], args[1:]
 	}
-	switch cmd {
-	case "serve":
-		return serve(ctx, args, stdin, stdout, stderr)
-	case "pin":
-		return pin(ctx, args, stdin, stdout, stderr)
-	case "init":
-		return initCmd(ctx, args, stdout, stderr)
-	case "review":
-		return review(ctx, args, stdin, stdout, stderr)
-	case "restore-host-config":
-		return restoreHostConfig(args, stdout, stderr)
-	case "check":
-		return check(ctx, args, stdout, stderr)
-	case "login":
-		return login(ctx, args, stdout, stderr)
-	case "recheck":
-		return recheck(ctx, args, stdout, stderr)
-	case "version":
-		if len(args) > 0 {
-			fmt.Fprintf(stderr, "agentrt-proxy version: unexpected argument %q\n", trace.Sanitize(args[0]))
-			return ExitUsage
+	for _, c := range commands {
+		if c.name == name {
+			return c.run(ctx, args, stdin, stdout, stderr)
 		}
-		fmt.Fprintf(stdout, "agentrt-proxy %s (%s)\n", buildinfo.Version(), runtime.Version())
+	}
+	fmt.Fprintf(stderr, "agentrt-proxy: unknown command %q\n\n%s", trace.Sanitize(name), usage)
+	return ExitUsage
+}
+
+// command is one of agentrt-proxy's commands; every one answers -h with
+// the usage, on stderr, since stdout is the protocol's when serving.
+type command struct {
+	name string
+	run  func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int
+}
+
+// commands are agentrt-proxy's commands; serve is the one run when none
+// is named.
+var commands = []command{
+	{"serve", serve},
+	{"pin", pin},
+	{"init", func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+		return initCmd(ctx, args, stdout, stderr)
+	}},
+	{"review", review},
+	{"restore-host-config", func(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+		return restoreHostConfig(args, stdout, stderr)
+	}},
+	{"check", func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+		return check(ctx, args, stdout, stderr)
+	}},
+	{"login", func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+		return login(ctx, args, stdout, stderr)
+	}},
+	{"recheck", func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+		return recheck(ctx, args, stdout, stderr)
+	}},
+	{"version", version},
+}
+
+// isHelp reports whether arg asks for help.
+func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
+
+func version(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 1 && isHelp(args[0]) {
+		io.WriteString(stderr, usage)
 		return ExitOK
 	}
-	fmt.Fprintf(stderr, "agentrt-proxy: unknown command %q\n\n%s", trace.Sanitize(cmd), usage)
-	return ExitUsage
+	if len(args) > 0 {
+		fmt.Fprintf(stderr, "agentrt-proxy version: unexpected argument %q\n", trace.Sanitize(args[0]))
+		return ExitUsage
+	}
+	fmt.Fprintf(stdout, "agentrt-proxy %s (%s)\n", buildinfo.Version(), runtime.Version())
+	return ExitOK
 }
 
 // flags parses a command's flags; -config is required.

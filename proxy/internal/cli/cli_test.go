@@ -91,6 +91,27 @@ func TestCLI_HelpStatesTheScope(t *testing.T) {
 	}
 }
 
+// Every command in the command table answers -h and --help with the usage
+// and exit 0, having opened and written nothing: a command added to the
+// table is covered without a line here.
+func TestCLI_EveryCommandAnswersHelp(t *testing.T) {
+	for _, c := range commands {
+		for _, h := range []string{"-h", "--help"} {
+			code, out, errs := run(c.name, h)
+			if code != ExitOK || out != "" || !strings.Contains(errs, "governs only the tool calls") {
+				t.Errorf("agentrt-proxy %s %s: exit %d, stdout %q, stderr starts %q", c.name, h, code, out, clipText(errs, 80))
+			}
+		}
+	}
+}
+
+func clipText(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
 // pin writes each manifest owner-only and prints each tool's hints; check
 // prints the load report and exits 0, and exits 1 when nothing registers
 // (here: the server changed a description since the pin).

@@ -1,0 +1,151 @@
+package adk
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/agentrt/agentrt"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/model"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/functiontool"
+	"google.golang.org/genai"
+)
+
+// scriptedLLM is an ADK model.LLM that answers each request with the next
+// content of its script, and keeps every request it was sent, so a test
+// reads what the loop fed back to the model (the tool responses).
+type scriptedLLM struct {
+	mu       sync.Mutex
+	script   []*genai.Content
+	requests []*model.LLMRequest
+}
+
+func (m *scriptedLLM) Name() string { return "scripted" }
+
+func (m *scriptedLLM) GenerateContent(_ context.Context, req *model.LLMRequest, _ bool) iter.Seq2[*model.LLMResponse, error] {
+	return func(yield func(*model.LLMResponse, error) bool) {
+		m.mu.Lock()
+		m.requests = append(m.requests, req)
+		if len(m.script) == 0 {
+			m.mu.Unlock()
+			yield(nil, errors.New("scripted model: the script has no turn left"))
+			return
+		}
+		next := m.script[0]
+		m.script = m.script[1:]
+		m.mu.Unlock()
+		yield(&model.LLMResponse{Content: next, TurnComplete: true}, nil)
+	}
+}
+
+// lastRequest is the last request the model was sent.
+func (m *scriptedLLM) lastRequest() *model.LLMRequest {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.requests) == 0 {
+		return nil
+	}
+	return m.requests[len(m.requests)-1]
+}
+
+// callTurn is a model turn that asks for the given calls, in one message:
+// ADK dispatches the calls of one turn together.
+func callTurn(calls ...*genai.FunctionCall) *genai.Content {
+	c := &genai.Content{Role: genai.RoleModel}
+	for _, fc := range calls {
+		c.Parts = append(c.Parts, &genai.Part{FunctionCall: fc})
+	}
+	return c
+}
+
+// textTurn is a model turn that answers with text and asks for no call.
+func textTurn(text string) *genai.Content {
+	return genai.NewContentFromText(text, genai.RoleModel)
+}
+
+// responses maps call id to the function response the model received.
+func responses(req *model.LLMRequest) map[string]*genai.FunctionResponse {
+	out := map[string]*genai.FunctionResponse{}
+	for _, c := range req.Contents {
+		for _, p := range c.Parts {
+			if p.FunctionResponse != nil {
+				out[p.FunctionResponse.ID] = p.FunctionResponse
+			}
+		}
+	}
+	return out
+}
+
+// classes is the tool-class map an adapter is given: the read tool runs at
+// once, the write tool is what the Gate holds.
+var classes = map[string]agentrt.SideEffect{
+	"read_note":   agentrt.ReadOnly,
+	"append_note": agentrt.LocalMutation,
+}
+
+type readArgs struct {
+	Name string `json:"name"`
+}
+
+type readResult struct {
+	Text string `json:"text"`
+}
+
+type appendArgs struct {
+	Text string `json:"text"`
+}
+
+type appendResult struct {
+	Bytes int `json:"bytes"`
+}
+
+// noteTools are two real ADK function tools over one file: read_note reads
+// it, append_note appends a line to it, so the file shows how many times the
+// write really ran. runs counts executions per tool name.
+type noteTools struct {
+	path string
+	runs sync.Map // tool name -> *atomic.Int32
+}
+
+func (n *noteTools) count(name string) int32 {
+	v, _ := n.runs.LoadOrStore(name, new(atomic.Int32))
+	return v.(*atomic.Int32).Load()
+}
+
+func (n *noteTools) ran(name string) {
+	v, _ := n.runs.LoadOrStore(name, new(atomic.Int32))
+	v.(*atomic.Int32).Add(1)
+}
+
+func (n *noteTools) tools() ([]tool.Tool, error) {
+	read, err := functiontool.New(functiontool.Config{Name: "read_note", Description: "Reads the note."},
+		func(_ agent.Context, a readArgs) (readResult, error) {
+			n.ran("read_note")
+			b, err := os.ReadFile(n.path)
+			return readResult{Text: string(b)}, err
+		})
+	if err != nil {
+		return nil, err
+	}
+	write, err := functiontool.New(functiontool.Config{Name: "append_note", Description: "Appends a line to the note."},
+		func(_ agent.Context, a appendArgs) (appendResult, error) {
+			n.ran("append_note")
+			f, err := os.OpenFile(n.path, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				return appendResult{}, err
+			}
+			defer f.Close()
+			k, err := f.WriteString(strings.TrimSpace(a.Text) + "\n")
+			return appendResult{Bytes: k}, err
+		})
+	if err != nil {
+		return nil, err
+	}
+	return []tool.Tool{read, write}, nil
+}

@@ -1,0 +1,116 @@
+package genkit
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/agentrt/agentrt"
+	"github.com/firebase/genkit/go/ai"
+	"github.com/firebase/genkit/go/genkit"
+)
+
+// scriptedModel replays a script of model messages through a model defined
+// the Genkit way, keeping every request so a test reads the tool responses
+// the loop fed back.
+type scriptedModel struct {
+	mu       sync.Mutex
+	script   []*ai.Message
+	requests []*ai.ModelRequest
+}
+
+func (m *scriptedModel) define(g *genkit.Genkit) ai.Model {
+	opts := &ai.ModelOptions{Supports: &ai.ModelSupports{Multiturn: true, Tools: true}}
+	return genkit.DefineModel(g, "scripted/notes", opts,
+		func(_ context.Context, req *ai.ModelRequest, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			m.requests = append(m.requests, req)
+			if len(m.script) == 0 {
+				return nil, errors.New("scripted model: the script has no turn left")
+			}
+			next := m.script[0]
+			m.script = m.script[1:]
+			return &ai.ModelResponse{Message: next, FinishReason: ai.FinishReasonStop, Request: req}, nil
+		})
+}
+
+// toolResponses maps call ref to the tool response the model received last.
+func (m *scriptedModel) toolResponses() map[string]*ai.ToolResponse {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]*ai.ToolResponse{}
+	if len(m.requests) == 0 {
+		return out
+	}
+	for _, msg := range m.requests[len(m.requests)-1].Messages {
+		for _, p := range msg.Content {
+			if p.IsToolResponse() {
+				out[p.ToolResponse.Ref] = p.ToolResponse
+			}
+		}
+	}
+	return out
+}
+
+// callTurn is a model message asking for the given calls at once.
+func callTurn(calls ...*ai.ToolRequest) *ai.Message {
+	msg := &ai.Message{Role: ai.RoleModel}
+	for _, c := range calls {
+		msg.Content = append(msg.Content, ai.NewToolRequestPart(c))
+	}
+	return msg
+}
+
+// classes is the tool-class map an adapter is given.
+var classes = map[string]agentrt.SideEffect{
+	"read_note":   agentrt.ReadOnly,
+	"append_note": agentrt.LocalMutation,
+}
+
+type readArgs struct {
+	Name string `json:"name"`
+}
+
+type appendArgs struct {
+	Text string `json:"text"`
+}
+
+// noteTools are two real Genkit tools over one file: read_note reads it,
+// append_note appends a line, so the file shows how often the write ran.
+type noteTools struct {
+	path string
+	runs sync.Map // tool name -> *atomic.Int32
+}
+
+func (n *noteTools) count(name string) int32 {
+	v, _ := n.runs.LoadOrStore(name, new(atomic.Int32))
+	return v.(*atomic.Int32).Load()
+}
+
+func (n *noteTools) ran(name string) {
+	v, _ := n.runs.LoadOrStore(name, new(atomic.Int32))
+	v.(*atomic.Int32).Add(1)
+}
+
+func (n *noteTools) define(g *genkit.Genkit) []ai.ToolRef {
+	read := genkit.DefineTool(g, "read_note", "Reads the note.", func(_ *ai.ToolContext, _ readArgs) (string, error) {
+		n.ran("read_note")
+		b, err := os.ReadFile(n.path)
+		return string(b), err
+	})
+	write := genkit.DefineTool(g, "append_note", "Appends a line to the note.", func(_ *ai.ToolContext, a appendArgs) (string, error) {
+		n.ran("append_note")
+		f, err := os.OpenFile(n.path, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		_, err = f.WriteString(strings.TrimSpace(a.Text) + "\n")
+		return "appended", err
+	})
+	return []ai.ToolRef{read, write}
+}

@@ -1,0 +1,52 @@
+package console_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/console"
+)
+
+// The run page shows a step's call id (Decision.CallID) beside its tool,
+// escaped by the template like any text a caller chose.
+func TestHandler_RunPageShowsTheCallID(t *testing.T) {
+	st := openStore(t)
+	read := agentrt.ToolFunc{ToolSpec: agentrt.ToolSpec{Name: "read", Description: "read", SideEffect: agentrt.ReadOnly,
+		Timeout: time.Second, InputSchema: json.RawMessage(`{"type":"object"}`)},
+		Fn: func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) { return agentrt.ToolResult{}, nil }}
+	g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{read}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := g.Begin(ctx, "run-1", "goal", agentrt.FrameworkLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	step, err := s.Step(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := step.Propose(ctx, agentrt.Decision{Kind: agentrt.KindToolCall, Tool: "read", Args: json.RawMessage(`{}`), CallID: "toolu_<b>9"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	h, err := console.New(console.DefaultConfig(st, "http://localhost:7380"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest("GET", "/runs/run-1", nil)
+	req.AddCookie(console.NewTestSession(h, "alice"))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	body := rec.Body.String()
+	if rec.Code != http.StatusOK || !strings.Contains(body, `<code class="call-id">[toolu_&lt;b&gt;9]</code>`) || strings.Contains(body, "toolu_<b>") {
+		t.Fatalf("run page: %d, want the call id escaped beside the tool\n%s", rec.Code, body)
+	}
+}
