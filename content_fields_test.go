@@ -18,6 +18,8 @@ var metadataFields = map[string]string{
 	"DisclosureAppliedPayload.Tool":         "a registered tool's name",
 	"DisclosureAppliedPayload.Rules":        "the operator's disclosure rule ids: configuration",
 	"DisclosureFindingRecord.Rule":          "the operator's disclosure rule id: configuration",
+	"ArgumentSecret.Kind":                   "a disclosure rule id: configuration",
+	"RunCreatedPayload.Disclosure":          "the operator's disclosure configuration, as it describes itself",
 	"DisclosureFindingRecord.Action":        "a disclosure action: runtime enum",
 	"Limits.Labels":                         "the caller's labels: configuration",
 	"RunClaimedPayload.Owner":               "the worker's lease owner name: configuration",

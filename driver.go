@@ -50,6 +50,8 @@ type engine struct {
 	pricesStored atomic.Bool
 	// disclosure is EngineConfig.Disclosure (disclosure.go).
 	disclosure Disclosure
+	// described is its description for run.created, or nil.
+	described json.RawMessage
 
 	mu     sync.Mutex
 	active map[string]bool
@@ -115,6 +117,9 @@ func newEngine(cfg EngineConfig) (*engine, error) {
 		leaseTTL: cfg.LeaseTTL, tools: map[string]*regTool{}, active: map[string]bool{}, pinned: cfg.PinnedKeys,
 		requireSigned: cfg.RequireSignedGrant, egress: cfg.Egress, prices: prices,
 		disclosure: cfg.Disclosure,
+	}
+	if e.described, err = describeDisclosure(cfg.Disclosure); err != nil {
+		return nil, err
 	}
 	if e.now == nil {
 		e.now = time.Now

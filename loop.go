@@ -472,6 +472,9 @@ func (s *session) evaluate(ctx context.Context, tool *regTool, req ToolRequest, 
 	preq := req
 	preq.Args = pargs
 	preq.Spec.InputSchema = copyRaw(tool.schema.policySchema)
+	if preq.Secrets, err = scanArguments(ctx, s.e.disclosure, tool.spec, pargs); err != nil {
+		return pd, err
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("policy panicked: %v", p)

@@ -32,6 +32,10 @@ type RunCreatedPayload struct {
 	Tools json.RawMessage `json:"tools"`
 	// Enqueued marks a run created to wait for a worker.
 	Enqueued bool `json:"enqueued,omitempty"`
+	// Disclosure is the engine's disclosure configuration as it describes
+	// itself (DisclosureDescriber), in canonical form; absent when the
+	// engine has none or it does not describe itself.
+	Disclosure json.RawMessage `json:"disclosure,omitempty"`
 }
 
 // RunStartedPayload is the payload of run.started: an empty object.

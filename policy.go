@@ -39,6 +39,12 @@ type ToolRequest struct {
 	StepID string          `json:"step_id"`
 	Spec   ToolSpec        `json:"spec"`
 	Args   json.RawMessage `json:"args" audit:"content"`
+	// Secrets says where the arguments carry a secret and of which kind,
+	// as the engine's Disclosure found them (ArgumentScanner); never the
+	// value. Nil when none was found or nothing scanned. The engine fills
+	// it for the policy only: an approval's recorded request and hash
+	// leave it out, and the arguments are never altered.
+	Secrets []ArgumentSecret `json:"secrets,omitempty"`
 }
 
 // RunView is the run as recorded, handed to a policy or a reconciliation.
@@ -95,7 +101,9 @@ type IdentifiedPolicy interface {
 }
 
 // SideEffectPolicy decides by the tool's side-effect class. A class it does not
-// map is denied (fail closed).
+// map is denied (fail closed). A remote_mutation or destructive call whose
+// arguments carry a secret (ToolRequest.Secrets) that its class would
+// allow waits for approval instead; a deny or abort stands.
 type SideEffectPolicy map[SideEffect]PolicyOutcome
 
 // Evaluate looks up the request's class.
@@ -104,33 +112,55 @@ func (p SideEffectPolicy) Evaluate(_ context.Context, req ToolRequest, _ RunView
 	if !ok {
 		return PolicyDecision{Outcome: Deny, Reason: fmt.Sprintf("no policy for side effect %q", req.Spec.SideEffect)}, nil
 	}
+	reason := fmt.Sprintf("%s needs approval", req.Spec.SideEffect)
+	sends := len(req.Secrets) > 0 && (req.Spec.SideEffect == RemoteMutation || req.Spec.SideEffect == Destructive)
+	if out == Allow && sends {
+		out, reason = RequireApproval, fmt.Sprintf("%s call whose arguments carry a secret needs approval", req.Spec.SideEffect)
+	}
 	if out != RequireApproval {
 		return PolicyDecision{Outcome: out, Reason: sideEffectReason(req.Spec.SideEffect, out)}, nil
 	}
+	raw, err := approvalBody(req)
+	if err != nil {
+		return PolicyDecision{}, err
+	}
+	return PolicyDecision{
+		Outcome:      RequireApproval,
+		Reason:       reason,
+		Kind:         string(req.Spec.SideEffect),
+		Capability:   raw,
+		Presentation: raw,
+	}, nil
+}
+
+// approvalBody is what SideEffectPolicy's approvals show and bind:
+// {"tool", "args"}. When the arguments carry secrets, each is shown as
+// [REDACTED:<kind>] and "secrets" lists which pointer carries which kind,
+// so no value reaches the approval's presentation; the approval's hash
+// still binds the arguments as they will execute.
+func approvalBody(req ToolRequest) (json.RawMessage, error) {
 	// The request is handed in policy form, so these bytes are the same on
 	// every path.
 	body := map[string]json.RawMessage{}
 	name, err := json.Marshal(req.Spec.Name)
 	if err != nil {
-		return PolicyDecision{}, err
+		return nil, err
 	}
 	body["tool"] = name
 	args := req.Args
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	body["args"] = args
-	raw, err := json.Marshal(body)
-	if err != nil {
-		return PolicyDecision{}, err
+	if len(req.Secrets) > 0 {
+		if args, err = RedactArguments(args, req.Secrets); err != nil {
+			return nil, err
+		}
+		if body["secrets"], err = json.Marshal(req.Secrets); err != nil {
+			return nil, err
+		}
 	}
-	return PolicyDecision{
-		Outcome:      RequireApproval,
-		Reason:       fmt.Sprintf("%s needs approval", req.Spec.SideEffect),
-		Kind:         string(req.Spec.SideEffect),
-		Capability:   raw,
-		Presentation: raw,
-	}, nil
+	body["args"] = args
+	return json.Marshal(body)
 }
 
 // sideEffectReason says why a class got its outcome; the common answers are

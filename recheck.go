@@ -31,6 +31,10 @@ type RecheckOptions struct {
 	// stored. Nil means such a step is not recheckable. A recorded spec is
 	// always preferred: it is what the policy was handed.
 	Tools []Tool
+	// Disclosure, when it scans arguments (ArgumentScanner), fills each
+	// request's Secrets as the engine did, so a policy that judged them
+	// decides alike. Nil hands the policy no findings.
+	Disclosure Disclosure
 }
 
 // RecheckedEvaluation is one recorded policy decision asked again.
@@ -147,7 +151,7 @@ func Recheck(ctx context.Context, store StoreReader, runID string, policy Policy
 		index[st.ID] = i
 	}
 	rc := &rechecker{ctx: ctx, store: store, policy: policy, current: current, run: run, steps: steps,
-		approvals: approvals, index: index, policySpec: policySpec}
+		approvals: approvals, index: index, policySpec: policySpec, disclosure: opts.Disclosure}
 	rep := RecheckReport{RunID: runID}
 	for i := range steps {
 		if ev, ok := rc.step(i); ok {
@@ -167,6 +171,7 @@ type rechecker struct {
 	approvals  []Approval
 	index      map[string]int // step id -> position
 	policySpec map[string]string
+	disclosure Disclosure
 }
 
 // step re-checks the step at position i; false means it recorded no policy
@@ -324,8 +329,12 @@ func (rc *rechecker) view(i int, recorded PolicyOutcome) RunView {
 	return RunView{Run: run, Steps: Steps{rc.steps[:i:i]}, Approvals: Approvals{apps}}
 }
 
-// evaluate asks the policy, recovering a panic as an error.
+// evaluate asks the policy, with the arguments' secrets as the engine
+// found them, recovering a panic as an error.
 func (rc *rechecker) evaluate(req ToolRequest, view RunView) (pd PolicyDecision, err error) {
+	if req.Secrets, err = scanArguments(rc.ctx, rc.disclosure, req.Spec, req.Args); err != nil {
+		return pd, err
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("policy panicked: %v", p)

@@ -116,7 +116,7 @@ func (e *engine) begin(ctx context.Context, id, goal string, limits Limits) (*se
 		if err := tx.RunInsert(run); err != nil {
 			return err
 		}
-		if err := event(tx, id, "", now, EventRunCreated, RunCreatedPayload{Goal: goal, Limits: limits, Tools: e.toolList}); err != nil {
+		if err := event(tx, id, "", now, EventRunCreated, RunCreatedPayload{Goal: goal, Limits: limits, Tools: e.toolList, Disclosure: e.described}); err != nil {
 			return err
 		}
 		for _, t := range e.tools {

@@ -321,7 +321,7 @@ func (d *Driver) EnqueueWithID(ctx context.Context, id, goal string, limits Limi
 				return err
 			}
 		}
-		return event(tx, id, "", now, EventRunCreated, RunCreatedPayload{goal, limits, e.toolList, true})
+		return event(tx, id, "", now, EventRunCreated, RunCreatedPayload{goal, limits, e.toolList, true, e.described})
 	})
 	if err != nil {
 		return Run{}, err

@@ -9,6 +9,7 @@ package cmdline
 import (
 	"io"
 
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/cli"
 	_ "github.com/agentrt/agentrt/sqlite" // plain paths and sqlite: URLs
 )
@@ -17,6 +18,21 @@ import (
 // It returns the exit code.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return cli.Run(args, stdin, stdout, stderr)
+}
+
+// Options is what a main package wires into the command line from
+// modules the core cannot import.
+type Options struct {
+	// Disclosure is the disclosure the engines the command line builds for
+	// the user (agentrt demo, and resume of its runs) run with; the
+	// distribution's cmd/agentrt sets the disclosure module's default
+	// rules. Nil runs them without one.
+	Disclosure agentrt.Disclosure
+}
+
+// RunWith is Run with what the main package wired in.
+func RunWith(o Options, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return cli.RunWith(cli.Options{Disclosure: o.Disclosure}, args, stdin, stdout, stderr)
 }
 
 // Exit codes, as the core's command line returns them.

@@ -211,8 +211,9 @@ func (h *Handler) pageApproval(w http.ResponseWriter, r *http.Request, s *sessio
 		http.Error(w, "reading the approval failed", http.StatusInternalServerError)
 		return
 	}
+	shownArgs, _ := agentrt.ApprovalArguments(a) // secrets the policy found shown as [REDACTED:<kind>]
 	p := approvalPage{A: a, Tool: trace.Sanitize(a.Request.Spec.Name), SideEffect: trace.Sanitize(string(a.Request.Spec.SideEffect)),
-		Args: jsonFields("arguments", a.Request.Args), Presentation: jsonFields("presentation", a.Presentation),
+		Args: jsonFields("arguments", shownArgs), Presentation: jsonFields("presentation", a.Presentation),
 		Capability: jsonFields("capability", a.Capability), ArgsSize: view.ValueSize(a.Request.Args), Pending: a.Status == agentrt.ApprovalPending}
 	p.Left, _ = timeLeft(h.now(), a.ExpiresAt)
 	// What is shown is what the hash binds: a row that does not match its

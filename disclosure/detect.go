@@ -138,13 +138,19 @@ var tokenLike = regexp.MustCompile(`^[^\s(){}\[\],;<>"'` + "`" + `]{8,}$`)
 // replace common words wherever they appear.
 const minSecret = 6
 
+// maxHighEntropy is the longest value the high-entropy rule redacts. A
+// longer run of base64 is a payload (an image, a file a tool returns as
+// data), not a credential: redacting it would break every image an MCP
+// server returns. Secrets of a known format are found at any length.
+const maxHighEntropy = 1024
+
 // scan finds secrets in s; key, when set, is the object key s is the value
 // of, for the rules that judge a key and its value together.
 func scan(ds []detector, off func(rule string) bool, key, s string) []hit {
 	var hits []hit
 	add := func(rule, v string) {
 		v = strings.TrimSpace(v)
-		if len(v) < minSecret || !strings.Contains(s, v) {
+		if len(v) < minSecret || !strings.Contains(s, v) || (rule == RuleHighEntropy && len(v) > maxHighEntropy) {
 			return
 		}
 		if rule == RuleSecretAssignment && !tokenLike.MatchString(strings.Trim(v, `"'`)) {

@@ -90,9 +90,14 @@ func New(cfg Config) (*Rules, error) {
 // RuleIDs lists every secret rule's id, in the order they are tried.
 func (r *Rules) RuleIDs() []string { return slices.Clone(r.ids) }
 
-// Describe is the configuration as JSON, for a run's record.
+// Describe is the configuration as JSON, for a run's record (the engine
+// records it in run.created): the secret rules in force, in the order
+// they are tried, and Config's block, off and output.
 func (r *Rules) Describe() json.RawMessage {
-	b, _ := json.Marshal(r.cfg)
+	b, _ := json.Marshal(struct {
+		Rules []string `json:"rules"`
+		Config
+	}{r.ids, r.cfg})
 	return b
 }
 

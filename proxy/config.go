@@ -12,6 +12,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/disclosure"
 	"github.com/agentrt/agentrt/internal/canon"
 	"github.com/agentrt/agentrt/mcp"
 	celpolicy "github.com/agentrt/agentrt/policy/cel"
@@ -103,6 +104,27 @@ type Config struct {
 	// RequireSignedGrant makes every call that needs approval need a
 	// signed one; each run records it in its limits.
 	RequireSignedGrant bool
+	// Disclosure configures the disclosure rules every tool result passes
+	// before it is recorded or returned to the host, and every call's
+	// arguments are scanned with for the policy. The zero value is
+	// disclosure.Default(): every secret rule redacts. Tool names are the
+	// names the host sees.
+	Disclosure disclosure.Config
+	// disclosure is Disclosure as LoadConfig built it, once.
+	disclosure *disclosure.Rules
+}
+
+// disclosureRules is the rules Disclosure builds: LoadConfig's, or built
+// now for a Config made in code.
+func (c *Config) disclosureRules() (*disclosure.Rules, error) {
+	if c.disclosure != nil {
+		return c.disclosure, nil
+	}
+	r, err := disclosure.New(c.Disclosure)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: disclosure: %w", err)
+	}
+	return r, nil
 }
 
 // ServerConfig is one upstream server.
@@ -221,6 +243,9 @@ type fileConfig struct {
 	LeaseTTL      *duration         `json:"lease_ttl"`
 	PinnedKeys    string            `json:"pinned_keys"`
 	RequireSigned bool              `json:"require_signed_grant"`
+	// Disclosure is disclosure.Config's JSON form: block, off (tool name
+	// to rule ids) and output.
+	Disclosure *disclosure.Config `json:"disclosure"`
 }
 
 type fileServer struct {
@@ -314,6 +339,9 @@ func LoadConfig(path string) (*Config, error) {
 			return nil, fmt.Errorf("proxy: config %s: pinned_keys: %w", abs, err)
 		}
 	}
+	if cfg.disclosure, err = cfg.disclosureRules(); err != nil {
+		return nil, fmt.Errorf("proxy: config %s: %w", abs, err)
+	}
 	if cfg.PolicyFile != "" {
 		// Read once here, so what is checked is what decides.
 		if cfg.filePolicy, err = celpolicy.Load(cfg.PolicyFile); err != nil {
@@ -395,6 +423,9 @@ func (fc *fileConfig) resolve(path string) (*Config, error) {
 		cfg.PinnedKeys = rel(fc.PinnedKeys)
 	}
 	cfg.RequireSignedGrant = fc.RequireSigned
+	if fc.Disclosure != nil {
+		cfg.Disclosure = *fc.Disclosure
+	}
 	if cfg.Servers, err = fc.resolveServers(rel, cfg.PolicyFile != ""); err != nil {
 		return nil, err
 	}

@@ -336,6 +336,10 @@ func (p *Proxy) buildGate(ctx context.Context, gateTools []agentrt.Tool) error {
 			return fmt.Errorf("proxy: pinned_keys: %w", err)
 		}
 	}
+	rules, err := cfg.disclosureRules()
+	if err != nil {
+		return err
+	}
 	p.gate, err = agentrt.NewGate(agentrt.GateConfig{
 		EngineConfig: agentrt.EngineConfig{
 			Store:      p.store,
@@ -349,6 +353,8 @@ func (p *Proxy) buildGate(ctx context.Context, gateTools []agentrt.Tool) error {
 			PinnedKeys: pinned,
 			// Every run records the requirement in its limits too.
 			RequireSignedGrant: cfg.RequireSignedGrant,
+			// Secrets in results are redacted by default (docs/disclosure.md).
+			Disclosure: rules,
 		},
 	})
 	return err

@@ -138,7 +138,8 @@ func build(ctx context.Context, st agentrt.StoreReader, e agentrt.Event, args bo
 		n.Summary = summary(fmt.Sprintf("%s cancelled with its run by %s%s", tool, n.By, note))
 	}
 	if args {
-		n.Arguments = view.BoundRaw(a.Request.Args)
+		shown, _ := agentrt.ApprovalArguments(a) // secrets the policy found shown as [REDACTED:<kind>]
+		n.Arguments = view.BoundRaw(shown)
 	}
 	return n, true, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/approver"
 	"github.com/agentrt/agentrt/trace"
 	"github.com/agentrt/agentrt/view"
@@ -89,7 +90,8 @@ func writeText(w io.Writer, a approver.Approval) {
 		fmt.Fprintf(w, "  unread    %s\n", clean(a.DecodeError))
 	}
 	fmt.Fprintf(w, "  arguments (the tool call the model made; one field per line, with its size in bytes)\n")
-	n := writeFields(w, a.Request.Args)
+	args, _ := agentrt.ApprovalArguments(a.Approval) // secrets the policy found shown as [REDACTED:<kind>]
+	n := writeFields(w, args)
 	fmt.Fprintf(w, "  presentation (written by the policy; it may quote the model)\n")
 	writeFields(w, a.Presentation)
 	fmt.Fprintf(w, "----- end of approval %s for tool %s, %d argument field(s), hash %s -----\n",

@@ -63,12 +63,29 @@ type env struct {
 	prog string
 	// demo holds what tests fix about the demo.
 	demo demoOptions
+	// opts is what the main package wired in.
+	opts Options
+}
+
+// Options is what a main package wires into the command line from modules
+// the core cannot import.
+type Options struct {
+	// Disclosure is the disclosure the engines the command line builds
+	// for the user (demo, resume) run with. Nil runs them without one.
+	Disclosure agentrt.Disclosure
 }
 
 // Run runs the agentrt command line: args are the arguments after the
 // program name. It returns the exit code.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return newEnv(stdin, stdout, stderr).run(args)
+	return RunWith(Options{}, args, stdin, stdout, stderr)
+}
+
+// RunWith is Run with what the main package wired in.
+func RunWith(o Options, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := newEnv(stdin, stdout, stderr)
+	e.opts = o
+	return e.run(args)
 }
 
 func newEnv(stdin io.Reader, stdout, stderr io.Writer) *env {

@@ -217,7 +217,8 @@ func (e *env) demoProgress(what string) {
 // demoEngine is the engine every part of the demo runs: its policy and
 // tools on the workspace, the demo's clock and ids, and owner's lease.
 func (e *env) demoEngine(st agentrt.Store, model *agentrt.ModelConfig, ws, owner string) agentrt.EngineConfig {
-	return agentrt.EngineConfig{Store: st, Model: model, Policy: demoPolicy{}, Tools: demoTools(ws), Now: e.demo.now, NewID: e.demo.newID, LeaseOwner: owner}
+	return agentrt.EngineConfig{Store: st, Model: model, Policy: demoPolicy{}, Tools: demoTools(ws), Now: e.demo.now, NewID: e.demo.newID, LeaseOwner: owner,
+		Disclosure: e.opts.Disclosure}
 }
 
 // demoWorker runs an agentrt.Worker on the demo's database until the run

@@ -194,8 +194,12 @@ func writeApproval(p *printer, a agentrt.Approval, o blockOptions) {
 	if a.DecodeError != "" {
 		p.printf("  unread        %s\n", bounded(a.DecodeError))
 	}
+	args, secrets := agentrt.ApprovalArguments(a)
 	p.printf("  arguments (the tool call the model made; one field per line, each with its own size in bytes)\n")
-	n, size, shown := writeFields(p, a.Request.Args)
+	if len(secrets) > 0 {
+		p.printf("    (%d secret(s) found by disclosure rules are shown as [REDACTED:<kind>]; the approval binds the values)\n", len(secrets))
+	}
+	n, size, shown := writeFields(p, args)
 	p.printf("  presentation (written by the consumer's policy; it may quote the model)\n")
 	writeFields(p, a.Presentation)
 	p.printf("  capability (what the policy says a grant covers)\n")

@@ -95,6 +95,7 @@ func runShow(e *env, g *global, c *command, args []string) int {
 		}
 	}
 	writeBlocks(p, st, runID, page.Steps, limit, offset)
+	writeDisclosures(p, st, runID, page.Steps)
 	writeRunCalls(p, calls, e.clock())
 	if len(page.Approvals) > 0 {
 		p.printf("\n")

@@ -34,6 +34,7 @@ type activation struct {
 	view agentrt.RunView
 
 	name, side, hash ref.Val
+	secrets          ref.Val
 	args             ref.Val
 	argsErr          error
 	hashErr          error
@@ -76,6 +77,15 @@ func (a *activation) ResolveName(name string) (any, bool) {
 			}
 		}
 		return a.hash, true
+	case varSecrets:
+		if a.secrets == nil {
+			list := make([]map[string]string, 0, len(a.req.Secrets))
+			for _, s := range a.req.Secrets {
+				list = append(list, map[string]string{"pointer": s.Pointer, "kind": s.Kind})
+			}
+			a.secrets = types.NewDynamicList(types.DefaultTypeAdapter, list)
+		}
+		return a.secrets, true
 	case varArgs:
 		if a.args == nil {
 			v, err := decodeArgs(a.req.Args, a.p.argsBytes)

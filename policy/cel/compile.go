@@ -20,6 +20,7 @@ const (
 	varToolSide     = "tool.side_effect"
 	varToolSpecHash = "tool.spec_hash"
 	varArgs         = "args"
+	varSecrets      = "request.secrets"
 	varRunSteps     = "run.steps"
 	varRunModel     = "run.model_calls"
 	varRunTokens    = "run.tokens"
@@ -44,6 +45,7 @@ func newEnv() (*cel.Env, error) {
 		cel.Variable(varToolSide, cel.StringType),
 		cel.Variable(varToolSpecHash, cel.StringType),
 		cel.Variable(varArgs, cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable(varSecrets, cel.ListType(cel.MapType(cel.StringType, cel.StringType))),
 		cel.Variable(varRunSteps, cel.IntType),
 		cel.Variable(varRunModel, cel.IntType),
 		cel.Variable(varRunTokens, cel.IntType),
