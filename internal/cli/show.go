@@ -210,8 +210,10 @@ func writeBlocks(p *printer, st agentrt.StoreReader, runID string, steps []view.
 			size += " (cut)"
 		}
 		uri := ""
-		if isResource(l.b.Type) {
-			uri = clip(uris[l.step][n[l.step]], maxURIBytes)
+		// The stored step may hold fewer blocks than the chain lists (a
+		// result not read whole, a late outcome): then no URI is known.
+		if us := uris[l.step]; isResource(l.b.Type) && n[l.step] < len(us) {
+			uri = clip(us[n[l.step]], maxURIBytes)
 		}
 		tp.printf("%d\t%d\t%s\t%s\t%s\t%s\t%s\n", l.step, n[l.step], clip(string(l.b.Type), 40), dash(clip(l.b.MIMEType, 80)), size,
 			dash(clip(l.b.SHA256, 64)), dash(uri))
