@@ -34,14 +34,16 @@ func newListTold(version string) *listTold {
 	return &listTold{version: version, prompts: make(chan struct{}, 1), resources: make(chan struct{}, 1)}
 }
 
+// tell signals c without blocking: one signal waits at most.
+func tell(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
 // options are a host's client options that record what it is told.
 func (w *listTold) options() *sdk.ClientOptions {
-	tell := func(c chan struct{}) {
-		select {
-		case c <- struct{}{}:
-		default:
-		}
-	}
 	return &sdk.ClientOptions{
 		PromptListChangedHandler:   func(context.Context, *sdk.PromptListChangedRequest) { tell(w.prompts) },
 		ResourceListChangedHandler: func(context.Context, *sdk.ResourceListChangedRequest) { tell(w.resources) },
@@ -60,19 +62,63 @@ func (w *listTold) heard(c chan struct{}, d time.Duration) bool {
 	return false
 }
 
-// While the proxy runs, a server whose prompts and resources are
-// forwarded adds a prompt, a resource and a resource template: every host
-// session (on the current protocol, which hears through
-// subscriptions/listen, and on 2025-11-25) is sent
-// notifications/prompts/list_changed and
+// forget drops a signal already waiting on c.
+func (w *listTold) forget(c chan struct{}) {
+	select {
+	case <-c:
+	default:
+	}
+}
+
+// recordSent makes a listTold of what server s sends its clients: a
+// signal once a notifications/prompts/list_changed or
+// notifications/resources/list_changed is written to a connection. The
+// SDK sends each kind from its own 10 ms debounce timer, so the order of
+// the two on the wire is only known by waiting for the first.
+func recordSent(s *sdk.Server) *listTold {
+	w := newListTold("sent")
+	s.AddSendingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			res, err := next(ctx, method, req)
+			switch {
+			case err != nil:
+			case method == "notifications/prompts/list_changed":
+				tell(w.prompts)
+			case method == "notifications/resources/list_changed":
+				tell(w.resources)
+			}
+			return res, err
+		}
+	})
+	return w
+}
+
+// settle waits until each server has sent the prompts and resources
+// list_changed that its changes so far started, so that none is still
+// on its debounce timer when the proxy restarts: one fired then would
+// reach the new proxy, and its hosts, as a change made after they
+// connected.
+func settle(t *testing.T, sent ...*listTold) {
+	t.Helper()
+	for _, s := range sent {
+		mustf(t, s.heard(s.prompts, 10*time.Second) && s.heard(s.resources, 10*time.Second), "a server did not send its list_changed to the proxy")
+	}
+}
+
+// While the proxy runs, a second server whose prompts the configuration
+// denies adds a prompt, then a resource: no host is told of the prompt,
+// which is not offered, and every host is told of the resource. Then a
+// server whose prompts and resources are forwarded adds a resource, a
+// resource template and a prompt: every host session (on the current
+// protocol, which hears through subscriptions/listen, and on 2025-11-25)
+// is sent notifications/prompts/list_changed and
 // notifications/resources/list_changed, which the proxy advertised with
 // listChanged, and gets the prompt and reads the resource and a URI of the
 // template through the proxy before it lists them (the proxy forgot the
-// server's listing), then lists them. A second server whose prompts the
-// configuration denies adds a prompt: no host is told, and the prompt is
-// not offered; its resource change, forwarded, is told.
+// server's listing), then lists them.
 func TestForward_UpstreamListChangedReachesTheHost(t *testing.T) {
 	dn := newTestUpstream(t)
+	dnSent := recordSent(dn.server)
 	h := newHarness(t, func(doc map[string]any) {
 		up := doc["servers"].([]any)[0].(map[string]any)
 		doc["servers"] = append(doc["servers"].([]any), map[string]any{
@@ -80,11 +126,13 @@ func TestForward_UpstreamListChangedReachesTheHost(t *testing.T) {
 			"rules": up["rules"], "surfaces": map[string]any{"prompts": "deny"},
 		})
 	})
+	upSent := recordSent(h.up.server)
 	// Each server offers prompts and resources when the proxy connects.
 	h.up.server.AddPrompt(&sdk.Prompt{Name: "first"}, textPrompt("first "))
 	h.up.server.AddResource(&sdk.Resource{URI: "file:///first", Name: "first"}, textResource("first "))
 	dn.server.AddPrompt(&sdk.Prompt{Name: "dn-first"}, textPrompt("dn "))
 	dn.server.AddResource(&sdk.Resource{URI: "file:///dn/first", Name: "dn-first"}, textResource("dn "))
+	settle(t, upSent, dnSent)
 	h.restart(nil)
 
 	ctx := context.Background()
@@ -104,9 +152,48 @@ func TestForward_UpstreamListChangedReachesTheHost(t *testing.T) {
 		ws = append(ws, w)
 	}
 
-	h.up.server.AddPrompt(&sdk.Prompt{Name: "brief", Description: "Briefs the reader.", Arguments: []*sdk.PromptArgument{{Name: "topic"}}}, textPrompt("brief on "))
+	deniedPromptNotPassedOn(t, dn, dnSent, ws)
+	forwardedChangesReachTheHosts(t, h, upSent, ws)
+}
+
+// deniedPromptNotPassedOn: dn's prompt change is on the wire before its
+// resource change starts, and the proxy hears a connection's
+// notifications in order and passes on every mark it took at once, so
+// once a host is told of the resource change the proxy has already
+// dropped (or wrongly passed on) the prompt change. Nothing else changed
+// since the restart, so a prompts notification now can only be that one;
+// the wait for it covers the proxy's own 10 ms debounce to its hosts.
+func deniedPromptNotPassedOn(t *testing.T, dn *testUpstream, dnSent *listTold, ws []*listTold) {
+	t.Helper()
+	ctx := context.Background()
+	dn.server.AddPrompt(&sdk.Prompt{Name: "hidden"}, textPrompt("hidden "))
+	mustf(t, dnSent.heard(dnSent.prompts, 10*time.Second), "dn did not send its prompts list_changed")
+	dn.server.AddResource(&sdk.Resource{URI: "file:///dn/second", Name: "dn-second"}, textResource("dn "))
+	for _, w := range ws {
+		mustf(t, w.heard(w.resources, 10*time.Second), "%q: the forwarded resource change of dn was not sent", w.version)
+		mustf(t, !w.heard(w.prompts, 500*time.Millisecond), "%q: a host was told of a change to prompts the proxy does not forward", w.version)
+		lp, err := w.cs.ListPrompts(ctx, nil)
+		mustf(t, err == nil && len(lp.Prompts) == 1 && lp.Prompts[0].Name == "first", "%q: prompts after dn's change: %v %v", w.version, lp, err)
+		rr, err := w.cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "file:///dn/second"})
+		mustf(t, err == nil && len(rr.Contents) == 1 && rr.Contents[0].Text == "dn file:///dn/second", "%q: read of dn's new resource: %v %v", w.version, rr, err)
+	}
+}
+
+// forwardedChangesReachTheHosts: up's resource changes are on the wire
+// before its prompt change starts, so a host told of the prompt change is
+// one whose proxy has already forgotten up's resource listing.
+func forwardedChangesReachTheHosts(t *testing.T, h *harness, upSent *listTold, ws []*listTold) {
+	t.Helper()
+	ctx := context.Background()
+	for _, w := range ws {
+		// A resources notification of dn's change that the SDK split in
+		// two must not count as one of up's.
+		w.forget(w.resources)
+	}
 	h.up.server.AddResource(&sdk.Resource{URI: "file:///notes", Name: "notes", MIMEType: "text/plain"}, textResource("the notes at "))
 	h.up.server.AddResourceTemplate(&sdk.ResourceTemplate{URITemplate: "file:///t/{name}", Name: "t"}, textResource("templated "))
+	mustf(t, upSent.heard(upSent.resources, 10*time.Second), "up did not send its resources list_changed")
+	h.up.server.AddPrompt(&sdk.Prompt{Name: "brief", Description: "Briefs the reader.", Arguments: []*sdk.PromptArgument{{Name: "topic"}}}, textPrompt("brief on "))
 	for _, w := range ws {
 		mustf(t, w.heard(w.prompts, 10*time.Second), "%q: notifications/prompts/list_changed was not sent", w.version)
 		mustf(t, w.heard(w.resources, 10*time.Second), "%q: notifications/resources/list_changed was not sent", w.version)
@@ -122,33 +209,13 @@ func TestForward_UpstreamListChangedReachesTheHost(t *testing.T) {
 		lp, err := w.cs.ListPrompts(ctx, nil)
 		mustf(t, err == nil && len(lp.Prompts) == 2 && lp.Prompts[0].Name == "brief" && lp.Prompts[0].Description == "Briefs the reader.",
 			"%q: prompts after the change: %v %v", w.version, lp, err)
-		lr, err := w.cs.ListResources(ctx, nil)
-		mustf(t, err == nil && len(lr.Resources) == 3, "%q: resources after the change: %v %v", w.version, lr, err)
-		lt, err := w.cs.ListResourceTemplates(ctx, nil)
-		mustf(t, err == nil && len(lt.ResourceTemplates) == 1 && lt.ResourceTemplates[0].URITemplate == "file:///t/{name}", "%q: templates: %v %v", w.version, lt, err)
-	}
-
-	// Let anything still on its way arrive first.
-	for _, w := range ws {
-		for w.heard(w.prompts, 300*time.Millisecond) || w.heard(w.resources, 300*time.Millisecond) {
-		}
-	}
-	// The denied server's prompt change, then its resource change on the
-	// same connection: the proxy hears them in that order, so once the
-	// resource change reaches a host, a prompts notification the proxy
-	// passed on would have been sent already.
-	dn.server.AddPrompt(&sdk.Prompt{Name: "hidden"}, textPrompt("hidden "))
-	dn.server.AddResource(&sdk.Resource{URI: "file:///dn/second", Name: "dn-second"}, textResource("dn "))
-	for _, w := range ws {
-		mustf(t, w.heard(w.resources, 10*time.Second), "%q: the forwarded resource change of dn was not sent", w.version)
-		mustf(t, !w.heard(w.prompts, 500*time.Millisecond), "%q: a host was told of a change to prompts the proxy does not forward", w.version)
-		lp, err := w.cs.ListPrompts(ctx, nil)
-		mustf(t, err == nil && len(lp.Prompts) == 2, "%q: prompts after dn's change: %v %v", w.version, lp, err)
 		for _, pr := range lp.Prompts {
 			mustf(t, pr.Name != "hidden", "%q: a denied server's prompt was offered", w.version)
 		}
-		rr, err := w.cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "file:///dn/second"})
-		mustf(t, err == nil && len(rr.Contents) == 1 && rr.Contents[0].Text == "dn file:///dn/second", "%q: read of dn's new resource: %v %v", w.version, rr, err)
+		lr, err := w.cs.ListResources(ctx, nil)
+		mustf(t, err == nil && len(lr.Resources) == 4, "%q: resources after the change: %v %v", w.version, lr, err)
+		lt, err := w.cs.ListResourceTemplates(ctx, nil)
+		mustf(t, err == nil && len(lt.ResourceTemplates) == 1 && lt.ResourceTemplates[0].URITemplate == "file:///t/{name}", "%q: templates: %v %v", w.version, lt, err)
 	}
 }
 
@@ -157,8 +224,10 @@ func TestForward_UpstreamListChangedReachesTheHost(t *testing.T) {
 // most one mark per server and list waits, and the hosts are still told.
 func TestForward_ListChangedFloodIsBounded(t *testing.T) {
 	h := newHarness(t, nil)
+	upSent := recordSent(h.up.server)
 	h.up.server.AddPrompt(&sdk.Prompt{Name: "first"}, textPrompt("first "))
 	h.up.server.AddResource(&sdk.Resource{URI: "file:///first", Name: "first"}, textResource("first "))
+	settle(t, upSent)
 	h.restart(nil)
 	w := newListTold("")
 	cs := hostClient(t, h, w.options())
