@@ -39,48 +39,57 @@ const testApp, testUser = "notes", "u1"
 // newRig builds the rig; a restart is a second rig on the same dir.
 func newRig(t testing.TB, dir string, policy agentrt.Policy, opts Options, script ...*genai.Content) *rig {
 	t.Helper()
+	r, err := buildRig(dir, agentrt.EngineConfig{Policy: policy}, opts, script...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.store.Close() })
+	return r
+}
+
+// buildRig is newRig for a process with no test to fail: the crash
+// child. cfg's Store, Tools and Observer are the rig's own.
+func buildRig(dir string, cfg agentrt.EngineConfig, opts Options, script ...*genai.Content) (*rig, error) {
 	r := &rig{db: filepath.Join(dir, "runs.db"), notes: &noteTools{path: filepath.Join(dir, "note.txt")},
 		llm: &scriptedLLM{script: script}, changed: make(chan struct{}, 1)}
 	if _, err := os.Stat(r.notes.path); os.IsNotExist(err) {
 		if err := os.WriteFile(r.notes.path, []byte("first line\n"), 0o600); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
 	store, err := sqlite.Open(r.db)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	t.Cleanup(func() { store.Close() })
 	tools, err := r.notes.tools()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	specs, err := Specs(tools, classes, time.Minute)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	signal := func(agentrt.Event) {
+	cfg.Store, cfg.Tools, cfg.Observer = store, specs, func(agentrt.Event) {
 		select {
 		case r.changed <- struct{}{}:
 		default:
 		}
 	}
 	r.store = store
-	r.gate, err = agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: store, Policy: policy, Tools: specs, Observer: signal}})
-	if err != nil {
-		t.Fatal(err)
+	if r.gate, err = agentrt.NewGate(agentrt.GateConfig{EngineConfig: cfg}); err != nil {
+		return nil, err
 	}
-	cfg := llmagent.Config{Name: "writer", Model: r.llm, Tools: tools}
-	Govern(r.gate, classes, opts).Apply(&cfg)
-	ag, err := llmagent.New(cfg)
+	acfg := llmagent.Config{Name: "writer", Model: r.llm, Tools: tools}
+	Govern(r.gate, classes, opts).Apply(&acfg)
+	ag, err := llmagent.New(acfg)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	r.sessions = session.InMemoryService()
 	if r.runner, err = runner.New(runner.Config{AppName: testApp, Agent: ag, SessionService: r.sessions}); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return r
+	return r, nil
 }
 
 // session creates the ADK session id (again, after a restart).
