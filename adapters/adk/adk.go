@@ -26,10 +26,11 @@ type Options struct {
 	// blocking until an operator decides. The answer ADK brings back is
 	// never taken as the grant: only the approval recorded in agentrt is.
 	Interrupt bool
-	// TurnWait bounds how long a call waits for the other calls of its turn
-	// to open their steps before it is proposed; zero means one second. It
-	// only delays: a call ADK never makes (another callback answered it)
-	// costs its siblings this wait once.
+	// TurnWait bounds how long a call that is not read-only waits for the
+	// other calls of its turn to open their steps before it is proposed;
+	// zero means one second, negative means no wait (for a task runner
+	// that runs a turn's calls one after another). It only delays: a call
+	// ADK never makes (another callback answered it) costs this once.
 	TurnWait time.Duration
 }
 
@@ -155,7 +156,8 @@ func (gv *governor) before(ctx agent.Context, t tool.Tool, args map[string]any) 
 		}
 		return json.Marshal(out)
 	}
-	c := call{join: func() { gv.join(ctx.FunctionCallID()) }, run: RunID(ctx.AppName(), ctx.UserID(), ctx.SessionID()), id: ctx.FunctionCallID(), tool: t.Name(), args: raw, body: body}
+	wait := gv.classes[t.Name()] != agentrt.ReadOnly
+	c := call{join: func() { gv.join(ctx.FunctionCallID(), wait) }, run: RunID(ctx.AppName(), ctx.UserID(), ctx.SessionID()), id: ctx.FunctionCallID(), tool: t.Name(), args: raw, body: body}
 	obs, pending, err := gv.call(ctx, c)
 	switch {
 	case err != nil:

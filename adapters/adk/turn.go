@@ -10,8 +10,8 @@ import (
 // The Gate pauses a run at once when a lone step needs approval, and ADK
 // starts a turn's calls on goroutines that may reach the callback late. So
 // AfterModel notes the calls of each turn; each call opens its step, then
-// waits until its siblings have opened theirs (at most Options.TurnWait),
-// and only then proposes: a write that waits for an operator waits alone,
+// that may need approval waits until its siblings have opened theirs (at
+// most Options.TurnWait), and only then proposes: a write that waits for an operator waits alone,
 // and its allowed siblings run.
 
 // turn counts the calls of one model turn that have opened their steps.
@@ -45,9 +45,11 @@ func (gv *governor) afterModel(_ agent.Context, resp *model.LLMResponse, err err
 	return nil, nil
 }
 
-// join records that call id opened its step and waits for the rest of its
-// turn, or for the wait to pass.
-func (gv *governor) join(id string) {
+// join records that call id opened its step and, when wait, waits for the
+// rest of its turn or for Options.TurnWait to pass. Only a call that may
+// need approval waits: a read proposes at once, so a task runner that runs
+// a turn's calls one after another loses nothing on reads.
+func (gv *governor) join(id string, wait bool) {
 	gv.mu.Lock()
 	t := gv.turns[id]
 	delete(gv.turns, id)
@@ -57,7 +59,7 @@ func (gv *governor) join(id string) {
 		}
 	}
 	gv.mu.Unlock()
-	if t == nil {
+	if t == nil || !wait || gv.opts.TurnWait < 0 {
 		return
 	}
 	timer := time.NewTimer(gv.opts.TurnWait)
