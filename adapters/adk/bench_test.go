@@ -54,9 +54,20 @@ type fetchArgs struct {
 	I int64 `json:"i"`
 }
 
+// countingStore counts the write transactions (each one synced commit).
+type countingStore struct {
+	*sqlite.Store
+	commits atomic.Int64
+}
+
+func (s *countingStore) Update(ctx context.Context, fn func(agentrt.Tx) error) ([]agentrt.Event, error) {
+	s.commits.Add(1)
+	return s.Store.Update(ctx, fn)
+}
+
 // benchRunner is an ADK runner over one read tool that takes latency, with
 // the gate's callbacks when governed; it returns the session to run in.
-func benchRunner(b *testing.B, calls int, latency time.Duration, governed bool) *runner.Runner {
+func benchRunner(b *testing.B, calls int, latency time.Duration, governed bool) (*runner.Runner, *countingStore) {
 	b.Helper()
 	fetch, err := functiontool.New(functiontool.Config{Name: "fetch", Description: "Fetches a record."},
 		func(_ agent.Context, a fetchArgs) (fetchArgs, error) { time.Sleep(latency); return a, nil })
@@ -64,6 +75,7 @@ func benchRunner(b *testing.B, calls int, latency time.Duration, governed bool) 
 		b.Fatal(err)
 	}
 	tools := []tool.Tool{fetch}
+	var counted *countingStore
 	cfg := llmagent.Config{Name: "bench", Model: &benchLLM{calls: calls}, Tools: tools}
 	if governed {
 		store, err := sqlite.Open(filepath.Join(b.TempDir(), "runs.db"))
@@ -71,12 +83,13 @@ func benchRunner(b *testing.B, calls int, latency time.Duration, governed bool) 
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { store.Close() })
+		counted = &countingStore{Store: store}
 		cls := map[string]agentrt.SideEffect{"fetch": agentrt.ReadOnly}
 		specs, err := Specs(tools, cls, time.Minute)
 		if err != nil {
 			b.Fatal(err)
 		}
-		g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: store, Policy: agentrt.DefaultPolicy(), Tools: specs}})
+		g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: counted, Policy: agentrt.DefaultPolicy(), Tools: specs}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -96,12 +109,22 @@ func benchRunner(b *testing.B, calls int, latency time.Duration, governed bool) 
 	if err != nil {
 		b.Fatal(err)
 	}
-	return r
+	return r, counted
 }
 
-// benchTurns runs b.N turns in one session, in ctx.
-func benchTurns(b *testing.B, ctx context.Context, r *runner.Runner) {
+// benchTurns runs b.N turns in one session, in ctx, and reports the
+// synced commits per turn of a governed runner.
+func benchTurns(b *testing.B, ctx context.Context, r *runner.Runner, counted *countingStore) {
 	b.Helper()
+	if counted != nil {
+		for _, err := range r.Run(ctx, "u", "s", genai.NewContentFromText("warm up", genai.RoleUser), agent.RunConfig{}) {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		before := counted.commits.Load()
+		defer func() { b.ReportMetric(float64(counted.commits.Load()-before)/float64(b.N), "commits/op") }()
+	}
 	msg := genai.NewContentFromText("go", genai.RoleUser)
 	b.ResetTimer()
 	for range b.N {
@@ -119,8 +142,8 @@ func benchTurns(b *testing.B, ctx context.Context, r *runner.Runner) {
 // parallel allowed calls with the same 8 calls run one after another, each
 // call taking latency as a remote read would.
 func BenchmarkAdapter(b *testing.B) {
-	b.Run("call=direct", func(b *testing.B) { benchTurns(b, context.Background(), benchRunner(b, 1, 0, false)) })
-	b.Run("call=governed", func(b *testing.B) { benchTurns(b, context.Background(), benchRunner(b, 1, 0, true)) })
+	b.Run("call=direct", func(b *testing.B) { r, c := benchRunner(b, 1, 0, false); benchTurns(b, context.Background(), r, c) })
+	b.Run("call=governed", func(b *testing.B) { r, c := benchRunner(b, 1, 0, true); benchTurns(b, context.Background(), r, c) })
 	b.Run("commit-floor", benchCommitFloor)
 	sequential := platform.WithTaskRunner(context.Background(), func(ctx context.Context, tasks []func(context.Context)) {
 		for _, t := range tasks {
@@ -128,8 +151,8 @@ func BenchmarkAdapter(b *testing.B) {
 		}
 	})
 	for _, lat := range []time.Duration{0, 5 * time.Millisecond} {
-		b.Run(fmt.Sprintf("turn=8-sequential/latency=%s", lat), func(b *testing.B) { benchTurns(b, sequential, benchRunner(b, 8, lat, true)) })
-		b.Run(fmt.Sprintf("turn=8-parallel/latency=%s", lat), func(b *testing.B) { benchTurns(b, context.Background(), benchRunner(b, 8, lat, true)) })
+		b.Run(fmt.Sprintf("turn=8-sequential/latency=%s", lat), func(b *testing.B) { r, c := benchRunner(b, 8, lat, true); benchTurns(b, sequential, r, c) })
+		b.Run(fmt.Sprintf("turn=8-parallel/latency=%s", lat), func(b *testing.B) { r, c := benchRunner(b, 8, lat, true); benchTurns(b, context.Background(), r, c) })
 	}
 }
 
