@@ -86,7 +86,7 @@ func responses(req *model.LLMRequest) map[string]*genai.FunctionResponse {
 // once, the write tool is what the Gate holds.
 var classes = map[string]agentrt.SideEffect{
 	"read_note":   agentrt.ReadOnly,
-	"append_note": agentrt.LocalMutation,
+	"append_note": agentrt.RemoteMutation,
 }
 
 type readArgs struct {
@@ -111,6 +111,9 @@ type appendResult struct {
 type noteTools struct {
 	path string
 	runs sync.Map // tool name -> *atomic.Int32
+	// afterRead and beforeWrite, when set, are called by the tools: a
+	// test learns the read finished, or holds the write once it started.
+	afterRead, beforeWrite func()
 }
 
 func (n *noteTools) count(name string) int32 {
@@ -128,6 +131,9 @@ func (n *noteTools) tools() ([]tool.Tool, error) {
 		func(_ agent.Context, a readArgs) (readResult, error) {
 			n.ran("read_note")
 			b, err := os.ReadFile(n.path)
+			if n.afterRead != nil {
+				n.afterRead()
+			}
 			return readResult{Text: string(b)}, err
 		})
 	if err != nil {
@@ -135,6 +141,9 @@ func (n *noteTools) tools() ([]tool.Tool, error) {
 	}
 	write, err := functiontool.New(functiontool.Config{Name: "append_note", Description: "Appends a line to the note."},
 		func(_ agent.Context, a appendArgs) (appendResult, error) {
+			if n.beforeWrite != nil {
+				n.beforeWrite()
+			}
 			n.ran("append_note")
 			f, err := os.OpenFile(n.path, os.O_APPEND|os.O_WRONLY, 0)
 			if err != nil {

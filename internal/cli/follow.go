@@ -92,16 +92,22 @@ func runFollow(e *env, g *global, c *command, args []string) int {
 		return e.fail("follow stopped: %v", err)
 	}
 	if loud {
-		switch {
-		case cur != nil:
-			if seq, hash, herr := f.Head(background()); herr == nil && seq > 0 {
-				e.note("stopped at seq %d (hash %s); %s resumes after it", seq, hash, clean(*cursor))
-			}
-		case last > 0:
-			e.note("stopped at seq %d; pass -cursor FILE to resume after it next time", last)
-		}
+		e.followStopped(f, cur != nil, *cursor, last)
 	}
 	return ExitOK
+}
+
+// followStopped says where a follow on a terminal stopped and how the
+// next one resumes after it.
+func (e *env) followStopped(f *export.Follower, saved bool, cursor string, last int64) {
+	switch {
+	case saved:
+		if seq, hash, herr := f.Head(background()); herr == nil && seq > 0 {
+			e.note("stopped at seq %d (hash %s); %s resumes after it", seq, hash, clean(cursor))
+		}
+	case last > 0:
+		e.note("stopped at seq %d; pass -cursor FILE to resume after it next time", last)
+	}
 }
 
 // note prints one line of progress to stderr.

@@ -1,0 +1,195 @@
+package adk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/agentrt/agentrt"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/genai"
+)
+
+// Options adjusts Govern. The zero value waits for approvals in Gate.Await
+// and begins runs with agentrt.FrameworkLimits.
+type Options struct {
+	// Limits bound each run the adapter begins; zero means FrameworkLimits.
+	Limits agentrt.Limits
+	// Interrupt makes a call that awaits approval raise ADK's own tool
+	// confirmation (RequestConfirmation) and end the turn, instead of
+	// blocking until an operator decides. The answer ADK brings back is
+	// never taken as the grant: only the approval recorded in agentrt is.
+	Interrupt bool
+	// TurnWait bounds how long a call that is not read-only waits for the
+	// other calls of its turn to open their steps before it is proposed;
+	// zero means one second, negative means no wait (for a task runner
+	// that runs a turn's calls one after another). It only delays: a call
+	// ADK never makes (another callback answered it) costs this once.
+	TurnWait time.Duration
+}
+
+// RunID is the agentrt run that holds an ADK session's calls: the app,
+// user and session ids, each path-escaped, so a session kept by a durable
+// session service keeps its run across restarts.
+func RunID(app, user, session string) string {
+	return "adk:" + url.PathEscape(app) + "/" + url.PathEscape(user) + "/" + url.PathEscape(session)
+}
+
+// Specs are the Gate's tools for ADK tools, registered by spec only (the
+// body stays ADK's tool): name, description and JSON schema from the
+// tool's declaration, the side-effect class from classes, and timeout.
+func Specs(tools []tool.Tool, classes map[string]agentrt.SideEffect, timeout time.Duration) ([]agentrt.Tool, error) {
+	out := make([]agentrt.Tool, 0, len(tools))
+	for _, t := range tools {
+		se, ok := classes[t.Name()]
+		if !ok {
+			return nil, fmt.Errorf("adk: tool %q has no side-effect class in the map", t.Name())
+		}
+		schema := json.RawMessage(`{"type":"object"}`)
+		if d, ok := t.(interface {
+			Declaration() *genai.FunctionDeclaration
+		}); ok && d.Declaration() != nil {
+			var s any = d.Declaration().ParametersJsonSchema
+			if s == nil && d.Declaration().Parameters != nil {
+				s = d.Declaration().Parameters
+			}
+			if s != nil {
+				b, err := json.Marshal(s)
+				if err != nil {
+					return nil, fmt.Errorf("adk: the schema of tool %q does not encode as JSON: %w", t.Name(), err)
+				}
+				schema = b
+			}
+		}
+		out = append(out, agentrt.SpecOnly(agentrt.ToolSpec{Name: t.Name(), Description: t.Description(),
+			InputSchema: schema, SideEffect: se, Timeout: timeout}))
+	}
+	return out, nil
+}
+
+// runnable is what ADK's function tools implement besides tool.Tool.
+type runnable interface {
+	Run(ctx agent.Context, args any) (map[string]any, error)
+}
+
+// Callbacks are an llmagent's hooks into the gate: BeforeTool governs each
+// call; AfterModel notes which calls a turn holds, so a call that waits for
+// an operator does not hold up its siblings.
+type Callbacks struct {
+	BeforeTool llmagent.BeforeToolCallback
+	AfterModel llmagent.AfterModelCallback
+}
+
+// Apply adds the callbacks to cfg, after any it has.
+func (c Callbacks) Apply(cfg *llmagent.Config) {
+	cfg.BeforeToolCallbacks = append(cfg.BeforeToolCallbacks, c.BeforeTool)
+	cfg.AfterModelCallbacks = append(cfg.AfterModelCallbacks, c.AfterModel)
+}
+
+// Govern returns the callbacks that put every tool call of an llmagent
+// under g. classes names the tools it may run (those given to Specs); any
+// other tool's call is refused as a tool error.
+func Govern(g *agentrt.Gate, classes map[string]agentrt.SideEffect, opts Options) Callbacks {
+	if opts.Limits == (agentrt.Limits{}) {
+		opts.Limits = agentrt.FrameworkLimits()
+	}
+	if opts.TurnWait <= 0 {
+		opts.TurnWait = time.Second
+	}
+	gv := &governor{g: g, classes: classes, opts: opts, runs: map[string]*runState{}, turns: map[string]*turn{}}
+	return Callbacks{BeforeTool: gv.before, AfterModel: gv.afterModel}
+}
+
+type governor struct {
+	g       *agentrt.Gate
+	classes map[string]agentrt.SideEffect
+	opts    Options
+	mu      sync.Mutex
+	runs    map[string]*runState
+	turns   map[string]*turn // call id -> its turn, until the call opens its step
+}
+
+// runState is this process's hold on one run: its open session, and the
+// bodies of calls waiting for a grant, so whichever call attaches the run
+// can execute the granted step it is handed.
+type runState struct {
+	mu      sync.Mutex
+	gs      *agentrt.GateSession
+	granted *agentrt.OpenStep           // an approved step Attach opened, not yet executed
+	bodies  map[string]agentrt.ToolBody // step id -> body of a call awaiting its grant
+}
+
+func (gv *governor) run(id string) *runState {
+	gv.mu.Lock()
+	defer gv.mu.Unlock()
+	rs := gv.runs[id]
+	if rs == nil {
+		rs = &runState{bodies: map[string]agentrt.ToolBody{}}
+		gv.runs[id] = rs
+	}
+	return rs
+}
+
+func (gv *governor) before(ctx agent.Context, t tool.Tool, args map[string]any) (map[string]any, error) {
+	r, ok := t.(runnable)
+	if _, known := gv.classes[t.Name()]; !known || !ok {
+		return nil, fmt.Errorf("agentrt: tool %q is not governed (no side-effect class, or not a runnable ADK tool), so it may not run", t.Name())
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return nil, fmt.Errorf("agentrt: the arguments of %q do not encode as JSON: %w", t.Name(), err)
+	}
+	body := func(_ context.Context, in json.RawMessage) (json.RawMessage, error) {
+		var a map[string]any
+		if err := json.Unmarshal(in, &a); err != nil {
+			return nil, err
+		}
+		out, err := r.Run(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(out)
+	}
+	wait := gv.classes[t.Name()] != agentrt.ReadOnly
+	c := call{join: func() { gv.join(ctx.FunctionCallID(), wait) }, run: RunID(ctx.AppName(), ctx.UserID(), ctx.SessionID()), id: ctx.FunctionCallID(), tool: t.Name(), args: raw, body: body}
+	obs, pending, err := gv.call(ctx, c)
+	switch {
+	case err != nil:
+		return nil, err
+	case pending != nil && ctx.ToolConfirmation() != nil:
+		// ADK's answer is not the grant, and ADK asks no second time on a
+		// resume: the model reads that the call still waits.
+		return nil, fmt.Errorf("agentrt: approval %s of run %s is still pending; ADK's confirmation is not the grant: an operator decides it in agentrt, then the call may be made again", pending.ID, c.run)
+	case pending != nil:
+		if err := ctx.RequestConfirmation(fmt.Sprintf("agentrt approval %s of run %s: approve it with agentrt, not here", pending.ID, c.run),
+			map[string]any{"run_id": c.run, "approval_id": pending.ID}); err != nil {
+			return nil, err
+		}
+		return map[string]any{"status": "awaiting approval", "approval_id": pending.ID}, nil
+	case obs.Failure():
+		return nil, fmt.Errorf("agentrt: %s: %s", obs.Kind, firstOf(obs.FailureMessage, obs.Summary, string(obs.Content)))
+	}
+	var out map[string]any
+	if err := json.Unmarshal(obs.Content, &out); err != nil || out == nil {
+		out = map[string]any{"result": json.RawMessage(obs.Content)}
+	}
+	return out, nil
+}
+
+func firstOf(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// errEnded is returned to the model once the run cannot take calls.
+var errEnded = errors.New("agentrt: the run has ended; no tool may run in it")

@@ -1,0 +1,199 @@
+package adk
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/sqlite"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/runner"
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/genai"
+)
+
+// rig is a governed ADK agent over a runs database in dir: the real
+// llmagent and runner with the in-memory session service, the note tools,
+// a scripted model, and a Gate whose observer signals every commit.
+type rig struct {
+	db       string
+	store    *sqlite.Store
+	gate     *agentrt.Gate
+	notes    *noteTools
+	llm      *scriptedLLM
+	runner   *runner.Runner
+	sessions session.Service
+	changed  chan struct{}
+}
+
+const testApp, testUser = "notes", "u1"
+
+// newRig builds the rig; a restart is a second rig on the same dir.
+func newRig(t testing.TB, dir string, policy agentrt.Policy, opts Options, script ...*genai.Content) *rig {
+	t.Helper()
+	r, err := buildRig(dir, agentrt.EngineConfig{Policy: policy}, opts, script...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.store.Close() })
+	return r
+}
+
+// buildRig is newRig for a process with no test to fail: the crash
+// child. cfg's Store, Tools and Observer are the rig's own.
+func buildRig(dir string, cfg agentrt.EngineConfig, opts Options, script ...*genai.Content) (*rig, error) {
+	r := &rig{db: filepath.Join(dir, "runs.db"), notes: &noteTools{path: filepath.Join(dir, "note.txt")},
+		llm: &scriptedLLM{script: script}, changed: make(chan struct{}, 1)}
+	if _, err := os.Stat(r.notes.path); os.IsNotExist(err) {
+		if err := os.WriteFile(r.notes.path, []byte("first line\n"), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	store, err := sqlite.Open(r.db)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := r.notes.tools()
+	if err != nil {
+		return nil, err
+	}
+	specs, err := Specs(tools, classes, time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Store, cfg.Tools, cfg.Observer = store, specs, func(agentrt.Event) {
+		select {
+		case r.changed <- struct{}{}:
+		default:
+		}
+	}
+	r.store = store
+	if r.gate, err = agentrt.NewGate(agentrt.GateConfig{EngineConfig: cfg}); err != nil {
+		return nil, err
+	}
+	acfg := llmagent.Config{Name: "writer", Model: r.llm, Tools: tools}
+	Govern(r.gate, classes, opts).Apply(&acfg)
+	ag, err := llmagent.New(acfg)
+	if err != nil {
+		return nil, err
+	}
+	r.sessions = session.InMemoryService()
+	if r.runner, err = runner.New(runner.Config{AppName: testApp, Agent: ag, SessionService: r.sessions}); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// session creates the ADK session id (again, after a restart).
+func (r *rig) session(t testing.TB, id string) string {
+	t.Helper()
+	if _, err := r.sessions.Create(context.Background(), &session.CreateRequest{AppName: testApp, UserID: testUser, SessionID: id}); err != nil {
+		t.Fatal(err)
+	}
+	return RunID(testApp, testUser, id)
+}
+
+// run runs one user message through the agent and returns the events.
+func (r *rig) run(ctx context.Context, sessionID string, msg *genai.Content) ([]*session.Event, error) {
+	var evs []*session.Event
+	for ev, err := range r.runner.Run(ctx, testUser, sessionID, msg, agent.RunConfig{}) {
+		if err != nil {
+			return evs, err
+		}
+		evs = append(evs, ev)
+	}
+	return evs, nil
+}
+
+// goRun runs msg in the background; the channel yields the error.
+func (r *rig) goRun(sessionID string, msg *genai.Content) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.run(context.Background(), sessionID, msg)
+		done <- err
+	}()
+	return done
+}
+
+// untilWaiting returns the run's pending approvals once the run waits
+// for an operator, reading the store after each commit the gate signals.
+func (r *rig) untilWaiting(t testing.TB, runID string) []agentrt.Approval {
+	t.Helper()
+	deadline := time.After(time.Minute)
+	for {
+		run, err := r.store.GetRun(context.Background(), runID)
+		if err == nil && run.Status == agentrt.RunWaiting {
+			return r.approvals(t, runID, agentrt.ApprovalPending)
+		}
+		select {
+		case <-r.changed:
+		case <-deadline:
+			t.Fatalf("run %s did not come to wait for an operator (last read: %+v, %v)", runID, run.Status, err)
+		}
+	}
+}
+
+// approvals lists the run's approvals, of one status or ("") all.
+func (r *rig) approvals(t testing.TB, runID string, status agentrt.ApprovalStatus) []agentrt.Approval {
+	t.Helper()
+	all, err := r.store.ListApprovals(context.Background(), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []agentrt.Approval
+	for _, a := range all {
+		if status == "" || a.Status == status {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// agentrtBin builds the real operator binary from the repository's cmd
+// module once per test process.
+func agentrtBin(t testing.TB) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "agentrt-adk-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "agentrt")
+		cmd := exec.Command("go", "build", "-o", binPath, "./agentrt")
+		cmd.Dir = filepath.Join("..", "..", "cmd")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build ./cmd/agentrt: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// operator runs the real agentrt binary on the rig's database and fails
+// the test unless it exits 0.
+func (r *rig) operator(t testing.TB, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(agentrtBin(t), append([]string{"-db", r.db}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("agentrt %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
