@@ -28,6 +28,11 @@ type Options struct {
 	Interrupt bool
 }
 
+// siblingWait bounds how long a call waits for the other calls of its
+// model turn to open their steps (a call whose tool Genkit cannot find
+// never arrives).
+const siblingWait = time.Second
+
 // Middleware governs every tool call of the Generate it is given to
 // (ai.WithUse) with g: the run is the one WithRun named, each call is
 // proposed with its ref as the call id, an allowed call runs Genkit's tool
@@ -44,64 +49,37 @@ func Middleware(g *agentrt.Gate, classes map[string]agentrt.SideEffect, opts Opt
 	m := &middleware{g: g, classes: maps.Clone(classes), opts: opts, runs: map[string]*run{}}
 	return ai.MiddlewareFunc(func(context.Context) (*ai.Hooks, error) {
 		t := &turn{}
-		return &ai.Hooks{
-			WrapModel: func(ctx context.Context, mp *ai.ModelParams, next ai.ModelNext) (*ai.ModelResponse, error) {
-				resp, err := next(ctx, mp)
-				n := 0
-				for _, p := range resp.ToolRequests() {
-					if _, ok := m.classes[p.ToolRequest.Name]; ok {
-						n++
-					}
+		return &ai.Hooks{WrapModel: func(ctx context.Context, mp *ai.ModelParams, next ai.ModelNext) (*ai.ModelResponse, error) {
+			resp, err := next(ctx, mp)
+			t.mu.Lock()
+			t.left, t.all = 0, make(chan struct{})
+			for _, p := range resp.ToolRequests() {
+				if _, ok := m.classes[p.ToolRequest.Name]; ok {
+					t.left++
 				}
-				t.reset(n)
-				return resp, err
-			},
-			WrapTool: func(ctx context.Context, p *ai.ToolParams, next ai.ToolNext) (*ai.MultipartToolResponse, error) {
-				return m.wrap(ctx, t, p, next)
-			},
-		}, nil
+			}
+			t.mu.Unlock()
+			return resp, err
+		}, WrapTool: func(ctx context.Context, p *ai.ToolParams, next ai.ToolNext) (*ai.MultipartToolResponse, error) {
+			return m.wrap(ctx, t, p, next)
+		}}, nil
 	})
 }
 
 // turn holds a model turn's calls until each has opened its step, so a
 // call that needs approval waits alone while its siblings run, instead of
-// pausing the run before they are proposed. A call whose tool Genkit
-// cannot find never arrives: the wait is bounded by siblingWait.
+// pausing the run before they are proposed.
 type turn struct {
-	mu        sync.Mutex
-	want, got int
-	all       chan struct{}
-}
-
-const siblingWait = time.Second
-
-func (t *turn) reset(n int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.want, t.got, t.all = n, 0, make(chan struct{})
+	mu   sync.Mutex
+	left int
+	all  chan struct{} // nil for a restart, which runs calls without a turn
 }
 
 func (t *turn) arrive() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.got++; t.all != nil && t.got == t.want {
+	if t.left--; t.left == 0 && t.all != nil {
 		close(t.all)
-	}
-}
-
-func (t *turn) wait(ctx context.Context) {
-	t.mu.Lock()
-	all := t.all
-	t.mu.Unlock()
-	if all == nil {
-		return // a restart runs its calls without a model turn
-	}
-	timer := time.NewTimer(siblingWait)
-	defer timer.Stop()
-	select {
-	case <-all:
-	case <-timer.C:
-	case <-ctx.Done():
 	}
 }
 
@@ -125,65 +103,74 @@ type run struct {
 
 func (m *middleware) hold(id string) (*run, func()) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	r := m.runs[id]
 	if r == nil {
 		r = &run{id: id, changed: make(chan struct{})}
 		m.runs[id] = r
 	}
 	r.refs++
-	m.mu.Unlock()
 	return r, func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if r.refs--; r.refs == 0 {
+		if r.refs--; r.refs == 0 && m.runs[id] == r {
 			delete(m.runs, id)
 			r.mu.Lock()
+			defer r.mu.Unlock()
 			if r.gs != nil {
 				r.gs.Close()
 			}
-			r.mu.Unlock()
 		}
 	}
 }
 
 func (m *middleware) wrap(ctx context.Context, t *turn, p *ai.ToolParams, next ai.ToolNext) (*ai.MultipartToolResponse, error) {
-	runID := RunID(ctx)
+	runID, name := RunID(ctx), p.Request.Name
 	if runID == "" {
 		return nil, errors.New("genkit: the context names no agentrt run; call Generate with a context from WithRun")
 	}
-	name, call := p.Request.Name, p.Request.Ref
 	if _, ok := m.classes[name]; !ok {
-		return refusal(fmt.Sprintf("agentrt runs no tool without a side-effect class, and %q has none", name)), nil
+		return refusal("agentrt runs no tool without a side-effect class, and %q has none", name), nil
 	}
 	arrive := sync.OnceFunc(t.arrive)
 	defer arrive()
 	args, err := json.Marshal(p.Request.Input)
 	if err != nil {
-		return refusal("the call's input does not encode as JSON: " + err.Error()), nil
+		return refusal("the call's input does not encode as JSON: %v", err), nil
 	}
 	r, release := m.hold(runID)
 	defer release()
-	o, v, err := m.open(ctx, r, call, name, args, func() { arrive(); t.wait(ctx) })
+	o, v, err := m.open(ctx, r, p.Request.Ref, name, args, func() {
+		arrive()
+		t.mu.Lock()
+		all := t.all
+		t.mu.Unlock()
+		if all != nil {
+			select {
+			case <-all:
+			case <-time.After(siblingWait):
+			case <-ctx.Done():
+			}
+		}
+	})
 	arrive()
 	for err == nil && v.Outcome == agentrt.VerdictPending {
 		a := v.Approval
 		if m.opts.Interrupt && a.Status == agentrt.ApprovalPending {
 			return nil, ai.NewToolInterruptError(map[string]any{"agentrt_run": a.RunID, "agentrt_approval": a.ID})
 		}
-		var decided agentrt.Approval
-		if decided, err = m.g.Await(ctx, a.RunID, a.ID); err != nil {
+		if *a, err = m.g.Await(ctx, a.RunID, a.ID); err != nil {
 			return nil, err
 		}
-		if decided.Status != agentrt.ApprovalApproved {
-			if a.RunID == r.id {
-				m.session(ctx, r) // records the decision in the run, which goes on
-			}
-			return refusal(fmt.Sprintf("an operator's approval was needed and the call was %s", decided.Status)), nil
+		if a.Status != agentrt.ApprovalApproved {
+			m.session(ctx, r) // the run records the decision and goes on
+			return refusal("an operator's approval was needed and the call was %s", a.Status), nil
 		}
-		owner, releaseOwner := m.hold(a.RunID)
-		defer releaseOwner()
-		o, err = m.granted(ctx, owner, a.StepID)
-		r, v = owner, agentrt.Verdict{Outcome: agentrt.VerdictAllowed}
+		var done func()
+		r, done = m.hold(a.RunID)
+		defer done()
+		o, err = m.granted(ctx, r, a.StepID)
+		v = agentrt.Verdict{Outcome: agentrt.VerdictAllowed}
 	}
 	switch {
 	case err != nil:
@@ -196,10 +183,10 @@ func (m *middleware) wrap(ctx context.Context, t *turn, p *ai.ToolParams, next a
 	return answer(v.Observation), nil
 }
 
-// open finds what is recorded of the call, or proposes it: the call's own
-// earlier step in this run (a restarted Generate, a restarted process), or
-// an identical request of any run that an operator is deciding or granted,
-// is collected instead of asking again.
+// open collects what is recorded of the call, or proposes it. Collected
+// are the call's own step in this run, whatever it came to (a restarted
+// Generate or process), and an identical request of any run that an
+// operator is deciding or granted (a restarted framework session).
 func (m *middleware) open(ctx context.Context, r *run, call, name string, args json.RawMessage, siblings func()) (*agentrt.OpenStep, agentrt.Verdict, error) {
 	key, err := agentrt.RequestKey(name, args)
 	if err != nil {
@@ -212,19 +199,18 @@ func (m *middleware) open(ctx context.Context, r *run, call, name string, args j
 	for _, rec := range recs {
 		st, a := rec.Step, rec.Approval
 		own := call != "" && st.RunID == r.id && st.Decision != nil && st.Decision.CallID == call
-		if a != nil && st.Status == agentrt.StepAwaitingApproval && (own || a.Status == agentrt.ApprovalPending || a.Status == agentrt.ApprovalApproved) {
+		switch {
+		case a != nil && st.Status == agentrt.StepAwaitingApproval && (own || !a.Status.Decided() || a.Status == agentrt.ApprovalApproved):
 			return nil, agentrt.Verdict{Outcome: agentrt.VerdictPending, Approval: a}, nil
-		}
-		if own && st.Observation != nil && !st.Status.InFlight() {
-			return nil, agentrt.Verdict{Observation: st.Observation}, nil
-		}
-		if own && st.Status.InFlight() {
+		case own && st.Status.InFlight():
 			// Cut off by a crash: attaching marks it interrupted and asks
-			// an operator; it is never simply run again.
+			// an operator; it is never simply called again.
 			if _, v, err := m.session(ctx, r); err != nil || v.Outcome == agentrt.VerdictPending {
 				return nil, v, err
 			}
-			return nil, agentrt.Verdict{}, fmt.Errorf("genkit: call %s of run %s is still in flight in another session", call, r.id)
+			return nil, agentrt.Verdict{}, fmt.Errorf("genkit: call %s of run %s is in flight in another session", call, r.id)
+		case own:
+			return nil, agentrt.Verdict{Observation: st.Observation}, nil
 		}
 	}
 	gs, v, err := m.session(ctx, r)
@@ -256,8 +242,8 @@ func (m *middleware) session(ctx context.Context, r *run) (*agentrt.GateSession,
 }
 
 // granted opens the approved step stepID of run r. Attach opens one
-// granted step at a time: while another call's is open, it waits for
-// that one to end.
+// granted step at a time: while another call's is open, it waits for that
+// one to end.
 func (m *middleware) granted(ctx context.Context, r *run, stepID string) (*agentrt.OpenStep, error) {
 	for {
 		r.mu.Lock()
@@ -288,8 +274,8 @@ func (m *middleware) granted(ctx context.Context, r *run, stepID string) (*agent
 }
 
 // execute runs Genkit's tool as the gate's body for o, with the recorded
-// input. A tool's own error (an interrupt included) goes back to Genkit
-// as it would have without the gate, after the gate recorded it.
+// input. The tool's own error (an interrupt included) goes back to Genkit
+// as it would without the gate, once the gate recorded it.
 func execute(ctx context.Context, r *run, o *agentrt.OpenStep, p *ai.ToolParams, next ai.ToolNext) (*ai.MultipartToolResponse, error) {
 	var res *ai.MultipartToolResponse
 	var toolErr error
@@ -307,28 +293,23 @@ func execute(ctx context.Context, r *run, o *agentrt.OpenStep, p *ai.ToolParams,
 	close(r.changed)
 	r.changed = make(chan struct{})
 	r.mu.Unlock()
-	switch {
-	case toolErr != nil:
+	if toolErr != nil {
 		return nil, toolErr
-	case err != nil:
-		return nil, err
-	case res != nil:
-		return res, nil
+	}
+	if err != nil || res != nil {
+		return res, err
 	}
 	return answer(&obs), nil
 }
 
 // answer is what the model reads for a recorded observation.
 func answer(obs *agentrt.Observation) *ai.MultipartToolResponse {
-	if obs == nil {
-		return refusal("agentrt recorded no outcome for the call")
-	}
-	if obs.Failure() {
-		msg := obs.Summary
-		if obs.FailureMessage != "" {
-			msg += ": " + obs.FailureMessage
+	if obs == nil || obs.Failure() {
+		var o agentrt.Observation
+		if obs != nil {
+			o = *obs
 		}
-		return refusal(fmt.Sprintf("agentrt refused the call (%s): %s", obs.Kind, msg))
+		return refusal("agentrt refused the call (%s): %s %s", o.Kind, o.Summary, o.FailureMessage)
 	}
 	var out any
 	if json.Unmarshal(obs.Content, &out) != nil {
@@ -339,6 +320,6 @@ func answer(obs *agentrt.Observation) *ai.MultipartToolResponse {
 
 // refusal is a tool output the model reads as the call's error: Genkit
 // fails the whole Generate on a returned error, so it is not one.
-func refusal(msg string) *ai.MultipartToolResponse {
-	return &ai.MultipartToolResponse{Output: map[string]any{"error": msg}}
+func refusal(format string, a ...any) *ai.MultipartToolResponse {
+	return &ai.MultipartToolResponse{Output: map[string]any{"error": fmt.Sprintf(format, a...)}}
 }
