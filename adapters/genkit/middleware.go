@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -309,7 +310,7 @@ func answer(obs *agentrt.Observation) *ai.MultipartToolResponse {
 		if obs != nil {
 			o = *obs
 		}
-		return refusal("agentrt refused the call (%s): %s %s", o.Kind, o.Summary, o.FailureMessage)
+		return refusal("agentrt refused the call (%s): %s", o.Kind, strings.TrimSpace(o.Summary+" "+o.FailureMessage))
 	}
 	var out any
 	if json.Unmarshal(obs.Content, &out) != nil {

@@ -207,3 +207,21 @@ func TestMiddleware_InterruptResumesOnlyOnTheRecordedGrant(t *testing.T) {
 	}
 	r.verify(t)
 }
+
+// Specs takes each Genkit tool's name, description and input schema and
+// the class from the map; a tool the map does not name is refused by
+// NewGate with an error naming it, before anything is written.
+func TestSpecs_CarryTheDeclarationAndRefuseAnUnclassifiedTool(t *testing.T) {
+	r := newRig(t, "", 0, Options{})
+	write := r.tools[1].(ai.Tool)
+	spec := Specs(classes, write)[0].Spec()
+	if spec.Name != "append_note" || spec.Description != "Appends a line to the note." || spec.SideEffect != agentrt.RemoteMutation ||
+		!strings.Contains(string(spec.InputSchema), `"text"`) || spec.Timeout != ToolTimeout {
+		t.Fatalf("the spec is %+v, schema %s", spec, spec.InputSchema)
+	}
+	_, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: r.store, Policy: agentrt.DefaultPolicy(),
+		Tools: Specs(map[string]agentrt.SideEffect{}, write)}})
+	if err == nil || !strings.Contains(err.Error(), `"append_note"`) {
+		t.Fatalf("NewGate with an unclassified tool: %v; want a refusal naming it", err)
+	}
+}

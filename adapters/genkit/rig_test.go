@@ -78,12 +78,8 @@ func newRig(t testing.TB, dir string, leaseTTL time.Duration, opts Options, scri
 	for _, tr := range r.tools {
 		gtools = append(gtools, tr.(ai.Tool))
 	}
-	specs, err := Specs(classes, gtools...)
-	if err != nil {
-		t.Fatal(err)
-	}
 	r.gate, err = agentrt.NewGate(agentrt.GateConfig{AwaitPoll: 5 * time.Millisecond, EngineConfig: agentrt.EngineConfig{
-		Store: st, Policy: agentrt.DefaultPolicy(), Tools: specs, LeaseTTL: leaseTTL,
+		Store: st, Policy: agentrt.DefaultPolicy(), Tools: Specs(classes, gtools...), LeaseTTL: leaseTTL,
 		Observer: func(e agentrt.Event) {
 			select {
 			case r.events <- e:

@@ -3,7 +3,6 @@ package genkit
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"time"
 
@@ -40,26 +39,20 @@ func RunID(ctx context.Context) string {
 // Specs derives the Gate's tool specs from Genkit tools: name, description
 // and input schema from each tool's definition, the side-effect class from
 // classes. They are registered by spec only (agentrt.SpecOnly): the body
-// stays Genkit's tool, run by the Middleware. A tool without a class, or
-// whose schema does not encode, is an error naming it.
-func Specs(classes map[string]agentrt.SideEffect, tools ...ai.Tool) ([]agentrt.Tool, error) {
+// stays Genkit's tool, run by the Middleware. A tool missing from classes
+// gets no class, which agentrt.NewGate refuses, naming the tool.
+func Specs(classes map[string]agentrt.SideEffect, tools ...ai.Tool) []agentrt.Tool {
 	out := make([]agentrt.Tool, 0, len(tools))
 	for _, t := range tools {
 		def := t.Definition()
-		class, ok := classes[def.Name]
-		if !ok {
-			return nil, fmt.Errorf("genkit: tool %q has no side-effect class in the map", def.Name)
-		}
-		schema := def.InputSchema
-		if schema == nil {
-			schema = map[string]any{"type": "object"}
-		}
-		raw, err := json.Marshal(schema)
-		if err != nil {
-			return nil, fmt.Errorf("genkit: the input schema of tool %q does not encode: %w", def.Name, err)
+		schema := json.RawMessage(`{"type":"object"}`)
+		if def.InputSchema != nil {
+			// A schema Genkit reflected from a Go type always encodes; one
+			// that does not is left empty, which NewGate refuses.
+			schema, _ = json.Marshal(def.InputSchema)
 		}
 		out = append(out, agentrt.SpecOnly(agentrt.ToolSpec{Name: def.Name, Description: def.Description,
-			InputSchema: raw, SideEffect: class, Timeout: ToolTimeout}))
+			InputSchema: schema, SideEffect: classes[def.Name], Timeout: ToolTimeout}))
 	}
-	return out, nil
+	return out
 }
