@@ -34,6 +34,9 @@ type Options struct {
 // never arrives).
 const siblingWait = time.Second
 
+// sessionIdle is how long a run's session outlives its last call.
+const sessionIdle = 5 * time.Second
+
 // Middleware governs every tool call of the Generate it is given to
 // (ai.WithUse) with g: the run is the one WithRun named, each call is
 // proposed with its ref as the call id, an allowed call runs Genkit's tool
@@ -93,10 +96,12 @@ type middleware struct {
 }
 
 // run is one run's session, shared by the calls in flight on it and
-// closed when the last of them returns, so no lease outlives a turn.
+// closed sessionIdle after the last of them returns: the next model turn
+// reuses it, and no lease outlives a finished Generate for long.
 type run struct {
 	id      string
-	refs    int // guarded by middleware.mu
+	refs    int         // guarded by middleware.mu
+	idle    *time.Timer // guarded by middleware.mu
 	mu      sync.Mutex
 	gs      *agentrt.GateSession
 	changed chan struct{} // closed and replaced when a step of the run ends
@@ -110,18 +115,30 @@ func (m *middleware) hold(id string) (*run, func()) {
 		r = &run{id: id, changed: make(chan struct{})}
 		m.runs[id] = r
 	}
-	r.refs++
+	if r.refs++; r.idle != nil {
+		r.idle.Stop()
+	}
 	return r, func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if r.refs--; r.refs == 0 && m.runs[id] == r {
-			delete(m.runs, id)
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			if r.gs != nil {
-				r.gs.Close()
-			}
+		if r.refs--; r.refs == 0 {
+			r.idle = time.AfterFunc(sessionIdle, func() { m.drop(r) })
 		}
+	}
+}
+
+// drop closes the run's session if no call took it up again.
+func (m *middleware) drop(r *run) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r.refs > 0 || m.runs[r.id] != r {
+		return
+	}
+	delete(m.runs, r.id)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gs != nil {
+		r.gs.Close()
 	}
 }
 
