@@ -34,6 +34,9 @@ type Options struct {
 // never arrives).
 const siblingWait = time.Second
 
+// errRunWaits: a call came while its run waits on another call's approval.
+var errRunWaits = errors.New("genkit: the run waits")
+
 // sessionIdle is how long a run's session outlives its last call.
 const sessionIdle = 5 * time.Second
 
@@ -191,6 +194,8 @@ func (m *middleware) wrap(ctx context.Context, t *turn, p *ai.ToolParams, next a
 		v = agentrt.Verdict{Outcome: agentrt.VerdictAllowed}
 	}
 	switch {
+	case errors.Is(err, errRunWaits):
+		return refusal("%v", err), nil
 	case err != nil:
 		return nil, err
 	case v.Outcome == agentrt.VerdictAllowed:
@@ -223,7 +228,8 @@ func (m *middleware) open(ctx context.Context, r *run, call, name string, args j
 		case own && st.Status.InFlight():
 			// Cut off by a crash: attaching marks it interrupted and asks
 			// an operator; it is never simply called again.
-			if _, v, err := m.session(ctx, r); err != nil || v.Outcome == agentrt.VerdictPending {
+			_, v, err := m.session(ctx, r)
+			if err != nil || (v.Approval != nil && v.Approval.StepID == st.ID) {
 				return nil, v, err
 			}
 			return nil, agentrt.Verdict{}, fmt.Errorf("genkit: call %s of run %s is in flight in another session", call, r.id)
@@ -232,7 +238,10 @@ func (m *middleware) open(ctx context.Context, r *run, call, name string, args j
 		}
 	}
 	gs, v, err := m.session(ctx, r)
-	if err != nil || v.Outcome == agentrt.VerdictPending {
+	if err == nil && v.Outcome == agentrt.VerdictPending {
+		err = fmt.Errorf("%w: run %s waits on approval %s of another call; it runs nothing until an operator decides it", errRunWaits, r.id, v.Approval.ID)
+	}
+	if err != nil {
 		return nil, v, err
 	}
 	st, err := gs.Step(ctx)

@@ -225,3 +225,36 @@ func TestSpecs_CarryTheDeclarationAndRefuseAnUnclassifiedTool(t *testing.T) {
 		t.Fatalf("NewGate with an unclassified tool: %v; want a refusal naming it", err)
 	}
 }
+
+// One turn asks for the same write twice (two refs). Each is its own call:
+// two approvals, not one collected by the other; each approved runs once,
+// so the write runs twice.
+func TestMiddleware_IdenticalCallsOfOneTurnAreEachAsked(t *testing.T) {
+	write := map[string]any{"text": "again"}
+	r := newRig(t, "", 0, Options{},
+		callTurn(req("c-a", "append_note", write), req("c-b", "append_note", write)),
+		ai.NewModelTextMessage("done"))
+	done := generateAsync(t.Context(), r, "run-twins")
+	r.waitEvent(t, agentrt.EventApprovalRequest)
+	r.waitEvent(t, agentrt.EventApprovalRequest)
+	waiting := r.pending(t, "run-twins")
+	if len(waiting) != 2 {
+		t.Fatalf("%d pending approvals, want one per call", len(waiting))
+	}
+	// The first approved runs at once; the run waits again, for the
+	// second, once it has (an approval is decided only in a waiting run).
+	r.approve(t, "run-twins", waiting[0].ID)
+	r.waitEvent(t, agentrt.EventRunWaiting)
+	r.approve(t, "run-twins", waiting[1].ID)
+	if err := recv(t, done, "end of Generate"); err != nil {
+		t.Fatal(err)
+	}
+	if r.notes.count("append_note") != 2 || r.note(t) != "first line\nagain\nagain\n" {
+		t.Fatalf("append_note ran %d times, note %q", r.notes.count("append_note"), r.note(t))
+	}
+	got := r.llm.toolResponses()
+	if got["c-a"] == nil || got["c-a"].Output != "appended" || got["c-b"] == nil || got["c-b"].Output != "appended" {
+		t.Fatalf("the model got %+v", got)
+	}
+	r.verify(t)
+}
