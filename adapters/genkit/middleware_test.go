@@ -258,3 +258,33 @@ func TestMiddleware_IdenticalCallsOfOneTurnAreEachAsked(t *testing.T) {
 	}
 	r.verify(t)
 }
+
+// A write interrupts and its run waits on the approval. Another Generate
+// on the same run id asks for a read: the read is refused with a message
+// naming the approval, never run, and never takes that approval as its
+// own.
+func TestMiddleware_CallWhileTheRunWaitsIsRefused(t *testing.T) {
+	r := newRig(t, "", 0, Options{Interrupt: true},
+		callTurn(req("c-write", "append_note", map[string]any{"text": "second line"})),
+		callTurn(req("c-read", "read_note", map[string]any{"name": "note"})),
+		ai.NewModelTextMessage("done"))
+	resp, err := r.generate(t.Context(), "run-busy")
+	if err != nil || resp.FinishReason != ai.FinishReasonInterrupted {
+		t.Fatalf("Generate: %v, %+v; want the write's interrupt", err, resp)
+	}
+	waiting := r.pending(t, "run-busy")
+	if len(waiting) != 1 {
+		t.Fatalf("%d pending approvals, want 1", len(waiting))
+	}
+	final, err := r.generate(t.Context(), "run-busy")
+	if err != nil || final.Text() != "done" {
+		t.Fatalf("the second Generate: %v, %+v", err, final)
+	}
+	out, _ := r.llm.toolResponses()["c-read"].Output.(map[string]any)
+	if msg, _ := out["error"].(string); !strings.Contains(msg, waiting[0].ID) || r.notes.count("read_note") != 0 {
+		t.Fatalf("the model got %v for the read, which ran %d times; want a refusal naming %s", out, r.notes.count("read_note"), waiting[0].ID)
+	}
+	if r.notes.count("append_note") != 0 || len(r.pending(t, "run-busy")) != 1 {
+		t.Fatalf("the write ran %d times", r.notes.count("append_note"))
+	}
+}
