@@ -35,8 +35,8 @@ func benchGenerate(b *testing.B, governed, parallel bool, calls int) {
 	echo := genkit.DefineTool(g, "echo", "Echoes.", func(_ *ai.ToolContext, a readArgs) (string, error) { return a.Name, nil })
 	var n atomic.Int64 // distinct arguments, so the loop detector sees no repetition
 	var script []*ai.Message
-	model := genkit.DefineModel(g, "scripted/bench", &ai.ModelOptions{Supports: &ai.ModelSupports{Multiturn: true, Tools: true}},
-		func(_ context.Context, req *ai.ModelRequest, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
+	model := genkit.DefineModelAction(g, "scripted/bench", &ai.ModelOptions{Supports: &ai.ModelSupports{Multiturn: true, Tools: true}},
+		func(_ context.Context, req *ai.ModelRequest, _ struct{}, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
 			next := script[0]
 			script = script[1:]
 			return &ai.ModelResponse{Message: next, FinishReason: ai.FinishReasonStop, Request: req}, nil

@@ -24,8 +24,8 @@ type scriptedModel struct {
 
 func (m *scriptedModel) define(g *genkit.Genkit) ai.Model {
 	opts := &ai.ModelOptions{Supports: &ai.ModelSupports{Multiturn: true, Tools: true}}
-	return genkit.DefineModel(g, "scripted/notes", opts,
-		func(_ context.Context, req *ai.ModelRequest, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
+	return genkit.DefineModelAction(g, "scripted/notes", opts,
+		func(_ context.Context, req *ai.ModelRequest, _ struct{}, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			m.requests = append(m.requests, req)

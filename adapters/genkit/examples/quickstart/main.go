@@ -117,8 +117,8 @@ func scriptedModel(g *genkit.Genkit) ai.Model {
 		ai.NewToolRequestPart(&ai.ToolRequest{Ref: "3", Name: "drop_note", Input: map[string]any{}}),
 	}}, ai.NewModelTextMessage("noted")}
 	opts := &ai.ModelOptions{Supports: &ai.ModelSupports{Multiturn: true, Tools: true}}
-	return genkit.DefineModel(g, "scripted/quickstart", opts,
-		func(_ context.Context, req *ai.ModelRequest, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
+	return genkit.DefineModelAction(g, "scripted/quickstart", opts,
+		func(_ context.Context, req *ai.ModelRequest, _ struct{}, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
 			next := turns[0]
 			turns = turns[1:]
 			return &ai.ModelResponse{Message: next, FinishReason: ai.FinishReasonStop, Request: req}, nil
