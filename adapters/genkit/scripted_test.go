@@ -24,8 +24,8 @@ type scriptedModel struct {
 
 func (m *scriptedModel) define(g *genkit.Genkit) ai.Model {
 	opts := &ai.ModelOptions{Supports: &ai.ModelSupports{Multiturn: true, Tools: true}}
-	return genkit.DefineModel(g, "scripted/notes", opts,
-		func(_ context.Context, req *ai.ModelRequest, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
+	return genkit.DefineModelAction(g, "scripted/notes", opts,
+		func(_ context.Context, req *ai.ModelRequest, _ struct{}, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			m.requests = append(m.requests, req)
@@ -68,7 +68,8 @@ func callTurn(calls ...*ai.ToolRequest) *ai.Message {
 // classes is the tool-class map an adapter is given.
 var classes = map[string]agentrt.SideEffect{
 	"read_note":   agentrt.ReadOnly,
-	"append_note": agentrt.LocalMutation,
+	"append_note": agentrt.RemoteMutation,
+	"drop_note":   agentrt.Destructive,
 }
 
 type readArgs struct {
@@ -79,11 +80,14 @@ type appendArgs struct {
 	Text string `json:"text"`
 }
 
-// noteTools are two real Genkit tools over one file: read_note reads it,
-// append_note appends a line, so the file shows how often the write ran.
+// noteTools are real Genkit tools over one file: read_note reads it,
+// append_note appends a line, so the file shows how often the write ran,
+// and drop_note would remove it. onCall, when set, is called first in each
+// tool with its name.
 type noteTools struct {
-	path string
-	runs sync.Map // tool name -> *atomic.Int32
+	path   string
+	runs   sync.Map // tool name -> *atomic.Int32
+	onCall func(tool string)
 }
 
 func (n *noteTools) count(name string) int32 {
@@ -92,6 +96,9 @@ func (n *noteTools) count(name string) int32 {
 }
 
 func (n *noteTools) ran(name string) {
+	if n.onCall != nil {
+		n.onCall(name)
+	}
 	v, _ := n.runs.LoadOrStore(name, new(atomic.Int32))
 	v.(*atomic.Int32).Add(1)
 }
@@ -112,5 +119,9 @@ func (n *noteTools) define(g *genkit.Genkit) []ai.ToolRef {
 		_, err = f.WriteString(strings.TrimSpace(a.Text) + "\n")
 		return "appended", err
 	})
-	return []ai.ToolRef{read, write}
+	drop := genkit.DefineTool(g, "drop_note", "Deletes the note.", func(_ *ai.ToolContext, _ readArgs) (string, error) {
+		n.ran("drop_note")
+		return "dropped", os.Remove(n.path)
+	})
+	return []ai.ToolRef{read, write, drop}
 }

@@ -1,0 +1,132 @@
+package genkit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/sqlite"
+	"github.com/firebase/genkit/go/ai"
+	"github.com/firebase/genkit/go/genkit"
+)
+
+// countingStore counts the write transactions the gate commits.
+type countingStore struct {
+	*sqlite.Store
+	commits atomic.Int64
+}
+
+func (c *countingStore) Update(ctx context.Context, fn func(agentrt.Tx) error) ([]agentrt.Event, error) {
+	c.commits.Add(1)
+	return c.Store.Update(ctx, fn)
+}
+
+// benchGenerate measures one Generate whose model asks for calls echo
+// calls, in one turn (parallel) or one turn each (sequential), then
+// answers; governed puts the adapter on a fresh SQLite file.
+func benchGenerate(b *testing.B, governed, parallel bool, calls int) {
+	ctx := context.Background()
+	g := genkit.Init(ctx)
+	echo := genkit.DefineTool(g, "echo", "Echoes.", func(_ *ai.ToolContext, a readArgs) (string, error) { return a.Name, nil })
+	var n atomic.Int64 // distinct arguments, so the loop detector sees no repetition
+	var script []*ai.Message
+	model := genkit.DefineModelAction(g, "scripted/bench", &ai.ModelOptions{Supports: &ai.ModelSupports{Multiturn: true, Tools: true}},
+		func(_ context.Context, req *ai.ModelRequest, _ struct{}, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
+			next := script[0]
+			script = script[1:]
+			return &ai.ModelResponse{Message: next, FinishReason: ai.FinishReasonStop, Request: req}, nil
+		})
+	call := func() *ai.ToolRequest {
+		i := n.Add(1)
+		return req(fmt.Sprintf("c%d", i), "echo", map[string]any{"name": fmt.Sprintf("n%d", i)})
+	}
+	opts := []ai.GenerateOption{ai.WithModel(model), ai.WithTools(echo), ai.WithPrompt("echo")}
+	var cs *countingStore
+	if governed {
+		st, err := sqlite.Open(filepath.Join(b.TempDir(), "runs.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { st.Close() })
+		cs = &countingStore{Store: st}
+		cls := map[string]agentrt.SideEffect{"echo": agentrt.ReadOnly}
+		gate, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: cs, Policy: agentrt.DefaultPolicy(), Tools: Specs(cls, echo)}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		limits := agentrt.FrameworkLimits()
+		limits.MaxSteps = 1 << 30
+		opts = append(opts, ai.WithUse(Middleware(gate, cls, Options{Limits: limits})))
+		ctx = WithRun(ctx, "bench")
+	}
+	one := func() {
+		script = script[:0]
+		if parallel {
+			turn := &ai.Message{Role: ai.RoleModel}
+			for range calls {
+				turn.Content = append(turn.Content, ai.NewToolRequestPart(call()))
+			}
+			script = append(script, turn)
+		} else {
+			for range calls {
+				script = append(script, callTurn(call()))
+			}
+		}
+		script = append(script, ai.NewModelTextMessage("done"))
+		if _, err := genkit.Generate(ctx, g, opts...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	one() // the run begins outside the timed loop
+	var before int64
+	if cs != nil {
+		before = cs.commits.Load()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		one()
+	}
+	b.StopTimer()
+	if cs != nil {
+		b.ReportMetric(float64(cs.commits.Load()-before)/float64(b.N*calls), "commits/call")
+	}
+}
+
+// BenchmarkMiddleware: a Generate with one allowed call through the
+// adapter against the same Generate with no middleware, the commit floor
+// on the same driver in the same run, and 8 allowed calls in one turn
+// against 8 turns of one call (ns/op is per Generate).
+func BenchmarkMiddleware(b *testing.B) {
+	b.Run("direct", func(b *testing.B) { benchGenerate(b, false, true, 1) })
+	b.Run("governed", func(b *testing.B) { benchGenerate(b, true, true, 1) })
+	b.Run("floor", func(b *testing.B) {
+		st, err := sqlite.Open(filepath.Join(b.TempDir(), "floor.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		ctx := context.Background()
+		if _, err := st.Update(ctx, func(tx agentrt.Tx) error {
+			return tx.RunInsert(agentrt.Run{ID: "floor", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: time.Now()})
+		}); err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		for range b.N {
+			if _, err := st.Update(ctx, func(tx agentrt.Tx) error {
+				_, err := tx.EventAppend(agentrt.Event{RunID: "floor", At: time.Now(), Type: agentrt.EventStepStarted, Payload: json.RawMessage(`{}`)})
+				return err
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("calls8/one-turn", func(b *testing.B) { benchGenerate(b, true, true, 8) })
+	b.Run("calls8/eight-turns", func(b *testing.B) { benchGenerate(b, true, false, 8) })
+}
