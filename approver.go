@@ -66,13 +66,6 @@ type EnrolledApprover struct {
 	DecodeError string `json:"decode_error,omitempty"`
 }
 
-// Approver is the former name of EnrolledApprover, kept for one release
-// so code written against it still compiles.
-//
-// Deprecated: use EnrolledApprover (approver.Approver is the channel that
-// asks a person).
-type Approver = EnrolledApprover
-
 // Removed reports whether the approver was removed.
 func (a EnrolledApprover) Removed() bool { return !a.RemovedAt.IsZero() }
 

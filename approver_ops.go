@@ -2,7 +2,6 @@ package agentrt
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentrt/agentrt/internal/token"
 )
 
 // InviteTTL is how long an enrollment invitation stays usable.
@@ -111,13 +112,8 @@ func (n *NewApprover) check() error {
 	return nil
 }
 
-func newToken() string {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("agentrt: crypto/rand failed: " + err.Error())
-	}
-	return base64.RawURLEncoding.EncodeToString(b[:])
-}
+// newToken is an invitation token: 256 random bits.
+func newToken() string { return token.URL(32) }
 
 // TokenHash is how an invitation token is stored: its hex SHA-256.
 func TokenHash(token string) string {
@@ -126,13 +122,7 @@ func TokenHash(token string) string {
 }
 
 // NewNonce returns a random nonce for a statement.
-func NewNonce() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("agentrt: crypto/rand failed: " + err.Error())
-	}
-	return base64.RawURLEncoding.EncodeToString(b[:])
-}
+func NewNonce() string { return token.URL(16) }
 
 func approverRemoved(a EnrolledApprover, by string) ApproverRemovedPayload {
 	return ApproverRemovedPayload{ApproverID: a.ID, Name: a.Name, By: by}

@@ -228,20 +228,6 @@ const (
 	SchemaMissing SchemaDifference = "missing"
 )
 
-// OwnerError is the InsecureModeError for a file another account owns
-// (Problem FileOwner).
-//
-// Deprecated: match *InsecureModeError and read its Problem; OwnerError
-// is kept for one release.
-type OwnerError = files.InsecureModeError
-
-// SymlinkError is the InsecureModeError for a symbolic link (Problem
-// FileSymlink).
-//
-// Deprecated: match *InsecureModeError and read its Problem; SymlinkError
-// is kept for one release.
-type SymlinkError = files.InsecureModeError
-
 // JSONError says why a consumer value was refused where it entered.
 type JSONError struct {
 	What   string // "arguments", "result", "capability", ...

@@ -34,13 +34,6 @@ type GateSession struct {
 	over error
 }
 
-// Session is the former name of GateSession, kept for one release so code
-// written against it still compiles.
-//
-// Deprecated: use GateSession (an MCP session and a console session are
-// other things).
-type Session = GateSession
-
 // Run returns a copy of the run as the session last read or wrote it.
 func (gs *GateSession) Run() Run {
 	gs.mu.Lock()

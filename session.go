@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -259,7 +260,7 @@ func copyRun(r Run) Run {
 // copyStep is a deep copy of a step in two allocations: one for the
 // decision, policy and observation structs, one for all their raw bytes
 // (each cut with its capacity, so an append by a consumer cannot reach the
-// next value).
+// next value), and one more for a tool result's blocks when it has any.
 func copyStep(st Step) Step {
 	if st.Decision == nil && st.Policy == nil && st.Observation == nil {
 		return st
@@ -301,6 +302,7 @@ func copyStep(st Step) Step {
 	if st.Observation != nil {
 		box.o = *st.Observation
 		box.o.Content = raw(box.o.Content)
+		box.o.Blocks = copyBlocks(box.o.Blocks)
 		st.Observation = &box.o
 	}
 	return st
@@ -316,12 +318,33 @@ func copyApproval(a Approval) Approval {
 	a.Capability = copyRaw(a.Capability)
 	a.Presentation = copyRaw(a.Presentation)
 	a.Request = copyRequest(a.Request)
+	if a.Signature != nil {
+		sig := *a.Signature
+		sig.Signature = bytes.Clone(sig.Signature)
+		sig.AuthenticatorData = bytes.Clone(sig.AuthenticatorData)
+		sig.ClientDataJSON = bytes.Clone(sig.ClientDataJSON)
+		a.Signature = &sig
+	}
 	return a
+}
+
+// copyBlocks is a deep copy of a tool result's blocks; nil stays nil, and
+// a step without blocks costs no allocation.
+func copyBlocks(in []ResultBlock) []ResultBlock {
+	if in == nil {
+		return nil
+	}
+	out := append([]ResultBlock(nil), in...)
+	for i := range out {
+		out[i].Data = bytes.Clone(out[i].Data)
+	}
+	return out
 }
 
 func copyRequest(r ToolRequest) ToolRequest {
 	r.Spec = copySpec(r.Spec)
 	r.Args = copyRaw(r.Args)
+	r.Secrets = slices.Clone(r.Secrets)
 	return r
 }
 

@@ -69,13 +69,6 @@ type Tool interface {
 // Detail is recorded as the reason.
 type AbortRunError struct{ Detail string }
 
-// ErrAbortRun is the former name of AbortRunError, kept for one release so
-// code written against it still compiles.
-//
-// Deprecated: use AbortRunError (an Err prefix names a sentinel value in
-// this package, and this is a type).
-type ErrAbortRun = AbortRunError
-
 func (e *AbortRunError) Error() string { return "agentrt: tool aborted the run: " + e.Detail }
 
 // ToolFunc adapts a spec and a function to Tool.

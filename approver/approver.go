@@ -53,13 +53,6 @@ type Answer struct {
 	Note       string `json:"note,omitempty"`
 }
 
-// Decision is the former name of Answer, kept for one release so code
-// written against it still compiles.
-//
-// Deprecated: use Answer (agentrt.Decision is what an agent decided at a
-// step).
-type Decision = Answer
-
 // check refuses a decision missing a field, naming the first.
 func (d Answer) check() error {
 	switch {

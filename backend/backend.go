@@ -27,8 +27,10 @@ import (
 	"github.com/agentrt/agentrt"
 )
 
-// Driver is a storage backend as a registry entry.
-type Driver interface {
+// Opener is a storage backend as a registry entry: what opens, creates and
+// redacts the DSNs of its schemes. (It is not a Driver: an agentrt.Driver
+// runs an agent's loop.)
+type Opener interface {
 	// Name is the backend's name for people ("SQLite", "PostgreSQL").
 	Name() string
 	// OpenExisting opens an existing agentrt database named by dsn: it
@@ -36,14 +38,14 @@ type Driver interface {
 	// and, read-only, never writes.
 	OpenExisting(ctx context.Context, dsn string, readOnly bool) (agentrt.Store, error)
 	// Create opens the database, creating it or applying the missing
-	// migrations: what a worker or a driver does at start.
+	// migrations: what a Worker or a Driver does at start.
 	Create(ctx context.Context, dsn string) (agentrt.Store, error)
 	// Redact returns dsn as it may be printed: without any password or
 	// other secret, whatever form dsn is written in.
 	Redact(dsn string) string
 }
 
-// Claimer is a driver that also serves some strings with no scheme:
+// Claimer is an Opener that also serves some strings with no scheme:
 // Postgres's key=value connection strings.
 type Claimer interface {
 	Claims(dsn string) bool
@@ -54,33 +56,33 @@ const FileScheme = "sqlite"
 
 var (
 	mu      sync.RWMutex
-	drivers = map[string]Driver{}
+	openers = map[string]Opener{}
 )
 
-// Register makes a driver available under scheme (lower case, no colon).
-// Registering one scheme twice, or a nil driver, panics, as database/sql's
+// Register makes an opener available under scheme (lower case, no colon).
+// Registering one scheme twice, or a nil opener, panics, as database/sql's
 // Register does.
-func Register(scheme string, d Driver) {
-	if d == nil {
-		panic("agentrt/backend: Register of a nil driver for " + scheme)
+func Register(scheme string, o Opener) {
+	if o == nil {
+		panic("agentrt/backend: Register of a nil opener for " + scheme)
 	}
 	if scheme == "" || scheme != strings.ToLower(scheme) || strings.ContainsAny(scheme, ":/") {
 		panic("agentrt/backend: Register of an invalid scheme " + scheme)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if _, dup := drivers[scheme]; dup {
+	if _, dup := openers[scheme]; dup {
 		panic("agentrt/backend: Register called twice for " + scheme)
 	}
-	drivers[scheme] = d
+	openers[scheme] = o
 }
 
 // Schemes returns the registered schemes, sorted.
 func Schemes() []string {
 	mu.RLock()
 	defer mu.RUnlock()
-	out := make([]string, 0, len(drivers))
-	for s := range drivers {
+	out := make([]string, 0, len(openers))
+	for s := range openers {
 		out = append(out, s)
 	}
 	slices.Sort(out)
@@ -93,8 +95,8 @@ func Backends() []string {
 	mu.RLock()
 	defer mu.RUnlock()
 	var out []string
-	for _, d := range drivers {
-		if n := d.Name(); !slices.Contains(out, n) {
+	for _, o := range openers {
+		if n := o.Name(); !slices.Contains(out, n) {
 			out = append(out, n)
 		}
 	}
@@ -120,38 +122,38 @@ func (e *UnknownSchemeError) Error() string {
 // Is matches ErrUnknownScheme.
 func (e *UnknownSchemeError) Is(target error) bool { return target == ErrUnknownScheme }
 
-// Scheme returns the scheme dsn names and the driver registered for it: a
+// Scheme returns the scheme dsn names and the opener registered for it: a
 // registered scheme before the first colon, else the file scheme for a
 // plain path. A string with "://" whose scheme is not registered is an
 // *UnknownSchemeError.
-func Scheme(dsn string) (string, Driver, error) {
+func Scheme(dsn string) (string, Opener, error) {
 	mu.RLock()
 	defer mu.RUnlock()
 	if i := strings.IndexByte(dsn, ':'); i > 0 {
 		s := strings.ToLower(dsn[:i])
-		if d, ok := drivers[s]; ok {
-			return s, d, nil
+		if o, ok := openers[s]; ok {
+			return s, o, nil
 		}
 		if strings.HasPrefix(dsn[i:], "://") && validScheme(s) {
 			return s, nil, &UnknownSchemeError{Scheme: s, Registered: sortedKeys()}
 		}
 	}
 	for _, s := range sortedKeys() {
-		if c, ok := drivers[s].(Claimer); ok && c.Claims(dsn) {
-			d := drivers[s]
-			return s, d, nil
+		if c, ok := openers[s].(Claimer); ok && c.Claims(dsn) {
+			o := openers[s]
+			return s, o, nil
 		}
 	}
-	d, ok := drivers[FileScheme]
+	o, ok := openers[FileScheme]
 	if !ok {
 		return FileScheme, nil, &UnknownSchemeError{Scheme: FileScheme, Registered: sortedKeys()}
 	}
-	return FileScheme, d, nil
+	return FileScheme, o, nil
 }
 
 func sortedKeys() []string {
-	out := make([]string, 0, len(drivers))
-	for s := range drivers {
+	out := make([]string, 0, len(openers))
+	for s := range openers {
 		out = append(out, s)
 	}
 	slices.Sort(out)
@@ -174,29 +176,29 @@ func validScheme(s string) bool {
 // Open opens the existing database dsn names, read-only when asked, with
 // the backend registered for its scheme. It never creates or migrates.
 func Open(ctx context.Context, dsn string, readOnly bool) (agentrt.Store, error) {
-	_, d, err := Scheme(dsn)
+	_, o, err := Scheme(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return d.OpenExisting(ctx, dsn, readOnly)
+	return o.OpenExisting(ctx, dsn, readOnly)
 }
 
 // Create opens the database dsn names, creating it or applying its missing
 // migrations, with the backend registered for its scheme.
 func Create(ctx context.Context, dsn string) (agentrt.Store, error) {
-	_, d, err := Scheme(dsn)
+	_, o, err := Scheme(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return d.Create(ctx, dsn)
+	return o.Create(ctx, dsn)
 }
 
 // Redact returns dsn as it may be printed, by its backend's rules. A dsn no
 // backend claims is replaced whole, since nothing is known of its form.
 func Redact(dsn string) string {
-	s, d, err := Scheme(dsn)
+	s, o, err := Scheme(dsn)
 	if err != nil {
 		return "a " + s + ":// URL"
 	}
-	return d.Redact(dsn)
+	return o.Redact(dsn)
 }

@@ -5,10 +5,8 @@ import (
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/token"
 	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/protocol/webauthncbor"
 	"github.com/go-webauthn/webauthn/protocol/webauthncose"
@@ -142,9 +141,7 @@ func (h *Handler) enrollBegin(w http.ResponseWriter, r *http.Request, _ *session
 	}
 	// The user handle is the approver's id, chosen now, so that a decision
 	// later names the same user as the passkey does.
-	var idb [16]byte
-	rand.Read(idb[:])
-	u := &user{handle: []byte(hex.EncodeToString(idb[:])), name: inv.Name}
+	u := &user{handle: []byte(token.Hex(16)), name: inv.Name}
 	opts, data, err := h.wa.BeginRegistration(u, webauthn.WithCredentialParameters(credentialParams),
 		webauthn.WithResidentKeyRequirement(protocol.ResidentKeyRequirementRequired))
 	if err != nil {

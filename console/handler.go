@@ -2,11 +2,9 @@ package console
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -22,6 +20,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/httpguard"
+	"github.com/agentrt/agentrt/internal/token"
 	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/webauthn"
 )
@@ -169,13 +168,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-func randomToken() string {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("console: crypto/rand failed: " + err.Error())
-	}
-	return base64.RawURLEncoding.EncodeToString(b[:])
-}
+// randomToken is a session, CSRF or ceremony token: 256 random bits.
+func randomToken() string { return token.URL(32) }
 
 func hashToken(t string) string {
 	s := sha256.Sum256([]byte(t))

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/trace"
+	"github.com/agentrt/agentrt/eventlog"
 )
 
 // Sink receives each event once it is committed, in seq order. An error
@@ -198,10 +198,10 @@ func (f *Follower) Head(ctx context.Context) (seq int64, hash string, err error)
 }
 
 // JSONL returns a Sink that writes each event to w as one line of JSON,
-// exactly as trace.JSONL does, and reports a failed write as the sink's
+// exactly as eventlog.JSONL does, and reports a failed write as the sink's
 // error, so the Follower stops before the event it could not write.
 func JSONL(w io.Writer) Sink {
-	obs, werr := trace.JSONLWithErr(w)
+	obs, werr := eventlog.JSONLWithErr(w)
 	return func(e agentrt.Event) error {
 		obs(e)
 		return werr()

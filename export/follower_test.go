@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/eventlog"
 	"github.com/agentrt/agentrt/export"
 	"github.com/agentrt/agentrt/scripted"
-	"github.com/agentrt/agentrt/trace"
 )
 
 // Four runs of a real driver, two of them concurrent so their events
@@ -479,7 +479,7 @@ func TestFileCursor_LoadsZeroWhenMissingAndRefusesGarbage(t *testing.T) {
 	}
 }
 
-// The JSONL sink writes exactly what trace.JSONL writes, and reports a
+// The JSONL sink writes exactly what eventlog.JSONL writes, and reports a
 // failed write as its error.
 func TestJSONL_MatchesTrace(t *testing.T) {
 	evs := []agentrt.Event{
@@ -489,7 +489,7 @@ func TestJSONL_MatchesTrace(t *testing.T) {
 	}
 	var a, b bytes.Buffer
 	sink := export.JSONL(&a)
-	obs := trace.JSONL(&b)
+	obs := eventlog.JSONL(&b)
 	for _, e := range evs {
 		if err := sink(e); err != nil {
 			t.Fatal(err)
@@ -497,7 +497,7 @@ func TestJSONL_MatchesTrace(t *testing.T) {
 		obs(e)
 	}
 	if a.String() != b.String() || a.Len() == 0 {
-		t.Fatalf("JSONL sink wrote\n%s\ntrace.JSONL wrote\n%s", a.String(), b.String())
+		t.Fatalf("JSONL sink wrote\n%s\neventlog.JSONL wrote\n%s", a.String(), b.String())
 	}
 	fail := export.JSONL(failWriter{})
 	if err := fail(evs[0]); err == nil {

@@ -103,7 +103,7 @@ var localWireCodes = map[int64]bool{-32003: true, -32004: true, -32005: true}
 // Call checks the arguments against the operator's deny and fixed lists,
 // calls the server under the tool's timeout, and maps the result to
 // content capped at MaxContentBytes. A server's failure is an error (an
-// observation for the agent), never ErrAbortRun. Every error is a
+// observation for the agent), never AbortRunError. Every error is a
 // *CallError saying how far the call got.
 func (t *tool) Call(ctx context.Context, call agentrt.ToolCall) (agentrt.ToolResult, error) {
 	srv := t.conn.srv.Name

@@ -13,15 +13,15 @@ import (
 // the backend registry: backend.Open opens such a DSN with OpenExisting,
 // backend.Create with Open.
 func init() {
-	backend.Register("postgres", urlDriver{})
-	backend.Register("postgresql", urlDriver{})
+	backend.Register("postgres", urlOpener{})
+	backend.Register("postgresql", urlOpener{})
 }
 
-type urlDriver struct{}
+type urlOpener struct{}
 
-func (urlDriver) Name() string { return "PostgreSQL" }
+func (urlOpener) Name() string { return "PostgreSQL" }
 
-func (urlDriver) OpenExisting(ctx context.Context, dsn string, readOnly bool) (agentrt.Store, error) {
+func (urlOpener) OpenExisting(ctx context.Context, dsn string, readOnly bool) (agentrt.Store, error) {
 	st, err := OpenExisting(ctx, dsn, readOnly)
 	if err != nil {
 		return nil, err
@@ -29,7 +29,7 @@ func (urlDriver) OpenExisting(ctx context.Context, dsn string, readOnly bool) (a
 	return st, nil
 }
 
-func (urlDriver) Create(ctx context.Context, dsn string) (agentrt.Store, error) {
+func (urlOpener) Create(ctx context.Context, dsn string) (agentrt.Store, error) {
 	st, err := Open(ctx, dsn)
 	if err != nil {
 		return nil, err
@@ -37,7 +37,7 @@ func (urlDriver) Create(ctx context.Context, dsn string) (agentrt.Store, error) 
 	return st, nil
 }
 
-func (urlDriver) Redact(dsn string) string { return Redact(dsn) }
+func (urlOpener) Redact(dsn string) string { return Redact(dsn) }
 
 // libpqSetting finds a connection setting in a string: what makes a
 // key=value string (even one that does not parse) a Postgres DSN rather
@@ -46,4 +46,4 @@ var libpqSetting = regexp.MustCompile(`(?i)(?:^|\s)(?:host|hostaddr|port|dbname|
 
 // Claims takes a key=value string that names a connection setting, so it
 // is opened (and refused, if it does not parse) as a DSN, never as a path.
-func (urlDriver) Claims(dsn string) bool { return isURL(dsn) || libpqSetting.MatchString(dsn) }
+func (urlOpener) Claims(dsn string) bool { return isURL(dsn) || libpqSetting.MatchString(dsn) }

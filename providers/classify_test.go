@@ -208,31 +208,6 @@ func TestClassifyTransport_RealRoundTrips(t *testing.T) {
 	}
 }
 
-// Truncate never exceeds n, marks the cut, and never splits a rune.
-func TestTruncate_CutsOnARuneBoundary(t *testing.T) {
-	cases := []struct {
-		s    string
-		n    int
-		want string
-	}{
-		{"hello", 10, "hello"},
-		{"hello", 5, "hello"},
-		{"hello", 4, "h…"},
-		{"hello", 2, "he"},
-		{"héllo", 5, "h…"},
-		{"ééé", 5, "é…"},
-		{"ééé", 2, "é"},
-		{"ééé", 1, ""},
-		{"abc", 0, ""},
-		{"abc", -1, ""},
-	}
-	for _, c := range cases {
-		if got := Truncate(c.s, c.n); got != c.want || len(got) > max(c.n, 0) {
-			t.Errorf("Truncate(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
-		}
-	}
-}
-
 // Synthesized ids are unique.
 func TestSynthesizeToolUseID_UniquePerIndex(t *testing.T) {
 	seen := map[string]bool{}

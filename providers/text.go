@@ -63,12 +63,6 @@ func hidden(r rune) bool {
 	return false
 }
 
-// Truncate is trace.Truncate: s cut to at most n bytes, the mark "…"
-// included, without splitting a rune.
-//
-// Deprecated: use trace.Truncate; kept for one release.
-func Truncate(s string, n int) string { return textcut.Truncate(s, n) }
-
 // RedactURL shows a base URL for humans: user information and a query are
 // replaced with Redacted, and an unparsable URL is not repeated at all.
 func RedactURL(raw string) string {

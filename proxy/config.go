@@ -15,7 +15,7 @@ import (
 	"github.com/agentrt/agentrt/disclosure"
 	"github.com/agentrt/agentrt/internal/canon"
 	"github.com/agentrt/agentrt/mcp"
-	celpolicy "github.com/agentrt/agentrt/policy/cel"
+	"github.com/agentrt/agentrt/policy/cel"
 	"github.com/agentrt/agentrt/proxy/internal/credentials"
 	"github.com/agentrt/agentrt/trace"
 )
@@ -76,7 +76,7 @@ type Config struct {
 	// refused. Empty means the class map decides.
 	PolicyFile string
 	// filePolicy is PolicyFile as LoadConfig read and compiled it, once.
-	filePolicy *celpolicy.Policy
+	filePolicy *cel.Policy
 	// Hold is how long a call that needs a decision waits for it; zero
 	// answers at once.
 	Hold time.Duration
@@ -344,7 +344,7 @@ func LoadConfig(path string) (*Config, error) {
 	}
 	if cfg.PolicyFile != "" {
 		// Read once here, so what is checked is what decides.
-		if cfg.filePolicy, err = celpolicy.Load(cfg.PolicyFile); err != nil {
+		if cfg.filePolicy, err = cel.Load(cfg.PolicyFile); err != nil {
 			return nil, fmt.Errorf("proxy: config %s: policy_file: %w", abs, err)
 		}
 	}

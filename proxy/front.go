@@ -2,9 +2,7 @@ package proxy
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/agentrt/agentrt/internal/files"
 	"github.com/agentrt/agentrt/internal/httpguard"
+	"github.com/agentrt/agentrt/internal/token"
 )
 
 // Bounds of the loopback front, for the fields a FrontConfig leaves zero.
@@ -79,13 +78,7 @@ func DefaultFrontConfig(addr string) (FrontConfig, error) {
 }
 
 // NewFrontToken is 32 random bytes in hex.
-func NewFrontToken() (string, error) {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b[:]), nil
-}
+func NewFrontToken() (string, error) { return token.Hex(32), nil }
 
 // maxFrontTokenFile bounds a token file: a token is one word.
 const maxFrontTokenFile = 4 << 10

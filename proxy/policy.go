@@ -10,7 +10,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
-	celpolicy "github.com/agentrt/agentrt/policy/cel"
+	"github.com/agentrt/agentrt/policy/cel"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -214,7 +214,7 @@ func newGatePolicy(cfg *Config, tools map[string]*ptool) (*gatePolicy, error) {
 		fp := cfg.filePolicy
 		if fp == nil {
 			var err error
-			if fp, err = celpolicy.Load(cfg.PolicyFile); err != nil {
+			if fp, err = cel.Load(cfg.PolicyFile); err != nil {
 				return nil, fmt.Errorf("proxy: policy_file: %w", err)
 			}
 		}

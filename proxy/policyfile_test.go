@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	agentrt "github.com/agentrt/agentrt"
-	celpolicy "github.com/agentrt/agentrt/policy/cel"
+	"github.com/agentrt/agentrt/policy/cel"
 )
 
 // testPolicyFile reads under proj/ and denies other reads, lets small
@@ -116,7 +116,7 @@ func TestConfig_PolicyFileIsCheckedWithTheConfig(t *testing.T) {
 		return `{"database":"runs.db","policy_file":"` + policyFile + `","servers":[{"name":"fs","command":["node","server.js","` + sandbox + `"],"manifest":"fs.json","rules":{"read":{"side_effect":"read_only"` + extra + `}}}]}`
 	}
 	_, err := LoadConfig(writeFile(t, filepath.Join(dir, "a.json"), base(broken, "")))
-	var fe *celpolicy.FileError
+	var fe *cel.FileError
 	mustf(t, err != nil && errors.As(err, &fe) && strings.Contains(err.Error(), "big-write"), "a broken policy file: %v", err)
 
 	_, err = LoadConfig(writeFile(t, filepath.Join(dir, "b.json"), base(good, `,"outcome":"allow"`)))

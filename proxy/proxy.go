@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/token"
 	"github.com/agentrt/agentrt/mcp"
 	"github.com/agentrt/agentrt/proxy/internal/credentials"
 	"github.com/agentrt/agentrt/proxy/internal/index"
@@ -432,11 +431,7 @@ func (p *Proxy) now() time.Time { return p.opts.Now().UTC() }
 
 // newRunID is <session>.<16 hex>.
 func (p *Proxy) newRunID() string {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("proxy: crypto/rand failed: " + err.Error())
-	}
-	return p.cfg.Session + "." + hex.EncodeToString(b[:])
+	return p.cfg.Session + "." + token.Hex(8)
 }
 
 // limits are every proxied run's: one call, its approval and its closing.

@@ -70,7 +70,7 @@ func BlockPlaceholder(b agentrt.ResultBlock) string {
 	if media == "" {
 		media = "no media type"
 	}
-	return fmt.Sprintf("[%s block: %s, %d bytes, sha256 %s]", b.Type, Truncate(media, 100), b.Size, b.SHA256)
+	return fmt.Sprintf("[%s block: %s, %d bytes, sha256 %s]", b.Type, textcut.Truncate(media, 100), b.Size, b.SHA256)
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -224,9 +224,3 @@ func parenthesised(s string, maxBytes int) string {
 	}
 	return " (" + textcut.Truncate(s, maxBytes) + ")"
 }
-
-// Truncate is trace.Truncate: s cut to at most n bytes, the mark "…"
-// included, without splitting a rune.
-//
-// Deprecated: use trace.Truncate; kept for one release.
-func Truncate(s string, n int) string { return textcut.Truncate(s, n) }

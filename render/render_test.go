@@ -262,21 +262,6 @@ func TestDecide_NoToolCallReasonIsCapped(t *testing.T) {
 	}
 }
 
-// Truncate never exceeds n and never splits a rune.
-func TestTruncate_NeverExceedsN(t *testing.T) {
-	for _, s := range []string{"", "abc", "héllo wörld", "𝄞𝄞𝄞", strings.Repeat("€", 50)} {
-		for n := -1; n <= len(s)+1; n++ {
-			got := Truncate(s, n)
-			if len(got) > max(n, 0) || !utf8.ValidString(got) {
-				t.Fatalf("Truncate(%q, %d) = %q", s, n, got)
-			}
-			if len(s) <= n && got != s {
-				t.Fatalf("Truncate(%q, %d) = %q, want it whole", s, n, got)
-			}
-		}
-	}
-}
-
 // callerFunc is a hand-written ModelCaller.
 type callerFunc func(ctx context.Context, req agentrt.ModelRequest) (agentrt.ModelResponse, error)
 

@@ -10,13 +10,13 @@ import (
 
 // The SQLite backend serves plain paths and sqlite: URLs (sqlite:runs.db,
 // sqlite:///var/lib/agentrt/runs.db) in the backend registry.
-func init() { backend.Register("sqlite", fileDriver{}) }
+func init() { backend.Register("sqlite", fileOpener{}) }
 
-type fileDriver struct{}
+type fileOpener struct{}
 
-func (fileDriver) Name() string { return "SQLite" }
+func (fileOpener) Name() string { return "SQLite" }
 
-func (fileDriver) OpenExisting(_ context.Context, dsn string, readOnly bool) (agentrt.Store, error) {
+func (fileOpener) OpenExisting(_ context.Context, dsn string, readOnly bool) (agentrt.Store, error) {
 	st, err := OpenExisting(FilePath(dsn), readOnly)
 	if err != nil {
 		return nil, err
@@ -24,7 +24,7 @@ func (fileDriver) OpenExisting(_ context.Context, dsn string, readOnly bool) (ag
 	return st, nil
 }
 
-func (fileDriver) Create(_ context.Context, dsn string) (agentrt.Store, error) {
+func (fileOpener) Create(_ context.Context, dsn string) (agentrt.Store, error) {
 	st, err := Open(FilePath(dsn))
 	if err != nil {
 		return nil, err
@@ -33,7 +33,7 @@ func (fileDriver) Create(_ context.Context, dsn string) (agentrt.Store, error) {
 }
 
 // A path holds no secret.
-func (fileDriver) Redact(dsn string) string { return dsn }
+func (fileOpener) Redact(dsn string) string { return dsn }
 
 // FilePath returns the file a registry name of SQLite's means: the path
 // after sqlite: (and after sqlite://), or the whole string when it has no

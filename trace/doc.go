@@ -1,5 +1,5 @@
-// Package trace prints events and other text that a model, a policy or a
-// server chose, in a form that is safe for an operator's terminal.
+// Package trace makes text that a model, a policy or a server chose safe to
+// print on an operator's terminal.
 //
 // Sanitize is the one rule for such text: it escapes controls, line breaks,
 // bidirectional and invisible formatting characters, and cuts floods of
@@ -8,7 +8,7 @@
 // message or a payload cannot forge a line, clear the screen, or reorder what
 // the operator reads.
 //
-// Writer and JSONL are Observers: Writer prints one aligned, sanitized line per
-// event for people; JSONL writes one JSON object per event for programs. Both
-// are safe for concurrent use and write each event with a single Write.
+// The package does not import the root package, so every package, the
+// root included, can use it. The observers that print events with it are in
+// eventlog.
 package trace

@@ -1,13 +1,9 @@
 package trace_test
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
-	"time"
 
-	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -29,18 +25,4 @@ func ExampleSanitize() {
 	// Привет, 世界 👋🏽
 	// 4
 	// a long…
-}
-
-func ExampleJSONL() {
-	obs := trace.JSONL(os.Stdout)
-	obs(agentrt.Event{
-		Seq:     7,
-		RunID:   "01HZX4Q7",
-		StepID:  "s1",
-		At:      time.Date(2026, 3, 14, 9, 26, 53, 0, time.UTC),
-		Type:    agentrt.EventStepDecided,
-		Payload: json.RawMessage("{\"tool\": \"read\", \"path\": \"a<b>\u202E\"}"),
-	})
-	// Output:
-	// {"seq":7,"run_id":"01HZX4Q7","step_id":"s1","at":"2026-03-14T09:26:53Z","type":"step.decided","payload":{"tool":"read","path":"a<b>\u202e"}}
 }

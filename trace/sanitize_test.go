@@ -7,6 +7,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/agentrt/agentrt/internal/termsafe"
 )
 
 // checkSanitize runs Sanitize on each input and compares with the wanted output.
@@ -390,7 +392,7 @@ func FuzzSanitize(f *testing.F) {
 			}
 			if unicode.IsMark(r) {
 				marks++
-				if marks > maxMarks {
+				if marks > termsafe.MaxMarks {
 					t.Fatalf("Sanitize(%+q) = %+q stacks %d marks", s, out, marks)
 				}
 			} else {

@@ -3,8 +3,6 @@ package notify
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +21,7 @@ import (
 	"github.com/agentrt/agentrt/approver/internal/sign"
 	"github.com/agentrt/agentrt/export"
 	"github.com/agentrt/agentrt/internal/ctxsleep"
+	"github.com/agentrt/agentrt/internal/token"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -501,11 +500,7 @@ func (n *Notifier) post(ctx context.Context, t *target, j *job) error {
 	if n.cfg.Now != nil {
 		now = n.cfg.Now
 	}
-	var nb [16]byte
-	if _, err := rand.Read(nb[:]); err != nil {
-		return err
-	}
-	nonce := hex.EncodeToString(nb[:])
+	nonce := token.Hex(16)
 	ts := now().Unix()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url.String(), bytes.NewReader(j.body))
 	if err != nil {

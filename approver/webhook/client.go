@@ -3,8 +3,6 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/agentrt/agentrt/approver"
 	"github.com/agentrt/agentrt/approver/internal/sign"
+	"github.com/agentrt/agentrt/internal/token"
 )
 
 // The headers a signed request carries.
@@ -45,11 +44,7 @@ func NewRequest(ctx context.Context, secret []byte, at time.Time, method, base, 
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
-	var nb [16]byte
-	if _, err := rand.Read(nb[:]); err != nil {
-		return nil, err
-	}
-	nonce := hex.EncodeToString(nb[:])
+	nonce := token.Hex(16)
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"net/url"
 	"os"
@@ -18,6 +16,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/testrig"
+	"github.com/agentrt/agentrt/internal/token"
 	"github.com/agentrt/agentrt/postgres"
 	"github.com/agentrt/agentrt/scripted"
 )
@@ -91,9 +90,7 @@ func freshDSN(t *testing.T) string { return fresh(t, pgDSN(t)) }
 
 func fresh(t testing.TB, base string) string {
 	t.Helper()
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "t_" + hex.EncodeToString(b[:])
+	schema := "t_" + token.Hex(6)
 	exec1(t, base, "CREATE SCHEMA "+schema)
 	t.Cleanup(func() {
 		ctx := context.Background()

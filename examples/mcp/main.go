@@ -28,10 +28,10 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/eventlog"
 	"github.com/agentrt/agentrt/mcp"
 	"github.com/agentrt/agentrt/scripted"
 	"github.com/agentrt/agentrt/sqlite"
-	"github.com/agentrt/agentrt/trace"
 )
 
 //go:embed rules.json
@@ -215,7 +215,7 @@ func runCmd(ctx context.Context, p paths, resume string, stdout io.Writer) error
 		return err
 	}
 	defer store.Close()
-	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: store, Policy: approveWrites, Tools: tools, Observer: trace.Writer(stdout)}, Agent: script(p.sandbox)})
+	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: store, Policy: approveWrites, Tools: tools, Observer: eventlog.Writer(stdout)}, Agent: script(p.sandbox)})
 	if err != nil {
 		return err
 	}

@@ -18,9 +18,9 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/eventlog"
 	"github.com/agentrt/agentrt/scripted"
 	"github.com/agentrt/agentrt/sqlite"
-	"github.com/agentrt/agentrt/trace"
 )
 
 func main() {
@@ -118,7 +118,7 @@ func run(path string) error {
 	if err != nil {
 		return err
 	}
-	w := trace.Writer(os.Stdout)
+	w := eventlog.Writer(os.Stdout)
 	for _, e := range events {
 		w(e)
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/trace"
+	"github.com/agentrt/agentrt/eventlog"
 	"github.com/agentrt/agentrt/view"
 )
 
@@ -143,7 +143,7 @@ func runDecide(e *env, g *global, c *command, args []string, approve bool) int {
 	// conditional on it inside the deciding transaction.
 	op := agentrt.Operator{Store: st, Now: e.now}
 	if !g.json {
-		op.Observer = trace.Writer(e.stderr)
+		op.Observer = eventlog.Writer(e.stderr)
 	}
 	var opts []agentrt.DecideOption
 	if key != nil {

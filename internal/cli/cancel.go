@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/trace"
+	"github.com/agentrt/agentrt/eventlog"
 	"github.com/agentrt/agentrt/view"
 )
 
@@ -38,7 +38,7 @@ func runCancel(e *env, g *global, c *command, args []string) int {
 	ctx := background()
 	op := agentrt.Operator{Store: st, Now: e.now}
 	if !g.json {
-		op.Observer = trace.Writer(e.stderr)
+		op.Observer = eventlog.Writer(e.stderr)
 	}
 	if _, err := op.Cancel(ctx, runID, *by, *note); err != nil {
 		if errors.Is(err, agentrt.ErrRunState) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/eventlog"
 	"github.com/agentrt/agentrt/trace"
 	"github.com/agentrt/agentrt/view"
 )
@@ -36,7 +37,7 @@ func runEvents(e *env, g *global, c *command, args []string) int {
 	p := &printer{w: e.stdout}
 	more := total - offset - len(evs)
 	if g.json {
-		obs, werr := trace.JSONLWithErr(e.stdout)
+		obs, werr := eventlog.JSONLWithErr(e.stdout)
 		for _, ev := range evs {
 			obs(ev)
 		}
@@ -65,11 +66,11 @@ func runEvents(e *env, g *global, c *command, args []string) int {
 	return e.done(p, ExitOK)
 }
 
-// writeTrail prints events one line each with trace.Writer, every string in
+// writeTrail prints events one line each with eventlog.Writer, every string in
 // a payload bounded first and the payload cut at eventTextBytes, so one
 // line stays readable.
 func writeTrail(e *env, evs []agentrt.Event) error {
-	obs, werr := trace.WriterWithErr(e.stdout)
+	obs, werr := eventlog.WriterWithErr(e.stdout)
 	for _, ev := range evs {
 		n := len(ev.Payload)
 		ev.Payload = view.BoundRaw(ev.Payload)

@@ -24,6 +24,6 @@
 // Problem says which part of the rule the file broke. The package is
 // internal: package agentrt re-exports the error and its sentinels, and
 // each module reaches the helpers through its own public readers
-// (agentrt.LoadPinnedKeys, mcp.ReadOwned, celpolicy.Load, proxy.LoadConfig).
+// (agentrt.LoadPinnedKeys, mcp.ReadOwned, cel.Load, proxy.LoadConfig).
 // docs/decisions/0010-one-file-rule.md says why.
 package files

@@ -1,7 +1,6 @@
 // Package textcut is the one way agentrt cuts text to a byte bound: never
-// inside a UTF-8 sequence, the cut marked. trace.Truncate, render.Truncate
-// and providers.Truncate are this package's Truncate; every unexported
-// clip in the tree calls it too.
+// inside a UTF-8 sequence, the cut marked. trace.Truncate is this package's
+// Truncate; every unexported clip in the tree calls it too.
 package textcut
 
 import "unicode/utf8"

@@ -1,4 +1,4 @@
-package celpolicy_test
+package cel_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
-	celpolicy "github.com/agentrt/agentrt/policy/cel"
+	"github.com/agentrt/agentrt/policy/cel"
 )
 
 // ruleFile writes n rules: a step budget first, then rules each matching
@@ -28,7 +28,7 @@ func ruleFile(n int) string {
 	return b.String()
 }
 
-func benchEvaluate(b *testing.B, p *celpolicy.Policy, req agentrt.ToolRequest, want agentrt.PolicyOutcome) {
+func benchEvaluate(b *testing.B, p *cel.Policy, req agentrt.ToolRequest, want agentrt.PolicyOutcome) {
 	view := agentrt.RunView{Run: agentrt.Run{ID: "run-1", StepCount: 7, Usage: agentrt.Usage{InputTokens: 900, OutputTokens: 100}}}
 	ctx := context.Background()
 	if pd, err := p.Evaluate(ctx, req, view); err != nil || pd.Outcome != want {
@@ -83,7 +83,7 @@ func BenchmarkLoad_500Rules(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		if _, err := celpolicy.Parse(src, celpolicy.YAML); err != nil {
+		if _, err := cel.Parse(src, cel.YAML); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,11 +1,11 @@
-package celpolicy
+package cel
 
 import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
 
-	"cel.dev/cel-go/cel"
+	celgo "cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/ast"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/ext"
@@ -35,32 +35,32 @@ const (
 // library, the strings extension, nfc and clean_path, numbers compared
 // across int and double (JSON numbers arrive as either), and the declared
 // variables.
-func newEnv() (*cel.Env, error) {
-	return cel.NewEnv(append(helperFunctions(),
+func newEnv() (*celgo.Env, error) {
+	return celgo.NewEnv(append(helperFunctions(),
 		ext.Strings(),
-		cel.CrossTypeNumericComparisons(true),
-		cel.ParserExpressionSizeLimit(MaxExpressionBytes),
-		cel.ParserRecursionLimit(64),
-		cel.Variable(varToolName, cel.StringType),
-		cel.Variable(varToolSide, cel.StringType),
-		cel.Variable(varToolSpecHash, cel.StringType),
-		cel.Variable(varArgs, cel.MapType(cel.StringType, cel.DynType)),
-		cel.Variable(varSecrets, cel.ListType(cel.MapType(cel.StringType, cel.StringType))),
-		cel.Variable(varRunSteps, cel.IntType),
-		cel.Variable(varRunModel, cel.IntType),
-		cel.Variable(varRunTokens, cel.IntType),
-		cel.Variable(varRunInput, cel.IntType),
-		cel.Variable(varRunOutput, cel.IntType),
-		cel.Variable(varRunCost, cel.IntType),
-		cel.Variable(varRunActive, cel.DurationType),
-		cel.Variable(varRunApprovals, cel.IntType),
+		celgo.CrossTypeNumericComparisons(true),
+		celgo.ParserExpressionSizeLimit(MaxExpressionBytes),
+		celgo.ParserRecursionLimit(64),
+		celgo.Variable(varToolName, celgo.StringType),
+		celgo.Variable(varToolSide, celgo.StringType),
+		celgo.Variable(varToolSpecHash, celgo.StringType),
+		celgo.Variable(varArgs, celgo.MapType(celgo.StringType, celgo.DynType)),
+		celgo.Variable(varSecrets, celgo.ListType(celgo.MapType(celgo.StringType, celgo.StringType))),
+		celgo.Variable(varRunSteps, celgo.IntType),
+		celgo.Variable(varRunModel, celgo.IntType),
+		celgo.Variable(varRunTokens, celgo.IntType),
+		celgo.Variable(varRunInput, celgo.IntType),
+		celgo.Variable(varRunOutput, celgo.IntType),
+		celgo.Variable(varRunCost, celgo.IntType),
+		celgo.Variable(varRunActive, celgo.DurationType),
+		celgo.Variable(varRunApprovals, celgo.IntType),
 	)...)
 }
 
 // expr is one compiled expression.
 type expr struct {
 	src      string
-	prg      cel.Program
+	prg      celgo.Program
 	usesArgs bool
 	usesHash bool
 	// constant is the expression's value when it reads no variable
@@ -88,7 +88,7 @@ type field struct {
 
 // compiler compiles a file's expressions and places each error in the file.
 type compiler struct {
-	env       *cel.Env
+	env       *celgo.Env
 	data      []byte
 	costLimit uint64
 }
@@ -108,8 +108,8 @@ func (c *compiler) compile(rule, fieldName string, n *node, wantBool bool) (*exp
 			Reason: fmt.Sprintf("must be a boolean expression, but %q is %s; compare it, for example == true", src, checked.OutputType())}
 	}
 	prg, err := c.env.Program(checked,
-		cel.CostLimit(c.costLimit),
-		cel.EvalOptions(cel.OptOptimize),
+		celgo.CostLimit(c.costLimit),
+		celgo.EvalOptions(celgo.OptOptimize),
 	)
 	if err != nil {
 		return nil, &FileError{Rule: rule, Field: fieldName, Line: n.line, Column: n.col, Reason: err.Error()}
@@ -130,17 +130,17 @@ func (c *compiler) compile(rule, fieldName string, n *node, wantBool bool) (*exp
 
 // constantBool reports the value of a boolean expression that reads no
 // variable, folded by CEL's optimizer; nil when it depends on the request.
-func constantBool(env *cel.Env, checked *cel.Ast) *bool {
+func constantBool(env *celgo.Env, checked *celgo.Ast) *bool {
 	for _, r := range checked.NativeRep().ReferenceMap() {
 		if r.Name != "" {
 			return nil
 		}
 	}
-	folder, err := cel.NewConstantFoldingOptimizer()
+	folder, err := celgo.NewConstantFoldingOptimizer()
 	if err != nil {
 		return nil
 	}
-	opt, err := cel.NewStaticOptimizer(folder)
+	opt, err := celgo.NewStaticOptimizer(folder)
 	if err != nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-// Package celpolicy is declarative policy for operators who do not write
+// Package cel is declarative policy for operators who do not write
 // Go: a policy file (YAML or JSON) holds an ordered list of rules, each a
 // match on tool names and side-effect classes, a CEL condition over the
 // request and the run, and an outcome; the first rule that matches decides,
@@ -14,4 +14,4 @@
 // The file format, the variables and the commands that check, test and
 // explain a file (agentrt-policy, also run as agentrt policy) are described
 // in docs/policy.md.
-package celpolicy
+package cel

@@ -1,4 +1,4 @@
-package celpolicy_test
+package cel_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
-	celpolicy "github.com/agentrt/agentrt/policy/cel"
+	"github.com/agentrt/agentrt/policy/cel"
 	"github.com/agentrt/agentrt/scripted"
 	"github.com/agentrt/agentrt/sqlite"
 )
@@ -135,8 +135,8 @@ default: {outcome: deny}
 		strings.Replace(src, "outcome: require_approval\n    require_signature: true", "outcome: allow\n    require_signature: true", 1): "only for outcome require_approval",
 		strings.Replace(src, "require_signature: true", `require_signature: "yes"`, 1):                                                   "must be true or false",
 	} {
-		_, err := celpolicy.Parse([]byte(bad), celpolicy.YAML)
-		var fe *celpolicy.FileError
+		_, err := cel.Parse([]byte(bad), cel.YAML)
+		var fe *cel.FileError
 		if !errors.As(err, &fe) || fe.Field != "require_signature" || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v, want a FileError on require_signature saying %q", err, want)
 		}
@@ -193,12 +193,12 @@ func TestPolicy_PathHelperRefusesLookalikes(t *testing.T) {
 		"/project/../etc":      "/etc",
 		"/project/caf\u00e9":   "/project/caf\u00e9",
 	} {
-		if got, err := celpolicy.CleanPath(in); err != nil || got != want {
+		if got, err := cel.CleanPath(in); err != nil || got != want {
 			t.Errorf("CleanPath(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"", "/project/a\x00/../../etc/shadow", "/project/cafe\u0301", "/project\uff0f..\uff0fetc", "/project/\u2024\u2024/etc", "/project/\xff"} {
-		if got, err := celpolicy.CleanPath(in); err == nil {
+		if got, err := cel.CleanPath(in); err == nil {
 			t.Errorf("CleanPath(%q) = %q, want an error", in, got)
 		}
 	}

@@ -1,4 +1,4 @@
-package celpolicy
+package cel
 
 import (
 	"errors"
@@ -61,13 +61,6 @@ func (e *FileError) Error() string {
 
 // Is matches ErrInvalidPolicy.
 func (e *FileError) Is(target error) bool { return target == ErrInvalidPolicy }
-
-// InsecureFileError is the refusal every reader of a trusted file returns
-// (agentrt.InsecureModeError); its Problem says why.
-//
-// Deprecated: match *agentrt.InsecureModeError; this alias is kept for one
-// release.
-type InsecureFileError = files.InsecureModeError
 
 // EvalError says which rule's expression failed on a request. Field is
 // "when", "presentation.KEY" or "capability.KEY", or "args" when the

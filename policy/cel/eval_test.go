@@ -1,4 +1,4 @@
-package celpolicy_test
+package cel_test
 
 import (
 	"context"
@@ -10,12 +10,12 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
-	celpolicy "github.com/agentrt/agentrt/policy/cel"
+	"github.com/agentrt/agentrt/policy/cel"
 )
 
-func mustParse(t testing.TB, src string) *celpolicy.Policy {
+func mustParse(t testing.TB, src string) *cel.Policy {
 	t.Helper()
-	p, err := celpolicy.Parse([]byte(src), celpolicy.YAML)
+	p, err := cel.Parse([]byte(src), cel.YAML)
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
@@ -204,11 +204,11 @@ func TestPolicy_EvaluationFailuresAreErrorsNeverAllows(t *testing.T) {
 			if pd.Outcome != "" {
 				t.Fatalf("an error came with the outcome %s", pd.Outcome)
 			}
-			var ee *celpolicy.EvalError
-			if !errors.As(err, &ee) || !errors.Is(err, celpolicy.ErrEvaluation) || ee.Rule != "hostile" {
+			var ee *cel.EvalError
+			if !errors.As(err, &ee) || !errors.Is(err, cel.ErrEvaluation) || ee.Rule != "hostile" {
 				t.Fatalf("error %T %v, want an *EvalError of rule hostile", err, err)
 			}
-			if got := errors.Is(err, celpolicy.ErrCostLimit); got != c.cost {
+			if got := errors.Is(err, cel.ErrCostLimit); got != c.cost {
 				t.Fatalf("cost limit = %v, want %v (%v)", got, c.cost, err)
 			}
 		})
@@ -221,7 +221,7 @@ func TestPolicy_PresentationWithoutJSONFormIsAnError(t *testing.T) {
 	for _, ex := range []string{`b"raw"`, `1.0/0.0`, `{1: "a"}`, `type(1)`} {
 		src := fmt.Sprintf("rules: []\ndefault:\n  outcome: require_approval\n  presentation: {v: %q}\n", ex)
 		_, err := mustParse(t, src).Evaluate(context.Background(), request("t", agentrt.ReadOnly, `{}`), agentrt.RunView{})
-		var ee *celpolicy.EvalError
+		var ee *cel.EvalError
 		if !errors.As(err, &ee) || ee.Field != "presentation.v" {
 			t.Errorf("%s: error %v, want an EvalError on presentation.v", ex, err)
 		}

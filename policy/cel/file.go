@@ -1,4 +1,4 @@
-package celpolicy
+package cel
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package celpolicy
+package cel
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"cel.dev/cel-go/cel"
+	celgo "cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"golang.org/x/text/unicode/norm"
@@ -91,18 +91,18 @@ func significantDigits(lit string) int {
 //	              not valid UTF-8, is not already NFC, or holds a
 //	              compatibility character that stands for '/', '\' or '.'
 //	              (a fullwidth solidus, a one-dot leader)
-func helperFunctions() []cel.EnvOption {
-	return []cel.EnvOption{
-		cel.Function("nfc", cel.Overload("nfc_string", []*cel.Type{cel.StringType}, cel.StringType,
-			cel.UnaryBinding(func(v ref.Val) ref.Val {
+func helperFunctions() []celgo.EnvOption {
+	return []celgo.EnvOption{
+		celgo.Function("nfc", celgo.Overload("nfc_string", []*celgo.Type{celgo.StringType}, celgo.StringType,
+			celgo.UnaryBinding(func(v ref.Val) ref.Val {
 				s := string(v.(types.String))
 				if !utf8.ValidString(s) {
 					return types.NewErr("nfc: the string is not valid UTF-8")
 				}
 				return types.String(norm.NFC.String(s))
 			}))),
-		cel.Function("clean_path", cel.Overload("clean_path_string", []*cel.Type{cel.StringType}, cel.StringType,
-			cel.UnaryBinding(func(v ref.Val) ref.Val {
+		celgo.Function("clean_path", celgo.Overload("clean_path_string", []*celgo.Type{celgo.StringType}, celgo.StringType,
+			celgo.UnaryBinding(func(v ref.Val) ref.Val {
 				p, err := CleanPath(string(v.(types.String)))
 				if err != nil {
 					return types.NewErr("clean_path: %v", err)

@@ -1,4 +1,4 @@
-package celpolicy_test
+package cel_test
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	celpolicy "github.com/agentrt/agentrt/policy/cel"
+	"github.com/agentrt/agentrt/policy/cel"
 )
 
 // A file that does not parse strictly or compile is refused with a
@@ -16,63 +16,63 @@ import (
 func TestLoad_RefusesEveryBrokenFile(t *testing.T) {
 	cases := []struct {
 		name   string
-		format celpolicy.Format
+		format cel.Format
 		src    string
 		rule   string
 		line   int
 		col    int
 		reason string
 	}{
-		{"syntax error", celpolicy.YAML, "rules:\n  - name: r\n    when: args.x ==\n    outcome: deny\ndefault: {outcome: deny}\n",
+		{"syntax error", cel.YAML, "rules:\n  - name: r\n    when: args.x ==\n    outcome: deny\ndefault: {outcome: deny}\n",
 			"r", 3, 0, "Syntax error"},
-		{"syntax error column", celpolicy.JSON, `{"rules":[{"name":"r","when":"run.steps > > 1","outcome":"deny"}],"default":{"outcome":"deny"}}`,
+		{"syntax error column", cel.JSON, `{"rules":[{"name":"r","when":"run.steps > > 1","outcome":"deny"}],"default":{"outcome":"deny"}}`,
 			"r", 1, 43, "Syntax error"},
-		{"type error", celpolicy.YAML, "rules:\n  - name: r\n    when: run.steps + \"x\" == 1\n    outcome: deny\ndefault: {outcome: deny}\n",
+		{"type error", cel.YAML, "rules:\n  - name: r\n    when: run.steps + \"x\" == 1\n    outcome: deny\ndefault: {outcome: deny}\n",
 			"r", 3, 21, "no matching overload"},
-		{"unknown variable", celpolicy.YAML, "rules:\n  - name: r\n    when: request.size > 1\n    outcome: deny\ndefault: {outcome: deny}\n",
+		{"unknown variable", cel.YAML, "rules:\n  - name: r\n    when: request.size > 1\n    outcome: deny\ndefault: {outcome: deny}\n",
 			"r", 3, 11, "undeclared reference"},
-		{"misspelt tool field", celpolicy.YAML, "rules:\n  - name: r\n    when: tool.nmae == 'x'\n    outcome: deny\ndefault: {outcome: deny}\n",
+		{"misspelt tool field", cel.YAML, "rules:\n  - name: r\n    when: tool.nmae == 'x'\n    outcome: deny\ndefault: {outcome: deny}\n",
 			"r", 3, 0, "undeclared reference"},
-		{"when not boolean", celpolicy.YAML, "rules:\n  - name: r\n    when: args.flag\n    outcome: deny\ndefault: {outcome: deny}\n",
+		{"when not boolean", cel.YAML, "rules:\n  - name: r\n    when: args.flag\n    outcome: deny\ndefault: {outcome: deny}\n",
 			"r", 3, 11, "must be a boolean"},
-		{"presentation type error", celpolicy.YAML, "rules:\n  - name: r\n    outcome: require_approval\n    presentation: {n: \"'a' - 1\"}\ndefault: {outcome: deny}\n",
+		{"presentation type error", cel.YAML, "rules:\n  - name: r\n    outcome: require_approval\n    presentation: {n: \"'a' - 1\"}\ndefault: {outcome: deny}\n",
 			"r", 4, 0, "no matching overload"},
-		{"missing default", celpolicy.YAML, "rules:\n  - name: r\n    outcome: allow\n", "", 1, 1, "default: is required"},
-		{"missing rules", celpolicy.YAML, "default: {outcome: deny}\n", "", 1, 1, "rules: is required"},
-		{"duplicate rule name", celpolicy.YAML, "rules:\n  - name: r\n    outcome: allow\n  - name: r\n    outcome: deny\ndefault: {outcome: deny}\n",
+		{"missing default", cel.YAML, "rules:\n  - name: r\n    outcome: allow\n", "", 1, 1, "default: is required"},
+		{"missing rules", cel.YAML, "default: {outcome: deny}\n", "", 1, 1, "rules: is required"},
+		{"duplicate rule name", cel.YAML, "rules:\n  - name: r\n    outcome: allow\n  - name: r\n    outcome: deny\ndefault: {outcome: deny}\n",
 			"", 4, 11, `"r" is used twice (first at line 2)`},
-		{"rule named default", celpolicy.YAML, "rules:\n  - name: default\n    outcome: allow\ndefault: {outcome: deny}\n", "", 2, 11, "name of the default"},
-		{"rule without name", celpolicy.YAML, "rules:\n  - outcome: allow\ndefault: {outcome: deny}\n", "", 2, 5, "has no name"},
-		{"unknown field", celpolicy.YAML, "rules:\n  - name: r\n    outcom: allow\ndefault: {outcome: deny}\n", "r", 3, 5, `unknown field "outcom"`},
-		{"unknown top-level field", celpolicy.JSON, `{"rules":[],"default":{"outcome":"deny"},"extra":1}`, "", 1, 42, `unknown field "extra"`},
-		{"unknown outcome", celpolicy.YAML, "rules: []\ndefault: {outcome: permit}\n", "default", 2, 20, `unknown outcome "permit"`},
-		{"missing outcome", celpolicy.YAML, "rules:\n  - name: r\n    reason: x\ndefault: {outcome: deny}\n", "r", 2, 5, "outcome: is required"},
-		{"repeated YAML key", celpolicy.YAML, "rules:\n  - name: r\n    outcome: allow\n    outcome: deny\ndefault: {outcome: deny}\n", "", 4, 5, `"outcome" is repeated`},
-		{"repeated JSON key", celpolicy.JSON, `{"rules":[],"default":{"outcome":"deny","outcome":"allow"}}`, "", 0, 0, "duplicate key"},
-		{"trailing JSON", celpolicy.JSON, `{"rules":[],"default":{"outcome":"deny"}} {}`, "", 0, 0, "not acceptable JSON"},
-		{"second YAML document", celpolicy.YAML, "rules: []\ndefault: {outcome: deny}\n---\nrules: []\n", "", 3, 1, "second YAML document"},
-		{"YAML alias", celpolicy.YAML, "rules:\n  - &a {name: r, outcome: allow}\ndefault: {outcome: deny}\n", "", 2, 5, "anchors and aliases"},
-		{"YAML merge key", celpolicy.YAML, "rules:\n  - {<<: {outcome: allow}, name: r}\ndefault: {outcome: deny}\n", "", 2, 6, "merge keys"},
-		{"YAML custom tag", celpolicy.YAML, "rules: []\ndefault: {outcome: !x deny}\n", "", 2, 20, "tag"},
-		{"kind on a deny", celpolicy.YAML, "rules: []\ndefault: {outcome: deny, kind: k}\n", "default", 2, 32, "only for outcome require_approval"},
-		{"bad ttl", celpolicy.YAML, "rules: []\ndefault: {outcome: require_approval, ttl: soon}\n", "default", 2, 43, "positive duration"},
-		{"negative ttl", celpolicy.YAML, "rules: []\ndefault: {outcome: require_approval, ttl: -5m}\n", "default", 2, 43, "positive duration"},
-		{"unknown side effect", celpolicy.YAML, "rules:\n  - name: r\n    match: {side_effects: [readonly]}\n    outcome: allow\ndefault: {outcome: deny}\n",
+		{"rule named default", cel.YAML, "rules:\n  - name: default\n    outcome: allow\ndefault: {outcome: deny}\n", "", 2, 11, "name of the default"},
+		{"rule without name", cel.YAML, "rules:\n  - outcome: allow\ndefault: {outcome: deny}\n", "", 2, 5, "has no name"},
+		{"unknown field", cel.YAML, "rules:\n  - name: r\n    outcom: allow\ndefault: {outcome: deny}\n", "r", 3, 5, `unknown field "outcom"`},
+		{"unknown top-level field", cel.JSON, `{"rules":[],"default":{"outcome":"deny"},"extra":1}`, "", 1, 42, `unknown field "extra"`},
+		{"unknown outcome", cel.YAML, "rules: []\ndefault: {outcome: permit}\n", "default", 2, 20, `unknown outcome "permit"`},
+		{"missing outcome", cel.YAML, "rules:\n  - name: r\n    reason: x\ndefault: {outcome: deny}\n", "r", 2, 5, "outcome: is required"},
+		{"repeated YAML key", cel.YAML, "rules:\n  - name: r\n    outcome: allow\n    outcome: deny\ndefault: {outcome: deny}\n", "", 4, 5, `"outcome" is repeated`},
+		{"repeated JSON key", cel.JSON, `{"rules":[],"default":{"outcome":"deny","outcome":"allow"}}`, "", 0, 0, "duplicate key"},
+		{"trailing JSON", cel.JSON, `{"rules":[],"default":{"outcome":"deny"}} {}`, "", 0, 0, "not acceptable JSON"},
+		{"second YAML document", cel.YAML, "rules: []\ndefault: {outcome: deny}\n---\nrules: []\n", "", 3, 1, "second YAML document"},
+		{"YAML alias", cel.YAML, "rules:\n  - &a {name: r, outcome: allow}\ndefault: {outcome: deny}\n", "", 2, 5, "anchors and aliases"},
+		{"YAML merge key", cel.YAML, "rules:\n  - {<<: {outcome: allow}, name: r}\ndefault: {outcome: deny}\n", "", 2, 6, "merge keys"},
+		{"YAML custom tag", cel.YAML, "rules: []\ndefault: {outcome: !x deny}\n", "", 2, 20, "tag"},
+		{"kind on a deny", cel.YAML, "rules: []\ndefault: {outcome: deny, kind: k}\n", "default", 2, 32, "only for outcome require_approval"},
+		{"bad ttl", cel.YAML, "rules: []\ndefault: {outcome: require_approval, ttl: soon}\n", "default", 2, 43, "positive duration"},
+		{"negative ttl", cel.YAML, "rules: []\ndefault: {outcome: require_approval, ttl: -5m}\n", "default", 2, 43, "positive duration"},
+		{"unknown side effect", cel.YAML, "rules:\n  - name: r\n    match: {side_effects: [readonly]}\n    outcome: allow\ndefault: {outcome: deny}\n",
 			"r", 3, 28, `unknown side effect "readonly"`},
-		{"empty tools", celpolicy.YAML, "rules:\n  - name: r\n    match: {tools: []}\n    outcome: allow\ndefault: {outcome: deny}\n", "r", 3, 20, "could never match"},
-		{"bad glob", celpolicy.YAML, "rules:\n  - name: r\n    match: {tools: ['fs[ab]']}\n    outcome: allow\ndefault: {outcome: deny}\n", "r", 2, 5, "patterns know only"},
-		{"cost limit zero", celpolicy.YAML, "limits: {cost: 0}\nrules: []\ndefault: {outcome: deny}\n", "", 1, 16, "whole number"},
-		{"not a map", celpolicy.YAML, "- a\n", "", 1, 1, "must be a map"},
-		{"empty", celpolicy.YAML, "", "", 0, 0, "empty"},
+		{"empty tools", cel.YAML, "rules:\n  - name: r\n    match: {tools: []}\n    outcome: allow\ndefault: {outcome: deny}\n", "r", 3, 20, "could never match"},
+		{"bad glob", cel.YAML, "rules:\n  - name: r\n    match: {tools: ['fs[ab]']}\n    outcome: allow\ndefault: {outcome: deny}\n", "r", 2, 5, "patterns know only"},
+		{"cost limit zero", cel.YAML, "limits: {cost: 0}\nrules: []\ndefault: {outcome: deny}\n", "", 1, 16, "whole number"},
+		{"not a map", cel.YAML, "- a\n", "", 1, 1, "must be a map"},
+		{"empty", cel.YAML, "", "", 0, 0, "empty"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := celpolicy.Parse([]byte(c.src), c.format)
+			p, err := cel.Parse([]byte(c.src), c.format)
 			if err == nil {
 				t.Fatalf("Parse accepted the file (id %s)", p.PolicyID())
 			}
-			var fe *celpolicy.FileError
-			if !errors.As(err, &fe) || !errors.Is(err, celpolicy.ErrInvalidPolicy) {
+			var fe *cel.FileError
+			if !errors.As(err, &fe) || !errors.Is(err, cel.ErrInvalidPolicy) {
 				t.Fatalf("error %T %v, want a *FileError matching ErrInvalidPolicy", err, err)
 			}
 			if p != nil {
@@ -113,7 +113,7 @@ const minimal = "rules: []\ndefault: {outcome: deny}\n"
 func TestLoad_ReadsOnlyOwnerOnlyFiles(t *testing.T) {
 	dir := t.TempDir()
 	good := writePolicy(t, dir, "good.yaml", minimal)
-	if _, err := celpolicy.Load(good); err != nil {
+	if _, err := cel.Load(good); err != nil {
 		t.Fatalf("Load of an owner-only file: %v", err)
 	}
 	link := filepath.Join(dir, "link.yaml")
@@ -130,11 +130,11 @@ func TestLoad_ReadsOnlyOwnerOnlyFiles(t *testing.T) {
 		name, path string
 		want       error
 	}{
-		{"symbolic link", link, celpolicy.ErrInsecureFile},
-		{"group-writable", groupW, celpolicy.ErrInsecureFile},
-		{"world-writable", worldW, celpolicy.ErrInsecureFile},
-		{"directory", sub, celpolicy.ErrInsecureFile},
-		{"unknown extension", writePolicy(t, dir, "policy.txt", minimal), celpolicy.ErrInvalidPolicy},
+		{"symbolic link", link, cel.ErrInsecureFile},
+		{"group-writable", groupW, cel.ErrInsecureFile},
+		{"world-writable", worldW, cel.ErrInsecureFile},
+		{"directory", sub, cel.ErrInsecureFile},
+		{"unknown extension", writePolicy(t, dir, "policy.txt", minimal), cel.ErrInvalidPolicy},
 	}
 	if os.Geteuid() == 0 {
 		other := writePolicy(t, dir, "other.yaml", minimal)
@@ -144,18 +144,18 @@ func TestLoad_ReadsOnlyOwnerOnlyFiles(t *testing.T) {
 		cases = append(cases, struct {
 			name, path string
 			want       error
-		}{"another account's file", other, celpolicy.ErrInsecureFile})
+		}{"another account's file", other, cel.ErrInsecureFile})
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := celpolicy.Load(c.path)
+			p, err := cel.Load(c.path)
 			if !errors.Is(err, c.want) || p != nil {
 				t.Fatalf("Load = %v, %v; want %v", p, err, c.want)
 			}
 		})
 	}
-	big := writePolicy(t, dir, "big.yaml", minimal+"#"+strings.Repeat("x", celpolicy.MaxFileBytes)+"\n")
-	if _, err := celpolicy.Load(big); !errors.Is(err, celpolicy.ErrInsecureFile) {
+	big := writePolicy(t, dir, "big.yaml", minimal+"#"+strings.Repeat("x", cel.MaxFileBytes)+"\n")
+	if _, err := cel.Load(big); !errors.Is(err, cel.ErrInsecureFile) {
 		t.Fatalf("Load of a file over MaxFileBytes = %v", err)
 	}
 }
@@ -164,9 +164,9 @@ func TestLoad_ReadsOnlyOwnerOnlyFiles(t *testing.T) {
 // and JSON, laid out and commented differently, share it; any change to a
 // rule or a limit changes it.
 func TestPolicy_IDIsTheHashOfTheCanonicalFile(t *testing.T) {
-	id := func(src string, f celpolicy.Format) string {
+	id := func(src string, f cel.Format) string {
 		t.Helper()
-		p, err := celpolicy.Parse([]byte(src), f)
+		p, err := cel.Parse([]byte(src), f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,7 +175,7 @@ func TestPolicy_IDIsTheHashOfTheCanonicalFile(t *testing.T) {
 	yml := "# reads are fine\nrules:\n  - name: reads\n    match: {side_effects: [read_only]}\n    outcome: allow\ndefault:\n  outcome: deny\n"
 	jsn := `{"default": {"outcome": "deny"},
 	  "rules": [{"outcome": "allow", "match": {"side_effects": ["read_only"]}, "name": "reads"}]}`
-	a, b := id(yml, celpolicy.YAML), id(jsn, celpolicy.JSON)
+	a, b := id(yml, cel.YAML), id(jsn, cel.JSON)
 	if a != b {
 		t.Fatalf("YAML id %s, JSON id %s; want equal", a, b)
 	}
@@ -187,11 +187,11 @@ func TestPolicy_IDIsTheHashOfTheCanonicalFile(t *testing.T) {
 		strings.Replace(yml, "name: reads", "name: read", 1),
 		"limits: {cost: 5000}\n" + yml,
 	} {
-		if id(changed, celpolicy.YAML) == a {
+		if id(changed, cel.YAML) == a {
 			t.Errorf("a changed file kept the id:\n%s", changed)
 		}
 	}
-	if id("limits: {cost: 100000}\n"+yml, celpolicy.YAML) != a {
+	if id("limits: {cost: 100000}\n"+yml, cel.YAML) != a {
 		t.Error("writing out the default cost limit changed the id")
 	}
 }

@@ -1,4 +1,4 @@
-package celpolicy_test
+package cel_test
 
 import (
 	"context"
@@ -11,14 +11,14 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
-	celpolicy "github.com/agentrt/agentrt/policy/cel"
+	"github.com/agentrt/agentrt/policy/cel"
 	"github.com/agentrt/agentrt/scripted"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
 // examplePolicy copies examples/policy/policy.yaml (with extra first
 // rules, if any) into an owner-only file and loads it.
-func examplePolicy(t testing.TB, dir, prefix string) (*celpolicy.Policy, string) {
+func examplePolicy(t testing.TB, dir, prefix string) (*cel.Policy, string) {
 	t.Helper()
 	src, err := os.ReadFile("../../examples/policy/policy.yaml")
 	if err != nil {
@@ -33,7 +33,7 @@ func examplePolicy(t testing.TB, dir, prefix string) (*celpolicy.Policy, string)
 		t.Fatal(err)
 	}
 	os.Chmod(path, 0o600)
-	p, err := celpolicy.Load(path)
+	p, err := cel.Load(path)
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
@@ -181,7 +181,7 @@ func TestPolicy_LoopResumeGateAndRecheckDecideAlike(t *testing.T) {
 	if err != nil || !rep.Same() || !rep.Complete() || len(rep.Evaluations) != 3 {
 		t.Fatalf("Recheck = %+v, %v", rep, err)
 	}
-	pin := func(hash string) *celpolicy.Policy {
+	pin := func(hash string) *cel.Policy {
 		pp, _ := examplePolicy(t, t.TempDir(), "  - name: pinned\n    match: {tools: [fs.read_file]}\n    when: tool.spec_hash != \""+hash+"\"\n    outcome: abort\n")
 		return pp
 	}

@@ -1,4 +1,4 @@
-package celpolicy_test
+package cel_test
 
 import (
 	"context"

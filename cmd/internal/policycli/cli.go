@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentrt/agentrt/internal/cliflag"
-	celpolicy "github.com/agentrt/agentrt/policy/cel"
+	"github.com/agentrt/agentrt/policy/cel"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -141,8 +141,8 @@ func (e *env) parse(c *command, fs *flag.FlagSet, args []string) ([]string, int,
 }
 
 // load loads a policy file, printing a refusal as one sentence.
-func (e *env) load(path string) (*celpolicy.Policy, int) {
-	p, err := celpolicy.Load(path)
+func (e *env) load(path string) (*cel.Policy, int) {
+	p, err := cel.Load(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, e.fail("there is no policy file at %s", path)
 	}

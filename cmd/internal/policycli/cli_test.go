@@ -14,7 +14,7 @@ import (
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/cmd/internal/policycli"
 	"github.com/agentrt/agentrt/internal/testrig"
-	celpolicy "github.com/agentrt/agentrt/policy/cel"
+	"github.com/agentrt/agentrt/policy/cel"
 	"github.com/agentrt/agentrt/scripted"
 	"github.com/agentrt/agentrt/sqlite"
 )
@@ -280,7 +280,7 @@ func TestUsage_ExitCodes(t *testing.T) {
 // payment that waits for approval.
 func recordRun(t *testing.T, dir, path string) string {
 	t.Helper()
-	p, err := celpolicy.Load(path)
+	p, err := cel.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 package policycli
 
-import celpolicy "github.com/agentrt/agentrt/policy/cel"
+import "github.com/agentrt/agentrt/policy/cel"
 
-func loadCases(path string) ([]celpolicy.Case, error) { return celpolicy.LoadCases(path) }
+func loadCases(path string) ([]cel.Case, error) { return cel.LoadCases(path) }

@@ -6,8 +6,6 @@ package pgtest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/url"
 	"os"
 	"strings"
@@ -15,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/agentrt/agentrt/internal/token"
 )
 
 // How is the line a skipped test prints.
@@ -38,9 +38,7 @@ func DSN(t testing.TB) string {
 func Fresh(t testing.TB) string {
 	t.Helper()
 	base := DSN(t)
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "t_" + hex.EncodeToString(b[:])
+	schema := "t_" + token.Hex(6)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, base)

@@ -27,7 +27,7 @@ import (
 	"github.com/agentrt/agentrt/internal/files"
 	"github.com/agentrt/agentrt/internal/files/filestest"
 	"github.com/agentrt/agentrt/mcp"
-	celpolicy "github.com/agentrt/agentrt/policy/cel"
+	"github.com/agentrt/agentrt/policy/cel"
 	"github.com/agentrt/agentrt/proxy"
 	"github.com/agentrt/agentrt/replay"
 )
@@ -49,10 +49,10 @@ func TestFiles_EveryTrustedReadRefusesTheSameFiles(t *testing.T) {
 			Read: func(p string) error { _, err := mcp.ReadRules(p); return err }},
 		{Name: "mcp.ReadManifest", Good: []byte("{}\n"), Max: mcp.MaxFileBytes,
 			Read: func(p string) error { _, err := mcp.ReadManifest(p); return err }},
-		{Name: "celpolicy.Load", Good: []byte("rules: []\ndefault: {outcome: deny}\n"), Max: celpolicy.MaxFileBytes, Ext: ".yaml",
-			Read: func(p string) error { _, err := celpolicy.Load(p); return err }},
-		{Name: "celpolicy.LoadCases", Good: []byte("cases: []\n"), Max: celpolicy.MaxFileBytes, Ext: ".yaml",
-			Read: func(p string) error { _, err := celpolicy.LoadCases(p); return err }},
+		{Name: "cel.Load", Good: []byte("rules: []\ndefault: {outcome: deny}\n"), Max: cel.MaxFileBytes, Ext: ".yaml",
+			Read: func(p string) error { _, err := cel.Load(p); return err }},
+		{Name: "cel.LoadCases", Good: []byte("cases: []\n"), Max: cel.MaxFileBytes, Ext: ".yaml",
+			Read: func(p string) error { _, err := cel.LoadCases(p); return err }},
 		{Name: "proxy.LoadConfig", Good: []byte(`{"database":"runs.db","servers":[{"name":"fs","command":["node","server.js"],"manifest":"fs.manifest.json","rules":{"read_file":{"side_effect":"read_only"}}}]}`), Max: mcp.MaxFileBytes,
 			Read: func(p string) error { _, err := proxy.LoadConfig(p); return err }},
 		{Name: "proxy.ReadFrontToken", Good: []byte(strings.Repeat("ab", 32) + "\n"), Max: 4 << 10,

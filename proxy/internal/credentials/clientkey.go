@@ -29,6 +29,7 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/agentrt/agentrt/internal/files"
+	"github.com/agentrt/agentrt/internal/token"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -154,17 +155,13 @@ type assertionSigner struct {
 // assertion is a compact JWS with iss = sub = the client ID and aud =
 // the authorization server.
 func (s *assertionSigner) assertion(aud string) (string, error) {
-	jti := make([]byte, 16)
-	if _, err := rand.Read(jti); err != nil {
-		return "", err
-	}
 	now := s.now()
 	header := map[string]string{"alg": string(s.alg), "typ": "JWT"}
 	if s.kid != "" {
 		header["kid"] = s.kid
 	}
 	claims := map[string]any{"iss": s.clientID, "sub": s.clientID, "aud": aud, "iat": now.Unix(),
-		"exp": now.Add(assertionLifetime).Unix(), "jti": base64.RawURLEncoding.EncodeToString(jti)}
+		"exp": now.Add(assertionLifetime).Unix(), "jti": token.URL(16)}
 	h, err := json.Marshal(header)
 	if err != nil {
 		return "", err

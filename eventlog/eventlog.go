@@ -1,16 +1,17 @@
-package trace
+package eventlog
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/termsafe"
+	"github.com/agentrt/agentrt/trace"
 )
 
 // timeLayout is how Writer prints an event's time.
@@ -21,15 +22,15 @@ const typeWidth = 22
 
 // Writer returns an Observer that prints one line per event to w:
 //
-//	<time>  <type padded to 22>  run=<ShortRunID of the run id> <payload>
+//	<time>  <type padded to 22>  run=<trace.ShortRunID of the run id> <payload>
 //
 // The time is local, as 2006-01-02 15:04:05.000 -0700. The run id and type
-// pass through Sanitize. A payload that is valid JSON is printed compacted and
-// sanitized, with one difference from Sanitize: backslashes are not doubled,
+// pass through trace.Sanitize. A payload that is valid JSON is printed compacted and
+// sanitized, with one difference from trace.Sanitize: backslashes are not doubled,
 // because JSON already writes a literal backslash as `\\`, so an escape such as
 // `\u{202E}` in the line cannot have come from the payload's text. An empty
 // payload prints as {}. Any other payload prints as invalid_payload= followed
-// by Sanitize of its bytes. Either way a line never holds a raw line break or
+// by trace.Sanitize of its bytes. Either way a line never holds a raw line break or
 // terminal escape sequence.
 //
 // The Observer is safe for concurrent use; each event is one Write, so lines
@@ -62,7 +63,7 @@ func newTextSink(w io.Writer, loc *time.Location) (agentrt.Observer, func() erro
 // HTML characters are not escaped.
 //
 // So that a line is also safe to print on a terminal, every character that
-// Sanitize would escape, and every combining mark past the fourth on a base, is
+// trace.Sanitize would escape, and every combining mark past the fourth on a base, is
 // written as a JSON \u escape. The line decodes to the same values; invalid
 // UTF-8 is written as \ufffd, which is what a JSON decoder would read anyway.
 //
@@ -103,7 +104,7 @@ func (s *sink) observe(e agentrt.Event) {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		s.err = fmt.Errorf("trace: writing event %d: %w", e.Seq, err)
+		s.err = fmt.Errorf("eventlog: writing event %d: %w", e.Seq, err)
 	}
 }
 
@@ -117,7 +118,7 @@ func appendText(dst []byte, e agentrt.Event, loc *time.Location) []byte {
 	dst = e.At.In(loc).AppendFormat(dst, timeLayout)
 	dst = append(dst, "  "...)
 	start := len(dst)
-	dst = appendSanitized(dst, string(e.Type), false, true)
+	dst = termsafe.Append(dst, string(e.Type), false, true)
 	for w := utf8.RuneCount(dst[start:]); w < typeWidth; w++ {
 		dst = append(dst, ' ')
 	}
@@ -125,7 +126,7 @@ func appendText(dst []byte, e agentrt.Event, loc *time.Location) []byte {
 	if e.RunID == "" {
 		dst = append(dst, '-')
 	} else {
-		dst = appendSanitized(dst, ShortRunID(e.RunID), true, true)
+		dst = termsafe.Append(dst, trace.ShortRunID(e.RunID), true, true)
 	}
 	dst = append(dst, ' ')
 	switch {
@@ -139,37 +140,12 @@ func appendText(dst []byte, e agentrt.Event, loc *time.Location) []byte {
 			compact.Reset()
 			compact.Write(e.Payload)
 		}
-		dst = appendSanitized(dst, compact.String(), true, false)
+		dst = termsafe.Append(dst, compact.String(), true, false)
 	default:
 		dst = append(dst, "invalid_payload="...)
-		dst = appendSanitized(dst, string(e.Payload), true, true)
+		dst = termsafe.Append(dst, string(e.Payload), true, true)
 	}
 	return append(dst, '\n')
-}
-
-// ShortRunID is how a text trail prints a run id: a prefix of it that the
-// CLI accepts back wherever it takes a run id. An id with a readable head
-// (a proxy's "claude-desktop.1f0c…") keeps the text through its last
-// separator (. - _ : /) and 8 characters after it. An id without one keeps
-// 16 characters: the engine's ids begin with 12 hex digits of the
-// millisecond clock, so 8 would print every run begun in the same minute
-// alike.
-func ShortRunID(id string) string {
-	if i := strings.LastIndexAny(id, ".-_:/"); i >= 0 {
-		return id[:i+1] + firstRunes(id[i+1:], 8)
-	}
-	return firstRunes(id, 16)
-}
-
-// firstRunes returns the first n runes of s (counting invalid bytes as runes).
-func firstRunes(s string, n int) string {
-	for i := range s {
-		if n == 0 {
-			return s[:i]
-		}
-		n--
-	}
-	return s
 }
 
 // jsonlRecord is one line of JSONL output.
@@ -209,5 +185,5 @@ func appendJSONL(e agentrt.Event) []byte {
 		_ = enc.Encode(rec) // a struct of strings always encodes
 	}
 	line := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	return append(AppendTerminalSafeJSON(make([]byte, 0, len(line)+1), line), '\n')
+	return append(termsafe.AppendJSON(make([]byte, 0, len(line)+1), line), '\n')
 }
