@@ -236,16 +236,16 @@ func TestBrowser_EnrollSignInApproveWithPasskey(t *testing.T) {
 	// Invite, enroll, sign out, sign in.
 	b.Enroll(t, invitation)
 	b.WaitFor(t, "the inbox after enrolling", `document.querySelector("#inbox") !== null`)
-	b.Do(t, "sign out", chromedp.Click(`header form button`))
+	b.Click(t, "sign out", `header form button`)
 	b.WaitFor(t, "the sign-in page", `document.querySelector("#login") !== null`)
-	b.Do(t, "sign in", chromedp.Click("#login"))
+	b.Click(t, "sign in", "#login")
 	b.WaitFor(t, "the inbox after signing in", `document.querySelectorAll("#inbox .approval-row").length === 1`)
 	screenshot(t, b, "console-inbox.png")
 
 	// The approval, field by field, inert.
 	first := e.pendingOf(run.ID)
 	b.WaitLive(t)
-	b.Do(t, "open the approval", chromedp.Click("#inbox a.open"))
+	b.Click(t, "open the approval", "#inbox a.open")
 	b.WaitFor(t, "the approval page", `document.querySelector("#approve") !== null`)
 	if got := consoletest.Eval[string](t, b, `document.getElementById("hash").textContent`); got != first.Hash {
 		t.Fatalf("the page shows hash %q, the approval has %q", got, first.Hash)
@@ -297,10 +297,10 @@ func TestBrowser_EnrollSignInApproveWithPasskey(t *testing.T) {
 	// A page left open while its approval changed decides nothing.
 	second := e.pendingOf(run.ID)
 	b.WaitLive(t)
-	b.Do(t, "open the second approval", chromedp.Click("#inbox a.open"))
+	b.Click(t, "open the second approval", "#inbox a.open")
 	b.WaitFor(t, "the second approval page", `document.querySelector("#approve") !== null`)
 	forge(t, e, second.ID)
-	b.Do(t, "approve the stale page", chromedp.Click("#approve"))
+	b.Click(t, "approve the stale page", "#approve")
 	b.WaitFor(t, "the stale page refused", `document.getElementById("result").className === "problem"`)
 	if a, _ := e.store.GetApproval(ctx, run.ID, second.ID); a.Status != agentrt.ApprovalPending {
 		t.Fatalf("a stale page decided the approval: %s", a.Status)
@@ -310,7 +310,7 @@ func TestBrowser_EnrollSignInApproveWithPasskey(t *testing.T) {
 	writeSQL(t, e.path, `UPDATE approvals SET presentation_json = ?, hash = ? WHERE id = ?`, string(second.Presentation), second.Hash, second.ID)
 	b.Do(t, "reload", chromedp.Reload())
 	b.WaitFor(t, "the approval page again", `document.querySelector("#approve") !== null`)
-	b.Do(t, "approve the second", chromedp.Click("#approve"))
+	b.Click(t, "approve the second", "#approve")
 	b.WaitFor(t, "the second signed approval", `document.getElementById("result").className === "ok"`)
 	if r, err := d.Resume(ctx, run.ID); err != nil || r.Status != agentrt.RunCompleted {
 		t.Fatalf("the second Resume = %s, %v", r.Status, err)

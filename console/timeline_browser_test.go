@@ -97,7 +97,7 @@ func TestBrowser_RunPageDrawsTheRunAsATimelineOfSteps(t *testing.T) {
 		t.Errorf("the demo run's page is %d px tall, want under 1800", height)
 	}
 	screenshot(t, b, "console-run.png")
-	b.Do(t, "open the write step's raw events", chromedp.Click("#raw-2 > summary"))
+	b.Click(t, "open the write step's raw events", "#raw-2 > summary")
 	b.WaitFor(t, "the raw events shown", `document.body.innerText.includes(`+jsString(rawWrite)+`) && document.body.innerText.includes("approval.decided")`)
 
 	// Budgets as money, with a bar.

@@ -180,7 +180,7 @@ func TestDocs_PostgresWalkthrough(t *testing.T) {
 	b.Do(t, "the inbox", chromedp.Navigate(origin+"/"))
 	b.WaitFor(t, "the second run in the inbox", inboxRows(second))
 	b.WaitLive(t)
-	b.Do(t, "open the second run's approval", chromedp.Click(`#inbox a.open[href^="/runs/`+second+`/"]`))
+	b.Click(t, "open the second run's approval", `#inbox a.open[href^="/runs/`+second+`/"]`)
 	b.WaitFor(t, "the approval page", `document.querySelector("#approve") !== null`)
 	b.Do(t, "approve with the passkey", chromedp.SendKeys("#note", "this one too"), chromedp.Click("#approve"))
 	b.WaitFor(t, "the signed approval", `document.getElementById("result").className === "ok"`)

@@ -142,6 +142,27 @@ func (b *Browser) Do(t testing.TB, what string, steps ...chromedp.Action[chromed
 	}
 }
 
+// Click clicks the first element sel matches, within Timeout. When the page
+// replaces the node between the query and the click (a navigation or a
+// live refresh lands in between), Chrome answers "Could not find node with
+// given id" before any input is dispatched: the click is tried again on
+// the node the page now holds, so a stale node is never a test failure
+// and a click is never sent twice.
+func (b *Browser) Click(t testing.TB, what, sel string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, Timeout)
+	defer cancel()
+	for {
+		err := chromedp.Do(ctx, chromedp.Click(sel))
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "Could not find node with given id") || ctx.Err() != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+}
+
 // Eval evaluates expr in the page within Timeout.
 func Eval[T any](t testing.TB, b *Browser, expr string, opts ...chromedp.EvaluateOption) T {
 	t.Helper()
