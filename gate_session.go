@@ -14,9 +14,12 @@ import (
 //
 // Several steps may be open at once, each from its own Step call, and
 // their calls may come from several goroutines: a framework's turn with
-// parallel tool calls. Calls that write are serialised, so the record stays
-// one total order; a tool runs outside that order, so siblings' tools run
-// side by side. A step whose request needs approval while siblings are in
+// parallel tool calls. The store gives the record one total order. A
+// step's own writes (its decision, its tool start, its outcome) commit
+// without the session's lock, so siblings' writes share the store's group
+// commits; each step's writes stay in their causal order, and everything
+// else (opening a step, a pause, the run's end) is made under the lock. A
+// tool runs outside the lock too, so siblings' tools run side by side. A step whose request needs approval while siblings are in
 // flight waits alone: the run stays RUNNING, and moves to
 // WAITING_FOR_APPROVAL (run.waiting) when no step is in flight any more,
 // which ends the session. A lone step's pending verdict ends it at once.
@@ -32,6 +35,15 @@ type GateSession struct {
 	s    *session
 	open []*OpenStep // steps not yet ended, in the order they opened
 	over error
+}
+
+// newGateSession wraps s: a step's own writes release the session's lock
+// while they commit (session.writeOut), so siblings share commits.
+func newGateSession(s *session) *GateSession {
+	gs := &GateSession{s: s}
+	s.mu = &gs.mu
+	s.relocked = func() { s.siblings = len(gs.open) > 1 }
+	return gs
 }
 
 // Session is the former name of GateSession, kept for one release so code

@@ -417,15 +417,16 @@ func (s *session) propose(ctx context.Context, raw Decision) (Verdict, error) {
 	if d.Kind == KindToolCall && tool != nil && argsErr == "" {
 		key, _ = RequestKey(d.Tool, d.Args)
 	}
-	err = s.write(ctx, func(tx Tx) error {
+	stepID := st.ID
+	err = s.writeOut(ctx, func(tx Tx) error {
 		// The step's compare-and-set names the run's lease in the same
 		// statement.
-		u := StepUpdate{ID: st.ID, From: onlyDeciding, Decision: &d, SpecHash: specHash, RequestKey: key, Fence: s.fence()}
+		u := StepUpdate{ID: stepID, From: onlyDeciding, Decision: &d, SpecHash: specHash, RequestKey: key, Fence: s.fence()}
 		u.Encoded[0] = decJSON
 		if err := tx.StepUpdate(u); err != nil {
 			return err
 		}
-		return event(tx, s.runID, st.ID, now, EventStepDecided, json.RawMessage(decJSON))
+		return event(tx, s.runID, stepID, now, EventStepDecided, json.RawMessage(decJSON))
 	})
 	if err != nil {
 		if lerr := s.lost(ctx, err); lerr != nil {
@@ -433,6 +434,8 @@ func (s *session) propose(ctx context.Context, raw Decision) (Verdict, error) {
 		}
 		return Verdict{Outcome: VerdictEnded, Run: copyRun(s.run)}, nil
 	}
+	// A sibling's start may have moved the cache while the lock was out.
+	st = s.step(i)
 	st.Decision = rec
 	st.SpecHash = specHash
 	s.cur.decided = true
