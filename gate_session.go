@@ -42,7 +42,7 @@ type GateSession struct {
 func newGateSession(s *session) *GateSession {
 	gs := &GateSession{s: s}
 	s.mu = &gs.mu
-	s.relocked = func() { s.siblings = len(gs.open) > 1 }
+	s.relocked = func() { s.siblings = len(gs.open)+s.beginning > 1 }
 	return gs
 }
 
@@ -133,6 +133,11 @@ func (gs *GateSession) Step(ctx context.Context) (*OpenStep, error) {
 		st := new(openStep)
 		*st = *gs.s.cur
 		gs.s.cur = nil
+		if gs.over != nil {
+			// The session ended while the step's start committed
+			// without the lock: it is left as a crash would leave it.
+			return nil, gs.over
+		}
 		o = &OpenStep{gs: gs, st: st, id: gs.s.step(i).ID, index: gs.s.step(i).Index}
 		gs.open = append(gs.open, o)
 	}
@@ -172,7 +177,7 @@ func (gs *GateSession) settleRun(ctx context.Context, end ending) error {
 	if err := gs.usable(); err != nil {
 		return err
 	}
-	if n := len(gs.open); n > 0 {
+	if n := len(gs.open) + gs.s.beginning; n > 0 {
 		return fmt.Errorf("%w: %d step(s) are still open", ErrRunState, n)
 	}
 	if gs.s.lease.isLost() {
@@ -240,7 +245,7 @@ func (gs *GateSession) waitsOnGrant() bool {
 func (gs *GateSession) on(ctx context.Context, o *OpenStep, fn func() error) error {
 	s := gs.s
 	s.cur = o.st
-	s.siblings = len(gs.open) > 1
+	s.siblings = len(gs.open)+s.beginning > 1
 	err := fn()
 	if s.cur == nil {
 		o.ended = true
@@ -256,7 +261,7 @@ func (gs *GateSession) on(ctx context.Context, o *OpenStep, fn func() error) err
 // to WAITING here (waitIdle).
 func (gs *GateSession) after(ctx context.Context, err error) error {
 	s := gs.s
-	if err == nil && len(gs.open) == 0 && !s.closed {
+	if err == nil && len(gs.open) == 0 && s.beginning == 0 && !s.closed {
 		err = s.waitIdle(context.WithoutCancel(ctx))
 	}
 	switch {

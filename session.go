@@ -43,6 +43,9 @@ type session struct {
 	// relocked (which counts the siblings again). Nil in the Driver's loop.
 	mu       *sync.Mutex
 	relocked func()
+	// beginning counts a gate's steps being opened without its lock held
+	// (beginQueued): they are siblings in flight.
+	beginning int
 
 	// the open step, if any (in the Driver's loop, &curBuf)
 	cur    *openStep
