@@ -51,3 +51,42 @@ func TestDriver_AtMostThreeCommitsPerToolStep(t *testing.T) {
 		}
 	}
 }
+
+// A gate's allowed call commits four transactions: the step's start, its
+// decision, the policy decision with the tool start, and the outcome. A
+// Gate defers nothing to a later write, unlike the Driver's loop: its
+// caller reads the outcome at once, so the outcome is durable first.
+// Siblings' calls made at once may share physical commits (group commit);
+// this counts the Updates, which do not change.
+func TestGate_AtMostFourCommitsPerAllowedCall(t *testing.T) {
+	const n = 10
+	ctx := context.Background()
+	cs := &countingStore{Store: benchStoreT(t)}
+	g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: cs, Policy: agentrt.DefaultPolicy(),
+		Tools: []agentrt.Tool{echoTool(false)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, err := g.Begin(ctx, "count", "count", agentrt.FrameworkLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gs.Close()
+	before := cs.commits.Load()
+	for i := 0; i < n; i++ {
+		if err := benchCall(ctx, gs, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := cs.commits.Load() - before; got != 4*n {
+		t.Fatalf("%d allowed calls: %d commits, want %d (4 per call)", n, got, 4*n)
+	}
+	evs, err := cs.ListEvents(ctx, "count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// run.created, run.started, then five events per call.
+	if want := 2 + 5*n; len(evs) != want {
+		t.Fatalf("%d events, want %d", len(evs), want)
+	}
+}

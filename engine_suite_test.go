@@ -124,6 +124,8 @@ func TestGate_RequestKeyFindsAnEarlierAnswerInAnotherRun(t *testing.T)       { o
 func TestGate_SpecOnlyGrantIsLeftForItsCaller(t *testing.T)                  { onSQLite(t) }
 func TestGate_TwoWaitingCallsAreAttachedOneAtATime(t *testing.T)             { onSQLite(t) }
 func TestGate_EveryCallCutOffByACrashIsAskedAbout(t *testing.T)              { onSQLite(t) }
+func TestGate_SiblingGoesOnWhileAStepsWriteCommits(t *testing.T)             { onSQLite(t) }
+func TestGate_SiblingsWritingAtOnceKeepEachStepsOrder(t *testing.T)          { onSQLite(t) }
 func TestApproval_ApproveThenResumeExecutesRecordedRequest(t *testing.T)     { onSQLite(t) }
 func TestApproval_TamperedRowRefused(t *testing.T)                           { onSQLite(t) }
 func TestApproval_ShownDecisionIsAtomic(t *testing.T)                        { onSQLite(t) }

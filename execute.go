@@ -78,7 +78,9 @@ func (s *session) startTool(ctx context.Context) (toolRun, error) {
 			return toolRun{}, err
 		}
 		now = s.e.now()
-		err = s.write(ctx, func(tx Tx) error { return startTx(tx, now, StepDeciding) })
+		err = s.writeOut(ctx, func(tx Tx) error { return startTx(tx, now, StepDeciding) })
+		// A sibling's start may have moved the cache while the lock was out.
+		st = s.step(i)
 	}
 	if err != nil {
 		if lerr := s.lost(ctx, err); lerr != nil {
@@ -95,7 +97,12 @@ func (s *session) startTool(ctx context.Context) (toolRun, error) {
 
 	crashPoint(pointToolStarted, s.runID, st.Index)
 
-	// The last check before the side effect.
+	// The last check before the side effect. A gate's session may have
+	// been closed, its lease released, while the start committed: the
+	// start stays recorded, as a crash would leave it, and nothing runs.
+	if s.closed {
+		return toolRun{}, ErrSessionClosed
+	}
 	if err := s.requireLive(); err != nil {
 		return toolRun{}, err
 	}
@@ -143,8 +150,9 @@ func (s *session) startWrite(ac *allowedCall, st *Step) (func(tx Tx, now time.Ti
 	if err != nil {
 		return nil, &JSONError{What: "step.tool_started event", Reason: "will not encode: " + err.Error()}
 	}
+	stepID := st.ID
 	return func(tx Tx, now time.Time, from StepStatus) error {
-		u := StepUpdate{ID: st.ID, From: statusList(from), Status: StepExecuting, Policy: &ac.policy, Fence: s.fence()}
+		u := StepUpdate{ID: stepID, From: statusList(from), Status: StepExecuting, Policy: &ac.policy, Fence: s.fence()}
 		u.Encoded[1] = polJSON
 		if ac.resumed {
 			u.StartedAt = now
@@ -155,10 +163,10 @@ func (s *session) startWrite(ac *allowedCall, st *Step) (func(tx Tx, now time.Ti
 		if err := tx.StepUpdate(u); err != nil {
 			return err
 		}
-		if err := event(tx, s.runID, st.ID, now, pe.typ, json.RawMessage(peJSON)); err != nil {
+		if err := event(tx, s.runID, stepID, now, pe.typ, json.RawMessage(peJSON)); err != nil {
 			return err
 		}
-		return event(tx, s.runID, st.ID, now, EventToolStarted, json.RawMessage(startedJSON))
+		return event(tx, s.runID, stepID, now, EventToolStarted, json.RawMessage(startedJSON))
 	}, nil
 }
 
@@ -324,14 +332,17 @@ func (s *session) finish(ctx context.Context, i int, ac *allowedCall, obs *Obser
 	now := s.e.now()
 	dur := activeFor(st, now)
 	fin := finished(now)
+	// endFn reads no session field but the lease: it may commit while a
+	// gate's lock is out (writeOut).
+	stID := &Step{ID: st.ID}
 	endFn := func(tx Tx) error {
-		if _, err := s.guard(tx, RunUpdate{AddActive: dur}); err != nil {
+		if _, _, _, err := s.guardCAS(tx, RunUpdate{AddActive: dur}); err != nil {
 			return err
 		}
-		if err := event(tx, s.runID, st.ID, now, EventToolFinished, fin); err != nil {
+		if err := event(tx, s.runID, stID.ID, now, EventToolFinished, fin); err != nil {
 			return err
 		}
-		return s.endStepTx(tx, st, onlyExecuting, status, obs, nil, now, obs.Summary)
+		return s.endStepTx(tx, stID, onlyExecuting, status, obs, nil, now, obs.Summary)
 	}
 	if s.deferEnds {
 		// The Driver's loop commits this end with its next write, whose
@@ -380,7 +391,9 @@ func (s *session) finish(ctx context.Context, i int, ac *allowedCall, obs *Obser
 		s.cur = nil
 		return nil
 	}
-	err := s.write(ctx, endFn)
+	err := s.writeOut(ctx, endFn)
+	// A sibling's start may have moved the cache while the lock was out.
+	st = s.step(i)
 	if err != nil {
 		if errors.Is(err, ErrRunState) {
 			// Only the run's own end is appended to: an owner that took

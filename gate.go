@@ -76,7 +76,7 @@ func (g *Gate) Begin(ctx context.Context, runID, goal string, limits Limits) (*G
 	if err != nil {
 		return nil, err
 	}
-	return &GateSession{s: s}, nil
+	return newGateSession(s), nil
 }
 
 // BeginOrAttach begins the run when no run has the id, and otherwise
@@ -124,7 +124,7 @@ func (g *Gate) Attach(ctx context.Context, runID string) (*GateSession, Verdict,
 		}
 		return nil, v, err
 	}
-	gs := &GateSession{s: s}
+	gs := newGateSession(s)
 	switch v.Outcome {
 	case "", VerdictDenied:
 		// A crash between a gate's last sibling and its run.waiting left

@@ -14,9 +14,12 @@ import (
 //
 // Several steps may be open at once, each from its own Step call, and
 // their calls may come from several goroutines: a framework's turn with
-// parallel tool calls. Calls that write are serialised, so the record stays
-// one total order; a tool runs outside that order, so siblings' tools run
-// side by side. A step whose request needs approval while siblings are in
+// parallel tool calls. The store gives the record one total order. A
+// step's own writes (its decision, its tool start, its outcome) commit
+// without the session's lock, so siblings' writes share the store's group
+// commits; each step's writes stay in their causal order, and everything
+// else (opening a step, a pause, the run's end) is made under the lock. A
+// tool runs outside the lock too, so siblings' tools run side by side. A step whose request needs approval while siblings are in
 // flight waits alone: the run stays RUNNING, and moves to
 // WAITING_FOR_APPROVAL (run.waiting) when no step is in flight any more,
 // which ends the session. A lone step's pending verdict ends it at once.
@@ -32,6 +35,15 @@ type GateSession struct {
 	s    *session
 	open []*OpenStep // steps not yet ended, in the order they opened
 	over error
+}
+
+// newGateSession wraps s: a step's own writes release the session's lock
+// while they commit (session.writeOut), so siblings share commits.
+func newGateSession(s *session) *GateSession {
+	gs := &GateSession{s: s}
+	s.mu = &gs.mu
+	s.relocked = func() { s.siblings = len(gs.open)+s.beginning > 1 }
+	return gs
 }
 
 // Run returns a copy of the run as the session last read or wrote it.
@@ -114,6 +126,11 @@ func (gs *GateSession) Step(ctx context.Context) (*OpenStep, error) {
 		st := new(openStep)
 		*st = *gs.s.cur
 		gs.s.cur = nil
+		if gs.over != nil {
+			// The session ended while the step's start committed
+			// without the lock: it is left as a crash would leave it.
+			return nil, gs.over
+		}
 		o = &OpenStep{gs: gs, st: st, id: gs.s.step(i).ID, index: gs.s.step(i).Index}
 		gs.open = append(gs.open, o)
 	}
@@ -153,7 +170,7 @@ func (gs *GateSession) settleRun(ctx context.Context, end ending) error {
 	if err := gs.usable(); err != nil {
 		return err
 	}
-	if n := len(gs.open); n > 0 {
+	if n := len(gs.open) + gs.s.beginning; n > 0 {
 		return fmt.Errorf("%w: %d step(s) are still open", ErrRunState, n)
 	}
 	if gs.s.lease.isLost() {
@@ -221,7 +238,7 @@ func (gs *GateSession) waitsOnGrant() bool {
 func (gs *GateSession) on(ctx context.Context, o *OpenStep, fn func() error) error {
 	s := gs.s
 	s.cur = o.st
-	s.siblings = len(gs.open) > 1
+	s.siblings = len(gs.open)+s.beginning > 1
 	err := fn()
 	if s.cur == nil {
 		o.ended = true
@@ -237,7 +254,7 @@ func (gs *GateSession) on(ctx context.Context, o *OpenStep, fn func() error) err
 // to WAITING here (waitIdle).
 func (gs *GateSession) after(ctx context.Context, err error) error {
 	s := gs.s
-	if err == nil && len(gs.open) == 0 && !s.closed {
+	if err == nil && len(gs.open) == 0 && s.beginning == 0 && !s.closed {
 		err = s.waitIdle(context.WithoutCancel(ctx))
 	}
 	switch {

@@ -92,16 +92,21 @@ func (s *session) begin(ctx context.Context) (int, error) {
 	now := s.e.now()
 	st := Step{ID: s.e.newID(), RunID: s.runID, Index: run.StepCount, Status: StepDeciding, StartedAt: now}
 	startedJSON, _ := json.Marshal(StepStartedPayload{st.Index}) // an int: always encodes
-	err := s.write(ctx, func(tx Tx) error {
-		if _, err := s.guard(tx, RunUpdate{CheckStepCount: true, StepCount: run.StepCount, IncStepCount: true}); err != nil {
+	// fn reads nothing of the session but its lease: a gate's sibling
+	// steps open without its lock held while they commit (beginQueued).
+	fn := func(tx Tx) error {
+		if _, _, _, err := s.guardCAS(tx, RunUpdate{CheckStepCount: true, StepCount: run.StepCount, IncStepCount: true}); err != nil {
 			return err
 		}
 		if err := tx.StepInsert(st); err != nil {
 			return err
 		}
 		return event(tx, s.runID, st.ID, now, EventStepStarted, json.RawMessage(startedJSON))
-	})
-	if err != nil {
+	}
+	if q, ok := s.e.store.(Enqueuer); ok && s.mu != nil && s.deferred == nil {
+		return s.beginQueued(ctx, q, st, fn)
+	}
+	if err := s.write(ctx, fn); err != nil {
 		return -1, s.lost(ctx, err)
 	}
 	s.run.StepCount++
@@ -111,6 +116,38 @@ func (s *session) begin(ctx context.Context) (int, error) {
 	s.cur = &s.curBuf
 	crashPoint(pointStepStarted, s.runID, st.Index)
 	return s.cur.idx, nil
+}
+
+// beginQueued opens step st in a gate's session: its write is queued
+// with the session's lock held, behind any sibling's opening queued
+// before it, and awaited without the lock, so siblings opening at once
+// share a commit. The step counts as opened (in the step count, in the
+// cache as deciding, and as a sibling in flight) from the moment it is
+// queued: a sibling's opening queued next expects its index, and no pause
+// may move the run to waiting meanwhile. If its write fails, so does
+// every opening queued after it (its compare-and-set expects this one's
+// count), and the session ends.
+func (s *session) beginQueued(ctx context.Context, q Enqueuer, st Step, fn func(tx Tx) error) (int, error) {
+	wait := q.Enqueue(fn)
+	s.run.StepCount++
+	s.steps = append(s.steps, st)
+	i := len(s.steps) - 1
+	s.beginning++
+	s.mu.Unlock()
+	evs, err := wait()
+	s.mu.Lock()
+	s.beginning--
+	if s.relocked != nil {
+		s.relocked()
+	}
+	if err != nil {
+		return -1, s.lost(ctx, err)
+	}
+	s.e.deliver(evs)
+	s.curBuf = openStep{idx: i}
+	s.cur = &s.curBuf
+	crashPoint(pointStepStarted, s.runID, st.Index)
+	return i, nil
 }
 
 // lost turns a failed write into what the caller should see: the run an
@@ -417,15 +454,16 @@ func (s *session) propose(ctx context.Context, raw Decision) (Verdict, error) {
 	if d.Kind == KindToolCall && tool != nil && argsErr == "" {
 		key, _ = RequestKey(d.Tool, d.Args)
 	}
-	err = s.write(ctx, func(tx Tx) error {
+	stepID := st.ID
+	err = s.writeOut(ctx, func(tx Tx) error {
 		// The step's compare-and-set names the run's lease in the same
 		// statement.
-		u := StepUpdate{ID: st.ID, From: onlyDeciding, Decision: &d, SpecHash: specHash, RequestKey: key, Fence: s.fence()}
+		u := StepUpdate{ID: stepID, From: onlyDeciding, Decision: &d, SpecHash: specHash, RequestKey: key, Fence: s.fence()}
 		u.Encoded[0] = decJSON
 		if err := tx.StepUpdate(u); err != nil {
 			return err
 		}
-		return event(tx, s.runID, st.ID, now, EventStepDecided, json.RawMessage(decJSON))
+		return event(tx, s.runID, stepID, now, EventStepDecided, json.RawMessage(decJSON))
 	})
 	if err != nil {
 		if lerr := s.lost(ctx, err); lerr != nil {
@@ -433,6 +471,8 @@ func (s *session) propose(ctx context.Context, raw Decision) (Verdict, error) {
 		}
 		return Verdict{Outcome: VerdictEnded, Run: copyRun(s.run)}, nil
 	}
+	// A sibling's start may have moved the cache while the lock was out.
+	st = s.step(i)
 	st.Decision = rec
 	st.SpecHash = specHash
 	s.cur.decided = true

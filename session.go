@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -38,6 +39,14 @@ type session struct {
 	// siblings is set by a gate while other steps of its session are in
 	// flight: a pause then leaves the run RUNNING (pause, waitIdle).
 	siblings bool
+	// mu is a gate session's lock, held by every call into the session;
+	// writeOut releases it while a step's own write commits, and then calls
+	// relocked (which counts the siblings again). Nil in the Driver's loop.
+	mu       *sync.Mutex
+	relocked func()
+	// beginning counts a gate's steps being opened without its lock held
+	// (beginQueued): they are siblings in flight.
+	beginning int
 
 	// the open step, if any (in the Driver's loop, &curBuf)
 	cur    *openStep

@@ -61,6 +61,17 @@ type DatabaseClock interface {
 	DatabaseNow(ctx context.Context) (time.Time, error)
 }
 
+// Enqueuer is an optional capability of a Store: Enqueue puts a write in
+// the writer's queue before it returns and hands back the wait that
+// commits it, with what Update would return. Writes queued one after
+// another are applied in that order, sharing a commit where they meet. A
+// gate queues a step's opening with its session's lock held and waits
+// without it, so siblings opening at once share commits and still take
+// their indexes in order.
+type Enqueuer interface {
+	Enqueue(fn func(Tx) error) func() ([]Event, error)
+}
+
 // Waker is an optional capability of a Store whose database can tell idle
 // workers that a commit, by any process, may have made a run claimable: a
 // run enqueued, a lease released, an approval decided (Postgres, with

@@ -160,6 +160,35 @@ func (s *session) write(ctx context.Context, fn func(tx Tx) error) error {
 	return nil
 }
 
+// writeOut is write for a step's own writes in a gate's session (its
+// decision, its tool start, its outcome): the session's lock is released
+// while the transaction commits, so sibling steps' writes can share the
+// store's group commit instead of queueing one behind another. fn must read
+// nothing of the session but its lease and ids, which do not change. The
+// open step is handed back once the lock is held again, and the siblings
+// counted again; anything else may have moved meanwhile, so a caller reads
+// the step cache afresh after it. Without a gate's lock (the Driver), or
+// with a deferred end to carry, it is write.
+func (s *session) writeOut(ctx context.Context, fn func(tx Tx) error) error {
+	if s.mu == nil || s.deferred != nil {
+		return s.write(ctx, fn)
+	}
+	cur := s.cur
+	s.cur = nil
+	s.mu.Unlock()
+	evs, err := s.e.store.Update(ctx, fn)
+	s.mu.Lock()
+	s.cur = cur
+	if s.relocked != nil {
+		s.relocked()
+	}
+	if err != nil {
+		return err
+	}
+	s.e.deliver(evs)
+	return nil
+}
+
 // flush commits a deferred step end on its own.
 func (s *session) flush(ctx context.Context) error {
 	if s.deferred == nil {
@@ -218,7 +247,26 @@ func event(tx Tx, runID, stepID string, at time.Time, typ EventType, v any) erro
 // statement with extra's changes. Only when the statement matches nothing is
 // the run read, to say why. It returns the run as the session knows it.
 func (s *session) guard(tx Tx, extra RunUpdate) (Run, error) {
-	exp := s.lease.expiry()
+	exp, renewed, run, err := s.guardCAS(tx, extra)
+	if err != nil {
+		if run.ID == "" {
+			return s.run, err
+		}
+		return run, err
+	}
+	run = s.run
+	if renewed {
+		run.LeaseExpiresAt = exp
+	}
+	return run, nil
+}
+
+// guardCAS is guard's statement alone: it reads no field of the session
+// but its lease, so a transaction that commits while the session's lock
+// is released (writeOut) may run it. On a refusal it returns the run as
+// the transaction read it, if it read it.
+func (s *session) guardCAS(tx Tx, extra RunUpdate) (exp time.Time, renewed bool, run Run, err error) {
+	exp = s.lease.expiry()
 	gen := s.lease.generation()
 	extra.AddActive += s.pendingActive
 	extra.ID = s.runID
@@ -234,26 +282,22 @@ func (s *session) guard(tx Tx, extra RunUpdate) (Run, error) {
 	}
 	if err := tx.RunUpdate(extra); err != nil {
 		if !errors.Is(err, ErrRunState) {
-			return s.run, err
+			return exp, false, Run{}, err
 		}
 		run, rerr := tx.RunGet(s.runID)
 		if rerr != nil {
-			return s.run, rerr
+			return exp, false, Run{}, rerr
 		}
 		if run.Status != RunRunning {
-			return run, fmt.Errorf("%w: run %s is %s", ErrRunState, s.runID, run.Status)
+			return exp, false, run, fmt.Errorf("%w: run %s is %s", ErrRunState, s.runID, run.Status)
 		}
 		if run.LeaseOwner != s.lease.owner || run.Generation != gen {
 			s.lease.markLost()
-			return run, ErrLeaseLost
+			return exp, false, run, ErrLeaseLost
 		}
-		return run, err
+		return exp, false, run, err
 	}
-	run := s.run
-	if extra.SetLease {
-		run.LeaseExpiresAt = exp
-	}
-	return run, nil
+	return exp, extra.SetLease, Run{}, nil
 }
 
 // guardRead is guard for writers that run beside the loop (model calls made

@@ -98,6 +98,8 @@ var cases = []Case{
 	{Name: "Gate_SpecOnlyGrantIsLeftForItsCaller", fn: caseGate_SpecOnlyGrantIsLeftForItsCaller},
 	{Name: "Gate_TwoWaitingCallsAreAttachedOneAtATime", fn: caseGate_TwoWaitingCallsAreAttachedOneAtATime},
 	{Name: "Gate_EveryCallCutOffByACrashIsAskedAbout", fn: caseGate_EveryCallCutOffByACrashIsAskedAbout},
+	{Name: "Gate_SiblingGoesOnWhileAStepsWriteCommits", fn: caseGate_SiblingGoesOnWhileAStepsWriteCommits},
+	{Name: "Gate_SiblingsWritingAtOnceKeepEachStepsOrder", fn: caseGate_SiblingsWritingAtOnceKeepEachStepsOrder},
 	{Name: "Approval_ApproveThenResumeExecutesRecordedRequest", fn: caseApproval_ApproveThenResumeExecutesRecordedRequest},
 	{Name: "Approval_TamperedRowRefused", fn: caseApproval_TamperedRowRefused},
 	{Name: "Approval_ShownDecisionIsAtomic", fn: caseApproval_ShownDecisionIsAtomic},

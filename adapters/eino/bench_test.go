@@ -28,6 +28,12 @@ func (c *countingStore) Update(ctx context.Context, fn func(agentrt.Tx) error) (
 	return c.Store.Update(ctx, fn)
 }
 
+// Enqueue counts too: the gate opens a step with it (agentrt.Enqueuer).
+func (c *countingStore) Enqueue(fn func(agentrt.Tx) error) func() ([]agentrt.Event, error) {
+	c.commits.Add(1)
+	return c.Store.Enqueue(fn)
+}
+
 // benchNode is a real ToolsNode over a read-only echo tool, governed by a
 // fresh guard on a fresh SQLite file when governed is true.
 func benchNode(b *testing.B, governed, sequential bool) (*compose.ToolsNode, *countingStore) {

@@ -231,12 +231,28 @@ type request struct {
 // writer together share one transaction, each in its own savepoint; a lone
 // Update pays for no savepoint and waits on no timer.
 func (s *Store) Update(ctx context.Context, fn func(agentrt.Tx) error) ([]agentrt.Event, error) {
+	return s.Enqueue(fn)()
+}
+
+// Enqueue puts fn in the writer's queue before it returns, behind every
+// write already queued, and returns the wait that commits it (taking the
+// writer's turn if no one has it) and returns what Update would. Batches
+// run their writes in queue order, and a batch commits before the next
+// begins, so writes queued one after another are applied in that order.
+func (s *Store) Enqueue(fn func(agentrt.Tx) error) func() ([]agentrt.Event, error) {
 	if s.db == nil || s.readOnly {
-		return nil, ErrReadOnly
+		return func() ([]agentrt.Event, error) { return nil, ErrReadOnly }
 	}
 	r := &request{fn: fn}
 	s.mu.Lock()
 	s.queue = append(s.queue, r)
+	s.mu.Unlock()
+	return func() ([]agentrt.Event, error) { return s.await(r) }
+}
+
+// await waits for r's batch to commit, running the writer when it is free.
+func (s *Store) await(r *request) ([]agentrt.Event, error) {
+	s.mu.Lock()
 	for !r.done {
 		if s.writing {
 			s.cond.Wait()
