@@ -101,7 +101,7 @@ chromium: ## Install Debian's chromium for the console's browser tests, when mis
 	fi
 
 proxy-hosts: ## Install Node 22, the MCP conformance suite, the Inspector and mcpc from their lock files (--ignore-scripts), when missing or stale.
-	@set -e; for d in node conformance mcpc; do \
+	@set -e; for d in node conformance conformance-next mcpc; do \
 		dir=$(PROXY_HOSTS)/$$d; \
 		if [ ! -f $$dir/node_modules/.package-lock.json ] || [ $$dir/package-lock.json -nt $$dir/node_modules/.package-lock.json ]; then \
 			echo "== npm ci --ignore-scripts in $$dir"; \
