@@ -89,11 +89,13 @@ func TestFault_PartitionedWorker(t *testing.T) {
 	r := newRelay(t, u.Host)
 	cut := c.start("cut", viaRelay(t, c.dsn, r))
 	defer cut.stop()
-	// Wait until the cut-off worker holds leases with calls under way.
+	// Wait until the cut-off worker holds leases with calls under way and
+	// has journaled a call of its own: a step row alone may still be
+	// before its tool started, and a cut then leaves nothing to check.
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		var held int
 		st.Pool().QueryRow(context.Background(), "SELECT count(*) FROM runs WHERE lease_owner LIKE 'cut/%' AND status = 'RUNNING' AND step_count > 0").Scan(&held)
-		if held >= 4 {
+		if held >= 4 && journaledBy(c.journal, cut.cmd.Process.Pid) > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -187,6 +189,21 @@ func pgctl(t *testing.T, bin, data string, args ...string) {
 	if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
 		t.Fatalf("pg_ctl %v: %v\n%s", args, err, out)
 	}
+}
+
+// journaledBy counts the whole journal lines written by pid so far; a line
+// still being written is not counted, so it can be read while workers run.
+func journaledBy(path string, pid int) int {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(string(b), "\n")
+	n := 0
+	for _, line := range lines[:len(lines)-1] {
+		fs := strings.Fields(line)
+		if len(fs) == 5 && fs[3] == strconv.Itoa(pid) {
+			n++
+		}
+	}
+	return n
 }
 
 func clip(s string, n int) string {
