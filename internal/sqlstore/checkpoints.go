@@ -24,7 +24,7 @@ var _ checkpoint.Store = (*Store)(nil)
 // smaller seq than one already committed still can above it.
 const pendingPostgres = `SELECT e.seq, e.hash, pg_snapshot_xmin(pg_current_snapshot())::text::bigint
 FROM events e
-WHERE e.xid >= ?::text::xid8 AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
+WHERE e.xid >= (?::bigint)::text::xid8 AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
 	AND NOT EXISTS (SELECT 1 FROM event_leaves l WHERE l.seq = e.seq)
 ORDER BY e.seq LIMIT ?`
 
