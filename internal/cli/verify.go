@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/checkpoint"
@@ -90,8 +89,7 @@ func runVerify(e *env, g *global, c *command, args []string) int {
 	headArg := fs.String("head", "", "a head kept earlier, SEQ:HASH: fail unless the chain still reaches it with that hash")
 	decisions := fs.Bool("decisions", false, "also re-verify every signed decision from the stored public keys")
 	pinnedPath := fs.String("pinned", "", "with -decisions, every signing key must be in this owner-only pinned keys file")
-	keyArg := fs.String("key", "", "every checkpoint must be signed by this public key (the key, or a file holding it)")
-	stale := fs.Duration("stale", time.Minute, "fail when an event committed longer ago than this is not folded into a checkpoint")
+	ck := addCheckpointFlags(fs)
 	pos, code, ok := e.parse(c, fs, args)
 	if !ok {
 		return code
@@ -99,16 +97,8 @@ func runVerify(e *env, g *global, c *command, args []string) int {
 	if len(pos) > 0 {
 		return e.usageError(c, fmt.Sprintf("unexpected argument %q", clip(pos[0], 80)))
 	}
-	verifier, err := loadVerifier(*keyArg)
-	if err != nil {
-		return e.usageError(c, "-key: "+strings.TrimPrefix(err.Error(), "agentrt: "))
-	}
-	keptCP, isCP, msg := parseKeptCheckpoint(*headArg, verifier)
-	if msg != "" {
-		return e.usageError(c, msg)
-	}
-	if isCP {
-		*headArg = ""
+	if code, ok := ck.resolve(e, c, fs, headArg); !ok {
+		return code
 	}
 	if *from < 0 || *to < 0 {
 		return e.usageError(c, "-from and -to must not be negative")
@@ -156,10 +146,9 @@ func runVerify(e *env, g *global, c *command, args []string) int {
 		rep.Decisions = d
 		rep.OK = rep.OK && d.Failure == nil
 	}
-	if rep.Checkpoints, err = verifyCheckpoints(e, st, verifier, keptCP, *stale, flagGiven(fs, "stale")); err != nil {
+	if err := ck.verify(e, st, &rep); err != nil {
 		return e.fail("verifying the checkpoints in %s: %v", where, err)
 	}
-	rep.OK = rep.OK && (rep.Checkpoints == nil || rep.Checkpoints.Problem == nil)
 	p := &printer{w: e.stdout}
 	exit := ExitOK
 	if !rep.OK {

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/base64"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -80,6 +81,52 @@ func loadVerifier(arg string) (note.Verifier, error) {
 		return nil, err
 	}
 	return checkpoint.ParseVerifier(string(b))
+}
+
+// checkpointFlags are verify's flags for the checkpoints.
+type checkpointFlags struct {
+	key        *string
+	stale      *time.Duration
+	staleGiven bool
+	verifier   note.Verifier
+	kept       *checkpoint.Checkpoint
+}
+
+func addCheckpointFlags(fs *flag.FlagSet) *checkpointFlags {
+	return &checkpointFlags{
+		key:   fs.String("key", "", "every checkpoint must be signed by this public key (the key, or a file holding it)"),
+		stale: fs.Duration("stale", time.Minute, "fail when an event committed longer ago than this is not folded into a checkpoint"),
+	}
+}
+
+// resolve reads -key and, when -head names a checkpoint rather than a
+// chain head, takes it from head (leaving head empty).
+func (f *checkpointFlags) resolve(e *env, c *command, fs *flag.FlagSet, head *string) (int, bool) {
+	f.staleGiven = flagGiven(fs, "stale")
+	v, err := loadVerifier(*f.key)
+	if err != nil {
+		return e.usageError(c, "-key: "+strings.TrimPrefix(err.Error(), "agentrt: ")), false
+	}
+	f.verifier = v
+	kept, isCP, msg := parseKeptCheckpoint(*head, v)
+	if msg != "" {
+		return e.usageError(c, msg), false
+	}
+	if isCP {
+		f.kept, *head = kept, ""
+	}
+	return ExitOK, true
+}
+
+// verify checks the checkpoints into rep, failing it on a problem.
+func (f *checkpointFlags) verify(e *env, st agentrt.Store, rep *verifyReport) error {
+	r, err := verifyCheckpoints(e, st, f.verifier, f.kept, *f.stale, f.staleGiven)
+	if err != nil {
+		return err
+	}
+	rep.Checkpoints = r
+	rep.OK = rep.OK && (r == nil || r.Problem == nil)
+	return nil
 }
 
 // verifyCheckpoints is verify's check of the checkpoints: run after the
