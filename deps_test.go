@@ -21,6 +21,7 @@ var coreDirect = map[string]string{
 	"github.com/santhosh-tekuri/jsonschema/v6": "validates arguments against a tool's schema",
 	"modernc.org/sqlite":                       "the embedded store",
 	"golang.org/x/text":                        "the printer the schema validator's messages are rendered with",
+	"golang.org/x/mod":                         "sumdb/tlog and sumdb/note: the checkpoints' Merkle tree and signed notes (docs/decisions/0015)",
 }
 
 // requires reads go.mod's require lines: every module, and the direct ones.

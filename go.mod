@@ -6,6 +6,7 @@ toolchain go1.27.3
 
 require (
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
+	golang.org/x/mod v0.43.0
 	golang.org/x/text v0.42.0
 	modernc.org/sqlite v1.62.0
 )

@@ -148,7 +148,7 @@ func (c *command) hasSub(sub string) bool {
 // commands are listed in this order by help.
 var commands = []*command{
 	runsCommand, showCommand, eventsCommand, followCommand, approveCommand, rejectCommand, cancelCommand,
-	verifyCommand, eraseCommand, retainCommand, approversCommand, budgetsCommand, serveCommand, versionCommand, demoCommand, resumeCommand, policyCommand, recheckCommand,
+	verifyCommand, checkpointCommand, receiptCommand, verifyReceiptCommand, eraseCommand, retainCommand, approversCommand, budgetsCommand, serveCommand, versionCommand, demoCommand, resumeCommand, policyCommand, recheckCommand,
 }
 
 func lookup(name string) *command {

@@ -113,8 +113,32 @@ first event that does not chain.
                   public keys
   -pinned FILE    with -decisions, every signing key must be in this
                   owner-only pinned keys file (agentrt approvers list -pin)
+  -head SIZE:ROOT or a checkpoint file (text or signed note) kept
+                  elsewhere: fails unless the log extends it
+  -key PUB        every checkpoint must be signed by this public key (the
+                  key agentrt checkpoint -new-key printed, or a file)
+  -stale DUR      fail when an event older than this is not folded into a
+                  checkpoint (default 1m; checked once a checkpoint exists)
+It also checks the checkpoints: each consistent with the one before, every
+folded event included in the latest.
 Whoever can write the database can rewrite the whole chain; only a head
 kept elsewhere shows the record unaltered up to it.`,
+	"checkpoint": `Folds every committed event not yet folded into checkpoints (at most 256
+events each) and prints the latest, as verify -head takes it. Servers and
+workers fold on their own; this folds now.
+  -key FILE      sign the checkpoints with the private key in this
+                 owner-only file
+  -new-key FILE  write a new private signing key to FILE (owner-only, never
+                 replaced) and print its public key; opens no database
+  -name NAME     with -new-key, the key's name, as verifiers see it`,
+	"receipt": `Writes a run's events, each with a proof that the latest checkpoint
+includes it, to a file anyone can check with verify-receipt and no database.
+Every event of the run must be folded (agentrt checkpoint).
+  -o FILE  the file to write (required; never replaced)`,
+	"verify-receipt": `Checks a receipt with no database: its checkpoint must be signed by the
+key, or be the kept checkpoint, and every event in it must be included.
+  -key PUB   the log's public key, or a file holding it
+  -head SIZE:ROOT or a checkpoint file kept elsewhere`,
 	"erase": `Removes the content of a run that has ended (goal, arguments, results,
 payloads) and records a run.erased event; the chain still verifies.
   -by WHO       who erases, recorded in the event (default $USER, else

@@ -7,12 +7,13 @@ import (
 	"strings"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/checkpoint"
 )
 
 var verifyCommand = &command{
 	name:    "verify",
 	summary: "check the event hash chain, that it still reaches a head kept elsewhere, and every signed decision",
-	usage:   "[-from SEQ] [-to SEQ] [-head SEQ:HASH] [-decisions [-pinned FILE]]",
+	usage:   "[-from SEQ] [-to SEQ] [-head SEQ:HASH|SIZE:ROOT|FILE] [-key PUB] [-stale DUR] [-decisions [-pinned FILE]]",
 	run:     runVerify,
 }
 
@@ -73,6 +74,8 @@ type verifyReport struct {
 		Reached bool   `json:"reached"`
 		Matches bool   `json:"matches"`
 	} `json:"kept_head,omitempty"`
+	// Checkpoints is what the check of the checkpoints found.
+	Checkpoints *checkpoint.Report `json:"checkpoints,omitempty"`
 	// Decisions is what -decisions found.
 	Decisions *decisionsReport `json:"decisions,omitempty"`
 	// OK is whether verify exits 0.
@@ -86,12 +89,16 @@ func runVerify(e *env, g *global, c *command, args []string) int {
 	headArg := fs.String("head", "", "a head kept earlier, SEQ:HASH: fail unless the chain still reaches it with that hash")
 	decisions := fs.Bool("decisions", false, "also re-verify every signed decision from the stored public keys")
 	pinnedPath := fs.String("pinned", "", "with -decisions, every signing key must be in this owner-only pinned keys file")
+	ck := addCheckpointFlags(fs)
 	pos, code, ok := e.parse(c, fs, args)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
 		return e.usageError(c, fmt.Sprintf("unexpected argument %q", clip(pos[0], 80)))
+	}
+	if code, ok := ck.resolve(e, c, fs, headArg); !ok {
+		return code
 	}
 	if *from < 0 || *to < 0 {
 		return e.usageError(c, "-from and -to must not be negative")
@@ -139,6 +146,9 @@ func runVerify(e *env, g *global, c *command, args []string) int {
 		rep.Decisions = d
 		rep.OK = rep.OK && d.Failure == nil
 	}
+	if err := ck.verify(e, st, &rep); err != nil {
+		return e.fail("verifying the checkpoints in %s: %v", where, err)
+	}
 	p := &printer{w: e.stdout}
 	exit := ExitOK
 	if !rep.OK {
@@ -149,6 +159,7 @@ func runVerify(e *env, g *global, c *command, args []string) int {
 		return e.done(p, exit)
 	}
 	writeVerify(p, rep)
+	writeCheckpointReport(p, rep.Checkpoints)
 	return e.done(p, exit)
 }
 

@@ -1,0 +1,159 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/checkpoint"
+	"github.com/agentrt/agentrt/postgres"
+	"github.com/agentrt/agentrt/postgres/internal/pgtest"
+	"golang.org/x/mod/sumdb/note"
+)
+
+func writeEvents(t *testing.T, st *postgres.Store, run string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := st.Update(ctx, func(tx agentrt.Tx) error {
+		return tx.RunInsert(agentrt.Run{ID: run, Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: time.Now()})
+	}); err != nil {
+		t.Error(err)
+		return
+	}
+	for i := 0; i < n; i++ {
+		if _, err := st.Update(ctx, func(tx agentrt.Tx) error {
+			_, err := tx.EventAppend(agentrt.Event{RunID: run, At: time.Now(), Type: agentrt.EventRunCreated, Payload: []byte(fmt.Sprintf(`{"i":%d}`, i))})
+			return err
+		}); err != nil {
+			t.Error(err)
+			return
+		}
+	}
+}
+
+// Two integrators in two stores fold while two other stores commit: every
+// event is folded once, none is skipped, and the checkpoints verify.
+func TestIntegrator_PostgresTwoAtOnceFoldEachEventOnce(t *testing.T) {
+	dsn := pgtest.Fresh(t)
+	w1, w2, i1, i2 := open(t, dsn), open(t, dsn), open(t, dsn), open(t, dsn)
+	for _, s := range []*postgres.Store{w1, w2, i1, i2} {
+		defer s.Close()
+	}
+	ctx := context.Background()
+	stop := make(chan struct{})
+	var folders, writers sync.WaitGroup
+	for _, s := range []*postgres.Store{i1, i2} {
+		in, err := checkpoint.NewIntegrator(s, checkpoint.Config{MaxBatch: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		folders.Add(1)
+		go func() {
+			defer folders.Done()
+			for {
+				if _, _, _, err := in.Fold(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		}()
+	}
+	for i, s := range []*postgres.Store{w1, w2} {
+		writers.Add(1)
+		go func() { defer writers.Done(); writeEvents(t, s, fmt.Sprintf("r%d", i), 120) }()
+	}
+	writers.Wait()
+	close(stop)
+	folders.Wait()
+	in, _ := checkpoint.NewIntegrator(i1, checkpoint.Config{})
+	if _, _, _, err := in.Fold(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var events, leaves, distinct, maxLeaf int64
+	if err := i1.Pool().QueryRow(ctx, `SELECT (SELECT COUNT(*) FROM events), COUNT(*), COUNT(DISTINCT seq), MAX(leaf) FROM event_leaves`).Scan(&events, &leaves, &distinct, &maxLeaf); err != nil {
+		t.Fatal(err)
+	}
+	if events != 240 || leaves != events || distinct != events || maxLeaf != events-1 {
+		t.Fatalf("events %d, leaves %d, distinct %d, max leaf %d", events, leaves, distinct, maxLeaf)
+	}
+	rep, err := checkpoint.Verify(ctx, i1, checkpoint.VerifyOptions{})
+	if err != nil || rep.Problem != nil || rep.Leaves != events {
+		t.Fatalf("Verify: %v %+v leaves %d", err, rep.Problem, rep.Leaves)
+	}
+}
+
+// One store holds the integrator's advisory lock at a time; releasing it
+// lets another take it.
+func TestCheckpointElect_OneHolderPerDatabase(t *testing.T) {
+	dsn := pgtest.Fresh(t)
+	a, b := open(t, dsn), open(t, dsn)
+	defer a.Close()
+	defer b.Close()
+	ctx := context.Background()
+	release, ok, err := a.CheckpointElect(ctx)
+	if err != nil || !ok {
+		t.Fatalf("first: ok %v %v", ok, err)
+	}
+	if _, ok, err := b.CheckpointElect(ctx); err != nil || ok {
+		t.Fatalf("second while held: ok %v %v", ok, err)
+	}
+	release()
+	rel2, ok, err := b.CheckpointElect(ctx)
+	if err != nil || !ok {
+		t.Fatalf("after release: ok %v %v", ok, err)
+	}
+	rel2()
+}
+
+// A receipt made on PostgreSQL, carried as JSON, verifies with only the
+// public key's text; with one event's hash altered it fails.
+func TestReceipt_MadeOnPostgresVerifiesOffline(t *testing.T) {
+	dsn := pgtest.Fresh(t)
+	st := open(t, dsn)
+	defer st.Close()
+	ctx := context.Background()
+	writeEvents(t, st, "r", 20)
+	skey, vkey, err := checkpoint.NewKey("pg-log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, _ := note.NewSigner(skey)
+	in, _ := checkpoint.NewIntegrator(st, checkpoint.Config{Signer: signer})
+	if _, _, _, err := in.Fold(ctx); err != nil {
+		t.Fatal(err)
+	}
+	events, err := st.ListEvents(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := checkpoint.MakeReceipt(ctx, st, "r", events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(rc)
+	var carried checkpoint.Receipt
+	if err := json.Unmarshal(b, &carried); err != nil {
+		t.Fatal(err)
+	}
+	v, err := checkpoint.ParseVerifier(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := checkpoint.VerifyReceipt(carried, v, nil); err != nil {
+		t.Fatalf("offline: %v", err)
+	}
+	carried.Events[5].Hash = strings.Repeat("1", 64)
+	if _, err := checkpoint.VerifyReceipt(carried, v, nil); err == nil {
+		t.Fatal("an altered receipt verified")
+	}
+}
