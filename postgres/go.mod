@@ -7,6 +7,7 @@ toolchain go1.27.3
 require (
 	github.com/agentrt/agentrt v0.1.0
 	github.com/jackc/pgx/v5 v5.13.0
+	golang.org/x/mod v0.43.0
 )
 
 require (
