@@ -211,12 +211,14 @@ func readResult(raw json.RawMessage, res *sdk.CallToolResult) (*callResult, erro
 		typed = typed || b.Type != agentrt.ResultText
 		r.blocks = append(r.blocks, b)
 	}
-	if !typed {
-		r.blocks = nil
-	}
 	if res.StructuredContent == nil {
+		if !typed {
+			r.blocks = nil
+		}
 		return r, nil
 	}
+	// With structured content the text blocks are kept too: a host shows
+	// the model the text and hands the structure to code, both as sent.
 	if raw != nil {
 		v, err := topLevel(raw, "structuredContent")
 		if err != nil {

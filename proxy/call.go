@@ -478,10 +478,12 @@ func (p *Proxy) waiting(ctx context.Context, c *call, r *index.Row) (answer, boo
 // UNKNOWN_OUTCOME).
 func (p *Proxy) holdFor(ctx context.Context, c *call, r *index.Row, a agentrt.Approval) (answer, bool) {
 	waitText := func() answer {
+		w := pendingText(a.ID, c.hold)
 		if a.Kind == agentrt.InterruptedSideEffect {
-			return unknownText(a.ID)
+			w = unknownText(a.ID)
 		}
-		return pendingText(a.ID, c.hold)
+		w.run, w.approval = r.RunID, a.ID
+		return w
 	}
 	if c.hold <= 0 {
 		return waitText(), false

@@ -112,6 +112,11 @@ type Config struct {
 	Disclosure disclosure.Config
 	// disclosure is Disclosure as LoadConfig built it, once.
 	disclosure *disclosure.Rules
+	// ConsoleURL, when set, is the operator console's base URL (http or
+	// https): a call held for an MCP 2026-07-28 host that takes URL
+	// elicitation is pointed at its approval page there. Empty names the
+	// approval in text instead.
+	ConsoleURL string
 }
 
 // disclosureRules is the rules Disclosure builds: LoadConfig's, or built
@@ -243,6 +248,7 @@ type fileConfig struct {
 	LeaseTTL      *duration         `json:"lease_ttl"`
 	PinnedKeys    string            `json:"pinned_keys"`
 	RequireSigned bool              `json:"require_signed_grant"`
+	ConsoleURL    string            `json:"console_url"`
 	// Disclosure is disclosure.Config's JSON form: block, off (tool name
 	// to rule ids) and output.
 	Disclosure *disclosure.Config `json:"disclosure"`
@@ -390,6 +396,9 @@ func (fc *fileConfig) resolve(path string) (*Config, error) {
 	}
 	if cfg.Index == cfg.Database {
 		return nil, bad("index", "must not be the database itself")
+	}
+	if cfg.ConsoleURL = fc.ConsoleURL; cfg.ConsoleURL != "" && !goodConsoleURL(cfg.ConsoleURL) {
+		return nil, bad("console_url", "must be an http or https URL with a host and no query, got %q", trace.Sanitize(cfg.ConsoleURL))
 	}
 	if cfg.Session == "" {
 		cfg.Session = DefaultSession

@@ -16,6 +16,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/mcp"
+	"github.com/agentrt/agentrt/proxy/internal/mcp2026"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -175,16 +176,12 @@ func (p *Proxy) forward(s *sdk.Server) {
 				p.loadStandby(ctx)
 			}
 			switch method {
-			case "resources/list":
-				return p.listResources(ctx)
-			case "resources/templates/list":
-				return p.listTemplates(ctx)
-			case "resources/read":
-				return p.readResource(ctx, req.GetParams().(*sdk.ReadResourceParams))
-			case "prompts/list":
-				return p.listPrompts(ctx)
-			case "prompts/get":
-				return p.getPrompt(ctx, req.GetParams().(*sdk.GetPromptParams))
+			case "resources/list", "resources/templates/list", "resources/read", "prompts/list", "prompts/get":
+				res, err := p.answerSurface(ctx, method, req)
+				if err != nil {
+					return nil, err
+				}
+				return completed(req, res)
 			case "logging/setLevel":
 				res, err := next(ctx, method, req)
 				if err == nil {
@@ -195,6 +192,23 @@ func (p *Proxy) forward(s *sdk.Server) {
 			return next(ctx, method, req)
 		}
 	})
+}
+
+// answerSurface answers the surface requests the proxy assembles from
+// its servers. Each listing is private to the requesting user and stale
+// at once: it depends on the configuration and the servers behind it.
+func (p *Proxy) answerSurface(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+	switch method {
+	case "resources/list":
+		return p.listResources(ctx)
+	case "resources/templates/list":
+		return p.listTemplates(ctx)
+	case "resources/read":
+		return p.readResource(ctx, req.GetParams().(*sdk.ReadResourceParams))
+	case "prompts/list":
+		return p.listPrompts(ctx)
+	}
+	return p.getPrompt(ctx, req.GetParams().(*sdk.GetPromptParams))
 }
 
 // surfaceOf names the surface of each request the proxy forwards.
@@ -244,7 +258,7 @@ func listPages[R any](ctx context.Context, u *upstream, list func(context.Contex
 // listResources lists every server's resources in one page: names,
 // titles and descriptions escaped, URIs bounded, the whole bounded.
 func (p *Proxy) listResources(ctx context.Context) (*sdk.ListResourcesResult, error) {
-	out := &sdk.ListResourcesResult{Resources: []*sdk.Resource{}}
+	out := &sdk.ListResourcesResult{Resources: []*sdk.Resource{}, Cacheable: mcp2026.Private}
 	for _, u := range p.upstreams() {
 		if !u.allowed[SurfaceResources] {
 			continue
@@ -274,7 +288,7 @@ func (p *Proxy) listResources(ctx context.Context) (*sdk.ListResourcesResult, er
 }
 
 func (p *Proxy) listTemplates(ctx context.Context) (*sdk.ListResourceTemplatesResult, error) {
-	out := &sdk.ListResourceTemplatesResult{ResourceTemplates: []*sdk.ResourceTemplate{}}
+	out := &sdk.ListResourceTemplatesResult{ResourceTemplates: []*sdk.ResourceTemplate{}, Cacheable: mcp2026.Private}
 	for _, u := range p.upstreams() {
 		if !u.allowed[SurfaceResources] {
 			continue
@@ -336,7 +350,7 @@ func (p *Proxy) readResource(ctx context.Context, params *sdk.ReadResourceParams
 	if err != nil {
 		return nil, upstreamError(u.name, err)
 	}
-	out := &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{}}
+	out := &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{}, Cacheable: mcp2026.Private}
 	left := maxForwardBytes
 	for _, rc := range res.Contents {
 		if rc == nil || left <= 0 {

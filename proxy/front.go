@@ -20,6 +20,7 @@ import (
 	"github.com/agentrt/agentrt/internal/files"
 	"github.com/agentrt/agentrt/internal/httpguard"
 	"github.com/agentrt/agentrt/internal/token"
+	"github.com/agentrt/agentrt/proxy/internal/mcp2026"
 )
 
 // Bounds of the loopback front, for the fields a FrontConfig leaves zero.
@@ -143,6 +144,9 @@ type Front struct {
 	p      *Proxy
 	server *sdk.Server
 	mcp    *sdk.StreamableHTTPHandler
+	// stateless serves MCP 2026-07-28 requests, each on its own: no
+	// session, so none counts against MaxSessions.
+	stateless *sdk.StreamableHTTPHandler
 
 	mu      sync.Mutex
 	opening int // new-session requests in flight
@@ -185,6 +189,9 @@ func (p *Proxy) NewFront(cfg FrontConfig) (*Front, error) {
 	f := &Front{cfg: cfg, p: p, server: p.newServer(), port: int(ap.Port()), use: map[string]*sessionUse{}}
 	f.mcp = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return f.server },
 		&sdk.StreamableHTTPOptions{SessionTimeout: cfg.SessionIdle, MaxRequestBodyBytes: cfg.MaxBodyBytes})
+	perRequest := p.newServer()
+	f.stateless = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return perRequest },
+		&sdk.StreamableHTTPOptions{Stateless: true, MaxRequestBodyBytes: cfg.MaxBodyBytes})
 	return f, nil
 }
 
@@ -260,7 +267,9 @@ func newFrontServer(h http.Handler) *http.Server {
 // that would open a session, the number open: when they are at
 // MaxSessions, the session least recently used with no POST in flight is
 // closed to make room, and only when every one has a POST in flight is
-// the new one refused (503). The SDK's handler then bounds the body as it
+// the new one refused (503). A request of MCP 2026-07-28 (its
+// MCP-Protocol-Version header, or its _meta) skips the session bound and
+// is served statelessly. The SDK's handler then bounds the body as it
 // is read (413). Every refusal closes its connection without reading the
 // body.
 func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -283,6 +292,16 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.ContentLength > f.cfg.MaxBodyBytes {
 		frontError(w, http.StatusRequestEntityTooLarge, FrontCodeBodyTooLarge, fmt.Sprintf("a body may hold at most %d bytes", f.cfg.MaxBodyBytes))
+		return
+	}
+	if fresh, err := mcp2026.Stateless(r, f.cfg.MaxBodyBytes); errors.Is(err, mcp2026.ErrBodyTooLarge) {
+		frontError(w, http.StatusRequestEntityTooLarge, FrontCodeBodyTooLarge, fmt.Sprintf("a body may hold at most %d bytes", f.cfg.MaxBodyBytes))
+		return
+	} else if err != nil {
+		return // the client went away mid-body
+	} else if fresh {
+		// MCP 2026-07-28: stateless, chosen per request.
+		f.stateless.ServeHTTP(w, r)
 		return
 	}
 	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {

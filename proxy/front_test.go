@@ -63,12 +63,18 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.base.RoundTrip(r)
 }
 
-// connectFront opens one MCP session through the front, as an HTTP host.
+// connectFront opens one MCP session through the front, as an HTTP host
+// of MCP 2025-11-25 (a 2026-07-28 host holds no session).
 func connectFront(t *testing.T, f *Front, token string) (*sdk.ClientSession, error) {
+	return connectFrontAt(t, f, token, "2025-11-25")
+}
+
+// connectFrontAt connects an HTTP host of protocol version to the front.
+func connectFrontAt(t *testing.T, f *Front, token, version string) (*sdk.ClientSession, error) {
 	t.Helper()
 	client := sdk.NewClient(&sdk.Implementation{Name: "http-host", Version: "1"}, nil)
 	return client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: f.URL(), MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, nil)
+		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, &sdk.ClientSessionOptions{ProtocolVersion: version})
 }
 
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
@@ -379,4 +385,47 @@ func TestFront_TokenFileMustBeOwnerOnly(t *testing.T) {
 	mustf(t, os.WriteFile(short, []byte("abc"), 0o600) == nil, "write")
 	_, err = ReadFrontToken(short)
 	mustf(t, err != nil, "a short token was accepted")
+}
+
+// Hosts of MCP 2026-07-28 are served statelessly beside the sessions of
+// 2025-11-25 hosts, chosen per request: with the session bound at one
+// and that one session open, three 2026-07-28 hosts list and call tools,
+// no session is added for them, and server/discover lists both versions.
+func TestFront_StatelessHostsBesideSessions(t *testing.T) {
+	h := newHarness(t, nil)
+	f := h.front(func(c *FrontConfig) { c.MaxSessions = 1 })
+	old, err := connectFront(t, f, f.cfg.Token)
+	mustf(t, err == nil, "2025-11-25 host: %v", err)
+	defer old.Close()
+	for i := range 3 {
+		cs, err := connectFrontAt(t, f, f.cfg.Token, "2026-07-28")
+		mustf(t, err == nil, "2026-07-28 host %d: %v", i+1, err)
+		defer cs.Close()
+		init := cs.InitializeResult()
+		mustf(t, init != nil && init.ProtocolVersion == "2026-07-28", "host %d negotiated %+v", i+1, init)
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "gate_status", Arguments: map[string]any{}})
+		mustf(t, err == nil && !res.IsError, "host %d status call: %+v, %v", i+1, res, err)
+	}
+	_, err = old.ListTools(context.Background(), nil)
+	mustf(t, err == nil, "the 2025-11-25 session after the stateless hosts: %v", err)
+	n := 0
+	for range f.server.Sessions() {
+		n++
+	}
+	mustf(t, n == 1, "%d sessions open, want the one 2025-11-25 session", n)
+
+	body := `{"jsonrpc":"2.0","id":7,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+	req, _ := http.NewRequest(http.MethodPost, f.URL(), strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+f.cfg.Token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "server/discover")
+	resp, err := http.DefaultClient.Do(req)
+	mustf(t, err == nil, "discover: %v", err)
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	mustf(t, resp.StatusCode == 200 && strings.Contains(string(raw), `"2026-07-28"`) && strings.Contains(string(raw), `"2025-11-25"`),
+		"server/discover: %d %s", resp.StatusCode, raw)
 }

@@ -8,6 +8,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentrt/agentrt/proxy/internal/mcp2026"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -167,7 +168,7 @@ func (p *Proxy) listPrompts(ctx context.Context) (*sdk.ListPromptsResult, error)
 	if list == nil {
 		list = []*sdk.Prompt{}
 	}
-	return &sdk.ListPromptsResult{Prompts: list}, nil
+	return &sdk.ListPromptsResult{Prompts: list, Cacheable: mcp2026.Private}, nil
 }
 
 // routePrompt finds the server of a host's prompt name and the server's

@@ -17,6 +17,8 @@ import (
 	"github.com/agentrt/agentrt/mcp"
 	"github.com/agentrt/agentrt/proxy/internal/credentials"
 	"github.com/agentrt/agentrt/proxy/internal/index"
+	"github.com/agentrt/agentrt/proxy/internal/mcp2026"
+	"github.com/agentrt/agentrt/proxy/internal/seal"
 	"github.com/agentrt/agentrt/sqlite"
 	"github.com/agentrt/agentrt/trace"
 )
@@ -53,10 +55,13 @@ type Options struct {
 // Proxy is a running proxy: the upstream tools, the store, the index and
 // the gate every call goes through.
 type Proxy struct {
-	cfg    *Config
-	opts   Options
-	store  *sqlite.Store
-	ix     *index.Index
+	cfg   *Config
+	opts  Options
+	store *sqlite.Store
+	ix    *index.Index
+	// sealer seals the requestState of calls held for MCP 2026-07-28
+	// hosts (revision.go), under a key kept beside the index.
+	sealer *seal.Sealer
 	gate   *agentrt.Gate
 	policy *gatePolicy
 	tools  map[string]*ptool
@@ -145,6 +150,9 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 	}
 	if err := checkFiles(cfg, true); err != nil {
 		return nil, err
+	}
+	if p.sealer, err = seal.LoadOrCreate(cfg.Index + SealKeySuffix); err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	if _, err := p.sweepErased(ctx); err != nil {
 		return nil, fmt.Errorf("proxy: the index's rows of erased runs could not be cleared: %w", err)
@@ -457,6 +465,9 @@ func (p *Proxy) newServer() *sdk.Server {
 			defer p.inflight.Done()
 			p.callers.enter(t.server, req.Session)
 			defer p.callers.leave(t.server, req.Session)
+			if mcp2026.New(mcp2026.Of(req)) {
+				return p.callNew(ctx, t, req)
+			}
 			return p.handle(ctx, t, req).result(), nil
 		})
 	}

@@ -82,6 +82,9 @@ type answer struct {
 	// server sent them when there are any.
 	blocks  []agentrt.ResultBlock
 	isError bool
+	// run and approval name what a held call waits on (PENDING_APPROVAL,
+	// UNKNOWN_OUTCOME), for the input_required a 2026-07-28 host is given.
+	run, approval string
 }
 
 func says(s Status, format string, args ...any) answer {

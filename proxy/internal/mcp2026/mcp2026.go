@@ -1,0 +1,125 @@
+// Package mcp2026 is what the proxy's host-facing side needs of MCP
+// 2026-07-28 beyond what the go-sdk does for it: telling a request of the
+// stateless revision from one of a session, the fields the revision
+// requires on results the proxy builds itself, and the input_required
+// result a held call answers with.
+package mcp2026
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Version is the stateless revision.
+const Version = "2026-07-28"
+
+// New says whether a protocol version is of the stateless revision or
+// later.
+func New(version string) bool { return version >= Version }
+
+// Of is the protocol version a request was made under: its _meta's for a
+// stateless request, its session's otherwise.
+func Of(req sdk.Request) string {
+	type versioned interface{ ProtocolVersion() string }
+	if v, ok := req.(versioned); ok {
+		return v.ProtocolVersion()
+	}
+	return ""
+}
+
+// ErrBodyTooLarge marks a body past the bound Stateless reads.
+var ErrBodyTooLarge = errors.New("mcp2026: the request body is larger than the bound")
+
+// Stateless says whether an HTTP request is of the stateless revision:
+// its MCP-Protocol-Version header names it, or, without the header and
+// without a session, its JSON-RPC body carries the revision's
+// protocolVersion in _meta. The body, read up to max bytes, is put back
+// for the handler that serves the request.
+func Stateless(r *http.Request, max int64) (bool, error) {
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" {
+		return New(v), nil
+	}
+	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" || r.Body == nil {
+		return false, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, max+1))
+	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(b), r.Body))
+	if err != nil {
+		return false, err
+	}
+	if int64(len(b)) > max {
+		return false, ErrBodyTooLarge
+	}
+	var msg struct {
+		Params struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(b, &msg) != nil {
+		return false, nil
+	}
+	var v string
+	if json.Unmarshal(msg.Params.Meta[sdk.MetaKeyProtocolVersion], &v) != nil {
+		return false, nil
+	}
+	return New(v), nil
+}
+
+// Complete gives res, a result the proxy built, the resultType
+// "complete" the revision requires. The go-sdk keeps the field
+// unexported and reads it from the wire, so it is set through JSON.
+func Complete[R any, P interface {
+	*R
+	sdk.Result
+}](res P) (P, error) {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	m["resultType"] = json.RawMessage(`"complete"`)
+	if b, err = json.Marshal(m); err != nil {
+		return nil, err
+	}
+	out := P(new(R))
+	if err := json.Unmarshal(b, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Private is the cache hint of a listing the proxy assembles: it depends
+// on the operator's configuration and the servers behind it, so only the
+// requesting user's client may keep it, and it is stale at once.
+var Private = sdk.Cacheable{TTLMs: 0, CacheScope: "private"}
+
+// HasElicitation says whether a request's client can be sent an
+// elicitation, and in URL mode.
+func HasElicitation(req *sdk.CallToolRequest) (ok, url bool) {
+	caps := req.ClientCapabilities()
+	if caps == nil || caps.Elicitation == nil {
+		return false, false
+	}
+	return true, caps.Elicitation.URL != nil
+}
+
+// InputRequired is the result a held call answers with: one elicitation
+// (to a page at link when there is one and the client takes URL mode,
+// else a message naming the approval) and the sealed state to retry
+// with.
+func InputRequired(message, link, elicitationID, state string, urlMode bool) *sdk.CallToolResult {
+	el := &sdk.ElicitParams{Mode: "form", Message: message,
+		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}}}
+	if link != "" && urlMode {
+		el = &sdk.ElicitParams{Mode: "url", Message: message, URL: link, ElicitationID: elicitationID}
+	}
+	return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{"approval": el}, RequestState: state}
+}
