@@ -56,7 +56,7 @@ func runPost(t *testing.T, pol agentrt.Policy, args string, ran *int) (agentrt.R
 // kind, and neither value is in its presentation, its capability or
 // 'agentrt show'; the arguments the approval binds are unaltered.
 func TestRules_RemoteCallCarryingAKeyWaitsForApprovalNamingPointerAndKind(t *testing.T) {
-	key := corpus()[0].value
+	key := corpus()[0].Value
 	token := "3f9aK2mQ7xL0pR8v" + "T4wZ6yB1nC5dE9hJ"
 	args := `{"url":"https://example.com/hook","body":{"note":"hello","aws":"` + key + `"},"headers":{"Authorization":"Bearer ` + token + `"}}`
 	ran := 0
@@ -120,7 +120,7 @@ func TestRules_RemoteCallCarryingAKeyWaitsForApprovalNamingPointerAndKind(t *tes
 func TestSideEffectPolicy_RemoteCallCarryingAKeyNeedsApprovalEvenWhenAllowed(t *testing.T) {
 	pol := agentrt.SideEffectPolicy{agentrt.RemoteMutation: agentrt.Allow}
 	ran := 0
-	run, _, _ := runPost(t, pol, `{"token":"`+corpus()[2].value+`"}`, &ran)
+	run, _, _ := runPost(t, pol, `{"token":"`+corpus()[2].Value+`"}`, &ran)
 	if run.Status != agentrt.RunWaiting || ran != 0 {
 		t.Errorf("with a key: run is %s, the tool ran %d times; want WAITING and not run", run.Status, ran)
 	}
@@ -133,7 +133,7 @@ func TestSideEffectPolicy_RemoteCallCarryingAKeyNeedsApprovalEvenWhenAllowed(t *
 
 // Turning a rule off for a tool turns it off for that tool's arguments too.
 func TestRules_ScanArgumentsHonoursOffForTheTool(t *testing.T) {
-	args := json.RawMessage(`{"id":"` + corpus()[0].value + `"}`)
+	args := json.RawMessage(`{"id":"` + corpus()[0].Value + `"}`)
 	spec := agentrt.ToolSpec{Name: "vault"}
 	on, err := rules(t, disclosure.Default()).ScanArguments(context.Background(), spec, args)
 	if err != nil || len(on) != 1 || on[0].Pointer != "/id" || on[0].Kind != disclosure.RuleAWSAccessKeyID {
@@ -150,7 +150,7 @@ func TestRules_ScanArgumentsHonoursOffForTheTool(t *testing.T) {
 // the same; without them the policy asks for another approval.
 func TestRecheck_WithTheRulesFindsTheSameArgumentSecrets(t *testing.T) {
 	ran := 0
-	_, st, _ := runPost(t, agentrt.DefaultPolicy(), `{"token":"`+corpus()[2].value+`"}`, &ran)
+	_, st, _ := runPost(t, agentrt.DefaultPolicy(), `{"token":"`+corpus()[2].Value+`"}`, &ran)
 	ctx := context.Background()
 	with, err := agentrt.Recheck(ctx, st, "r", agentrt.DefaultPolicy(), agentrt.RecheckOptions{Disclosure: rules(t, disclosure.Default())})
 	if err != nil || len(with.Evaluations) != 1 || !with.Same() {

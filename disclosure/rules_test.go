@@ -89,7 +89,7 @@ func TestRules_NeverExportAndOutsideErrorFailClosed(t *testing.T) {
 // place and still redacts the same secret from another tool; a rule named
 // in Block withholds the result instead of redacting it.
 func TestRules_OffForANamedToolAndBlockPerRule(t *testing.T) {
-	aws := corpus()[0].value
+	aws := corpus()[0].Value
 	tool := func(name string) agentrt.Tool {
 		return agentrt.ToolFunc{ToolSpec: agentrt.ToolSpec{Name: name, Description: "x", SideEffect: agentrt.ReadOnly, Timeout: time.Minute,
 			InputSchema: json.RawMessage(`{"type":"object"}`)},
