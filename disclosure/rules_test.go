@@ -116,3 +116,26 @@ func TestRules_OffForANamedToolAndBlockPerRule(t *testing.T) {
 		t.Error("a pointer without a leading slash was accepted")
 	}
 }
+
+// A secret of a known format written as prose and logs write it, next to
+// a comma, in parentheses, brackets or quotes, is found as it is between
+// blanks: the library's patterns take a value only between blanks.
+func TestRules_SecretBesidePunctuationIsFound(t *testing.T) {
+	r := rules(t, disclosure.Default())
+	for _, s := range corpus() {
+		if s.Text != "" || strings.Contains(s.Value, "\n") {
+			continue // the formats written alone
+		}
+		for _, form := range []string{"use %s, then", "key (%s)", "[%s]", "token='%s';", "<%s>", "{%s}"} {
+			text := strings.Replace(form, "%s", s.Value, 1)
+			c, _ := json.Marshal(map[string]string{"text": text})
+			out, err := r.Disclose(context.Background(), agentrt.DisclosureInput{Tool: agentrt.ToolSpec{Name: "t"}, Kind: agentrt.ObsToolResult, Content: c})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := leaks(out.Content); len(got) != 0 {
+				t.Errorf("%s written as %q passed: %s", s.Format, form, out.Content)
+			}
+		}
+	}
+}
