@@ -107,11 +107,11 @@ func (c *modelCaller) Generate(ctx context.Context, req ModelRequest) (ModelResp
 		if err := c.s.requireLive(); err != nil {
 			return ModelResponse{}, err
 		}
-		call, enc, err := c.dispatch(ctx, attempt, name, req, est, price, priced)
+		call, enc, sent, err := c.dispatch(ctx, attempt, name, req, est, price, priced)
 		if err != nil {
 			return ModelResponse{}, err
 		}
-		out, completed := c.attempt(ctx, req, enc, est, attempt)
+		out, completed := c.attempt(ctx, sent, enc, est, attempt)
 		if err := c.record(ctx, call, out, costOf(price, out.charged), completed); err != nil {
 			return ModelResponse{}, fmt.Errorf("agentrt: recording model call %s: %w", call.ID, err)
 		}
@@ -168,13 +168,16 @@ func (c *modelCaller) clamp(req ModelRequest) ModelRequest {
 // egress rules decide it, then checks the limits, reserves the attempt's
 // row and its hold on every shared budget that applies, in one transaction
 // that requires the lease and counts the call on the run. A denied request
-// is recorded on its own and never sent.
-func (c *modelCaller) dispatch(ctx context.Context, attempt int, name string, req ModelRequest, est Usage, price Price, priced bool) (ModelCall, *EncodedRequest, error) {
+// is recorded on its own and never sent. It returns the request to send:
+// req, or req with the secrets the egress rules redact redacted.
+func (c *modelCaller) dispatch(ctx context.Context, attempt int, name string, req ModelRequest, est Usage, price Price, priced bool) (ModelCall, *EncodedRequest, ModelRequest, error) {
 	s := c.s
+	req, secrets, why := c.judgeSecrets(ctx, req)
 	m, enc, err := c.manifest(req, name, attempt)
 	if err != nil {
-		return ModelCall{}, nil, err
+		return ModelCall{}, nil, req, err
 	}
+	m.Secrets, m.Redacted = secrets, why == "" && len(secrets) > 0
 	estCost := costOf(price, est)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -182,7 +185,10 @@ func (c *modelCaller) dispatch(ctx context.Context, attempt int, name string, re
 	call := ModelCall{ID: s.e.newID(), RunID: s.runID, StepID: c.stepID, Attempt: attempt, Status: ModelDispatched,
 		Model: name, DispatchedAt: now}
 	m.CallID = call.ID
-	if why := s.e.egress.Decide(m); why != "" {
+	if why == "" {
+		why = s.e.egress.Decide(m)
+	}
+	if why != "" {
 		err := s.write(ctx, func(tx Tx) error {
 			if err := s.requireLive(); err != nil {
 				return err
@@ -193,9 +199,9 @@ func (c *modelCaller) dispatch(ctx context.Context, attempt int, name string, re
 			return event(tx, s.runID, c.stepID, now, EventEgressDenied, EgressDeniedPayload{EgressManifest: m, Reason: why})
 		})
 		if err != nil {
-			return call, nil, err
+			return call, nil, req, err
 		}
-		return call, nil, &EgressDeniedError{Manifest: m, Reason: why}
+		return call, nil, req, &EgressDeniedError{Manifest: m, Reason: why}
 	}
 	var run Run
 	var holds []BudgetHold
@@ -223,7 +229,7 @@ func (c *modelCaller) dispatch(ctx context.Context, attempt int, name string, re
 			Egress: &m, PriceVersion: version, Reservations: holds})
 	})
 	if err != nil {
-		return call, nil, err
+		return call, nil, req, err
 	}
 	if version != "" {
 		s.e.pricesStored.Store(true)
@@ -236,7 +242,7 @@ func (c *modelCaller) dispatch(ctx context.Context, attempt int, name string, re
 		run.ModelCalls++
 	}
 	s.run = run
-	return call, enc, nil
+	return call, enc, req, nil
 }
 
 // check refuses an attempt that would cross a limit: the model calls made,

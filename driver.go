@@ -101,7 +101,7 @@ func newEngine(cfg EngineConfig) (*engine, error) {
 			}
 		}
 	}
-	if err := cfg.Egress.check(); err != nil {
+	if err := cfg.Egress.check(cfg.Disclosure); err != nil {
 		return nil, err
 	}
 	prices, err := enginePrices(cfg)

@@ -42,6 +42,12 @@ type EgressRules struct {
 	// MaxRequestBytes bounds the whole serialized request: system text,
 	// messages, tool definitions and their schemas. Zero is no ceiling.
 	MaxRequestBytes int64 `json:"max_request_bytes,omitempty"`
+	// Secrets judges the secrets the engine's Disclosure finds in a
+	// request's system text and messages: EgressSecretsRedact sends them
+	// redacted, EgressSecretsDeny refuses the request; the manifest lists
+	// the findings either way. Zero looks for none. Setting it needs
+	// EngineConfig.Disclosure.
+	Secrets EgressSecrets `json:"secrets,omitempty"`
 }
 
 // Decide returns "" when the rules allow m, or why they deny it.
@@ -64,9 +70,15 @@ func (r *EgressRules) Decide(m EgressManifest) string {
 	return ""
 }
 
-func (r *EgressRules) check() error {
-	if r != nil && r.MaxRequestBytes < 0 {
+func (r *EgressRules) check(d Disclosure) error {
+	switch {
+	case r == nil:
+	case r.MaxRequestBytes < 0:
 		return &ConfigError{Field: "Config.Egress.MaxRequestBytes", Reason: "must not be negative"}
+	case !r.Secrets.valid():
+		return &ConfigError{Field: "Config.Egress.Secrets", Reason: fmt.Sprintf("must be %q, %q or empty, got %q", EgressSecretsRedact, EgressSecretsDeny, clipText(string(r.Secrets), 64))}
+	case r.Secrets != EgressSecretsUnjudged && d == nil:
+		return &ConfigError{Field: "Config.Egress.Secrets", Reason: "needs Config.Disclosure, whose rules find the secrets"}
 	}
 	return nil
 }
@@ -91,6 +103,13 @@ type EgressManifest struct {
 	// otherwise they are the provider-neutral request, which the adapter
 	// re-encodes.
 	Exact bool `json:"exact"`
+	// Secrets lists where the request's system text and messages carried
+	// a secret and of which kind (EgressRules.Secrets): JSON pointers into
+	// {"system", "messages"} of the provider-neutral request, never a
+	// value.
+	Secrets []ArgumentSecret `json:"secrets,omitempty"`
+	// Redacted says the request was sent with each of Secrets redacted.
+	Redacted bool `json:"redacted,omitempty"`
 }
 
 // EncodedRequest is the exact body a Model sends for a request and the host

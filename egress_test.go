@@ -231,3 +231,50 @@ func mcToolSpecs() []agentrt.ToolSpec {
 	}
 	return out
 }
+
+// EgressRules.Secrets takes "redact", "deny" or nothing, and needs the
+// engine's Disclosure to find secrets; a Disclosure that fails on a
+// request denies it, so nothing reaches the server, and egress.denied
+// says why.
+func TestEgress_SecretsRuleNeedsADisclosureAndFailsClosed(t *testing.T) {
+	e := newBgEnv(t)
+	api := newEgAPI(t)
+	m, err := openai.New(openai.Config{Model: "gpt-test", BaseURL: api.URL + "/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failing := agentrt.DisclosureFunc(func(context.Context, agentrt.DisclosureInput) (agentrt.DisclosureOutcome, error) {
+		return agentrt.DisclosureOutcome{}, errors.New("the rules are broken")
+	})
+	build := func(rules *agentrt.EgressRules, d agentrt.Disclosure) (*agentrt.Driver, *mcOnce, error) {
+		agent := &mcOnce{req: mcReq(16)}
+		drv, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: e.store, Policy: agentrt.DefaultPolicy(),
+			Model: &agentrt.ModelConfig{Model: m}, Egress: rules, Disclosure: d, Now: e.clock.Now}, Agent: agent})
+		return drv, agent, err
+	}
+	var ce *agentrt.ConfigError
+	if _, _, err := build(&agentrt.EgressRules{Secrets: agentrt.EgressSecretsRedact}, nil); !errors.As(err, &ce) || ce.Field != "Config.Egress.Secrets" {
+		t.Errorf("secrets without a disclosure: %v", err)
+	}
+	if _, _, err := build(&agentrt.EgressRules{Secrets: "mask"}, failing); !errors.As(err, &ce) || ce.Field != "Config.Egress.Secrets" {
+		t.Errorf("an unknown secrets value: %v", err)
+	}
+	d, agent, err := build(&agentrt.EgressRules{Secrets: agentrt.EgressSecretsRedact}, failing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.start(d, "broken", "")
+	if _, err := agent.result(); !errors.Is(err, agentrt.ErrEgressDenied) {
+		t.Fatalf("Generate returned %v, want ErrEgressDenied", err)
+	}
+	denied := kit.EventsOf(t, e.store, "broken", agentrt.EventEgressDenied)
+	if len(denied) != 1 {
+		t.Fatalf("%d egress.denied events", len(denied))
+	}
+	if _, why := egManifest(t, denied[0]); !strings.Contains(why, "could not judge") {
+		t.Errorf("reason %q", why)
+	}
+	if conns, _ := api.seen(); conns != 0 {
+		t.Fatalf("the request reached the server")
+	}
+}

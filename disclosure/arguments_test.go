@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/approver"
+	"github.com/agentrt/agentrt/approver/webhook"
 	"github.com/agentrt/agentrt/cmdline"
 	"github.com/agentrt/agentrt/disclosure"
 	"github.com/agentrt/agentrt/scripted"
@@ -56,7 +59,7 @@ func runPost(t *testing.T, pol agentrt.Policy, args string, ran *int) (agentrt.R
 // kind, and neither value is in its presentation, its capability or
 // 'agentrt show'; the arguments the approval binds are unaltered.
 func TestRules_RemoteCallCarryingAKeyWaitsForApprovalNamingPointerAndKind(t *testing.T) {
-	key := corpus()[0].value
+	key := corpus()[0].Value
 	token := "3f9aK2mQ7xL0pR8v" + "T4wZ6yB1nC5dE9hJ"
 	args := `{"url":"https://example.com/hook","body":{"note":"hello","aws":"` + key + `"},"headers":{"Authorization":"Bearer ` + token + `"}}`
 	ran := 0
@@ -120,7 +123,7 @@ func TestRules_RemoteCallCarryingAKeyWaitsForApprovalNamingPointerAndKind(t *tes
 func TestSideEffectPolicy_RemoteCallCarryingAKeyNeedsApprovalEvenWhenAllowed(t *testing.T) {
 	pol := agentrt.SideEffectPolicy{agentrt.RemoteMutation: agentrt.Allow}
 	ran := 0
-	run, _, _ := runPost(t, pol, `{"token":"`+corpus()[2].value+`"}`, &ran)
+	run, _, _ := runPost(t, pol, `{"token":"`+corpus()[2].Value+`"}`, &ran)
 	if run.Status != agentrt.RunWaiting || ran != 0 {
 		t.Errorf("with a key: run is %s, the tool ran %d times; want WAITING and not run", run.Status, ran)
 	}
@@ -133,7 +136,7 @@ func TestSideEffectPolicy_RemoteCallCarryingAKeyNeedsApprovalEvenWhenAllowed(t *
 
 // Turning a rule off for a tool turns it off for that tool's arguments too.
 func TestRules_ScanArgumentsHonoursOffForTheTool(t *testing.T) {
-	args := json.RawMessage(`{"id":"` + corpus()[0].value + `"}`)
+	args := json.RawMessage(`{"id":"` + corpus()[0].Value + `"}`)
 	spec := agentrt.ToolSpec{Name: "vault"}
 	on, err := rules(t, disclosure.Default()).ScanArguments(context.Background(), spec, args)
 	if err != nil || len(on) != 1 || on[0].Pointer != "/id" || on[0].Kind != disclosure.RuleAWSAccessKeyID {
@@ -150,7 +153,7 @@ func TestRules_ScanArgumentsHonoursOffForTheTool(t *testing.T) {
 // the same; without them the policy asks for another approval.
 func TestRecheck_WithTheRulesFindsTheSameArgumentSecrets(t *testing.T) {
 	ran := 0
-	_, st, _ := runPost(t, agentrt.DefaultPolicy(), `{"token":"`+corpus()[2].value+`"}`, &ran)
+	_, st, _ := runPost(t, agentrt.DefaultPolicy(), `{"token":"`+corpus()[2].Value+`"}`, &ran)
 	ctx := context.Background()
 	with, err := agentrt.Recheck(ctx, st, "r", agentrt.DefaultPolicy(), agentrt.RecheckOptions{Disclosure: rules(t, disclosure.Default())})
 	if err != nil || len(with.Evaluations) != 1 || !with.Same() {
@@ -160,4 +163,61 @@ func TestRecheck_WithTheRulesFindsTheSameArgumentSecrets(t *testing.T) {
 	if err != nil || len(without.Evaluations) != 1 || without.Evaluations[0].Result != agentrt.RecheckDifferent {
 		t.Errorf("without the rules: %+v, %v; the check above proves nothing", without, err)
 	}
+}
+
+// Every JSON that carries the approval of a call whose arguments hold a
+// key shows the key's pointer redacted and names its kind: agentrt show
+// -json, agentrt approve -json, and the webhook's list and show. The
+// approval's hash still binds the arguments as they execute: approved
+// with the hash the JSON carried, the call runs, and show -json of the
+// finished run shows the step's arguments redacted as well.
+func TestApprovalJSON_ShowsArgumentSecretsRedacted(t *testing.T) {
+	key := corpus()[0].Value
+	ran := 0
+	_, st, drv := runPost(t, agentrt.DefaultPolicy(), `{"url":"https://example.com/hook","body":{"aws":"`+key+`"}}`, &ran)
+	as, err := st.ListApprovals(context.Background(), "r")
+	if err != nil || len(as) != 1 {
+		t.Fatalf("approvals %+v, %v", as, err)
+	}
+	cli := func(args ...string) []byte {
+		var out, errOut bytes.Buffer
+		if code := cmdline.Run(append([]string{"-db", st.Path(), "-json"}, args...), nil, &out, &errOut); code != 0 {
+			t.Fatalf("agentrt %v exited %d: %s", args, code, errOut.String())
+		}
+		return out.Bytes()
+	}
+	secret := []byte(`{"aws":"` + agentrt.DisclosureMarker(disclosure.RuleAWSAccessKeyID) + `"}`)
+	check := func(name string, b []byte) {
+		t.Helper()
+		if bytes.Contains(b, []byte(key)) || !bytes.Contains(b, secret) || !bytes.Contains(b, []byte("/body/aws")) {
+			t.Errorf("%s holds the key or lacks its marker and pointer: %s", name, b)
+		}
+	}
+	check("show -json", cli("show", "r"))
+
+	secretKey := bytes.Repeat([]byte("k"), 32)
+	h, err := webhook.New(webhook.DefaultConfig(approver.New(st, nil), secretKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	c := &webhook.Client{Base: srv.URL, Secret: secretKey}
+	list, err := c.Pending(context.Background(), "r")
+	if err != nil || len(list.Approvals) != 1 {
+		t.Fatalf("webhook list: %+v, %v", list, err)
+	}
+	b, _ := json.Marshal(list)
+	check("the webhook's list", b)
+	shown, err := c.Show(context.Background(), "r", as[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = json.Marshal(shown)
+	check("the webhook's show", b)
+	check("approve -json", cli("approve", "r", "-approval", as[0].ID, "-hash", shown.Hash))
+	if run, err := drv.Resume(context.Background(), "r"); err != nil || run.Status != agentrt.RunCompleted || ran != 1 {
+		t.Errorf("resumed: %s, %v; the tool ran %d times", run.Status, err, ran)
+	}
+	check("show -json of the finished run", cli("show", "r"))
 }

@@ -13,48 +13,14 @@ import (
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/cmdline"
 	"github.com/agentrt/agentrt/disclosure"
+	"github.com/agentrt/agentrt/disclosure/disclosuretest"
+	"github.com/agentrt/agentrt/export"
 	"github.com/agentrt/agentrt/scripted"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
-// plantedSecret is one secret of a known format, made at run time so this
-// file holds no token a scanner of the repository would flag.
-type plantedSecret struct {
-	format string
-	value  string // what must never be disclosed
-	text   string // how a tool returns it
-}
-
-// corpus is the planted corpus: one secret of each format the issue names.
-func corpus() []plantedSecret {
-	j := func(parts ...string) string { return strings.Join(parts, "") }
-	pem := j("-----BEGIN RSA ", "PRIVATE KEY-----\n",
-		"MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM2nPwJ4b7vN0xLqE5sYt8Rk1uWcHd\n",
-		"Zf9gXhT2pKj4Lm6nQo8rSt0uVw2xYz4aBc6dEf8gHi0jKl2mNo4pQr6sTu8vWx0y\n",
-		"-----END RSA ", "PRIVATE KEY-----")
-	return []plantedSecret{
-		{"aws access key id", j("AKIA", "Q3EGRIXY5TNWZ4VB"), ""},
-		{"aws secret access key", j("wJalrXUtnFEMI/K7MDENG/", "bPxRfiCYzq8Kd3Tm2Q"), "aws_secret_access_key = %s"},
-		{"github token", j("ghp", "_", "R8v1kQz2Xw9LmN4pT6yB3cD5fG7hJ0sU2aE4"), ""},
-		{"slack token", j("xox", "b-", "223344556677-8899001122334-Ab3dEf7hIj1lMn5pQr9tUv2x"), ""},
-		{"stripe key", j("sk_", "live_", "4eC39HqLyjWDarjtT1zdp7dc"), ""},
-		{"google api key", j("AI", "za", "SyD3kF9mQ2xL7pR4vT8wZ1yB6nC0dE5hJ3s"), ""},
-		{"jwt", j("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9", ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ",
-			".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"), ""},
-		{"pem private key", pem, ""},
-		{"bearer token", j("3f9aK2mQ7xL0pR8v", "T4wZ6yB1nC5dE9hJ"), "Authorization: Bearer %s"},
-		{"url with password", j("S3cr3t", "P4ssw0rdX9"), "postgres://admin:%s@db.internal:5432/app"},
-		{"generic high-entropy assignment", j("8fK2mQ7xL0pR8vT4", "wZ6yB1nC5dE9hJ3sU"), "API_SECRET=%s"},
-	}
-}
-
-// rendered is how the tool writes s.
-func (s plantedSecret) rendered() string {
-	if s.text == "" {
-		return s.value
-	}
-	return strings.Replace(s.text, "%s", s.value, 1)
-}
+// corpus is the planted corpus the disclosure tests of every module share.
+func corpus() []disclosuretest.Secret { return disclosuretest.Corpus() }
 
 // leakyTool returns the whole corpus: each secret in a field of its own,
 // all of them in one file-like text field, in its summary and in a text
@@ -67,8 +33,8 @@ func leakyTool() agentrt.Tool {
 			fields := map[string]string{}
 			var file []string
 			for _, s := range corpus() {
-				fields[s.format] = s.rendered()
-				file = append(file, s.rendered())
+				fields[s.Format] = s.Rendered()
+				file = append(file, s.Rendered())
 			}
 			content, _ := json.Marshal(map[string]any{"fields": fields, "file": strings.Join(file, "\n"), "lines": file})
 			return agentrt.ToolResult{Content: content, Summary: "read " + strings.Join(file, " "),
@@ -112,22 +78,14 @@ func files(t *testing.T, path string) []byte {
 	return all
 }
 
-// leaks lists the planted secrets found in b, raw or JSON-escaped.
-func leaks(b []byte) []string {
-	var out []string
-	for _, s := range corpus() {
-		esc, _ := json.Marshal(s.value) // as a JSON string holds it
-		if bytes.Contains(b, []byte(s.value)) || bytes.Contains(b, esc[1:len(esc)-1]) {
-			out = append(out, s.format)
-		}
-	}
-	return out
-}
+// leaks lists the planted secrets found in b.
+func leaks(b []byte) []string { return disclosuretest.Leaks(b) }
 
 // The planted corpus, returned by a tool through a Driver and through a
 // Gate under the default rules, is absent from what the model reads, from
 // what the Gate's host receives, from the database file, its WAL and shm,
-// and from 'agentrt events -json'; each format is named by its rule in
+// from 'agentrt events -json' and from the JSON Lines an export.Follower
+// writes; each format is named by its rule in
 // disclosure.applied. With disclosure off every secret is stored, so each
 // check can fail.
 func TestRules_PlantedCorpusNeverReachesTheModelTheHostOrTheRecord(t *testing.T) {
@@ -167,8 +125,13 @@ func TestRules_PlantedCorpusNeverReachesTheModelTheHostOrTheRecord(t *testing.T)
 		if code := cmdline.Run([]string{"-db", st.Path(), "-json", "events", "gate"}, nil, &events, os.Stderr); code != 0 {
 			t.Fatalf("agentrt events exited %d", code)
 		}
+		var followed bytes.Buffer
+		f := &export.Follower{Store: st, Once: true}
+		if err := f.Follow(ctx, export.JSONL(&followed)); err != nil {
+			t.Fatal(err)
+		}
 		where := map[string][]byte{"the model's view": modelSaw, "the Gate's host": hostGot,
-			"the database files": files(t, st.Path()), "events -json": events.Bytes()}
+			"the database files": files(t, st.Path()), "events -json": events.Bytes(), "the follower's JSONL": followed.Bytes()}
 		for name, b := range where {
 			if len(b) == 0 {
 				t.Fatalf("%s is empty: nothing was checked", name)

@@ -131,6 +131,15 @@ type hit struct {
 	value string
 }
 
+// delimiters are the characters around a token in prose, code and logs
+// that the library's patterns do not take as the end of a value. No
+// format a library rule finds contains one.
+var delimiters = regexp.MustCompile(`[,;()\[\]{}<>"'` + "`" + `]`)
+
+// generic says d judges a name and a value together, where the quotes and
+// brackets around them are part of what it reads.
+func (d detector) generic() bool { return d.id == RuleSecretAssignment || d.id == RuleHighEntropy }
+
 // tokenLike is one unbroken token of eight characters or more.
 var tokenLike = regexp.MustCompile(`^[^\s(){}\[\],;<>"'` + "`" + `]{8,}$`)
 
@@ -184,6 +193,13 @@ func scan(ds []detector, off func(rule string) bool, key, s string) []hit {
 		}
 		for _, part := range candidates(d, s) {
 			found, _ := d.lib.Scan(part)
+			if spaced := delimiters.ReplaceAllString(part, " "); spaced != part && d.pre != nil && !d.generic() {
+				// The library takes a value only between blanks: a key
+				// followed by a comma or in parentheses, as prose and
+				// logs write them, would pass.
+				more, _ := d.lib.Scan(spaced)
+				found = append(found, more...)
+			}
 			for _, f := range found {
 				add(d.id, f.Value)
 			}

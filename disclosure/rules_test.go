@@ -89,7 +89,7 @@ func TestRules_NeverExportAndOutsideErrorFailClosed(t *testing.T) {
 // place and still redacts the same secret from another tool; a rule named
 // in Block withholds the result instead of redacting it.
 func TestRules_OffForANamedToolAndBlockPerRule(t *testing.T) {
-	aws := corpus()[0].value
+	aws := corpus()[0].Value
 	tool := func(name string) agentrt.Tool {
 		return agentrt.ToolFunc{ToolSpec: agentrt.ToolSpec{Name: name, Description: "x", SideEffect: agentrt.ReadOnly, Timeout: time.Minute,
 			InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -114,5 +114,28 @@ func TestRules_OffForANamedToolAndBlockPerRule(t *testing.T) {
 	}
 	if _, err := disclosure.New(disclosure.Config{Output: map[string]disclosure.OutputRule{"t": {Allow: []string{"user"}}}}); err == nil {
 		t.Error("a pointer without a leading slash was accepted")
+	}
+}
+
+// A secret of a known format written as prose and logs write it, next to
+// a comma, in parentheses, brackets or quotes, is found as it is between
+// blanks: the library's patterns take a value only between blanks.
+func TestRules_SecretBesidePunctuationIsFound(t *testing.T) {
+	r := rules(t, disclosure.Default())
+	for _, s := range corpus() {
+		if s.Text != "" || strings.Contains(s.Value, "\n") {
+			continue // the formats written alone
+		}
+		for _, form := range []string{"use %s, then", "key (%s)", "[%s]", "token='%s';", "<%s>", "{%s}"} {
+			text := strings.Replace(form, "%s", s.Value, 1)
+			c, _ := json.Marshal(map[string]string{"text": text})
+			out, err := r.Disclose(context.Background(), agentrt.DisclosureInput{Tool: agentrt.ToolSpec{Name: "t"}, Kind: agentrt.ObsToolResult, Content: c})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := leaks(out.Content); len(got) != 0 {
+				t.Errorf("%s written as %q passed: %s", s.Format, form, out.Content)
+			}
+		}
 	}
 }

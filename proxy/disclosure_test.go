@@ -2,9 +2,16 @@ package proxy
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"io"
 	"os"
 	"strings"
 	"testing"
+
+	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/cmdline"
+	"github.com/agentrt/agentrt/disclosure"
 )
 
 // plantedKey is an AWS access key id, made at run time so this file holds
@@ -41,4 +48,47 @@ func TestProxy_RedactsSecretsInResultsByDefaultUnlessTurnedOffForTheTool(t *test
 	if got := off.expect("", "up_read", `{"path":"`+plantedKey+`"}`); !strings.Contains(got, "content of "+plantedKey) {
 		t.Fatalf("with the rule off for up_read the host read %q", got)
 	}
+}
+
+// A call the class map holds for approval whose arguments carry a key:
+// the approval's presentation and capability show the value as
+// [REDACTED:aws_access_key_id] and list its pointer and kind, and nothing
+// the host, the operator's show -json or the proxy's stderr gets holds
+// the key. Approved, the call runs with the key as the host sent it. A
+// recheck with the same configuration decides alike, since it hands the
+// policy the same findings.
+func TestProxy_ClassMapApprovalShowsArgumentSecretsRedacted(t *testing.T) {
+	h := newHarness(t, nil)
+	args := `{"path":"creds","content":"` + plantedKey + `"}`
+	pendingText := h.expect(StatusPendingApproval, "up_write", args)
+	a := h.onlyPending(string(agentrt.LocalMutation))
+	var p struct {
+		Args    map[string]any           `json:"args"`
+		Secrets []agentrt.ArgumentSecret `json:"secrets"`
+	}
+	if err := json.Unmarshal(a.Presentation, &p); err != nil {
+		t.Fatal(err)
+	}
+	want := agentrt.ArgumentSecret{Pointer: "/content", Kind: disclosure.RuleAWSAccessKeyID}
+	if len(p.Secrets) != 1 || p.Secrets[0] != want || p.Args["content"] != agentrt.DisclosureMarker(want.Kind) {
+		t.Fatalf("the presentation shows %s", a.Presentation)
+	}
+	var show bytes.Buffer
+	if code := cmdline.Run([]string{"-db", h.cfg.Database, "-json", "show", a.RunID}, nil, &show, io.Discard); code != 0 {
+		t.Fatalf("agentrt show exited %d", code)
+	}
+	for name, b := range map[string][]byte{"the presentation": a.Presentation, "the capability": a.Capability,
+		"the host": []byte(pendingText + strings.Join(h.texts, "\n")), "show -json": show.Bytes(), "stderr": []byte(h.stderr.String())} {
+		if bytes.Contains(b, []byte(plantedKey)) {
+			t.Errorf("%s holds the key", name)
+		}
+	}
+	h.decide(a, true, "")
+	h.expect("", "up_write", args)
+	if got := h.up.effectsNow(); len(got) != 1 || got[0] != "creds="+plantedKey {
+		t.Fatalf("the write took effect as %v", got)
+	}
+	h.stop()
+	sum, err := Recheck(context.Background(), h.cfg, RecheckOptions{})
+	mustf(t, err == nil && sum.Differ == 0 && sum.Checked == 1, "recheck: %+v %v", sum, err)
 }

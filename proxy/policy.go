@@ -53,6 +53,11 @@ type capability struct {
 	Args        json.RawMessage            `json:"args"`
 	Fixed       map[string]json.RawMessage `json:"fixed"`
 	Interrupted *interruption              `json:"interrupted,omitempty"`
+	// Secrets lists where the arguments carry a secret and of which kind
+	// (ToolRequest.Secrets); each such value in Args is shown as
+	// [REDACTED:<kind>]. The approval's hash binds the request itself, so
+	// the arguments as they will execute are still what is approved.
+	Secrets []agentrt.ArgumentSecret `json:"secrets,omitempty"`
 	// Policy is the capability a policy file's rule asked for, bound with
 	// the rest.
 	Policy json.RawMessage `json:"policy,omitempty"`
@@ -70,23 +75,32 @@ type presentation struct {
 const unknownNotice = "This exact call was started before and its outcome is unknown: it may already have taken effect. Approving runs it again with these arguments; rejecting leaves it unrun, and unblocks the tool."
 
 // decision builds the require_approval decision for a request; args are in
-// policy form.
-func (t *ptool) decision(args json.RawMessage, in *interruption) (agentrt.PolicyDecision, error) {
-	return t.decisionFor(args, in, nil)
+// policy form, and secrets are the findings in them.
+func (t *ptool) decision(args json.RawMessage, secrets []agentrt.ArgumentSecret, in *interruption) (agentrt.PolicyDecision, error) {
+	return t.decisionFor(args, secrets, in, nil)
 }
 
 // decisionFor is decision with what a policy file's require_approval added:
 // its kind, reason, TTL, capability and presentation. The proxy's own
 // capability (server, tool, arguments, fixed values) is always bound.
-func (t *ptool) decisionFor(args json.RawMessage, in *interruption, file *agentrt.PolicyDecision) (agentrt.PolicyDecision, error) {
+func (t *ptool) decisionFor(args json.RawMessage, secrets []agentrt.ArgumentSecret, in *interruption, file *agentrt.PolicyDecision) (agentrt.PolicyDecision, error) {
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
+	}
+	if len(secrets) > 0 {
+		// The operator is shown, and the record keeps, where a secret is
+		// and of which kind, never its value.
+		var err error
+		if args, err = agentrt.RedactArguments(args, secrets); err != nil {
+			return agentrt.PolicyDecision{}, err
+		}
 	}
 	fixed := t.fixed
 	if fixed == nil {
 		fixed = map[string]json.RawMessage{}
 	}
-	c := capability{Server: t.server, Tool: t.upstream, Name: t.name, SideEffect: t.spec.SideEffect, Args: args, Fixed: fixed, Interrupted: in}
+	c := capability{Server: t.server, Tool: t.upstream, Name: t.name, SideEffect: t.spec.SideEffect, Args: args, Fixed: fixed, Interrupted: in,
+		Secrets: secrets}
 	p := presentation{capability: c,
 		Question: fmt.Sprintf("Run %s on server %s with these arguments?", t.upstream, t.server),
 		Reason:   fmt.Sprintf("%s needs approval", t.spec.SideEffect)}
@@ -281,12 +295,12 @@ func (g *gatePolicy) Evaluate(ctx context.Context, req agentrt.ToolRequest, view
 		return agentrt.PolicyDecision{Outcome: agentrt.Deny, Reason: fmt.Sprintf("%s is deny", t.spec.SideEffect)}, nil
 	}
 	if in := interruptionOf(ctx, req, view); in != nil {
-		return t.decision(req.Args, in)
+		return t.decision(req.Args, req.Secrets, in)
 	}
 	if out == agentrt.Allow {
 		return agentrt.PolicyDecision{Outcome: agentrt.Allow, Reason: fmt.Sprintf("%s is allow", t.spec.SideEffect)}, nil
 	}
-	return t.decision(req.Args, nil)
+	return t.decision(req.Args, req.Secrets, nil)
 }
 
 // evaluateFile lets the policy file decide. A deny or abort stands, and so
@@ -304,13 +318,13 @@ func (g *gatePolicy) evaluateFile(ctx context.Context, t *ptool, req agentrt.Too
 		return pd, nil
 	}
 	if in := interruptionOf(ctx, req, view); in != nil {
-		return t.decision(req.Args, in)
+		return t.decision(req.Args, req.Secrets, in)
 	}
 	switch pd.Outcome {
 	case agentrt.Allow:
 		return pd, nil
 	case agentrt.RequireApproval:
-		return t.decisionFor(req.Args, nil, &pd)
+		return t.decisionFor(req.Args, req.Secrets, nil, &pd)
 	}
 	return agentrt.PolicyDecision{}, fmt.Errorf("proxy: the policy file answered %q, not an outcome", trace.Sanitize(string(pd.Outcome)))
 }
@@ -343,7 +357,7 @@ func interruptionOf(ctx context.Context, req agentrt.ToolRequest, view agentrt.R
 // executing a tool that is not read-only waits for an operator, asked
 // about the interruption; anything else continues, and the proxy runs a
 // call that never reached its tool afresh.
-func (p *Proxy) reconcile(_ context.Context, view agentrt.RunView) (agentrt.Reconciliation, error) {
+func (p *Proxy) reconcile(ctx context.Context, view agentrt.RunView) (agentrt.Reconciliation, error) {
 	n := view.Steps.Len()
 	if n == 0 {
 		return agentrt.Reconciliation{Outcome: agentrt.ReconcileContinue}, nil
@@ -361,7 +375,11 @@ func (p *Proxy) reconcile(_ context.Context, view agentrt.RunView) (agentrt.Reco
 		return agentrt.Reconciliation{Outcome: agentrt.ReconcileConflict, Detail: "the interrupted call's arguments will not encode: " + err.Error()}, nil
 	}
 	in := &interruption{RunID: view.Run.ID, StepID: st.ID, StartedAt: st.StartedAt.UTC().Format(time.RFC3339Nano), Ended: "cut_off"}
-	pd, err := t.decision(args, in)
+	secrets, err := p.argumentSecrets(ctx, t, args)
+	if err != nil {
+		return agentrt.Reconciliation{}, err
+	}
+	pd, err := t.decision(args, secrets, in)
 	if err != nil {
 		return agentrt.Reconciliation{}, err
 	}
@@ -379,4 +397,15 @@ func interruptedWhile(o *agentrt.ObservationView) agentrt.StepStatus {
 	}
 	_ = json.Unmarshal([]byte(o.Content), &c)
 	return c.Previous
+}
+
+// argumentSecrets are the findings of the proxy's disclosure rules in a
+// call's arguments (policy form), for an approval the engine did not scan
+// for: a reconciliation's.
+func (p *Proxy) argumentSecrets(ctx context.Context, t *ptool, args json.RawMessage) ([]agentrt.ArgumentSecret, error) {
+	rules, err := p.cfg.disclosureRules()
+	if err != nil {
+		return nil, err
+	}
+	return rules.ScanArguments(ctx, t.spec, args)
 }

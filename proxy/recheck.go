@@ -92,9 +92,16 @@ func Recheck(ctx context.Context, cfg *Config, opts RecheckOptions) (*RecheckSum
 			return nil, err
 		}
 	}
+	// The configuration's disclosure rules find the secrets in each call's
+	// arguments that the gate handed the policy (request.secrets, and the
+	// class map's approvals, which name them).
+	rules, err := cfg.disclosureRules()
+	if err != nil {
+		return nil, err
+	}
 	sum := &RecheckSummary{PolicyID: pol.PolicyID()}
 	for _, id := range runs {
-		rep, err := agentrt.Recheck(ctx, st, id, pol, agentrt.RecheckOptions{Tools: current})
+		rep, err := agentrt.Recheck(ctx, st, id, pol, agentrt.RecheckOptions{Tools: current, Disclosure: rules})
 		if err != nil {
 			return nil, fmt.Errorf("proxy: re-checking run %s: %w", id, err)
 		}

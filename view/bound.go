@@ -146,15 +146,20 @@ func encode(v any) json.RawMessage {
 
 // BoundApproval returns a with its capability, presentation, arguments,
 // tool description and input schema, and its free text fields (kind, note,
-// decided_by, decode_error) bounded. Ids and Hash are never changed: the
+// decided_by, decode_error) bounded, and each argument its presentation
+// lists as a secret shown as [REDACTED:<kind>] (agentrt.ApprovalArguments). Ids and Hash are never changed: the
 // hash still names the approval as stored, so a decision made on a bounded
 // copy binds the whole request, which the operator was shown head and tail
 // of.
 func BoundApproval(a agentrt.Approval) agentrt.Approval {
+	// Every surface that encodes an approval (show -json, approve -json,
+	// the webhook's JSON, the console) passes here: the secrets the
+	// presentation lists are redacted before the arguments are bounded.
+	args, _ := agentrt.ApprovalArguments(a)
 	a.Kind = BoundString(a.Kind)
 	a.Capability = BoundRaw(a.Capability)
 	a.Presentation = BoundRaw(a.Presentation)
-	a.Request.Args = BoundRaw(a.Request.Args)
+	a.Request.Args = BoundRaw(args)
 	a.Request.Spec.Name = BoundString(a.Request.Spec.Name)
 	a.Request.Spec.Description = BoundString(a.Request.Spec.Description)
 	a.Request.Spec.InputSchema = BoundRaw(a.Request.Spec.InputSchema)

@@ -126,8 +126,53 @@ func DetailPage(ctx context.Context, store agentrt.StoreReader, runID string, li
 		pendingID = w.ID
 	}
 	p.Run = summarize(r, pendingID)
+	if err := redactStepArgs(ctx, store, runID, &p); err != nil {
+		return RunDetailPage{}, err
+	}
 	return p, nil
 }
+
+// redactStepArgs shows each step's arguments as its approval shows them
+// (agentrt.ApprovalArguments): a step held for approval because its
+// arguments carry a secret does not put the value back beside the
+// redacted approval. An approval not on the page is looked for a page at
+// a time. A step no approval judged shows its arguments as recorded.
+func redactStepArgs(ctx context.Context, store agentrt.StoreReader, runID string, p *RunDetailPage) error {
+	need := map[string]int{} // step id -> index in p.Steps
+	for i, s := range p.Steps {
+		if s.Policy == agentrt.RequireApproval && len(s.Args) > 0 {
+			need[s.ID] = i
+		}
+	}
+	apply := func(as []agentrt.Approval) {
+		for _, a := range as {
+			i, ok := need[a.StepID]
+			if !ok {
+				continue
+			}
+			if args, secrets := agentrt.ApprovalArguments(a); len(secrets) > 0 {
+				p.Steps[i].Args = BoundRaw(args)
+			}
+			delete(need, a.StepID)
+		}
+	}
+	apply(p.Pending)
+	apply(p.Approvals)
+	for offset := 0; len(need) > 0; {
+		page, total, err := store.ListApprovalsPage(ctx, runID, "", pageOfApprovals, offset)
+		if err != nil {
+			return err
+		}
+		apply(page)
+		if offset += len(page); len(page) == 0 || offset >= total {
+			break
+		}
+	}
+	return nil
+}
+
+// pageOfApprovals is how many approvals redactStepArgs reads at a time.
+const pageOfApprovals = 200
 
 // Bounded returns p with every approval in it bounded by BoundApproval.
 func (p RunDetailPage) Bounded() RunDetailPage {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -153,6 +154,20 @@ var describers = map[agentrt.EventType]func(p any, a *attrs){
 		p, _ := v.(agentrt.LimitExceededPayload)
 		a.str("limit.reason", string(p.Reason))
 		a.str("limit.detail", p.Detail)
+	},
+	agentrt.EventDisclosureApplied: func(v any, a *attrs) {
+		// What the rules did, never a value (the record holds none).
+		p, _ := v.(agentrt.DisclosureAppliedPayload)
+		a.str("disclosure.tool", p.Tool)
+		a.int("disclosure.count", int64(p.Count))
+		a.bool("disclosure.blocked", p.Blocked)
+		a.str("disclosure.rules", strings.Join(p.Rules, ","))
+		var ptrs []string
+		for _, f := range p.Findings {
+			ptrs = append(ptrs, f.Pointer)
+		}
+		slices.Sort(ptrs)
+		a.str("disclosure.pointers", strings.Join(slices.Compact(ptrs), ","))
 	},
 	agentrt.EventLoopDetected: func(v any, a *attrs) {
 		p, _ := v.(agentrt.LoopDetectedPayload)
@@ -643,7 +658,7 @@ func eventName(t agentrt.EventType) string {
 	switch t {
 	case agentrt.EventRunStarted, agentrt.EventRunResumed, agentrt.EventLeaseTakenOver, agentrt.EventLimitExceeded,
 		agentrt.EventLoopDetected, agentrt.EventStepDecided, agentrt.EventStepPolicy, agentrt.EventStepFailed,
-		agentrt.EventStepInterrupted:
+		agentrt.EventStepInterrupted, agentrt.EventDisclosureApplied:
 		return string(t)
 	}
 	return SpanEvent

@@ -403,3 +403,40 @@ func TestExporter_TruncatesModelChosenText(t *testing.T) {
 		}
 	}
 }
+
+// What disclosure did to a tool's result is a disclosure.applied span
+// event on its step: the tool, the count, the rules and the pointers, and
+// neither the value nor its digest.
+func TestExporter_DisclosureAppliedIsAStepEvent(t *testing.T) {
+	w := newWorld(t)
+	const secret = "hunter2hunter2"
+	redact := agentrt.DisclosureFunc(func(_ context.Context, in agentrt.DisclosureInput) (agentrt.DisclosureOutcome, error) {
+		return agentrt.DisclosureOutcome{Content: in.Content, Summary: agentrt.DisclosureMarker("password"), FailureMessage: in.FailureMessage,
+			Blocks: in.Blocks, Findings: []agentrt.DisclosureFinding{{Rule: "password", Pointer: "#summary", Action: agentrt.DisclosureRedacted, Value: secret}}}, nil
+	})
+	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: w.st, Tools: tools, Disclosure: redact,
+		Policy: policy{agentrt.SideEffectPolicy{agentrt.ReadOnly: agentrt.Allow}}, Now: w.clock.Now, NewID: w.newID},
+		Agent: &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("read", `{"path":"notes.txt"}`, ""), scripted.Complete(`{}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Start(context.Background(), "read", agentrt.DefaultLimits()); err != nil {
+		t.Fatal(err)
+	}
+	step := byName(exportedSpans(t, w, agentotel.Config{}), agentotel.SpanStep)[0]
+	for i, name := range step.Events {
+		if name != string(agentrt.EventDisclosureApplied) {
+			continue
+		}
+		a := step.EventAttrs[i]
+		if a["disclosure.tool"] != "read" || a["disclosure.count"] != int64(1) || a["disclosure.rules"] != "password" ||
+			a["disclosure.pointers"] != "#summary" || a["disclosure.blocked"] != nil {
+			t.Fatalf("disclosure.applied attributes %v", a)
+		}
+		if strings.Contains(fmt.Sprint(a), secret) || strings.Contains(fmt.Sprint(a), "digest") {
+			t.Fatalf("the span event carries the value or its digest: %v", a)
+		}
+		return
+	}
+	t.Fatalf("the step span has no disclosure.applied event: %v", step.Events)
+}

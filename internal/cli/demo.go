@@ -216,9 +216,15 @@ func (e *env) demoProgress(what string) {
 
 // demoEngine is the engine every part of the demo runs: its policy and
 // tools on the workspace, the demo's clock and ids, and owner's lease.
+// With a Disclosure wired in, its rules also judge each provider request,
+// which is sent with any secret in it redacted (docs/disclosure.md).
 func (e *env) demoEngine(st agentrt.Store, model *agentrt.ModelConfig, ws, owner string) agentrt.EngineConfig {
-	return agentrt.EngineConfig{Store: st, Model: model, Policy: demoPolicy{}, Tools: demoTools(ws), Now: e.demo.now, NewID: e.demo.newID, LeaseOwner: owner,
+	eng := agentrt.EngineConfig{Store: st, Model: model, Policy: demoPolicy{}, Tools: demoTools(ws), Now: e.demo.now, NewID: e.demo.newID, LeaseOwner: owner,
 		Disclosure: e.opts.Disclosure}
+	if eng.Disclosure != nil {
+		eng.Egress = &agentrt.EgressRules{Secrets: agentrt.EgressSecretsRedact}
+	}
+	return eng
 }
 
 // demoWorker runs an agentrt.Worker on the demo's database until the run

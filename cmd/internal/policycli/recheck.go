@@ -8,6 +8,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/backend"
+	"github.com/agentrt/agentrt/disclosure"
 	_ "github.com/agentrt/agentrt/sqlite" // SQLite files; the main links the other backends
 	"github.com/agentrt/agentrt/view"
 )
@@ -16,7 +17,9 @@ var recheckCommand = &command{
 	name:  "recheck",
 	usage: "-db DB -policy FILE RUN",
 	help: `Re-asks FILE about every policy decision RUN recorded, with the request
-and the run as the policy was shown them (agentrt.Recheck), and prints one
+and the run as the policy was shown them (agentrt.Recheck), the secrets
+found in its arguments by the disclosure rules its run.created records
+included (request.secrets), and prints one
 line per decision. Opens DB read-only and writes nothing. Exits 1 when any
 decision is decided differently or could not be asked again.
   -db DB         the runs database (default $AGENTRT_DB)
@@ -70,7 +73,11 @@ func runRecheck(e *env, c *command, args []string) int {
 	case err != nil:
 		return e.fail("%v", err)
 	}
-	rep, err := agentrt.Recheck(context.Background(), st, runID, p, agentrt.RecheckOptions{})
+	rules, err := judgedBy(context.Background(), st, runID)
+	if err != nil {
+		return e.fail("%v", err)
+	}
+	rep, err := agentrt.Recheck(context.Background(), st, runID, p, agentrt.RecheckOptions{Disclosure: rules})
 	if err != nil {
 		if errors.Is(err, agentrt.ErrNotFound) {
 			return e.fail("there is no run %s in %s", runID, name)
@@ -95,6 +102,34 @@ func runRecheck(e *env, c *command, args []string) int {
 		return ExitFailure
 	}
 	return ExitOK
+}
+
+// judgedBy rebuilds the disclosure rules runID was judged by from its
+// run.created record, so the policy is handed the argument findings the
+// engine handed it (request.secrets). A run recorded without disclosure
+// is rechecked without; one judged by a Disclosure other than the
+// disclosure module's cannot be rebuilt, and is refused rather than
+// rechecked as if its arguments held no secret.
+func judgedBy(ctx context.Context, st agentrt.StoreReader, runID string) (agentrt.Disclosure, error) {
+	evs, _, err := st.ListEventsPage(ctx, runID, 1, 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(evs) == 0 || evs[0].Type != agentrt.EventRunCreated {
+		return nil, fmt.Errorf("run %s has no run.created event to read its disclosure rules from", runID)
+	}
+	p, err := agentrt.PayloadAs[agentrt.RunCreatedPayload](evs[0])
+	if err != nil {
+		return nil, err
+	}
+	if len(p.Disclosure) == 0 {
+		return nil, nil
+	}
+	rules, err := disclosure.FromDescription(p.Disclosure)
+	if err != nil {
+		return nil, fmt.Errorf("run %s was judged by disclosure rules this command cannot rebuild (%v), so its policy cannot be handed the same argument findings", runID, err)
+	}
+	return rules, nil
 }
 
 func notRecheckable(rep agentrt.RecheckReport) int {
