@@ -165,3 +165,31 @@ func (c *modelCaller) manifest(req ModelRequest, name string, attempt int) (Egre
 	m.Bytes, m.SHA256 = int64(len(body)), hex.EncodeToString(sum[:])
 	return m, enc, nil
 }
+
+// EgressSecrets is what the egress rules do with a provider request whose
+// system text or messages (a goal, a tool's result, the model's own
+// earlier arguments) carry a secret the engine's Disclosure finds.
+type EgressSecrets string
+
+const (
+	// EgressSecretsUnjudged sends a request without looking for secrets.
+	// It is the zero value.
+	EgressSecretsUnjudged EgressSecrets = ""
+	// EgressSecretsRedact sends the request with each secret replaced in
+	// place by [REDACTED:<rule>]; its manifest lists where and of which
+	// kind. A rule the Disclosure blocks on denies the request instead.
+	EgressSecretsRedact EgressSecrets = "redact"
+	// EgressSecretsDeny refuses a request that carries a secret: it never
+	// leaves, and egress.denied records its manifest with the findings.
+	EgressSecretsDeny EgressSecrets = "deny"
+)
+
+// EgressDisclosureTool is the tool name under which the engine's
+// Disclosure judges a provider request (as that tool's result), so a
+// rule can be turned off for provider requests by this name (the
+// disclosure module's Config.Off).
+const EgressDisclosureTool = "#model_request"
+
+func (s EgressSecrets) valid() bool {
+	return s == EgressSecretsUnjudged || s == EgressSecretsRedact || s == EgressSecretsDeny
+}
