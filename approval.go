@@ -61,5 +61,10 @@ type Approval struct {
 	ApproverID   string             `json:"approver_id,omitempty"`
 	CredentialID string             `json:"credential_id,omitempty"`
 	Signature    *DecisionSignature `json:"signature,omitempty"`
-	DecodeError  string             `json:"decode_error,omitempty"`
+	// Requirement is the policy's stages of votes, nil for an approval one
+	// decision grants; PolicyVersion is the policy's id when it asked.
+	// Both are part of Hash when Requirement is set.
+	Requirement   *Requirement `json:"requirement,omitempty"`
+	PolicyVersion string       `json:"policy_version,omitempty"`
+	DecodeError   string       `json:"decode_error,omitempty"`
 }

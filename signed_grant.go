@@ -36,6 +36,9 @@ func (s *session) checkSignedGrant(ctx context.Context, grant *Approval, now Pol
 		// grant is what a database writer can make, so it grants nothing.
 		required = "pinned keys"
 	}
+	if err := s.checkDeciders(ctx, grant, required != ""); err != nil {
+		return err
+	}
 	if required == "" {
 		return nil
 	}
