@@ -116,6 +116,10 @@ type ApproverScope struct {
 	Labels      []string `json:"labels,omitempty"`
 }
 
+func (sc ApproverScope) empty() bool {
+	return len(sc.Kinds)+len(sc.Tools)+len(sc.SideEffects)+len(sc.Labels) == 0
+}
+
 // Covers reports whether the scope covers approval a of a run carrying
 // labels (canonical, as Limits.Labels), and if not, which field refuses it.
 func (sc ApproverScope) Covers(a Approval, labels string) (bool, string) {
