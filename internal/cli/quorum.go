@@ -75,4 +75,3 @@ func writeStages(p *printer, stages []agentrt.StageProgress) {
 		p.printf("  stage %d       %s %s: %s\n", s.Index, ask, bounded(strings.Join(who, "; ")), bounded(state))
 	}
 }
-
