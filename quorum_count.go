@@ -1,6 +1,7 @@
 package agentrt
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -175,4 +176,41 @@ func Remaining(stages []StageProgress) string {
 func StageProgressOf(a Approval, labels string, approvers []EnrolledApprover, votes []Vote) []StageProgress {
 	stages, _ := quorumCount{approval: a, labels: labels, approvers: approvers}.progress(votes)
 	return stages
+}
+
+// ApprovalStages reads how far approval a is: its votes as the chain
+// records them (approval.voted events of its run), counted against its
+// requirement with the approvers as they are now. Nil for an approval one
+// decision grants. It checks no signature, so it is for showing;
+// execution and 'agentrt verify -decisions' check every vote.
+func ApprovalStages(ctx context.Context, st StoreReader, a Approval) ([]StageProgress, error) {
+	whole, err := st.GetApproval(ctx, a.RunID, a.ID)
+	if err != nil || whole.Requirement == nil {
+		return nil, err
+	}
+	run, err := st.GetRun(ctx, a.RunID)
+	if err != nil {
+		return nil, err
+	}
+	aps, err := st.ListApprovers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var votes []Vote
+	for after := int64(0); ; {
+		evs, err := st.ListStepEvents(ctx, a.RunID, whole.StepID, after, stepEventsPage)
+		if err != nil {
+			return nil, err
+		}
+		if len(evs) == 0 {
+			break
+		}
+		after = evs[len(evs)-1].Seq
+		for _, ev := range evs {
+			if v, ok := VoteOf(ev); ok && v.ApprovalID == a.ID {
+				votes = append(votes, v)
+			}
+		}
+	}
+	return StageProgressOf(whole, run.Limits.Labels, aps, votes), nil
 }

@@ -7,35 +7,11 @@ import (
 	"github.com/agentrt/agentrt"
 )
 
-// stagesFor reads what approval a of its run still needs, when it has a
-// requirement: its votes from the chain, counted with the approvers as
-// they are now. Nil for an approval one decision grants, or when
-// something could not be read (show prints what it can).
+// stagesFor is agentrt.ApprovalStages, nil when something could not be
+// read (show prints what it can).
 func stagesFor(st agentrt.StoreReader, a agentrt.Approval) []agentrt.StageProgress {
-	ctx := background()
-	whole, err := st.GetApproval(ctx, a.RunID, a.ID)
-	if err != nil || whole.Requirement == nil {
-		return nil
-	}
-	run, err := st.GetRun(ctx, a.RunID)
-	if err != nil {
-		return nil
-	}
-	aps, err := st.ListApprovers(ctx)
-	if err != nil {
-		return nil
-	}
-	evs, err := st.ListEvents(ctx, a.RunID)
-	if err != nil {
-		return nil
-	}
-	var votes []agentrt.Vote
-	for _, ev := range evs {
-		if v, ok := agentrt.VoteOf(ev); ok && v.ApprovalID == a.ID {
-			votes = append(votes, v)
-		}
-	}
-	return agentrt.StageProgressOf(whole, run.Limits.Labels, aps, votes)
+	stages, _ := agentrt.ApprovalStages(background(), st, a)
+	return stages
 }
 
 // writeStages prints one line per stage: what it asks, who counted, and
