@@ -14,8 +14,9 @@ const (
 	// Resume past ApprovalTTL (expired), or Cancel of its run (cancelled).
 	ApprovalPending ApprovalStatus = "pending"
 	// ApprovalApproved: granted; a Resume may execute the request once.
-	// Entered by ApproveShown; left only past GrantTTL (expired) before
-	// Resume or Execute runs it.
+	// Entered by ApproveShown (for an approval with a Requirement, the
+	// vote that meets its last stage); left only past GrantTTL (expired,
+	// ExpiryExecution) before Resume or Execute runs it.
 	ApprovalApproved ApprovalStatus = "approved"
 	// ApprovalRejected: terminal; refused by RejectShown, which cancelled the
 	// run in the same transaction.

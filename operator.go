@@ -51,6 +51,13 @@ func (o Operator) write(ctx context.Context, fn func(Tx) error) error {
 // that does not match its own hash is ErrApprovalHash; one already decided,
 // cancelled or expired is ErrNotPending; one past its ApprovalTTL is
 // recorded as expired, its run cancelled, and ErrApprovalExpired returned.
+//
+// A decider who is an enrolled approver (the signer, or the approver named
+// by) must have the approval in scope (ErrOutOfScope). On an approval with
+// a Requirement the decision is a vote (approval.voted): it returns nil
+// with the approval still pending until every stage is met, and a second
+// vote, a vote outside the open stage or by someone the requirement gives
+// no weight is a *VoteError, recording nothing.
 func ApproveShown(ctx context.Context, store Store, obs Observer, runID, approvalID, shownHash, by, note string, opts ...DecideOption) error {
 	return Operator{Store: store, Observer: obs}.ApproveShown(ctx, runID, approvalID, shownHash, by, note, opts...)
 }

@@ -1,7 +1,6 @@
 package agentrt
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -241,23 +240,6 @@ func (e *QuorumError) Error() string {
 
 // Is matches ErrQuorumNotMet.
 func (e *QuorumError) Is(target error) bool { return target == ErrQuorumNotMet }
-
-// requirementJSON is the canonical JSON of a requirement, as the hash and
-// the store hold it ("" for none).
-func requirementJSON(r *Requirement) (string, error) {
-	if r == nil {
-		return "", nil
-	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		return "", &JSONError{What: "approval requirement", Reason: "will not encode: " + err.Error()}
-	}
-	c, err := CanonicalJSON(b)
-	if err != nil {
-		return "", jsonErr("approval requirement", err)
-	}
-	return string(c), nil
-}
 
 // Requester is the run's requester: the value of its "requester" label.
 func Requester(labels string) string {

@@ -36,7 +36,7 @@ func newQuorumEnv(t *testing.T, bk *Backend, pd agentrt.PolicyDecision, edit fun
 	e := newEnv(t, bk)
 	q := &quorumEnv{env: e, aps: map[string]agentrt.EnrolledApprover{}, keys: map[string]ed25519.PrivateKey{}}
 	for name, role := range map[string]string{"alice": "finance", "bob": "finance", "carol": "finance", "dave": "ops", "erin": "finance"} {
-		ap, key := keyApprover(t, e, name)
+		_, key := keyApprover(t, e, name)
 		ap, err := e.Operator().SetApproverAccess(context.Background(), name, agentrt.ApproverAccess{Roles: []string{role}}, "admin")
 		if err != nil {
 			t.Fatal(err)
