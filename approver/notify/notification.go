@@ -149,18 +149,9 @@ func build(ctx context.Context, st agentrt.StoreReader, e agentrt.Event, args bo
 	case Voted:
 		n.Summary = summary(fmt.Sprintf("%s: %s voted %s%s", tool, n.By, p.Status, note))
 	}
-	if (typ == Requested || typ == Voted) && a.Status == agentrt.ApprovalPending && a.Requirement != nil {
-		stages, err := agentrt.ApprovalStages(ctx, st, a)
-		if err != nil {
+	if typ == Requested || typ == Voted {
+		if n.MayVote, err = mayVote(ctx, st, a); err != nil {
 			return Notification{}, false, fmt.Errorf("notify: approval %s of event %d: %w", p.ApprovalID, e.Seq, err)
-		}
-		for _, s := range stages {
-			if !s.Met {
-				for _, name := range s.Open {
-					n.MayVote = append(n.MayVote, view.BoundString(name))
-				}
-				break
-			}
 		}
 	}
 	if args {
@@ -168,4 +159,27 @@ func build(ctx context.Context, st agentrt.StoreReader, e agentrt.Event, args bo
 		n.Arguments = view.BoundRaw(shown)
 	}
 	return n, true, nil
+}
+
+// mayVote names, bounded, the approvers who may vote in the open stage of
+// a pending approval with a requirement; nil for any other.
+func mayVote(ctx context.Context, st agentrt.StoreReader, a agentrt.Approval) ([]string, error) {
+	if a.Status != agentrt.ApprovalPending || a.Requirement == nil {
+		return nil, nil
+	}
+	stages, err := agentrt.ApprovalStages(ctx, st, a)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range stages {
+		if s.Met {
+			continue
+		}
+		var out []string
+		for _, name := range s.Open {
+			out = append(out, view.BoundString(name))
+		}
+		return out, nil
+	}
+	return nil, nil
 }
