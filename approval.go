@@ -14,8 +14,9 @@ const (
 	// Resume past ApprovalTTL (expired), or Cancel of its run (cancelled).
 	ApprovalPending ApprovalStatus = "pending"
 	// ApprovalApproved: granted; a Resume may execute the request once.
-	// Entered by ApproveShown; left only past GrantTTL (expired) before
-	// Resume or Execute runs it.
+	// Entered by ApproveShown (for an approval with a Requirement, the
+	// vote that meets its last stage); left only past GrantTTL (expired,
+	// ExpiryExecution) before Resume or Execute runs it.
 	ApprovalApproved ApprovalStatus = "approved"
 	// ApprovalRejected: terminal; refused by RejectShown, which cancelled the
 	// run in the same transaction.
@@ -61,5 +62,10 @@ type Approval struct {
 	ApproverID   string             `json:"approver_id,omitempty"`
 	CredentialID string             `json:"credential_id,omitempty"`
 	Signature    *DecisionSignature `json:"signature,omitempty"`
-	DecodeError  string             `json:"decode_error,omitempty"`
+	// Requirement is the policy's stages of votes, nil for an approval one
+	// decision grants; PolicyVersion is the policy's id when it asked.
+	// Both are part of Hash when Requirement is set.
+	Requirement   *Requirement `json:"requirement,omitempty"`
+	PolicyVersion string       `json:"policy_version,omitempty"`
+	DecodeError   string       `json:"decode_error,omitempty"`
 }

@@ -61,6 +61,11 @@ type EnrolledApprover struct {
 	EnrolledBy string    `json:"enrolled_by"`
 	RemovedAt  time.Time `json:"removed_at,omitzero"`
 	RemovedBy  string    `json:"removed_by,omitempty"`
+	// Roles and Scope are what SetApproverAccess last set: which stages of
+	// a Requirement the approver may vote in, and which approvals it may
+	// decide at all. None of either: no role, and every approval.
+	Roles []string      `json:"roles,omitempty"`
+	Scope ApproverScope `json:"scope,omitzero"`
 	// DecodeError says what of the stored row did not decode; such an
 	// approver verifies nothing.
 	DecodeError string `json:"decode_error,omitempty"`

@@ -71,6 +71,9 @@ type NewApprover struct {
 	RPID, Origin string
 	// By names who enrolled the approver, recorded as given.
 	By string
+	// Access is the approver's roles and scope; when set, enrolling also
+	// records approver.access_set, in the same transaction.
+	Access ApproverAccess
 }
 
 func (n *NewApprover) check() error {
@@ -84,6 +87,9 @@ func (n *NewApprover) check() error {
 	}
 	if n.By == "" {
 		return &ConfigError{Field: "NewApprover.By", Reason: "must name who enrolls the approver"}
+	}
+	if err := n.Access.check(); err != nil {
+		return err
 	}
 	_, alg, err := ParsePublicKey(n.PublicKey)
 	if err != nil {
@@ -142,7 +148,14 @@ func enrollTx(tx Tx, n NewApprover, id string, now time.Time, inviteID string) (
 	p := ApproverEnrolledPayload{ApproverID: a.ID, Name: a.Name, By: n.By, Kind: string(a.Kind), Algorithm: alg,
 		CredentialID: a.CredentialID, PublicKey: base64.StdEncoding.EncodeToString(a.PublicKey), RPID: a.RPID,
 		Origin: a.Origin, InviteID: inviteID}
-	return a, event(tx, "", "", now, EventApproverEnrolled, p)
+	if err := event(tx, "", "", now, EventApproverEnrolled, p); err != nil {
+		return EnrolledApprover{}, err
+	}
+	if len(n.Access.Roles) == 0 && n.Access.Scope.empty() {
+		return a, nil
+	}
+	a.Roles, a.Scope = n.Access.Roles, n.Access.Scope
+	return a, setAccessTx(tx, a, n.By, now)
 }
 
 // idOrNew is the id n asks for, or a new random one.

@@ -73,6 +73,13 @@ func verbatim(raw []byte) (string, bool) {
 // (including the tool's whole spec). A value that will not encode is an
 // error, never a stand-in.
 func ApprovalHash(kind string, capability, presentation json.RawMessage, req ToolRequest) (string, error) {
+	return ApprovalHashWith(kind, capability, presentation, req, nil, "")
+}
+
+// ApprovalHashWith is ApprovalHash binding also a requirement and the
+// policy version that asked for it. Without a requirement it is
+// ApprovalHash, byte for byte, and the version is not bound.
+func ApprovalHashWith(kind string, capability, presentation json.RawMessage, req ToolRequest, rq *Requirement, policyVersion string) (string, error) {
 	if len(capability) == 0 {
 		capability = json.RawMessage("{}")
 	}
@@ -90,12 +97,25 @@ func ApprovalHash(kind string, capability, presentation json.RawMessage, req Too
 			return "", err
 		}
 	}
-	b, err := json.Marshal(struct {
-		Kind         string          `json:"kind"`
-		Capability   json.RawMessage `json:"capability"`
-		Presentation json.RawMessage `json:"presentation"`
-		Request      ToolRequest     `json:"request"`
-	}{kind, capability, presentation, req})
+	var b []byte
+	var err error
+	if rq == nil {
+		b, err = json.Marshal(struct {
+			Kind         string          `json:"kind"`
+			Capability   json.RawMessage `json:"capability"`
+			Presentation json.RawMessage `json:"presentation"`
+			Request      ToolRequest     `json:"request"`
+		}{kind, capability, presentation, req})
+	} else {
+		b, err = json.Marshal(struct {
+			Kind          string          `json:"kind"`
+			Capability    json.RawMessage `json:"capability"`
+			Presentation  json.RawMessage `json:"presentation"`
+			Request       ToolRequest     `json:"request"`
+			Requirement   *Requirement    `json:"requirement"`
+			PolicyVersion string          `json:"policy_version"`
+		}{kind, capability, presentation, req, rq, policyVersion})
+	}
 	if err != nil {
 		return "", &JSONError{What: "approval", Reason: "will not encode: " + err.Error()}
 	}

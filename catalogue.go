@@ -71,6 +71,8 @@ var catalogue = []EventKind{
 	{EventApproverInvited, ApproverInvitedPayload{}},
 	{EventApproverEnrolled, ApproverEnrolledPayload{}},
 	{EventApproverRemoved, ApproverRemovedPayload{}},
+	{EventApprovalVoted, ApprovalVotedPayload{}},
+	{EventApproverAccessSet, ApproverAccessSetPayload{}},
 }
 
 var catalogueIndex = func() map[EventType]reflect.Type {

@@ -147,3 +147,13 @@ func TestResume_GrantCheckReadsOnlyItsStepsEvents(t *testing.T)              { o
 func TestGrant_DatabaseWriterCannotForge(t *testing.T)                       { onSQLite(t) }
 func TestRecheck_ByteReadingPolicyDecidesAlike(t *testing.T)                 { onSQLite(t) }
 func TestRecheck_ReportsWhatItCannotAskAgain(t *testing.T)                   { onSQLite(t) }
+
+// Multi-party approvals (issue 43).
+func TestQuorum_TwoOfThreeExecutesOnceAfterTheSecondVote(t *testing.T) { onSQLite(t) }
+func TestQuorum_DatabaseWriterCannotForgeAVote(t *testing.T)           { onSQLite(t) }
+func TestQuorum_VoteOutsideTheOpenStageIsRefused(t *testing.T)         { onSQLite(t) }
+func TestQuorum_DenyByAnyoneInScopeEndsIt(t *testing.T)                { onSQLite(t) }
+func TestQuorum_RemovedApproverNoLongerCounts(t *testing.T)            { onSQLite(t) }
+func TestQuorum_ChangedRequirementDoesNotInheritVotes(t *testing.T)    { onSQLite(t) }
+func TestQuorum_EachExpiryEndsWithItsOwnNamedReason(t *testing.T)      { onSQLite(t) }
+func TestQuorum_ScopeBindsSingleDecisions(t *testing.T)                { onSQLite(t) }

@@ -66,6 +66,12 @@ const (
 	EventApproverEnrolled EventType = "approver.enrolled"
 	// EventApproverRemoved records an approver's removal (no run): ApproverRemovedPayload.
 	EventApproverRemoved EventType = "approver.removed"
+	// EventApprovalVoted records one approver's vote on an approval with
+	// a requirement: ApprovalVotedPayload.
+	EventApprovalVoted EventType = "approval.voted"
+	// EventApproverAccessSet records an approver's roles and scope, and
+	// who set them (no run): ApproverAccessSetPayload.
+	EventApproverAccessSet EventType = "approver.access_set"
 )
 
 // Event explains one change. Events form a hash chain across all runs.

@@ -184,6 +184,20 @@ func everyEvent(t *testing.T, erase bool) (*sqlite.Store, []agentrt.Event) {
 	if _, err := op.EnrollApprover(ctx, agentrt.NewApprover{ID: "dave-id", Name: "dave", Kind: agentrt.ApproverKeyFile, PublicKey: der, By: "admin"}); err != nil {
 		t.Fatal(err)
 	}
+	// Given a role, dave votes on a payment that needs two of finance,
+	// which stays pending, before he is removed.
+	if _, err := op.SetApproverAccess(ctx, "dave", agentrt.ApproverAccess{Roles: []string{"finance"}}, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	two := agentrt.PolicyDecision{Outcome: agentrt.RequireApproval, Reason: "two of finance", Kind: "payment",
+		Requirement: &agentrt.Requirement{Stages: []agentrt.Stage{{Quantifier: agentrt.QuantMofN, M: 2, Roles: []string{"finance"}}}}}
+	d = e.Driver(kit.Script(kit.Call("send", `{"path":"/pay"}`), kit.Complete(`{}`)), kit.Fixed(two), send)
+	if _, err := d.StartWithID(ctx, "vote", "g", agentrt.DefaultLimits()); err != nil {
+		t.Fatal(err)
+	}
+	if a := kit.PendingApproval(t, st, "vote"); agentrt.ApproveShown(ctx, st, nil, "vote", a.ID, a.Hash, "dave", "mine") != nil {
+		t.Fatal("dave's vote was refused")
+	}
 	if _, err := op.RemoveApprover(ctx, "dave", "admin"); err != nil {
 		t.Fatal(err)
 	}

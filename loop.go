@@ -565,7 +565,7 @@ func (s *session) apply(ctx context.Context, tool *regTool, req ToolRequest, pd 
 			// The grant covers precisely this approval of the request as it
 			// would run now, with the tool's current spec: a tool changed
 			// since is another request.
-			h, err := ApprovalHash(pd.Kind, pd.Capability, pd.Presentation, req)
+			h, err := ApprovalHashWith(pd.Kind, pd.Capability, pd.Presentation, req, pd.Requirement, s.e.policyID)
 			if err == nil && (h == grant.Hash || crashGrantCovers(grant, tool, req)) {
 				if err := s.checkSignedGrant(ctx, grant, pd); err != nil {
 					return Verdict{}, err

@@ -51,6 +51,13 @@ func (o Operator) write(ctx context.Context, fn func(Tx) error) error {
 // that does not match its own hash is ErrApprovalHash; one already decided,
 // cancelled or expired is ErrNotPending; one past its ApprovalTTL is
 // recorded as expired, its run cancelled, and ErrApprovalExpired returned.
+//
+// A decider who is an enrolled approver (the signer, or the approver named
+// by) must have the approval in scope (ErrOutOfScope). On an approval with
+// a Requirement the decision is a vote (approval.voted): it returns nil
+// with the approval still pending until every stage is met, and a second
+// vote, a vote outside the open stage or by someone the requirement gives
+// no weight is a *VoteError, recording nothing.
 func ApproveShown(ctx context.Context, store Store, obs Observer, runID, approvalID, shownHash, by, note string, opts ...DecideOption) error {
 	return Operator{Store: store, Observer: obs}.ApproveShown(ctx, runID, approvalID, shownHash, by, note, opts...)
 }
@@ -82,7 +89,7 @@ func VerifyApproval(a Approval) error {
 	if a.DecodeError != "" {
 		return fmt.Errorf("%w: approval %s will not decode: %s", ErrApprovalHash, a.ID, a.DecodeError)
 	}
-	h, err := ApprovalHash(a.Kind, a.Capability, a.Presentation, a.Request)
+	h, err := ApprovalHashWith(a.Kind, a.Capability, a.Presentation, a.Request, a.Requirement, a.PolicyVersion)
 	if err != nil {
 		return fmt.Errorf("%w: approval %s: %v", ErrApprovalHash, a.ID, err)
 	}
@@ -138,22 +145,15 @@ func (o Operator) decide(ctx context.Context, runID, approvalID, shownHash strin
 			expired = true
 			return expireTx(tx, run, a, now)
 		}
-		decidedBy := by
-		payload := ApprovalDecidedPayload{ApprovalID: a.ID, Status: status, By: by, Note: note}
+		d, err := decideAs(tx, run, a, approve, by, note, opt.sig, now)
+		if err != nil || d.voted {
+			// A vote that met not every stage leaves the approval pending.
+			return err
+		}
+		decidedBy := d.name
+		payload := ApprovalDecidedPayload{ApprovalID: a.ID, Status: status, By: d.name, Note: note}
 		if opt.sig != nil {
-			ap, err := signedBy(tx, opt.sig, runID, a.ID, shownHash, approve, by, note, now)
-			if err != nil {
-				return err
-			}
-			decidedBy = ap.Name
-			payload.By, payload.ApproverID, payload.CredentialID, payload.Signature = ap.Name, ap.ID, ap.CredentialID, opt.sig
-		} else if approve {
-			// A run's requirement is known here and refused early; a policy's
-			// is the policy's to state again when Resume asks it, and Resume
-			// refuses the grant then.
-			if run.Limits.RequireSignedGrant {
-				return &UnsignedGrantError{RunID: runID, ApprovalID: a.ID, Required: "run", Reason: "the decision is not signed"}
-			}
+			payload.ApproverID, payload.CredentialID, payload.Signature = d.ap.ID, d.ap.CredentialID, opt.sig
 		}
 		if err := tx.ApprovalDecide(ApprovalDecide{ID: a.ID, RunID: runID, From: ApprovalPending, Hash: shownHash,
 			Status: status, DecidedAt: now, DecidedBy: decidedBy, Note: note, Signature: opt.sig}); err != nil {

@@ -252,6 +252,10 @@ type ApprovalRequestedPayload struct {
 	// Reason is the policy's reason (policy-authored text, which may
 	// quote the call's arguments).
 	Reason string `json:"reason" audit:"content"`
+	// Requirement is the stages of votes the policy asked for, if any,
+	// and PolicyVersion the policy's id then; the hash binds both.
+	Requirement   *Requirement `json:"requirement,omitempty"`
+	PolicyVersion string       `json:"policy_version,omitempty"`
 }
 
 // ApprovalDecidedPayload is the payload of approval.decided.
@@ -264,6 +268,10 @@ type ApprovalDecidedPayload struct {
 	By string `json:"by"`
 	// CredentialID is the signing credential, for a signed decision.
 	CredentialID string `json:"credential_id,omitempty"`
+	// Expiry, for an expiry, names which: ExpiryDecision (pending past
+	// its ApprovalTTL) or ExpiryExecution (granted, not executed within
+	// GrantTTL).
+	Expiry ApprovalExpiry `json:"expiry,omitempty"`
 	// Note is the decider's note, or why the approval expired.
 	Note string `json:"note" audit:"content"`
 	// Signature is the decision's signature, for a signed decision. It
@@ -446,4 +454,36 @@ type ApproverRemovedPayload struct {
 	ApproverID string `json:"approver_id"`
 	By         string `json:"by"`
 	Name       string `json:"name"`
+}
+
+// ApprovalVotedPayload is the payload of approval.voted: one approver's
+// vote on an approval that has a Requirement.
+type ApprovalVotedPayload struct {
+	// ApprovalID names the approval.
+	ApprovalID string `json:"approval_id"`
+	// ApproverID is the enrolled approver who voted.
+	ApproverID string `json:"approver_id"`
+	// By is the approver's enrolled name.
+	By string `json:"by"`
+	// CredentialID is the signing credential, for a signed vote.
+	CredentialID string `json:"credential_id,omitempty"`
+	// Decision is approve or reject.
+	Decision string `json:"decision"`
+	// Note is the voter's note.
+	Note string `json:"note" audit:"content"`
+	// Signature is the vote's signature, for a signed vote: over the
+	// approval's hash and the note, so erasure removes it.
+	Signature *DecisionSignature `json:"signature,omitempty" audit:"digest"`
+	// Stage is the 1-based stage the vote was cast in.
+	Stage int `json:"stage"`
+}
+
+// ApproverAccessSetPayload is the payload of approver.access_set: an
+// approver's roles and scope, as set, and who set them.
+type ApproverAccessSetPayload struct {
+	ApproverID string        `json:"approver_id"`
+	By         string        `json:"by"`
+	Name       string        `json:"name"`
+	Roles      []string      `json:"roles"`
+	Scope      ApproverScope `json:"scope"`
 }

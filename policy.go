@@ -78,6 +78,11 @@ type PolicyDecision struct {
 	// the approval's hash; Resume honours it from the decision that paused
 	// the step and from the policy asked again.
 	RequireSignature bool `json:"require_signature,omitempty"`
+	// Requirement, on a require_approval outcome, asks for stages of votes
+	// rather than one decision. It and the policy's id are part of the
+	// approval's hash: a policy that asks for another requirement, or
+	// another policy, is another approval, and votes do not carry over.
+	Requirement *Requirement `json:"requirement,omitempty"`
 }
 
 // Policy judges requests. The agent has no handle to it.

@@ -306,6 +306,7 @@ func copyStep(st Step) Step {
 	if st.Policy != nil {
 		box.p = *st.Policy
 		box.p.Capability, box.p.Presentation = raw(box.p.Capability), raw(box.p.Presentation)
+		box.p.Requirement = copyRequirement(box.p.Requirement)
 		st.Policy = &box.p
 	}
 	if st.Observation != nil {
@@ -320,13 +321,50 @@ func copyStep(st Step) Step {
 func copyPolicy(p PolicyDecision) PolicyDecision {
 	p.Capability = copyRaw(p.Capability)
 	p.Presentation = copyRaw(p.Presentation)
+	p.Requirement = copyRequirement(p.Requirement)
 	return p
+}
+
+// storedRequirement is a copy of r with its strings as the store gives
+// them back.
+func storedRequirement(r *Requirement) *Requirement {
+	c := copyRequirement(r)
+	if c == nil {
+		return nil
+	}
+	each := func(xs []string) {
+		for i := range xs {
+			xs[i] = jsonString(xs[i])
+		}
+	}
+	for i := range c.Stages {
+		st := &c.Stages[i]
+		st.Quantifier = Quantifier(jsonString(string(st.Quantifier)))
+		each(st.Roles)
+		each(st.Approvers)
+		each(st.Exclude)
+	}
+	return c
+}
+
+// copyRequirement is a deep copy; nil stays nil.
+func copyRequirement(r *Requirement) *Requirement {
+	if r == nil {
+		return nil
+	}
+	c := Requirement{Stages: make([]Stage, len(r.Stages))}
+	for i, s := range r.Stages {
+		s.Roles, s.Approvers, s.Exclude = slices.Clone(s.Roles), slices.Clone(s.Approvers), slices.Clone(s.Exclude)
+		c.Stages[i] = s
+	}
+	return &c
 }
 
 func copyApproval(a Approval) Approval {
 	a.Capability = copyRaw(a.Capability)
 	a.Presentation = copyRaw(a.Presentation)
 	a.Request = copyRequest(a.Request)
+	a.Requirement = copyRequirement(a.Requirement)
 	if a.Signature != nil {
 		sig := *a.Signature
 		sig.Signature = bytes.Clone(sig.Signature)
@@ -389,6 +427,7 @@ func stored[T any](v *T) (*T, error) {
 		p.Reason, p.Kind = jsonString(p.Reason), jsonString(p.Kind)
 		p.Outcome = PolicyOutcome(jsonString(string(p.Outcome)))
 		p.Capability, p.Presentation = storedRaw(p.Capability), storedRaw(p.Presentation)
+		p.Requirement = storedRequirement(p.Requirement)
 		return any(&p).(*T), nil
 	case *Observation:
 		o := *x

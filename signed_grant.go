@@ -12,8 +12,11 @@ import (
 // that paused the step, or the policy asked again now may require it. The
 // signature must be over this approval's hash and say approve, by an
 // approver enrolled and not removed now, and verify with its stored key
-// (and, with Config.PinnedKeys, with a pinned one). Nothing is written: the
-// run stays waiting, for an operator to cancel.
+// (and, with Config.PinnedKeys, with a pinned one). Before that, every
+// grant's deciders are checked from the chain (checkDeciders): the votes
+// of an approval with a requirement must meet it, each vote's signature
+// holding where signatures are required. Nothing is written: the run
+// stays waiting, for an operator to cancel.
 func (s *session) checkSignedGrant(ctx context.Context, grant *Approval, now PolicyDecision) error {
 	if grant == nil {
 		return nil
@@ -35,6 +38,9 @@ func (s *session) checkSignedGrant(ctx context.Context, grant *Approval, now Pol
 		// With pinned keys every grant must be signed by one: an unsigned
 		// grant is what a database writer can make, so it grants nothing.
 		required = "pinned keys"
+	}
+	if err := s.checkDeciders(ctx, grant, required != ""); err != nil {
+		return err
 	}
 	if required == "" {
 		return nil

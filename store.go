@@ -187,6 +187,17 @@ type Tx interface {
 	// ApproverRemove marks an unremoved approver removed; one already
 	// removed is ErrRunState.
 	ApproverRemove(p ApproverRemove) error
+	// ApproverSetAccess sets an unremoved approver's roles and scope; a
+	// removed one is ErrRunState.
+	ApproverSetAccess(p ApproverSetAccess) error
+	// ApproverList reads every approver, removed ones included, in
+	// enrollment order.
+	ApproverList() ([]EnrolledApprover, error)
+	// VoteInsert records a vote; a second vote by the same approver on
+	// the same approval is ErrAlreadyVoted and writes nothing.
+	VoteInsert(v Vote) error
+	// VoteList reads an approval's votes in the order they were cast.
+	VoteList(approvalID string) ([]Vote, error)
 	InviteInsert(i ApproverInvite) error
 	// InviteGet reads an invitation by the SHA-256 of its token.
 	InviteGet(tokenHash string) (ApproverInvite, error)
@@ -236,6 +247,12 @@ type ApproverRemove struct {
 	ID        string
 	RemovedAt time.Time
 	RemovedBy string
+}
+
+// ApproverSetAccess replaces an unremoved approver's roles and scope.
+type ApproverSetAccess struct {
+	ID     string
+	Access ApproverAccess
 }
 
 // InviteUse is a compare-and-set on an invitation: it must be unused.

@@ -18,7 +18,7 @@ import (
 // cancels the run, executing nothing.
 func (s *session) expireGrant(ctx context.Context, g *Approval, now time.Time) error {
 	st := s.step(s.cur.idx)
-	detail := fmt.Sprintf("approval %s was granted but not executed within %s", g.ID, s.run.Limits.GrantTTL)
+	detail := fmt.Sprintf("approval %s expired (%s): granted but not executed within %s", g.ID, ExpiryExecution, s.run.Limits.GrantTTL)
 	obs := failure(ObsInterrupted, detail)
 	var before Run
 	err := s.write(ctx, func(tx Tx) error {
@@ -36,7 +36,7 @@ func (s *session) expireGrant(ctx context.Context, g *Approval, now time.Time) e
 			return err
 		}
 		if err := event(tx, s.runID, st.ID, now, EventApprovalDecided, ApprovalDecidedPayload{
-			ApprovalID: g.ID, Status: ApprovalExpired, Note: detail}); err != nil {
+			ApprovalID: g.ID, Status: ApprovalExpired, Note: detail, Expiry: ExpiryExecution}); err != nil {
 			return err
 		}
 		if err := s.endStepTx(tx, st, []StepStatus{StepAwaitingApproval}, StepFailed, obs, nil, now, detail); err != nil {
@@ -105,13 +105,13 @@ func (s *session) applyStepEnd(i int, status StepStatus, obs *Observation, pd *P
 // expireTx expires a pending approval past its ApprovalTTL and cancels the
 // run, in the transaction that found it.
 func expireTx(tx Tx, run Run, a Approval, now time.Time) error {
-	detail := fmt.Sprintf("approval %s expired at %s", a.ID, a.ExpiresAt.UTC().Format(time.RFC3339))
+	detail := fmt.Sprintf("approval %s expired (%s): not decided by %s", a.ID, ExpiryDecision, a.ExpiresAt.UTC().Format(time.RFC3339))
 	if err := tx.ApprovalDecide(ApprovalDecide{ID: a.ID, RunID: run.ID, From: ApprovalPending, Hash: a.Hash,
 		Status: ApprovalExpired, DecidedAt: now}); err != nil {
 		return err
 	}
 	if err := event(tx, run.ID, a.StepID, now, EventApprovalDecided, ApprovalDecidedPayload{
-		ApprovalID: a.ID, Status: ApprovalExpired, Note: detail}); err != nil {
+		ApprovalID: a.ID, Status: ApprovalExpired, Note: detail, Expiry: ExpiryDecision}); err != nil {
 		return err
 	}
 	obs := failure(ObsInterrupted, detail)
@@ -476,11 +476,19 @@ func (s *session) pause(ctx context.Context, tool *regTool, req ToolRequest, pd 
 	}
 	rq := ToolRequest{RunID: s.runID, StepID: st.ID, Spec: copySpec(tool.spec), Args: args}
 	a := Approval{ID: s.e.newID(), RunID: s.runID, StepID: st.ID, Kind: pd.Kind, Capability: copyRaw(pd.Capability),
-		Presentation: copyRaw(pd.Presentation), Request: rq, Status: ApprovalPending, CreatedAt: now}
+		Presentation: copyRaw(pd.Presentation), Request: rq, Status: ApprovalPending, CreatedAt: now,
+		Requirement: copyRequirement(pd.Requirement)}
+	if a.Requirement != nil {
+		a.PolicyVersion = s.e.policyID
+		if err := a.Requirement.Validate(); err != nil {
+			return s.verdictEnded(ctx, ending{status: RunFailed, reason: ReasonInternalError, detail: err.Error(), from: from,
+				step: &stepEnd{idx: i, from: []StepStatus{st.Status}, obs: failure(ObsInvalidDecision, "internal: "+err.Error())}})
+		}
+	}
 	if ttl := approvalTTL(s.run.Limits.ApprovalTTL, pd.TTL); ttl > 0 {
 		a.ExpiresAt = now.Add(ttl)
 	}
-	h, err := ApprovalHash(a.Kind, a.Capability, a.Presentation, a.Request)
+	h, err := ApprovalHashWith(a.Kind, a.Capability, a.Presentation, a.Request, a.Requirement, a.PolicyVersion)
 	if err != nil {
 		return s.verdictEnded(ctx, ending{status: RunFailed, reason: ReasonInternalError, detail: err.Error(), from: from,
 			step: &stepEnd{idx: i, from: []StepStatus{st.Status}, obs: failure(ObsInvalidDecision, "internal: "+err.Error())}})
@@ -527,7 +535,7 @@ func (s *session) pause(ctx context.Context, tool *regTool, req ToolRequest, pd 
 		}
 		return event(tx, s.runID, st.ID, now, EventApprovalRequest, ApprovalRequestedPayload{
 			ApprovalID: a.ID, Kind: a.Kind, Reason: pd.Reason, Capability: a.Capability,
-			Presentation: a.Presentation, Hash: a.Hash})
+			Presentation: a.Presentation, Hash: a.Hash, Requirement: a.Requirement, PolicyVersion: a.PolicyVersion})
 	})
 	if err != nil {
 		if from[0] != RunRunning && errors.Is(err, ErrRunState) {

@@ -16,6 +16,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/token"
+	"github.com/agentrt/agentrt/trace"
 	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/protocol/webauthncbor"
 	"github.com/go-webauthn/webauthn/protocol/webauthncose"
@@ -327,7 +328,13 @@ func (h *Handler) decideFinish(w http.ResponseWriter, r *http.Request, s *sessio
 		apiError(w, status, code, err.Error())
 		return
 	}
-	writeJSON(w, map[string]string{"status": st.Decision, "by": s.name, "next": "/runs/" + st.RunID})
+	status, remaining := st.Decision, ""
+	if a, err := h.cfg.Store.GetApproval(r.Context(), st.RunID, st.ApprovalID); err == nil && a.Status == agentrt.ApprovalPending {
+		// A vote that met not every stage: the approval waits for more.
+		stages, _ := agentrt.ApprovalStages(r.Context(), h.cfg.Store, a)
+		status, remaining = "voted", trace.Sanitize(agentrt.Remaining(stages))
+	}
+	writeJSON(w, map[string]string{"status": status, "by": s.name, "next": "/runs/" + st.RunID, "remaining": remaining})
 }
 
 // verifyAssertion runs the library's assertion checks for the session's

@@ -50,6 +50,8 @@ const (
 	CodeChanged      = "approval_changed"
 	CodeNotPending   = "not_pending"
 	CodeSignature    = "signature_refused"
+	CodeOutOfScope   = "out_of_scope"
+	CodeVoteRefused  = "vote_refused"
 	CodeInvite       = "invite_invalid"
 	CodeInternal     = "internal"
 )
@@ -376,6 +378,10 @@ func decideStatus(err error) (int, string) {
 		return http.StatusConflict, CodeNotPending
 	case errors.Is(err, agentrt.ErrSignature), errors.Is(err, agentrt.ErrUnsignedGrant):
 		return http.StatusForbidden, CodeSignature
+	case errors.Is(err, agentrt.ErrOutOfScope):
+		return http.StatusForbidden, CodeOutOfScope
+	case errors.Is(err, agentrt.ErrAlreadyVoted), errors.Is(err, agentrt.ErrStageClosed):
+		return http.StatusConflict, CodeVoteRefused
 	case errors.Is(err, agentrt.ErrNotFound):
 		return http.StatusNotFound, CodeNotFound
 	}

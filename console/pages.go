@@ -199,6 +199,9 @@ type approvalPage struct {
 	Left         string
 	Pending      bool
 	Problem      string
+	// Stages is the approval's requirement and how far it is; nil for
+	// an approval one decision grants.
+	Stages []agentrt.StageProgress
 }
 
 func (h *Handler) pageApproval(w http.ResponseWriter, r *http.Request, s *session) {
@@ -216,6 +219,7 @@ func (h *Handler) pageApproval(w http.ResponseWriter, r *http.Request, s *sessio
 		Args: jsonFields("arguments", shownArgs), Presentation: jsonFields("presentation", a.Presentation),
 		Capability: jsonFields("capability", a.Capability), ArgsSize: view.ValueSize(a.Request.Args), Pending: a.Status == agentrt.ApprovalPending}
 	p.Left, _ = timeLeft(h.now(), a.ExpiresAt)
+	p.Stages, _ = agentrt.ApprovalStages(r.Context(), h.cfg.Store, a)
 	// What is shown is what the hash binds: a row that does not match its
 	// own hash is shown but cannot be decided.
 	if err := agentrt.VerifyApproval(a); err != nil {

@@ -209,7 +209,7 @@ func (d *database) editJSON(t testing.TB, table, col, id string, value any, path
 // snapshots mean nothing was written in between.
 type snapshot = map[string][]string
 
-var snapshotTables = []string{"runs", "steps", "approvals", "model_calls", "tool_specs", "events", "run_salts"}
+var snapshotTables = []string{"runs", "steps", "approvals", "model_calls", "tool_specs", "events", "run_salts", "approval_votes"}
 
 func (d *database) snapshot(t testing.TB) snapshot { t.Helper(); return Snapshot(t, d.db(t)) }
 

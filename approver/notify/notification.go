@@ -29,6 +29,9 @@ const (
 	Expired Type = "approval.expired"
 	// Cancelled: its run was cancelled while it waited.
 	Cancelled Type = "approval.cancelled"
+	// Voted: an approver voted on an approval with stages; it may still
+	// be pending.
+	Voted Type = "approval.voted"
 )
 
 // MaxSummary bounds Notification.Summary, in bytes.
@@ -56,6 +59,10 @@ type Notification struct {
 	// Arguments are the tool call's arguments, bounded; only with
 	// Config.IncludeArguments.
 	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// MayVote, for an approval with stages still pending (requested or
+	// voted), names the approvers who may vote in its open stage now: the
+	// people to notify. Empty otherwise.
+	MayVote []string `json:"may_vote,omitempty"`
 }
 
 // summary escapes s and cuts it to MaxSummary bytes on a rune boundary.
@@ -86,8 +93,11 @@ func build(ctx context.Context, st agentrt.StoreReader, e agentrt.Event, args bo
 		p.ApprovalID, p.Reason, p.Hash = q.ApprovalID, q.Reason, q.Hash
 	case agentrt.ApprovalDecidedPayload:
 		p.ApprovalID, p.Status, p.By, p.Note = q.ApprovalID, string(q.Status), q.By, q.Note
+	case agentrt.ApprovalVotedPayload:
+		typ = Voted
+		p.ApprovalID, p.Status, p.By, p.Note = q.ApprovalID, q.Decision, q.By, q.Note
 	default:
-		if e.Type != agentrt.EventApprovalRequest && e.Type != agentrt.EventApprovalDecided {
+		if e.Type != agentrt.EventApprovalRequest && e.Type != agentrt.EventApprovalDecided && e.Type != agentrt.EventApprovalVoted {
 			return Notification{}, false, nil
 		}
 	}
@@ -136,10 +146,40 @@ func build(ctx context.Context, st agentrt.StoreReader, e agentrt.Event, args bo
 		n.Summary = summary(fmt.Sprintf("%s expired undecided at %s", tool, a.ExpiresAt.UTC().Format(time.RFC3339)))
 	case Cancelled:
 		n.Summary = summary(fmt.Sprintf("%s cancelled with its run by %s%s", tool, n.By, note))
+	case Voted:
+		n.Summary = summary(fmt.Sprintf("%s: %s voted %s%s", tool, n.By, p.Status, note))
+	}
+	if typ == Requested || typ == Voted {
+		if n.MayVote, err = mayVote(ctx, st, a); err != nil {
+			return Notification{}, false, fmt.Errorf("notify: approval %s of event %d: %w", p.ApprovalID, e.Seq, err)
+		}
 	}
 	if args {
 		shown, _ := agentrt.ApprovalArguments(a) // secrets the policy found shown as [REDACTED:<kind>]
 		n.Arguments = view.BoundRaw(shown)
 	}
 	return n, true, nil
+}
+
+// mayVote names, bounded, the approvers who may vote in the open stage of
+// a pending approval with a requirement; nil for any other.
+func mayVote(ctx context.Context, st agentrt.StoreReader, a agentrt.Approval) ([]string, error) {
+	if a.Status != agentrt.ApprovalPending || a.Requirement == nil {
+		return nil, nil
+	}
+	stages, err := agentrt.ApprovalStages(ctx, st, a)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range stages {
+		if s.Met {
+			continue
+		}
+		var out []string
+		for _, name := range s.Open {
+			out = append(out, view.BoundString(name))
+		}
+		return out, nil
+	}
+	return nil, nil
 }

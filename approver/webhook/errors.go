@@ -32,6 +32,12 @@ const (
 	CodeRunFinished Code = "run_finished"
 	// 409: the stored approval does not match its own hash.
 	CodeApprovalHash Code = "approval_hash"
+	// 403: the decider may not decide this approval: its scope, its
+	// roles, or being the run's requester. Nothing was decided.
+	CodeOutOfScope Code = "out_of_scope"
+	// 409: the approver voted on this approval already, or its stage is
+	// met or not yet open. Nothing was recorded.
+	CodeVoteRefused Code = "vote_refused"
 	// 410: the approval expired; never a rejection.
 	CodeExpired Code = "expired"
 	// 413: the body is over Config.MaxBody.
@@ -87,6 +93,10 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error, cancel
 		h.refuse(w, r, http.StatusConflict, CodeApprovalChanged, "the approval is not the one shown; show it again", nil)
 	case errors.Is(err, agentrt.ErrApprovalHash):
 		h.refuse(w, r, http.StatusConflict, CodeApprovalHash, "the stored approval does not match its hash", err)
+	case errors.Is(err, agentrt.ErrOutOfScope):
+		h.refuse(w, r, http.StatusForbidden, CodeOutOfScope, "the approver may not decide this approval; nothing was decided", err)
+	case errors.Is(err, agentrt.ErrAlreadyVoted), errors.Is(err, agentrt.ErrStageClosed):
+		h.refuse(w, r, http.StatusConflict, CodeVoteRefused, "the vote was refused: already cast, or its stage is not open; nothing was recorded", err)
 	case errors.Is(err, agentrt.ErrRunState) && cancel:
 		h.refuse(w, r, http.StatusConflict, CodeRunFinished, "the run has already ended", nil)
 	case errors.Is(err, agentrt.ErrRunState):

@@ -56,6 +56,10 @@ async function decide(ev) {
     const options = PublicKeyCredential.parseRequestOptionsFromJSON(b.options.publicKey);
     const cred = await navigator.credentials.get({ publicKey: options });
     const done = await post("/api/decide/finish", cred.toJSON(), b.ceremony);
+    if (done.status === "voted") {
+      say("result", "Vote recorded and signed by " + done.by + ". Still needed: " + done.remaining);
+      return;
+    }
     say("result", (done.status === "approve" ? "Approved" : "Rejected") + " and signed by " + done.by + ".");
     document.getElementById("status-value").textContent = done.status === "approve" ? "approved" : "rejected";
   } catch (e) {

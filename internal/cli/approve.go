@@ -101,7 +101,7 @@ func runDecide(e *env, g *global, c *command, args []string, approve bool) int {
 	}
 	// The hash of what is printed, computed from the fields printed; a
 	// record whose stored hash disagrees was altered and is not decided.
-	shown, herr := agentrt.ApprovalHash(a.Kind, a.Capability, a.Presentation, a.Request)
+	shown, herr := agentrt.ApprovalHashWith(a.Kind, a.Capability, a.Presentation, a.Request, a.Requirement, a.PolicyVersion)
 	p := &printer{w: e.stdout}
 	if g.json {
 		// The approval being decided, as read, before the decision.
@@ -109,7 +109,7 @@ func runDecide(e *env, g *global, c *command, args []string, approve bool) int {
 			Deciding agentrt.Approval `json:"deciding"`
 		}{view.BoundApproval(a)})
 	} else {
-		writeApproval(p, a, blockOptions{})
+		writeApproval(p, a, blockOptions{stages: stagesFor(st, a)})
 	}
 	if p.err != nil {
 		return e.done(p, ExitFailure)
@@ -175,6 +175,12 @@ func runDecide(e *env, g *global, c *command, args []string, approve bool) int {
 			Approval    agentrt.Approval `json:"approval"`
 			DecidedHash string           `json:"decided_hash"`
 		}{run, view.BoundApproval(after), shown})
+		return e.done(p, ExitOK)
+	}
+	if after.Status == agentrt.ApprovalPending {
+		// A vote that met not every stage.
+		p.printf("approval %s: vote recorded; it stays pending until every stage is met\n", clip(after.ID, 64))
+		writeStages(p, stagesFor(st, after))
 		return e.done(p, ExitOK)
 	}
 	p.printf("approval %s: %s by %s\n", clip(after.ID, 64), clip(string(after.Status), 40), bounded(after.DecidedBy))

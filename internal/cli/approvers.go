@@ -20,8 +20,8 @@ import (
 var approversCommand = &command{
 	name:    "approvers",
 	summary: "list, add, remove or invite the approvers whose signed decisions count",
-	usage:   "list [-pin] | add NAME -key FILE | remove NAME | invite NAME [-origin URL] | keygen -out FILE",
-	subs:    []string{"list", "add", "remove", "invite", "keygen"},
+	usage:   "list [-pin] | add NAME -key FILE [-role R] | set NAME [-role R] [-scope-kind K] [-scope-tool T] [-scope-side-effect S] [-scope-label L] | remove NAME | invite NAME [-origin URL] | keygen -out FILE",
+	subs:    []string{"list", "add", "set", "remove", "invite", "keygen"},
 	run:     runApprovers,
 }
 
@@ -36,7 +36,14 @@ executes nothing without one. Enrolling and removing are events in the
 chain naming who did it (-by, default $USER, else your account's name).
   list [-pin]             every approver, removed ones too; -pin prints the
                           lines of a pinned keys file instead
-  add NAME -key FILE      enroll an ed25519 key file (PEM, public or private)
+  add NAME -key FILE      enroll an ed25519 key file (PEM, public or private);
+                          -role and -scope-* as for set
+  set NAME                replace its roles and scope (each comma-separated):
+    -role R               roles, as a policy's stages name them (finance)
+    -scope-kind K         approval kinds it may decide (none: any)
+    -scope-tool T         tools whose approvals it may decide (none: any)
+    -scope-side-effect S  side-effect classes it may decide (none: any)
+    -scope-label L        run labels k=v; it decides only runs with one
   remove NAME             remove an approver: it signs nothing more
   invite NAME [-origin U] print a one-time URL to enroll a passkey in the
                           console, valid for 15 minutes (default origin
@@ -47,7 +54,7 @@ chain naming who did it (-by, default $USER, else your account's name).
 
 func runApprovers(e *env, g *global, c *command, args []string) int {
 	if len(args) == 0 {
-		return e.usageError(c, "missing the approvers command: list, add, remove, invite or keygen")
+		return e.usageError(c, "missing the approvers command: list, add, set, remove, invite or keygen")
 	}
 	sub, args := args[0], args[1:]
 	if !c.hasSub(sub) {
@@ -57,11 +64,15 @@ func runApprovers(e *env, g *global, c *command, args []string) int {
 	by := fs.String("by", "", "who is doing this, recorded as given (default $USER, else your account's name)")
 	var key, origin, out *string
 	var pin *bool
+	var acc accessFlags
 	switch sub {
 	case "list":
 		pin = fs.Bool("pin", false, "print pinned keys file lines")
 	case "add":
 		key = fs.String("key", "", "the ed25519 key file to enroll")
+		acc = newAccessFlags(fs)
+	case "set":
+		acc = newAccessFlags(fs)
 	case "remove":
 	case "invite":
 		origin = fs.String("origin", defaultOrigin, "the console's origin, as the browser names it")
@@ -127,7 +138,8 @@ func runApprovers(e *env, g *global, c *command, args []string) int {
 				if a.Removed() {
 					status += "; removed " + a.RemovedAt.Format(timeLayout) + " by " + clip(a.RemovedBy, 80)
 				}
-				p.printf("%s  %s %s  %s  %s\n", clip(a.Name, 128), a.Kind, a.Algorithm, clip(a.CredentialID, 96), status)
+				p.printf("%s  %s %s  %s  %s  %s\n", clip(a.Name, 128), a.Kind, a.Algorithm, clip(a.CredentialID, 96), status,
+					describeAccess(a.Roles, a.Scope))
 			}
 		}
 		if len(aps) == 0 && !g.json && !*pin {
@@ -139,7 +151,8 @@ func runApprovers(e *env, g *global, c *command, args []string) int {
 		if err != nil {
 			return e.fail("%v", err)
 		}
-		a, err := op.EnrollApprover(ctx, agentrt.NewApprover{Name: name, Kind: agentrt.ApproverKeyFile, PublicKey: der, By: *by})
+		a, err := op.EnrollApprover(ctx, agentrt.NewApprover{Name: name, Kind: agentrt.ApproverKeyFile, PublicKey: der, By: *by,
+			Access: acc.access()})
 		if err != nil {
 			return e.fail("%s", strings.TrimPrefix(err.Error(), "agentrt: "))
 		}
@@ -147,6 +160,20 @@ func runApprovers(e *env, g *global, c *command, args []string) int {
 			writeJSON(p, a)
 		} else {
 			p.printf("approver %s enrolled with key %s by %s\n", clip(a.Name, 128), a.CredentialID, clip(*by, 80))
+		}
+		return e.done(p, ExitOK)
+	case "set":
+		a, err := op.SetApproverAccess(ctx, name, acc.access(), *by)
+		if errors.Is(err, agentrt.ErrNotFound) {
+			return e.fail("no enrolled approver is named %s; nothing was changed", name)
+		}
+		if err != nil {
+			return e.fail("%s", strings.TrimPrefix(err.Error(), "agentrt: "))
+		}
+		if g.json {
+			writeJSON(p, a)
+		} else {
+			p.printf("approver %s: %s, set by %s\n", clip(a.Name, 128), describeAccess(a.Roles, a.Scope), clip(*by, 80))
 		}
 		return e.done(p, ExitOK)
 	case "remove":

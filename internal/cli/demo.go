@@ -141,7 +141,7 @@ func runDemo(e *env, g *global, c *command, args []string) int {
 	}
 
 	// Play the operator: decide on exactly what was printed above.
-	shown, err := agentrt.ApprovalHash(a.Kind, a.Capability, a.Presentation, a.Request)
+	shown, err := agentrt.ApprovalHashWith(a.Kind, a.Capability, a.Presentation, a.Request, a.Requirement, a.PolicyVersion)
 	if err != nil || shown != a.Hash {
 		return e.fail("approval %s does not match its own hash; nothing was decided", a.ID)
 	}

@@ -164,6 +164,8 @@ type blockOptions struct {
 	hint string
 	// tool names the tool when the request was not read whole.
 	tool string
+	// stages is an approval's requirement and how far it is (stagesFor).
+	stages []agentrt.StageProgress
 }
 
 // writeApproval prints an approval block: a heading, the approval's own
@@ -191,6 +193,7 @@ func writeApproval(p *printer, a agentrt.Approval, o blockOptions) {
 		p.printf("  expires       %s\n", when(a.ExpiresAt))
 	}
 	p.printf("  hash          %s\n", clip(a.Hash, 128))
+	writeStages(p, o.stages)
 	if a.DecodeError != "" {
 		p.printf("  unread        %s\n", bounded(a.DecodeError))
 	}

@@ -65,7 +65,7 @@ func runShow(e *env, g *global, c *command, args []string) int {
 		p.printf("\n")
 		hint := fmt.Sprintf("decide with: %s -db %s approve %s -approval %s", e.prog, clean(shellQuote(path)),
 			clean(shellQuote(a.RunID)), clean(shellQuote(a.ID)))
-		writeApproval(p, a, blockOptions{hint: hint, tool: tools[a.StepID]})
+		writeApproval(p, a, blockOptions{hint: hint, tool: tools[a.StepID], stages: stagesFor(st, a)})
 	}
 	if more := page.PendingTotal - len(page.Pending); more > 0 {
 		p.printf("... %d more pending approval(s) not shown\n", more)

@@ -22,6 +22,9 @@ type decisionsReport struct {
 	// (each a failure with pinned keys).
 	Unsigned  int64 `json:"unsigned_approvals"`
 	Approvers int   `json:"approvers"`
+	// Votes is how many approval.voted events were read, each of which
+	// held before Failure.
+	Votes int64 `json:"votes"`
 	// Erased is how many decisions belong to erased runs: their
 	// signatures were removed with the content they signed.
 	Erased int64 `json:"erased,omitempty"`
@@ -67,6 +70,8 @@ func verifyDecisions(st agentrt.StoreReader, head int64, pinned *agentrt.PinnedK
 	seen := map[string]*state{}
 	approvedInChain := map[[2]string]bool{}
 	erased := map[string]bool{}
+	votes := newVoteLedger(st, pinned, aps, erased)
+	defer func() { rep.Votes = votes.count }()
 	fail := func(e agentrt.Event, approvalID, format string, args ...any) (*decisionsReport, error) {
 		rep.Failure = &decisionFailure{Seq: e.Seq, RunID: e.RunID, ApprovalID: approvalID, Reason: fmt.Sprintf(format, args...)}
 		return rep, nil
@@ -83,6 +88,12 @@ func verifyDecisions(st agentrt.StoreReader, head int64, pinned *agentrt.PinnedK
 			after = e.Seq
 			if e.Seq > head {
 				break
+			}
+			if id, why, err := votes.event(ctx, e); err != nil || why != "" {
+				if err != nil {
+					return nil, err
+				}
+				return fail(e, id, "%s", why)
 			}
 			switch e.Type {
 			case agentrt.EventApproverEnrolled:
@@ -113,6 +124,12 @@ func verifyDecisions(st agentrt.StoreReader, head int64, pinned *agentrt.PinnedK
 				approved := p.Status == agentrt.ApprovalApproved
 				if approved {
 					approvedInChain[[2]string{e.RunID, p.ApprovalID}] = true
+					if why, err := votes.granted(ctx, row); err != nil || why != "" {
+						if err != nil {
+							return nil, err
+						}
+						return fail(e, p.ApprovalID, "%s", why)
+					}
 				}
 				if row.Hash == "" {
 					// Erasure blanks an approval's hash and removes its

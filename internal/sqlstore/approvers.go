@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -12,7 +13,7 @@ import (
 
 var (
 	approverCols = textCols(colWhole, "id", "name", "kind", "algorithm", "credential_id", "public_key", "rp_id", "origin",
-		"enrolled_at", "enrolled_by", "removed_at", "removed_by")
+		"enrolled_at", "enrolled_by", "removed_at", "removed_by", "access_json")
 	approverAt     = colIndex(approverCols)
 	selectApprover = "SELECT " + selectCols(approverCols) + " FROM approvers"
 
@@ -36,6 +37,14 @@ func scanApprover(s scanner) (agentrt.EnrolledApprover, error) {
 		r.note("public_key: not base64")
 	} else {
 		a.PublicKey = k
+	}
+	if ac := r.str("access_json"); ac != "" {
+		var access agentrt.ApproverAccess
+		if err := json.Unmarshal([]byte(ac), &access); err != nil {
+			r.note("access: %v", err)
+		} else {
+			a.Roles, a.Scope = access.Roles, access.Scope
+		}
 	}
 	a.DecodeError = r.decodeError()
 	return a, nil
@@ -139,4 +148,67 @@ func (s *Store) GetApprover(ctx context.Context, id string) (agentrt.EnrolledApp
 		return a, fmt.Errorf("%w: approver %s", agentrt.ErrNotFound, id)
 	}
 	return a, err
+}
+
+func (t *tx) ApproverSetAccess(p agentrt.ApproverSetAccess) error {
+	ac, err := encodeJSON(p.Access)
+	if err != nil {
+		return err
+	}
+	res, err := t.exec(`UPDATE approvers SET access_json = ? WHERE id = ? AND removed_at = ''`, ac, p.ID)
+	if err != nil {
+		return err
+	}
+	return oneRow(res, "approver", p.ID)
+}
+
+func (t *tx) ApproverList() ([]agentrt.EnrolledApprover, error) {
+	rows, err := t.query(selectApprover + " ORDER BY rowid")
+	if err != nil {
+		return nil, err
+	}
+	return scanApprovers(rows)
+}
+
+func (t *tx) VoteInsert(v agentrt.Vote) error {
+	sig := ""
+	if v.Signature != nil {
+		var err error
+		if sig, err = encodeJSON(v.Signature); err != nil {
+			return err
+		}
+	}
+	_, err := t.exec(`INSERT INTO approval_votes (approval_id, run_id, approver_id, approver_name, stage, decision, note, at, signature_json)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, v.ApprovalID, v.RunID, v.ApproverID, v.ApproverName, v.Stage, v.Decision, v.Note,
+		t.timeText(v.At), sig)
+	if err != nil && isConstraint(err) {
+		return fmt.Errorf("%w: approver %s on approval %s", agentrt.ErrAlreadyVoted, v.ApproverID, v.ApprovalID)
+	}
+	return err
+}
+
+func (t *tx) VoteList(approvalID string) ([]agentrt.Vote, error) {
+	rows, err := t.query(`SELECT approval_id, run_id, approver_id, approver_name, stage, decision, note, at, signature_json
+		FROM approval_votes WHERE approval_id = ? ORDER BY rowid`, approvalID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []agentrt.Vote
+	for rows.Next() {
+		var v agentrt.Vote
+		var at, sig string
+		if err := rows.Scan(&v.ApprovalID, &v.RunID, &v.ApproverID, &v.ApproverName, &v.Stage, &v.Decision, &v.Note, &at, &sig); err != nil {
+			return nil, err
+		}
+		v.At, _ = parseTime(at)
+		if sig != "" {
+			v.Signature = new(agentrt.DecisionSignature)
+			if err := json.Unmarshal([]byte(sig), v.Signature); err != nil {
+				v.Signature = nil
+			}
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }

@@ -140,6 +140,11 @@ func (t *tx) eraseRun(id string, r agentrt.EraseRequest) (agentrt.ErasedRun, err
 		return agentrt.ErasedRun{}, err
 	}
 	rows["approvals"] = n
+	// A vote's note and signature confirm a guess of the arguments, as a
+	// decision's do.
+	if _, err := t.exec(`UPDATE approval_votes SET note = '', signature_json = '' WHERE run_id = ?`, id); err != nil {
+		return agentrt.ErasedRun{}, err
+	}
 	res, err := t.exec(`UPDATE model_calls SET error = '' WHERE run_id = ?`, id)
 	if err != nil {
 		return agentrt.ErasedRun{}, err

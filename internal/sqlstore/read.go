@@ -159,7 +159,8 @@ func scanSteps(rows *sql.Rows) ([]agentrt.Step, error) {
 
 var (
 	approvalCols = textCols(colWhole, "id", "run_id", "step_id", "kind", "capability_json", "presentation_json", "request_json", "hash", "status",
-		"created_at", "expires_at", "decided_at", "decided_by", "note", "approver_id", "credential_id", "signature_json")
+		"created_at", "expires_at", "decided_at", "decided_by", "note", "approver_id", "credential_id", "signature_json",
+		"requirement_json", "policy_version")
 	approvalAt     = colIndex(approvalCols)
 	selectApproval = "SELECT " + selectCols(approvalCols) + " FROM approvals"
 )
@@ -175,7 +176,14 @@ func scanApproval(s scanner) (agentrt.Approval, error) {
 	}
 	a := agentrt.Approval{ID: r.str("id"), RunID: r.str("run_id"), StepID: r.str("step_id"), Kind: r.str("kind"),
 		Hash: r.str("hash"), Status: agentrt.ApprovalStatus(r.str("status")), DecidedBy: r.str("decided_by"), Note: r.str("note"),
-		ApproverID: r.str("approver_id"), CredentialID: r.str("credential_id")}
+		ApproverID: r.str("approver_id"), CredentialID: r.str("credential_id"), PolicyVersion: r.str("policy_version")}
+	if rq := r.str("requirement_json"); rq != "" {
+		a.Requirement = new(agentrt.Requirement)
+		if err := json.Unmarshal([]byte(rq), a.Requirement); err != nil {
+			r.note("requirement: %v", err)
+			a.Requirement = nil
+		}
+	}
 	if sig := r.str("signature_json"); sig != "" {
 		a.Signature = new(agentrt.DecisionSignature)
 		if err := json.Unmarshal([]byte(sig), a.Signature); err != nil {

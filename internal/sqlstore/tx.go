@@ -472,11 +472,17 @@ func (t *tx) ApprovalInsert(a agentrt.Approval) error {
 	if err != nil {
 		return err
 	}
+	rq := ""
+	if a.Requirement != nil {
+		if rq, err = encodeJSON(a.Requirement); err != nil {
+			return err
+		}
+	}
 	return t.write(`INSERT INTO approvals (id, run_id, step_id, kind, capability_json, presentation_json,
-		request_json, hash, status, created_at, expires_at, decided_at, decided_by, note)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, outcome{},
+		request_json, hash, status, created_at, expires_at, decided_at, decided_by, note, requirement_json, policy_version)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, outcome{},
 		a.ID, a.RunID, a.StepID, a.Kind, string(a.Capability), string(a.Presentation), req, a.Hash,
-		string(a.Status), t.timeText(a.CreatedAt), t.timeText(a.ExpiresAt), t.timeText(a.DecidedAt), a.DecidedBy, a.Note)
+		string(a.Status), t.timeText(a.CreatedAt), t.timeText(a.ExpiresAt), t.timeText(a.DecidedAt), a.DecidedBy, a.Note, rq, a.PolicyVersion)
 }
 
 func (t *tx) ApprovalGet(runID, id string) (agentrt.Approval, error) {

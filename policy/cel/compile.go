@@ -199,7 +199,8 @@ func compileFile(fs *fileSpec, data []byte) ([]*rule, *rule, error) {
 
 func (c *compiler) rule(rs *ruleSpec) (*rule, error) {
 	r := &rule{name: rs.name, line: rs.line, col: rs.col, tools: rs.tools, sideEffects: rs.sideEffects, isDefault: rs.isDefault,
-		decision: agentrt.PolicyDecision{Outcome: rs.outcome, Reason: rs.reason, Kind: rs.kind, TTL: rs.ttl, RequireSignature: rs.requireSignature}}
+		decision: agentrt.PolicyDecision{Outcome: rs.outcome, Reason: rs.reason, Kind: rs.kind, TTL: rs.ttl, RequireSignature: rs.requireSignature,
+			Requirement: rs.requirement}}
 	if r.decision.Reason == "" {
 		r.decision.Reason = fmt.Sprintf("rule %s: %s", rs.name, rs.outcome)
 	}

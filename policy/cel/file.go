@@ -56,6 +56,7 @@ type ruleSpec struct {
 	ttl                      time.Duration
 	presentation, capability []fieldSpec
 	requireSignature         bool
+	requirement              *agentrt.Requirement
 	isDefault                bool
 }
 
@@ -244,8 +245,8 @@ func decodeFile(root *node) (*fileSpec, error) {
 
 const defaultRule = "default"
 
-var ruleFields = []string{"name", "match", "when", "outcome", "reason", "kind", "ttl", "require_signature", "presentation", "capability"}
-var defaultFields = []string{"outcome", "reason", "kind", "ttl", "require_signature", "presentation", "capability"}
+var ruleFields = []string{"name", "match", "when", "outcome", "reason", "kind", "ttl", "require_signature", "stages", "presentation", "capability"}
+var defaultFields = []string{"outcome", "reason", "kind", "ttl", "require_signature", "stages", "presentation", "capability"}
 
 func (d *decoder) rule1(n *node, isDefault bool) (ruleSpec, error) {
 	r := ruleSpec{name: d.rule, line: n.line, col: n.col, isDefault: isDefault}
@@ -338,6 +339,13 @@ func (d *decoder) rule1(n *node, isDefault bool) (ruleSpec, error) {
 			return r, d.errAt(v, "require_signature", "must be true or false, not %s", v.kind)
 		}
 		r.requireSignature = v.b
+	}
+	if v, ok, err := approvalOnly("stages"); err != nil {
+		return r, err
+	} else if ok {
+		if r.requirement, err = d.stages(v); err != nil {
+			return r, err
+		}
 	}
 	for _, key := range []string{"presentation", "capability"} {
 		v, ok, err := approvalOnly(key)
