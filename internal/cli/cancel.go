@@ -37,15 +37,11 @@ func runCancel(x *inv, o *cancelOptions, pos []string) int {
 	if code != ExitOK {
 		return code
 	}
-	st, where, code := x.g.openDB(x.env, x.c, false)
+	st, where, runID, code := x.openRunToChange(typed)
 	if code != ExitOK {
 		return code
 	}
 	defer st.Close()
-	runID, code, ok := x.resolveRun(st, where, typed)
-	if !ok {
-		return code
-	}
 
 	ctx := background()
 	op := agentrt.Operator{Store: st, Now: x.now}

@@ -54,15 +54,11 @@ func runErase(x *inv, o *eraseOptions, pos []string) int {
 	if o.reason == "" {
 		return x.usageError(x.c, "-reason is required: say why the run's content is erased")
 	}
-	st, name, code := x.g.openDB(x.env, x.c, false)
+	st, name, runID, code := x.openRunToChange(typed)
 	if code != ExitOK {
 		return code
 	}
 	defer st.Close()
-	runID, code, ok := x.resolveRun(st, name, typed)
-	if !ok {
-		return code
-	}
 	ctx := background()
 	op := agentrt.Operator{Store: st, Now: x.now}
 	er, err := op.Erase(ctx, runID, by, o.reason)

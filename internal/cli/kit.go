@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/cliflag"
 	"github.com/agentrt/agentrt/trace"
 )
@@ -94,4 +95,20 @@ type pageOptions struct{ limit, offset int }
 func (o *pageOptions) register(fs *flag.FlagSet, limit int, limitHelp, offsetHelp string) {
 	fs.IntVar(&o.limit, "limit", limit, fmt.Sprintf("%s, 1 to %d", limitHelp, maxLimit))
 	fs.IntVar(&o.offset, "offset", 0, offsetHelp)
+}
+
+// openRunToChange opens the database for writing, once every argument is
+// checked, and resolves the run id as typed. Unless code is ExitOK the
+// command stops with it and nothing is open; else the caller closes st.
+func (x *inv) openRunToChange(typed string) (st agentrt.Store, where, runID string, code int) {
+	st, where, code = x.g.openDB(x.env, x.c, false)
+	if code != ExitOK {
+		return nil, "", "", code
+	}
+	runID, code, ok := x.resolveRun(st, where, typed)
+	if !ok {
+		st.Close()
+		return nil, "", "", code
+	}
+	return st, where, runID, ExitOK
 }
