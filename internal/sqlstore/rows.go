@@ -20,3 +20,10 @@ func scanRows[T any](rows *sql.Rows, err error, scan func(scanner) (T, error)) (
 	}
 	return out, rows.Err()
 }
+
+// scanString reads a row of one text column.
+func scanString(s scanner) (string, error) {
+	var v string
+	err := s.Scan(&v)
+	return v, err
+}
