@@ -4,20 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
-)
-
-// Budget events. A budget's changes belong to no run (RunID ""); a
-// reconciliation belongs to the run whose call it settles.
-const (
-	// EventBudgetChanged records a budget added, its ceilings set, or its
-	// retirement, naming who made the change.
-	EventBudgetChanged EventType = "budget.changed"
-	// EventBudgetReconciled records an operator settling an uncertain
-	// reservation with a figure of their own.
-	EventBudgetReconciled EventType = "budget.reconciled"
 )
 
 // ReasonLimitBudget ends a run whose model call a shared budget refused.
@@ -339,4 +329,14 @@ func checkCanonicalLabels(field, s string) error {
 		return &ConfigError{Field: field, Reason: fmt.Sprintf("must be canonical (sorted key=value pairs, as agentrt.Labels makes): write %q", c)}
 	}
 	return nil
+}
+
+// satAdd adds two non-negative counts, saturating at the int64 maximum; a
+// negative operand counts as zero.
+func satAdd(a, b int64) int64 {
+	a, b = max(a, 0), max(b, 0)
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }

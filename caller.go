@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/bits"
 	"net"
 	"strings"
 	"sync"
@@ -562,43 +561,6 @@ func (c *modelCaller) sleep(ctx context.Context, d time.Duration) error {
 		return c.cfg.sleep(ctx, d)
 	}
 	return ctxsleep.Sleep(ctx, d)
-}
-
-// costOf prices usage: uncached input, cached input and output, each
-// floored to a whole micro. The products are taken in 128 bits, negative
-// counts and prices count as zero, and the sum saturates at the largest
-// Micros.
-func costOf(p Price, u Usage) Micros {
-	cached := max(u.CachedInputTokens, 0)
-	uncached := max(max(u.InputTokens, 0)-cached, 0)
-	sum := satAdd(int64(perMillion(uncached, p.InputPerMTok)), int64(perMillion(cached, p.CachedInputPerMTok)))
-	return Micros(satAdd(sum, int64(perMillion(max(u.OutputTokens, 0), p.OutputPerMTok))))
-}
-
-// perMillion is floor(n * perMTok / 1e6), saturating.
-func perMillion(n int64, perMTok Micros) Micros {
-	if n <= 0 || perMTok <= 0 {
-		return 0
-	}
-	hi, lo := bits.Mul64(uint64(n), uint64(perMTok))
-	if hi >= 1_000_000 {
-		return math.MaxInt64 // the quotient does not fit in 64 bits
-	}
-	q, _ := bits.Div64(hi, lo, 1_000_000)
-	if q > math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return Micros(q)
-}
-
-// satAdd adds two non-negative counts, saturating at the int64 maximum; a
-// negative operand counts as zero.
-func satAdd(a, b int64) int64 {
-	a, b = max(a, 0), max(b, 0)
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }
 
 // errorText is err's message, even from an error whose Error panics.

@@ -81,27 +81,7 @@ func NewDriver(cfg Config) (*Driver, error) {
 }
 
 func newEngine(cfg EngineConfig) (*engine, error) {
-	if cfg.Store == nil {
-		return nil, &ConfigError{Field: "Config.Store", Reason: "is required"}
-	}
-	if cfg.Policy == nil {
-		return nil, &ConfigError{Field: "Config.Policy", Reason: "is required"}
-	}
-	if m := cfg.Model; m != nil {
-		if m.Model == nil {
-			return nil, &ConfigError{Field: "Config.Model.Model", Reason: "is required when Config.Model is set"}
-		}
-		for _, f := range []struct {
-			name string
-			v    int64
-		}{{"Config.Model.CallTimeout", int64(m.CallTimeout)}, {"Config.Model.MaxRetries", int64(m.MaxRetries)},
-			{"Config.Model.Backoff", int64(m.Backoff)}, {"Config.Model.MaxRetryAfter", int64(m.MaxRetryAfter)}} {
-			if f.v < 0 {
-				return nil, &ConfigError{Field: f.name, Reason: fmt.Sprintf("must not be negative, got %d", f.v)}
-			}
-		}
-	}
-	if err := cfg.Egress.check(cfg.Disclosure); err != nil {
+	if err := checkEngineConfig(cfg); err != nil {
 		return nil, err
 	}
 	prices, err := enginePrices(cfg)
@@ -141,28 +121,73 @@ func newEngine(cfg EngineConfig) (*engine, error) {
 	} else {
 		e.owner = suffix
 	}
-	if ip, ok := cfg.Policy.(IdentifiedPolicy); ok {
-		id := ip.PolicyID()
-		if len(id) > 256 || !utf8.ValidString(id) || strings.IndexFunc(id, unicode.IsControl) >= 0 {
-			return nil, &ConfigError{Field: "PolicyID()", Reason: "must be at most 256 bytes of UTF-8 without control characters"}
-		}
-		e.policyID = id
+	if e.policyID, err = policyIDOf(cfg.Policy); err != nil {
+		return nil, err
 	}
-	for i, t := range cfg.Tools {
+	if err := e.registerTools(cfg.Tools); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// checkEngineConfig refuses a configuration without a store or a policy,
+// a model configuration without a model or with a negative bound, and bad
+// egress rules.
+func checkEngineConfig(cfg EngineConfig) error {
+	if cfg.Store == nil {
+		return &ConfigError{Field: "Config.Store", Reason: "is required"}
+	}
+	if cfg.Policy == nil {
+		return &ConfigError{Field: "Config.Policy", Reason: "is required"}
+	}
+	if m := cfg.Model; m != nil {
+		if m.Model == nil {
+			return &ConfigError{Field: "Config.Model.Model", Reason: "is required when Config.Model is set"}
+		}
+		for _, f := range []struct {
+			name string
+			v    int64
+		}{{"Config.Model.CallTimeout", int64(m.CallTimeout)}, {"Config.Model.MaxRetries", int64(m.MaxRetries)},
+			{"Config.Model.Backoff", int64(m.Backoff)}, {"Config.Model.MaxRetryAfter", int64(m.MaxRetryAfter)}} {
+			if f.v < 0 {
+				return &ConfigError{Field: f.name, Reason: fmt.Sprintf("must not be negative, got %d", f.v)}
+			}
+		}
+	}
+	return cfg.Egress.check(cfg.Disclosure)
+}
+
+// policyIDOf is the id an IdentifiedPolicy gives, checked, or "".
+func policyIDOf(p Policy) (string, error) {
+	ip, ok := p.(IdentifiedPolicy)
+	if !ok {
+		return "", nil
+	}
+	id := ip.PolicyID()
+	if len(id) > 256 || !utf8.ValidString(id) || strings.IndexFunc(id, unicode.IsControl) >= 0 {
+		return "", &ConfigError{Field: "PolicyID()", Reason: "must be at most 256 bytes of UTF-8 without control characters"}
+	}
+	return id, nil
+}
+
+// registerTools compiles and registers each tool once, then lists their
+// specs and the JSON list of their hashes in name order.
+func (e *engine) registerTools(tools []Tool) error {
+	for i, t := range tools {
 		if t == nil {
-			return nil, &ConfigError{Field: fmt.Sprintf("Config.Tools[%d]", i), Reason: "is nil"}
+			return &ConfigError{Field: fmt.Sprintf("Config.Tools[%d]", i), Reason: "is nil"}
 		}
 		spec := t.Spec()
 		ts, err := CompileTool(spec)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if _, dup := e.tools[spec.Name]; dup {
-			return nil, &ConfigError{Field: "Config.Tools", Reason: fmt.Sprintf("registers %q twice", spec.Name)}
+			return &ConfigError{Field: "Config.Tools", Reason: fmt.Sprintf("registers %q twice", spec.Name)}
 		}
 		h, c, err := specHash(ts.spec)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		_, specOnly := t.(specOnlyTool)
 		e.tools[spec.Name] = &regTool{tool: t, spec: ts.spec, schema: ts, hash: h, canonical: c, specOnly: specOnly}
@@ -178,7 +203,7 @@ func newEngine(cfg EngineConfig) (*engine, error) {
 		hashes = append(hashes, e.tools[n].hash)
 	}
 	e.toolList, _ = json.Marshal(hashes)
-	return e, nil
+	return nil
 }
 
 // claim marks a run as executed by this engine; a second concurrent call on

@@ -10,11 +10,6 @@ import (
 	"slices"
 )
 
-// EventEgressDenied records the manifest of a provider request the egress
-// rules denied, and why; the request was not sent. An allowed request's
-// manifest is in its model.dispatched event, written before transport.
-const EventEgressDenied EventType = "egress.denied"
-
 // ErrEgressDenied is matched by *EgressDeniedError.
 var ErrEgressDenied = errors.New("agentrt: egress denied")
 

@@ -74,6 +74,25 @@ const (
 	EventApproverAccessSet EventType = "approver.access_set"
 )
 
+// Budget events. A budget's changes belong to no run (RunID ""); a
+// reconciliation belongs to the run whose call it settles.
+const (
+	// EventBudgetChanged records a budget added, its ceilings set, or its
+	// retirement, naming who made the change.
+	EventBudgetChanged EventType = "budget.changed"
+	// EventBudgetReconciled records an operator settling an uncertain
+	// reservation with a figure of their own.
+	EventBudgetReconciled EventType = "budget.reconciled"
+	// EventPriceVersionAdded records a price version stored for the first
+	// time. It belongs to no run.
+	EventPriceVersionAdded EventType = "price.version_added"
+)
+
+// EventEgressDenied records the manifest of a provider request the egress
+// rules denied, and why; the request was not sent. An allowed request's
+// manifest is in its model.dispatched event, written before transport.
+const EventEgressDenied EventType = "egress.denied"
+
 // Event explains one change. Events form a hash chain across all runs.
 type Event struct {
 	Seq     int64           `json:"seq"`

@@ -288,38 +288,8 @@ func (s *session) finish(ctx context.Context, i int, ac *allowedCall, obs *Obser
 	if obs.Failure() {
 		status = StepFailed
 	}
-	finished := func(now time.Time) any {
-		fin := ToolFinishedPayload{Tool: ac.tool.spec.Name, DurationMS: activeFor(st, now).Milliseconds()}
-		if obs.Failure() {
-			fin.Error = obs.Summary
-			fin.FailureClass = obs.FailureClass
-		} else {
-			fin.Summary = obs.Summary
-			fin.ContentHash = obs.ContentHash
-			for _, b := range obs.Blocks {
-				fin.Blocks = append(fin.Blocks, b.Digest())
-			}
-		}
-		return fin
-	}
-	// A tool's outcome that ends the run is recorded, step.tool_finished
-	// included, in the transaction that ends it.
-	var settling *ending
-	switch end {
-	case toolAbort:
-		var detail string
-		_ = json.Unmarshal(obs.Content, &struct {
-			Error *string `json:"error"`
-		}{&detail})
-		settling = &ending{status: RunFailed, reason: ReasonToolAbort, detail: detail,
-			pre:  []pendingEvent{{typ: EventToolFinished, at: finished}},
-			step: &stepEnd{idx: i, from: onlyExecuting, obs: obs}}
-	case toolComplete:
-		settling = &ending{status: RunCompleted, reason: ReasonGoalCompleted, result: obs.Content,
-			pre:  []pendingEvent{{typ: EventToolFinished, at: finished}},
-			step: &stepEnd{idx: i, from: onlyExecuting, status: StepDone, obs: obs}}
-	}
-	if settling != nil {
+	finished := toolFinished(st, ac, obs)
+	if settling := toolEnding(i, end, obs, finished); settling != nil {
 		if err := s.settle(ctx, *settling); err != nil {
 			return err
 		}
@@ -332,6 +302,9 @@ func (s *session) finish(ctx context.Context, i int, ac *allowedCall, obs *Obser
 	now := s.e.now()
 	dur := activeFor(st, now)
 	fin := finished(now)
+	if s.deferEnds {
+		return s.deferFinish(ctx, i, ac, obs, status, fin, now, dur)
+	}
 	// endFn reads no session field but the lease: it may commit while a
 	// gate's lock is out (writeOut).
 	stID := &Step{ID: st.ID}
@@ -343,53 +316,6 @@ func (s *session) finish(ctx context.Context, i int, ac *allowedCall, obs *Obser
 			return err
 		}
 		return s.endStepTx(tx, stID, onlyExecuting, status, obs, nil, now, obs.Summary)
-	}
-	if s.deferEnds {
-		// The Driver's loop commits this end with its next write, whose
-		// guard fences the run and adds the step's duration.
-		// The closures keep copies, not pointers into the session's step
-		// slice or open step, which the next step reuses.
-		stCopy := Step{ID: st.ID}
-		toolName := ac.tool.spec.Name
-		// Encoded now, outside the transaction that will carry them.
-		finJSON, ferr := json.Marshal(fin)
-		obsJSON, oerr := json.Marshal(obs)
-		if ferr != nil || oerr != nil {
-			return s.lost(ctx, &JSONError{What: "tool outcome", Reason: "will not encode"})
-		}
-		var failedJSON []byte
-		if status == StepFailed {
-			failedJSON, _ = json.Marshal(StepFailedPayload{obs.Summary, obs.Kind, obs.ContentHash})
-		}
-		s.deferred = &deferredEnd{active: dur, index: st.Index, fn: func(tx Tx) error {
-			if err := event(tx, s.runID, stCopy.ID, now, EventToolFinished, json.RawMessage(finJSON)); err != nil {
-				return err
-			}
-			u := StepUpdate{ID: stCopy.ID, From: onlyExecuting, Status: status, Observation: obs, FinishedAt: now}
-			u.Encoded[2] = obsJSON
-			if err := tx.StepUpdate(u); err != nil {
-				return err
-			}
-			if failedJSON != nil {
-				return event(tx, s.runID, stCopy.ID, now, EventStepFailed, json.RawMessage(failedJSON))
-			}
-			return nil
-		}, late: func(ctx context.Context) error {
-			run, err := s.e.store.GetRun(ctx, s.runID)
-			if err != nil || !run.Status.Terminal() {
-				return err
-			}
-			lateNow := s.e.now()
-			_, err = s.e.store.Update(ctx, func(tx Tx) error {
-				return event(tx, s.runID, stCopy.ID, lateNow, EventToolFinished, ToolFinishedPayload{
-					Tool: toolName, Late: true, Observation: obs})
-			})
-			return err
-		}}
-		s.applyStepEnd(i, status, obs, nil, now)
-		s.run.ActiveTime += dur
-		s.cur = nil
-		return nil
 	}
 	err := s.writeOut(ctx, endFn)
 	// A sibling's start may have moved the cache while the lock was out.
@@ -406,6 +332,95 @@ func (s *session) finish(ctx context.Context, i int, ac *allowedCall, obs *Obser
 		}
 		return s.lost(ctx, err)
 	}
+	s.applyStepEnd(i, status, obs, nil, now)
+	s.run.ActiveTime += dur
+	s.cur = nil
+	return nil
+}
+
+// toolFinished makes the step.tool_finished payload of obs, given when
+// it is recorded.
+func toolFinished(st *Step, ac *allowedCall, obs *Observation) func(now time.Time) any {
+	return func(now time.Time) any {
+		fin := ToolFinishedPayload{Tool: ac.tool.spec.Name, DurationMS: activeFor(st, now).Milliseconds()}
+		if obs.Failure() {
+			fin.Error = obs.Summary
+			fin.FailureClass = obs.FailureClass
+		} else {
+			fin.Summary = obs.Summary
+			fin.ContentHash = obs.ContentHash
+			for _, b := range obs.Blocks {
+				fin.Blocks = append(fin.Blocks, b.Digest())
+			}
+		}
+		return fin
+	}
+}
+
+// toolEnding is the run's end a tool's outcome brings (its abort or its
+// completion), or nil. Such an outcome is recorded, step.tool_finished
+// included, in the transaction that ends the run.
+func toolEnding(i int, end toolEnd, obs *Observation, finished func(time.Time) any) *ending {
+	switch end {
+	case toolAbort:
+		var detail string
+		_ = json.Unmarshal(obs.Content, &struct {
+			Error *string `json:"error"`
+		}{&detail})
+		return &ending{status: RunFailed, reason: ReasonToolAbort, detail: detail,
+			pre:  []pendingEvent{{typ: EventToolFinished, at: finished}},
+			step: &stepEnd{idx: i, from: onlyExecuting, obs: obs}}
+	case toolComplete:
+		return &ending{status: RunCompleted, reason: ReasonGoalCompleted, result: obs.Content,
+			pre:  []pendingEvent{{typ: EventToolFinished, at: finished}},
+			step: &stepEnd{idx: i, from: onlyExecuting, status: StepDone, obs: obs}}
+	}
+	return nil
+}
+
+// deferFinish leaves a tool's outcome for the Driver's loop to commit with
+// its next write, whose guard fences the run and adds the step's
+// duration. The closures keep copies, not pointers into the session's
+// step slice or open step, which the next step reuses; the payloads are
+// encoded now, outside the transaction that will carry them.
+func (s *session) deferFinish(ctx context.Context, i int, ac *allowedCall, obs *Observation, status StepStatus, fin any, now time.Time, dur time.Duration) error {
+	st := s.step(i)
+	stCopy := Step{ID: st.ID}
+	toolName := ac.tool.spec.Name
+	finJSON, ferr := json.Marshal(fin)
+	obsJSON, oerr := json.Marshal(obs)
+	if ferr != nil || oerr != nil {
+		return s.lost(ctx, &JSONError{What: "tool outcome", Reason: "will not encode"})
+	}
+	var failedJSON []byte
+	if status == StepFailed {
+		failedJSON, _ = json.Marshal(StepFailedPayload{obs.Summary, obs.Kind, obs.ContentHash})
+	}
+	s.deferred = &deferredEnd{active: dur, index: st.Index, fn: func(tx Tx) error {
+		if err := event(tx, s.runID, stCopy.ID, now, EventToolFinished, json.RawMessage(finJSON)); err != nil {
+			return err
+		}
+		u := StepUpdate{ID: stCopy.ID, From: onlyExecuting, Status: status, Observation: obs, FinishedAt: now}
+		u.Encoded[2] = obsJSON
+		if err := tx.StepUpdate(u); err != nil {
+			return err
+		}
+		if failedJSON != nil {
+			return event(tx, s.runID, stCopy.ID, now, EventStepFailed, json.RawMessage(failedJSON))
+		}
+		return nil
+	}, late: func(ctx context.Context) error {
+		run, err := s.e.store.GetRun(ctx, s.runID)
+		if err != nil || !run.Status.Terminal() {
+			return err
+		}
+		lateNow := s.e.now()
+		_, err = s.e.store.Update(ctx, func(tx Tx) error {
+			return event(tx, s.runID, stCopy.ID, lateNow, EventToolFinished, ToolFinishedPayload{
+				Tool: toolName, Late: true, Observation: obs})
+		})
+		return err
+	}}
 	s.applyStepEnd(i, status, obs, nil, now)
 	s.run.ActiveTime += dur
 	s.cur = nil

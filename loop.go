@@ -342,19 +342,6 @@ func failedEnding(err error) ending {
 	return end
 }
 
-// failure builds a runtime observation of a failure: {"error": msg}.
-func failure(kind ObservationKind, msg string) *Observation {
-	return observation(kind, map[string]string{"error": msg}, msg)
-}
-
-// observation builds a runtime observation from string-only content, which
-// always encodes.
-func observation(kind ObservationKind, content map[string]string, summary string) *Observation {
-	b, _ := json.Marshal(content)
-	h, _ := canon.Hash(b)
-	return &Observation{Kind: kind, Content: b, Summary: jsonString(summary), ContentHash: h}
-}
-
 // recordable moves values that are not acceptable JSON out of band: the
 // bytes are kept verbatim in InvalidArgs/InvalidResult and Args/Result left
 // empty, so nothing unusable is stored as if it were JSON.

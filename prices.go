@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
+	"math/bits"
 	"time"
 
 	"github.com/agentrt/agentrt/internal/canon"
 )
-
-// EventPriceVersionAdded records a price version stored for the first
-// time. It belongs to no run.
-const EventPriceVersionAdded EventType = "price.version_added"
 
 // maxPrice bounds one rate, in micros per million tokens ($1M per million
 // tokens): far above any model's price, low enough that a reservation's
@@ -116,3 +114,30 @@ func enginePrices(cfg EngineConfig) (*PriceVersion, error) {
 // floored to a whole micro, saturating. It is the figure a settlement
 // records for a call's reported usage.
 func (p Price) Cost(u Usage) Micros { return costOf(p, u) }
+
+// costOf prices usage: uncached input, cached input and output, each
+// floored to a whole micro. The products are taken in 128 bits, negative
+// counts and prices count as zero, and the sum saturates at the largest
+// Micros.
+func costOf(p Price, u Usage) Micros {
+	cached := max(u.CachedInputTokens, 0)
+	uncached := max(max(u.InputTokens, 0)-cached, 0)
+	sum := satAdd(int64(perMillion(uncached, p.InputPerMTok)), int64(perMillion(cached, p.CachedInputPerMTok)))
+	return Micros(satAdd(sum, int64(perMillion(max(u.OutputTokens, 0), p.OutputPerMTok))))
+}
+
+// perMillion is floor(n * perMTok / 1e6), saturating.
+func perMillion(n int64, perMTok Micros) Micros {
+	if n <= 0 || perMTok <= 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(n), uint64(perMTok))
+	if hi >= 1_000_000 {
+		return math.MaxInt64 // the quotient does not fit in 64 bits
+	}
+	q, _ := bits.Div64(hi, lo, 1_000_000)
+	if q > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return Micros(q)
+}

@@ -233,32 +233,39 @@ func (rc *rechecker) step(i int) (RecheckedEvaluation, bool) {
 	req := ToolRequest{RunID: rc.run.ID, StepID: st.ID, Spec: spec, Args: pargs}
 	now, perr := rc.evaluate(req, rc.view(i, recorded.Outcome))
 	ev.Now = now.Outcome
+	if perr != nil {
+		ev.Now = ""
+	}
+	bound := ToolRequest{RunID: rc.run.ID, StepID: st.ID, Spec: copySpec(ts.spec), Args: args}
+	ev.Result, ev.Detail = compareDecisions(recorded, now, perr, bound)
+	return ev, true
+}
+
+// compareDecisions says whether the policy's answer now (or its error)
+// decides the request bound as recorded did: the same outcome and, for an
+// approval, the same approval hash.
+func compareDecisions(recorded, now PolicyDecision, perr error, bound ToolRequest) (RecheckResult, string) {
 	switch {
 	case perr != nil:
-		ev.Now = ""
-		ev.Result, ev.Detail = RecheckDifferent, "policy error: "+perr.Error()
+		return RecheckDifferent, "policy error: " + perr.Error()
 	case !now.Outcome.Valid():
-		ev.Result, ev.Detail = RecheckDifferent, fmt.Sprintf("the policy now answers %q, an outcome the runtime does not know", now.Outcome)
+		return RecheckDifferent, fmt.Sprintf("the policy now answers %q, an outcome the runtime does not know", now.Outcome)
 	case now.Outcome != recorded.Outcome:
-		ev.Result, ev.Detail = RecheckDifferent, fmt.Sprintf("was %s, now %s", recorded.Outcome, now.Outcome)
-	case now.Outcome == RequireApproval:
-		bound := ToolRequest{RunID: rc.run.ID, StepID: st.ID, Spec: copySpec(ts.spec), Args: args}
-		was, werr := ApprovalHash(recorded.Kind, recorded.Capability, recorded.Presentation, bound)
-		is, ierr := ApprovalHash(now.Kind, now.Capability, now.Presentation, bound)
-		switch {
-		case ierr != nil:
-			ev.Result, ev.Detail = RecheckDifferent, "the approval asked for now will not hash: "+ierr.Error()
-		case werr != nil:
-			ev.Result, ev.Detail = RecheckDifferent, "the recorded approval will not hash: "+werr.Error()
-		case was != is:
-			ev.Result, ev.Detail = RecheckDifferent, "asks for another approval (kind, capability or presentation differ)"
-		default:
-			ev.Result = RecheckSame
-		}
-	default:
-		ev.Result = RecheckSame
+		return RecheckDifferent, fmt.Sprintf("was %s, now %s", recorded.Outcome, now.Outcome)
+	case now.Outcome != RequireApproval:
+		return RecheckSame, ""
 	}
-	return ev, true
+	was, werr := ApprovalHash(recorded.Kind, recorded.Capability, recorded.Presentation, bound)
+	is, ierr := ApprovalHash(now.Kind, now.Capability, now.Presentation, bound)
+	switch {
+	case ierr != nil:
+		return RecheckDifferent, "the approval asked for now will not hash: " + ierr.Error()
+	case werr != nil:
+		return RecheckDifferent, "the recorded approval will not hash: " + werr.Error()
+	case was != is:
+		return RecheckDifferent, "asks for another approval (kind, capability or presentation differ)"
+	}
+	return RecheckSame, ""
 }
 
 // spec resolves the spec a step's policy was handed: the stored spec under

@@ -3,6 +3,8 @@ package agentrt
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/agentrt/agentrt/internal/canon"
 )
 
 // StepStatus is where a step is.
@@ -99,4 +101,17 @@ func statusList(s StepStatus) []StepStatus {
 		return onlyAwaiting
 	}
 	return []StepStatus{s}
+}
+
+// failure builds a runtime observation of a failure: {"error": msg}.
+func failure(kind ObservationKind, msg string) *Observation {
+	return observation(kind, map[string]string{"error": msg}, msg)
+}
+
+// observation builds a runtime observation from string-only content, which
+// always encodes.
+func observation(kind ObservationKind, content map[string]string, summary string) *Observation {
+	b, _ := json.Marshal(content)
+	h, _ := canon.Hash(b)
+	return &Observation{Kind: kind, Content: b, Summary: jsonString(summary), ContentHash: h}
 }

@@ -3,7 +3,9 @@ package agentrt
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // MaxPageText caps every text column a page read returns, in bytes.
@@ -409,4 +411,151 @@ type ChainBreak struct {
 	Expected string `json:"expected,omitempty"`
 	Found    string `json:"found,omitempty"`
 	Detail   string `json:"detail"`
+}
+
+// stored returns v as a fresh load of its stored JSON would: the cache holds
+// exactly what the store holds. Decisions, policy decisions and
+// observations are normalised directly (raw JSON compacted and HTML-escaped,
+// invalid UTF-8 in strings replaced byte by byte, as encoding/json writes
+// them); other types go through an encode and decode.
+func stored[T any](v *T) (*T, error) {
+	if v == nil {
+		return nil, nil
+	}
+	switch x := any(v).(type) {
+	case *Decision:
+		d := *x
+		d.Tool, d.Reason, d.Message = jsonString(d.Tool), jsonString(d.Reason), jsonString(d.Message)
+		d.CallID = jsonString(d.CallID)
+		d.InvalidArgs, d.InvalidResult = jsonString(d.InvalidArgs), jsonString(d.InvalidResult)
+		d.Kind = DecisionKind(jsonString(string(d.Kind)))
+		d.Args, d.Result = storedRaw(d.Args), storedRaw(d.Result)
+		return any(&d).(*T), nil
+	case *PolicyDecision:
+		p := *x
+		p.Reason, p.Kind = jsonString(p.Reason), jsonString(p.Kind)
+		p.Outcome = PolicyOutcome(jsonString(string(p.Outcome)))
+		p.Capability, p.Presentation = storedRaw(p.Capability), storedRaw(p.Presentation)
+		p.Requirement = storedRequirement(p.Requirement)
+		return any(&p).(*T), nil
+	case *Observation:
+		o := *x
+		o.Summary, o.ContentHash = jsonString(o.Summary), jsonString(o.ContentHash)
+		o.Kind = ObservationKind(jsonString(string(o.Kind)))
+		o.Content = storedRaw(o.Content)
+		o.FailureClass, o.FailureMessage = FailureClass(jsonString(string(o.FailureClass))), jsonString(o.FailureMessage)
+		if o.Blocks != nil {
+			o.Blocks = append([]ResultBlock(nil), o.Blocks...)
+		}
+		return any(&o).(*T), nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, &JSONError{What: "record", Reason: "will not encode: " + err.Error()}
+	}
+	out := new(T)
+	if err := json.Unmarshal(b, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// jsonString is s as it decodes after encoding/json wrote it: each byte of
+// invalid UTF-8 becomes U+FFFD.
+func jsonString(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// storedRaw is raw JSON as encoding/json stores a RawMessage: compacted,
+// with <, >, & and U+2028/U+2029 escaped. The input is valid JSON (checked
+// where it entered). The result never shares memory with the input.
+func storedRaw(r json.RawMessage) json.RawMessage {
+	if len(r) == 0 {
+		return r
+	}
+	clean := true
+	for i, c := range r {
+		switch c {
+		case ' ', '\t', '\n', '\r', '<', '>', '&':
+			clean = false
+		case 0xE2:
+			if i+2 < len(r) && r[i+1] == 0x80 && r[i+2]&^1 == 0xA8 {
+				clean = false
+			}
+		}
+		if !clean {
+			break
+		}
+	}
+	if clean {
+		return append(json.RawMessage(nil), r...)
+	}
+	const hexd = "0123456789abcdef"
+	out := make(json.RawMessage, 0, len(r)+16)
+	inStr, esc := false, false
+	for i := 0; i < len(r); i++ {
+		c := r[i]
+		if !inStr {
+			switch c {
+			case ' ', '\t', '\n', '\r':
+				continue
+			case '"':
+				inStr = true
+			}
+			out = append(out, c)
+			continue
+		}
+		switch {
+		case esc:
+			esc = false
+		case c == '\\':
+			esc = true
+		case c == '"':
+			inStr = false
+		case c == '<' || c == '>' || c == '&':
+			out = append(out, '\\', 'u', '0', '0', hexd[c>>4], hexd[c&0xF])
+			continue
+		case c == 0xE2 && i+2 < len(r) && r[i+1] == 0x80 && r[i+2]&^1 == 0xA8:
+			out = append(out, '\\', 'u', '2', '0', '2', hexd[r[i+2]&0xF])
+			i += 2
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// storedRequirement is a copy of r with its strings as the store gives
+// them back.
+func storedRequirement(r *Requirement) *Requirement {
+	c := copyRequirement(r)
+	if c == nil {
+		return nil
+	}
+	each := func(xs []string) {
+		for i := range xs {
+			xs[i] = jsonString(xs[i])
+		}
+	}
+	for i := range c.Stages {
+		st := &c.Stages[i]
+		st.Quantifier = Quantifier(jsonString(string(st.Quantifier)))
+		each(st.Roles)
+		each(st.Approvers)
+		each(st.Exclude)
+	}
+	return c
 }

@@ -1,8 +1,10 @@
 package agentrt
 
 import (
+	"bytes"
 	"encoding/json"
 	"iter"
+	"slices"
 	"time"
 	"unsafe"
 )
@@ -216,4 +218,132 @@ func (l Approvals) Records() []Approval {
 		return nil
 	}
 	return copyAll(l.a, copyApproval)
+}
+
+func copyRaw(r json.RawMessage) json.RawMessage {
+	if r == nil {
+		return nil
+	}
+	return append(json.RawMessage(nil), r...)
+}
+
+func copyRun(r Run) Run {
+	r.Result = copyRaw(r.Result)
+	return r
+}
+
+// copyStep is a deep copy of a step in two allocations: one for the
+// decision, policy and observation structs, one for all their raw bytes
+// (each cut with its capacity, so an append by a consumer cannot reach the
+// next value), and one more for a tool result's blocks when it has any.
+func copyStep(st Step) Step {
+	if st.Decision == nil && st.Policy == nil && st.Observation == nil {
+		return st
+	}
+	n := 0
+	if d := st.Decision; d != nil {
+		n += len(d.Args) + len(d.Result)
+	}
+	if p := st.Policy; p != nil {
+		n += len(p.Capability) + len(p.Presentation)
+	}
+	if o := st.Observation; o != nil {
+		n += len(o.Content)
+	}
+	buf := make([]byte, 0, n)
+	raw := func(r json.RawMessage) json.RawMessage {
+		if r == nil {
+			return nil
+		}
+		start := len(buf)
+		buf = append(buf, r...)
+		return json.RawMessage(buf[start:len(buf):len(buf)])
+	}
+	box := new(struct {
+		d Decision
+		p PolicyDecision
+		o Observation
+	})
+	if st.Decision != nil {
+		box.d = *st.Decision
+		box.d.Args, box.d.Result = raw(box.d.Args), raw(box.d.Result)
+		st.Decision = &box.d
+	}
+	if st.Policy != nil {
+		box.p = *st.Policy
+		box.p.Capability, box.p.Presentation = raw(box.p.Capability), raw(box.p.Presentation)
+		box.p.Requirement = copyRequirement(box.p.Requirement)
+		st.Policy = &box.p
+	}
+	if st.Observation != nil {
+		box.o = *st.Observation
+		box.o.Content = raw(box.o.Content)
+		box.o.Blocks = copyBlocks(box.o.Blocks)
+		st.Observation = &box.o
+	}
+	return st
+}
+
+func copyPolicy(p PolicyDecision) PolicyDecision {
+	p.Capability = copyRaw(p.Capability)
+	p.Presentation = copyRaw(p.Presentation)
+	p.Requirement = copyRequirement(p.Requirement)
+	return p
+}
+
+func copyApproval(a Approval) Approval {
+	a.Capability = copyRaw(a.Capability)
+	a.Presentation = copyRaw(a.Presentation)
+	a.Request = copyRequest(a.Request)
+	a.Requirement = copyRequirement(a.Requirement)
+	if a.Signature != nil {
+		sig := *a.Signature
+		sig.Signature = bytes.Clone(sig.Signature)
+		sig.AuthenticatorData = bytes.Clone(sig.AuthenticatorData)
+		sig.ClientDataJSON = bytes.Clone(sig.ClientDataJSON)
+		a.Signature = &sig
+	}
+	return a
+}
+
+// copyBlocks is a deep copy of a tool result's blocks; nil stays nil, and
+// a step without blocks costs no allocation.
+func copyBlocks(in []ResultBlock) []ResultBlock {
+	if in == nil {
+		return nil
+	}
+	out := append([]ResultBlock(nil), in...)
+	for i := range out {
+		out[i].Data = bytes.Clone(out[i].Data)
+	}
+	return out
+}
+
+func copyRequest(r ToolRequest) ToolRequest {
+	r.Spec = copySpec(r.Spec)
+	r.Args = copyRaw(r.Args)
+	r.Secrets = slices.Clone(r.Secrets)
+	return r
+}
+
+// copyAll is a new slice holding copyOne of each of in's elements.
+func copyAll[T any](in []T, copyOne func(T) T) []T {
+	out := make([]T, len(in))
+	for i := range in {
+		out[i] = copyOne(in[i])
+	}
+	return out
+}
+
+// copyRequirement is a deep copy; nil stays nil.
+func copyRequirement(r *Requirement) *Requirement {
+	if r == nil {
+		return nil
+	}
+	c := Requirement{Stages: make([]Stage, len(r.Stages))}
+	for i, s := range r.Stages {
+		s.Roles, s.Approvers, s.Exclude = slices.Clone(s.Roles), slices.Clone(s.Approvers), slices.Clone(s.Exclude)
+		c.Stages[i] = s
+	}
+	return &c
 }

@@ -161,69 +161,33 @@ func firstOf(a, b string) string {
 	return b
 }
 
-func stepTone(s agentrt.StepStatus) string {
-	switch s {
-	case agentrt.StepDone:
-		return toneOK
-	case agentrt.StepFailed, agentrt.StepInterrupted:
-		return toneFail
+// Tones of the badges: each status, kind or outcome names its tone, and
+// one not named takes the tone toneOf is given.
+var (
+	stepTones     = map[agentrt.StepStatus]string{agentrt.StepDone: toneOK, agentrt.StepFailed: toneFail, agentrt.StepInterrupted: toneFail}
+	decisionTones = map[agentrt.DecisionKind]string{agentrt.KindToolCall: toneOK, agentrt.KindComplete: toneOK}
+	verdictTones  = map[agentrt.PolicyOutcome]string{agentrt.Allow: toneOK, agentrt.RequireApproval: toneWait, agentrt.Deny: toneDeny}
+	outcomeTones  = map[agentrt.ObservationKind]string{agentrt.ObsToolResult: toneOK, agentrt.ObsPolicyDenied: toneDeny, agentrt.ObsInterrupted: toneWait}
+	approvalTones = map[agentrt.ApprovalStatus]string{agentrt.ApprovalApproved: toneOK, agentrt.ApprovalPending: toneWait}
+	runTones      = map[agentrt.RunStatus]string{agentrt.RunCompleted: toneOK, agentrt.RunFailed: toneFail, agentrt.RunCancelled: toneDeny}
+)
+
+// toneOf is the tone tones names for k, else otherwise.
+func toneOf[K comparable](tones map[K]string, k K, otherwise string) string {
+	if t, ok := tones[k]; ok {
+		return t
 	}
-	return toneWait
+	return otherwise
 }
 
-func decisionTone(k agentrt.DecisionKind) string {
-	if k == agentrt.KindToolCall || k == agentrt.KindComplete {
-		return toneOK
-	}
-	return toneFail
-}
-
-func verdictTone(o agentrt.PolicyOutcome) string {
-	switch o {
-	case agentrt.Allow:
-		return toneOK
-	case agentrt.RequireApproval:
-		return toneWait
-	case agentrt.Deny:
-		return toneDeny
-	}
-	return toneFail
-}
-
-func outcomeTone(k agentrt.ObservationKind) string {
-	switch k {
-	case agentrt.ObsToolResult:
-		return toneOK
-	case agentrt.ObsPolicyDenied:
-		return toneDeny
-	case agentrt.ObsInterrupted:
-		return toneWait
-	}
-	return toneFail
-}
-
-func approvalTone(s agentrt.ApprovalStatus) string {
-	switch s {
-	case agentrt.ApprovalApproved:
-		return toneOK
-	case agentrt.ApprovalPending:
-		return toneWait
-	}
-	return toneDeny
-}
+func stepTone(s agentrt.StepStatus) string         { return toneOf(stepTones, s, toneWait) }
+func decisionTone(k agentrt.DecisionKind) string   { return toneOf(decisionTones, k, toneFail) }
+func verdictTone(o agentrt.PolicyOutcome) string   { return toneOf(verdictTones, o, toneFail) }
+func outcomeTone(k agentrt.ObservationKind) string { return toneOf(outcomeTones, k, toneFail) }
+func approvalTone(s agentrt.ApprovalStatus) string { return toneOf(approvalTones, s, toneDeny) }
 
 // runTone is the tone of a run's status badge.
-func runTone(s agentrt.RunStatus) string {
-	switch s {
-	case agentrt.RunCompleted:
-		return toneOK
-	case agentrt.RunFailed:
-		return toneFail
-	case agentrt.RunCancelled:
-		return toneDeny
-	}
-	return toneWait
-}
+func runTone(s agentrt.RunStatus) string { return toneOf(runTones, s, toneWait) }
 
 // usage is a budget's use of its cost ceiling in the current window, for
 // the meter the budgets page draws.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/termsafe"
+	"github.com/agentrt/agentrt/internal/termsafe/termsafetest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -130,7 +131,7 @@ func checkTerminalSafe(t *testing.T, out []byte, lines int) {
 			marks = 0
 			continue
 		}
-		if why := forbidden(r); why != "" {
+		if why := termsafetest.Forbidden(r); why != "" {
 			t.Fatalf("output keeps U+%04X (%s) at byte %d", r, why, i)
 		}
 		if unicode.IsMark(r) {
@@ -436,33 +437,4 @@ func TestTrace_ConcurrentEventsStayWhole(t *testing.T) {
 			}
 		})
 	}
-}
-
-// forbidden reports why r must never appear raw in a line: trace's own
-// test oracle, repeated here so that it lists the classes by hand rather
-// than calling the implementation this package shares.
-func forbidden(r rune) string {
-	switch {
-	case r < 0x20 || r == 0x7F:
-		return "C0 or DEL"
-	case r >= 0x80 && r <= 0x9F:
-		return "C1"
-	case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069, r == 0x200E, r == 0x200F, r == 0x061C:
-		return "bidi control"
-	case r >= 0x200B && r <= 0x200D, r >= 0x2060 && r <= 0x2064, r == 0xFEFF, r == 0x180E, r == 0x00AD, r == 0x034F:
-		return "zero-width or invisible"
-	case r == 0x2028 || r == 0x2029:
-		return "line or paragraph separator"
-	case r >= 0xE0000 && r <= 0xE007F:
-		return "tag"
-	case r >= 0xE0100 && r <= 0xE01EF:
-		return "ideographic variation selector"
-	case r >= 0x180B && r <= 0x180D, r == 0x180F:
-		return "Mongolian free variation selector"
-	case unicode.Is(unicode.Cf, r):
-		return "format character"
-	case unicode.Is(unicode.Co, r):
-		return "private use"
-	}
-	return ""
 }

@@ -192,35 +192,12 @@ func (c *Connection) register(l *listing, m *Manifest, rules Rules) ([]agentrt.T
 // presents and the operator's rule, in order, and returns the tool or the
 // first reason to refuse it.
 func (c *Connection) build(name string, pin PinnedTool, live *liveTool, rule Rule) (*tool, string, error) {
-	if live == nil {
-		return nil, "", fmt.Errorf("the server no longer offers it")
+	if err := stillAsPinned(pin, live); err != nil {
+		return nil, "", err
 	}
-	if live.problem != "" {
-		return nil, "", fmt.Errorf("%s", live.problem)
-	}
-	if live.SchemaHash != pin.SchemaHash {
-		return nil, "", fmt.Errorf("its input schema changed since it was pinned (sha256 %s, pinned %s)", short(live.SchemaHash), short(pin.SchemaHash))
-	}
-	if live.DescriptionHash != pin.DescriptionHash {
-		return nil, "", fmt.Errorf("its description changed since it was pinned; a description is model input, so review it and pin again")
-	}
-	if live.OutputSchemaHash != pin.OutputSchemaHash {
-		return nil, "", fmt.Errorf("its output schema changed since it was pinned")
-	}
-	if live.TaskSupport == "required" {
-		return nil, "", fmt.Errorf("it requires task-based execution (execution.taskSupport is \"required\"), which this adapter does not run")
-	}
-	if !rule.SideEffect.Valid() {
-		return nil, "", fmt.Errorf("its rule names no side-effect class (read_only, local_mutation, remote_mutation or destructive), got %q", rule.SideEffect)
-	}
-	mismatch := hintMismatch(rule.SideEffect, pin.Annotations)
-	if mismatch == "" {
-		if mm := hintMismatch(rule.SideEffect, live.Annotations); mm != "" {
-			mismatch = "the server now says: " + mm
-		}
-	}
-	if mismatch != "" && !rule.AllowHintMismatch {
-		return nil, "", fmt.Errorf("the server's annotations dispute the rule: %s (set AllowHintMismatch to register it anyway)", mismatch)
+	mismatch, err := ruleHolds(pin, live, rule)
+	if err != nil {
+		return nil, "", err
 	}
 	timeout := rule.Timeout
 	if timeout == 0 {
@@ -236,39 +213,13 @@ func (c *Connection) build(name string, pin PinnedTool, live *liveTool, rule Rul
 	if !nameRE.MatchString(model) {
 		return nil, "", fmt.Errorf("the name %q is not one every provider accepts (%s)", model, nameRE)
 	}
-	doc, err := decodeExact(live.InputSchema)
+	doc, outDoc, err := liveSchemas(live)
 	if err != nil {
-		return nil, "", fmt.Errorf("its input schema cannot be read: %v", err)
+		return nil, "", err
 	}
-	if !isObjectSchema(doc) {
-		return nil, "", fmt.Errorf("its input schema is not an object schema (\"type\":\"object\")")
-	}
-	if where, ok := outsideRef(doc); ok {
-		return nil, "", fmt.Errorf("its input schema reaches outside itself: %s could make the schema compiler read outside it", where)
-	}
-	var outDoc any
-	if live.OutputSchema != nil {
-		if outDoc, err = decodeExact(live.OutputSchema); err != nil {
-			return nil, "", fmt.Errorf("its output schema cannot be read: %v", err)
-		}
-		if where, ok := outsideRef(outDoc); ok {
-			return nil, "", fmt.Errorf("its output schema reaches outside itself: %s could make the schema compiler read outside it", where)
-		}
-	}
-	fixed := map[string]json.RawMessage{}
-	for k, v := range rule.Fixed {
-		cv, err := agentrt.CanonicalJSON(v)
-		if err != nil {
-			return nil, "", fmt.Errorf("the fixed value of %q is not acceptable JSON: %v", k, err)
-		}
-		fixed[k] = cv
-	}
-	hidden := append([]string(nil), rule.Deny...)
-	for _, k := range slices.Sorted(maps.Keys(rule.Fixed)) {
-		if contains(rule.Deny, k) {
-			return nil, "", fmt.Errorf("parameter %q is both denied and fixed", k)
-		}
-		hidden = append(hidden, k)
+	fixed, hidden, err := fixedArgs(rule)
+	if err != nil {
+		return nil, "", err
 	}
 	schema, err := restrict(doc, live.InputSchema, hidden)
 	if err != nil {
@@ -289,6 +240,92 @@ func (c *Connection) build(name string, pin PinnedTool, live *liveTool, rule Rul
 		}
 	}
 	return t, mismatch, nil
+}
+
+// stillAsPinned refuses a tool the server no longer offers, or offers with
+// a problem, another schema or description than was pinned, or only as a
+// task.
+func stillAsPinned(pin PinnedTool, live *liveTool) error {
+	switch {
+	case live == nil:
+		return fmt.Errorf("the server no longer offers it")
+	case live.problem != "":
+		return fmt.Errorf("%s", live.problem)
+	case live.SchemaHash != pin.SchemaHash:
+		return fmt.Errorf("its input schema changed since it was pinned (sha256 %s, pinned %s)", short(live.SchemaHash), short(pin.SchemaHash))
+	case live.DescriptionHash != pin.DescriptionHash:
+		return fmt.Errorf("its description changed since it was pinned; a description is model input, so review it and pin again")
+	case live.OutputSchemaHash != pin.OutputSchemaHash:
+		return fmt.Errorf("its output schema changed since it was pinned")
+	case live.TaskSupport == "required":
+		return fmt.Errorf("it requires task-based execution (execution.taskSupport is \"required\"), which this adapter does not run")
+	}
+	return nil
+}
+
+// ruleHolds refuses a rule without a side-effect class, or one the
+// server's annotations (pinned, then live) dispute unless the rule allows
+// it; mismatch is the dispute allowed.
+func ruleHolds(pin PinnedTool, live *liveTool, rule Rule) (mismatch string, err error) {
+	if !rule.SideEffect.Valid() {
+		return "", fmt.Errorf("its rule names no side-effect class (read_only, local_mutation, remote_mutation or destructive), got %q", rule.SideEffect)
+	}
+	mismatch = hintMismatch(rule.SideEffect, pin.Annotations)
+	if mismatch == "" {
+		if mm := hintMismatch(rule.SideEffect, live.Annotations); mm != "" {
+			mismatch = "the server now says: " + mm
+		}
+	}
+	if mismatch != "" && !rule.AllowHintMismatch {
+		return "", fmt.Errorf("the server's annotations dispute the rule: %s (set AllowHintMismatch to register it anyway)", mismatch)
+	}
+	return mismatch, nil
+}
+
+// liveSchemas decodes the tool's input schema, which must be an object
+// schema, and its output schema if any; neither may reach outside itself.
+func liveSchemas(live *liveTool) (doc, outDoc any, err error) {
+	doc, err = decodeExact(live.InputSchema)
+	if err != nil {
+		return nil, nil, fmt.Errorf("its input schema cannot be read: %v", err)
+	}
+	if !isObjectSchema(doc) {
+		return nil, nil, fmt.Errorf("its input schema is not an object schema (\"type\":\"object\")")
+	}
+	if where, ok := outsideRef(doc); ok {
+		return nil, nil, fmt.Errorf("its input schema reaches outside itself: %s could make the schema compiler read outside it", where)
+	}
+	if live.OutputSchema == nil {
+		return doc, nil, nil
+	}
+	if outDoc, err = decodeExact(live.OutputSchema); err != nil {
+		return nil, nil, fmt.Errorf("its output schema cannot be read: %v", err)
+	}
+	if where, ok := outsideRef(outDoc); ok {
+		return nil, nil, fmt.Errorf("its output schema reaches outside itself: %s could make the schema compiler read outside it", where)
+	}
+	return doc, outDoc, nil
+}
+
+// fixedArgs are the rule's fixed arguments in canonical JSON, and the
+// parameters the model does not see: the denied, then the fixed, sorted.
+func fixedArgs(rule Rule) (fixed map[string]json.RawMessage, hidden []string, err error) {
+	fixed = map[string]json.RawMessage{}
+	for k, v := range rule.Fixed {
+		cv, err := agentrt.CanonicalJSON(v)
+		if err != nil {
+			return nil, nil, fmt.Errorf("the fixed value of %q is not acceptable JSON: %v", k, err)
+		}
+		fixed[k] = cv
+	}
+	hidden = append([]string(nil), rule.Deny...)
+	for _, k := range slices.Sorted(maps.Keys(rule.Fixed)) {
+		if contains(rule.Deny, k) {
+			return nil, nil, fmt.Errorf("parameter %q is both denied and fixed", k)
+		}
+		hidden = append(hidden, k)
+	}
+	return fixed, hidden, nil
 }
 
 // HintDispute says how a server's annotations dispute classifying a tool

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentrt/agentrt/internal/termsafe"
+	"github.com/agentrt/agentrt/internal/termsafe/termsafetest"
 )
 
 // checkSanitize runs Sanitize on each input and compares with the wanted output.
@@ -284,34 +285,6 @@ func FuzzTruncate(f *testing.F) {
 	})
 }
 
-// forbidden reports why r must never appear raw in Sanitize's output. It lists
-// the classes by hand rather than calling the implementation.
-func forbidden(r rune) string {
-	switch {
-	case r < 0x20 || r == 0x7F:
-		return "C0 or DEL"
-	case r >= 0x80 && r <= 0x9F:
-		return "C1"
-	case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069, r == 0x200E, r == 0x200F, r == 0x061C:
-		return "bidi control"
-	case r >= 0x200B && r <= 0x200D, r >= 0x2060 && r <= 0x2064, r == 0xFEFF, r == 0x180E, r == 0x00AD, r == 0x034F:
-		return "zero-width or invisible"
-	case r == 0x2028 || r == 0x2029:
-		return "line or paragraph separator"
-	case r >= 0xE0000 && r <= 0xE007F:
-		return "tag"
-	case r >= 0xE0100 && r <= 0xE01EF:
-		return "ideographic variation selector"
-	case r >= 0x180B && r <= 0x180D, r == 0x180F:
-		return "Mongolian free variation selector"
-	case unicode.Is(unicode.Cf, r):
-		return "format character"
-	case unicode.Is(unicode.Co, r):
-		return "private use"
-	}
-	return ""
-}
-
 // unescape reads Sanitize's output back: the runes it shows and how many
 // combining marks it says it dropped. Any backslash that does not start one of
 // Sanitize's escapes is an error, which is what makes escapes unforgeable.
@@ -387,7 +360,7 @@ func FuzzSanitize(f *testing.F) {
 		}
 		marks := 0
 		for _, r := range out {
-			if why := forbidden(r); why != "" {
+			if why := termsafetest.Forbidden(r); why != "" {
 				t.Fatalf("Sanitize(%+q) = %+q keeps U+%04X (%s)", s, out, r, why)
 			}
 			if unicode.IsMark(r) {

@@ -366,20 +366,7 @@ func (n *Notifier) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func(t *target, q <-chan *job) {
 			defer wg.Done()
-			for {
-				select {
-				case <-wctx.Done():
-					return
-				case j := <-q:
-					if !n.deliver(wctx, t, j) {
-						return // stopped: j stays pending and is sent again
-					}
-					if led.done(j) {
-						<-slots
-					}
-					n.idle(led, slots)
-				}
-			}
+			n.work(wctx, t, q, led, slots)
 		}(&n.targets[i], queues[i])
 	}
 	f := export.Follower{Store: n.cfg.Store, Cursor: startAt{n.cfg.Cursor}, Interval: n.cfg.Interval,
@@ -432,6 +419,25 @@ func (n *Notifier) Run(ctx context.Context) error {
 		return ferr
 	}
 	return led.err
+}
+
+// work delivers each job of q to t until ctx ends, freeing a slot when
+// every target has answered a job.
+func (n *Notifier) work(ctx context.Context, t *target, q <-chan *job, led *ledger, slots chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case j := <-q:
+			if !n.deliver(ctx, t, j) {
+				return // stopped: j stays pending and is sent again
+			}
+			if led.done(j) {
+				<-slots
+			}
+			n.idle(led, slots)
+		}
+	}
 }
 
 // idle reports that everything read has been answered.

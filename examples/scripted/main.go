@@ -46,50 +46,7 @@ func run(path string) error {
 	}
 	defer store.Close()
 
-	var mu sync.Mutex
-	notes := map[string]string{"todo.txt": "buy milk"}
-	schema := json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","minLength":1}},"required":["name"],"additionalProperties":false}`)
-	read := agentrt.ToolFunc{
-		ToolSpec: agentrt.ToolSpec{Name: "read_note", Description: "Read a note.", InputSchema: schema, SideEffect: agentrt.ReadOnly, Timeout: time.Second},
-		Fn: func(_ context.Context, c agentrt.ToolCall) (agentrt.ToolResult, error) {
-			var a struct{ Name string }
-			if err := json.Unmarshal(c.Args, &a); err != nil {
-				return agentrt.ToolResult{}, err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			text, ok := notes[a.Name]
-			if !ok {
-				return agentrt.ToolResult{}, fmt.Errorf("no note named %q", a.Name)
-			}
-			b, _ := json.Marshal(map[string]string{"name": a.Name, "text": text})
-			return agentrt.ToolResult{Content: b, Summary: "read " + a.Name}, nil
-		},
-	}
-	write := agentrt.ToolFunc{
-		ToolSpec: agentrt.ToolSpec{Name: "write_note", Description: "Write a note.", SideEffect: agentrt.LocalMutation, Timeout: time.Second,
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","minLength":1},"text":{"type":"string"}},"required":["name","text"],"additionalProperties":false}`)},
-		Fn: func(_ context.Context, c agentrt.ToolCall) (agentrt.ToolResult, error) {
-			var a struct{ Name, Text string }
-			if err := json.Unmarshal(c.Args, &a); err != nil {
-				return agentrt.ToolResult{}, err
-			}
-			mu.Lock()
-			notes[a.Name] = a.Text
-			mu.Unlock()
-			return agentrt.ToolResult{Content: json.RawMessage(`{"written":true}`), Summary: "wrote " + a.Name}, nil
-		},
-	}
-	deleteAll := agentrt.ToolFunc{
-		ToolSpec: agentrt.ToolSpec{Name: "delete_all", Description: "Delete every note.", SideEffect: agentrt.Destructive, Timeout: time.Second,
-			InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false}`)},
-		Fn: func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
-			mu.Lock()
-			notes = map[string]string{}
-			mu.Unlock()
-			return agentrt.ToolResult{Summary: "deleted everything"}, nil
-		},
-	}
+	nb := &notebook{notes: map[string]string{"todo.txt": "buy milk"}}
 	agent := &scripted.Agent{Decisions: []agentrt.Decision{
 		scripted.ToolCall("read_note", `{"name":"todo.txt"}`, "see what is on the list"),
 		scripted.ToolCall("write_note", `{"name": "todo.txt", "text": `, "a reply cut off mid-JSON"),
@@ -101,7 +58,7 @@ func run(path string) error {
 		EngineConfig: agentrt.EngineConfig{
 			Store:  store,
 			Policy: agentrt.DefaultPolicy(),
-			Tools:  []agentrt.Tool{read, write, deleteAll},
+			Tools:  nb.tools(),
 		},
 		Agent: agent,
 	})
@@ -114,7 +71,12 @@ func run(path string) error {
 		return err
 	}
 	fmt.Printf("database: %s\nrun %s: %s (%s)\n\n", path, r.ID, r.Status, r.Reason)
-	events, err := store.ListEvents(ctx, r.ID)
+	return printTrail(ctx, store, r.ID)
+}
+
+// printTrail prints the run's events and checks the database's chain.
+func printTrail(ctx context.Context, store *sqlite.Store, runID string) error {
+	events, err := store.ListEvents(ctx, runID)
 	if err != nil {
 		return err
 	}
@@ -131,4 +93,64 @@ func run(path string) error {
 	}
 	fmt.Printf("\nverify: %d events intact, head %d:%s\n", rep.Checked, rep.To, rep.Hash)
 	return nil
+}
+
+// notebook is the notes the example's tools read, write and delete.
+type notebook struct {
+	mu    sync.Mutex
+	notes map[string]string
+}
+
+// tools are read_note, write_note and delete_all.
+func (nb *notebook) tools() []agentrt.Tool {
+	schema := json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","minLength":1}},"required":["name"],"additionalProperties":false}`)
+	return []agentrt.Tool{
+		agentrt.ToolFunc{
+			ToolSpec: agentrt.ToolSpec{Name: "read_note", Description: "Read a note.", InputSchema: schema, SideEffect: agentrt.ReadOnly, Timeout: time.Second},
+			Fn:       nb.read,
+		},
+		agentrt.ToolFunc{
+			ToolSpec: agentrt.ToolSpec{Name: "write_note", Description: "Write a note.", SideEffect: agentrt.LocalMutation, Timeout: time.Second,
+				InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","minLength":1},"text":{"type":"string"}},"required":["name","text"],"additionalProperties":false}`)},
+			Fn: nb.write,
+		},
+		agentrt.ToolFunc{
+			ToolSpec: agentrt.ToolSpec{Name: "delete_all", Description: "Delete every note.", SideEffect: agentrt.Destructive, Timeout: time.Second,
+				InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false}`)},
+			Fn: nb.deleteAll,
+		},
+	}
+}
+
+func (nb *notebook) read(_ context.Context, c agentrt.ToolCall) (agentrt.ToolResult, error) {
+	var a struct{ Name string }
+	if err := json.Unmarshal(c.Args, &a); err != nil {
+		return agentrt.ToolResult{}, err
+	}
+	nb.mu.Lock()
+	defer nb.mu.Unlock()
+	text, ok := nb.notes[a.Name]
+	if !ok {
+		return agentrt.ToolResult{}, fmt.Errorf("no note named %q", a.Name)
+	}
+	b, _ := json.Marshal(map[string]string{"name": a.Name, "text": text})
+	return agentrt.ToolResult{Content: b, Summary: "read " + a.Name}, nil
+}
+
+func (nb *notebook) write(_ context.Context, c agentrt.ToolCall) (agentrt.ToolResult, error) {
+	var a struct{ Name, Text string }
+	if err := json.Unmarshal(c.Args, &a); err != nil {
+		return agentrt.ToolResult{}, err
+	}
+	nb.mu.Lock()
+	nb.notes[a.Name] = a.Text
+	nb.mu.Unlock()
+	return agentrt.ToolResult{Content: json.RawMessage(`{"written":true}`), Summary: "wrote " + a.Name}, nil
+}
+
+func (nb *notebook) deleteAll(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+	nb.mu.Lock()
+	nb.notes = map[string]string{}
+	nb.mu.Unlock()
+	return agentrt.ToolResult{Summary: "deleted everything"}, nil
 }

@@ -4,25 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/scripted"
-	"github.com/agentrt/agentrt/sqlite"
 )
 
 // show lists the typed blocks of every tool result on its page, step by
 // step in page order, read for the whole page at once; a step past the
 // first maxBlockSteps is not listed and the page says so.
 func TestShow_ListsThePagesResultBlocksStepByStep(t *testing.T) {
-	f := &fixture{path: filepath.Join(t.TempDir(), "runs.db"), clock: newClock(), ids: &counter{}}
-	st, err := sqlite.Open(f.path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, st := newBareFixture(t)
 	shot := agentrt.ToolFunc{ToolSpec: agentrt.ToolSpec{Name: "shot", Description: "take a screenshot", SideEffect: agentrt.ReadOnly,
 		Timeout: time.Second, InputSchema: json.RawMessage(`{"type":"object"}`)},
 		Fn: func(_ context.Context, c agentrt.ToolCall) (agentrt.ToolResult, error) {

@@ -3,22 +3,30 @@ package cli
 import (
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/trace"
+	"github.com/agentrt/agentrt/internal/cliflag"
 )
 
-var budgetsCommand = &command{
-	name:    "budgets",
-	summary: "add, change, retire, list and show the budgets runs share, and reconcile uncertain calls",
-	usage: "list | show NAME | add NAME -window W (-max-cost-micros N | -max-tokens N) [-scope k=v,...] | " +
+var budgetsCommand = fromKit(&kitCmd{
+	Name:    "budgets",
+	Summary: "add, change, retire, list and show the budgets runs share, and reconcile uncertain calls",
+	Usage: "list | show NAME | add NAME -window W (-max-cost-micros N | -max-tokens N) [-scope k=v,...] | " +
 		"set NAME (-max-cost-micros N | -max-tokens N) | retire NAME | reconcile CALL -cost-micros N -tokens N [-note TEXT] | prices",
-	subs: []string{"list", "show", "add", "set", "retire", "reconcile", "prices"},
-	run:  runBudgets,
-}
+	Subs: []*kitCmd{
+		{Name: "list", Bind: cliflag.With[*inv, struct{}](nil, runBudgetsList)},
+		{Name: "show", Bind: cliflag.With[*inv, struct{}](nil, runBudgetsShow)},
+		{Name: "add", Bind: cliflag.With(budgetAddFlags, runBudgetsAdd)},
+		{Name: "set", Bind: cliflag.With(budgetCeilingFlags, runBudgetsSet)},
+		{Name: "retire", Bind: cliflag.With(func(fs *flag.FlagSet, o *budgetRetireOptions) { o.by.register(fs) }, runBudgetsRetire)},
+		{Name: "reconcile", Bind: cliflag.With(budgetReconcileFlags, runBudgetsReconcile)},
+		{Name: "prices", Bind: cliflag.With[*inv, struct{}](nil, runBudgetsPrices)},
+	},
+})
 
 func init() {
 	commandHelp["budgets"] = `A budget caps the model calls of every run whose labels cover its scope,
@@ -42,282 +50,171 @@ who made it (-by, default $USER, else your account's name). Budgets are retired,
   prices                  the price versions calls were charged at`
 }
 
-func runBudgets(e *env, g *global, c *command, args []string) int {
-	if len(args) == 0 {
-		return e.usageError(c, "missing the budgets command: list, show, add, set, retire, reconcile or prices")
+// budgetCeilings are the ceilings budgets add and set take.
+type budgetCeilings struct {
+	by                 byFlag
+	maxCost, maxTokens int64
+}
+
+func budgetCeilingFlags(fs *flag.FlagSet, o *budgetCeilings) {
+	o.by.register(fs)
+	fs.Int64Var(&o.maxCost, "max-cost-micros", 0, "the cost ceiling in micros (0: none)")
+	fs.Int64Var(&o.maxTokens, "max-tokens", 0, "the token ceiling (0: none)")
+}
+
+// check refuses ceilings that cap nothing or are negative.
+func (o *budgetCeilings) check(x *inv, sub string) int {
+	if o.maxCost < 0 || o.maxTokens < 0 || (o.maxCost == 0 && o.maxTokens == 0) {
+		return x.usageError(x.c, "budgets "+sub+" needs -max-cost-micros N or -max-tokens N (or both), not negative")
 	}
-	sub, args := args[0], args[1:]
-	if !c.hasSub(sub) {
-		return e.usageError(c, fmt.Sprintf("unknown budgets command %q", trace.Sanitize(trace.Truncate(sub, 40))))
+	return ExitOK
+}
+
+// budgetAddOptions are budgets add's flags.
+type budgetAddOptions struct {
+	budgetCeilings
+	scope, window string
+}
+
+func budgetAddFlags(fs *flag.FlagSet, o *budgetAddOptions) {
+	budgetCeilingFlags(fs, &o.budgetCeilings)
+	fs.StringVar(&o.scope, "scope", "", "labels a run must carry, k=v,k=v (default: every run)")
+	fs.StringVar(&o.window, "window", "", "hour, day, month or none")
+}
+
+type budgetRetireOptions struct{ by byFlag }
+
+// budgetReconcileOptions are budgets reconcile's flags: the call's actual
+// usage and where the figure comes from.
+type budgetReconcileOptions struct {
+	by           byFlag
+	cost, tokens int64
+	note         string
+}
+
+func budgetReconcileFlags(fs *flag.FlagSet, o *budgetReconcileOptions) {
+	o.by.register(fs)
+	fs.Int64Var(&o.cost, "cost-micros", -1, "the call's actual cost in micros")
+	fs.Int64Var(&o.tokens, "tokens", -1, "the call's actual tokens, input plus output")
+	fs.StringVar(&o.note, "note", "", "where the figure comes from")
+}
+
+// budgetChange is a budgets subcommand that changes something, once its
+// arguments are checked: the budget or call it names, who is changing it,
+// and the operator that changes it.
+type budgetChange struct {
+	x        *inv
+	name, by string
+	op       agentrt.Operator
+	p        *printer
+}
+
+// beginChange checks a changing subcommand's one argument (what it names)
+// and -by, then opens the database for writing. The check runs before the
+// open; done closes the store. Unless code is ExitOK the command stops.
+func (x *inv) beginChange(sub, what string, pos []string, by *byFlag, check func() int) (bc budgetChange, done func(), code int) {
+	name, code, ok := x.subArg(x.c, sub, pos, false, what)
+	if !ok {
+		return bc, nil, code
 	}
-	fs := e.flags(c, g)
-	by := fs.String("by", "", "who is doing this, recorded as given (default $USER, else your account's name)")
-	var scope, window, note *string
-	var maxCost, maxTokens, cost, tokens *int64
-	switch sub {
-	case "list", "show", "retire", "prices":
-	case "add":
-		scope = fs.String("scope", "", "labels a run must carry, k=v,k=v (default: every run)")
-		window = fs.String("window", "", "hour, day, month or none")
-		fallthrough
-	case "set":
-		maxCost = fs.Int64("max-cost-micros", 0, "the cost ceiling in micros (0: none)")
-		maxTokens = fs.Int64("max-tokens", 0, "the token ceiling (0: none)")
-	case "reconcile":
-		cost = fs.Int64("cost-micros", -1, "the call's actual cost in micros")
-		tokens = fs.Int64("tokens", -1, "the call's actual tokens, input plus output")
-		note = fs.String("note", "", "where the figure comes from")
+	who, code := x.requireBy(by, "")
+	if code != ExitOK {
+		return bc, nil, code
+	}
+	if code := check(); code != ExitOK {
+		return bc, nil, code
+	}
+	st, _, code := x.g.openDB(x.env, x.c, false)
+	if code != ExitOK {
+		return bc, nil, code
+	}
+	if _, ok := any(st).(agentrt.BudgetReader); !ok {
+		st.Close()
+		return bc, nil, x.fail("this database's backend keeps no budgets")
+	}
+	bc = budgetChange{x: x, name: name, by: who, op: agentrt.Operator{Store: st, Now: x.now}, p: &printer{w: x.stdout}}
+	return bc, func() { st.Close() }, ExitOK
+}
+
+// changed prints the budget a change left, or why it was refused.
+func (bc budgetChange) changed(b agentrt.Budget, err error, what string) int {
+	switch {
+	case errors.Is(err, agentrt.ErrNotFound):
+		return bc.x.fail("no unretired budget is named %s; nothing was changed", bc.name)
+	case err != nil:
+		return bc.x.fail("%s; nothing was changed", strings.TrimPrefix(err.Error(), "agentrt: "))
+	case bc.x.g.json:
+		writeJSON(bc.p, b)
 	default:
-		return e.usageError(c, fmt.Sprintf("unknown budgets command %q", trace.Sanitize(trace.Truncate(sub, 40))))
+		bc.p.printf("budget %s %s by %s: %s\n", clip(b.Name, 128), what, clip(bc.by, 80), ceilings(b))
 	}
-	pos, code, ok := e.parse(c, fs, args)
-	if !ok {
-		return code
-	}
-	e.defaultBy(fs, by)
-	name, code, ok := e.subArg(c, sub, pos, sub == "list" || sub == "prices", map[bool]string{true: "CALL", false: "NAME"}[sub == "reconcile"])
-	if !ok {
-		return code
-	}
-	switch sub {
-	case "add", "set", "retire", "reconcile":
-		if *by == "" {
-			return e.usageError(c, "no one to record: pass -by WHO (a label, recorded as given), since neither USER nor the system's user database names this account")
+	return bc.x.done(bc.p, ExitOK)
+}
+
+func runBudgetsAdd(x *inv, o *budgetAddOptions, pos []string) int {
+	bc, done, code := x.beginChange("add", "NAME", pos, &o.by, func() int {
+		if !agentrt.BudgetWindow(o.window).Valid() {
+			return x.usageError(x.c, "budgets add needs -window hour, day, month or none")
 		}
-	}
-	switch sub {
-	case "add":
-		if !agentrt.BudgetWindow(*window).Valid() {
-			return e.usageError(c, "budgets add needs -window hour, day, month or none")
+		if _, err := agentrt.ParseLabels(o.scope); err != nil {
+			return x.usageError(x.c, "-scope: "+strings.TrimPrefix(err.Error(), "agentrt: invalid configuration: "))
 		}
-		if _, err := agentrt.ParseLabels(*scope); err != nil {
-			return e.usageError(c, "-scope: "+strings.TrimPrefix(err.Error(), "agentrt: invalid configuration: "))
-		}
-		fallthrough
-	case "set":
-		if *maxCost < 0 || *maxTokens < 0 || (*maxCost == 0 && *maxTokens == 0) {
-			return e.usageError(c, "budgets "+sub+" needs -max-cost-micros N or -max-tokens N (or both), not negative")
-		}
-	case "reconcile":
-		if *cost < 0 || *tokens < 0 {
-			return e.usageError(c, "budgets reconcile needs the call's actual -cost-micros N and -tokens N")
-		}
-	}
-	readOnly := sub == "list" || sub == "show" || sub == "prices"
-	st, where, code := g.openDB(e, c, readOnly)
+		return o.check(x, "add")
+	})
 	if code != ExitOK {
 		return code
 	}
-	defer st.Close()
-	br, ok := any(st).(agentrt.BudgetReader)
-	if !ok {
-		return e.fail("this database's backend keeps no budgets")
+	defer done()
+	b, err := bc.op.AddBudget(background(), agentrt.NewBudget{Name: bc.name, Scope: o.scope, Window: agentrt.BudgetWindow(o.window),
+		MaxCost: agentrt.Micros(o.maxCost), MaxTokens: o.maxTokens, By: bc.by})
+	return bc.changed(b, err, "added")
+}
+
+func runBudgetsSet(x *inv, o *budgetCeilings, pos []string) int {
+	bc, done, code := x.beginChange("set", "NAME", pos, &o.by, func() int { return o.check(x, "set") })
+	if code != ExitOK {
+		return code
 	}
-	ctx := background()
-	op := agentrt.Operator{Store: st, Now: e.now}
-	p := &printer{w: e.stdout}
-	refusal := func(err error) int {
-		if errors.Is(err, agentrt.ErrNotFound) {
-			return e.fail("no unretired budget is named %s; nothing was changed", name)
-		}
-		return e.fail("%s; nothing was changed", strings.TrimPrefix(err.Error(), "agentrt: "))
+	defer done()
+	b, err := bc.op.SetBudget(background(), bc.name, agentrt.Micros(o.maxCost), o.maxTokens, bc.by)
+	return bc.changed(b, err, "set")
+}
+
+func runBudgetsRetire(x *inv, o *budgetRetireOptions, pos []string) int {
+	bc, done, code := x.beginChange("retire", "NAME", pos, &o.by, func() int { return ExitOK })
+	if code != ExitOK {
+		return code
 	}
-	changed := func(b agentrt.Budget, what string) int {
-		if g.json {
-			writeJSON(p, b)
-		} else {
-			p.printf("budget %s %s by %s: %s\n", clip(b.Name, 128), what, clip(*by, 80), ceilings(b))
+	defer done()
+	b, err := bc.op.RetireBudget(background(), bc.name, bc.by)
+	return bc.changed(b, err, "retired")
+}
+
+func runBudgetsReconcile(x *inv, o *budgetReconcileOptions, pos []string) int {
+	bc, done, code := x.beginChange("reconcile", "CALL", pos, &o.by, func() int {
+		if o.cost < 0 || o.tokens < 0 {
+			return x.usageError(x.c, "budgets reconcile needs the call's actual -cost-micros N and -tokens N")
 		}
-		return e.done(p, ExitOK)
+		return ExitOK
+	})
+	if code != ExitOK {
+		return code
 	}
-	switch sub {
-	case "add":
-		b, err := op.AddBudget(ctx, agentrt.NewBudget{Name: name, Scope: *scope, Window: agentrt.BudgetWindow(*window),
-			MaxCost: agentrt.Micros(*maxCost), MaxTokens: *maxTokens, By: *by})
-		if err != nil {
-			return refusal(err)
-		}
-		return changed(b, "added")
-	case "set":
-		b, err := op.SetBudget(ctx, name, agentrt.Micros(*maxCost), *maxTokens, *by)
-		if err != nil {
-			return refusal(err)
-		}
-		return changed(b, "set")
-	case "retire":
-		b, err := op.RetireBudget(ctx, name, *by)
-		if err != nil {
-			return refusal(err)
-		}
-		return changed(b, "retired")
-	case "reconcile":
-		done, err := op.ReconcileReservation(ctx, name, agentrt.Amount{Cost: agentrt.Micros(*cost), Tokens: *tokens}, *by, *note)
-		if err != nil {
-			return e.fail("%s; nothing was changed", strings.TrimPrefix(err.Error(), "agentrt: "))
-		}
-		for _, r := range done {
-			if g.json {
-				writeJSON(p, r)
-				continue
-			}
-			p.printf("call %s on budget %s: settled at %s by %s; %s released\n",
-				clip(r.CallID, 80), clip(r.BudgetID, 80), amount(r.Actual), clip(*by, 80),
-				amount(agentrt.Amount{Cost: max(r.Reserved.Cost-r.Actual.Cost, 0), Tokens: max(r.Reserved.Tokens-r.Actual.Tokens, 0)}))
-		}
-		return e.done(p, ExitOK)
-	case "prices":
-		vs, err := br.ListPriceVersions(ctx)
-		if err != nil {
-			return e.fail("reading price versions: %v", err)
-		}
-		for _, v := range vs {
-			if g.json {
-				writeJSON(p, struct {
-					agentrt.PriceVersion
-					Table string `json:"table"`
-				}{v, string(v.Canonical)})
-				continue
-			}
-			status := "intact"
-			if v.DecodeError != "" {
-				status = "DAMAGED: " + v.DecodeError
-			}
-			p.printf("%s  loaded %s  %s\n  %s\n", clip(v.ID, 80), when(v.CreatedAt), clip(status, 200), capped(string(v.Canonical), textClipBytes))
-		}
-		if len(vs) == 0 && !g.json {
-			p.printf("no price versions\n")
-		}
-		return e.done(p, ExitOK)
-	}
-	bs, err := br.ListBudgets(ctx)
+	defer done()
+	settled, err := bc.op.ReconcileReservation(background(), bc.name, agentrt.Amount{Cost: agentrt.Micros(o.cost), Tokens: o.tokens}, bc.by, o.note)
 	if err != nil {
-		return e.fail("reading budgets: %v", err)
+		return x.fail("%s; nothing was changed", strings.TrimPrefix(err.Error(), "agentrt: "))
 	}
-	now := e.clock()
-	if sub == "list" {
-		tp := p.table()
-		if !g.json {
-			tp.printf("BUDGET\tSCOPE\tWINDOW\tCEILINGS\tCURRENT WINDOW HELD\tSTATUS\n")
+	for _, r := range settled {
+		if x.g.json {
+			writeJSON(bc.p, r)
+			continue
 		}
-		for _, b := range bs {
-			ws, err := br.ListBudgetUsage(ctx, b.ID, 1)
-			if err != nil {
-				return e.fail("reading budget %s: %v", b.Name, err)
-			}
-			var cur agentrt.BudgetUsage
-			if len(ws) == 1 && ws[0].WindowStart.Equal(b.Window.Start(now)) {
-				cur = ws[0]
-			}
-			if g.json {
-				writeJSON(p, struct {
-					agentrt.Budget
-					Current agentrt.BudgetUsage `json:"current_window"`
-				}{b, cur})
-				continue
-			}
-			status := "active"
-			if b.Retired() {
-				status = "retired " + when(b.RetiredAt) + " by " + clip(b.RetiredBy, 40)
-			}
-			h := cur.Held()
-			tp.printf("%s\t%s\t%s\t%s\t%s\t%s\n", clip(b.Name, 128), dash(clip(b.Scope, 200)), b.Window, ceilings(b), amount(h), status)
-		}
-		tp.end()
-		if len(bs) == 0 && !g.json {
-			p.printf("no budgets\n")
-		}
-		return e.done(p, ExitOK)
+		released := agentrt.Amount{Cost: max(r.Reserved.Cost-r.Actual.Cost, 0), Tokens: max(r.Reserved.Tokens-r.Actual.Tokens, 0)}
+		bc.p.printf("call %s on budget %s: settled at %s by %s; %s released\n",
+			clip(r.CallID, 80), clip(r.BudgetID, 80), amount(r.Actual), clip(bc.by, 80), amount(released))
 	}
-	// show: the newest budget of the name, retired or not.
-	var b *agentrt.Budget
-	for i := range bs {
-		if bs[i].Name == name && (b == nil || !bs[i].Retired()) {
-			b = &bs[i]
-		}
-	}
-	if b == nil {
-		return e.fail("no budget is named %s in %s", name, where)
-	}
-	ws, err := br.ListBudgetUsage(ctx, b.ID, 50)
-	if err != nil {
-		return e.fail("reading budget %s: %v", b.Name, err)
-	}
-	open, err := br.ListReservations(ctx, agentrt.ReservationFilter{BudgetID: b.ID, Open: true}, 1000)
-	if err != nil {
-		return e.fail("reading budget %s: %v", b.Name, err)
-	}
-	// A reservation still reserved past its expiry lost its process: it is
-	// shown as uncertain, as reconcile treats it.
-	expired := map[time.Time]agentrt.Amount{}
-	for _, r := range open {
-		if r.Status == agentrt.ReservationReserved && r.Uncertain(now) {
-			a := expired[r.WindowStart]
-			a.Cost += r.Reserved.Cost
-			a.Tokens += r.Reserved.Tokens
-			expired[r.WindowStart] = a
-		}
-	}
-	if g.json {
-		type window struct {
-			agentrt.BudgetUsage
-			Expired agentrt.Amount `json:"expired_reserved"`
-		}
-		out := struct {
-			agentrt.Budget
-			Windows      []window                    `json:"windows"`
-			Reservations []agentrt.BudgetReservation `json:"open_reservations"`
-		}{Budget: *b, Windows: []window{}, Reservations: open}
-		for _, w := range ws {
-			out.Windows = append(out.Windows, window{w, expired[w.WindowStart]})
-		}
-		if out.Reservations == nil {
-			out.Reservations = []agentrt.BudgetReservation{}
-		}
-		writeJSON(p, out)
-		return e.done(p, ExitOK)
-	}
-	p.printf("budget    %s\n", clip(b.Name, 128))
-	p.printf("id        %s\n", clip(b.ID, 80))
-	p.printf("scope     %s\n", dash(clip(b.Scope, 400)))
-	p.printf("window    %s\n", b.Window)
-	p.printf("ceilings  %s\n", ceilings(*b))
-	p.printf("version   %d, added %s by %s, last changed %s by %s\n", b.Version, when(b.CreatedAt), clip(b.CreatedBy, 80), when(b.UpdatedAt), clip(b.UpdatedBy, 80))
-	if b.Retired() {
-		p.printf("retired   %s by %s\n", when(b.RetiredAt), clip(b.RetiredBy, 80))
-	}
-	p.printf("\n")
-	if len(ws) == 0 {
-		p.printf("no usage yet\n")
-	} else {
-		tp := p.table()
-		tp.printf("WINDOW\tRESERVED\tSETTLED\tUNCERTAIN\tHELD\n")
-		for _, w := range ws {
-			x := expired[w.WindowStart]
-			start := "all time"
-			if !w.WindowStart.IsZero() {
-				start = when(w.WindowStart)
-			}
-			h := w.Held()
-			tp.printf("%s\t%s\t%s\t%s\t%s\n", start, amount(agentrt.Amount{Cost: w.Reserved.Cost - x.Cost, Tokens: w.Reserved.Tokens - x.Tokens}),
-				amount(w.Settled), amount(agentrt.Amount{Cost: w.Uncertain.Cost + x.Cost, Tokens: w.Uncertain.Tokens + x.Tokens}), amount(h))
-		}
-		tp.end()
-	}
-	if len(open) > 0 {
-		p.printf("\n")
-		tp := p.table()
-		tp.printf("CALL\tRUN\tATTEMPT\tGEN\tMODEL\tRESERVED\tSTATUS\tEXPIRES\tPRICE VERSION\n")
-		for _, r := range open {
-			status := string(r.Status)
-			if r.Status == agentrt.ReservationReserved && r.Uncertain(now) {
-				status = "uncertain (expired; reconcile it)"
-			}
-			tp.printf("%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", clip(r.CallID, 80), clip(r.RunID, 80), r.Attempt, r.Generation,
-				clip(r.Model, 80), amount(r.Reserved), status, when(r.ExpiresAt), dash(clip(r.PriceVersion, 80)))
-		}
-		tp.end()
-	}
-	return e.done(p, ExitOK)
+	return x.done(bc.p, ExitOK)
 }
 
 func ceilings(b agentrt.Budget) string {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,11 +28,7 @@ func (cutModel) Generate(context.Context, agentrt.ModelRequest) (agentrt.ModelRe
 // it; each change is a budget.changed event naming who. Bad input is one
 // sentence, exit 2, and changes nothing.
 func TestBudgets_OperatorAddsShowsAndReconcilesFromTheCLI(t *testing.T) {
-	f := &fixture{path: filepath.Join(t.TempDir(), "runs.db"), clock: newClock(), ids: &counter{}}
-	st, err := sqlite.Open(f.path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, st := newBareFixture(t)
 	st.Close()
 	for _, bad := range [][]string{
 		{"budgets", "add", "team", "-window", "week", "-max-tokens", "5"},
@@ -56,7 +51,7 @@ func TestBudgets_OperatorAddsShowsAndReconcilesFromTheCLI(t *testing.T) {
 		t.Errorf("a second team: %d %s", r.code, r.stderr)
 	}
 
-	st, err = sqlite.Open(f.path)
+	st, err := sqlite.Open(f.path)
 	if err != nil {
 		t.Fatal(err)
 	}

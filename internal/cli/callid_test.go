@@ -3,23 +3,17 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	agentrt "github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/sqlite"
 )
 
 // A framework's id for a call, proposed through a Gate, is shown by show
 // (beside the tool) and by events (in step.decided), escaped like any text
 // a caller chose.
 func TestShow_CallIDIsShownEscaped(t *testing.T) {
-	f := &fixture{path: filepath.Join(t.TempDir(), "runs.db"), clock: newClock(), ids: &counter{}}
-	st, err := sqlite.Open(f.path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, st := newBareFixture(t)
 	g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: fixtureTools,
 		Policy: agentrt.DefaultPolicy(), Now: f.clock.Now, NewID: f.ids.ID}})
 	if err != nil {

@@ -284,18 +284,29 @@ func (e *env) subArg(c *command, sub string, pos []string, takesNone bool, what 
 // argument, a run id, and checks it.
 func (e *env) parseRun(c *command, fs *flag.FlagSet, args []string) (string, int, bool) {
 	pos, code, ok := e.parse(c, fs, args)
-	switch {
-	case !ok:
+	if !ok {
 		return "", code, false
-	case len(pos) == 0:
-		return "", e.usageError(c, "missing the run id"), false
-	case len(pos) > 1:
-		return "", e.usageError(c, fmt.Sprintf("unexpected argument %q after the run id", trace.Sanitize(trace.Truncate(pos[1], 80)))), false
 	}
-	if msg := checkID("run id", pos[0]); msg != "" {
+	runID, msg := oneRunID(pos)
+	if msg != "" {
 		return "", e.usageError(c, msg), false
 	}
-	return pos[0], ExitOK, true
+	return runID, ExitOK, true
+}
+
+// oneRunID checks that pos is exactly one run id and returns it, or what
+// is wrong with pos.
+func oneRunID(pos []string) (string, string) {
+	switch {
+	case len(pos) == 0:
+		return "", "missing the run id"
+	case len(pos) > 1:
+		return "", fmt.Sprintf("unexpected argument %q after the run id", trace.Sanitize(trace.Truncate(pos[1], 80)))
+	}
+	if msg := checkID("run id", pos[0]); msg != "" {
+		return "", msg
+	}
+	return pos[0], ""
 }
 
 // resolveRun turns the run id as typed into the run's id once the database
@@ -478,13 +489,19 @@ type runPage struct {
 // printed (ExitOK) or something was refused.
 func (e *env) openRunPage(c *command, g *global, args []string, limitHelp, offsetHelp string) (rp runPage, code int, ok bool) {
 	fs := e.flags(c, g)
-	limit := fs.Int("limit", defaultDetail, fmt.Sprintf("%s, 1 to %d", limitHelp, maxLimit))
-	offset := fs.Int("offset", 0, offsetHelp)
+	var o pageOptions
+	o.register(fs, defaultDetail, limitHelp, offsetHelp)
 	runID, code, ok := e.parseRun(c, fs, args)
 	if !ok {
 		return runPage{}, code, false
 	}
-	if code := checkPage(c, e, *limit, *offset); code != ExitOK {
+	return e.openPageOf(c, g, o, runID)
+}
+
+// openPageOf is openRunPage once the flags are parsed and the run id
+// checked.
+func (e *env) openPageOf(c *command, g *global, o pageOptions, runID string) (rp runPage, code int, ok bool) {
+	if code := checkPage(c, e, o.limit, o.offset); code != ExitOK {
 		return runPage{}, code, false
 	}
 	st, name, code := g.openDB(e, c, true)
@@ -495,5 +512,5 @@ func (e *env) openRunPage(c *command, g *global, args []string, limitHelp, offse
 		st.Close()
 		return runPage{}, code, false
 	}
-	return runPage{st: st, path: g.path(e), name: name, runID: runID, limit: *limit, offset: *offset}, ExitOK, true
+	return runPage{st: st, path: g.path(e), name: name, runID: runID, limit: o.limit, offset: o.offset}, ExitOK, true
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -11,15 +12,25 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/backend"
+	"github.com/agentrt/agentrt/internal/cliflag"
 	"github.com/agentrt/agentrt/sqlite"
 	"github.com/agentrt/agentrt/view"
 )
 
-var demoCommand = &command{
-	name:    "demo",
-	summary: "run an agent on a scratch workspace; a write waits for your approval",
-	usage:   "[-auto-approve] [-agent model|scripted]",
-	run:     runDemo,
+var demoCommand = fromKit(&kitCmd{
+	Name:    "demo",
+	Summary: "run an agent on a scratch workspace; a write waits for your approval",
+	Usage:   "[-auto-approve] [-agent model|scripted]",
+	Bind: cliflag.With(func(fs *flag.FlagSet, o *demoFlags) {
+		fs.BoolVar(&o.auto, "auto-approve", false, "play the operator too: approve, resume, and print the trail and verify's result")
+		fs.StringVar(&o.agent, "agent", agentModel, "model or scripted")
+	}, runDemo),
+})
+
+// demoFlags are demo's flags.
+type demoFlags struct {
+	auto  bool
+	agent string
 }
 
 // demoOptions are what tests fix about the demo so its output is stable.
@@ -32,131 +43,200 @@ type demoOptions struct {
 // demoOperator is who -auto-approve records as deciding.
 const demoOperator = "demo-operator"
 
-func runDemo(e *env, g *global, c *command, args []string) int {
-	fl := e.flags(c, g)
-	auto := fl.Bool("auto-approve", false, "play the operator too: approve, resume, and print the trail and verify's result")
-	kind := fl.String("agent", agentModel, "model or scripted")
-	pos, code, ok := e.parse(c, fl, args)
-	if !ok {
+// demoSession is one demo: its database and workspace, the agent and
+// model it runs, and what it prints on.
+type demoSession struct {
+	x      *inv
+	o      *demoFlags
+	st     *sqlite.Store
+	dbPath string
+	ws     string
+	db     string // dbPath quoted for a printed command line
+	agent  agentrt.Agent
+	model  *agentrt.ModelConfig
+	p      *printer
+}
+
+func runDemo(x *inv, o *demoFlags, pos []string) int {
+	dbPath, code := x.checkDemo(o, pos)
+	if code != ExitOK {
 		return code
 	}
+	ds, done, code := x.newDemo(o, dbPath)
+	if code != ExitOK {
+		return code
+	}
+	defer done()
+	drv, code := ds.setUp()
+	if code != ExitOK {
+		return code
+	}
+	run, a, code := ds.start(drv)
+	if code != ExitOK || !o.auto {
+		return code
+	}
+	run, code = ds.approveAndContinue(run, a)
+	if code != ExitOK {
+		return code
+	}
+	return ds.finish(run)
+}
+
+// checkDemo checks demo's arguments and returns the database it may
+// create: -db, never $AGENTRT_DB, and never one that exists ("" is one in
+// the demo's directory).
+func (x *inv) checkDemo(o *demoFlags, pos []string) (string, int) {
 	if len(pos) > 0 {
-		return e.usageError(c, fmt.Sprintf("unexpected argument %q", clip(pos[0], 80)))
+		return "", x.usageError(x.c, fmt.Sprintf("unexpected argument %q", clip(pos[0], 80)))
 	}
-	if *kind != agentModel && *kind != agentScripted {
-		return e.usageError(c, fmt.Sprintf("-agent must be %s or %s, got %q", agentModel, agentScripted, clip(*kind, 40)))
+	if o.agent != agentModel && o.agent != agentScripted {
+		return "", x.usageError(x.c, fmt.Sprintf("-agent must be %s or %s, got %q", agentModel, agentScripted, clip(o.agent, 40)))
 	}
-	// The demo writes only a database it creates: -db, never $AGENTRT_DB,
-	// and never one that exists.
-	dbPath := g.db
+	dbPath := x.g.db
 	if s, _, err := backend.Scheme(dbPath); dbPath != "" && (err != nil || s != backend.FileScheme) {
-		return e.fail("refusing %s: the demo runs on a new SQLite file it creates, so pass -db PATH (or no -db)", backend.Redact(dbPath))
+		return "", x.fail("refusing %s: the demo runs on a new SQLite file it creates, so pass -db PATH (or no -db)", backend.Redact(dbPath))
 	}
 	if dbPath != "" {
 		if _, err := os.Lstat(dbPath); !errors.Is(err, fs.ErrNotExist) {
-			return e.fail("refusing %s: it exists, and the demo only creates a new database", dbPath)
+			return "", x.fail("refusing %s: it exists, and the demo only creates a new database", dbPath)
 		}
 	}
-	dir, err := os.MkdirTemp(e.demo.tempDir, "agentrt-demo-")
+	return dbPath, ExitOK
+}
+
+// newDemo makes the demo's directory, workspace and database and starts
+// its agent; done closes them.
+func (x *inv) newDemo(o *demoFlags, dbPath string) (ds *demoSession, done func(), code int) {
+	dir, err := os.MkdirTemp(x.demo.tempDir, "agentrt-demo-")
 	if err != nil {
-		return e.fail("making the demo's directory: %v", err)
+		return nil, nil, x.fail("making the demo's directory: %v", err)
 	}
 	ws := filepath.Join(dir, "workspace")
 	if err := makeWorkspace(ws); err != nil {
-		return e.fail("making the demo's workspace: %v", err)
+		return nil, nil, x.fail("making the demo's workspace: %v", err)
 	}
 	if dbPath == "" {
 		dbPath = filepath.Join(dir, "runs.db")
 	}
 	st, err := sqlite.Open(dbPath)
 	if err != nil {
-		fmt.Fprintln(e.stderr, "agentrt: "+openRefusal(dbPath, err))
-		return ExitFailure
+		fmt.Fprintln(x.stderr, "agentrt: "+openRefusal(dbPath, err))
+		return nil, nil, ExitFailure
 	}
-	defer st.Close()
-	agent, model, stop, err := demoAgent(*kind, 0)
+	agent, model, stop, err := demoAgent(o.agent, 0)
 	if err != nil {
-		return e.fail("starting the demo's model: %v", err)
+		st.Close()
+		return nil, nil, x.fail("starting the demo's model: %v", err)
 	}
-	defer stop()
+	ds = &demoSession{x: x, o: o, st: st, dbPath: dbPath, ws: ws, db: clean(shellQuote(dbPath)),
+		agent: agent, model: model, p: &printer{w: x.stdout}}
+	return ds, func() { stop(); st.Close() }, ExitOK
+}
+
+// setUp makes the demo's driver and prints what the demo is made of,
+// adding the budget its model calls fall under.
+func (ds *demoSession) setUp() (*agentrt.Driver, int) {
+	x, p := ds.x, ds.p
 	drv, err := agentrt.NewDriver(agentrt.Config{
-		EngineConfig: e.demoEngine(st, model, ws, "agentrt-demo"),
-		Agent:        agent,
+		EngineConfig: x.demoEngine(ds.st, ds.model, ds.ws, "agentrt-demo"),
+		Agent:        ds.agent,
 	})
 	if err != nil {
-		return e.fail("setting up the demo's driver: %v", err)
+		return nil, x.fail("setting up the demo's driver: %v", err)
 	}
-
-	p := &printer{w: e.stdout}
 	p.printf("agentrt demo: an agent works on a scratch workspace. Reads are allowed; a write waits for an operator.\n")
-	p.printf("  workspace  %s (notes.txt, todo.txt)\n", clean(ws))
-	p.printf("  database   %s\n", clean(dbPath))
-	if *kind == agentModel {
+	p.printf("  workspace  %s (notes.txt, todo.txt)\n", clean(ds.ws))
+	p.printf("  database   %s\n", clean(ds.dbPath))
+	if ds.o.agent == agentModel {
 		p.printf("  agent      render.Agent -> providers/openai -> a scripted Chat Completions server on 127.0.0.1 (no network, no key)\n")
 	} else {
 		p.printf("  agent      a scripted agent making the model's decisions (no model)\n")
 	}
-	if model != nil {
-		// A budget the run falls under: each model call reserves against
-		// it before it is sent and settles after.
-		if _, err := (agentrt.Operator{Store: st, Now: e.demo.now}).AddBudget(background(), agentrt.NewBudget{Name: demoBudget,
+	if ds.model != nil {
+		// Each model call reserves against the budget before it is sent
+		// and settles after.
+		if _, err := (agentrt.Operator{Store: ds.st, Now: x.demo.now}).AddBudget(background(), agentrt.NewBudget{Name: demoBudget,
 			Scope: demoScope, Window: agentrt.WindowDay, MaxCost: demoBudgetCost, By: demoOperator}); err != nil {
-			return e.fail("adding the demo's budget: %v", err)
+			return nil, x.fail("adding the demo's budget: %v", err)
 		}
 		p.printf("  budget     %s: runs labelled %s may spend %s a day; each model call reserves before it is sent\n", demoBudget, demoScope, demoBudgetCost.Dollars())
 	}
 	p.printf("  goal       %s\n\n", demoGoal)
+	return drv, ExitOK
+}
 
+// start runs the demo until its write waits for an operator and prints
+// the approval; without -auto-approve it then prints how to go on, and
+// code is the command's exit.
+func (ds *demoSession) start(drv *agentrt.Driver) (agentrt.Run, agentrt.Approval, int) {
+	x, p := ds.x, ds.p
 	ctx := background()
-	e.demoProgress("starting the run: the agent lists and reads the workspace, then asks to write")
+	x.demoProgress("starting the run: the agent lists and reads the workspace, then asks to write")
 	run, err := drv.Start(ctx, demoGoal, demoLimits())
 	if err != nil {
-		return e.fail("running the demo: %v", err)
+		return run, agentrt.Approval{}, x.fail("running the demo: %v", err)
 	}
 	if run.Status != agentrt.RunWaiting {
 		p.printf("run %s ended before its write: %s (%s: %s)\n\n", clip(run.ID, 64), run.Status, run.Reason, capped(run.ReasonDetail, textClipBytes))
-		e.demoSteps(p, dbPath, run.ID)
-		return e.done(p, ExitFailure)
+		x.demoSteps(p, ds.dbPath, run.ID)
+		return run, agentrt.Approval{}, x.done(p, ExitFailure)
 	}
-	a, err := view.PendingApproval(ctx, st, run.ID, "")
+	a, err := view.PendingApproval(ctx, ds.st, run.ID, "")
 	if err != nil {
-		return e.fail("reading the demo's approval: %v", err)
+		return run, a, x.fail("reading the demo's approval: %v", err)
 	}
 	p.printf("run %s is %s after %d steps: it listed and read the workspace, then asked to write, and the policy sent the write to an operator.\n\n",
 		clip(run.ID, 64), run.Status, run.StepCount)
 	writeApproval(p, a, blockOptions{})
+	if !ds.o.auto {
+		ds.printNextSteps(run.ID)
+		return run, a, x.done(p, ExitOK)
+	}
+	return run, a, ExitOK
+}
 
-	db := clean(shellQuote(dbPath))
-	rid := clean(shellQuote(run.ID))
+// printNextSteps prints the commands that approve and resume the run, or
+// refuse it.
+func (ds *demoSession) printNextSteps(runID string) {
+	x, p := ds.x, ds.p
+	rid := clean(shellQuote(runID))
 	agentFlag := ""
-	if *kind != agentModel {
-		agentFlag = " -agent " + *kind
+	if ds.o.agent != agentModel {
+		agentFlag = " -agent " + ds.o.agent
 	}
-	if !*auto {
-		p.printf("\nTo continue, approve the write (agentrt prints it again and asks you to type yes), then resume the run:\n\n")
-		p.printf("  %s -db %s approve %s\n", e.prog, db, rid)
-		p.printf("  %s -db %s resume -workspace %s%s %s\n\n", e.prog, db, clean(shellQuote(ws)), agentFlag, rid)
-		p.printf("Or refuse it, which cancels the run:\n\n  %s -db %s reject %s\n", e.prog, db, rid)
-		return e.done(p, ExitOK)
-	}
+	p.printf("\nTo continue, approve the write (agentrt prints it again and asks you to type yes), then resume the run:\n\n")
+	p.printf("  %s -db %s approve %s\n", x.prog, ds.db, rid)
+	p.printf("  %s -db %s resume -workspace %s%s %s\n\n", x.prog, ds.db, clean(shellQuote(ds.ws)), agentFlag, rid)
+	p.printf("Or refuse it, which cancels the run:\n\n  %s -db %s reject %s\n", x.prog, ds.db, rid)
+}
 
-	// Play the operator: decide on exactly what was printed above.
+// approveAndContinue plays the operator, deciding on exactly what was
+// printed, and lets a worker polling the database claim the approved run
+// and carry it on, as a pool of workers would: nobody calls Resume.
+func (ds *demoSession) approveAndContinue(run agentrt.Run, a agentrt.Approval) (agentrt.Run, int) {
+	x := ds.x
 	shown, err := agentrt.ApprovalHashWith(a.Kind, a.Capability, a.Presentation, a.Request, a.Requirement, a.PolicyVersion)
 	if err != nil || shown != a.Hash {
-		return e.fail("approval %s does not match its own hash; nothing was decided", a.ID)
+		return run, x.fail("approval %s does not match its own hash; nothing was decided", a.ID)
 	}
-	op := agentrt.Operator{Store: st, Now: e.demo.now}
+	ctx := background()
+	op := agentrt.Operator{Store: ds.st, Now: x.demo.now}
 	if err := op.ApproveShown(ctx, run.ID, a.ID, shown, demoOperator, "approved by agentrt demo -auto-approve"); err != nil {
-		return e.decideError(run.ID, a.ID, err)
+		return run, x.decideError(run.ID, a.ID, err)
 	}
-	p.printf("\napproved: approval %s by %s, bound to hash %s, the hash of the block above\n", clip(a.ID, 64), demoOperator, shown)
-	// Nobody calls Resume: a worker polling the database claims the
-	// approved run and carries it on, as a pool of workers would.
-	e.demoProgress("approved; waiting for a worker to claim the run and finish it")
-	run, err = demoWorker(ctx, st, agent, model, ws, e, run.ID)
+	ds.p.printf("\napproved: approval %s by %s, bound to hash %s, the hash of the block above\n", clip(a.ID, 64), demoOperator, shown)
+	x.demoProgress("approved; waiting for a worker to claim the run and finish it")
+	run, err = demoWorker(ctx, ds.st, ds.agent, ds.model, ds.ws, x.env, run.ID)
 	if err != nil {
-		return e.fail("continuing the demo's run: %v", err)
+		return run, x.fail("continuing the demo's run: %v", err)
 	}
+	return run, ExitOK
+}
+
+// finish prints how the run ended, what it spent and wrote, its steps and
+// verify's result, and where to look next.
+func (ds *demoSession) finish(run agentrt.Run) int {
+	x, p := ds.x, ds.p
 	exit := ExitOK
 	if run.Status != agentrt.RunCompleted {
 		exit = ExitFailure
@@ -166,31 +246,32 @@ func runDemo(e *env, g *global, c *command, args []string) int {
 		p.printf("model: %d call(s), %d tokens in, %d out, estimated %s at the demo's invented prices\n",
 			run.ModelCalls, run.Usage.InputTokens, run.Usage.OutputTokens, run.EstimatedCost.Dollars())
 	}
-	if model != nil {
-		p.printf("budget %s holds what the calls settled at (%s -db %s budgets show %s)\n", demoBudget, e.prog, db, demoBudget)
+	if ds.model != nil {
+		p.printf("budget %s holds what the calls settled at (%s -db %s budgets show %s)\n", demoBudget, x.prog, ds.db, demoBudget)
 	}
-	if b, err := os.ReadFile(filepath.Join(ws, "summary.md")); err == nil {
+	if b, err := os.ReadFile(filepath.Join(ds.ws, "summary.md")); err == nil {
 		p.printf("summary.md in the workspace holds %d bytes, the content approved above\n", len(b))
 	}
 	p.printf("\n")
-	e.demoSteps(p, dbPath, run.ID)
-	p.printf("\nverify (%s -db %s verify):\n", e.prog, db)
-	e.demoProgress("verifying the database's hash chain")
-	rep, err := verifyChain(e, st, 0, 0, nil)
+	x.demoSteps(p, ds.dbPath, run.ID)
+	p.printf("\nverify (%s -db %s verify):\n", x.prog, ds.db)
+	x.demoProgress("verifying the database's hash chain")
+	rep, err := verifyChain(x.env, ds.st, 0, 0, nil)
 	if err != nil {
-		return e.fail("verifying the demo's database: %v", err)
+		return x.fail("verifying the demo's database: %v", err)
 	}
 	writeVerify(p, rep)
 	if !rep.OK {
 		exit = ExitFailure
 	}
 	p.printf("\nKeep that head where the database's writers cannot reach it; later,\n")
-	p.printf("  %s -db %s verify -head %d:%s\n", e.prog, db, rep.Head.Seq, rep.Head.Hash)
+	p.printf("  %s -db %s verify -head %d:%s\n", x.prog, ds.db, rep.Head.Seq, rep.Head.Hash)
 	p.printf("fails unless the chain still reaches it. Look around with:\n")
+	rid := clean(shellQuote(run.ID))
 	for _, cmd := range []string{"runs", "show " + rid, "events " + rid} {
-		p.printf("  %s -db %s %s\n", e.prog, db, cmd)
+		p.printf("  %s -db %s %s\n", x.prog, ds.db, cmd)
 	}
-	return e.done(p, exit)
+	return x.done(p, exit)
 }
 
 // demoSteps prints the run as agentrt show does, under the command that

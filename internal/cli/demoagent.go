@@ -198,13 +198,6 @@ func preview(s string, n int) string {
 
 // demoTools are the workspace's tools, each confined to dir by os.Root.
 func demoTools(dir string) []agentrt.Tool {
-	obj := func(props string, required ...string) json.RawMessage {
-		req, _ := json.Marshal(required)
-		if required == nil {
-			req = []byte("[]")
-		}
-		return json.RawMessage(`{"type":"object","properties":{` + props + `},"required":` + string(req) + `,"additionalProperties":false}`)
-	}
 	path := `"path":{"type":"string","minLength":1,"maxLength":255}`
 	withRoot := func(fn func(r *os.Root, args json.RawMessage) (agentrt.ToolResult, error)) func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
 		return func(_ context.Context, call agentrt.ToolCall) (agentrt.ToolResult, error) {
@@ -219,73 +212,92 @@ func demoTools(dir string) []agentrt.Tool {
 	return []agentrt.Tool{
 		agentrt.ToolFunc{
 			ToolSpec: agentrt.ToolSpec{Name: "list_files", Description: "List the files in the workspace with their sizes.",
-				InputSchema: obj(""), SideEffect: agentrt.ReadOnly, Timeout: 5 * time.Second},
-			Fn: withRoot(func(r *os.Root, _ json.RawMessage) (agentrt.ToolResult, error) {
-				type file struct {
-					Name  string `json:"name"`
-					Bytes int64  `json:"bytes"`
-				}
-				var files []file
-				err := fs.WalkDir(r.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-					if err != nil || d.IsDir() {
-						return err
-					}
-					info, err := d.Info()
-					if err != nil {
-						return err
-					}
-					files = append(files, file{p, info.Size()})
-					return nil
-				})
-				if err != nil {
-					return agentrt.ToolResult{}, err
-				}
-				b, _ := json.Marshal(map[string]any{"files": files})
-				return agentrt.ToolResult{Content: b, Summary: fmt.Sprintf("%d file(s)", len(files))}, nil
-			}),
+				InputSchema: objectSchema(""), SideEffect: agentrt.ReadOnly, Timeout: 5 * time.Second},
+			Fn: withRoot(listFiles),
 		},
 		agentrt.ToolFunc{
 			ToolSpec: agentrt.ToolSpec{Name: "read_file", Description: "Read a text file of the workspace.",
-				InputSchema: obj(path, "path"), SideEffect: agentrt.ReadOnly, Timeout: 5 * time.Second},
-			Fn: withRoot(func(r *os.Root, args json.RawMessage) (agentrt.ToolResult, error) {
-				var a struct{ Path string }
-				if err := json.Unmarshal(args, &a); err != nil {
-					return agentrt.ToolResult{}, err
-				}
-				b, err := r.ReadFile(a.Path)
-				if err != nil {
-					return agentrt.ToolResult{}, errors.New("cannot read " + a.Path)
-				}
-				if len(b) > 64<<10 {
-					return agentrt.ToolResult{}, fmt.Errorf("%s is %d bytes; the demo reads at most 64 KiB", a.Path, len(b))
-				}
-				c, _ := json.Marshal(map[string]string{"path": a.Path, "text": string(b)})
-				return agentrt.ToolResult{Content: c, Summary: fmt.Sprintf("read %s (%d bytes)", a.Path, len(b))}, nil
-			}),
+				InputSchema: objectSchema(path, "path"), SideEffect: agentrt.ReadOnly, Timeout: 5 * time.Second},
+			Fn: withRoot(readFile),
 		},
 		agentrt.ToolFunc{
 			ToolSpec: agentrt.ToolSpec{Name: "write_file", Description: "Write a text file in the workspace, replacing it if it exists.",
-				InputSchema: obj(path+`,"content":{"type":"string","maxLength":65536}`, "path", "content"),
+				InputSchema: objectSchema(path+`,"content":{"type":"string","maxLength":65536}`, "path", "content"),
 				SideEffect:  agentrt.LocalMutation, Timeout: 5 * time.Second},
-			Fn: withRoot(func(r *os.Root, args json.RawMessage) (agentrt.ToolResult, error) {
-				var a struct{ Path, Content string }
-				if err := json.Unmarshal(args, &a); err != nil {
-					return agentrt.ToolResult{}, err
-				}
-				if err := r.WriteFile(a.Path, []byte(a.Content), 0o600); err != nil {
-					return agentrt.ToolResult{}, errors.New("cannot write " + a.Path)
-				}
-				c, _ := json.Marshal(map[string]any{"path": a.Path, "bytes": len(a.Content)})
-				return agentrt.ToolResult{Content: c, Summary: fmt.Sprintf("wrote %s (%d bytes)", a.Path, len(a.Content))}, nil
-			}),
+			Fn: withRoot(writeFile),
 		},
 		agentrt.ToolFunc{
 			ToolSpec: agentrt.ToolSpec{Name: "finish", Description: "Say the goal is done, with a one-line summary.",
-				InputSchema: obj(`"summary":{"type":"string","maxLength":500}`, "summary"),
+				InputSchema: objectSchema(`"summary":{"type":"string","maxLength":500}`, "summary"),
 				SideEffect:  agentrt.ReadOnly, Timeout: 5 * time.Second, Terminal: true},
 			Fn: func(_ context.Context, call agentrt.ToolCall) (agentrt.ToolResult, error) {
 				return agentrt.ToolResult{Content: call.Args, Summary: "finished"}, nil
 			},
 		},
 	}
+}
+
+// objectSchema is the JSON schema of an object with the properties props
+// (JSON members), the required ones named, and no others.
+func objectSchema(props string, required ...string) json.RawMessage {
+	req, _ := json.Marshal(required)
+	if required == nil {
+		req = []byte("[]")
+	}
+	return json.RawMessage(`{"type":"object","properties":{` + props + `},"required":` + string(req) + `,"additionalProperties":false}`)
+}
+
+// listFiles is list_files: every file of the workspace with its size.
+func listFiles(r *os.Root, _ json.RawMessage) (agentrt.ToolResult, error) {
+	type file struct {
+		Name  string `json:"name"`
+		Bytes int64  `json:"bytes"`
+	}
+	var files []file
+	err := fs.WalkDir(r.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		files = append(files, file{p, info.Size()})
+		return nil
+	})
+	if err != nil {
+		return agentrt.ToolResult{}, err
+	}
+	b, _ := json.Marshal(map[string]any{"files": files})
+	return agentrt.ToolResult{Content: b, Summary: fmt.Sprintf("%d file(s)", len(files))}, nil
+}
+
+// readFile is read_file: a text file of at most 64 KiB.
+func readFile(r *os.Root, args json.RawMessage) (agentrt.ToolResult, error) {
+	var a struct{ Path string }
+	if err := json.Unmarshal(args, &a); err != nil {
+		return agentrt.ToolResult{}, err
+	}
+	b, err := r.ReadFile(a.Path)
+	if err != nil {
+		return agentrt.ToolResult{}, errors.New("cannot read " + a.Path)
+	}
+	if len(b) > 64<<10 {
+		return agentrt.ToolResult{}, fmt.Errorf("%s is %d bytes; the demo reads at most 64 KiB", a.Path, len(b))
+	}
+	c, _ := json.Marshal(map[string]string{"path": a.Path, "text": string(b)})
+	return agentrt.ToolResult{Content: c, Summary: fmt.Sprintf("read %s (%d bytes)", a.Path, len(b))}, nil
+}
+
+// writeFile is write_file: it replaces the file, owner-only.
+func writeFile(r *os.Root, args json.RawMessage) (agentrt.ToolResult, error) {
+	var a struct{ Path, Content string }
+	if err := json.Unmarshal(args, &a); err != nil {
+		return agentrt.ToolResult{}, err
+	}
+	if err := r.WriteFile(a.Path, []byte(a.Content), 0o600); err != nil {
+		return agentrt.ToolResult{}, errors.New("cannot write " + a.Path)
+	}
+	c, _ := json.Marshal(map[string]any{"path": a.Path, "bytes": len(a.Content)})
+	return agentrt.ToolResult{Content: c, Summary: fmt.Sprintf("wrote %s (%d bytes)", a.Path, len(a.Content))}, nil
 }

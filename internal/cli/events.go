@@ -3,22 +3,30 @@ package cli
 import (
 	"encoding/json"
 	"errors"
+	"flag"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/eventlog"
+	"github.com/agentrt/agentrt/internal/cliflag"
 	"github.com/agentrt/agentrt/trace"
 	"github.com/agentrt/agentrt/view"
 )
 
-var eventsCommand = &command{
-	name:    "events",
-	summary: "print a run's events, its audit trail",
-	usage:   "<run> [-limit N] [-offset N]",
-	run:     runEvents,
-}
+var eventsCommand = fromKit(&kitCmd{
+	Name:    "events",
+	Summary: "print a run's events, its audit trail",
+	Usage:   "<run> [-limit N] [-offset N]",
+	Bind: cliflag.With(func(fs *flag.FlagSet, o *pageOptions) {
+		o.register(fs, defaultDetail, "how many events to print", "how many of the run's first events to skip")
+	}, runEvents),
+})
 
-func runEvents(e *env, g *global, c *command, args []string) int {
-	rp, code, ok := e.openRunPage(c, g, args, "how many events to print", "how many of the run's first events to skip")
+func runEvents(x *inv, o *pageOptions, pos []string) int {
+	typed, code := x.runArg(pos)
+	if code != ExitOK {
+		return code
+	}
+	rp, code, ok := x.openPageOf(x.c, x.g, *o, typed)
 	if !ok {
 		return code
 	}
@@ -26,18 +34,18 @@ func runEvents(e *env, g *global, c *command, args []string) int {
 	defer st.Close()
 
 	if _, err := st.GetRunCapped(background(), runID); errors.Is(err, agentrt.ErrNotFound) {
-		return e.fail("no run %s in %s", runID, name)
+		return x.fail("no run %s in %s", runID, name)
 	} else if err != nil {
-		return e.fail("reading run %s: %v", runID, err)
+		return x.fail("reading run %s: %v", runID, err)
 	}
 	evs, total, err := st.ListEventsPage(background(), runID, limit, offset)
 	if err != nil {
-		return e.fail("reading the events of run %s: %v", runID, err)
+		return x.fail("reading the events of run %s: %v", runID, err)
 	}
-	p := &printer{w: e.stdout}
+	p := &printer{w: x.stdout}
 	more := total - offset - len(evs)
-	if g.json {
-		obs, werr := eventlog.JSONLWithErr(e.stdout)
+	if x.g.json {
+		obs, werr := eventlog.JSONLWithErr(x.stdout)
 		for _, ev := range evs {
 			obs(ev)
 		}
@@ -52,9 +60,9 @@ func runEvents(e *env, g *global, c *command, args []string) int {
 			Limit     int  `json:"limit"`
 			Offset    int  `json:"offset"`
 		}{true, more > 0, total, len(evs), limit, offset})
-		return e.done(p, ExitOK)
+		return x.done(p, ExitOK)
 	}
-	if err := writeTrail(e, evs); err != nil {
+	if err := writeTrail(x.env, evs); err != nil {
 		p.err = err
 	}
 	if len(evs) == 0 {
@@ -63,7 +71,7 @@ func runEvents(e *env, g *global, c *command, args []string) int {
 	if more > 0 {
 		p.printf("... %d more event(s) of %d; rerun with -offset %d\n", more, total, offset+len(evs))
 	}
-	return e.done(p, ExitOK)
+	return x.done(p, ExitOK)
 }
 
 // writeTrail prints events one line each with eventlog.Writer, every string in

@@ -129,11 +129,7 @@ func bigArgs() string {
 // arguments, one waiting on a 1 MB argument, one cancelled.
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{path: filepath.Join(t.TempDir(), "runs.db"), clock: newClock(), ids: &counter{}}
-	st, err := sqlite.Open(f.path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, st := newBareFixture(t)
 	defer st.Close()
 	start := func(goal string, ds ...agentrt.Decision) agentrt.Run {
 		t.Helper()
@@ -275,4 +271,16 @@ func assertTerminalSafe(t *testing.T, name, s string) {
 			t.Fatalf("%s: unsafe rune %U at byte %d: %q", name, r, i, s[max(0, i-40):min(len(s), i+40)])
 		}
 	}
+}
+
+// newBareFixture is a fixture with a fresh, empty runs database of its
+// own, opened for writing; the test closes st.
+func newBareFixture(t *testing.T) (*fixture, *sqlite.Store) {
+	t.Helper()
+	f := &fixture{path: filepath.Join(t.TempDir(), "runs.db"), clock: newClock(), ids: &counter{}}
+	st, err := sqlite.Open(f.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, st
 }

@@ -2,13 +2,11 @@ package cli
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/scripted"
-	"github.com/agentrt/agentrt/sqlite"
 )
 
 // pricedModel answers every request having read 150 input tokens.
@@ -25,11 +23,7 @@ func (pricedModel) Generate(context.Context, agentrt.ModelRequest) (agentrt.Mode
 // zero), as budgets and the console print it, where a float format printed
 // $0.0001.
 func TestShow_EstimatedCostIsPrintedByDollars(t *testing.T) {
-	f := &fixture{path: filepath.Join(t.TempDir(), "runs.db"), clock: newClock(), ids: &counter{}}
-	st, err := sqlite.Open(f.path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, st := newBareFixture(t)
 	req := agentrt.ModelRequest{MaxOutputTokens: 10, Messages: []agentrt.Message{{Role: agentrt.RoleUser, Content: []agentrt.ContentBlock{{Type: agentrt.BlockText, Text: "hi"}}}}}
 	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Now: f.clock.Now, NewID: f.ids.ID,
 		Model: &agentrt.ModelConfig{Model: pricedModel{}}, Prices: agentrt.PriceTable{"m": {InputPerMTok: 1_000_000, OutputPerMTok: 1_000_000}}},

@@ -1,46 +1,43 @@
 package cli
 
 import (
+	"flag"
 	"fmt"
 	"strconv"
 
+	"github.com/agentrt/agentrt/internal/cliflag"
 	"github.com/agentrt/agentrt/view"
 )
 
-var runsCommand = &command{
-	name:    "runs",
-	summary: "list runs, newest first",
-	usage:   "[-limit N] [-offset N]",
-	run:     runRuns,
-}
+var runsCommand = fromKit(&kitCmd{
+	Name:    "runs",
+	Summary: "list runs, newest first",
+	Usage:   "[-limit N] [-offset N]",
+	Bind: cliflag.With(func(fs *flag.FlagSet, o *pageOptions) {
+		o.register(fs, defaultRuns, "how many runs to list", "how many of the newest runs to skip")
+	}, runRuns),
+})
 
-func runRuns(e *env, g *global, c *command, args []string) int {
-	fs := e.flags(c, g)
-	limit := fs.Int("limit", defaultRuns, fmt.Sprintf("how many runs to list, 1 to %d", maxLimit))
-	offset := fs.Int("offset", 0, "how many of the newest runs to skip")
-	pos, code, ok := e.parse(c, fs, args)
-	if !ok {
-		return code
-	}
+func runRuns(x *inv, o *pageOptions, pos []string) int {
 	if len(pos) > 0 {
-		return e.usageError(c, fmt.Sprintf("unexpected argument %q", clip(pos[0], 80)))
+		return x.usageError(x.c, fmt.Sprintf("unexpected argument %q", clip(pos[0], 80)))
 	}
-	if code := checkPage(c, e, *limit, *offset); code != ExitOK {
+	if code := checkPage(x.c, x.env, o.limit, o.offset); code != ExitOK {
 		return code
 	}
-	st, _, code := g.openDB(e, c, true)
+	st, _, code := x.g.openDB(x.env, x.c, true)
 	if code != ExitOK {
 		return code
 	}
 	defer st.Close()
 
-	runs, total, err := view.RunsPage(background(), st, *limit, *offset)
+	runs, total, err := view.RunsPage(background(), st, o.limit, o.offset)
 	if err != nil {
-		return e.fail("reading runs: %v", err)
+		return x.fail("reading runs: %v", err)
 	}
-	p := &printer{w: e.stdout}
-	more := total - *offset - len(runs)
-	if g.json {
+	p := &printer{w: x.stdout}
+	more := total - o.offset - len(runs)
+	if x.g.json {
 		// JSON Lines, as events prints: one run a line, then the page's
 		// counts on a {"meta":true,...} line.
 		for _, r := range runs {
@@ -53,16 +50,16 @@ func runRuns(e *env, g *global, c *command, args []string) int {
 			Returned  int  `json:"returned"`
 			Limit     int  `json:"limit"`
 			Offset    int  `json:"offset"`
-		}{true, more > 0, total, len(runs), *limit, *offset})
-		return e.done(p, ExitOK)
+		}{true, more > 0, total, len(runs), o.limit, o.offset})
+		return x.done(p, ExitOK)
 	}
 	if len(runs) == 0 {
 		if total > 0 {
-			p.printf("no runs from offset %d; there are %d\n", *offset, total)
+			p.printf("no runs from offset %d; there are %d\n", o.offset, total)
 		} else {
 			p.printf("no runs\n")
 		}
-		return e.done(p, ExitOK)
+		return x.done(p, ExitOK)
 	}
 	tp := p.table()
 	tp.printf("RUN\tSTATUS\tREASON\tSTEPS\tCREATED\tAPPROVAL\tGOAL\n")
@@ -73,9 +70,9 @@ func runRuns(e *env, g *global, c *command, args []string) int {
 	}
 	tp.end()
 	if more > 0 {
-		p.printf("... %d more run(s) of %d; rerun with -offset %s\n", more, total, strconv.Itoa(*offset+len(runs)))
+		p.printf("... %d more run(s) of %d; rerun with -offset %s\n", more, total, strconv.Itoa(o.offset+len(runs)))
 	}
-	return e.done(p, ExitOK)
+	return x.done(p, ExitOK)
 }
 
 func dash(s string) string {

@@ -3,14 +3,12 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/scripted"
-	"github.com/agentrt/agentrt/sqlite"
 )
 
 // show gives each argument's size as its decoded bytes, the size the
@@ -36,11 +34,7 @@ func TestShow_ArgumentSizesAreDecodedBytes(t *testing.T) {
 // its digest, escaped, so an operator can tell which file a tool
 // returned; a block that is neither shows none.
 func TestShow_ResourceBlocksNameTheirURI(t *testing.T) {
-	f := &fixture{path: filepath.Join(t.TempDir(), "runs.db"), clock: newClock(), ids: &counter{}}
-	st, err := sqlite.Open(f.path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, st := newBareFixture(t)
 	read := agentrt.ToolFunc{ToolSpec: agentrt.ToolSpec{Name: "read", Description: "read a file", SideEffect: agentrt.ReadOnly,
 		Timeout: time.Second, InputSchema: json.RawMessage(`{"type":"object"}`)},
 		Fn: func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {

@@ -7,32 +7,28 @@ import (
 
 	"github.com/agentrt/agentrt/backend"
 	"github.com/agentrt/agentrt/internal/buildinfo"
+	"github.com/agentrt/agentrt/internal/cliflag"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
-var versionCommand = &command{
-	name:    "version",
-	summary: "print agentrt's version and the schema version it opens",
-	usage:   "",
-	run:     runVersion,
-}
+var versionCommand = fromKit(&kitCmd{
+	Name:    "version",
+	Summary: "print agentrt's version and the schema version it opens",
+	Usage:   "",
+	Bind:    cliflag.With[*inv, struct{}](nil, runVersion),
+})
 
 // version is the release stamp (internal/buildinfo), else the module
 // version agentrt was built from, else "devel".
 func version() string { return buildinfo.Version() }
 
-func runVersion(e *env, g *global, c *command, args []string) int {
-	fs := e.flags(c, g)
-	pos, code, ok := e.parse(c, fs, args)
-	if !ok {
-		return code
-	}
+func runVersion(x *inv, _ *struct{}, pos []string) int {
 	if len(pos) > 0 {
-		return e.usageError(c, fmt.Sprintf("unexpected argument %q", clip(pos[0], 80)))
+		return x.usageError(x.c, fmt.Sprintf("unexpected argument %q", clip(pos[0], 80)))
 	}
-	p := &printer{w: e.stdout}
+	p := &printer{w: x.stdout}
 	backends := backend.Backends()
-	if g.json {
+	if x.g.json {
 		writeJSON(p, struct {
 			Version  string   `json:"version"`
 			Schema   int      `json:"schema"`
@@ -40,9 +36,9 @@ func runVersion(e *env, g *global, c *command, args []string) int {
 			Backends []string `json:"backends"`
 			Schemes  []string `json:"schemes"`
 		}{version(), sqlite.SchemaVersion, runtime.Version(), backends, backend.Schemes()})
-		return e.done(p, ExitOK)
+		return x.done(p, ExitOK)
 	}
 	p.printf("agentrt %s (database schema %d, %s)\n", version(), sqlite.SchemaVersion, runtime.Version())
 	p.printf("backends: %s\n", strings.Join(backends, ", "))
-	return e.done(p, ExitOK)
+	return x.done(p, ExitOK)
 }

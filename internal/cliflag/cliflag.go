@@ -1,6 +1,7 @@
-// Package cliflag parses the command lines of agentrt's programs (agentrt
-// and agentrt-policy), whose flags may come before, between or after the
-// positional arguments.
+// Package cliflag is the command kit of agentrt's programs (agentrt and
+// agentrt-policy): a Command with its summary, usage, help, subcommands and
+// options struct, run by a Kit that answers -h alike everywhere, and Parse,
+// which takes flags before, between or after the positional arguments.
 package cliflag
 
 import "flag"

@@ -50,19 +50,7 @@ func scanBudget(s scanner) (agentrt.Budget, error) {
 }
 
 func scanBudgets(rows *sql.Rows, err error) ([]agentrt.Budget, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []agentrt.Budget
-	for rows.Next() {
-		b, err := scanBudget(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b)
-	}
-	return out, rows.Err()
+	return scanRows(rows, err, scanBudget)
 }
 
 func scanReservation(s scanner) (agentrt.BudgetReservation, error) {
@@ -98,19 +86,7 @@ func scanReservation(s scanner) (agentrt.BudgetReservation, error) {
 }
 
 func scanReservations(rows *sql.Rows, err error) ([]agentrt.BudgetReservation, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []agentrt.BudgetReservation
-	for rows.Next() {
-		r, err := scanReservation(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return scanRows(rows, err, scanReservation)
 }
 
 // BudgetInsert stores a new budget; a name an unretired budget holds is
@@ -165,25 +141,19 @@ func (t *tx) BudgetByName(name string) (agentrt.Budget, error) {
 // Only the fields a reservation needs are read.
 func (t *tx) BudgetListActive() ([]agentrt.Budget, error) {
 	rows, err := t.query("SELECT id, name, scope, period, max_cost_micros, max_tokens, version FROM budgets WHERE retired_at = '' ORDER BY id")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []agentrt.Budget
-	for rows.Next() {
+	return scanRows(rows, err, func(s scanner) (agentrt.Budget, error) {
 		var b agentrt.Budget
 		var period string
 		var cost int64
-		if err := rows.Scan(&b.ID, &b.Name, &b.Scope, &period, &cost, &b.MaxTokens, &b.Version); err != nil {
-			return nil, err
+		if err := s.Scan(&b.ID, &b.Name, &b.Scope, &period, &cost, &b.MaxTokens, &b.Version); err != nil {
+			return b, err
 		}
 		b.Window, b.MaxCost = agentrt.BudgetWindow(period), agentrt.Micros(cost)
 		if !b.Window.Valid() {
-			return nil, fmt.Errorf("budget %s will not decode: window %q is not one agentrt writes", b.ID, period)
+			return b, fmt.Errorf("budget %s will not decode: window %q is not one agentrt writes", b.ID, period)
 		}
-		out = append(out, b)
-	}
-	return out, rows.Err()
+		return b, nil
+	})
 }
 
 // BudgetReserve adds r's amount to its budget's window if the window's
@@ -339,19 +309,7 @@ func (s *Store) ListBudgets(ctx context.Context) ([]agentrt.Budget, error) {
 func (s *Store) ListBudgetUsage(ctx context.Context, budgetID string, limit int) ([]agentrt.BudgetUsage, error) {
 	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind("SELECT "+windowCols+" FROM budget_windows WHERE budget_id = ? ORDER BY window_start DESC LIMIT ?"),
 		budgetID, pageLimit(limit))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []agentrt.BudgetUsage
-	for rows.Next() {
-		u, err := scanWindow(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, u)
-	}
-	return out, rows.Err()
+	return scanRows(rows, err, scanWindow)
 }
 
 // ListReservations reads reservations in the order made.
@@ -374,28 +332,26 @@ func (s *Store) ListReservations(ctx context.Context, f agentrt.ReservationFilte
 // ListPriceVersions reads every price version in the order stored.
 func (s *Store) ListPriceVersions(ctx context.Context) ([]agentrt.PriceVersion, error) {
 	rows, err := s.rdb.QueryContext(ctx, "SELECT id, table_json, created_at FROM price_versions ORDER BY rowid")
-	if err != nil {
-		return nil, err
+	return scanRows(rows, err, scanPriceVersion)
+}
+
+// scanPriceVersion reads a price version; a table that will not parse or
+// does not hash to its id is kept, with a DecodeError saying so.
+func scanPriceVersion(s scanner) (agentrt.PriceVersion, error) {
+	var id, table, created string
+	if err := s.Scan(&id, &table, &created); err != nil {
+		return agentrt.PriceVersion{}, err
 	}
-	defer rows.Close()
-	var out []agentrt.PriceVersion
-	for rows.Next() {
-		var id, table, created string
-		if err := rows.Scan(&id, &table, &created); err != nil {
-			return nil, err
-		}
-		v, err := agentrt.ParsePriceVersion([]byte(table))
-		pv := agentrt.PriceVersion{ID: id, Table: v.Table, Canonical: []byte(table)}
-		pv.CreatedAt, _ = parseTime(created)
-		switch {
-		case err != nil:
-			pv.DecodeError = err.Error()
-		case v.ID != id:
-			pv.DecodeError = fmt.Sprintf("the table hashes to %s, not its id", v.ID)
-		}
-		out = append(out, pv)
+	v, err := agentrt.ParsePriceVersion([]byte(table))
+	pv := agentrt.PriceVersion{ID: id, Table: v.Table, Canonical: []byte(table)}
+	pv.CreatedAt, _ = parseTime(created)
+	switch {
+	case err != nil:
+		pv.DecodeError = err.Error()
+	case v.ID != id:
+		pv.DecodeError = fmt.Sprintf("the table hashes to %s, not its id", v.ID)
 	}
-	return out, rows.Err()
+	return pv, nil
 }
 
 // pageLimit bounds a read's limit: at most 10,000 rows, and 100 when

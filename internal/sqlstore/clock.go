@@ -119,20 +119,7 @@ func (t *tx) RunClaim(p agentrt.RunClaim) ([]agentrt.Run, error) {
 	}
 	args = append(args, p.Limit)
 	rows, err := t.query(q, args...)
-	if err != nil {
-		return nil, err
-	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	err = rows.Err()
-	rows.Close()
+	ids, err := scanRows(rows, err, scanString)
 	if err != nil {
 		return nil, err
 	}

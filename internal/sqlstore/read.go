@@ -145,16 +145,7 @@ func decodeStep(st *agentrt.Step, r *row, dec, pol, obs string) {
 }
 
 func scanSteps(rows *sql.Rows) ([]agentrt.Step, error) {
-	defer rows.Close()
-	var out []agentrt.Step
-	for rows.Next() {
-		st, err := scanStep(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, st)
-	}
-	return out, rows.Err()
+	return scanRows(rows, nil, scanStep)
 }
 
 var (
@@ -217,16 +208,7 @@ func scanApproval(s scanner) (agentrt.Approval, error) {
 }
 
 func scanApprovals(rows *sql.Rows) ([]agentrt.Approval, error) {
-	defer rows.Close()
-	var out []agentrt.Approval
-	for rows.Next() {
-		a, err := scanApproval(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return scanRows(rows, nil, scanApproval)
 }
 
 var (
@@ -237,12 +219,10 @@ var (
 // scanEvents reads events whole. Event has no DecodeError: a payload too
 // big to read is replaced by a JSON object giving its size.
 func scanEvents(rows *sql.Rows) ([]agentrt.Event, error) {
-	defer rows.Close()
-	var out []agentrt.Event
 	r := newRow(eventCols, eventAt)
-	for rows.Next() {
-		if err := r.scan(rows); err != nil {
-			return nil, err
+	return scanRows(rows, nil, func(s scanner) (agentrt.Event, error) {
+		if err := r.scan(s); err != nil {
+			return agentrt.Event{}, err
 		}
 		e := agentrt.Event{Seq: r.int64("seq"), RunID: r.str("run_id"), StepID: r.str("step_id"), At: r.time("at"), Type: agentrt.EventType(r.str("type"))}
 		if p, size, ok := r.raw("payload_json"); ok {
@@ -250,9 +230,8 @@ func scanEvents(rows *sql.Rows) ([]agentrt.Event, error) {
 		} else {
 			e.Payload = capJSON(nil, size)
 		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+		return e, nil
+	})
 }
 
 // GetRun reads one run.
@@ -267,19 +246,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (agentrt.Run, error) {
 // ListRuns reads every run, newest first.
 func (s *Store) ListRuns(ctx context.Context) ([]agentrt.Run, error) {
 	rows, err := s.rdb.QueryContext(ctx, selectRun+" ORDER BY rowid DESC")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []agentrt.Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return scanRows(rows, err, scanRun)
 }
 
 // ListSteps reads a run's steps in index order.
@@ -348,24 +315,17 @@ var (
 // DecodeError: a column that will not decode is read as its zero value.
 func (s *Store) ListModelCalls(ctx context.Context, runID string) ([]agentrt.ModelCall, error) {
 	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind("SELECT "+selectCols(modelCallCols)+" FROM model_calls WHERE run_id = ? ORDER BY rowid"), runID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []agentrt.ModelCall
 	r := newRow(modelCallCols, modelCallAt)
-	for rows.Next() {
-		if err := r.scan(rows); err != nil {
-			return nil, err
+	return scanRows(rows, err, func(sc scanner) (agentrt.ModelCall, error) {
+		if err := r.scan(sc); err != nil {
+			return agentrt.ModelCall{}, err
 		}
-		c := agentrt.ModelCall{ID: r.str("id"), RunID: r.str("run_id"), StepID: r.str("step_id"), Attempt: r.int("attempt"),
+		return agentrt.ModelCall{ID: r.str("id"), RunID: r.str("run_id"), StepID: r.str("step_id"), Attempt: r.int("attempt"),
 			Status: agentrt.ModelCallStatus(r.str("status")), Model: r.str("model"),
 			Usage: agentrt.Usage{InputTokens: r.int64("input_tokens"), OutputTokens: r.int64("output_tokens"), CachedInputTokens: r.int64("cached_input_tokens")},
 			Cost:  agentrt.Micros(r.int64("cost_micros")), Latency: time.Duration(r.int64("latency_ns")), Error: r.str("error"),
-			DispatchedAt: r.time("dispatched_at"), CompletedAt: r.time("completed_at")}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+			DispatchedAt: r.time("dispatched_at"), CompletedAt: r.time("completed_at")}, nil
+	})
 }
 
 // GetSpec reads a stored tool spec by hash.

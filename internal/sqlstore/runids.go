@@ -32,19 +32,7 @@ func (s *Store) RunIDsByPrefix(ctx context.Context, prefix string, limit int) ([
 	}
 	q += " ORDER BY " + id + " LIMIT ?"
 	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(q), append(args, limit)...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var got string
-		if err := rows.Scan(&got); err != nil {
-			return nil, err
-		}
-		out = append(out, got)
-	}
-	return out, rows.Err()
+	return scanRows(rows, err, scanString)
 }
 
 // prefixEnd is the least string greater than every string that begins with

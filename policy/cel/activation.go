@@ -207,86 +207,94 @@ func writeValue(b *bytes.Buffer, v ref.Val, depth int) error {
 	if b.Len() > MaxApprovalBytes {
 		return fmt.Errorf("the value is more than %d bytes of JSON", MaxApprovalBytes)
 	}
-	switch x := v.(type) {
-	case types.Bool:
-		b.WriteString(strconv.FormatBool(bool(x)))
-		return nil
-	case types.Int:
-		b.WriteString(strconv.FormatInt(int64(x), 10))
-		return nil
-	case types.Uint:
-		b.WriteString(strconv.FormatUint(uint64(x), 10))
-		return nil
-	case types.Double:
-		f := float64(x)
-		if math.IsInf(f, 0) || math.IsNaN(f) {
-			return fmt.Errorf("the number %v has no JSON form", f)
-		}
-		b.WriteString(strconv.FormatFloat(f, 'g', -1, 64))
-		return nil
-	case types.String:
-		writeString(b, string(x))
-		return nil
-	case types.Null:
-		b.WriteString("null")
-		return nil
-	case types.Duration:
-		writeString(b, x.Duration.String())
-		return nil
-	case types.Timestamp:
-		writeString(b, x.Time.UTC().Format(time.RFC3339Nano))
-		return nil
-	case *types.Err:
-		return x
+	if done, err := writeScalar(b, v); done {
+		return err
 	}
 	switch v.Type() {
 	case types.ListType:
-		l, ok := v.(traits.Lister)
-		if !ok {
-			break
+		if l, ok := v.(traits.Lister); ok {
+			return writeList(b, l, depth)
 		}
-		b.WriteByte('[')
-		it := l.Iterator()
-		for i := 0; it.HasNext() == types.True; i++ {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			if err := writeValue(b, it.Next(), depth+1); err != nil {
-				return err
-			}
-		}
-		b.WriteByte(']')
-		return nil
 	case types.MapType:
-		m, ok := v.(traits.Mapper)
-		if !ok {
-			break
+		if m, ok := v.(traits.Mapper); ok {
+			return writeMap(b, m, depth)
 		}
-		var keys []string
-		it := m.Iterator()
-		for it.HasNext() == types.True {
-			k, ok := it.Next().(types.String)
-			if !ok {
-				return errors.New("a map with non-string keys has no JSON form")
-			}
-			keys = append(keys, string(k))
-		}
-		sort.Strings(keys)
-		b.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			writeString(b, k)
-			b.WriteByte(':')
-			if err := writeValue(b, m.Get(types.String(k)), depth+1); err != nil {
-				return err
-			}
-		}
-		b.WriteByte('}')
-		return nil
 	}
 	return fmt.Errorf("a value of type %s has no JSON form", v.Type())
+}
+
+// writeScalar writes v when it is a boolean, number, string, null,
+// duration or timestamp (done), or returns the error v is.
+func writeScalar(b *bytes.Buffer, v ref.Val) (done bool, err error) {
+	switch x := v.(type) {
+	case types.Bool:
+		b.WriteString(strconv.FormatBool(bool(x)))
+	case types.Int:
+		b.WriteString(strconv.FormatInt(int64(x), 10))
+	case types.Uint:
+		b.WriteString(strconv.FormatUint(uint64(x), 10))
+	case types.Double:
+		f := float64(x)
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			return true, fmt.Errorf("the number %v has no JSON form", f)
+		}
+		b.WriteString(strconv.FormatFloat(f, 'g', -1, 64))
+	case types.String:
+		writeString(b, string(x))
+	case types.Null:
+		b.WriteString("null")
+	case types.Duration:
+		writeString(b, x.Duration.String())
+	case types.Timestamp:
+		writeString(b, x.Time.UTC().Format(time.RFC3339Nano))
+	case *types.Err:
+		return true, x
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
+func writeList(b *bytes.Buffer, l traits.Lister, depth int) error {
+	b.WriteByte('[')
+	it := l.Iterator()
+	for i := 0; it.HasNext() == types.True; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if err := writeValue(b, it.Next(), depth+1); err != nil {
+			return err
+		}
+	}
+	b.WriteByte(']')
+	return nil
+}
+
+// writeMap writes a map with string keys as a JSON object, keys sorted.
+func writeMap(b *bytes.Buffer, m traits.Mapper, depth int) error {
+	var keys []string
+	it := m.Iterator()
+	for it.HasNext() == types.True {
+		k, ok := it.Next().(types.String)
+		if !ok {
+			return errors.New("a map with non-string keys has no JSON form")
+		}
+		keys = append(keys, string(k))
+	}
+	sort.Strings(keys)
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeString(b, k)
+		b.WriteByte(':')
+		if err := writeValue(b, m.Get(types.String(k)), depth+1); err != nil {
+			return err
+		}
+	}
+	b.WriteByte('}')
+	return nil
 }
 
 // decodeArgs turns a request's arguments (PolicyJSON) into the CEL map the

@@ -58,72 +58,9 @@ func (p *argsParser) value(depth int) (any, error) {
 	}
 	switch c := p.data[p.i]; {
 	case c == '{':
-		p.i++
-		m := map[string]any{}
-		p.space()
-		if p.i < len(p.data) && p.data[p.i] == '}' {
-			p.i++
-			return m, nil
-		}
-		for {
-			p.space()
-			k, err := p.str()
-			if err != nil {
-				return nil, err
-			}
-			p.space()
-			if p.i >= len(p.data) || p.data[p.i] != ':' {
-				return nil, errArgsSyntax
-			}
-			p.i++
-			v, err := p.value(depth + 1)
-			if err != nil {
-				return nil, err
-			}
-			if _, dup := m[k]; dup {
-				return nil, fmt.Errorf("the arguments repeat the key %.40q", k)
-			}
-			m[k] = v
-			p.space()
-			if p.i >= len(p.data) {
-				return nil, errArgsSyntax
-			}
-			if p.data[p.i] == '}' {
-				p.i++
-				return m, nil
-			}
-			if p.data[p.i] != ',' {
-				return nil, errArgsSyntax
-			}
-			p.i++
-		}
+		return p.object(depth)
 	case c == '[':
-		p.i++
-		var l []any
-		p.space()
-		if p.i < len(p.data) && p.data[p.i] == ']' {
-			p.i++
-			return []any{}, nil
-		}
-		for {
-			v, err := p.value(depth + 1)
-			if err != nil {
-				return nil, err
-			}
-			l = append(l, v)
-			p.space()
-			if p.i >= len(p.data) {
-				return nil, errArgsSyntax
-			}
-			if p.data[p.i] == ']' {
-				p.i++
-				return l, nil
-			}
-			if p.data[p.i] != ',' {
-				return nil, errArgsSyntax
-			}
-			p.i++
-		}
+		return p.array(depth)
 	case c == '"':
 		return p.str()
 	case c == 't':
@@ -133,22 +70,107 @@ func (p *argsParser) value(depth int) (any, error) {
 	case c == 'n':
 		return p.literal("null", nil)
 	case c == '-' || (c >= '0' && c <= '9'):
-		start := p.i
-		for p.i < len(p.data) {
-			c := p.data[p.i]
-			if (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
-				p.i++
-				continue
-			}
-			break
-		}
-		tok := p.data[start:p.i]
-		if !json.Valid(tok) {
-			return nil, errArgsSyntax
-		}
-		return number(json.Number(tok))
+		return p.number()
 	}
 	return nil, errArgsSyntax
+}
+
+// object parses an object from its '{', refusing a repeated key.
+func (p *argsParser) object(depth int) (any, error) {
+	p.i++
+	m := map[string]any{}
+	p.space()
+	if p.i < len(p.data) && p.data[p.i] == '}' {
+		p.i++
+		return m, nil
+	}
+	for {
+		p.space()
+		k, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		p.space()
+		if p.i >= len(p.data) || p.data[p.i] != ':' {
+			return nil, errArgsSyntax
+		}
+		p.i++
+		v, err := p.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := m[k]; dup {
+			return nil, fmt.Errorf("the arguments repeat the key %.40q", k)
+		}
+		m[k] = v
+		end, err := p.next('}')
+		if err != nil {
+			return nil, err
+		}
+		if end {
+			return m, nil
+		}
+	}
+}
+
+// array parses an array from its '['.
+func (p *argsParser) array(depth int) (any, error) {
+	p.i++
+	var l []any
+	p.space()
+	if p.i < len(p.data) && p.data[p.i] == ']' {
+		p.i++
+		return []any{}, nil
+	}
+	for {
+		v, err := p.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		l = append(l, v)
+		end, err := p.next(']')
+		if err != nil {
+			return nil, err
+		}
+		if end {
+			return l, nil
+		}
+	}
+}
+
+// next reads what follows a member of an object or array: its closing
+// byte (end) or a comma.
+func (p *argsParser) next(closing byte) (end bool, err error) {
+	p.space()
+	switch {
+	case p.i >= len(p.data):
+		return false, errArgsSyntax
+	case p.data[p.i] == closing:
+		p.i++
+		return true, nil
+	case p.data[p.i] != ',':
+		return false, errArgsSyntax
+	}
+	p.i++
+	return false, nil
+}
+
+// number parses a JSON number.
+func (p *argsParser) number() (any, error) {
+	start := p.i
+	for p.i < len(p.data) {
+		c := p.data[p.i]
+		if (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
+			p.i++
+			continue
+		}
+		break
+	}
+	tok := p.data[start:p.i]
+	if !json.Valid(tok) {
+		return nil, errArgsSyntax
+	}
+	return number(json.Number(tok))
 }
 
 func (p *argsParser) literal(word string, v any) (any, error) {

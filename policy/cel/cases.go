@@ -108,36 +108,11 @@ func (d *decoder) testCase(n *node, i int) (Case, error) {
 		}
 		c.Name = s
 	}
-	tn, ok := n.get("tool")
-	if !ok {
-		return c, d.errAt(n, "tool", "is required")
-	}
-	tool, err := d.name(tn, "tool")
+	req, err := d.caseRequest(n, i)
 	if err != nil {
 		return c, err
 	}
-	spec := agentrt.ToolSpec{Name: tool, InputSchema: json.RawMessage("{}"), Timeout: time.Minute}
-	if v, ok := n.get("side_effect"); ok {
-		s, err := d.name(v, "side_effect")
-		if err != nil {
-			return c, err
-		}
-		if !knownSideEffect(agentrt.SideEffect(s)) {
-			return c, d.errAt(v, "side_effect", "unknown side effect %q", s)
-		}
-		spec.SideEffect = agentrt.SideEffect(s)
-	}
-	args := json.RawMessage("{}")
-	if v, ok := n.get("args"); ok {
-		var b bytes.Buffer
-		v.toJSON(&b)
-		pj, err := agentrt.PolicyJSON(b.Bytes())
-		if err != nil {
-			return c, d.errAt(v, "args", "%v", err)
-		}
-		args = pj
-	}
-	c.Request = agentrt.ToolRequest{RunID: "policy-test", StepID: fmt.Sprintf("case-%d", i+1), Spec: spec, Args: args}
+	c.Request = req
 	c.View = agentrt.RunView{Run: agentrt.Run{ID: "policy-test", Status: agentrt.RunRunning, StepCount: 1, Limits: agentrt.DefaultLimits()}}
 	if v, ok := n.get("run"); ok {
 		if err := d.runView(v, &c.View); err != nil {
@@ -148,44 +123,86 @@ func (d *decoder) testCase(n *node, i int) (Case, error) {
 	if !ok {
 		return c, d.errAt(n, "want", "is required")
 	}
+	c.Want, err = d.want(wn)
+	return c, err
+}
+
+// caseRequest decodes the request a case judges: its tool, side effect
+// and arguments.
+func (d *decoder) caseRequest(n *node, i int) (agentrt.ToolRequest, error) {
+	tn, ok := n.get("tool")
+	if !ok {
+		return agentrt.ToolRequest{}, d.errAt(n, "tool", "is required")
+	}
+	tool, err := d.name(tn, "tool")
+	if err != nil {
+		return agentrt.ToolRequest{}, err
+	}
+	spec := agentrt.ToolSpec{Name: tool, InputSchema: json.RawMessage("{}"), Timeout: time.Minute}
+	if v, ok := n.get("side_effect"); ok {
+		s, err := d.name(v, "side_effect")
+		if err != nil {
+			return agentrt.ToolRequest{}, err
+		}
+		if !knownSideEffect(agentrt.SideEffect(s)) {
+			return agentrt.ToolRequest{}, d.errAt(v, "side_effect", "unknown side effect %q", s)
+		}
+		spec.SideEffect = agentrt.SideEffect(s)
+	}
+	args := json.RawMessage("{}")
+	if v, ok := n.get("args"); ok {
+		var b bytes.Buffer
+		v.toJSON(&b)
+		pj, err := agentrt.PolicyJSON(b.Bytes())
+		if err != nil {
+			return agentrt.ToolRequest{}, d.errAt(v, "args", "%v", err)
+		}
+		args = pj
+	}
+	return agentrt.ToolRequest{RunID: "policy-test", StepID: fmt.Sprintf("case-%d", i+1), Spec: spec, Args: args}, nil
+}
+
+// want decodes what a case expects the policy to decide.
+func (d *decoder) want(wn *node) (Want, error) {
+	var w Want
 	if err := d.object(wn, "want", "outcome", "rule", "reason", "kind", "presentation", "capability"); err != nil {
-		return c, err
+		return w, err
 	}
 	on, ok := wn.get("outcome")
 	if !ok {
-		return c, d.errAt(wn, "want.outcome", "is required (allow, deny, abort, require_approval or error)")
+		return w, d.errAt(wn, "want.outcome", "is required (allow, deny, abort, require_approval or error)")
 	}
 	o, err := d.name(on, "want.outcome")
 	if err != nil {
-		return c, err
+		return w, err
 	}
-	c.Want.Outcome = agentrt.PolicyOutcome(o)
+	w.Outcome = agentrt.PolicyOutcome(o)
 	if o == "error" {
-		c.Want.Error = true
-	} else if !c.Want.Outcome.Valid() {
-		return c, d.errAt(on, "want.outcome", "unknown outcome %q", o)
+		w.Error = true
+	} else if !w.Outcome.Valid() {
+		return w, d.errAt(on, "want.outcome", "unknown outcome %q", o)
 	}
 	for _, f := range []struct {
 		key string
 		dst *string
-	}{{"rule", &c.Want.Rule}, {"reason", &c.Want.Reason}, {"kind", &c.Want.Kind}} {
+	}{{"rule", &w.Rule}, {"reason", &w.Reason}, {"kind", &w.Kind}} {
 		if v, ok := wn.get(f.key); ok {
 			if *f.dst, err = d.str(v, "want."+f.key, MaxReasonBytes); err != nil {
-				return c, err
+				return w, err
 			}
 		}
 	}
 	for _, f := range []struct {
 		key string
 		dst *json.RawMessage
-	}{{"presentation", &c.Want.Presentation}, {"capability", &c.Want.Capability}} {
+	}{{"presentation", &w.Presentation}, {"capability", &w.Capability}} {
 		if v, ok := wn.get(f.key); ok {
 			var b bytes.Buffer
 			v.toJSON(&b)
 			*f.dst = append(json.RawMessage(nil), b.Bytes()...)
 		}
 	}
-	return c, nil
+	return w, nil
 }
 
 func (d *decoder) runView(n *node, v *agentrt.RunView) error {

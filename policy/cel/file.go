@@ -258,28 +258,8 @@ func (d *decoder) rule1(n *node, isDefault bool) (ruleSpec, error) {
 		return r, err
 	}
 	if m, ok := n.get("match"); ok {
-		if err := d.object(m, "match", "tools", "side_effects"); err != nil {
+		if err := d.match(m, &r); err != nil {
 			return r, err
-		}
-		if t, ok := m.get("tools"); ok {
-			globs, err := d.strings(t, "match.tools")
-			if err != nil {
-				return r, err
-			}
-			r.tools = globs
-		}
-		if s, ok := m.get("side_effects"); ok {
-			classes, err := d.strings(s, "match.side_effects")
-			if err != nil {
-				return r, err
-			}
-			for j, c := range classes {
-				se := agentrt.SideEffect(c)
-				if !knownSideEffect(se) {
-					return r, d.errAt(s.items[j], "match.side_effects", "unknown side effect %q (known: read_only, local_mutation, remote_mutation, destructive)", c)
-				}
-				r.sideEffects = append(r.sideEffects, se)
-			}
 		}
 	}
 	if w, ok := n.get("when"); ok {
@@ -288,101 +268,168 @@ func (d *decoder) rule1(n *node, isDefault bool) (ruleSpec, error) {
 		}
 		r.when = w
 	}
+	if err := d.outcome(n, &r); err != nil {
+		return r, err
+	}
+	if err := d.approvalFields(n, &r); err != nil {
+		return r, err
+	}
+	if r.outcome == agentrt.RequireApproval && r.kind == "" {
+		r.kind = r.name
+	}
+	return r, nil
+}
+
+// match decodes a rule's match: the tool globs and side-effect classes.
+func (d *decoder) match(m *node, r *ruleSpec) error {
+	if err := d.object(m, "match", "tools", "side_effects"); err != nil {
+		return err
+	}
+	if t, ok := m.get("tools"); ok {
+		globs, err := d.strings(t, "match.tools")
+		if err != nil {
+			return err
+		}
+		r.tools = globs
+	}
+	s, ok := m.get("side_effects")
+	if !ok {
+		return nil
+	}
+	classes, err := d.strings(s, "match.side_effects")
+	if err != nil {
+		return err
+	}
+	for j, c := range classes {
+		se := agentrt.SideEffect(c)
+		if !knownSideEffect(se) {
+			return d.errAt(s.items[j], "match.side_effects", "unknown side effect %q (known: read_only, local_mutation, remote_mutation, destructive)", c)
+		}
+		r.sideEffects = append(r.sideEffects, se)
+	}
+	return nil
+}
+
+// outcome decodes a rule's required outcome and its optional reason.
+func (d *decoder) outcome(n *node, r *ruleSpec) error {
 	on, ok := n.get("outcome")
 	if !ok {
-		return r, d.errAt(n, "outcome", "is required (allow, deny, abort or require_approval)")
+		return d.errAt(n, "outcome", "is required (allow, deny, abort or require_approval)")
 	}
 	o, err := d.str(on, "outcome", MaxNameBytes)
 	if err != nil {
-		return r, err
+		return err
 	}
 	r.outcome = agentrt.PolicyOutcome(o)
 	if !r.outcome.Valid() {
-		return r, d.errAt(on, "outcome", "unknown outcome %q (allow, deny, abort or require_approval)", o)
+		return d.errAt(on, "outcome", "unknown outcome %q (allow, deny, abort or require_approval)", o)
 	}
 	if rn, ok := n.get("reason"); ok {
 		if r.reason, err = d.str(rn, "reason", MaxReasonBytes); err != nil {
-			return r, err
+			return err
 		}
 	}
-	approvalOnly := func(key string) (*node, bool, error) {
-		v, ok := n.get(key)
-		if ok && r.outcome != agentrt.RequireApproval {
-			return nil, false, d.errAt(v, key, "is only for outcome require_approval, not %s", r.outcome)
-		}
-		return v, ok, nil
+	return nil
+}
+
+// approvalOnly returns the field key of n, refusing it unless the rule's
+// outcome is require_approval.
+func (d *decoder) approvalOnly(n *node, r *ruleSpec, key string) (*node, bool, error) {
+	v, ok := n.get(key)
+	if ok && r.outcome != agentrt.RequireApproval {
+		return nil, false, d.errAt(v, key, "is only for outcome require_approval, not %s", r.outcome)
 	}
-	if v, ok, err := approvalOnly("kind"); err != nil {
-		return r, err
+	return v, ok, nil
+}
+
+// approvalFields decodes the fields only require_approval takes: kind,
+// ttl, require_signature, stages, presentation and capability.
+func (d *decoder) approvalFields(n *node, r *ruleSpec) error {
+	if v, ok, err := d.approvalOnly(n, r, "kind"); err != nil {
+		return err
 	} else if ok {
 		if r.kind, err = d.name(v, "kind"); err != nil {
-			return r, err
+			return err
 		}
 	}
-	if v, ok, err := approvalOnly("ttl"); err != nil {
-		return r, err
+	if v, ok, err := d.approvalOnly(n, r, "ttl"); err != nil {
+		return err
 	} else if ok {
-		s, err := d.str(v, "ttl", MaxNameBytes)
-		if err != nil {
-			return r, err
+		if r.ttl, err = d.ttl(v); err != nil {
+			return err
 		}
-		ttl, perr := time.ParseDuration(s)
-		if perr != nil || ttl <= 0 {
-			return r, d.errAt(v, "ttl", "must be a positive duration such as 15m or 24h, got %q", s)
-		}
-		r.ttl = ttl
 	}
-	if v, ok, err := approvalOnly("require_signature"); err != nil {
-		return r, err
+	if v, ok, err := d.approvalOnly(n, r, "require_signature"); err != nil {
+		return err
 	} else if ok {
 		if v.kind != kindBool {
-			return r, d.errAt(v, "require_signature", "must be true or false, not %s", v.kind)
+			return d.errAt(v, "require_signature", "must be true or false, not %s", v.kind)
 		}
 		r.requireSignature = v.b
 	}
-	if v, ok, err := approvalOnly("stages"); err != nil {
-		return r, err
+	if v, ok, err := d.approvalOnly(n, r, "stages"); err != nil {
+		return err
 	} else if ok {
 		if r.requirement, err = d.stages(v); err != nil {
-			return r, err
+			return err
 		}
 	}
 	for _, key := range []string{"presentation", "capability"} {
-		v, ok, err := approvalOnly(key)
+		v, ok, err := d.approvalOnly(n, r, key)
 		if err != nil {
-			return r, err
+			return err
 		}
 		if !ok {
 			continue
 		}
-		if v.kind != kindObject {
-			return r, d.errAt(v, key, "must be a map of names to CEL expressions, not %s", v.kind)
+		fields, err := d.exprFields(v, key)
+		if err != nil {
+			return err
 		}
-		if len(v.keys) > MaxApprovalFields {
-			return r, d.errAt(v, key, "has %d fields; at most %d", len(v.keys), MaxApprovalFields)
-		}
-		var fields []fieldSpec
-		for i, k := range v.keys {
-			field := key + "." + k.str
-			if _, err := d.name(k, key); err != nil {
-				return r, err
-			}
-			if _, err := d.str(v.vals[i], field, MaxExpressionBytes); err != nil {
-				return r, err
-			}
-			fields = append(fields, fieldSpec{key: k.str, expr: v.vals[i]})
-		}
-		sort.Slice(fields, func(a, b int) bool { return fields[a].key < fields[b].key })
 		if key == "presentation" {
 			r.presentation = fields
 		} else {
 			r.capability = fields
 		}
 	}
-	if r.outcome == agentrt.RequireApproval && r.kind == "" {
-		r.kind = r.name
+	return nil
+}
+
+// ttl decodes an approval's time to live, a positive duration.
+func (d *decoder) ttl(v *node) (time.Duration, error) {
+	s, err := d.str(v, "ttl", MaxNameBytes)
+	if err != nil {
+		return 0, err
 	}
-	return r, nil
+	ttl, perr := time.ParseDuration(s)
+	if perr != nil || ttl <= 0 {
+		return 0, d.errAt(v, "ttl", "must be a positive duration such as 15m or 24h, got %q", s)
+	}
+	return ttl, nil
+}
+
+// exprFields decodes a presentation or capability: a map of names to CEL
+// expressions, sorted by name.
+func (d *decoder) exprFields(v *node, key string) ([]fieldSpec, error) {
+	if v.kind != kindObject {
+		return nil, d.errAt(v, key, "must be a map of names to CEL expressions, not %s", v.kind)
+	}
+	if len(v.keys) > MaxApprovalFields {
+		return nil, d.errAt(v, key, "has %d fields; at most %d", len(v.keys), MaxApprovalFields)
+	}
+	var fields []fieldSpec
+	for i, k := range v.keys {
+		field := key + "." + k.str
+		if _, err := d.name(k, key); err != nil {
+			return nil, err
+		}
+		if _, err := d.str(v.vals[i], field, MaxExpressionBytes); err != nil {
+			return nil, err
+		}
+		fields = append(fields, fieldSpec{key: k.str, expr: v.vals[i]})
+	}
+	sort.Slice(fields, func(a, b int) bool { return fields[a].key < fields[b].key })
+	return fields, nil
 }
 
 func knownSideEffect(se agentrt.SideEffect) bool {

@@ -2,7 +2,6 @@ package policycli
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -25,16 +24,26 @@ const (
 	ExitUsage = 2
 )
 
+// env is what every command is handed: its streams and the command the
+// command line named, whose usage a usage error prints.
 type env struct {
 	stdout, stderr io.Writer
+	cmd            *command
 }
 
-type command struct {
-	name, usage, help string
-	run               func(e *env, c *command, args []string) int
-}
+type command = cliflag.Command[*env]
 
 var commands []*command
+
+// kit runs every command: -h prints the command's usage and help, a flag it
+// does not take is a usage error naming it.
+var kit = &cliflag.Kit[*env]{
+	Help: func(e *env, path []*command) { e.help(path[len(path)-1]) },
+	UsageError: func(e *env, path []*command, msg string) int {
+		e.cmd = path[len(path)-1]
+		return e.usageError(msg)
+	},
+}
 
 func init() {
 	commands = []*command{checkCommand, testCommand, explainCommand, recheckCommand, versionCommand}
@@ -68,20 +77,21 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
 		if len(args) == 2 {
-			if c := lookup(args[1]); c != nil {
-				fmt.Fprintf(stdout, "usage: agentrt-policy %s %s\n\n%s\n", c.name, c.usage, c.help)
+			if c := cliflag.Find(commands, args[1]); c != nil {
+				e.help(c)
 				return ExitOK
 			}
-			return e.usageError(nil, fmt.Sprintf("unknown command %q", trace.Sanitize(args[1])))
+			return e.usageError(fmt.Sprintf("unknown command %q", trace.Sanitize(args[1])))
 		}
 		io.WriteString(stdout, usageText)
 		return ExitOK
 	}
-	c := lookup(args[0])
+	c := cliflag.Find(commands, args[0])
 	if c == nil {
-		return e.usageError(nil, fmt.Sprintf("unknown command %q", trace.Sanitize(args[0])))
+		return e.usageError(fmt.Sprintf("unknown command %q", trace.Sanitize(args[0])))
 	}
-	return c.run(e, c, args[1:])
+	e.cmd = c
+	return kit.Exec(e, c, args[1:])
 }
 
 // CommandNames lists agentrt-policy's commands, in the order help gives
@@ -89,24 +99,22 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func CommandNames() []string {
 	names := make([]string, len(commands))
 	for i, c := range commands {
-		names[i] = c.name
+		names[i] = c.Name
 	}
 	return names
 }
 
-func lookup(name string) *command {
-	for _, c := range commands {
-		if c.name == name {
-			return c
-		}
-	}
-	return nil
+// help prints c's usage line and help on stdout.
+func (e *env) help(c *command) {
+	fmt.Fprintf(e.stdout, "usage: agentrt-policy %s %s\n\n%s\n", c.Name, c.Usage, c.Help)
 }
 
-func (e *env) usageError(c *command, msg string) int {
+// usageError tells a mistake in the command line, with the usage of the
+// command it names if any, and returns ExitUsage.
+func (e *env) usageError(msg string) int {
 	fmt.Fprintf(e.stderr, "agentrt-policy: %s\n", msg)
-	if c != nil {
-		fmt.Fprintf(e.stderr, "usage: agentrt-policy %s %s\n", c.name, c.usage)
+	if c := e.cmd; c != nil {
+		fmt.Fprintf(e.stderr, "usage: agentrt-policy %s %s\n", c.Name, c.Usage)
 	} else {
 		fmt.Fprintln(e.stderr, "run 'agentrt-policy help' for usage")
 	}
@@ -124,20 +132,6 @@ func (e *env) fail(format string, args ...any) int {
 	msg = strings.TrimSuffix(msg, ".")
 	fmt.Fprintf(e.stderr, "agentrt-policy: %s.\n", trace.Sanitize(msg))
 	return ExitFailure
-}
-
-// parse parses flags placed before or after the positional arguments.
-func (e *env) parse(c *command, fs *flag.FlagSet, args []string) ([]string, int, bool) {
-	fs.SetOutput(io.Discard)
-	pos, err := cliflag.Parse(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(e.stdout, "usage: agentrt-policy %s %s\n\n%s\n", c.name, c.usage, c.help)
-		return nil, ExitOK, false
-	}
-	if err != nil {
-		return nil, e.usageError(c, err.Error()), false
-	}
-	return pos, ExitOK, true
 }
 
 // load loads a policy file, printing a refusal as one sentence.

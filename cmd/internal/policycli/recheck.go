@@ -9,14 +9,18 @@ import (
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/backend"
 	"github.com/agentrt/agentrt/disclosure"
+	"github.com/agentrt/agentrt/internal/cliflag"
 	_ "github.com/agentrt/agentrt/sqlite" // SQLite files; the main links the other backends
 	"github.com/agentrt/agentrt/view"
 )
 
+type recheckOptions struct{ db, file string }
+
 var recheckCommand = &command{
-	name:  "recheck",
-	usage: "-db DB -policy FILE RUN",
-	help: `Re-asks FILE about every policy decision RUN recorded, with the request
+	Name:    "recheck",
+	Summary: "re-ask FILE about every decision RUN recorded",
+	Usage:   "-db DB -policy FILE RUN",
+	Help: `Re-asks FILE about every policy decision RUN recorded, with the request
 and the run as the policy was shown them (agentrt.Recheck), the secrets
 found in its arguments by the disclosure rules its run.created records
 included (request.secrets), and prints one
@@ -24,40 +28,36 @@ line per decision. Opens DB read-only and writes nothing. Exits 1 when any
 decision is decided differently or could not be asked again.
   -db DB         the runs database (default $AGENTRT_DB)
   -policy FILE   the policy file to ask`,
-	run: runRecheck,
+	Bind: cliflag.With(func(fs *flag.FlagSet, o *recheckOptions) {
+		fs.StringVar(&o.db, "db", "", "the runs database")
+		fs.StringVar(&o.file, "policy", "", "the policy file")
+	}, runRecheck),
 }
 
-func runRecheck(e *env, c *command, args []string) int {
-	fs := flag.NewFlagSet("recheck", flag.ContinueOnError)
-	db := fs.String("db", "", "the runs database")
-	file := fs.String("policy", "", "the policy file")
-	pos, code, ok := e.parse(c, fs, args)
-	if !ok {
-		return code
-	}
-	if *db == "" {
-		*db = getenv("AGENTRT_DB")
+func runRecheck(e *env, o *recheckOptions, pos []string) int {
+	if o.db == "" {
+		o.db = getenv("AGENTRT_DB")
 	}
 	switch {
-	case *file == "" && len(pos) == 2:
-		return e.usageError(c, fmt.Sprintf("the policy file is named with -policy, so pass -policy %s and then the run id", s(pos[0])))
+	case o.file == "" && len(pos) == 2:
+		return e.usageError(fmt.Sprintf("the policy file is named with -policy, so pass -policy %s and then the run id", s(pos[0])))
 	case len(pos) != 1:
-		return e.usageError(c, "recheck takes exactly one run id")
+		return e.usageError("recheck takes exactly one run id")
 	case pos[0] == "" || len(pos[0]) > 1024:
-		return e.usageError(c, "the run id must be 1 to 1024 bytes")
-	case *db == "":
-		return e.usageError(c, "no database: pass -db PATH or set AGENTRT_DB")
-	case *file == "":
-		return e.usageError(c, "-policy FILE is required")
+		return e.usageError("the run id must be 1 to 1024 bytes")
+	case o.db == "":
+		return e.usageError("no database: pass -db PATH or set AGENTRT_DB")
+	case o.file == "":
+		return e.usageError("-policy FILE is required")
 	}
-	p, code := e.load(*file)
+	p, code := e.load(o.file)
 	if p == nil {
 		return code
 	}
 	// The backends are the ones the main links (cmd/agentrt-policy links
 	// SQLite and PostgreSQL); the name printed never holds a password.
-	name := backend.Redact(*db)
-	st, err := backend.Open(context.Background(), *db, true)
+	name := backend.Redact(o.db)
+	st, err := backend.Open(context.Background(), o.db, true)
 	if err != nil {
 		return e.fail("cannot open %s: %v", name, err)
 	}
@@ -84,7 +84,7 @@ func runRecheck(e *env, c *command, args []string) int {
 		}
 		return e.fail("%v", err)
 	}
-	fmt.Fprintf(e.stdout, "run %s against %s (%s)\n", s(rep.RunID), s(*file), p.PolicyID())
+	fmt.Fprintf(e.stdout, "run %s against %s (%s)\n", s(rep.RunID), s(o.file), p.PolicyID())
 	for _, ev := range rep.Evaluations {
 		line := fmt.Sprintf("  step %d %s: recorded %s, now %s: %s", ev.StepIndex, s(ev.Tool), orNone(string(ev.Recorded)), orNone(string(ev.Now)), ev.Result)
 		if ev.Detail != "" {

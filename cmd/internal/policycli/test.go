@@ -4,27 +4,28 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+
+	"github.com/agentrt/agentrt/internal/cliflag"
 )
 
+type testOptions struct{ verbose bool }
+
 var testCommand = &command{
-	name:  "test",
-	usage: "[-v] FILE CASES",
-	help: `Judges each case in CASES (a YAML or JSON table of requests and what
+	Name:    "test",
+	Summary: "judge a table of requests; exit 1 on a mismatch",
+	Usage:   "[-v] FILE CASES",
+	Help: `Judges each case in CASES (a YAML or JSON table of requests and what
 the policy must decide) with FILE, and prints every case that disagrees
 with the rule that decided it. Exits 1 when any case fails.
   -v  print passing cases too`,
-	run: runTest,
+	Bind: cliflag.With(func(fs *flag.FlagSet, o *testOptions) {
+		fs.BoolVar(&o.verbose, "v", false, "print passing cases too")
+	}, runTest),
 }
 
-func runTest(e *env, c *command, args []string) int {
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	verbose := fs.Bool("v", false, "print passing cases too")
-	pos, code, ok := e.parse(c, fs, args)
-	if !ok {
-		return code
-	}
+func runTest(e *env, o *testOptions, pos []string) int {
 	if len(pos) != 2 {
-		return e.usageError(c, "test takes a policy file and a cases file")
+		return e.usageError("test takes a policy file and a cases file")
 	}
 	p, code := e.load(pos[0])
 	if p == nil {
@@ -41,7 +42,7 @@ func runTest(e *env, c *command, args []string) int {
 			rule = "none"
 		}
 		if len(r.Failures) == 0 {
-			if *verbose {
+			if o.verbose {
 				fmt.Fprintf(e.stdout, "PASS %s (line %d): %s by rule %s\n", s(r.Case.Name), r.Case.Line, r.Decision.Outcome, s(rule))
 			}
 			continue

@@ -120,18 +120,29 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// copyTree copies the workspace to src in a fresh temporary directory,
+// tree, which the caller removes; on an error nothing is left behind.
+func copyTree(w *release.Workspace) (tree, src string, err error) {
+	tree, err = os.MkdirTemp("", "agentrt-release-tree-")
+	if err != nil {
+		return "", "", err
+	}
+	src = filepath.Join(tree, "src")
+	if err := release.Copy(w.Root, src); err != nil {
+		release.RemoveAll(tree)
+		return "", "", err
+	}
+	return tree, src, nil
+}
+
 // stampInPlace stamps a copy and brings its go.mod and go.sum files, and
 // the README's install lines, back into the tree.
 func stampInPlace(w *release.Workspace, v string, stderr io.Writer) error {
-	tree, err := os.MkdirTemp("", "agentrt-release-tree-")
+	tree, src, err := copyTree(w)
 	if err != nil {
 		return err
 	}
 	defer release.RemoveAll(tree)
-	src := filepath.Join(tree, "src")
-	if err := release.Copy(w.Root, src); err != nil {
-		return err
-	}
 	if _, err := release.Stamp(src, v, filepath.Join(tree, "proxy"), release.StampOptions{}); err != nil {
 		return err
 	}
@@ -171,15 +182,11 @@ func tidy(w *release.Workspace, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tree, err := os.MkdirTemp("", "agentrt-release-tree-")
+	tree, src, err := copyTree(w)
 	if err != nil {
 		return err
 	}
 	defer release.RemoveAll(tree)
-	src := filepath.Join(tree, "src")
-	if err := release.Copy(w.Root, src); err != nil {
-		return err
-	}
 	before := func(m *release.Module, dir, proxy string) error {
 		env, err := release.GoEnv(os.Environ(), proxy, prefix, modcache, "-mod=mod")
 		if err != nil {
