@@ -26,11 +26,16 @@ type Process struct {
 	Sync bool
 }
 
-// Flags registers -checkpoint-key, -checkpoint-interval (a duration, or
-// "off") and -checkpoint-sync on fs, filling p when fs is parsed.
+// Flags registers -checkpoint-key and -checkpoint-interval (a duration,
+// or "off") on fs, filling p when fs is parsed.
 func (p *Process) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&p.KeyFile, "checkpoint-key", p.KeyFile, "sign checkpoints with the private key in this owner-only file (default: unsigned)")
 	fs.Var((*intervalFlag)(&p.Interval), "checkpoint-interval", `how often this process folds committed events into a checkpoint, or "off" (default 250ms)`)
+}
+
+// SyncFlag registers -checkpoint-sync on fs: for a process whose engine
+// takes Running.EngineAwait.
+func (p *Process) SyncFlag(fs *flag.FlagSet) {
 	fs.BoolVar(&p.Sync, "checkpoint-sync", p.Sync, "each commit waits for the checkpoint that folds it")
 }
 

@@ -121,6 +121,7 @@ func TestProcess_FlagsAndKeyFile(t *testing.T) {
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	p.Flags(fs)
+	p.SyncFlag(fs)
 	if err := fs.Parse([]string{"-checkpoint-interval", "off", "-checkpoint-sync"}); err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/backend"
+	"github.com/agentrt/agentrt/checkpoint"
 	"github.com/agentrt/agentrt/disclosure"
 	_ "github.com/agentrt/agentrt/postgres" // postgres:// DSNs
 	"github.com/agentrt/agentrt/scripted"
@@ -38,6 +39,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	owner := fs.String("owner", "", "the lease owner this worker claims as (default host:pid)")
 	concurrency := fs.Int("concurrency", 4, "runs driven at once")
 	enqueue := fs.Int("enqueue", 0, "enqueue this many runs, print their ids and exit")
+	// The worker folds committed events into checkpoints as it goes
+	// (docs/receipts.md); on PostgreSQL one process at a time does.
+	var ckpt checkpoint.Process
+	ckpt.Flags(fs)
+	ckpt.SyncFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -53,6 +59,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer st.Close()
+	integ, err := ckpt.Start(st, func(err error) { fmt.Fprintf(stderr, "worker: checkpoint: %v\n", err) })
+	if err != nil {
+		fmt.Fprintf(stderr, "worker: %v\n", err)
+		return 2
+	}
+	defer integ.Stop()
 	name := *owner
 	send := agentrt.ToolFunc{
 		ToolSpec: agentrt.ToolSpec{Name: "send", Description: "send a message", SideEffect: agentrt.RemoteMutation, Timeout: 10 * time.Second,
@@ -75,7 +87,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	w, err := agentrt.NewWorker(agentrt.WorkerConfig{
 		EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{send}, LeaseOwner: *owner,
-			Disclosure: rules},
+			Disclosure: rules, AwaitCheckpoint: integ.EngineAwait()},
 		Agent:       agent,
 		Concurrency: *concurrency,
 		OnError:     func(runID string, err error) { fmt.Fprintf(stderr, "worker: run %s: %v\n", runID, err) },

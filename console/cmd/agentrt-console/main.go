@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/backend"
+	"github.com/agentrt/agentrt/checkpoint"
 	"github.com/agentrt/agentrt/console"
 	"github.com/agentrt/agentrt/internal/buildinfo"
 	_ "github.com/agentrt/agentrt/postgres" // postgres:// DSNs
@@ -40,6 +41,9 @@ func run(args []string, stderr io.Writer) int {
 	origin := fs.String("origin", "", "the console's origin as browsers name it (default http://localhost:PORT, or https://localhost:PORT with TLS)")
 	cert := fs.String("tls-cert", "", "the TLS certificate file; needed to listen on an address that is not loopback")
 	key := fs.String("tls-key", "", "the TLS key file")
+	// Approvals and cancels commit events: the console folds them too.
+	var ckpt checkpoint.Process
+	ckpt.Flags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -78,6 +82,11 @@ func run(args []string, stderr io.Writer) int {
 		return fail(1, "%v", err)
 	}
 	defer st.Close()
+	integ, err := ckpt.Start(st, func(err error) { fmt.Fprintf(stderr, "agentrt-console: checkpoint: %v\n", err) })
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	defer integ.Stop()
 	h, err := console.New(console.DefaultConfig(st, *origin))
 	if err != nil {
 		return fail(2, "%v", err)
