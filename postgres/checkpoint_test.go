@@ -11,6 +11,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/checkpoint"
+	"github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/postgres"
 	"github.com/agentrt/agentrt/postgres/internal/pgtest"
 	"golang.org/x/mod/sumdb/note"
@@ -155,5 +156,67 @@ func TestReceipt_MadeOnPostgresVerifiesOffline(t *testing.T) {
 	carried.Events[5].Hash = strings.Repeat("1", 64)
 	if _, err := checkpoint.VerifyReceipt(carried, v, nil); err == nil {
 		t.Fatal("an altered receipt verified")
+	}
+}
+
+// With synchronous checkpoints, 4 runs driven at once on PostgreSQL have
+// every event folded the moment each driver returns, though the
+// background interval is an hour; without it some are not.
+func TestProcess_PostgresSyncFoldsEveryEventBeforeTheStepReturns(t *testing.T) {
+	for _, syncOn := range []bool{true, false} {
+		st := open(t, pgtest.Fresh(t))
+		defer st.Close()
+		r, err := checkpoint.Process{Interval: time.Hour, Sync: syncOn}.Start(st, func(err error) { t.Error(err) })
+		if err != nil || r == nil {
+			t.Fatalf("Start: %v %v", r, err)
+		}
+		d, err := agentrt.NewDriver(agentrt.Config{
+			EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{enginekit.EchoTool(nil)},
+				AwaitCheckpoint: r.EngineAwait()},
+			Agent: enginekit.BenchAgent{N: 3},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		limits := agentrt.DefaultLimits()
+		limits.MaxSteps = 4
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		unfolded := make(chan int, 4)
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				run, err := d.Start(ctx, "sync", limits)
+				if err != nil || run.Status != agentrt.RunCompleted {
+					t.Errorf("run: %v %s", err, run.Status)
+					return
+				}
+				evs, err := st.ListEvents(ctx, run.ID)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				leaves, err := st.CheckpointLeavesOf(ctx, run.ID, evs[0].Seq, evs[len(evs)-1].Seq)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				unfolded <- len(evs) - len(leaves)
+			}()
+		}
+		wg.Wait()
+		r.Stop()
+		close(unfolded)
+		total := 0
+		for n := range unfolded {
+			total += n
+		}
+		if syncOn && total != 0 {
+			t.Fatalf("sync: %d events unfolded when their runs returned", total)
+		}
+		if !syncOn && total == 0 {
+			t.Fatal("not sync: every event folded, though the interval is an hour")
+		}
 	}
 }
