@@ -14,6 +14,7 @@ import (
 	"github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/postgres"
 	"github.com/agentrt/agentrt/postgres/internal/pgtest"
+	"github.com/jackc/pgx/v5"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -218,5 +219,61 @@ func TestProcess_PostgresSyncFoldsEveryEventBeforeTheStepReturns(t *testing.T) {
 		if !syncOn && total == 0 {
 			t.Fatal("not sync: every event folded, though the interval is an hour")
 		}
+	}
+}
+
+// A transaction that took a seq first and commits after one that took the
+// next seq: the integrator folding between the two commits must not fold
+// past the open one, or its event is never folded. Raw inserts with the
+// chain head's trigger off stand for two runs' commits, which share no
+// row (ADR 0015); the integrator reads only seq, hash and xid.
+func TestIntegrator_PostgresFoldsACommitThatTookASmallerSeqLater(t *testing.T) {
+	st := open(t, pgtest.Fresh(t))
+	defer st.Close()
+	ctx := context.Background()
+	writeEvents(t, st, "r", 0)
+	insert := func(tx pgx.Tx, seq int64) {
+		t.Helper()
+		for _, q := range []string{"SET LOCAL session_replication_role = replica",
+			fmt.Sprintf(`INSERT INTO events (seq, run_id, step_id, at, type, payload_json, hash) VALUES (%d, 'r', '', '2026-01-01T00:00:00Z', 'run.created', '{}', '%064x')`, seq, seq)} {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
+	first, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Rollback(ctx)
+	insert(first, 1000)
+	second, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insert(second, 1001)
+	if err := second.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	in, err := checkpoint.NewIntegrator(st, checkpoint.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := in.Fold(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := in.Fold(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var leaves int64
+	var seqs string
+	if err := st.Pool().QueryRow(ctx, `SELECT COUNT(*), COALESCE(string_agg(seq::text, ',' ORDER BY leaf), '') FROM event_leaves`).Scan(&leaves, &seqs); err != nil {
+		t.Fatal(err)
+	}
+	if leaves != 2 || seqs != "1000,1001" {
+		t.Fatalf("folded seqs [%s]; want 1000 and 1001, each once", seqs)
 	}
 }
