@@ -277,3 +277,19 @@ func TestIntegrator_PostgresFoldsACommitThatTookASmallerSeqLater(t *testing.T) {
 		t.Fatalf("folded seqs [%s]; want 1000 and 1001, each once", seqs)
 	}
 }
+
+// BenchmarkCheckpointLag runs 16 runs of 20 steps at once on PostgreSQL
+// with the background integrator (and with synchronous mode) and reports
+// each event's lag to the checkpoint that folded it.
+func BenchmarkCheckpointLag(b *testing.B) {
+	for _, syncOn := range []bool{false, true} {
+		b.Run(fmt.Sprintf("sync=%v", syncOn), func(b *testing.B) {
+			st, err := postgres.Open(context.Background(), pgtest.Fresh(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			enginekit.BenchCheckpointLag(b, st, 20, syncOn)
+		})
+	}
+}
