@@ -39,9 +39,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	owner := fs.String("owner", "", "the lease owner this worker claims as (default host:pid)")
 	concurrency := fs.Int("concurrency", 4, "runs driven at once")
 	enqueue := fs.Int("enqueue", 0, "enqueue this many runs, print their ids and exit")
-	// The worker folds committed events into checkpoints as it goes
-	// (docs/receipts.md); on PostgreSQL one process at a time does.
-	var ckpt checkpoint.Process
+	var ckpt checkpoint.Process // folds events into checkpoints (docs/receipts.md)
 	ckpt.Flags(fs)
 	ckpt.SyncFlag(fs)
 	if err := fs.Parse(args); err != nil {
@@ -53,17 +51,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	st, err := backend.Create(ctx, *db)
+	st, integ, err := open(ctx, *db, ckpt, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "worker: %v\n", err)
 		return 1
 	}
 	defer st.Close()
-	integ, err := ckpt.Start(st, func(err error) { fmt.Fprintf(stderr, "worker: checkpoint: %v\n", err) })
-	if err != nil {
-		fmt.Fprintf(stderr, "worker: %v\n", err)
-		return 2
-	}
 	defer integ.Stop()
 	name := *owner
 	send := agentrt.ToolFunc{
@@ -114,4 +107,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// open creates or migrates the database and runs the checkpoint
+// integrator on it (on PostgreSQL, one process of many folds at a time).
+func open(ctx context.Context, db string, ckpt checkpoint.Process, stderr io.Writer) (agentrt.Store, *checkpoint.Running, error) {
+	st, err := backend.Create(ctx, db)
+	if err != nil {
+		return nil, nil, err
+	}
+	integ, err := ckpt.Start(st, func(err error) { fmt.Fprintf(stderr, "worker: checkpoint: %v\n", err) })
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return st, integ, nil
 }
