@@ -74,6 +74,14 @@ type EngineConfig struct {
 	// engine withholds a result it would widen). Nil records and returns
 	// outcomes as tools produced them.
 	Disclosure Disclosure
+	// AwaitCheckpoint, when set, is called after each of the engine's
+	// commits with the last event it wrote, and the engine goes on only
+	// when it returns: the synchronous mode, in which a commit waits for
+	// the checkpoint that folds it (checkpoint.Integrator.Await), so no
+	// event the engine acted on is protected by its run's chain alone. Its
+	// error is the step's (the commit stands). Nil goes on at commit; a
+	// background integrator folds the events within its interval.
+	AwaitCheckpoint func(ctx context.Context, last Event) error
 }
 
 // Config configures a Driver: the engine and the agent that decides each

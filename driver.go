@@ -52,6 +52,8 @@ type engine struct {
 	disclosure Disclosure
 	// described is its description for run.created, or nil.
 	described json.RawMessage
+	// awaitCheckpoint is EngineConfig.AwaitCheckpoint.
+	awaitCheckpoint func(ctx context.Context, last Event) error
 
 	mu     sync.Mutex
 	active map[string]bool
@@ -96,7 +98,7 @@ func newEngine(cfg EngineConfig) (*engine, error) {
 		reconcile: cfg.Reconcile, now: cfg.Now, newID: cfg.NewID, wall: time.Now,
 		leaseTTL: cfg.LeaseTTL, tools: map[string]*regTool{}, active: map[string]bool{}, pinned: cfg.PinnedKeys,
 		requireSigned: cfg.RequireSignedGrant, egress: cfg.Egress, prices: prices,
-		disclosure: cfg.Disclosure,
+		disclosure: cfg.Disclosure, awaitCheckpoint: cfg.AwaitCheckpoint,
 	}
 	if e.described, err = describeDisclosure(cfg.Disclosure); err != nil {
 		return nil, err
@@ -222,6 +224,25 @@ func (e *engine) unclaim(runID string) {
 	e.mu.Lock()
 	delete(e.active, runID)
 	e.mu.Unlock()
+}
+
+// committed is what follows each commit of the engine: in synchronous
+// mode, the wait for the checkpoint that folds the last event evs holds,
+// then delivery to the observer (which hears committed events whatever
+// the wait returned).
+func (e *engine) committed(ctx context.Context, evs []Event) error {
+	var err error
+	if e.awaitCheckpoint != nil && len(evs) > 0 {
+		last := evs[0]
+		for _, ev := range evs[1:] {
+			if ev.Seq > last.Seq {
+				last = ev
+			}
+		}
+		err = e.awaitCheckpoint(ctx, last)
+	}
+	e.deliver(evs)
+	return err
 }
 
 func (e *engine) deliver(evs []Event) {

@@ -31,6 +31,7 @@ func TestConfig_EveryEngineFieldReachesDriverGateAndWorker(t *testing.T) {
 	pins := &PinnedKeys{keys: map[string][]byte{"c": nil}}
 	policy := SideEffectPolicy{ReadOnly: Allow}
 	disclosure := DisclosureFunc(func(context.Context, DisclosureInput) (DisclosureOutcome, error) { return DisclosureOutcome{}, nil })
+	await := func(context.Context, Event) error { return nil }
 	egress := &EgressRules{Hosts: []string{"probe.example"}, MaxRequestBytes: 7}
 	tool := ToolFunc{ToolSpec: ToolSpec{Name: "probe", SideEffect: ReadOnly, Timeout: time.Second, InputSchema: []byte(`{"type":"object"}`)},
 		Fn: func(context.Context, ToolCall) (ToolResult, error) { return ToolResult{}, nil }}
@@ -40,6 +41,7 @@ func TestConfig_EveryEngineFieldReachesDriverGateAndWorker(t *testing.T) {
 		Reconcile: reconcile, Now: func() time.Time { return at }, NewID: func() string { return "probe-id" },
 		LeaseTTL: 7 * time.Second, LeaseOwner: "probe-owner", PinnedKeys: pins, RequireSignedGrant: true,
 		Egress: egress, Prices: PriceTable{"probe": {InputPerMTok: 7}}, Disclosure: disclosure,
+		AwaitCheckpoint: await,
 	}
 	fnPtr := func(v any) uintptr { return reflect.ValueOf(v).Pointer() }
 	probes := map[string]func(e *engine) bool{
@@ -59,6 +61,7 @@ func TestConfig_EveryEngineFieldReachesDriverGateAndWorker(t *testing.T) {
 		"RequireSignedGrant": func(e *engine) bool { return e.requireSigned },
 		"Egress":             func(e *engine) bool { return e.egress == egress },
 		"Disclosure":         func(e *engine) bool { return e.disclosure != nil && fnPtr(e.disclosure) == fnPtr(disclosure) },
+		"AwaitCheckpoint":    func(e *engine) bool { return e.awaitCheckpoint != nil && fnPtr(e.awaitCheckpoint) == fnPtr(await) },
 		"Prices": func(e *engine) bool {
 			return e.prices != nil && e.prices.Table["probe"].InputPerMTok == 7 && len(e.prices.ID) == len("sha256:")+64
 		},

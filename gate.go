@@ -214,7 +214,9 @@ func (g *Gate) expire(ctx context.Context, a Approval) (Approval, error) {
 	if err != nil {
 		return a, err
 	}
-	g.e.deliver(evs)
+	if err := g.e.committed(ctx, evs); err != nil {
+		return a, err
+	}
 	got, err := g.e.store.GetApproval(ctx, a.RunID, a.ID)
 	if err != nil {
 		return a, err

@@ -143,10 +143,12 @@ func (s *session) beginQueued(ctx context.Context, q Enqueuer, st Step, fn func(
 	if err != nil {
 		return -1, s.lost(ctx, err)
 	}
-	s.e.deliver(evs)
 	s.curBuf = openStep{idx: i}
 	s.cur = &s.curBuf
 	crashPoint(pointStepStarted, s.runID, st.Index)
+	if err := s.e.committed(ctx, evs); err != nil {
+		return -1, err
+	}
 	return i, nil
 }
 

@@ -242,7 +242,10 @@ func (w *Worker) claim(ctx context.Context, n int) ([]Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.deliver(evs)
+	// A claim's runs are driven even if the wait for their claims' fold
+	// fails (ctx ended): each run's first commit waits again, and a run
+	// left claimed would hold its lease until it lapsed.
+	_ = e.committed(ctx, evs)
 	out := claimed[:0]
 	w.mu.Lock()
 	for _, r := range claimed {
@@ -326,8 +329,8 @@ func (d *Driver) EnqueueWithID(ctx context.Context, id, goal string, limits Limi
 	if err != nil {
 		return Run{}, err
 	}
-	e.deliver(evs)
-	return run, nil
+	// The run exists whatever the wait returns: hand it back with the error.
+	return run, e.committed(ctx, evs)
 }
 
 // startEnqueued moves a claimed ENQUEUED run to RUNNING under this

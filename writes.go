@@ -137,8 +137,7 @@ func (s *session) write(ctx context.Context, fn func(tx Tx) error) error {
 		if err != nil {
 			return err
 		}
-		s.e.deliver(evs)
-		return nil
+		return s.e.committed(ctx, evs)
 	}
 	s.deferred = nil
 	s.pendingActive = d.active
@@ -156,8 +155,7 @@ func (s *session) write(ctx context.Context, fn func(tx Tx) error) error {
 		return err
 	}
 	crashPoint(pointToolFinished, s.runID, d.index)
-	s.e.deliver(evs)
-	return nil
+	return s.e.committed(ctx, evs)
 }
 
 // writeOut is write for a step's own writes in a gate's session (its
@@ -185,8 +183,7 @@ func (s *session) writeOut(ctx context.Context, fn func(tx Tx) error) error {
 	if err != nil {
 		return err
 	}
-	s.e.deliver(evs)
-	return nil
+	return s.e.committed(ctx, evs)
 }
 
 // flush commits a deferred step end on its own.

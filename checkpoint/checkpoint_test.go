@@ -17,7 +17,7 @@ import (
 	_ "modernc.org/sqlite"
 )
 
-func openDB(t *testing.T) (*sqlite.Store, string) {
+func openDB(t testing.TB) (*sqlite.Store, string) {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "runs.db")
 	st, err := sqlite.Open(p)
@@ -277,5 +277,40 @@ func TestReceipt_VerifiesOfflineAndFailsWhenAltered(t *testing.T) {
 	}
 	if _, err := checkpoint.VerifyReceipt(rc, nil, &c); err != nil {
 		t.Fatalf("against its own checkpoint kept: %v", err)
+	}
+}
+
+// Over 3,000 events (the rebuilt tree pruned to its frontier many times)
+// verify passes, and an event altered deep in the log is named by seq.
+func TestVerify_RebuiltTreeFindsAnAlteredEventDeepInALargeLog(t *testing.T) {
+	st, p := openDB(t)
+	ctx := context.Background()
+	if _, err := st.Update(ctx, func(tx agentrt.Tx) error {
+		if err := tx.RunInsert(agentrt.Run{ID: "r", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: time.Now()}); err != nil {
+			return err
+		}
+		for i := 0; i < 3000; i++ {
+			if _, err := tx.EventAppend(agentrt.Event{RunID: "r", At: time.Now(), Type: agentrt.EventRunCreated}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := integrator(t, st, nil).Fold(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := checkpoint.Verify(ctx, st, checkpoint.VerifyOptions{})
+	if err != nil || rep.Problem != nil || rep.Leaves != 3000 || rep.Checkpoints != 12 {
+		t.Fatalf("Verify: %v %+v leaves %d checkpoints %d", err, rep.Problem, rep.Leaves, rep.Checkpoints)
+	}
+	mustExec(t, rawDB(t, p), "UPDATE events SET hash = ? WHERE seq = 2500", strings.Repeat("cd", 32))
+	rep, err = checkpoint.Verify(ctx, st, checkpoint.VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Problem == nil || rep.Problem.Seq != 2500 || !strings.Contains(rep.Problem.Detail, "altered") {
+		t.Fatalf("problem %+v, want event 2500 altered", rep.Problem)
 	}
 }

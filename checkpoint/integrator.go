@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/agentrt/agentrt"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -36,6 +40,11 @@ type Integrator struct {
 	// hook, when set by a test, runs after a fold's tree is computed and
 	// before it is written.
 	hook func()
+	// folding is held through each Fold, so a process folds one batch at
+	// a time; folds counts the Folds finished, so an Await that finds its
+	// event unfolded knows whether someone folded since it looked.
+	folding sync.Mutex
+	folds   atomic.Int64
 }
 
 // NewIntegrator makes an integrator over st; cfg is validated, naming the field.
@@ -64,6 +73,14 @@ func NewIntegrator(st Store, cfg Config) (*Integrator, error) {
 // the database has none). A fold another integrator won is not an error:
 // Fold reads the new tree and goes on.
 func (in *Integrator) Fold(ctx context.Context) (folded int, latest Checkpoint, ok bool, err error) {
+	in.folding.Lock()
+	defer in.folding.Unlock()
+	return in.fold(ctx)
+}
+
+// fold is Fold with in.folding held.
+func (in *Integrator) fold(ctx context.Context) (folded int, latest Checkpoint, ok bool, err error) {
+	defer in.folds.Add(1)
 	for {
 		n, c, cok, err := in.foldOnce(ctx)
 		if errors.Is(err, ErrConflict) {
@@ -190,4 +207,46 @@ func (r *foldReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 		}
 	}
 	return out, nil
+}
+
+// Await returns once a checkpoint folds ev (an event as Update returned
+// it, with its seq), folding in this process if nothing has folded it
+// yet: the synchronous mode, where a commit waits for the checkpoint that
+// folds it (agentrt.EngineConfig.AwaitCheckpoint). Waiters coalesce: one
+// fold serves every commit pending when it starts. Folds from several
+// processes race safely (a loser writes nothing and reads the new tree).
+// On PostgreSQL an event is folded only once every transaction older
+// than its own has ended, so Await waits for those too. It returns ctx's
+// error if ctx ends first, or the store's.
+func (in *Integrator) Await(ctx context.Context, ev agentrt.Event) error {
+	backoff := time.Millisecond
+	for {
+		seen := in.folds.Load()
+		leaves, err := in.st.CheckpointLeavesOf(ctx, ev.RunID, ev.Seq, ev.Seq)
+		if err != nil || len(leaves) > 0 {
+			return err
+		}
+		in.folding.Lock()
+		if in.folds.Load() != seen {
+			in.folding.Unlock()
+			continue // a fold ended while this one looked: look again
+		}
+		_, _, _, err = in.fold(ctx)
+		in.folding.Unlock()
+		if err != nil {
+			return err
+		}
+		if leaves, err = in.st.CheckpointLeavesOf(ctx, ev.RunID, ev.Seq, ev.Seq); err != nil || len(leaves) > 0 {
+			return err
+		}
+		// Below the watermark only when older transactions end: wait.
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, in.cfg.Interval)
+	}
 }

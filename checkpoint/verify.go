@@ -68,12 +68,12 @@ func Verify(ctx context.Context, st Store, o VerifyOptions) (Report, error) {
 	}
 	var rep Report
 	r := newCachedReader(ctx, st)
-	latest, err := verifyCheckpoints(ctx, st, r, o, &rep)
+	latest, roots, err := verifyCheckpoints(ctx, st, r, o, &rep)
 	if err != nil || rep.Problem != nil {
 		return rep, err
 	}
 	if latest != nil {
-		if err := verifyLeaves(ctx, st, r, *latest, o, &rep); err != nil || rep.Problem != nil {
+		if err := verifyLeaves(ctx, st, r, *latest, roots, o, &rep); err != nil || rep.Problem != nil {
 			return rep, err
 		}
 	}
@@ -94,8 +94,15 @@ func Verify(ctx context.Context, st Store, o VerifyOptions) (Report, error) {
 	return rep, nil
 }
 
-func verifyCheckpoints(ctx context.Context, st Store, r *cachedReader, o VerifyOptions, rep *Report) (*Checkpoint, error) {
+// sizeRoot is a checkpoint's size and root, as verifyLeaves checks them.
+type sizeRoot struct {
+	size int64
+	root tlog.Hash
+}
+
+func verifyCheckpoints(ctx context.Context, st Store, r *cachedReader, o VerifyOptions, rep *Report) (*Checkpoint, []sizeRoot, error) {
 	var prev *Checkpoint
+	var roots []sizeRoot
 	for {
 		after := int64(0)
 		if prev != nil {
@@ -103,17 +110,18 @@ func verifyCheckpoints(ctx context.Context, st Store, r *cachedReader, o VerifyO
 		}
 		page, err := st.CheckpointList(ctx, after, 1000)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if len(page) == 0 {
-			return prev, nil
+			return prev, roots, nil
 		}
 		for i := range page {
 			c := page[i]
 			if p := checkOne(r, prev, c, o.Verifier); p != nil {
 				rep.Problem = p
-				return nil, nil
+				return nil, nil, nil
 			}
+			roots = append(roots, sizeRoot{c.Size, c.Root})
 			rep.Checkpoints++
 			prev = &c
 			rep.Latest = prev
@@ -170,9 +178,17 @@ func checkOne(r tlog.HashReader, prev *Checkpoint, c Checkpoint, v note.Verifier
 	return nil
 }
 
-// verifyLeaves checks every leaf in index order: its event is there with
-// the hash folded, and an inclusion proof puts it in the latest checkpoint.
-func verifyLeaves(ctx context.Context, st Store, r *cachedReader, latest Checkpoint, o VerifyOptions, rep *Report) error {
+// verifyLeaves checks every leaf in index order: its event is there, and
+// the tree rebuilt in memory from the events' hashes has, at each
+// checkpoint's size, that checkpoint's root. Each folded event is so
+// proved included in every checkpoint from its own on, as inclusion
+// proofs would, with one hash or two a leaf and no stored hash read
+// (checkOne checked the stored tree, which receipts' proofs come from,
+// against each root). Where a root differs, the stored tree tells which
+// event was altered (locate).
+func verifyLeaves(ctx context.Context, st Store, r *cachedReader, latest Checkpoint, roots []sizeRoot, o VerifyOptions, rep *Report) error {
+	tb := newTreeBuilder()
+	from := int64(0) // the size of the last checkpoint matched
 	for next := int64(0); next < latest.Size; {
 		page, err := st.CheckpointLeaves(ctx, next, verifyWindow)
 		if err != nil {
@@ -182,16 +198,23 @@ func verifyLeaves(ctx context.Context, st Store, r *cachedReader, latest Checkpo
 			rep.Problem = &Problem{Leaf: next, Detail: fmt.Sprintf("leaf %d of checkpoint %d has no event recorded: the tree's leaves were deleted", next, latest.Size)}
 			return nil
 		}
-		if err := r.prefetch(page[0].Index, page[len(page)-1].Index+1, latest.Size); err != nil {
-			return err
-		}
 		for _, l := range page {
-			if p := checkLeaf(r, latest, next, l); p != nil {
+			if p := leafPresent(next, l); p != nil {
 				rep.Problem = p
 				return nil
 			}
+			if err := tb.add([]byte(l.Hash)); err != nil {
+				return err
+			}
 			next++
 			rep.Leaves++
+			for len(roots) > 0 && roots[0].size == next {
+				if root, err := tb.root(); err != nil || root != roots[0].root {
+					rep.Problem, err = locate(ctx, st, r, latest, from, next)
+					return err
+				}
+				from, roots = next, roots[1:]
+			}
 			if next == latest.Size {
 				break
 			}
@@ -203,19 +226,69 @@ func verifyLeaves(ctx context.Context, st Store, r *cachedReader, latest Checkpo
 	return nil
 }
 
-func checkLeaf(r tlog.HashReader, latest Checkpoint, want int64, l Leaf) *Problem {
+// leafPresent checks that leaf l is the one expected at index want and
+// that its event is still there.
+func leafPresent(want int64, l Leaf) *Problem {
 	switch {
 	case l.Index != want:
 		return &Problem{Leaf: want, Seq: l.Seq, Detail: fmt.Sprintf("leaf %d is missing (the next recorded is %d)", want, l.Index)}
 	case l.Hash == "":
 		return &Problem{Leaf: l.Index, Seq: l.Seq, Detail: fmt.Sprintf("the event at seq %d, folded as leaf %d, is gone", l.Seq, l.Index)}
 	}
-	proof, err := tlog.ProveRecord(latest.Size, l.Index, r)
-	if err == nil {
-		err = tlog.CheckRecord(proof, latest.Size, latest.Root, l.Index, tlog.RecordHash([]byte(l.Hash)))
+	return nil
+}
+
+// locate finds, among the leaves [from, to) of a checkpoint whose root the
+// events do not give, the first whose event or stored hashes changed.
+func locate(ctx context.Context, st Store, r *cachedReader, latest Checkpoint, from, to int64) (*Problem, error) {
+	for next := from; next < to; {
+		page, err := st.CheckpointLeaves(ctx, next, int(min(to-next, verifyWindow)))
+		if err != nil || len(page) == 0 {
+			return nil, err
+		}
+		if err := r.prefetch(page[0].Index, page[len(page)-1].Index+1, latest.Size); err != nil {
+			return nil, err
+		}
+		for _, l := range page {
+			if p := checkLeaf(r, latest, next, l); p != nil {
+				return p, nil
+			}
+			next++
+		}
 	}
+	return &Problem{Size: to, Detail: fmt.Sprintf("checkpoint %d's root is not the tree of the events folded into it: the events or the tree were altered", to)}, nil
+}
+
+// checkLeaf checks leaf l (expected at index want) into the stored tree:
+// the hashes folding it stores, recomputed from its event's hash and the
+// stored hashes left of it (checked by the leaves before), must be the
+// ones stored. Over every leaf in order that rebuilds the whole stored
+// tree from the events, and checkOne found the latest root to be the
+// stored tree's: each leaf is proved included as an inclusion proof
+// would, at about two hashes a leaf instead of one proof's log2(size).
+func checkLeaf(r *cachedReader, latest Checkpoint, want int64, l Leaf) *Problem {
+	switch {
+	case l.Index != want:
+		return &Problem{Leaf: want, Seq: l.Seq, Detail: fmt.Sprintf("leaf %d is missing (the next recorded is %d)", want, l.Index)}
+	case l.Hash == "":
+		return &Problem{Leaf: l.Index, Seq: l.Seq, Detail: fmt.Sprintf("the event at seq %d, folded as leaf %d, is gone", l.Seq, l.Index)}
+	}
+	hs, err := tlog.StoredHashes(l.Index, []byte(l.Hash), r)
 	if err != nil {
-		return &Problem{Leaf: l.Index, Seq: l.Seq, Detail: fmt.Sprintf("the event at seq %d is not the one folded as leaf %d into checkpoint %d: it was altered", l.Seq, l.Index, latest.Size)}
+		return &Problem{Leaf: l.Index, Seq: l.Seq, Detail: fmt.Sprintf("the stored tree cannot give leaf %d's hashes: %v", l.Index, err)}
+	}
+	start := tlog.StoredHashIndex(0, l.Index)
+	for i, h := range hs {
+		stored, err := r.one(start + int64(i))
+		switch {
+		case err != nil:
+			return &Problem{Leaf: l.Index, Seq: l.Seq, Detail: fmt.Sprintf("the stored tree has no hash %d for leaf %d: %v", start+int64(i), l.Index, err)}
+		case stored == h:
+		case i == 0:
+			return &Problem{Leaf: l.Index, Seq: l.Seq, Detail: fmt.Sprintf("the event at seq %d is not the one folded as leaf %d into checkpoint %d: it was altered", l.Seq, l.Index, latest.Size)}
+		default:
+			return &Problem{Leaf: l.Index, Seq: l.Seq, Detail: fmt.Sprintf("the stored tree's hash %d, above leaf %d, is not its children's: the tree was altered", start+int64(i), l.Index)}
+		}
 	}
 	return nil
 }
@@ -280,6 +353,18 @@ func (r *cachedReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 		out[i] = r.cache[x]
 	}
 	return out, nil
+}
+
+// one reads the stored hash at index x.
+func (r *cachedReader) one(x int64) (tlog.Hash, error) {
+	if h, ok := r.cache[x]; ok {
+		return h, nil
+	}
+	got, err := r.ReadHashes([]int64{x})
+	if err != nil {
+		return tlog.Hash{}, err
+	}
+	return got[0], nil
 }
 
 // prefetch reads, in a few queries, every hash stored for the leaves

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/checkpoint"
+	"github.com/agentrt/agentrt/internal/sqlstore"
 )
 
 // integratorLock is the advisory lock key of the database's one integrator
@@ -44,3 +45,9 @@ func (s *Store) CheckpointElect(ctx context.Context) (func(), bool, error) {
 		})
 	}, true, nil
 }
+
+// SetCrashHook sets the function a test has called at each crash point of
+// the SQL layer's transactions ("checkpoint-written", inside a fold's
+// transaction before its commit), where it may kill its process; nil
+// removes it.
+func SetCrashHook(f func(point string)) { sqlstore.CrashHook = f }

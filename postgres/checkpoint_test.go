@@ -11,8 +11,10 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/checkpoint"
+	"github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/postgres"
 	"github.com/agentrt/agentrt/postgres/internal/pgtest"
+	"github.com/jackc/pgx/v5"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -155,5 +157,139 @@ func TestReceipt_MadeOnPostgresVerifiesOffline(t *testing.T) {
 	carried.Events[5].Hash = strings.Repeat("1", 64)
 	if _, err := checkpoint.VerifyReceipt(carried, v, nil); err == nil {
 		t.Fatal("an altered receipt verified")
+	}
+}
+
+// With synchronous checkpoints, 4 runs driven at once on PostgreSQL have
+// every event folded the moment each driver returns, though the
+// background interval is an hour; without it some are not.
+func TestProcess_PostgresSyncFoldsEveryEventBeforeTheStepReturns(t *testing.T) {
+	for _, syncOn := range []bool{true, false} {
+		st := open(t, pgtest.Fresh(t))
+		defer st.Close()
+		r, err := checkpoint.Process{Interval: time.Hour, Sync: syncOn}.Start(st, func(err error) { t.Error(err) })
+		if err != nil || r == nil {
+			t.Fatalf("Start: %v %v", r, err)
+		}
+		d, err := agentrt.NewDriver(agentrt.Config{
+			EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{enginekit.EchoTool(nil)},
+				AwaitCheckpoint: r.EngineAwait()},
+			Agent: enginekit.BenchAgent{N: 3},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		limits := agentrt.DefaultLimits()
+		limits.MaxSteps = 4
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		unfolded := make(chan int, 4)
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				run, err := d.Start(ctx, "sync", limits)
+				if err != nil || run.Status != agentrt.RunCompleted {
+					t.Errorf("run: %v %s", err, run.Status)
+					return
+				}
+				evs, err := st.ListEvents(ctx, run.ID)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				leaves, err := st.CheckpointLeavesOf(ctx, run.ID, evs[0].Seq, evs[len(evs)-1].Seq)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				unfolded <- len(evs) - len(leaves)
+			}()
+		}
+		wg.Wait()
+		r.Stop()
+		close(unfolded)
+		total := 0
+		for n := range unfolded {
+			total += n
+		}
+		if syncOn && total != 0 {
+			t.Fatalf("sync: %d events unfolded when their runs returned", total)
+		}
+		if !syncOn && total == 0 {
+			t.Fatal("not sync: every event folded, though the interval is an hour")
+		}
+	}
+}
+
+// A transaction that took a seq first and commits after one that took the
+// next seq: the integrator folding between the two commits must not fold
+// past the open one, or its event is never folded. Raw inserts with the
+// chain head's trigger off stand for two runs' commits, which share no
+// row (ADR 0015); the integrator reads only seq, hash and xid.
+func TestIntegrator_PostgresFoldsACommitThatTookASmallerSeqLater(t *testing.T) {
+	st := open(t, pgtest.Fresh(t))
+	defer st.Close()
+	ctx := context.Background()
+	writeEvents(t, st, "r", 0)
+	insert := func(tx pgx.Tx, seq int64) {
+		t.Helper()
+		for _, q := range []string{"SET LOCAL session_replication_role = replica",
+			fmt.Sprintf(`INSERT INTO events (seq, run_id, step_id, at, type, payload_json, hash) VALUES (%d, 'r', '', '2026-01-01T00:00:00Z', 'run.created', '{}', '%064x')`, seq, seq)} {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
+	first, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Rollback(ctx)
+	insert(first, 1000)
+	second, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insert(second, 1001)
+	if err := second.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	in, err := checkpoint.NewIntegrator(st, checkpoint.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := in.Fold(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := in.Fold(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var leaves int64
+	var seqs string
+	if err := st.Pool().QueryRow(ctx, `SELECT COUNT(*), COALESCE(string_agg(seq::text, ',' ORDER BY leaf), '') FROM event_leaves`).Scan(&leaves, &seqs); err != nil {
+		t.Fatal(err)
+	}
+	if leaves != 2 || seqs != "1000,1001" {
+		t.Fatalf("folded seqs [%s]; want 1000 and 1001, each once", seqs)
+	}
+}
+
+// BenchmarkCheckpointLag runs 16 runs of 20 steps at once on PostgreSQL
+// with the background integrator (and with synchronous mode) and reports
+// each event's lag to the checkpoint that folded it.
+func BenchmarkCheckpointLag(b *testing.B) {
+	for _, syncOn := range []bool{false, true} {
+		b.Run(fmt.Sprintf("sync=%v", syncOn), func(b *testing.B) {
+			st, err := postgres.Open(context.Background(), pgtest.Fresh(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			enginekit.BenchCheckpointLag(b, st, 20, syncOn)
+		})
 	}
 }

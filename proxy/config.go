@@ -12,6 +12,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/checkpoint"
 	"github.com/agentrt/agentrt/disclosure"
 	"github.com/agentrt/agentrt/internal/canon"
 	"github.com/agentrt/agentrt/mcp"
@@ -117,6 +118,10 @@ type Config struct {
 	// elicitation is pointed at its approval page there. Empty names the
 	// approval in text instead.
 	ConsoleURL string
+	// Checkpoint is the integrator the proxy runs beside its gate
+	// (docs/receipts.md). The zero value folds unsigned checkpoints every
+	// 250 ms.
+	Checkpoint checkpoint.Process
 }
 
 // disclosureRules is the rules Disclosure builds: LoadConfig's, or built
@@ -249,6 +254,12 @@ type fileConfig struct {
 	PinnedKeys    string            `json:"pinned_keys"`
 	RequireSigned bool              `json:"require_signed_grant"`
 	ConsoleURL    string            `json:"console_url"`
+	// CheckpointKey is an owner-only checkpoint signing key file;
+	// CheckpointInterval how often to fold; CheckpointSync makes each
+	// commit wait for the checkpoint that folds it.
+	CheckpointKey      string    `json:"checkpoint_key"`
+	CheckpointInterval *duration `json:"checkpoint_interval"`
+	CheckpointSync     bool      `json:"checkpoint_sync"`
 	// Disclosure is disclosure.Config's JSON form: block, off (tool name
 	// to rule ids) and output.
 	Disclosure *disclosure.Config `json:"disclosure"`
@@ -432,6 +443,10 @@ func (fc *fileConfig) resolve(path string) (*Config, error) {
 		cfg.PinnedKeys = rel(fc.PinnedKeys)
 	}
 	cfg.RequireSignedGrant = fc.RequireSigned
+	if fc.CheckpointKey != "" {
+		cfg.Checkpoint.KeyFile = rel(fc.CheckpointKey)
+	}
+	cfg.Checkpoint.Interval, cfg.Checkpoint.Sync = fc.CheckpointInterval.or(0), fc.CheckpointSync
 	if fc.Disclosure != nil {
 		cfg.Disclosure = *fc.Disclosure
 	}

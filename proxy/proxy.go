@@ -13,6 +13,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/checkpoint"
 	"github.com/agentrt/agentrt/internal/token"
 	"github.com/agentrt/agentrt/mcp"
 	"github.com/agentrt/agentrt/proxy/internal/credentials"
@@ -103,6 +104,8 @@ type Proxy struct {
 	// sweepStop ends the sweep for lapsed leases (lapsed.go); sweepDone
 	// is closed when it has.
 	sweepStop, sweepDone chan struct{}
+	// integ is the checkpoint integrator beside the gate (nil: off).
+	integ *checkpoint.Running
 	// callers are the host sessions with a call in flight, per server, to
 	// forward a server's requests to (asks.go).
 	callers callers
@@ -347,6 +350,11 @@ func (p *Proxy) buildGate(ctx context.Context, gateTools []agentrt.Tool) error {
 	if err != nil {
 		return err
 	}
+	if p.integ, err = cfg.Checkpoint.Start(p.store, func(err error) {
+		p.logf("agentrt-proxy: checkpoint: %s", trace.Sanitize(err.Error()))
+	}); err != nil {
+		return fmt.Errorf("proxy: checkpoint_key: %w", err)
+	}
 	p.gate, err = agentrt.NewGate(agentrt.GateConfig{
 		EngineConfig: agentrt.EngineConfig{
 			Store:      p.store,
@@ -362,6 +370,8 @@ func (p *Proxy) buildGate(ctx context.Context, gateTools []agentrt.Tool) error {
 			RequireSignedGrant: cfg.RequireSignedGrant,
 			// Secrets in results are redacted by default (docs/disclosure.md).
 			Disclosure: rules,
+			// Each commit waits for its checkpoint with checkpoint_sync.
+			AwaitCheckpoint: p.integ.EngineAwait(),
 		},
 	})
 	return err
@@ -405,6 +415,7 @@ func (p *Proxy) Close() error {
 		p.sweepStop = nil
 	}
 	p.inflight.Wait()
+	p.integ.Stop()
 	var errs []error
 	for _, u := range p.servers {
 		errs = append(errs, u.close())

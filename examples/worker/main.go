@@ -23,6 +23,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/backend"
+	"github.com/agentrt/agentrt/checkpoint"
 	"github.com/agentrt/agentrt/disclosure"
 	_ "github.com/agentrt/agentrt/postgres" // postgres:// DSNs
 	"github.com/agentrt/agentrt/scripted"
@@ -38,6 +39,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	owner := fs.String("owner", "", "the lease owner this worker claims as (default host:pid)")
 	concurrency := fs.Int("concurrency", 4, "runs driven at once")
 	enqueue := fs.Int("enqueue", 0, "enqueue this many runs, print their ids and exit")
+	var ckpt checkpoint.Process // folds events into checkpoints (docs/receipts.md)
+	ckpt.Flags(fs)
+	ckpt.SyncFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -47,12 +51,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	st, err := backend.Create(ctx, *db)
+	st, integ, err := open(ctx, *db, ckpt, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "worker: %v\n", err)
 		return 1
 	}
 	defer st.Close()
+	defer integ.Stop()
 	name := *owner
 	send := agentrt.ToolFunc{
 		ToolSpec: agentrt.ToolSpec{Name: "send", Description: "send a message", SideEffect: agentrt.RemoteMutation, Timeout: 10 * time.Second,
@@ -75,7 +80,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	w, err := agentrt.NewWorker(agentrt.WorkerConfig{
 		EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{send}, LeaseOwner: *owner,
-			Disclosure: rules},
+			Disclosure: rules, AwaitCheckpoint: integ.EngineAwait()},
 		Agent:       agent,
 		Concurrency: *concurrency,
 		OnError:     func(runID string, err error) { fmt.Fprintf(stderr, "worker: run %s: %v\n", runID, err) },
@@ -102,4 +107,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// open creates or migrates the database and runs the checkpoint
+// integrator on it (on PostgreSQL, one process of many folds at a time).
+func open(ctx context.Context, db string, ckpt checkpoint.Process, stderr io.Writer) (agentrt.Store, *checkpoint.Running, error) {
+	st, err := backend.Create(ctx, db)
+	if err != nil {
+		return nil, nil, err
+	}
+	integ, err := ckpt.Start(st, func(err error) { fmt.Fprintf(stderr, "worker: checkpoint: %v\n", err) })
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return st, integ, nil
 }

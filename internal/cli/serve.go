@@ -28,6 +28,10 @@ approve, reject and cancel with a passkey.
   -origin URL       the console's origin as the browser names it
   -tls-cert FILE -tls-key FILE
                     serve HTTPS with this certificate and key
+  -checkpoint-key FILE
+                    sign the checkpoints the console folds (default unsigned)
+  -checkpoint-interval DUR
+                    how often it folds committed events, or off (default 250ms)
 Enroll approvers with 'agentrt approvers invite NAME'. Run
 'agentrt-console -help' for every flag. Build it from a checkout with 'make build', or install it with
   go install ` + consolePackage + `@VERSION`

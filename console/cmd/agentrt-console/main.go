@@ -17,7 +17,9 @@ import (
 	"syscall"
 	"time"
 
+	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/backend"
+	"github.com/agentrt/agentrt/checkpoint"
 	"github.com/agentrt/agentrt/console"
 	"github.com/agentrt/agentrt/internal/buildinfo"
 	_ "github.com/agentrt/agentrt/postgres" // postgres:// DSNs
@@ -40,6 +42,8 @@ func run(args []string, stderr io.Writer) int {
 	origin := fs.String("origin", "", "the console's origin as browsers name it (default http://localhost:PORT, or https://localhost:PORT with TLS)")
 	cert := fs.String("tls-cert", "", "the TLS certificate file; needed to listen on an address that is not loopback")
 	key := fs.String("tls-key", "", "the TLS key file")
+	var ckpt checkpoint.Process // approvals commit events: fold them too
+	ckpt.Flags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -73,11 +77,11 @@ func run(args []string, stderr io.Writer) int {
 		}
 		*origin = scheme + "://localhost:" + port
 	}
-	st, err := backend.Open(context.Background(), *db, false)
+	st, closeStore, err := openStore(*db, ckpt, stderr)
 	if err != nil {
 		return fail(1, "%v", err)
 	}
-	defer st.Close()
+	defer closeStore()
 	h, err := console.New(console.DefaultConfig(st, *origin))
 	if err != nil {
 		return fail(2, "%v", err)
@@ -108,4 +112,19 @@ func run(args []string, stderr io.Writer) int {
 	defer cancel()
 	srv.Shutdown(sctx)
 	return 0
+}
+
+// openStore opens the database and runs the checkpoint integrator on it;
+// closeStore stops the integrator, then closes the database.
+func openStore(db string, ckpt checkpoint.Process, stderr io.Writer) (st agentrt.Store, closeStore func(), err error) {
+	st, err = backend.Open(context.Background(), db, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	integ, err := ckpt.Start(st, func(err error) { fmt.Fprintf(stderr, "agentrt-console: checkpoint: %v\n", err) })
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return st, func() { integ.Stop(); st.Close() }, nil
 }
