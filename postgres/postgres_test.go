@@ -130,6 +130,7 @@ func TestChain_CommitsOfDifferentRunsShareNoRow(t *testing.T) {
 		}
 	}
 	inside, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
 	aDone := make(chan error, 1)
 	go func() {
 		_, err := a.Update(ctx, func(tx agentrt.Tx) error {
@@ -139,14 +140,13 @@ func TestChain_CommitsOfDifferentRunsShareNoRow(t *testing.T) {
 			if err := tx.RunUpdate(agentrt.RunUpdate{ID: "a", AddCalls: 1}); err != nil {
 				return err
 			}
-			close(inside)
-			<-release
+			once.Do(func() { close(inside); <-release })
 			return nil
 		})
 		aDone <- err
 	}()
 	<-inside
-	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	bctx, cancel := context.WithTimeout(ctx, 2*time.Second) // under the server's 5 s idle-in-transaction bound
 	defer cancel()
 	bDone := make(chan error, 1)
 	go func() {
@@ -164,6 +164,7 @@ func TestChain_CommitsOfDifferentRunsShareNoRow(t *testing.T) {
 	case <-bctx.Done():
 		close(release)
 		<-aDone
+		<-bDone
 		t.Fatal("run b's commit waited on run a's open transaction")
 	}
 	close(release)
