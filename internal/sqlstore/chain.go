@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	agentrt "github.com/agentrt/agentrt"
 )
@@ -107,9 +108,6 @@ func (t *tx) runHeadOf(run string) (runHead, error) {
 func (t *tx) setHead(run string, h runHead) {
 	prev, had := t.heads[run]
 	t.undo = append(t.undo, headUndo{run: run, had: had, prev: prev})
-	if t.heads == nil {
-		t.heads = make(map[string]runHead, 2)
-	}
 	t.heads[run] = h
 }
 
@@ -189,14 +187,11 @@ func (t *tx) EventAppend(e agentrt.Event) (agentrt.Event, error) {
 	if err != nil {
 		return agentrt.Event{}, err
 	}
-	digest := key.payloadDigest(payload)
 	for {
-		prev, err := t.runHeadOf(e.RunID)
+		n, h, err := t.link(e, at, key, payload)
 		if err != nil {
 			return agentrt.Event{}, err
 		}
-		n := prev.n + 1
-		h := eventHash(prev.hash, n, e.RunID, e.StepID, at, string(e.Type), &digest)
 		var seq int64
 		if ownSeqs {
 			seq = t.headSeq + 1
@@ -226,7 +221,9 @@ func (t *tx) EventAppend(e agentrt.Event) (agentrt.Event, error) {
 			}
 			t.headTrusted = true
 		}
-		t.setHead(e.RunID, runHead{n, h})
+		if n > 0 {
+			t.setHead(e.RunID, runHead{n, h})
+		}
 		if ownSeqs {
 			t.headSeq = seq
 		}
@@ -236,6 +233,29 @@ func (t *tx) EventAppend(e agentrt.Event) (agentrt.Event, error) {
 		return e, nil
 	}
 }
+
+// link returns the new event's place in its run's chain and its hash.
+func (t *tx) link(e agentrt.Event, at string, key *keyed, payload []byte) (int64, string, error) {
+	if chainless.Load() {
+		return 0, "", nil
+	}
+	prev, err := t.runHeadOf(e.RunID)
+	if err != nil {
+		return 0, "", err
+	}
+	digest := key.payloadDigest(payload)
+	n := prev.n + 1
+	return n, eventHash(prev.hash, n, e.RunID, e.StepID, at, string(e.Type), &digest), nil
+}
+
+// chainless, set only by benchmarks, writes events with no chain at all.
+var chainless atomic.Bool
+
+// ChainlessForBenchmarks makes every store in the process write events
+// unchained (no hash, no place in a run): the ceiling the chain's cost is
+// measured against (BenchmarkWorkerProcesses). Such events do not verify;
+// nothing but a benchmark may call it.
+func ChainlessForBenchmarks() { chainless.Store(true) }
 
 const insertEventIfHead = `INSERT INTO events (seq, run_id, step_id, at, type, payload_json, hash, run_seq)
 	SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE COALESCE((SELECT seq FROM events ORDER BY seq DESC LIMIT 1), 0) = ?`

@@ -129,6 +129,10 @@ type Store struct {
 	runHeads map[string]runHead
 	evbuf    []agentrt.Event
 	spans    [][2]int
+	// A transaction's run heads and their undo log, kept between
+	// transactions (empty between them).
+	txHeads map[string]runHead
+	undoBuf []headUndo
 	// The pipelined writes of the open transaction, its buffers kept
 	// between transactions.
 	pipe pipeState
@@ -389,7 +393,11 @@ func (s *Store) runBatch(batch []*request, savepoints, pipelined bool, o opened)
 		exec("ROLLBACK")
 		fail(err)
 	}
-	t := &tx{s: s, events: s.evbuf[:0], headRead: s.headKnown, headSeq: s.headSeq, memKnown: s.headKnown, memSeq: s.headSeq}
+	if s.txHeads == nil {
+		s.txHeads = make(map[string]runHead, 8)
+	}
+	t := &tx{s: s, events: s.evbuf[:0], headRead: s.headKnown, headSeq: s.headSeq, memKnown: s.headKnown, memSeq: s.headSeq,
+		heads: s.txHeads, undo: s.undoBuf[:0]}
 	if pipelined {
 		s.pipe.reset()
 		t.pipe = &s.pipe
@@ -415,6 +423,9 @@ func (s *Store) runBatch(batch []*request, savepoints, pipelined bool, o opened)
 		clear(t.events)
 		s.evbuf = t.events[:0]
 		s.spans = spans[:0]
+		clear(t.heads)
+		clear(t.undo)
+		s.undoBuf = t.undo[:0]
 		s.pipe.reset()
 	}()
 	for i, r := range batch {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/sqlstore"
 	"github.com/agentrt/agentrt/postgres"
 )
 
@@ -31,6 +32,9 @@ const (
 	envOwner   = "AGENTRT_FAULT_OWNER"
 	envTTL     = "AGENTRT_FAULT_TTL"
 	envToolMS  = "AGENTRT_FAULT_TOOL_MS"
+	// envChainless "true" makes the worker write events unchained: a
+	// benchmark's ceiling, never a fault test's (their chain must verify).
+	envChainless = "AGENTRT_FAULT_CHAINLESS"
 )
 
 // Steps is the script every fault-test run follows: two journaled tool
@@ -56,6 +60,9 @@ func RunWorker() int {
 		ttl = 2 * time.Second
 	}
 	toolMS, _ := strconv.Atoi(os.Getenv(envToolMS))
+	if os.Getenv(envChainless) == "true" {
+		sqlstore.ChainlessForBenchmarks()
+	}
 	f, err := os.OpenFile(os.Getenv(envJournal), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "journal:", err)
