@@ -178,7 +178,10 @@ type Tx interface {
 	ModelCallFinish(p ModelCallFinish) error
 	// SpecPut stores a spec's canonical JSON under its hash if absent.
 	SpecPut(hash string, canonical []byte) error
-	// EventAppend appends an event to the chain and returns it with its seq.
+	// EventAppend appends an event to its run's chain and returns it, with
+	// its seq where the store assigns seqs itself (SQLite); where the
+	// database numbers events (Postgres) the seq is zero here, and the
+	// events Update returns, once committed, carry it.
 	EventAppend(e Event) (Event, error)
 	// ApproverInsert enrolls an approver. A name an unremoved approver
 	// holds, or a credential already enrolled, is ErrApproverExists.

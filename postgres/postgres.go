@@ -57,8 +57,7 @@ var dialect = sqlstore.Dialect{
 	InsertIgnorePrefix: "INSERT INTO",
 	InsertIgnoreSuffix: " ON CONFLICT DO NOTHING",
 	Begin:              "BEGIN",
-	BeginHead:          "SELECT seq, hash FROM chain_head FOR UPDATE",
-	HeadQuery:          "SELECT seq, hash, seq FROM chain_head",
+	SeqFromDatabase:    true,
 	SharedWriters:      true,
 	DatabaseClock:      true,
 	ClaimLock:          " FOR UPDATE SKIP LOCKED",
@@ -91,8 +90,8 @@ type Options struct {
 	ReadOnly bool
 	// IdleInTransaction bounds how long the server keeps a write
 	// transaction whose client went silent (zero: 5s): a writer cut off
-	// mid-transaction holds the chain head, and so every other writer,
-	// until then. A DSN that sets idle_in_transaction_session_timeout wins.
+	// mid-transaction holds the rows it wrote (its runs' chains among
+	// them) until then. A DSN that sets idle_in_transaction_session_timeout wins.
 	IdleInTransaction time.Duration
 }
 
@@ -189,8 +188,8 @@ func openStore(ctx context.Context, dsn string, o Options, existing bool) (st *S
 		// The writer holds one connection for the store's life (its
 		// prepared statements stay bound to it); the lease renewer has its
 		// own, so a renewal never waits behind a commit.
-		// A writer cut off mid-transaction holds the chain head's lock
-		// until the server ends its session: bound how long that can be.
+		// A writer cut off mid-transaction holds its rows' locks until
+		// the server ends its session: bound how long that can be.
 		wcfg := cfg.ConnConfig.Copy()
 		if _, ok := wcfg.RuntimeParams["idle_in_transaction_session_timeout"]; !ok {
 			wcfg.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.Itoa(int(idle.Milliseconds()))

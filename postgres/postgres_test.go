@@ -3,8 +3,10 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -109,45 +111,147 @@ func TestRetain_BoundedBatchesOnBothBackends(t *testing.T) {
 	storetest.Retention(t, func(t *testing.T) agentrt.Store { return open(t, pgtest.Fresh(t)) })
 }
 
-// The chain head moves once per INSERT into events, however many rows the
-// statement inserts (a group commit writes many to a statement), and ends
-// at the statement's newest event; an insert of no rows leaves it alone.
-// Migration 0007: the per-row trigger before it updated the head once a
-// row.
-func TestChainHead_MovesOncePerInsertStatement(t *testing.T) {
+// Commits of different runs share no row: while one writer's transaction
+// of run a is open (it has begun and appended), another process commits
+// run b without waiting for it. Before per-run chains every transaction
+// locked the one chain_head row first, so b waited for a's commit.
+func TestChain_CommitsOfDifferentRunsShareNoRow(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.Fresh(t)
-	open(t, dsn).Close()
+	a, b := open(t, dsn), open(t, dsn)
+	defer a.Close()
+	defer b.Close()
+	for _, r := range []struct {
+		s  *postgres.Store
+		id string
+	}{{a, "a"}, {b, "b"}} {
+		if _, err := r.s.Update(ctx, func(tx agentrt.Tx) error { return insertRun(tx, r.id) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inside, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	aDone := make(chan error, 1)
+	go func() {
+		_, err := a.Update(ctx, func(tx agentrt.Tx) error {
+			if _, err := tx.EventAppend(agentrt.Event{RunID: "a", At: t0, Type: agentrt.EventRunStarted}); err != nil {
+				return err
+			}
+			if err := tx.RunUpdate(agentrt.RunUpdate{ID: "a", AddCalls: 1}); err != nil {
+				return err
+			}
+			once.Do(func() { close(inside); <-release })
+			return nil
+		})
+		aDone <- err
+	}()
+	<-inside
+	bctx, cancel := context.WithTimeout(ctx, 2*time.Second) // under the server's 5 s idle-in-transaction bound
+	defer cancel()
+	bDone := make(chan error, 1)
+	go func() {
+		_, err := b.Update(bctx, func(tx agentrt.Tx) error {
+			_, err := tx.EventAppend(agentrt.Event{RunID: "b", At: t0, Type: agentrt.EventRunStarted})
+			return err
+		})
+		bDone <- err
+	}()
+	select {
+	case err := <-bDone:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-bctx.Done():
+		close(release)
+		<-aDone
+		<-bDone
+		t.Fatal("run b's commit waited on run a's open transaction")
+	}
+	close(release)
+	if err := <-aDone; err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := a.VerifyEvents(ctx, 0, 0); err != nil || !rep.Intact() || rep.Checked != 2 {
+		t.Fatalf("VerifyEvents = %+v, %v; want 2 events intact", rep, err)
+	}
+}
+
+// Two processes appending to one run at once (a worker and an operator's
+// command) both commit: the one whose head went stale while it was open
+// collides on the run's next place, runs again on the new head, and the
+// run's chain holds places 1, 2, 3 in seq order and verifies.
+func TestChain_TwoWritersOfOneRunBothCommitInOrder(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Fresh(t)
+	a, b := open(t, dsn), open(t, dsn)
+	defer a.Close()
+	defer b.Close()
+	if _, err := a.Update(ctx, func(tx agentrt.Tx) error {
+		if err := insertRun(tx, "r"); err != nil {
+			return err
+		}
+		_, err := tx.EventAppend(agentrt.Event{RunID: "r", At: t0, Type: agentrt.EventRunCreated})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	inside, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	attempts := 0
+	aDone := make(chan error, 1)
+	go func() {
+		_, err := a.Update(ctx, func(tx agentrt.Tx) error {
+			attempts++
+			if _, err := tx.EventAppend(agentrt.Event{RunID: "r", At: t0, Type: agentrt.EventRunStarted}); err != nil {
+				return err
+			}
+			once.Do(func() { close(inside); <-release })
+			return nil
+		})
+		aDone <- err
+	}()
+	<-inside
+	if _, err := b.Update(ctx, func(tx agentrt.Tx) error {
+		_, err := tx.EventAppend(agentrt.Event{RunID: "r", At: t0, Type: agentrt.EventApprovalDecided})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-aDone; err != nil {
+		t.Fatal(err)
+	}
+	if attempts < 2 {
+		t.Fatalf("the stale writer ran %d time(s); its first attempt should have collided", attempts)
+	}
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	tx, err := conn.Begin(ctx)
+	rows, err := conn.Query(ctx, "SELECT type, run_seq FROM events WHERE run_id = 'r' ORDER BY seq")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, "INSERT INTO runs (id, status, created_at) VALUES ('r', 'RUNNING', 'now')"); err != nil {
-		t.Fatal(err)
+	var got []string
+	for rows.Next() {
+		var typ string
+		var n int64
+		if err := rows.Scan(&typ, &n); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%d %s", n, typ))
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO events (seq, run_id, at, type, payload_json, hash) VALUES
-		(1, 'r', 'now', 't', '{}', 'h1'), (2, 'r', 'now', 't', '{}', 'h2'), (3, 'r', 'now', 't', '{}', 'h3')`); err != nil {
-		t.Fatal(err)
+	if want := "[1 run.created 2 approval.decided 3 run.started]"; fmt.Sprint(got) != want {
+		t.Fatalf("run r's chain in seq order = %v, want %s", got, want)
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO events (seq, run_id, at, type, payload_json, hash)
-		SELECT 4, 'r', 'now', 't', '{}', 'h4' WHERE false`); err != nil {
-		t.Fatal(err)
+	if rep, err := b.VerifyEvents(ctx, 0, 0); err != nil || !rep.Intact() || rep.Checked != 3 {
+		t.Fatalf("VerifyEvents = %+v, %v; want 3 events intact", rep, err)
 	}
-	var seq, updates int64
-	var hash string
-	if err := tx.QueryRow(ctx, "SELECT seq, hash FROM chain_head").Scan(&seq, &hash); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.QueryRow(ctx, "SELECT n_tup_upd FROM pg_stat_xact_user_tables WHERE relid = 'chain_head'::regclass").Scan(&updates); err != nil {
-		t.Fatal(err)
-	}
-	if seq != 3 || hash != "h3" || updates != 1 {
-		t.Fatalf("after one insert of 3 events and one of none: head (%d, %q) moved %d times; want (3, \"h3\") moved once", seq, hash, updates)
-	}
+}
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func insertRun(tx agentrt.Tx, id string) error {
+	return tx.RunInsert(agentrt.Run{ID: id, Status: agentrt.RunRunning, CreatedAt: t0})
 }

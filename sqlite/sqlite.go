@@ -49,7 +49,7 @@ var dialect = sqlstore.Dialect{
 	Name:               "sqlite",
 	InsertIgnorePrefix: "INSERT OR IGNORE INTO",
 	Begin:              "BEGIN IMMEDIATE",
-	HeadQuery: `SELECT (SELECT seq FROM events ORDER BY seq DESC LIMIT 1), (SELECT hash FROM events ORDER BY seq DESC LIMIT 1),
+	HeadQuery: `SELECT (SELECT seq FROM events ORDER BY seq DESC LIMIT 1),
 		(SELECT seq FROM sqlite_sequence WHERE name = 'events')`,
 	Busy: isBusy,
 }

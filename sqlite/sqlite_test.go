@@ -494,3 +494,49 @@ func TestRead_OnlyThePageIsReadFromAHugeDatabase(t *testing.T) {
 	measure("ListEventsPage", func() error { _, _, err := s.ListEventsPage(ctx, "", 50, 0); return err })
 	measure("ListApprovalsPage", func() error { _, _, err := s.ListApprovalsPage(ctx, "huge3", "", 50, 0); return err })
 }
+
+// RunHeads pages through every run's chain head in run id order: each
+// names the run's newest event, its place in the run and its stored hash.
+func TestRunHeads_NameEachRunsNewestEvent(t *testing.T) {
+	s, _ := openTemp(t)
+	defer s.Close()
+	ctx := context.Background()
+	for i, run := range []string{"b", "a", "c", "a", "b", "a"} {
+		if _, err := s.Update(ctx, func(tx agentrt.Tx) error {
+			if _, err := tx.RunGet(run); errors.Is(err, agentrt.ErrNotFound) {
+				if err := tx.RunInsert(agentrt.Run{ID: run, Status: agentrt.RunRunning, CreatedAt: time.Unix(0, 0)}); err != nil {
+					return err
+				}
+			}
+			_, err := tx.EventAppend(agentrt.Event{RunID: run, At: time.Unix(int64(i), 0), Type: agentrt.EventStepStarted})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, err := s.RunHeads(ctx, "", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest, err := s.RunHeads(ctx, "b", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := append(first, rest...)
+	want := []struct {
+		run        string
+		place, seq int64
+	}{{"a", 3, 6}, {"b", 2, 5}, {"c", 1, 3}}
+	if len(got) != len(want) {
+		t.Fatalf("RunHeads = %+v, want 3 heads", got)
+	}
+	for i, w := range want {
+		h, err := s.EventHash(ctx, w.seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := got[i]; g.RunID != w.run || g.Place != w.place || g.Seq != w.seq || g.Hash != h {
+			t.Errorf("head %d = %+v, want run %s place %d seq %d hash %s", i, g, w.run, w.place, w.seq, h)
+		}
+	}
+}

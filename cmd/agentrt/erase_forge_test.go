@@ -133,24 +133,29 @@ func forgeErasure(t *testing.T, path, runID string, finish bool) int64 {
 	return erasedSeq
 }
 
-// appendForged appends an event after the head with the chain hash the
-// runtime would give it (docs: seven netstrings, the payload's plain
-// SHA-256 for a run with no salt).
+// appendForged appends an event to runID's chain with the hash the runtime
+// would give it (docs: seven netstrings, the run's previous event's hash
+// and the new event's place in the run, the payload's plain SHA-256 for a
+// run with no salt), and the next seq.
 func appendForged(ctx context.Context, tx *sql.Tx, runID string, typ agentrt.EventType, payload []byte) (int64, error) {
-	var seq int64
+	var seq, place int64
 	var prev string
-	if err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1`).Scan(&seq, &prev); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT seq FROM events ORDER BY seq DESC LIMIT 1`).Scan(&seq); err != nil {
+		return 0, err
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT run_seq, hash FROM events WHERE run_id = ? ORDER BY run_seq DESC LIMIT 1`, runID).Scan(&place, &prev); err != nil {
 		return 0, err
 	}
 	seq++
+	place++
 	at := time.Now().UTC().Format(time.RFC3339Nano)
 	d := sha256.Sum256(payload)
 	var b []byte
-	for _, f := range []string{prev, strconv.FormatInt(seq, 10), runID, "", at, string(typ), hex.EncodeToString(d[:])} {
+	for _, f := range []string{prev, strconv.FormatInt(place, 10), runID, "", at, string(typ), hex.EncodeToString(d[:])} {
 		b = append(b, strconv.Itoa(len(f))+":"+f+","...)
 	}
 	h := sha256.Sum256(b)
-	_, err := tx.ExecContext(ctx, `INSERT INTO events (seq, run_id, step_id, at, type, payload_json, hash) VALUES (?, ?, '', ?, ?, ?, ?)`,
-		seq, runID, at, string(typ), string(payload), hex.EncodeToString(h[:]))
+	_, err := tx.ExecContext(ctx, `INSERT INTO events (seq, run_id, step_id, at, type, payload_json, hash, run_seq) VALUES (?, ?, '', ?, ?, ?, ?, ?)`,
+		seq, runID, at, string(typ), string(payload), hex.EncodeToString(h[:]), place)
 	return seq, err
 }

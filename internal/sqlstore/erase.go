@@ -40,6 +40,14 @@ func (s *Store) EraseRuns(ctx context.Context, r agentrt.EraseRequest) ([]agentr
 	if err != nil {
 		return nil, nil, err
 	}
+	// Where the database numbers events, a seq is known once committed.
+	for i := range out {
+		for _, e := range evs {
+			if e.RunID == out[i].RunID && e.Type == agentrt.EventRunErased {
+				out[i].Seq = e.Seq
+			}
+		}
+	}
 	return out, evs, nil
 }
 

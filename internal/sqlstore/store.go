@@ -24,20 +24,19 @@ type Dialect struct {
 	InsertIgnoreSuffix string // e.g. " ON CONFLICT DO NOTHING"
 	// Begin starts a write transaction that takes the write lock at once.
 	Begin string
-	// HeadQuery reads the chain head: seq, hash, and the highest seq ever
-	// used (NULL where the engine does not track it).
+	// HeadQuery reads the highest seq in use and the highest ever used,
+	// where the store assigns seqs (SeqFromDatabase unset).
 	HeadQuery string
+	// SeqFromDatabase says the database assigns events' seqs (a sequence):
+	// writers in many processes take them without waiting on each other,
+	// so seqs may have gaps and become visible out of order across runs.
+	SeqFromDatabase bool
 	// Busy reports whether err means the database was locked.
 	Busy func(error) bool
 
 	// SharedWriters says other processes write the same database at once
-	// (Postgres): the chain head is never trusted from memory, only read
-	// under the lock BeginHead takes.
+	// (Postgres): the highest seq is never trusted from memory.
 	SharedWriters bool
-	// BeginHead, when set, runs right after Begin: it locks the chain head
-	// for the transaction and reads it (seq, hash), so writers from many
-	// processes append to one chain in turn.
-	BeginHead string
 	// DatabaseClock says lease times are kept on the database's clock:
 	// lease expiries are written as the database's now plus a TTL, lapses
 	// are judged against it, and Update hands out a Tx that implements
@@ -120,14 +119,20 @@ type Store struct {
 	readOnly bool
 	closeFn  func() error
 
-	// The chain head as of this store's last commit, and a buffer of
-	// events; only the group commit leader touches them.
+	// The highest seq as of this store's last commit, the run heads its
+	// commits left (runHeads), and buffers of events and of where each
+	// Update's events are; only the group commit leader touches them.
 	headKnown bool
 	// Runs' keys as committed (keyCache).
 	keys     keyCache
 	headSeq  int64
-	headHash string
+	runHeads map[string]runHead
 	evbuf    []agentrt.Event
+	spans    [][2]int
+	// A transaction's run heads and their undo log, kept between
+	// transactions (empty between them).
+	txHeads map[string]runHead
+	undoBuf []headUndo
 	// The pipelined writes of the open transaction, its buffers kept
 	// between transactions.
 	pipe pipeState
@@ -309,14 +314,21 @@ func (s *Store) commit(batch []*request, o opened, err error) {
 	}
 	shared := len(batch) > 1
 	pipelined := s.d.ExecBatch != nil
-	if shared || pipelined {
-		// The first attempt runs without savepoints, pipelined where the
-		// dialect can; the second, if it must, isolates and does neither.
-		if !s.runBatch(batch, false, pipelined, o) {
-			s.runBatch(batch, shared, false, opened{})
+	// The first attempt runs without savepoints, pipelined where the
+	// dialect can; a later one, if it must, isolates and does neither.
+	// One runs again also when its events' insert failed: another process
+	// appended to one of its runs since the head it chained onto (a
+	// conflict of two writers of one run, which a later attempt, reading
+	// the heads afresh, resolves).
+	ok := s.runBatch(batch, false, pipelined, o)
+	for attempt := 1; !ok; attempt++ {
+		if attempt == maxAttempts {
+			for _, r := range batch {
+				r.err = errors.New("agentrt: the batch's events could not be chained: other writers kept moving its runs' heads")
+			}
+			break
 		}
-	} else {
-		s.runBatch(batch, false, false, o)
+		ok = s.runBatch(batch, shared, false, opened{})
 	}
 	for _, r := range batch {
 		if r.err != nil {
@@ -349,8 +361,12 @@ func (s *Store) checkWriter() (dropped bool) {
 	s.wconn = nil
 	s.stmtMu.Unlock()
 	s.headKnown = false
+	clear(s.runHeads)
 	return true
 }
+
+// maxAttempts bounds how many times a batch runs before it fails.
+const maxAttempts = 8
 
 // runBatch runs batch in one transaction and commits it. It returns false
 // only when nothing was kept and the batch must run again: without
@@ -377,7 +393,11 @@ func (s *Store) runBatch(batch []*request, savepoints, pipelined bool, o opened)
 		exec("ROLLBACK")
 		fail(err)
 	}
-	t := &tx{s: s, events: s.evbuf[:0], headRead: s.headKnown, headSeq: s.headSeq, headHash: s.headHash}
+	if s.txHeads == nil {
+		s.txHeads = make(map[string]runHead, 8)
+	}
+	t := &tx{s: s, events: s.evbuf[:0], headRead: s.headKnown, headSeq: s.headSeq, memKnown: s.headKnown, memSeq: s.headSeq,
+		heads: s.txHeads, undo: s.undoBuf[:0]}
 	if pipelined {
 		s.pipe.reset()
 		t.pipe = &s.pipe
@@ -390,21 +410,22 @@ func (s *Store) runBatch(batch []*request, savepoints, pipelined bool, o opened)
 		}
 		return false
 	}
-	if o.locked {
-		// The head was read under its lock, and is trusted for the transaction.
-		t.headRead, t.headTrusted, t.headSeq, t.headHash = true, true, o.seq, o.hash
-	}
 	var handed agentrt.Tx = t
 	if s.d.DatabaseClock {
 		handed = clockTx{t}
 	}
 	shared := len(batch) > 1
-	t.queue = shared && !savepoints
+	t.queue = shared && !savepoints || s.d.SeqFromDatabase
+	spans := s.spans[:0]
 	s.headKnown = false // until this transaction's outcome is known
 	defer func() {
 		// Keep the buffers for the next commit; take copied what callers keep.
 		clear(t.events)
 		s.evbuf = t.events[:0]
+		s.spans = spans[:0]
+		clear(t.heads)
+		clear(t.undo)
+		s.undoBuf = t.undo[:0]
 		s.pipe.reset()
 	}()
 	for i, r := range batch {
@@ -449,11 +470,16 @@ func (s *Store) runBatch(batch []*request, savepoints, pipelined bool, o opened)
 			}
 		}
 		if r.err == nil && r.panicked == nil {
-			r.events = t.take(mark)
+			spans = append(spans, [2]int{mark.events, len(t.events)})
+		} else {
+			spans = append(spans, [2]int{})
 		}
 	}
 	if t.queue {
 		if err := t.flushEvents(); err != nil {
+			// Where a conflict on a run's head failed it, the heads this
+			// store remembers are what is out of date.
+			clear(s.runHeads)
 			return again()
 		}
 	}
@@ -464,9 +490,15 @@ func (s *Store) runBatch(batch []*request, savepoints, pipelined bool, o opened)
 		abort(fmt.Errorf("agentrt: commit: %w", err))
 		return true
 	}
-	if !s.d.SharedWriters {
-		s.headKnown, s.headSeq, s.headHash = t.headRead, t.headSeq, t.headHash
+	for i, r := range batch {
+		if r.err == nil && r.panicked == nil {
+			r.events = t.taken(spans[i][0], spans[i][1])
+		}
 	}
+	if !s.d.SharedWriters {
+		s.headKnown, s.headSeq = t.headRead, t.headSeq
+	}
+	s.publishHeads(t.heads)
 	s.keys.publish(t.published)
 	s.stats.Lock()
 	s.stats.Commits++
@@ -475,14 +507,9 @@ func (s *Store) runBatch(batch []*request, savepoints, pipelined bool, o opened)
 	return true
 }
 
-// opened is a write transaction begun on the writer's connection, with
-// the chain head read under its lock where the dialect takes one
-// (BeginHead).
+// opened is a write transaction begun on the writer's connection.
 type opened struct {
-	begun  bool
-	locked bool
-	seq    int64
-	hash   string
+	begun bool
 }
 
 // execW runs a statement without arguments (BEGIN, COMMIT, ROLLBACK,
@@ -498,7 +525,7 @@ func (s *Store) execW(q string) error {
 
 // begin opens a write transaction on the writer's connection, connecting
 // again once if the connection died since the last one, and waiting out a
-// busy database; where the dialect says, it locks and reads the chain head.
+// busy database.
 func (s *Store) begin() (opened, error) {
 	ctx := context.Background()
 	if s.wconn == nil {
@@ -531,21 +558,7 @@ func (s *Store) begin() (opened, error) {
 	if err != nil {
 		return opened{}, fmt.Errorf("agentrt: begin transaction: %w", err)
 	}
-	o := opened{begun: true}
-	if s.d.BeginHead != "" {
-		var seq sql.NullInt64
-		var h sql.NullString
-		st, err := s.stmt(s.d.BeginHead)
-		if err == nil {
-			err = st.QueryRowContext(ctx).Scan(&seq, &h)
-		}
-		if err != nil {
-			s.execW("ROLLBACK")
-			return opened{}, fmt.Errorf("agentrt: lock the chain head: %w", err)
-		}
-		o.locked, o.seq, o.hash = true, seq.Int64, h.String
-	}
-	return o, nil
+	return opened{begun: true}, nil
 }
 
 func runFn(fn func(agentrt.Tx) error, t agentrt.Tx) (p any, err error) {

@@ -16,16 +16,22 @@ type tx struct {
 	s *Store
 
 	events []agentrt.Event
-	// The chain head: remembered from the store's last commit or read in
-	// this transaction; headTrusted means checked under this transaction's
-	// write lock. In queue mode (an optimistic batch) event rows wait in
-	// rows for one insert.
+	// The highest seq, where the store assigns seqs (SQLite): remembered
+	// from the store's last commit or read in this transaction;
+	// headTrusted means checked under this transaction's write lock.
+	// memSeq is what the store remembered (memKnown: anything). In queue
+	// mode (an optimistic batch, or every transaction where the database
+	// assigns seqs) event rows wait in rows for one insert.
 	headRead    bool
 	headTrusted bool
 	headSeq     int64
-	headHash    string
+	memKnown    bool
+	memSeq      int64
 	queue       bool
 	rows        []eventRow
+	// The run heads this transaction moved, and how to undo each move.
+	heads map[string]runHead
+	undo  []headUndo
 
 	// pipe, on a pipelined attempt (the dialect's ExecBatch): writes wait
 	// there and reach the server together, in one round trip, before the
@@ -68,32 +74,35 @@ func (t *tx) timeText(at time.Time) string {
 type txMark struct {
 	events      int
 	rows        int
+	undo        int
 	headRead    bool
 	headTrusted bool
 	headSeq     int64
-	headHash    string
 }
 
 func (t *tx) mark() txMark {
-	return txMark{events: len(t.events), rows: len(t.rows), headRead: t.headRead, headTrusted: t.headTrusted, headSeq: t.headSeq, headHash: t.headHash}
+	return txMark{events: len(t.events), rows: len(t.rows), undo: len(t.undo), headRead: t.headRead, headTrusted: t.headTrusted, headSeq: t.headSeq}
 }
 
 func (t *tx) reset(m txMark) {
 	t.events = t.events[:m.events]
 	t.rows = t.rows[:m.rows]
-	t.headRead, t.headTrusted, t.headSeq, t.headHash = m.headRead, m.headTrusted, m.headSeq, m.headHash
+	t.undoHeads(m.undo)
+	t.headRead, t.headTrusted, t.headSeq = m.headRead, m.headTrusted, m.headSeq
 	clear(t.salts)
 	t.salt1ID = ""
 	t.unproven, t.live = t.unproven[:0], t.live[:0]
 	t.published = t.published[:0]
 }
 
-func (t *tx) take(m txMark) []agentrt.Event {
-	if len(t.events) == m.events {
+// taken copies the events of one Update, from index from to to, for its
+// caller to keep.
+func (t *tx) taken(from, to int) []agentrt.Event {
+	if from == to {
 		return nil
 	}
-	out := make([]agentrt.Event, len(t.events)-m.events)
-	copy(out, t.events[m.events:])
+	out := make([]agentrt.Event, to-from)
+	copy(out, t.events[from:to])
 	return out
 }
 
@@ -151,6 +160,10 @@ func (t *tx) RunInsert(r agentrt.Run) error {
 		r.LeaseOwner, t.timeText(r.LeaseExpiresAt), r.Generation)
 	if err != nil {
 		return err
+	}
+	// A run inserted here has no event yet: its first needs no lookup.
+	if _, ok := t.heads[r.ID]; !ok {
+		t.setHead(r.ID, runHead{})
 	}
 	return t.insertSalt(r.ID)
 }

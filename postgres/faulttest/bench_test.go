@@ -14,25 +14,34 @@ import (
 // the worker role, each a Worker of concurrency 8 on its own store) on one
 // database: 1 and 4 of them. Each iteration enqueues 128 runs of Steps
 // steps and waits until every one has completed; steps/s is what the
-// processes together sustained, claims, lease renewals and cross-process
-// chain-head turns included. 4 processes ÷ 1 is the scaling, for tools
-// that return at once (the database and the chain head are the bound, and
-// more processes cannot lift it) and for tools that take 20 or 100 ms, as
-// a call to another service does (a process's 8 slots are the bound, which
-// more processes lift until the database's is reached).
+// processes together sustained, claims and lease renewals included. 4
+// processes ÷ 1 is the scaling, for tools that return at once (the
+// database is the bound) and for tools that take 20 or 100 ms, as a call
+// to another service does (a process's 8 slots are the bound, which more
+// processes lift until the database's is reached). chain=none is the
+// ceiling: the same processes committing the same rows with no chain at
+// all (no hash, no place in a run), so chain=run ÷ chain=none is what the
+// per-run chains cost.
 func BenchmarkWorkerProcesses(b *testing.B) {
 	pgtest.DSN(b)
 	const runs = 128
 	for _, tool := range []int{0, 20, 100} {
 		for _, procs := range []int{1, 4} {
-			b.Run(fmt.Sprintf("tool=%dms/procs=%d", tool, procs), func(b *testing.B) { benchWorkerProcesses(b, runs, procs, tool) })
+			for _, chain := range []string{"run", "none"} {
+				if chain == "none" && tool > 0 {
+					continue // the slots, not the database, bound these
+				}
+				b.Run(fmt.Sprintf("tool=%dms/procs=%d/chain=%s", tool, procs, chain), func(b *testing.B) {
+					benchWorkerProcesses(b, runs, procs, tool, chain == "none")
+				})
+			}
 		}
 	}
 }
 
-func benchWorkerProcesses(b *testing.B, runs, procs, toolMS int) {
+func benchWorkerProcesses(b *testing.B, runs, procs, toolMS int, chainless bool) {
 	c := newCluster(b, 5*time.Second)
-	c.toolMS = toolMS
+	c.toolMS, c.chainless = toolMS, chainless
 	st := c.store()
 	workers := make([]*proc, procs)
 	for i := range workers {

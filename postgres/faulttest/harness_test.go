@@ -44,8 +44,11 @@ type cluster struct {
 	dir     string
 	ttl     time.Duration
 	toolMS  int
-	mu      sync.Mutex
-	n       int
+	// chainless makes the workers write events with no chain (the
+	// ceiling BenchmarkWorkerProcesses measures the chain against).
+	chainless bool
+	mu        sync.Mutex
+	n         int
 }
 
 func newCluster(t testing.TB, ttl time.Duration) *cluster {
@@ -70,7 +73,7 @@ func (c *cluster) start(owner, dsn string) *proc {
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envRole+"=worker", envDSN+"="+dsn, envJournal+"="+c.journal, envOwner+"="+owner,
-		envTTL+"="+c.ttl.String(), envToolMS+"="+strconv.Itoa(c.toolMS))
+		envTTL+"="+c.ttl.String(), envToolMS+"="+strconv.Itoa(c.toolMS), envChainless+"="+strconv.FormatBool(c.chainless))
 	cmd.Stderr = logf
 	// A worker dies with the test: a test that times out leaves no
 	// worker behind to write to the next test's database.

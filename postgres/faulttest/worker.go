@@ -31,6 +31,9 @@ const (
 	envOwner   = "AGENTRT_FAULT_OWNER"
 	envTTL     = "AGENTRT_FAULT_TTL"
 	envToolMS  = "AGENTRT_FAULT_TOOL_MS"
+	// envChainless "true" makes the worker write events unchained: a
+	// benchmark's ceiling, never a fault test's (their chain must verify).
+	envChainless = "AGENTRT_FAULT_CHAINLESS"
 )
 
 // Steps is the script every fault-test run follows: two journaled tool
@@ -56,6 +59,9 @@ func RunWorker() int {
 		ttl = 2 * time.Second
 	}
 	toolMS, _ := strconv.Atoi(os.Getenv(envToolMS))
+	if os.Getenv(envChainless) == "true" {
+		postgres.ChainlessForBenchmarks()
+	}
 	f, err := os.OpenFile(os.Getenv(envJournal), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "journal:", err)
