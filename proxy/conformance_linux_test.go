@@ -188,6 +188,9 @@ func conformance(t *testing.T, forward []string, list string) {
 		"manifest": "cf.manifest.json", "default_timeout": "30s", "rules": rules}
 	if forward != nil {
 		entry["forward"] = forward
+		// The server's sampling and elicitation tools ask through requests
+		// of their own, which only a 2025-11-25 session carries.
+		entry["protocol"] = "2025-11-25"
 	}
 	config := proxyConfig(t, proxyBin, entry, nil)
 	// The suite opens a session per scenario and ends none, so the bound
