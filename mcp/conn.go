@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -27,6 +28,10 @@ type Connection struct {
 	watch *watcher
 
 	progress progressRouter
+
+	// logLevel is the level a 2026-07-28 server is sent in each request's
+	// _meta ("" sends none); see SetLoggingLevel.
+	logLevel atomic.Value
 }
 
 // Close ends the session and, for a stdio server, kills its process group.
@@ -84,49 +89,20 @@ func connect(ctx context.Context, srv *Server) (*Connection, error) {
 	c := &Connection{srv: *srv, tap: newTap(), closed: make(chan struct{})}
 	c.tap.progress = c.progress.deliver
 	c.watch = newWatcher(c)
-	var t sdk.Transport
-	switch {
-	case srv.transport != nil:
-		t = &tapTransport{inner: srv.transport(), tap: c.tap}
-	case len(srv.Command) > 0:
-		p, err := startProcess(srv)
-		if err != nil {
-			return nil, fmt.Errorf("mcp: server %q: start %q: %w", srv.Name, trace.Sanitize(srv.Command[0]), err)
-		}
-		c.proc = p
-		rw := pipeRWC{p}
-		// One message line is bounded like an HTTP body.
-		t = &tapTransport{inner: &sdk.IOTransport{Reader: rw, Writer: rw, MaxLineLength: MaxResponseBodyBytes}, tap: c.tap}
-	case srv.SSE:
-		// The GET stream is bounded event by event and every POST body
-		// whole, as for streamable HTTP; the SDK's own event cap is the
-		// same figure.
-		hc, err := sseHTTPClient(srv, c.tap)
-		if err != nil {
-			return nil, err
-		}
-		t = &sseTransport{inner: &sdk.SSEClientTransport{
-			Endpoint:     srv.Endpoint,
-			HTTPClient:   hc,
-			MaxEventSize: MaxResponseBodyBytes,
-		}}
-	default:
-		t = &sdk.StreamableClientTransport{
-			Endpoint:     srv.Endpoint,
-			HTTPClient:   httpClient(srv.HTTPClient, c.tap),
-			MaxRetries:   MaxStreamRetries,
-			OAuthHandler: srv.OAuthHandler,
-		}
+	t, err := c.openTransport(srv)
+	if err != nil {
+		return nil, err
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: clientName, Version: clientVersion}, c.clientOptions())
 	client.AddReceivingMiddleware(c.refuseRequests)
+	client.AddSendingMiddleware(uncachedToolLists, c.carryLogLevel)
 	type result struct {
 		cs  *sdk.ClientSession
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		cs, err := client.Connect(ctx, t, &sdk.ClientSessionOptions{ProtocolVersion: protocolVersion})
+		cs, err := client.Connect(ctx, t, &sdk.ClientSessionOptions{ProtocolVersion: askFor(srv)})
 		done <- result{cs, err}
 	}()
 	var r result
@@ -152,7 +128,88 @@ func connect(ctx context.Context, srv *Server) (*Connection, error) {
 		return nil, err
 	}
 	c.cs = r.cs
+	if srv.Protocol == protocolVersion && c.Protocol() != protocolVersion {
+		got := c.Protocol()
+		c.Close()
+		return nil, fmt.Errorf("mcp: server %q: connect: the server settled on protocol %q, and its Protocol asks for %s only", srv.Name, trace.Sanitize(got), protocolVersion)
+	}
 	return c, nil
+}
+
+// askFor is the revision to ask srv for: its Protocol, else the newest. The
+// legacy SSE transport has no binding in 2026-07-28, so a server reached
+// through it is only ever initialized.
+func askFor(srv *Server) string {
+	if srv.SSE {
+		return legacyProtocolVersion
+	}
+	if srv.Protocol != "" {
+		return srv.Protocol
+	}
+	return protocolVersion
+}
+
+// Protocol is the revision the server and this client agreed on:
+// 2026-07-28 when the server answered server/discover with it, else the
+// one initialize settled.
+func (c *Connection) Protocol() string {
+	if r := c.cs.InitializeResult(); r != nil {
+		return r.ProtocolVersion
+	}
+	return ""
+}
+
+// uncachedToolLists keeps the SDK from answering a tools/list from its
+// cache: under 2026-07-28 it keeps a page for the ttlMs the server gave and
+// serves it without a request, where the tap captures no bytes and a tool
+// the server changed would still check against the old page. The listing
+// is read from the captured bytes, so zeroing the SDK's copy loses nothing.
+func uncachedToolLists(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		res, err := next(ctx, method, req)
+		if r, ok := res.(*sdk.ListToolsResult); ok && r != nil {
+			r.TTLMs = 0
+		}
+		return res, err
+	}
+}
+
+// openTransport is srv's transport, every byte read through c's tap; for
+// a stdio server it starts the process.
+func (c *Connection) openTransport(srv *Server) (sdk.Transport, error) {
+	switch {
+	case srv.transport != nil:
+		return &tapTransport{inner: srv.transport(), tap: c.tap}, nil
+	case len(srv.Command) > 0:
+		p, err := startProcess(srv)
+		if err != nil {
+			return nil, fmt.Errorf("mcp: server %q: start %q: %w", srv.Name, trace.Sanitize(srv.Command[0]), err)
+		}
+		c.proc = p
+		rw := pipeRWC{p}
+		// One message line is bounded like an HTTP body.
+		return &tapTransport{inner: &sdk.IOTransport{Reader: rw, Writer: rw, MaxLineLength: MaxResponseBodyBytes}, tap: c.tap}, nil
+	case srv.SSE:
+		// The GET stream is bounded event by event and every POST body
+		// whole, as for streamable HTTP; the SDK's own event cap is the
+		// same figure.
+		hc, err := sseHTTPClient(srv, c.tap)
+		if err != nil {
+			return nil, err
+		}
+		return &sseTransport{inner: &sdk.SSEClientTransport{
+			Endpoint:     srv.Endpoint,
+			HTTPClient:   hc,
+			MaxEventSize: MaxResponseBodyBytes,
+		}}, nil
+	default:
+		return &sdk.StreamableClientTransport{
+			Endpoint:     srv.Endpoint,
+			HTTPClient:   httpClient(srv.HTTPClient, c.tap),
+			MaxRetries:   MaxStreamRetries,
+			OAuthHandler: srv.OAuthHandler,
+		}, nil
+	}
 }
 
 // withTimeout runs fn under srv's connect deadline. If the deadline (or the

@@ -40,5 +40,16 @@
 // the client (sampling, elicitation, roots) are refused and reported:
 // this client asks its user nothing on a server's behalf.
 //
+// A Connection speaks the newest revision a server offers: it sends
+// server/discover at 2026-07-28 and, when the server answers with that
+// revision, stays stateless (no initialize; protocol version, client
+// capabilities and client info in every request's _meta; over HTTP the
+// Mcp-Method, Mcp-Name and Mcp-Param headers, computed on the body as sent,
+// after the operator's fixed values went in). A server that does not answer
+// with it, and every server behind the legacy SSE transport, is initialized
+// at 2025-11-25. A tools/list is never answered from the SDK's cache,
+// whatever ttlMs the server allows: the pin checks the bytes sent now.
+// A 2026-07-28 server's input_required result is refused as unreadable.
+//
 // Out of scope: tasks, and the server side of MCP.
 package mcp

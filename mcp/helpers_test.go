@@ -97,6 +97,23 @@ func sdkServer(name string, build func(*sdk.Server)) Server {
 		}}
 }
 
+// legacySDKServer is sdkServer limited to the 2025-11-25 revision, for
+// what only that revision has: requests from server to client, and list
+// changes sent to a session without a subscription.
+func legacySDKServer(name string, build func(*sdk.Server)) Server {
+	srv := sdkServer(name, build)
+	srv.transport = func() sdk.Transport {
+		ct, st := sdk.NewInMemoryTransports()
+		s := sdk.NewServer(&sdk.Implementation{Name: name, Version: "1"}, &sdk.ServerOptions{SupportedProtocolVersions: []string{legacyProtocolVersion}})
+		build(s)
+		if _, err := s.Connect(context.Background(), st, nil); err != nil {
+			panic(err)
+		}
+		return ct
+	}
+	return srv
+}
+
 // rawHandler answers one request of a raw server: the result's JSON text,
 // "ERROR <json string>" for an error response, or answer false to never
 // answer. initialize is answered for it unless it returns "hang".
@@ -143,6 +160,12 @@ func serveRaw(conn net.Conn, handle rawHandler) {
 		res, ok := handle(req.Method, req.Params)
 		if !ok && req.Method == "initialize" && res != "hang" {
 			res, ok = initResult, true
+		}
+		if !ok && req.Method == "server/discover" {
+			// A server of the 2025-11-25 revision, as real ones answer a
+			// method they do not know.
+			go rc.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, req.ID))
+			continue
 		}
 		if !ok {
 			continue

@@ -46,11 +46,18 @@ const (
 	StderrTailBytes = 4 << 10
 )
 
-// protocolVersion is the protocol this client asks for. It is pinned below
-// the SDK's newest so that every tools/list goes over the wire (the newer
-// protocol lets the SDK answer a listing from a cache, where no bytes can be
-// captured) and every server the tests run speaks it.
-const protocolVersion = "2025-11-25"
+// protocolVersion is the newest protocol this client asks for. The SDK
+// first sends server/discover at this revision; a server that offers it is
+// then spoken to statelessly (every request carries protocol version,
+// client capabilities and client info in _meta, and over HTTP the
+// Mcp-Method and Mcp-Name headers), and a server that does not is
+// initialized at legacyProtocolVersion instead.
+const protocolVersion = "2026-07-28"
+
+// legacyProtocolVersion is the SDK's newest revision with sessions and
+// initialize: what a server without server/discover settles on, and what a
+// server behind the legacy SSE transport is asked for.
+const legacyProtocolVersion = "2025-11-25"
 
 // clientName and clientVersion identify this client to servers.
 const (
@@ -114,6 +121,14 @@ type Server struct {
 	// redirect followed, every body and each event capped at
 	// MaxResponseBodyBytes.
 	SSE bool
+	// Protocol, when set, is the one revision asked for. "2025-11-25"
+	// initializes a session even with a server that offers 2026-07-28: for
+	// a server whose tools still ask the client through requests of their
+	// own (sampling, elicitation, roots), which 2026-07-28 replaced with
+	// input_required results. "2026-07-28" refuses a server that does not
+	// answer server/discover with it. Empty means the newest the server
+	// offers; the legacy SSE transport is always 2025-11-25.
+	Protocol string
 	// OAuthHandler, when set, authorizes every streamable HTTP request
 	// (the SDK's transport asks it for a token and calls Authorize on a
 	// 401 or 403). The legacy SSE transport of the pinned SDK takes none,
@@ -189,6 +204,15 @@ func (s *Server) validate() error {
 	}
 	if s.SSE && s.OAuthHandler != nil {
 		return bad("OAuthHandler", "is not supported by the SDK's legacy SSE client transport")
+	}
+	switch s.Protocol {
+	case "", legacyProtocolVersion:
+	case protocolVersion:
+		if s.SSE {
+			return bad("Protocol", "2026-07-28 has no binding for the legacy SSE transport")
+		}
+	default:
+		return bad("Protocol", fmt.Sprintf("must be empty, %s or %s, got %q", legacyProtocolVersion, protocolVersion, trace.Sanitize(s.Protocol)))
 	}
 	if s.Endpoint != "" {
 		u, err := url.Parse(s.Endpoint)

@@ -153,8 +153,33 @@ func (c *Connection) Complete(ctx context.Context, p *sdk.CompleteParams) (*sdk.
 }
 
 // SetLoggingLevel asks the server to send log messages at level and above.
+// A 2026-07-28 server has no logging/setLevel: the level is kept and sent
+// in the _meta of every later request, as that revision asks.
 func (c *Connection) SetLoggingLevel(ctx context.Context, level sdk.LoggingLevel) error {
+	if c.Protocol() >= protocolVersion {
+		c.logLevel.Store(string(level))
+		return nil
+	}
 	return c.cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: level})
+}
+
+// carryLogLevel puts the level SetLoggingLevel kept into the _meta of each
+// request to a 2026-07-28 server, beside what the SDK puts there.
+func (c *Connection) carryLogLevel(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		level, _ := c.logLevel.Load().(string)
+		if p := req.GetParams(); level != "" && p != nil && method != "server/discover" {
+			m := p.GetMeta()
+			if m == nil {
+				m = map[string]any{}
+			}
+			if _, ok := m[sdk.MetaKeyLogLevel]; !ok {
+				m[sdk.MetaKeyLogLevel] = level
+				p.SetMeta(m)
+			}
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // Progress is what a tool call's caller hears of the server's progress

@@ -14,11 +14,11 @@ import (
 	agentrt "github.com/agentrt/agentrt"
 )
 
-// A server's sampling request is refused and reported through
+// A 2025-11-25 server's sampling request is refused and reported through
 // Notifications.Refused, never answered; its resources reach the
 // connection's caller. (Progress and logging: the proxy's forward tests.)
 func TestConnection_RefusesSamplingAndPassesSurfaces(t *testing.T) {
-	srv := sdkServer("s", func(s *sdk.Server) {
+	srv := legacySDKServer("s", func(s *sdk.Server) {
 		s.AddTool(&sdk.Tool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)},
 			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 				_, err := req.Session.CreateMessage(ctx, &sdk.CreateMessageParams{MaxTokens: 1})
@@ -48,13 +48,13 @@ func TestConnection_RefusesSamplingAndPassesSurfaces(t *testing.T) {
 	must(t, err == nil && rr.Contents[0].Text == "hello", "read: %v %v", rr, err)
 }
 
-// A server's prompts and resources list_changed reach the Connection's
+// A 2025-11-25 server's prompts and resources list_changed reach the Connection's
 // Notifications hooks, each on its own hook, when the server adds a prompt
 // or a resource after the connection opened.
 func TestConnection_ListChangedHooksHearPromptsAndResources(t *testing.T) {
 	var mu sync.Mutex
 	var live *sdk.Server
-	srv := sdkServer("lists", func(s *sdk.Server) {
+	srv := legacySDKServer("lists", func(s *sdk.Server) {
 		s.AddTool(&sdk.Tool{Name: "read", InputSchema: json.RawMessage(`{"type":"object"}`)}, okHandler)
 		mu.Lock()
 		live = s

@@ -19,20 +19,18 @@ import (
 
 type slotKey struct{}
 
-// slot receives one raw response.
+// slot receives the raw response of a request. A 2026-07-28 server may
+// answer input_required, and the SDK then sends the request again (a new
+// id, the same context) with the input it asked for: the slot keeps the
+// last answer, the one the SDK returns.
 type slot struct {
-	mu   sync.Mutex
-	done bool
-	raw  json.RawMessage
+	mu  sync.Mutex
+	raw json.RawMessage
 }
 
 func (s *slot) fill(raw json.RawMessage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done {
-		return
-	}
-	s.done = true
 	s.raw = append(json.RawMessage(nil), raw...)
 }
 

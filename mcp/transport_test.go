@@ -54,6 +54,12 @@ func httpMCPStreams(t *testing.T, get http.HandlerFunc, respond func(w http.Resp
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, initResult)
 			return
 		}
+		if req.Method == "server/discover" {
+			// A server of the 2025-11-25 revision.
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, req.ID)
+			return
+		}
 		respond(w, req.ID, req.Method)
 	}))
 	t.Cleanup(s.Close)

@@ -174,6 +174,11 @@ type ServerConfig struct {
 	// SSE reaches Endpoint with the legacy HTTP+SSE transport
 	// ("transport": "sse") under the same bounds as streamable HTTP.
 	SSE bool
+	// Protocol is mcp.Server's: empty speaks the newest revision the
+	// server offers; "2025-11-25" keeps a session for a server whose tools
+	// still send requests of their own; "2026-07-28" refuses a server
+	// without it.
+	Protocol string
 	// Headers are sent on every request to Endpoint's origin, each value
 	// read from where its SecretRef says when the proxy starts.
 	Headers map[string]SecretRef
@@ -215,7 +220,7 @@ func (r ToolRule) mcpRule() mcp.Rule {
 
 // Server is the mcp.Server the configuration describes.
 func (s ServerConfig) Server() mcp.Server {
-	srv := mcp.Server{Name: s.Name, Command: append([]string(nil), s.Command...), Endpoint: s.Endpoint, SSE: s.SSE,
+	srv := mcp.Server{Name: s.Name, Command: append([]string(nil), s.Command...), Endpoint: s.Endpoint, SSE: s.SSE, Protocol: s.Protocol,
 		InheritEnv: append([]string(nil), s.InheritEnv...), ConnectTimeout: s.ConnectTimeout, DefaultTimeout: s.DefaultTimeout}
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		srv.Env = append(srv.Env, k+"="+s.Env[k])
@@ -280,6 +285,7 @@ type fileServer struct {
 	PromptRename   map[string]string                 `json:"prompt_rename"`
 	Forward        []string                          `json:"forward"`
 	Transport      string                            `json:"transport"`
+	Protocol       string                            `json:"protocol"`
 	Headers        map[string]credentials.FileSecret `json:"headers"`
 	SecretEnv      map[string]credentials.FileSecret `json:"secret_env"`
 	OAuth          *credentials.FileOAuth            `json:"oauth"`
@@ -599,6 +605,16 @@ func (fs *fileServer) resolveRemote(field string, rel func(string) string, s *Se
 	if s.SSE && s.Endpoint == "" {
 		return bad(field+".transport", "sse needs an endpoint")
 	}
+	switch fs.Protocol {
+	case "", "2025-11-25":
+	case "2026-07-28":
+		if s.SSE {
+			return bad(field+".protocol", "2026-07-28 has no binding for the sse transport")
+		}
+	default:
+		return bad(field+".protocol", "must be 2025-11-25 or 2026-07-28 (or left out for the newest the server offers), got %q", trace.Sanitize(fs.Protocol))
+	}
+	s.Protocol = fs.Protocol
 	if len(fs.Headers) > 0 && s.Endpoint == "" {
 		return bad(field+".headers", "are sent only to an endpoint; a stdio server takes secret_env")
 	}

@@ -32,19 +32,78 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// scenarioTool is the tool each scenario's host calls ("" lists only).
-func scenarioTool(scenario string) string {
+// toolCall is one call a scenario's host makes through the proxy: the
+// server's tool name and the arguments.
+type toolCall struct {
+	name string
+	args map[string]any
+}
+
+// scenarioCalls are the tools each scenario's host calls, in order (none:
+// it lists only). cctx is the scenario's context, which names the calls
+// for some.
+func scenarioCalls(scenario string, cctx map[string]any) []toolCall {
+	one := func(name string, args map[string]any) []toolCall {
+		if args == nil {
+			args = map[string]any{}
+		}
+		return []toolCall{{name, args}}
+	}
 	switch {
 	case scenario == "tools_call":
-		return "add_numbers"
+		return one("add_numbers", map[string]any{"a": 5, "b": 3})
 	case scenario == "elicitation-sep1034-client-defaults":
-		return "test_client_elicitation_defaults"
+		return one("test_client_elicitation_defaults", nil)
 	case scenario == "sse-retry":
-		return "test_reconnection"
+		return one("test_reconnection", nil)
+	case scenario == "sep-2322-client-request-state":
+		// Each answers input_required (an elicitation) but the unrelated
+		// one, which checks no state of another call leaked into it.
+		return []toolCall{{"test_mrtr_echo_state", map[string]any{}}, {"test_mrtr_no_state", map[string]any{}},
+			{"test_mrtr_unrelated", map[string]any{}}, {"test_mrtr_no_result_type", map[string]any{}}}
+	case scenario == "http-standard-headers":
+		return []toolCall{{"test_headers", map[string]any{}}, {"my-hyphenated-tool", map[string]any{}}}
+	case scenario == "json-schema-2020-12-preservation":
+		// The echo's argument is the focal tool's schema as the host got
+		// it from the proxy, filled in once the tools are listed.
+		return []toolCall{{"json_schema_2020_12_tool", nil}, {"json_schema_echo", nil}}
+	case scenario == "http-invalid-tool-headers":
+		return one("valid_tool", map[string]any{"region": "us-west1"})
+	case scenario == "http-custom-headers":
+		var calls []toolCall
+		list, _ := cctx["toolCalls"].([]any)
+		for _, c := range list {
+			m, _ := c.(map[string]any)
+			name, _ := m["name"].(string)
+			args, _ := m["arguments"].(map[string]any)
+			// A host omits an argument it has no value for: the proxy
+			// holds arguments to the pinned schema, where null is not a
+			// boolean.
+			for k, v := range args {
+				if v == nil {
+					delete(args, k)
+				}
+			}
+			if name != "" {
+				calls = append(calls, toolCall{name, args})
+			}
+		}
+		return calls
 	case strings.HasPrefix(scenario, "auth/"):
-		return "test-tool"
+		return one("test-tool", nil)
 	}
-	return ""
+	return nil
+}
+
+// pinOnly names the scenarios whose server offers only a tool the proxy
+// refuses (a schema that refers outside itself), so it has nothing to
+// serve: the scenario judges the listing, which pin makes.
+func pinOnly(scenario string) bool { return scenario == "json-schema-ref-no-deref" }
+
+// elicits names the scenarios whose server asks the host for input
+// (elicitation), which the proxy forwards under the server's opt-in.
+func elicits(scenario string) bool {
+	return scenario == "elicitation-sep1034-client-defaults" || scenario == "sep-2322-client-request-state"
 }
 
 func main() {
@@ -74,12 +133,12 @@ func run(url, scenario string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	tool := scenarioTool(scenario)
+	calls := scenarioCalls(scenario, cctx)
 	// A scenario without a tool to call (initialize) has a server that
 	// offers none: no rule to write.
 	rules := map[string]any{}
-	if tool != "" {
-		rules[tool] = map[string]any{"side_effect": "read_only", "rename": strings.ReplaceAll(tool, "-", "_")}
+	for _, c := range calls {
+		rules[c.name] = map[string]any{"side_effect": "read_only", "rename": strings.ReplaceAll(c.name, "-", "_")}
 	}
 	server := map[string]any{"name": "cf", "endpoint": url, "manifest": "cf.manifest.json",
 		"connect_timeout": "20s", "default_timeout": "20s", "rules": rules}
@@ -125,7 +184,7 @@ func run(url, scenario string) error {
 		}
 		server["oauth"] = o
 	}
-	if scenario == "elicitation-sep1034-client-defaults" {
+	if elicits(scenario) {
 		server["forward"] = []string{"elicitation"}
 	}
 	cfg := map[string]any{"database": "runs.db", "session": "cf", "hold": "0s", "servers": []any{server}}
@@ -144,8 +203,20 @@ func run(url, scenario string) error {
 			return err
 		}
 	}
-	if out, err := command("pin", "-config", config).CombinedOutput(); err != nil {
+	out, err := command("pin", "-config", config).CombinedOutput()
+	if err != nil && oauth && strings.Contains(string(out), "agentrt-proxy login cf") {
+		// The server refused the login pin used (its authorization server
+		// changed): the operator logs in again, as the error says.
+		if err := login(command("login", "-config", config, "-timeout", "20s", "cf")); err != nil {
+			return err
+		}
+		out, err = command("pin", "-config", config).CombinedOutput()
+	}
+	if err != nil {
 		return fmt.Errorf("agentrt-proxy pin: %v\n%s", err, out)
+	}
+	if pinOnly(scenario) {
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
@@ -153,9 +224,13 @@ func run(url, scenario string) error {
 	var stderr syncWriter
 	proxy.Stderr = io.MultiWriter(os.Stderr, &stderr)
 	opts := &sdk.ClientOptions{}
-	if scenario == "elicitation-sep1034-client-defaults" {
+	if elicits(scenario) {
+		content := map[string]any{}
+		if scenario == "sep-2322-client-request-state" {
+			content["confirmed"] = true
+		}
 		opts.ElicitationHandler = func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
-			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+			return &sdk.ElicitResult{Action: "accept", Content: content}, nil
 		}
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "cfclient-host", Version: "1"}, opts)
@@ -171,10 +246,37 @@ func run(url, scenario string) error {
 	if err != nil {
 		return fmt.Errorf("list tools: %v", err)
 	}
-	if tool == "" {
-		return nil
+	if scenario == "http-standard-headers" {
+		// The scenario also watches the headers of resources and prompts;
+		// the proxy forwards them (read_only surfaces).
+		if rs, err := cs.ListResources(ctx, nil); err == nil && len(rs.Resources) > 0 {
+			_, _ = cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: rs.Resources[0].URI})
+		}
+		if ps, err := cs.ListPrompts(ctx, nil); err == nil && len(ps.Prompts) > 0 {
+			_, _ = cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: ps.Prompts[0].Name})
+		}
 	}
-	want := strings.ReplaceAll(tool, "-", "_")
+	if scenario == "json-schema-2020-12-preservation" {
+		for _, t := range tools.Tools {
+			if t.Name == calls[0].name {
+				calls = []toolCall{{calls[1].name, map[string]any{"schema": t.InputSchema}}}
+				break
+			}
+		}
+	}
+	for _, c := range calls {
+		if err := callThrough(ctx, cs, tools, c, oauth, &stderr, command, config); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// callThrough calls one tool through the proxy as the host, logging in
+// again when the proxy's stderr asks for it (a step-up).
+func callThrough(ctx context.Context, cs *sdk.ClientSession, tools *sdk.ListToolsResult, c toolCall, oauth bool, stderr *syncWriter,
+	command func(...string) *exec.Cmd, config string) error {
+	want := strings.ReplaceAll(c.name, "-", "_")
 	found := false
 	for _, t := range tools.Tools {
 		found = found || t.Name == want
@@ -182,11 +284,7 @@ func run(url, scenario string) error {
 	if !found {
 		return fmt.Errorf("the proxy does not offer %s", want)
 	}
-	args := map[string]any{}
-	if tool == "add_numbers" {
-		args = map[string]any{"a": 5, "b": 3}
-	}
-	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: want, Arguments: args})
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: want, Arguments: c.args})
 	if err != nil {
 		return fmt.Errorf("call %s: %v", want, err)
 	}
@@ -202,7 +300,7 @@ func run(url, scenario string) error {
 		if err := login(command("login", "-config", config, "-timeout", "20s", "cf")); err != nil {
 			return err
 		}
-		if res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: want, Arguments: args}); err != nil {
+		if res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: want, Arguments: c.args}); err != nil {
 			return fmt.Errorf("call %s after a new login: %v", want, err)
 		}
 	}
