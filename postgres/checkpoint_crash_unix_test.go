@@ -84,16 +84,15 @@ func TestIntegrator_PostgresKilledMidBatchRestartsWithNothingFoldedTwiceOrSkippe
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, latest, _, err := in.Fold(ctx)
-	if err != nil || n != 250 || latest.Size != 250 {
-		t.Fatalf("restart folded %d, size %d: %v", n, latest.Size, err)
-	}
+	// One Fold may stop short where another test's transaction holds the
+	// cluster's watermark back; foldAll folds until nothing is left.
+	foldAll(t, st, in)
 	var leaves, distinct int64
 	if err := st.Pool().QueryRow(ctx, "SELECT COUNT(*), COUNT(DISTINCT seq) FROM event_leaves").Scan(&leaves, &distinct); err != nil {
 		t.Fatal(err)
 	}
-	if leaves != 250 || distinct != 250 || count("checkpoints") != 3 {
-		t.Fatalf("leaves %d distinct %d checkpoints %d; want 250, 250, 3", leaves, distinct, count("checkpoints"))
+	if leaves != 250 || distinct != 250 || count("checkpoints") < 3 {
+		t.Fatalf("leaves %d distinct %d checkpoints %d; want 250, 250 and at least 3 (batches of 100)", leaves, distinct, count("checkpoints"))
 	}
 	rep, err := checkpoint.Verify(ctx, st, checkpoint.VerifyOptions{})
 	if err != nil || rep.Problem != nil || rep.Leaves != 250 {

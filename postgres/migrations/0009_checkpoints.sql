@@ -1,5 +1,4 @@
--- agentrt schema version 9 for PostgreSQL (numbered 0010 on main once the
--- per-run chains' migration lands before it), mirroring
+-- agentrt schema version 9 for PostgreSQL mirroring
 -- sqlite/migrations/0009: the checkpoints' tables, and each event's
 -- transaction id.
 --

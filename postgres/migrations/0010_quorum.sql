@@ -1,5 +1,5 @@
--- agentrt schema version 9 for PostgreSQL, mirroring
--- sqlite/migrations/0009: approvers' roles and scope, an approval's
+-- agentrt schema version 10 for PostgreSQL, mirroring
+-- sqlite/migrations/0010: approvers' roles and scope, an approval's
 -- requirement and policy version, and one vote per approver per approval.
 ALTER TABLE approvers ADD COLUMN access_json TEXT NOT NULL DEFAULT '';
 ALTER TABLE approvals ADD COLUMN requirement_json TEXT NOT NULL DEFAULT '';

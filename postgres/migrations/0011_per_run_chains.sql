@@ -1,4 +1,4 @@
--- agentrt schema version 9 for PostgreSQL, mirroring sqlite/migrations/0009.
+-- agentrt schema version 11 for PostgreSQL, mirroring sqlite/migrations/0011.
 -- Released migrations never change; add a new file.
 --
 -- Per-run chains (docs/decisions/0015): commits of different runs share

@@ -1,5 +1,4 @@
--- agentrt schema version 9 (numbered 0010 on main once the per-run chains'
--- migration lands before it). Released migrations never change; add a new file.
+-- agentrt schema version 9. Released migrations never change; add a new file.
 --
 -- Checkpoints (docs/decisions/0015): an integrator folds committed events,
 -- in batches, as leaves of an RFC 6962 Merkle tree and writes one

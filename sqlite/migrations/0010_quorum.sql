@@ -1,4 +1,4 @@
--- agentrt schema version 9. Released migrations never change; add a new file.
+-- agentrt schema version 10. Released migrations never change; add a new file.
 --
 -- Multi-party approvals. An approver carries roles and a scope (which
 -- approvals it may decide), as JSON. An approval may carry a requirement

@@ -1,4 +1,4 @@
--- agentrt schema version 9. Released migrations never change; add a new file.
+-- agentrt schema version 11. Released migrations never change; add a new file.
 --
 -- Per-run chains (docs/decisions/0015). Events written from this version
 -- on chain within their run: each one's hash covers the hash of the run's
