@@ -25,6 +25,8 @@ type Notes struct {
 	ReadHold func() error
 	// AfterAppend, when set, is called once Append wrote its line.
 	AfterAppend func()
+	// OnCall, when set, is called first in each tool with its name.
+	OnCall func(tool string)
 }
 
 // NewNotes is the note in dir, holding "first line\n" unless it exists.
@@ -44,8 +46,11 @@ func (n *Notes) Count(tool string) int32 {
 	return v.(*atomic.Int32).Load()
 }
 
-// Ran counts one run of the named tool.
+// Ran counts one run of the named tool, after OnCall.
 func (n *Notes) Ran(tool string) {
+	if n.OnCall != nil {
+		n.OnCall(tool)
+	}
 	v, _ := n.runs.LoadOrStore(tool, new(atomic.Int32))
 	v.(*atomic.Int32).Add(1)
 }
