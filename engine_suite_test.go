@@ -126,6 +126,10 @@ func TestGate_TwoWaitingCallsAreAttachedOneAtATime(t *testing.T)             { o
 func TestGate_EveryCallCutOffByACrashIsAskedAbout(t *testing.T)              { onSQLite(t) }
 func TestGate_SiblingGoesOnWhileAStepsWriteCommits(t *testing.T)             { onSQLite(t) }
 func TestGate_SiblingsWritingAtOnceKeepEachStepsOrder(t *testing.T)          { onSQLite(t) }
+func TestGate_CallRunsAllowedSiblingsWhileAWriteWaits(t *testing.T)          { onSQLite(t) }
+func TestGate_CallCollectsWhatIsRecordedInsteadOfAskingAgain(t *testing.T)   { onSQLite(t) }
+func TestGate_CallCutOffByACrashAsksOnceAndRunsOnce(t *testing.T)            { onSQLite(t) }
+func TestGate_CallRefusesWhatItCannotRun(t *testing.T)                       { onSQLite(t) }
 func TestApproval_ApproveThenResumeExecutesRecordedRequest(t *testing.T)     { onSQLite(t) }
 func TestApproval_TamperedRowRefused(t *testing.T)                           { onSQLite(t) }
 func TestApproval_ShownDecisionIsAtomic(t *testing.T)                        { onSQLite(t) }

@@ -53,6 +53,12 @@ var (
 	// ErrRunEnded: the run already ended (completed, failed or
 	// cancelled); it matches ErrRunState.
 	ErrRunEnded = fmt.Errorf("agentrt: run ended (%w)", ErrRunState)
+	// ErrCallRefused: Gate.Call did not run the call and recorded no
+	// outcome for it: its approval was rejected or expired, its run waits
+	// on another call's approval, or its run ended. The error is a
+	// *CallRefusedError; a framework hands its text to the model as the
+	// call's tool error.
+	ErrCallRefused = errors.New("agentrt: the call was refused")
 	// ErrNoToolBody: the tool is registered by spec only (SpecOnly), so
 	// its body must be supplied at the call (OpenStep.ExecuteFunc); and
 	// ExecuteFunc on a tool that has a body of its own.
@@ -320,3 +326,23 @@ func (e *RunRecordError) Error() string {
 
 // Is matches ErrTamperedRecord.
 func (e *RunRecordError) Is(target error) bool { return target == ErrTamperedRecord }
+
+// CallRefusedError says why Gate.Call refused a call. It matches
+// ErrCallRefused, and Err (ErrRunEnded for a run that ended) when set.
+type CallRefusedError struct {
+	RunID, CallID string
+	Reason        string
+	Err           error
+}
+
+func (e *CallRefusedError) Error() string {
+	return fmt.Sprintf("agentrt: call %s of run %s was refused: %s", e.CallID, e.RunID, e.Reason)
+}
+
+// Unwrap returns ErrCallRefused and Err.
+func (e *CallRefusedError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrCallRefused}
+	}
+	return []error{ErrCallRefused, e.Err}
+}

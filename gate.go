@@ -37,6 +37,7 @@ type GateConfig struct {
 type Gate struct {
 	e    *engine
 	poll time.Duration
+	c    calls // Gate.Call's sessions and turns
 }
 
 // NewGate checks cfg as NewDriver checks a Config and registers its tools.

@@ -3,15 +3,14 @@ package adk
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
-	"sync"
 	"time"
 
 	"github.com/agentrt/agentrt"
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/genai"
 )
@@ -27,10 +26,9 @@ type Options struct {
 	// never taken as the grant: only the approval recorded in agentrt is.
 	Interrupt bool
 	// TurnWait bounds how long a call that is not read-only waits for the
-	// other calls of its turn to open their steps before it is proposed;
-	// zero means one second, negative means no wait (for a task runner
-	// that runs a turn's calls one after another). It only delays: a call
-	// ADK never makes (another callback answered it) costs this once.
+	// other calls of its turn to open their steps before it is proposed
+	// (agentrt.Call.TurnWait): zero means one second, negative no wait
+	// (for a task runner that runs a turn's calls one after another).
 	TurnWait time.Duration
 }
 
@@ -79,8 +77,8 @@ type runnable interface {
 }
 
 // Callbacks are an llmagent's hooks into the gate: BeforeTool governs each
-// call; AfterModel notes which calls a turn holds, so a call that waits for
-// an operator does not hold up its siblings.
+// call; AfterModel announces which calls a turn holds (Gate.Turn), so a
+// call that waits for an operator does not hold up its siblings.
 type Callbacks struct {
 	BeforeTool llmagent.BeforeToolCallback
 	AfterModel llmagent.AfterModelCallback
@@ -93,16 +91,10 @@ func (c Callbacks) Apply(cfg *llmagent.Config) {
 }
 
 // Govern returns the callbacks that put every tool call of an llmagent
-// under g. classes names the tools it may run (those given to Specs); any
-// other tool's call is refused as a tool error.
+// under g through Gate.Call. classes names the tools it may run (those
+// given to Specs); any other tool's call is refused as a tool error.
 func Govern(g *agentrt.Gate, classes map[string]agentrt.SideEffect, opts Options) Callbacks {
-	if opts.Limits == (agentrt.Limits{}) {
-		opts.Limits = agentrt.FrameworkLimits()
-	}
-	if opts.TurnWait <= 0 {
-		opts.TurnWait = time.Second
-	}
-	gv := &governor{g: g, classes: classes, opts: opts, runs: map[string]*runState{}, turns: map[string]*turn{}}
+	gv := &governor{g: g, classes: classes, opts: opts}
 	return Callbacks{BeforeTool: gv.before, AfterModel: gv.afterModel}
 }
 
@@ -110,30 +102,22 @@ type governor struct {
 	g       *agentrt.Gate
 	classes map[string]agentrt.SideEffect
 	opts    Options
-	mu      sync.Mutex
-	runs    map[string]*runState
-	turns   map[string]*turn // call id -> its turn, until the call opens its step
 }
 
-// runState is this process's hold on one run: its open session, and the
-// bodies of calls waiting for a grant, so whichever call attaches the run
-// can execute the granted step it is handed.
-type runState struct {
-	mu      sync.Mutex
-	gs      *agentrt.GateSession
-	granted *agentrt.OpenStep           // an approved step Attach opened, not yet executed
-	bodies  map[string]agentrt.ToolBody // step id -> body of a call awaiting its grant
-}
-
-func (gv *governor) run(id string) *runState {
-	gv.mu.Lock()
-	defer gv.mu.Unlock()
-	rs := gv.runs[id]
-	if rs == nil {
-		rs = &runState{bodies: map[string]agentrt.ToolBody{}}
-		gv.runs[id] = rs
+// afterModel announces the governed calls of a model turn; it leaves the
+// response as it is.
+func (gv *governor) afterModel(ctx agent.Context, resp *model.LLMResponse, err error) (*model.LLMResponse, error) {
+	if err != nil || resp == nil || resp.Content == nil || resp.Partial {
+		return nil, nil
 	}
-	return rs
+	var ids []string
+	for _, p := range resp.Content.Parts {
+		if fc := p.FunctionCall; fc != nil && gv.classes[fc.Name] != "" {
+			ids = append(ids, fc.ID)
+		}
+	}
+	gv.g.Turn(RunID(ctx.AppName(), ctx.UserID(), ctx.SessionID()), ids...)
+	return nil, nil
 }
 
 func (gv *governor) before(ctx agent.Context, t tool.Tool, args map[string]any) (map[string]any, error) {
@@ -145,39 +129,39 @@ func (gv *governor) before(ctx agent.Context, t tool.Tool, args map[string]any) 
 	if err != nil {
 		return nil, fmt.Errorf("agentrt: the arguments of %q do not encode as JSON: %w", t.Name(), err)
 	}
-	body := func(_ context.Context, in json.RawMessage) (json.RawMessage, error) {
-		var a map[string]any
-		if err := json.Unmarshal(in, &a); err != nil {
-			return nil, err
-		}
-		out, err := r.Run(ctx, a)
-		if err != nil {
-			return nil, err
-		}
-		return json.Marshal(out)
-	}
-	wait := gv.classes[t.Name()] != agentrt.ReadOnly
-	c := call{join: func() { gv.join(ctx.FunctionCallID(), wait) }, run: RunID(ctx.AppName(), ctx.UserID(), ctx.SessionID()), id: ctx.FunctionCallID(), tool: t.Name(), args: raw, body: body}
-	obs, pending, err := gv.call(ctx, c)
-	switch {
+	run := RunID(ctx.AppName(), ctx.UserID(), ctx.SessionID())
+	res, err := gv.g.Call(ctx, agentrt.Call{RunID: run, Goal: "ADK session " + run, Limits: gv.opts.Limits,
+		CallID: ctx.FunctionCallID(), Tool: t.Name(), Args: raw, NoWait: gv.opts.Interrupt, TurnWait: gv.opts.TurnWait,
+		Body: func(_ context.Context, in json.RawMessage) (json.RawMessage, error) {
+			var a map[string]any
+			if err := json.Unmarshal(in, &a); err != nil {
+				return nil, err
+			}
+			out, err := r.Run(ctx, a)
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(out)
+		}})
+	switch p, obs := res.Pending, res.Observation; {
 	case err != nil:
 		return nil, err
-	case pending != nil && ctx.ToolConfirmation() != nil:
+	case p != nil && ctx.ToolConfirmation() != nil:
 		// ADK's answer is not the grant, and ADK asks no second time on a
 		// resume: the model reads that the call still waits.
-		return nil, fmt.Errorf("agentrt: approval %s of run %s is still pending; ADK's confirmation is not the grant: an operator decides it in agentrt, then the call may be made again", pending.ID, c.run)
-	case pending != nil:
-		if err := ctx.RequestConfirmation(fmt.Sprintf("agentrt approval %s of run %s: approve it with agentrt, not here", pending.ID, c.run),
-			map[string]any{"run_id": c.run, "approval_id": pending.ID}); err != nil {
+		return nil, fmt.Errorf("agentrt: approval %s of run %s is still pending; ADK's confirmation is not the grant: an operator decides it in agentrt, then the call may be made again", p.ID, p.RunID)
+	case p != nil:
+		if err := ctx.RequestConfirmation(fmt.Sprintf("agentrt approval %s of run %s: approve it with agentrt, not here", p.ID, p.RunID),
+			map[string]any{"run_id": p.RunID, "approval_id": p.ID}); err != nil {
 			return nil, err
 		}
-		return map[string]any{"status": "awaiting approval", "approval_id": pending.ID}, nil
+		return map[string]any{"status": "awaiting approval", "approval_id": p.ID}, nil
 	case obs.Failure():
 		return nil, fmt.Errorf("agentrt: %s: %s", obs.Kind, firstOf(obs.FailureMessage, obs.Summary, string(obs.Content)))
 	}
 	var out map[string]any
-	if err := json.Unmarshal(obs.Content, &out); err != nil || out == nil {
-		out = map[string]any{"result": json.RawMessage(obs.Content)}
+	if err := json.Unmarshal(res.Observation.Content, &out); err != nil || out == nil {
+		out = map[string]any{"result": json.RawMessage(res.Observation.Content)}
 	}
 	return out, nil
 }
@@ -190,6 +174,3 @@ func firstOf(s ...string) string {
 	}
 	return ""
 }
-
-// errEnded is returned to the model once the run cannot take calls.
-var errEnded = errors.New("agentrt: the run has ended; no tool may run in it")

@@ -29,7 +29,7 @@ func TestGovern_AReadRunsAtOnceAndAWriteRunsOnceAfterTheOperatorApproves(t *test
 	r := newRig(t, t.TempDir(), agentrt.DefaultPolicy(), Options{},
 		callTurn(readCall("c-read"), writeCall("c-write", "second line")), textTurn("done"))
 	readDone := make(chan struct{})
-	r.notes.afterRead = func() { close(readDone) }
+	r.notes.ReadHold = func() error { close(readDone); return nil }
 	runID := r.session(t, "s1")
 	done := r.goRun("s1", genai.NewContentFromText("add a line", genai.RoleUser))
 
@@ -44,17 +44,17 @@ func TestGovern_AReadRunsAtOnceAndAWriteRunsOnceAfterTheOperatorApproves(t *test
 	if len(pending) != 1 || pending[0].Request.Spec.Name != "append_note" {
 		t.Fatalf("pending approvals %+v, want one for append_note", pending)
 	}
-	if n := r.notes.count("append_note"); n != 0 {
+	if n := r.notes.Count("append_note"); n != 0 {
 		t.Fatalf("append_note ran %d times before approval", n)
 	}
 	r.operator(t, "approve", runID, "-approval", pending[0].ID, "-by", "tester")
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if n := r.notes.count("append_note"); n != 1 {
+	if n := r.notes.Count("append_note"); n != 1 {
 		t.Errorf("append_note ran %d times, want exactly 1", n)
 	}
-	if b, _ := os.ReadFile(r.notes.path); string(b) != "first line\nsecond line\n" {
+	if b, _ := os.ReadFile(r.notes.Path); string(b) != "first line\nsecond line\n" {
 		t.Errorf("the note is %q", b)
 	}
 	got := responses(r.llm.lastRequest())
@@ -76,7 +76,7 @@ func TestGovern_ADenialReachesTheModelAsTheToolError(t *testing.T) {
 	if _, err := r.run(t.Context(), "s1", genai.NewContentFromText("add a line", genai.RoleUser)); err != nil {
 		t.Fatal(err)
 	}
-	if n := r.notes.count("append_note"); n != 0 {
+	if n := r.notes.Count("append_note"); n != 0 {
 		t.Errorf("a denied append_note ran %d times", n)
 	}
 	got := responses(r.llm.lastRequest())["c-write"]
@@ -110,7 +110,7 @@ func TestGovern_InterruptModeTakesOnlyTheRecordedGrant(t *testing.T) {
 	if _, err := r.run(t.Context(), "s1", confirmed(confirm.ID)); err != nil {
 		t.Fatal(err)
 	}
-	if n := r.notes.count("append_note"); n != 0 {
+	if n := r.notes.Count("append_note"); n != 0 {
 		t.Fatalf("append_note ran %d times on ADK's confirmation alone", n)
 	}
 	if got := responses(r.llm.lastRequest())["c-write"]; got == nil || !strings.Contains(fmt.Sprint(got.Response["error"]), "still pending") {
@@ -124,7 +124,7 @@ func TestGovern_InterruptModeTakesOnlyTheRecordedGrant(t *testing.T) {
 	if _, err := r.run(t.Context(), "s1", genai.NewContentFromText("go on", genai.RoleUser)); err != nil {
 		t.Fatal(err)
 	}
-	if n := r.notes.count("append_note"); n != 1 {
+	if n := r.notes.Count("append_note"); n != 1 {
 		t.Errorf("append_note ran %d times after the grant, want 1", n)
 	}
 	if all := r.approvals(t, runID, ""); len(all) != 1 {
@@ -158,7 +158,7 @@ func TestGovern_ARestartedSessionCollectsTheEarlierDecision(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if n := second.notes.count("append_note"); n != 1 {
+	if n := second.notes.Count("append_note"); n != 1 {
 		t.Errorf("append_note ran %d times, want 1", n)
 	}
 	if got := responses(second.llm.lastRequest())["c-2"]; got == nil || got.Response["bytes"] == nil {

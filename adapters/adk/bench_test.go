@@ -2,16 +2,14 @@ package adk
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"iter"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/sqlite"
+	"github.com/agentrt/agentrt/testkit/adaptertest"
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/model"
@@ -54,20 +52,9 @@ type fetchArgs struct {
 	I int64 `json:"i"`
 }
 
-// countingStore counts the write transactions (each one synced commit).
-type countingStore struct {
-	*sqlite.Store
-	commits atomic.Int64
-}
-
-func (s *countingStore) Update(ctx context.Context, fn func(agentrt.Tx) error) ([]agentrt.Event, error) {
-	s.commits.Add(1)
-	return s.Store.Update(ctx, fn)
-}
-
 // benchRunner is an ADK runner over one read tool that takes latency, with
 // the gate's callbacks when governed; it returns the session to run in.
-func benchRunner(b *testing.B, calls int, latency time.Duration, governed bool) (*runner.Runner, *countingStore) {
+func benchRunner(b *testing.B, calls int, latency time.Duration, governed bool) (*runner.Runner, *adaptertest.CountingStore) {
 	b.Helper()
 	fetch, err := functiontool.New(functiontool.Config{Name: "fetch", Description: "Fetches a record."},
 		func(_ agent.Context, a fetchArgs) (fetchArgs, error) { time.Sleep(latency); return a, nil })
@@ -75,26 +62,16 @@ func benchRunner(b *testing.B, calls int, latency time.Duration, governed bool) 
 		b.Fatal(err)
 	}
 	tools := []tool.Tool{fetch}
-	var counted *countingStore
+	var counted *adaptertest.CountingStore
 	cfg := llmagent.Config{Name: "bench", Model: &benchLLM{calls: calls}, Tools: tools}
 	if governed {
-		store, err := sqlite.Open(filepath.Join(b.TempDir(), "runs.db"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { store.Close() })
-		counted = &countingStore{Store: store}
+		counted = adaptertest.OpenCounting(b)
 		cls := map[string]agentrt.SideEffect{"fetch": agentrt.ReadOnly}
 		specs, err := Specs(tools, cls, time.Minute)
 		if err != nil {
 			b.Fatal(err)
 		}
-		g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: counted, Policy: agentrt.DefaultPolicy(), Tools: specs}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		limits := agentrt.FrameworkLimits()
-		limits.MaxSteps = 1 << 30
+		g, limits := adaptertest.BenchGate(b, counted, specs)
 		Govern(g, cls, Options{Limits: limits}).Apply(&cfg)
 	}
 	ag, err := llmagent.New(cfg)
@@ -113,8 +90,8 @@ func benchRunner(b *testing.B, calls int, latency time.Duration, governed bool) 
 }
 
 // benchTurns runs b.N turns in one session, in ctx, and reports the
-// synced commits per turn of a governed runner.
-func benchTurns(b *testing.B, ctx context.Context, r *runner.Runner, counted *countingStore) {
+// synced commits per call of a governed runner.
+func benchTurns(b *testing.B, ctx context.Context, r *runner.Runner, counted *adaptertest.CountingStore, calls int) {
 	b.Helper()
 	if counted != nil {
 		for _, err := range r.Run(ctx, "u", "s", genai.NewContentFromText("warm up", genai.RoleUser), agent.RunConfig{}) {
@@ -122,8 +99,8 @@ func benchTurns(b *testing.B, ctx context.Context, r *runner.Runner, counted *co
 				b.Fatal(err)
 			}
 		}
-		before := counted.commits.Load()
-		defer func() { b.ReportMetric(float64(counted.commits.Load()-before)/float64(b.N), "commits/op") }()
+		before := counted.Commits()
+		defer func() { adaptertest.ReportCommits(b, counted, before, calls) }()
 	}
 	msg := genai.NewContentFromText("go", genai.RoleUser)
 	b.ResetTimer()
@@ -142,41 +119,16 @@ func benchTurns(b *testing.B, ctx context.Context, r *runner.Runner, counted *co
 // parallel allowed calls with the same 8 calls run one after another, each
 // call taking latency as a remote read would.
 func BenchmarkAdapter(b *testing.B) {
-	b.Run("call=direct", func(b *testing.B) { r, c := benchRunner(b, 1, 0, false); benchTurns(b, context.Background(), r, c) })
-	b.Run("call=governed", func(b *testing.B) { r, c := benchRunner(b, 1, 0, true); benchTurns(b, context.Background(), r, c) })
-	b.Run("commit-floor", benchCommitFloor)
+	b.Run("call=direct", func(b *testing.B) { r, c := benchRunner(b, 1, 0, false); benchTurns(b, context.Background(), r, c, 1) })
+	b.Run("call=governed", func(b *testing.B) { r, c := benchRunner(b, 1, 0, true); benchTurns(b, context.Background(), r, c, 1) })
+	b.Run("commit-floor", adaptertest.CommitFloor)
 	sequential := platform.WithTaskRunner(context.Background(), func(ctx context.Context, tasks []func(context.Context)) {
 		for _, t := range tasks {
 			t(ctx)
 		}
 	})
 	for _, lat := range []time.Duration{0, 5 * time.Millisecond} {
-		b.Run(fmt.Sprintf("turn=8-sequential/latency=%s", lat), func(b *testing.B) { r, c := benchRunner(b, 8, lat, true); benchTurns(b, sequential, r, c) })
-		b.Run(fmt.Sprintf("turn=8-parallel/latency=%s", lat), func(b *testing.B) { r, c := benchRunner(b, 8, lat, true); benchTurns(b, context.Background(), r, c) })
-	}
-}
-
-// benchCommitFloor is one synced single-event transaction on the same
-// store and pragmas, as the root's BenchmarkCommitFloor measures it.
-func benchCommitFloor(b *testing.B) {
-	s, err := sqlite.Open(filepath.Join(b.TempDir(), "floor.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	ctx := context.Background()
-	if _, err := s.Update(ctx, func(tx agentrt.Tx) error {
-		return tx.RunInsert(agentrt.Run{ID: "floor", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: time.Now()})
-	}); err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	for range b.N {
-		if _, err := s.Update(ctx, func(tx agentrt.Tx) error {
-			_, err := tx.EventAppend(agentrt.Event{RunID: "floor", At: time.Now(), Type: agentrt.EventStepStarted, Payload: json.RawMessage(`{}`)})
-			return err
-		}); err != nil {
-			b.Fatal(err)
-		}
+		b.Run(fmt.Sprintf("turn=8-sequential/latency=%s", lat), func(b *testing.B) { r, c := benchRunner(b, 8, lat, true); benchTurns(b, sequential, r, c, 8) })
+		b.Run(fmt.Sprintf("turn=8-parallel/latency=%s", lat), func(b *testing.B) { r, c := benchRunner(b, 8, lat, true); benchTurns(b, context.Background(), r, c, 8) })
 	}
 }

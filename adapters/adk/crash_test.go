@@ -1,16 +1,15 @@
 package adk
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/testkit/adaptertest"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/genai"
 )
@@ -30,7 +29,7 @@ func TestMain(m *testing.M) {
 		crashChild(dir)
 		return
 	}
-	os.Exit(m.Run())
+	os.Exit(adaptertest.Main(m))
 }
 
 func crashChild(dir string) {
@@ -41,7 +40,10 @@ func crashChild(dir string) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	r.notes.beforeWrite = func() {
+	r.notes.OnCall = func(tool string) {
+		if tool != "append_note" {
+			return
+		}
 		fmt.Println("started")
 		select {} // held until SIGKILL
 	}
@@ -61,26 +63,9 @@ func crashChild(dir string) {
 // cut off; the real agentrt binary approves it and the write runs once.
 func TestGovern_AWriteCutOffBySIGKILLWaitsForOneApprovalAndRunsOnce(t *testing.T) {
 	dir := t.TempDir()
-	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), crashDirEnv+"="+dir)
-	child.Stderr = os.Stderr
-	out, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if strings.TrimSpace(line) != "started" {
-		child.Process.Kill()
-		t.Fatalf("the child said %q (%v), want started", line, err)
-	}
-	if err := child.Process.Kill(); err != nil { // SIGKILL
-		t.Fatal(err)
-	}
-	child.Wait()
-
+	child := adaptertest.StartChild(t, "", crashDirEnv+"="+dir)
+	child.Line(t, "started")
+	child.Kill()
 	r, err := buildRig(dir, agentrt.EngineConfig{Policy: agentrt.DefaultPolicy()}, Options{},
 		callTurn(writeCall("c-write-again", "second line")), textTurn("done"))
 	if err != nil {
@@ -104,17 +89,17 @@ func TestGovern_AWriteCutOffBySIGKILLWaitsForOneApprovalAndRunsOnce(t *testing.T
 	if a.Kind != agentrt.InterruptedSideEffect || !strings.Contains(string(a.Presentation), "outcome is unknown") {
 		t.Errorf("the approval is %s %s, want one that says the call was cut off", a.Kind, a.Presentation)
 	}
-	if n := r.notes.count("append_note"); n != 0 {
+	if n := r.notes.Count("append_note"); n != 0 {
 		t.Fatalf("the cut-off write ran again %d times without an operator", n)
 	}
 	r.operator(t, "approve", runID, "-approval", a.ID, "-by", "tester")
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if n := r.notes.count("append_note"); n != 1 {
+	if n := r.notes.Count("append_note"); n != 1 {
 		t.Errorf("append_note ran %d times after the approval, want 1", n)
 	}
-	if b, _ := os.ReadFile(r.notes.path); string(b) != "first line\nsecond line\n" {
+	if b, _ := os.ReadFile(r.notes.Path); string(b) != "first line\nsecond line\n" {
 		t.Errorf("the note is %q", b)
 	}
 	if all := r.approvals(t, runID, ""); len(all) != 1 {

@@ -2,17 +2,13 @@ package adk
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/sqlite"
+	"github.com/agentrt/agentrt/testkit/adaptertest"
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/runner"
@@ -27,7 +23,7 @@ type rig struct {
 	db       string
 	store    *sqlite.Store
 	gate     *agentrt.Gate
-	notes    *noteTools
+	notes    noteTools
 	llm      *scriptedLLM
 	runner   *runner.Runner
 	sessions session.Service
@@ -50,13 +46,11 @@ func newRig(t testing.TB, dir string, policy agentrt.Policy, opts Options, scrip
 // buildRig is newRig for a process with no test to fail: the crash
 // child. cfg's Store, Tools and Observer are the rig's own.
 func buildRig(dir string, cfg agentrt.EngineConfig, opts Options, script ...*genai.Content) (*rig, error) {
-	r := &rig{db: filepath.Join(dir, "runs.db"), notes: &noteTools{path: filepath.Join(dir, "note.txt")},
-		llm: &scriptedLLM{script: script}, changed: make(chan struct{}, 1)}
-	if _, err := os.Stat(r.notes.path); os.IsNotExist(err) {
-		if err := os.WriteFile(r.notes.path, []byte("first line\n"), 0o600); err != nil {
-			return nil, err
-		}
+	notes, err := adaptertest.NewNotes(dir)
+	if err != nil {
+		return nil, err
 	}
+	r := &rig{db: filepath.Join(dir, "runs.db"), notes: noteTools{notes}, llm: &scriptedLLM{script: script}, changed: make(chan struct{}, 1)}
 	store, err := sqlite.Open(r.db)
 	if err != nil {
 		return nil, err
@@ -144,56 +138,12 @@ func (r *rig) untilWaiting(t testing.TB, runID string) []agentrt.Approval {
 // approvals lists the run's approvals, of one status or ("") all.
 func (r *rig) approvals(t testing.TB, runID string, status agentrt.ApprovalStatus) []agentrt.Approval {
 	t.Helper()
-	all, err := r.store.ListApprovals(context.Background(), runID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []agentrt.Approval
-	for _, a := range all {
-		if status == "" || a.Status == status {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// agentrtBin builds the real operator binary from the repository's cmd
-// module once per test process.
-func agentrtBin(t testing.TB) string {
-	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "agentrt-adk-bin-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "agentrt")
-		cmd := exec.Command("go", "build", "-o", binPath, "./agentrt")
-		cmd.Dir = filepath.Join("..", "..", "cmd")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build ./cmd/agentrt: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
+	return adaptertest.Approvals(t, r.store, runID, status)
 }
 
 // operator runs the real agentrt binary on the rig's database and fails
 // the test unless it exits 0.
 func (r *rig) operator(t testing.TB, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(agentrtBin(t), append([]string{"-db", r.db}, args...)...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("agentrt %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
+	return adaptertest.CLI(t, r.db, args...)
 }

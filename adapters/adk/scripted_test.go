@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"iter"
-	"os"
-	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/testkit/adaptertest"
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/tool"
@@ -105,53 +103,22 @@ type appendResult struct {
 	Bytes int `json:"bytes"`
 }
 
-// noteTools are two real ADK function tools over one file: read_note reads
-// it, append_note appends a line to it, so the file shows how many times the
-// write really ran. runs counts executions per tool name.
-type noteTools struct {
-	path string
-	runs sync.Map // tool name -> *atomic.Int32
-	// afterRead and beforeWrite, when set, are called by the tools: a
-	// test learns the read finished, or holds the write once it started.
-	afterRead, beforeWrite func()
-}
+// noteTools are two real ADK function tools over the shared note:
+// read_note reads it, append_note appends a line to it.
+type noteTools struct{ *adaptertest.Notes }
 
-func (n *noteTools) count(name string) int32 {
-	v, _ := n.runs.LoadOrStore(name, new(atomic.Int32))
-	return v.(*atomic.Int32).Load()
-}
-
-func (n *noteTools) ran(name string) {
-	v, _ := n.runs.LoadOrStore(name, new(atomic.Int32))
-	v.(*atomic.Int32).Add(1)
-}
-
-func (n *noteTools) tools() ([]tool.Tool, error) {
+func (n noteTools) tools() ([]tool.Tool, error) {
 	read, err := functiontool.New(functiontool.Config{Name: "read_note", Description: "Reads the note."},
 		func(_ agent.Context, a readArgs) (readResult, error) {
-			n.ran("read_note")
-			b, err := os.ReadFile(n.path)
-			if n.afterRead != nil {
-				n.afterRead()
-			}
-			return readResult{Text: string(b)}, err
+			text, err := n.Read()
+			return readResult{Text: text}, err
 		})
 	if err != nil {
 		return nil, err
 	}
 	write, err := functiontool.New(functiontool.Config{Name: "append_note", Description: "Appends a line to the note."},
 		func(_ agent.Context, a appendArgs) (appendResult, error) {
-			if n.beforeWrite != nil {
-				n.beforeWrite()
-			}
-			n.ran("append_note")
-			f, err := os.OpenFile(n.path, os.O_APPEND|os.O_WRONLY, 0)
-			if err != nil {
-				return appendResult{}, err
-			}
-			defer f.Close()
-			k, err := f.WriteString(strings.TrimSpace(a.Text) + "\n")
-			return appendResult{Bytes: k}, err
+			return appendResult{Bytes: len(a.Text) + 1}, n.Append(a.Text)
 		})
 	if err != nil {
 		return nil, err

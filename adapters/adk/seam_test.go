@@ -3,11 +3,11 @@ package adk
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/testkit/adaptertest"
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/runner"
@@ -28,11 +28,11 @@ type seen struct {
 // the first write with a substitute result and the second with an error;
 // neither write touches the file, and the model reads both answers.
 func TestBeforeToolCallback_SeesTheCallAndSkipsTheToolWithASubstitute(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "note.txt")
-	if err := os.WriteFile(path, []byte("first line\n"), 0o600); err != nil {
+	n, err := adaptertest.NewNotes(t.TempDir())
+	if err != nil {
 		t.Fatal(err)
 	}
-	notes := &noteTools{path: path}
+	notes := noteTools{n}
 	tools, err := notes.tools()
 	if err != nil {
 		t.Fatal(err)
@@ -105,13 +105,13 @@ func TestBeforeToolCallback_SeesTheCallAndSkipsTheToolWithASubstitute(t *testing
 	}
 
 	// The read ran once; no write ran, so the file is as it was.
-	if got := notes.count("read_note"); got != 1 {
+	if got := notes.Count("read_note"); got != 1 {
 		t.Errorf("read_note ran %d times, want 1", got)
 	}
-	if got := notes.count("append_note"); got != 0 {
+	if got := notes.Count("append_note"); got != 0 {
 		t.Errorf("append_note ran %d times, want 0: the callback's answer must skip it", got)
 	}
-	if b, _ := os.ReadFile(path); string(b) != "first line\n" {
+	if b, _ := os.ReadFile(n.Path); string(b) != "first line\n" {
 		t.Errorf("the note is %q, want it unchanged", b)
 	}
 

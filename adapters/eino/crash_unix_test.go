@@ -3,17 +3,15 @@
 package eino
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/testkit/adaptertest"
 	"github.com/cloudwego/eino/schema"
 )
 
@@ -35,10 +33,10 @@ func writeTurn() *scriptedModel {
 func crashChild(t *testing.T) {
 	r := newRig(t, os.Getenv(crashDir), Options{}, 300*time.Millisecond)
 	go func() {
-		<-r.on(agentrt.EventApprovalRequest)
+		<-r.events.On(agentrt.EventApprovalRequest)
 		fmt.Println("pending", r.pending(t, "ck-1").ID)
 	}()
-	r.notes.afterAppend = func() {
+	r.notes.AfterAppend = func() {
 		fmt.Println("effect")
 		os.Stdout.Sync()
 		select {} // the parent kills the process here
@@ -61,52 +59,10 @@ func TestGuard_SIGKILLDuringAWriteAsksOneApprovalThenRunsItOnce(t *testing.T) {
 	}
 	dir := t.TempDir()
 	parent := newRig(t, dir, Options{}, 0)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestGuard_SIGKILLDuringAWriteAsksOneApprovalThenRunsItOnce$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashDir+"="+dir)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	next := func(prefix string) string {
-		for {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					t.Fatalf("the child ended before saying %q", prefix)
-				}
-				if strings.HasPrefix(l, prefix) {
-					return strings.TrimSpace(strings.TrimPrefix(l, prefix))
-				}
-			case <-time.After(time.Minute):
-				cmd.Process.Kill()
-				t.Fatalf("the child did not say %q within a minute", prefix)
-			}
-		}
-	}
-	parent.cli(t, "approve", "ck-1", "-approval", next("pending"), "-by", "ops")
-	next("effect")
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err == nil {
-		t.Fatal("the child exited cleanly; it should have been killed")
-	}
-	go func() {
-		for range lines {
-		}
-	}()
+	child := adaptertest.StartChild(t, "TestGuard_SIGKILLDuringAWriteAsksOneApprovalThenRunsItOnce", crashDir+"="+dir)
+	parent.cli(t, "approve", "ck-1", "-approval", child.Line(t, "pending"), "-by", "ops")
+	child.Line(t, "effect")
+	child.Kill()
 
 	llm := writeTurn()
 	done := make(chan error, 1)
@@ -115,27 +71,22 @@ func TestGuard_SIGKILLDuringAWriteAsksOneApprovalThenRunsItOnce(t *testing.T) {
 			[]*schema.Message{schema.UserMessage("add a line")}, RunOptions("ck-1")...))
 		done <- err
 	}()
-	parent.await(t, agentrt.EventApprovalRequest)
+	parent.events.Await(t, agentrt.EventApprovalRequest)
 	a := parent.pending(t, "ck-1")
 	if a.Kind != agentrt.InterruptedSideEffect || !strings.Contains(string(a.Presentation), "may already have taken effect") {
 		t.Fatalf("the approval after the crash is %s: %s", a.Kind, a.Presentation)
 	}
-	if got := parent.notes.count("append_note"); got != 0 {
+	if got := parent.notes.Count("append_note"); got != 0 {
 		t.Fatalf("the restarted process ran the write %d times without an operator", got)
 	}
 	parent.cli(t, "approve", "ck-1", "-approval", a.ID, "-by", "ops", "-note", "the line may be missing")
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("the restarted run did not finish within a minute of the approval")
+	if err := adaptertest.Recv(t, done, "end of the restarted run"); err != nil {
+		t.Fatal(err)
 	}
-	if got := parent.notes.count("append_note"); got != 1 {
+	if got := parent.notes.Count("append_note"); got != 1 {
 		t.Errorf("the restarted process ran the write %d times, want 1", got)
 	}
-	if b, _ := os.ReadFile(parent.notes.path); string(b) != "first line\nsecond line\nsecond line\n" {
+	if b, _ := os.ReadFile(parent.notes.Path); string(b) != "first line\nsecond line\nsecond line\n" {
 		t.Errorf("the note is %q, want the child's line and one approved re-run", b)
 	}
 	apps, err := parent.store.ListApprovals(context.Background(), "ck-1")

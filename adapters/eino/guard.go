@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"sync"
-	"time"
 
 	"github.com/agentrt/agentrt"
 	"github.com/cloudwego/eino/adk"
+	"github.com/cloudwego/eino/compose"
 	"github.com/cloudwego/eino/schema"
 )
 
@@ -60,110 +58,80 @@ type Pending struct {
 // Checkpoints encode interrupt info with gob, which must know the type.
 func init() { schema.RegisterName[Pending]("agentrt_eino_pending") }
 
-// Guard governs the tool calls of Eino runs through one Gate. It holds one
-// GateSession per run id while the process lives; Close releases them.
+// Guard governs the tool calls of Eino runs through one Gate (Gate.Call).
 type Guard struct {
-	g       *agentrt.Gate
-	classes map[string]agentrt.SideEffect
-	opts    Options
-	mu      sync.Mutex
-	runs    map[string]*runState
+	g    *agentrt.Gate
+	opts Options
 }
 
-type runState struct {
-	mu      sync.Mutex
-	gs      *agentrt.GateSession
-	changed chan struct{} // closed and replaced when a step ends or the session changes
-}
-
-// New returns a guard over gate for tools of the given classes (the map
-// given to Tools; a read-only call is never matched against other runs).
+// New returns a guard over gate. classes is the map given to Tools; the
+// gate's registered specs carry each class, so the guard keeps none.
 func New(gate *agentrt.Gate, classes map[string]agentrt.SideEffect, opts Options) *Guard {
 	if opts.Goal == "" {
 		opts.Goal = "eino agent"
 	}
-	if opts.Limits == (agentrt.Limits{}) {
-		opts.Limits = agentrt.FrameworkLimits()
-	}
-	return &Guard{g: gate, classes: classes, opts: opts, runs: map[string]*runState{}}
+	return &Guard{g: gate, opts: opts}
 }
 
-// Close releases every run's session; the runs stay as they are.
-func (m *Guard) Close() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, rs := range m.runs {
-		rs.mu.Lock()
-		if rs.gs != nil {
-			rs.gs.Close()
-		}
-		rs.mu.Unlock()
-	}
-}
+// Close releases the sessions the gate holds on runs (Gate.Close); the
+// runs stay as they are.
+func (m *Guard) Close() { m.g.Close() }
 
 // Complete ends run runID COMPLETED with result once its agent is done.
 func (m *Guard) Complete(ctx context.Context, runID string, result json.RawMessage) error {
-	rs := m.state(runID)
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	gs, a, err := m.session(ctx, rs, runID)
-	if err != nil {
-		return err
-	}
-	if a != nil {
-		return fmt.Errorf("agentrt/eino: run %s waits on approval %s and cannot complete", runID, a.ID)
-	}
-	return gs.Complete(ctx, result)
+	return m.g.Complete(ctx, runID, result)
 }
 
-func (m *Guard) state(runID string) *runState {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	rs := m.runs[runID]
-	if rs == nil {
-		rs = &runState{changed: make(chan struct{})}
-		m.runs[runID] = rs
+// call governs one tool call. run is the framework's own tool; it runs
+// only through the gate, so at most once and after its start is recorded.
+// The model reads the recorded result, the tool's own error as Eino would
+// have had it, or a substitute saying why not.
+func (m *Guard) call(ctx context.Context, in *compose.ToolInput, run func(context.Context, *compose.ToolInput) (string, error)) (string, error) {
+	runID := runIDFrom(ctx)
+	if runID == "" {
+		return "", errors.New("agentrt/eino: the call has no run id: start the run with eino.RunOptions(id)... or a context from eino.WithRunID")
 	}
-	return rs
-}
-
-// session returns the run's open session, or the approval it waits on;
-// rs.mu is held. A run another owner leases is waited out.
-func (m *Guard) session(ctx context.Context, rs *runState, runID string) (*agentrt.GateSession, *agentrt.Approval, error) {
-	for rs.gs == nil || rs.gs.Done() {
-		gs, v, err := m.g.BeginOrAttach(ctx, runID, m.opts.Goal, m.opts.Limits)
-		var le *agentrt.RunLeasedError
-		switch {
-		case errors.As(err, &le):
-			if err := sleep(ctx, time.Until(le.ExpiresAt)+time.Millisecond); err != nil {
-				return nil, nil, err
+	var toolErr error
+	res, err := m.g.Call(ctx, agentrt.Call{RunID: runID, Goal: m.opts.Goal, Limits: m.opts.Limits, CallID: in.CallID,
+		Tool: in.Name, Args: json.RawMessage(in.Arguments), NoWait: m.opts.Interrupt,
+		Body: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+			c := *in
+			c.Arguments = string(args)
+			text, err := run(ctx, &c)
+			if toolErr = err; err != nil {
+				return nil, err
 			}
-			continue
-		case err != nil:
-			return nil, nil, err
-		case v.Outcome == agentrt.VerdictPending && v.Approval != nil:
-			return nil, v.Approval, nil
-		case v.Outcome == agentrt.VerdictPending || v.Outcome == agentrt.VerdictEnded:
-			return nil, nil, fmt.Errorf("agentrt/eino: run %s is %s", runID, v.Run.Status)
+			return json.Marshal(text)
+		}})
+	switch {
+	case toolErr != nil:
+		return "", toolErr
+	case errors.Is(err, agentrt.ErrCallRefused):
+		return substitute(err.Error()), nil
+	case err != nil:
+		return "", err
+	case res.Pending != nil:
+		p := Pending{RunID: res.Pending.RunID, ApprovalID: res.Pending.ID, Tool: in.Name, CallID: in.CallID}
+		return "", compose.StatefulInterrupt(ctx, p, res.Pending.ID)
+	}
+	obs := res.Observation
+	if !obs.Failure() {
+		var s string
+		if json.Unmarshal(obs.Content, &s) == nil {
+			return s, nil
 		}
-		rs.gs = gs
-		rs.signal()
+		return string(obs.Content), nil
 	}
-	return rs.gs, nil, nil
+	msg := string(obs.Kind)
+	for _, s := range []string{obs.Summary, obs.FailureMessage} {
+		if s != "" {
+			msg += ": " + s
+		}
+	}
+	return substitute(msg), nil
 }
 
-func (rs *runState) signal() {
-	close(rs.changed)
-	rs.changed = make(chan struct{})
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(max(d, time.Millisecond))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+func substitute(msg string) string {
+	b, _ := json.Marshal(map[string]string{"error": "agentrt: " + msg})
+	return string(b)
 }

@@ -22,8 +22,8 @@ import (
 func TestGuard_ReadRunsWriteWaitsForTheBinaryAndRunsOnceDenialReachesTheModel(t *testing.T) {
 	ctx := t.Context()
 	r := newRig(t, t.TempDir(), Options{}, 0)
-	requested := r.on(agentrt.EventApprovalRequest)
-	r.notes.readHold = func() error {
+	requested := r.events.On(agentrt.EventApprovalRequest)
+	r.notes.ReadHold = func() error {
 		select {
 		case <-requested:
 			return nil
@@ -47,11 +47,11 @@ func TestGuard_ReadRunsWriteWaitsForTheBinaryAndRunsOnceDenialReachesTheModel(t 
 		done <- result{final, err}
 	}()
 
-	r.await(t, agentrt.EventRunWaiting)
-	if got := r.notes.count("read_note"); got != 1 {
+	r.events.Await(t, agentrt.EventRunWaiting)
+	if got := r.notes.Count("read_note"); got != 1 {
 		t.Fatalf("read_note ran %d times before the write was approved, want 1", got)
 	}
-	if got := r.notes.count("append_note"); got != 0 {
+	if got := r.notes.Count("append_note"); got != 0 {
 		t.Fatalf("append_note ran %d times before approval, want 0", got)
 	}
 	a := r.pending(t, "ck-1")
@@ -66,13 +66,13 @@ func TestGuard_ReadRunsWriteWaitsForTheBinaryAndRunsOnceDenialReachesTheModel(t 
 	if res.err != nil || res.final != "done" {
 		t.Fatalf("the run ended with %q, %v", res.final, res.err)
 	}
-	if got := r.notes.count("append_note"); got != 1 {
+	if got := r.notes.Count("append_note"); got != 1 {
 		t.Errorf("append_note ran %d times, want exactly 1", got)
 	}
-	if got := r.notes.count("delete_note"); got != 0 {
+	if got := r.notes.Count("delete_note"); got != 0 {
 		t.Errorf("delete_note ran %d times, want 0", got)
 	}
-	if b, _ := os.ReadFile(r.notes.path); string(b) != "first line\nsecond line\n" {
+	if b, _ := os.ReadFile(r.notes.Path); string(b) != "first line\nsecond line\n" {
 		t.Errorf("the note is %q", b)
 	}
 	turn1 := llm.toolMessagesAt(1)

@@ -19,70 +19,54 @@ import (
 func (m *Guard) Middleware() compose.ToolMiddleware {
 	return compose.ToolMiddleware{
 		Invokable: func(next compose.InvokableToolEndpoint) compose.InvokableToolEndpoint {
-			return func(ctx context.Context, in *compose.ToolInput) (*compose.ToolOutput, error) {
-				text, err := m.call(ctx, in, func(ctx context.Context, in *compose.ToolInput) (string, error) {
-					out, err := next(ctx, in)
-					if err != nil {
-						return "", err
-					}
-					return out.Result, nil
-				})
-				if err != nil {
-					return nil, err
-				}
-				return &compose.ToolOutput{Result: text}, nil
-			}
+			return guarded(m, next, func(o *compose.ToolOutput) (string, error) { return o.Result, nil },
+				func(s string) *compose.ToolOutput { return &compose.ToolOutput{Result: s} })
 		},
 		Streamable: func(next compose.StreamableToolEndpoint) compose.StreamableToolEndpoint {
-			return func(ctx context.Context, in *compose.ToolInput) (*compose.StreamToolOutput, error) {
-				text, err := m.call(ctx, in, func(ctx context.Context, in *compose.ToolInput) (string, error) {
-					out, err := next(ctx, in)
-					if err != nil {
-						return "", err
-					}
-					chunks, err := drain(out.Result)
-					return strings.Join(chunks, ""), err
-				})
-				if err != nil {
-					return nil, err
-				}
-				return &compose.StreamToolOutput{Result: schema.StreamReaderFromArray([]string{text})}, nil
-			}
+			return guarded(m, next, func(o *compose.StreamToolOutput) (string, error) {
+				chunks, err := drain(o.Result)
+				return strings.Join(chunks, ""), err
+			}, func(s string) *compose.StreamToolOutput {
+				return &compose.StreamToolOutput{Result: schema.StreamReaderFromArray([]string{s})}
+			})
 		},
 		EnhancedInvokable: func(next compose.EnhancedInvokableToolEndpoint) compose.EnhancedInvokableToolEndpoint {
-			return func(ctx context.Context, in *compose.ToolInput) (*compose.EnhancedInvokableToolOutput, error) {
-				text, err := m.call(ctx, in, func(ctx context.Context, in *compose.ToolInput) (string, error) {
-					out, err := next(ctx, in)
-					if err != nil {
-						return "", err
-					}
-					return encode([]*schema.ToolResult{out.Result})
-				})
-				if err != nil {
-					return nil, err
-				}
-				return &compose.EnhancedInvokableToolOutput{Result: join(decode(text))}, nil
-			}
+			return guarded(m, next, func(o *compose.EnhancedInvokableToolOutput) (string, error) {
+				return encode([]*schema.ToolResult{o.Result})
+			}, func(s string) *compose.EnhancedInvokableToolOutput {
+				return &compose.EnhancedInvokableToolOutput{Result: join(decode(s))}
+			})
 		},
 		EnhancedStreamable: func(next compose.EnhancedStreamableToolEndpoint) compose.EnhancedStreamableToolEndpoint {
-			return func(ctx context.Context, in *compose.ToolInput) (*compose.EnhancedStreamableToolOutput, error) {
-				text, err := m.call(ctx, in, func(ctx context.Context, in *compose.ToolInput) (string, error) {
-					out, err := next(ctx, in)
-					if err != nil {
-						return "", err
-					}
-					chunks, err := drain(out.Result)
-					if err != nil {
-						return "", err
-					}
-					return encode(chunks)
-				})
+			return guarded(m, next, func(o *compose.EnhancedStreamableToolOutput) (string, error) {
+				chunks, err := drain(o.Result)
 				if err != nil {
-					return nil, err
+					return "", err
 				}
-				return &compose.EnhancedStreamableToolOutput{Result: schema.StreamReaderFromArray(decode(text))}, nil
-			}
+				return encode(chunks)
+			}, func(s string) *compose.EnhancedStreamableToolOutput {
+				return &compose.EnhancedStreamableToolOutput{Result: schema.StreamReaderFromArray(decode(s))}
+			})
 		},
+	}
+}
+
+// guarded is endpoint next under the guard: text reads next's output as
+// the text recorded, wrap turns the text the model reads back into one.
+func guarded[O any](m *Guard, next func(context.Context, *compose.ToolInput) (O, error), text func(O) (string, error), wrap func(string) O) func(context.Context, *compose.ToolInput) (O, error) {
+	return func(ctx context.Context, in *compose.ToolInput) (O, error) {
+		s, err := m.call(ctx, in, func(ctx context.Context, in *compose.ToolInput) (string, error) {
+			out, err := next(ctx, in)
+			if err != nil {
+				return "", err
+			}
+			return text(out)
+		})
+		if err != nil {
+			var zero O
+			return zero, err
+		}
+		return wrap(s), nil
 	}
 }
 

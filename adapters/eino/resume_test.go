@@ -26,7 +26,7 @@ func TestGuard_ARestartedSessionCollectsTheEarlierDecision(t *testing.T) {
 		events(first.runner(t, writeTurn(), &memStore{m: map[string][]byte{}}).Run(ctx,
 			[]*schema.Message{schema.UserMessage("add a line")}, RunOptions("ck-1")...))
 	}()
-	first.await(t, agentrt.EventApprovalRequest)
+	first.events.Await(t, agentrt.EventApprovalRequest)
 	cancel()
 	<-gone
 	a := first.pending(t, "ck-1")
@@ -52,7 +52,7 @@ func TestGuard_ARestartedSessionCollectsTheEarlierDecision(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the restarted session did not finish within a minute of the approval")
 	}
-	if got := second.notes.count("append_note"); got != 1 {
+	if got := second.notes.Count("append_note"); got != 1 {
 		t.Errorf("the write ran %d times, want 1", got)
 	}
 	if got := llm.toolMessagesAt(1)["call-write-again"]; got != "appended" {
@@ -61,7 +61,7 @@ func TestGuard_ARestartedSessionCollectsTheEarlierDecision(t *testing.T) {
 	if apps, err := second.store.ListApprovals(context.Background(), "ck-2"); err != nil || len(apps) != 0 {
 		t.Errorf("the restarted run asked %d approvals (%v), want none", len(apps), err)
 	}
-	if b, _ := os.ReadFile(second.notes.path); string(b) != "first line\nsecond line\n" {
+	if b, _ := os.ReadFile(second.notes.Path); string(b) != "first line\nsecond line\n" {
 		t.Errorf("the note is %q", b)
 	}
 	second.cli(t, "verify")
@@ -88,7 +88,7 @@ func TestGuard_InterruptModeResumesOnlyOnTheRecordedGrant(t *testing.T) {
 	if _, interrupted, err := events(iter); err != nil || len(interrupted) != 1 {
 		t.Fatalf("a resume before the decision: interrupted %v, %v", interrupted, err)
 	}
-	if got := r.notes.count("append_note"); got != 0 {
+	if got := r.notes.Count("append_note"); got != 0 {
 		t.Fatalf("the write ran %d times before an operator decided", got)
 	}
 	r.cli(t, "approve", "ck-3", "-approval", r.pending(t, "ck-3").ID, "-by", "ops")
@@ -99,7 +99,7 @@ func TestGuard_InterruptModeResumesOnlyOnTheRecordedGrant(t *testing.T) {
 	if final, interrupted, err := events(iter); err != nil || len(interrupted) != 0 || final != "done" {
 		t.Fatalf("the resume after approval: %q, interrupted %v, %v", final, interrupted, err)
 	}
-	if got := r.notes.count("append_note"); got != 1 {
+	if got := r.notes.Count("append_note"); got != 1 {
 		t.Errorf("the write ran %d times, want 1", got)
 	}
 	if apps, err := r.store.ListApprovals(ctx, "ck-3"); err != nil || len(apps) != 1 {

@@ -2,17 +2,14 @@ package eino
 
 import (
 	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/sqlite"
+	"github.com/agentrt/agentrt/testkit/adaptertest"
 	"github.com/cloudwego/eino/adk"
 	"github.com/cloudwego/eino/compose"
 	"github.com/cloudwego/eino/schema"
@@ -29,19 +26,17 @@ type rig struct {
 	store  *sqlite.Store
 	gate   *agentrt.Gate
 	guard  *Guard
-	notes  *noteTools
-	mu     sync.Mutex
-	events map[agentrt.EventType]chan struct{} // closed at the first event of the type
+	notes  noteTools
+	events adaptertest.Events
 }
 
 func newRig(t testing.TB, dir string, opts Options, leaseTTL time.Duration) *rig {
 	t.Helper()
-	r := &rig{db: filepath.Join(dir, "runs.db"), notes: &noteTools{path: filepath.Join(dir, "note.txt")}, events: map[agentrt.EventType]chan struct{}{}}
-	if _, err := os.Stat(r.notes.path); errors.Is(err, os.ErrNotExist) {
-		if err := os.WriteFile(r.notes.path, []byte("first line\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	notes, err := adaptertest.NewNotes(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
+	r := &rig{db: filepath.Join(dir, "runs.db"), notes: noteTools{notes}}
 	st, err := sqlite.Open(r.db)
 	if err != nil {
 		t.Fatal(err)
@@ -57,45 +52,13 @@ func newRig(t testing.TB, dir string, opts Options, leaseTTL time.Duration) *rig
 		t.Fatal(err)
 	}
 	r.gate, err = agentrt.NewGate(agentrt.GateConfig{AwaitPoll: 5 * time.Millisecond, EngineConfig: agentrt.EngineConfig{
-		Store: st, Policy: approvalPolicy, Tools: specs, LeaseTTL: leaseTTL, Observer: r.observe}})
+		Store: st, Policy: approvalPolicy, Tools: specs, LeaseTTL: leaseTTL, Observer: r.events.Observe}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.guard = New(r.gate, classes, opts)
 	t.Cleanup(r.guard.Close)
 	return r
-}
-
-func (r *rig) on(typ agentrt.EventType) chan struct{} {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	c := r.events[typ]
-	if c == nil {
-		c = make(chan struct{})
-		r.events[typ] = c
-	}
-	return c
-}
-
-func (r *rig) observe(e agentrt.Event) {
-	c := r.on(e.Type)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	select {
-	case <-c:
-	default:
-		close(c)
-	}
-}
-
-// await fails t unless typ is heard within a minute.
-func (r *rig) await(t testing.TB, typ agentrt.EventType) {
-	t.Helper()
-	select {
-	case <-r.on(typ):
-	case <-time.After(time.Minute):
-		t.Fatalf("no %s event within a minute", typ)
-	}
 }
 
 // runner is a real ChatModelAgent under a Runner with a checkpoint store,
@@ -148,63 +111,13 @@ func events(iter *adk.AsyncIterator[*adk.AgentEvent]) (string, []string, error) 
 // pending is the run's one pending approval.
 func (r *rig) pending(t testing.TB, runID string) agentrt.Approval {
 	t.Helper()
-	apps, err := r.store.ListApprovals(context.Background(), runID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []agentrt.Approval
-	for _, a := range apps {
-		if a.Status == agentrt.ApprovalPending {
-			out = append(out, a)
-		}
-	}
-	if len(out) != 1 {
-		t.Fatalf("run %s has %d pending approvals, want 1: %+v", runID, len(out), apps)
-	}
-	return out[0]
-}
-
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// agentrtBinary builds the real agentrt command from the repository once.
-func agentrtBinary(t testing.TB) string {
-	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "agentrt-eino-bin")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "agentrt")
-		out, err := exec.Command("go", "build", "-C", "../../cmd", "-o", binPath, "./agentrt").CombinedOutput()
-		if err != nil {
-			binErr = errors.New(string(out))
-		}
-	})
-	if binErr != nil {
-		t.Fatalf("building agentrt: %v", binErr)
-	}
-	return binPath
+	return adaptertest.Pending(t, r.store, runID)
 }
 
 // cli runs the real agentrt binary on the rig's database.
 func (r *rig) cli(t testing.TB, args ...string) string {
 	t.Helper()
-	out, err := exec.Command(agentrtBinary(t), append([]string{"-db", r.db}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("agentrt %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
+	return adaptertest.CLI(t, r.db, args...)
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(adaptertest.Main(m)) }

@@ -3,12 +3,10 @@ package eino
 import (
 	"context"
 	"errors"
-	"os"
-	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/testkit/adaptertest"
 	"github.com/cloudwego/eino/components/model"
 	"github.com/cloudwego/eino/components/tool"
 	"github.com/cloudwego/eino/components/tool/utils"
@@ -99,62 +97,23 @@ type appendArgs struct {
 	Text string `json:"text"`
 }
 
-// noteTools are two real Eino tools over one file: read_note reads it,
-// append_note appends a line, so the file shows how often the write ran.
-type noteTools struct {
-	path string
-	runs sync.Map // tool name -> *atomic.Int32
-	// readHold, when set, is waited on by read_note before it reads.
-	readHold func() error
-	// afterAppend, when set, is called once append_note wrote its line.
-	afterAppend func()
-}
+// noteTools are real Eino tools over the shared note: read_note reads
+// it, append_note appends a line, delete_note empties it.
+type noteTools struct{ *adaptertest.Notes }
 
-func (n *noteTools) count(name string) int32 {
-	v, _ := n.runs.LoadOrStore(name, new(atomic.Int32))
-	return v.(*atomic.Int32).Load()
-}
-
-func (n *noteTools) ran(name string) {
-	v, _ := n.runs.LoadOrStore(name, new(atomic.Int32))
-	v.(*atomic.Int32).Add(1)
-}
-
-func (n *noteTools) tools() ([]tool.BaseTool, error) {
-	read, err := utils.InferTool("read_note", "Reads the note.", func(_ context.Context, _ readArgs) (string, error) {
-		n.ran("read_note")
-		if n.readHold != nil {
-			if err := n.readHold(); err != nil {
-				return "", err
-			}
-		}
-		b, err := os.ReadFile(n.path)
-		return string(b), err
-	})
+func (n noteTools) tools() ([]tool.BaseTool, error) {
+	read, err := utils.InferTool("read_note", "Reads the note.", func(_ context.Context, _ readArgs) (string, error) { return n.Read() })
 	if err != nil {
 		return nil, err
 	}
 	write, err := utils.InferTool("append_note", "Appends a line to the note.", func(_ context.Context, a appendArgs) (string, error) {
-		n.ran("append_note")
-		f, err := os.OpenFile(n.path, os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			return "", err
-		}
-		defer f.Close()
-		if _, err = f.WriteString(strings.TrimSpace(a.Text) + "\n"); err == nil {
-			err = f.Sync()
-		}
-		if err == nil && n.afterAppend != nil {
-			n.afterAppend()
-		}
-		return "appended", err
+		return "appended", n.Append(a.Text)
 	})
 	if err != nil {
 		return nil, err
 	}
 	del, err := utils.InferTool("delete_note", "Deletes the note.", func(_ context.Context, _ readArgs) (string, error) {
-		n.ran("delete_note")
-		return "deleted", os.Remove(n.path)
+		return "deleted", n.Delete("delete_note")
 	})
 	if err != nil {
 		return nil, err

@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/testkit/adaptertest"
 	"github.com/cloudwego/eino/adk"
 	"github.com/cloudwego/eino/compose"
 	"github.com/cloudwego/eino/schema"
@@ -50,11 +50,11 @@ const runKey = "agentrt.run"
 // write never runs, and the model reads both answers.
 func TestToolMiddleware_SeesTheCallAndSkipsTheToolWithASubstitute(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "note.txt")
-	if err := os.WriteFile(path, []byte("first line\n"), 0o600); err != nil {
+	n, err := adaptertest.NewNotes(t.TempDir())
+	if err != nil {
 		t.Fatal(err)
 	}
-	notes := &noteTools{path: path}
+	notes := noteTools{n}
 	tools, err := notes.tools()
 	if err != nil {
 		t.Fatal(err)
@@ -119,13 +119,13 @@ func TestToolMiddleware_SeesTheCallAndSkipsTheToolWithASubstitute(t *testing.T) 
 	}
 
 	// The read ran once; the write did not, so the file is as it was.
-	if got := notes.count("read_note"); got != 1 {
+	if got := notes.Count("read_note"); got != 1 {
 		t.Errorf("read_note ran %d times, want 1", got)
 	}
-	if got := notes.count("append_note"); got != 0 {
+	if got := notes.Count("append_note"); got != 0 {
 		t.Errorf("append_note ran %d times, want 0: the middleware's answer must skip it", got)
 	}
-	if b, _ := os.ReadFile(path); string(b) != "first line\n" {
+	if b, _ := os.ReadFile(n.Path); string(b) != "first line\n" {
 		t.Errorf("the note is %q, want it unchanged", b)
 	}
 	got := llm.toolMessages()

@@ -2,29 +2,15 @@ package genkit
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/sqlite"
+	"github.com/agentrt/agentrt/testkit/adaptertest"
 	"github.com/firebase/genkit/go/ai"
 	"github.com/firebase/genkit/go/genkit"
 )
-
-// countingStore counts the write transactions the gate commits.
-type countingStore struct {
-	*sqlite.Store
-	commits atomic.Int64
-}
-
-func (c *countingStore) Update(ctx context.Context, fn func(agentrt.Tx) error) ([]agentrt.Event, error) {
-	c.commits.Add(1)
-	return c.Store.Update(ctx, fn)
-}
 
 // benchGenerate measures one Generate whose model asks for calls echo
 // calls, in one turn (parallel) or one turn each (sequential), then
@@ -46,21 +32,11 @@ func benchGenerate(b *testing.B, governed, parallel bool, calls int) {
 		return req(fmt.Sprintf("c%d", i), "echo", map[string]any{"name": fmt.Sprintf("n%d", i)})
 	}
 	opts := []ai.GenerateOption{ai.WithModel(model), ai.WithTools(echo), ai.WithPrompt("echo")}
-	var cs *countingStore
+	var cs *adaptertest.CountingStore
 	if governed {
-		st, err := sqlite.Open(filepath.Join(b.TempDir(), "runs.db"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { st.Close() })
-		cs = &countingStore{Store: st}
+		cs = adaptertest.OpenCounting(b)
 		cls := map[string]agentrt.SideEffect{"echo": agentrt.ReadOnly}
-		gate, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: cs, Policy: agentrt.DefaultPolicy(), Tools: Specs(cls, echo)}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		limits := agentrt.FrameworkLimits()
-		limits.MaxSteps = 1 << 30
+		gate, limits := adaptertest.BenchGate(b, cs, Specs(cls, echo))
 		opts = append(opts, ai.WithUse(Middleware(gate, cls, Options{Limits: limits})))
 		ctx = WithRun(ctx, "bench")
 	}
@@ -85,7 +61,7 @@ func benchGenerate(b *testing.B, governed, parallel bool, calls int) {
 	one() // the run begins outside the timed loop
 	var before int64
 	if cs != nil {
-		before = cs.commits.Load()
+		before = cs.Commits()
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -94,7 +70,7 @@ func benchGenerate(b *testing.B, governed, parallel bool, calls int) {
 	}
 	b.StopTimer()
 	if cs != nil {
-		b.ReportMetric(float64(cs.commits.Load()-before)/float64(b.N*calls), "commits/call")
+		adaptertest.ReportCommits(b, cs, before, calls)
 	}
 }
 
@@ -105,28 +81,8 @@ func benchGenerate(b *testing.B, governed, parallel bool, calls int) {
 func BenchmarkMiddleware(b *testing.B) {
 	b.Run("direct", func(b *testing.B) { benchGenerate(b, false, true, 1) })
 	b.Run("governed", func(b *testing.B) { benchGenerate(b, true, true, 1) })
-	b.Run("floor", func(b *testing.B) {
-		st, err := sqlite.Open(filepath.Join(b.TempDir(), "floor.db"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer st.Close()
-		ctx := context.Background()
-		if _, err := st.Update(ctx, func(tx agentrt.Tx) error {
-			return tx.RunInsert(agentrt.Run{ID: "floor", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: time.Now()})
-		}); err != nil {
-			b.Fatal(err)
-		}
-		b.ResetTimer()
-		for range b.N {
-			if _, err := st.Update(ctx, func(tx agentrt.Tx) error {
-				_, err := tx.EventAppend(agentrt.Event{RunID: "floor", At: time.Now(), Type: agentrt.EventStepStarted, Payload: json.RawMessage(`{}`)})
-				return err
-			}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	b.Run("floor", adaptertest.CommitFloor)
+
 	b.Run("calls8/one-turn", func(b *testing.B) { benchGenerate(b, true, true, 8) })
 	b.Run("calls8/eight-turns", func(b *testing.B) { benchGenerate(b, true, false, 8) })
 }

@@ -3,17 +3,15 @@
 package genkit
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/testkit/adaptertest"
 	"github.com/firebase/genkit/go/ai"
 )
 
@@ -34,7 +32,7 @@ func crashScript() []*ai.Message {
 // approved write's tool has begun, then blocks there until killed.
 func crashChild(t *testing.T) {
 	r := newRig(t, os.Getenv(childDB), 500*time.Millisecond, Options{}, crashScript()...)
-	r.notes.onCall = func(tool string) {
+	r.notes.OnCall = func(tool string) {
 		if tool == "append_note" {
 			fmt.Println("started")
 			select {} // the parent kills the process here
@@ -59,42 +57,11 @@ func TestMiddleware_SIGKILLDuringAWriteWaitsForOneApproval(t *testing.T) {
 		return
 	}
 	parent := newRig(t, "", 0, Options{}, crashScript()...)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestMiddleware_SIGKILLDuringAWriteWaitsForOneApproval$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childDB+"="+parent.dir)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	lines := make(chan string)
-	go func() {
-		for sc := bufio.NewScanner(out); sc.Scan(); {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	next := func(prefix string) {
-		t.Helper()
-		select {
-		case l := <-lines:
-			if !strings.HasPrefix(l, prefix) {
-				t.Fatalf("the child said %q, want %s", l, prefix)
-			}
-		case <-time.After(60 * time.Second):
-			t.Fatalf("the child did not say %s", prefix)
-		}
-	}
-	next("pending")
+	child := adaptertest.StartChild(t, "TestMiddleware_SIGKILLDuringAWriteWaitsForOneApproval", childDB+"="+parent.dir)
+	child.Line(t, "pending")
 	parent.approve(t, "run-crash", parent.pending(t, "run-crash")[0].ID)
-	next("started")
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
+	child.Line(t, "started")
+	child.Kill()
 
 	// Wait out the dead child's lease: at most its TTL.
 	run, err := parent.store.GetRun(t.Context(), "run-crash")
@@ -109,7 +76,7 @@ func TestMiddleware_SIGKILLDuringAWriteWaitsForOneApproval(t *testing.T) {
 		!strings.Contains(string(waiting[0].Presentation), "may already have taken effect") {
 		t.Fatalf("pending after the restart: %+v; want one approval saying the call was cut off", waiting)
 	}
-	if parent.notes.count("append_note") != 0 || parent.note(t) != "first line\n" {
+	if parent.notes.Count("append_note") != 0 || parent.note(t) != "first line\n" {
 		t.Fatalf("the restart ran the write without an operator")
 	}
 	select {
@@ -121,8 +88,8 @@ func TestMiddleware_SIGKILLDuringAWriteWaitsForOneApproval(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if parent.notes.count("append_note") != 1 || parent.note(t) != "first line\nsecond line\n" {
-		t.Fatalf("append_note ran %d times after the approval, note %q", parent.notes.count("append_note"), parent.note(t))
+	if parent.notes.Count("append_note") != 1 || parent.note(t) != "first line\nsecond line\n" {
+		t.Fatalf("append_note ran %d times after the approval, note %q", parent.notes.Count("append_note"), parent.note(t))
 	}
 	if all, _ := parent.store.ListApprovals(t.Context(), "run-crash"); len(all) != 2 {
 		t.Fatalf("%d approvals, want the policy's and the interruption's", len(all))

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/testkit/adaptertest"
 	"github.com/firebase/genkit/go/ai"
 )
 
@@ -35,18 +36,18 @@ func TestMiddleware_ReadRunsAtOnceAndWriteRunsOnceAfterApproval(t *testing.T) {
 	done := generateAsync(t.Context(), r, "run-1")
 
 	r.waitEvent(t, agentrt.EventApprovalRequest)
-	if got := r.notes.count("read_note"); got != 1 {
+	if got := r.notes.Count("read_note"); got != 1 {
 		t.Fatalf("read_note ran %d times before the approval, want 1", got)
 	}
 	waiting := r.pending(t, "run-1")
-	if len(waiting) != 1 || waiting[0].Request.Spec.Name != "append_note" || r.notes.count("append_note") != 0 {
-		t.Fatalf("pending %+v, append_note ran %d times; want the write waiting, not run", waiting, r.notes.count("append_note"))
+	if len(waiting) != 1 || waiting[0].Request.Spec.Name != "append_note" || r.notes.Count("append_note") != 0 {
+		t.Fatalf("pending %+v, append_note ran %d times; want the write waiting, not run", waiting, r.notes.Count("append_note"))
 	}
 	r.approve(t, "run-1", waiting[0].ID)
-	if err := recv(t, done, "end of Generate"); err != nil {
+	if err := adaptertest.Recv(t, done, "end of Generate"); err != nil {
 		t.Fatal(err)
 	}
-	if got := r.notes.count("append_note"); got != 1 || r.note(t) != "first line\nsecond line\n" {
+	if got := r.notes.Count("append_note"); got != 1 || r.note(t) != "first line\nsecond line\n" {
 		t.Fatalf("append_note ran %d times, note %q; want once", got, r.note(t))
 	}
 	got := r.llm.toolResponses()
@@ -66,8 +67,8 @@ func TestMiddleware_DenialReachesTheModelAsTheCallsError(t *testing.T) {
 	if _, err := r.generate(t.Context(), "run-deny"); err != nil {
 		t.Fatal(err)
 	}
-	if r.notes.count("drop_note") != 0 || r.note(t) != "first line\n" {
-		t.Fatalf("drop_note ran %d times", r.notes.count("drop_note"))
+	if r.notes.Count("drop_note") != 0 || r.note(t) != "first line\n" {
+		t.Fatalf("drop_note ran %d times", r.notes.Count("drop_note"))
 	}
 	resp := r.llm.toolResponses()["c-drop"]
 	out, _ := resp.Output.(map[string]any)
@@ -101,13 +102,13 @@ func TestMiddleware_AllowedSiblingRunsWhileTheOtherWaits(t *testing.T) {
 	done := generateAsync(t.Context(), r, "run-par")
 	r.waitEvent(t, agentrt.EventStepStarted)
 	close(readGo)
-	if ref := recv(t, returned, "tool return"); ref != "c-read" {
+	if ref := adaptertest.Recv(t, returned, "tool return"); ref != "c-read" {
 		t.Fatalf("%s returned first, want the read", ref)
 	}
 	r.waitEvent(t, agentrt.EventRunWaiting)
 	waiting := r.pending(t, "run-par")
-	if len(waiting) != 1 || r.notes.count("append_note") != 0 || r.notes.count("read_note") != 1 {
-		t.Fatalf("after the read: pending %d, write ran %d, read ran %d", len(waiting), r.notes.count("append_note"), r.notes.count("read_note"))
+	if len(waiting) != 1 || r.notes.Count("append_note") != 0 || r.notes.Count("read_note") != 1 {
+		t.Fatalf("after the read: pending %d, write ran %d, read ran %d", len(waiting), r.notes.Count("append_note"), r.notes.Count("read_note"))
 	}
 	select {
 	case err := <-done:
@@ -115,14 +116,14 @@ func TestMiddleware_AllowedSiblingRunsWhileTheOtherWaits(t *testing.T) {
 	default:
 	}
 	r.approve(t, "run-par", waiting[0].ID)
-	if ref := recv(t, returned, "tool return"); ref != "c-write" {
+	if ref := adaptertest.Recv(t, returned, "tool return"); ref != "c-write" {
 		t.Fatalf("%s returned, want the write", ref)
 	}
-	if err := recv(t, done, "end of Generate"); err != nil {
+	if err := adaptertest.Recv(t, done, "end of Generate"); err != nil {
 		t.Fatal(err)
 	}
-	if r.notes.count("append_note") != 1 || r.note(t) != "first line\nsecond line\n" {
-		t.Fatalf("append_note ran %d times", r.notes.count("append_note"))
+	if r.notes.Count("append_note") != 1 || r.note(t) != "first line\nsecond line\n" {
+		t.Fatalf("append_note ran %d times", r.notes.Count("append_note"))
 	}
 	r.verify(t)
 }
@@ -153,8 +154,8 @@ func TestMiddleware_RestartedSessionCollectsTheEarlierDecision(t *testing.T) {
 	if _, err := r.generate(t.Context(), "second"); err != nil {
 		t.Fatal(err)
 	}
-	if r.notes.count("append_note") != 1 || r.note(t) != "first line\nsecond line\n" {
-		t.Fatalf("append_note ran %d times", r.notes.count("append_note"))
+	if r.notes.Count("append_note") != 1 || r.note(t) != "first line\nsecond line\n" {
+		t.Fatalf("append_note ran %d times", r.notes.Count("append_note"))
 	}
 	for _, run := range []string{"first", "second"} {
 		all, err := r.store.ListApprovals(t.Context(), run)
@@ -190,8 +191,8 @@ func TestMiddleware_InterruptResumesOnlyOnTheRecordedGrant(t *testing.T) {
 			ai.WithToolRestarts(write.Restart(part, &ai.RestartOptions{ResumedMetadata: meta})))
 	}
 	again, err := restart(map[string]any{"approved": true})
-	if r.notes.count("append_note") != 0 || again == nil || again.FinishReason != ai.FinishReasonInterrupted {
-		t.Fatalf("a forged restart: %v, %+v, write ran %d times; want another interrupt", err, again, r.notes.count("append_note"))
+	if r.notes.Count("append_note") != 0 || again == nil || again.FinishReason != ai.FinishReasonInterrupted {
+		t.Fatalf("a forged restart: %v, %+v, write ran %d times; want another interrupt", err, again, r.notes.Count("append_note"))
 	}
 	waiting := r.pending(t, "run-int")
 	if len(waiting) != 1 {
@@ -202,8 +203,8 @@ func TestMiddleware_InterruptResumesOnlyOnTheRecordedGrant(t *testing.T) {
 	if err != nil || final.Text() != "done" {
 		t.Fatalf("the approved restart: %v, %+v", err, final)
 	}
-	if r.notes.count("append_note") != 1 || r.note(t) != "first line\nsecond line\n" {
-		t.Fatalf("append_note ran %d times", r.notes.count("append_note"))
+	if r.notes.Count("append_note") != 1 || r.note(t) != "first line\nsecond line\n" {
+		t.Fatalf("append_note ran %d times", r.notes.Count("append_note"))
 	}
 	r.verify(t)
 }
@@ -246,11 +247,11 @@ func TestMiddleware_IdenticalCallsOfOneTurnAreEachAsked(t *testing.T) {
 	r.approve(t, "run-twins", waiting[0].ID)
 	r.waitEvent(t, agentrt.EventRunWaiting)
 	r.approve(t, "run-twins", waiting[1].ID)
-	if err := recv(t, done, "end of Generate"); err != nil {
+	if err := adaptertest.Recv(t, done, "end of Generate"); err != nil {
 		t.Fatal(err)
 	}
-	if r.notes.count("append_note") != 2 || r.note(t) != "first line\nagain\nagain\n" {
-		t.Fatalf("append_note ran %d times, note %q", r.notes.count("append_note"), r.note(t))
+	if r.notes.Count("append_note") != 2 || r.note(t) != "first line\nagain\nagain\n" {
+		t.Fatalf("append_note ran %d times, note %q", r.notes.Count("append_note"), r.note(t))
 	}
 	got := r.llm.toolResponses()
 	if got["c-a"] == nil || got["c-a"].Output != "appended" || got["c-b"] == nil || got["c-b"].Output != "appended" {
@@ -281,10 +282,10 @@ func TestMiddleware_CallWhileTheRunWaitsIsRefused(t *testing.T) {
 		t.Fatalf("the second Generate: %v, %+v", err, final)
 	}
 	out, _ := r.llm.toolResponses()["c-read"].Output.(map[string]any)
-	if msg, _ := out["error"].(string); !strings.Contains(msg, waiting[0].ID) || r.notes.count("read_note") != 0 {
-		t.Fatalf("the model got %v for the read, which ran %d times; want a refusal naming %s", out, r.notes.count("read_note"), waiting[0].ID)
+	if msg, _ := out["error"].(string); !strings.Contains(msg, waiting[0].ID) || r.notes.Count("read_note") != 0 {
+		t.Fatalf("the model got %v for the read, which ran %d times; want a refusal naming %s", out, r.notes.Count("read_note"), waiting[0].ID)
 	}
-	if r.notes.count("append_note") != 0 || len(r.pending(t, "run-busy")) != 1 {
-		t.Fatalf("the write ran %d times", r.notes.count("append_note"))
+	if r.notes.Count("append_note") != 0 || len(r.pending(t, "run-busy")) != 1 {
+		t.Fatalf("the write ran %d times", r.notes.Count("append_note"))
 	}
 }

@@ -2,9 +2,7 @@ package genkit
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,29 +10,12 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/sqlite"
+	"github.com/agentrt/agentrt/testkit/adaptertest"
 	"github.com/firebase/genkit/go/ai"
 	"github.com/firebase/genkit/go/genkit"
 )
 
-// agentrtBin is the real agentrt binary, built once for the test process.
-var agentrtBin string
-
-func TestMain(m *testing.M) {
-	if os.Getenv(childDB) == "" {
-		dir, err := os.MkdirTemp("", "agentrt-genkit-bin-")
-		if err != nil {
-			panic(err)
-		}
-		agentrtBin = filepath.Join(dir, "agentrt")
-		if out, err := exec.Command("go", "build", "-o", agentrtBin, "github.com/agentrt/agentrt/cmd/agentrt").CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "go build agentrt: %v\n%s", err, out)
-			os.Exit(1)
-		}
-		defer os.RemoveAll(dir)
-	}
-	code := m.Run()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(adaptertest.Main(m)) }
 
 // rig is one program using the adapter: a SQLite file, a Gate with the
 // note tools registered by spec, Genkit with the scripted model, and the
@@ -44,7 +25,7 @@ type rig struct {
 	store   *sqlite.Store
 	gate    *agentrt.Gate
 	g       *genkit.Genkit
-	notes   *noteTools
+	notes   noteTools
 	tools   []ai.ToolRef
 	llm     *scriptedModel
 	model   ai.Model
@@ -59,11 +40,12 @@ func newRig(t testing.TB, dir string, leaseTTL time.Duration, opts Options, scri
 	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "note.txt"), []byte("first line\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
 	}
-	r := &rig{dir: dir, db: filepath.Join(dir, "runs.db"), events: make(chan agentrt.Event, 1024)}
+	notes, err := adaptertest.NewNotes(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{dir: dir, db: filepath.Join(dir, "runs.db"), events: make(chan agentrt.Event, 1024), notes: noteTools{notes}}
 	st, err := sqlite.Open(r.db)
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +54,6 @@ func newRig(t testing.TB, dir string, leaseTTL time.Duration, opts Options, scri
 	r.store = st
 	ctx := context.Background()
 	r.g = genkit.Init(ctx)
-	r.notes = &noteTools{path: filepath.Join(dir, "note.txt")}
 	r.tools = r.notes.define(r.g)
 	var gtools []ai.Tool
 	for _, tr := range r.tools {
@@ -127,11 +108,7 @@ func (r *rig) waitEvent(t testing.TB, typ agentrt.EventType) agentrt.Event {
 // agentrt runs the real binary on the rig's database.
 func (r *rig) agentrt(t testing.TB, args ...string) string {
 	t.Helper()
-	out, err := exec.Command(agentrtBin, append([]string{"-db", r.db}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("agentrt %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
+	return adaptertest.CLI(t, r.db, args...)
 }
 
 // approve has the operator approve the run's pending approval id.
@@ -145,40 +122,11 @@ func (r *rig) approve(t testing.TB, runID, id string) {
 // pending returns the run's approvals still pending.
 func (r *rig) pending(t testing.TB, runID string) []agentrt.Approval {
 	t.Helper()
-	all, err := r.store.ListApprovals(context.Background(), runID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []agentrt.Approval
-	for _, a := range all {
-		if a.Status == agentrt.ApprovalPending {
-			out = append(out, a)
-		}
-	}
-	return out
+	return adaptertest.Approvals(t, r.store, runID, agentrt.ApprovalPending)
 }
 
 // note is the note file's text.
-func (r *rig) note(t testing.TB) string {
-	t.Helper()
-	b, err := os.ReadFile(r.notes.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
+func (r *rig) note(t testing.TB) string { t.Helper(); return r.notes.Text(t) }
 
 // verify runs agentrt verify, which exits 1 on a broken chain.
 func (r *rig) verify(t testing.TB) { t.Helper(); r.agentrt(t, "verify") }
-
-// recv is the next value from ch, failing t after 20s.
-func recv[T any](t testing.TB, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(20 * time.Second):
-		t.Fatalf("no %s within 20s", what)
-	}
-	panic("unreachable")
-}

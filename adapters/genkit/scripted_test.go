@@ -3,12 +3,10 @@ package genkit
 import (
 	"context"
 	"errors"
-	"os"
-	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/testkit/adaptertest"
 	"github.com/firebase/genkit/go/ai"
 	"github.com/firebase/genkit/go/genkit"
 )
@@ -80,48 +78,17 @@ type appendArgs struct {
 	Text string `json:"text"`
 }
 
-// noteTools are real Genkit tools over one file: read_note reads it,
-// append_note appends a line, so the file shows how often the write ran,
-// and drop_note would remove it. onCall, when set, is called first in each
-// tool with its name.
-type noteTools struct {
-	path   string
-	runs   sync.Map // tool name -> *atomic.Int32
-	onCall func(tool string)
-}
+// noteTools are real Genkit tools over the shared note: read_note reads
+// it, append_note appends a line, drop_note empties it.
+type noteTools struct{ *adaptertest.Notes }
 
-func (n *noteTools) count(name string) int32 {
-	v, _ := n.runs.LoadOrStore(name, new(atomic.Int32))
-	return v.(*atomic.Int32).Load()
-}
-
-func (n *noteTools) ran(name string) {
-	if n.onCall != nil {
-		n.onCall(name)
-	}
-	v, _ := n.runs.LoadOrStore(name, new(atomic.Int32))
-	v.(*atomic.Int32).Add(1)
-}
-
-func (n *noteTools) define(g *genkit.Genkit) []ai.ToolRef {
-	read := genkit.DefineTool(g, "read_note", "Reads the note.", func(_ *ai.ToolContext, _ readArgs) (string, error) {
-		n.ran("read_note")
-		b, err := os.ReadFile(n.path)
-		return string(b), err
-	})
+func (n noteTools) define(g *genkit.Genkit) []ai.ToolRef {
+	read := genkit.DefineTool(g, "read_note", "Reads the note.", func(_ *ai.ToolContext, _ readArgs) (string, error) { return n.Read() })
 	write := genkit.DefineTool(g, "append_note", "Appends a line to the note.", func(_ *ai.ToolContext, a appendArgs) (string, error) {
-		n.ran("append_note")
-		f, err := os.OpenFile(n.path, os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			return "", err
-		}
-		defer f.Close()
-		_, err = f.WriteString(strings.TrimSpace(a.Text) + "\n")
-		return "appended", err
+		return "appended", n.Append(a.Text)
 	})
 	drop := genkit.DefineTool(g, "drop_note", "Deletes the note.", func(_ *ai.ToolContext, _ readArgs) (string, error) {
-		n.ran("drop_note")
-		return "dropped", os.Remove(n.path)
+		return "dropped", n.Delete("drop_note")
 	})
 	return []ai.ToolRef{read, write, drop}
 }

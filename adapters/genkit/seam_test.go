@@ -3,11 +3,11 @@ package genkit
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/testkit/adaptertest"
 	"github.com/firebase/genkit/go/ai"
 	"github.com/firebase/genkit/go/core"
 	"github.com/firebase/genkit/go/genkit"
@@ -25,12 +25,12 @@ type seen struct {
 // never runs, and the model reads both answers.
 func TestWrapTool_SeesTheCallAndSkipsTheToolWithASubstitute(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "note.txt")
-	if err := os.WriteFile(path, []byte("first line\n"), 0o600); err != nil {
+	n, err := adaptertest.NewNotes(t.TempDir())
+	if err != nil {
 		t.Fatal(err)
 	}
 	g := genkit.Init(ctx)
-	notes := &noteTools{path: path}
+	notes := noteTools{n}
 	tools := notes.define(g)
 	llm := &scriptedModel{script: []*ai.Message{
 		callTurn(&ai.ToolRequest{Ref: "call-read", Name: "read_note", Input: map[string]any{"name": "note"}},
@@ -78,13 +78,13 @@ func TestWrapTool_SeesTheCallAndSkipsTheToolWithASubstitute(t *testing.T) {
 	}
 
 	// The read ran once; the write did not, so the file is as it was.
-	if got := notes.count("read_note"); got != 1 {
+	if got := notes.Count("read_note"); got != 1 {
 		t.Errorf("read_note ran %d times, want 1", got)
 	}
-	if got := notes.count("append_note"); got != 0 {
+	if got := notes.Count("append_note"); got != 0 {
 		t.Errorf("append_note ran %d times, want 0: the hook's answer must skip it", got)
 	}
-	if b, _ := os.ReadFile(path); string(b) != "first line\n" {
+	if b, _ := os.ReadFile(n.Path); string(b) != "first line\n" {
 		t.Errorf("the note is %q, want it unchanged", b)
 	}
 	got := llm.toolResponses()

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"os"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/adapters/adk"
+	"github.com/agentrt/agentrt/disclosure"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
@@ -48,19 +50,16 @@ func run() error {
 	cfg := llmagent.Config{Name: "notes", Model: &scripted{}, Tools: tools}
 
 	// --- agentrt: these lines are all a program adds ---
-	classes := map[string]agentrt.SideEffect{
-		"read_note": agentrt.ReadOnly, "append_note": agentrt.LocalMutation, "delete_note": agentrt.Destructive}
+	classes := map[string]agentrt.SideEffect{"read_note": agentrt.ReadOnly, "append_note": agentrt.LocalMutation, "delete_note": agentrt.Destructive}
 	store, err := sqlite.Open(filepath.Join(dir, "runs.db"))
-	if err != nil {
+	specs, err2 := adk.Specs(tools, classes, time.Minute) // the ADK tools' names, descriptions, schemas
+	rules, err3 := disclosure.New(disclosure.Default())   // secrets in tool results are redacted
+	if err := errors.Join(err, err2, err3); err != nil {
 		return err
 	}
 	defer store.Close()
-	specs, err := adk.Specs(tools, classes, time.Minute)
-	if err != nil {
-		return err
-	}
 	gate, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{
-		Store: store, Policy: agentrt.DefaultPolicy(), Tools: specs}})
+		Store: store, Policy: agentrt.DefaultPolicy(), Tools: specs, Disclosure: rules}})
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/adapters/eino"
+	"github.com/agentrt/agentrt/disclosure"
 	"github.com/agentrt/agentrt/sqlite"
 	"github.com/cloudwego/eino/adk"
 	"github.com/cloudwego/eino/components/model"
@@ -54,17 +55,17 @@ func run() error {
 	classes := map[string]agentrt.SideEffect{"greet": agentrt.ReadOnly, "wipe": agentrt.Destructive}
 	specs, err := eino.Tools(ctx, tools, classes, 0)
 	store, err2 := sqlite.Open(filepath.Join(dir, "runs.db"))
-	if err := errors.Join(err, err2); err != nil {
+	rules, err3 := disclosure.New(disclosure.Default()) // secrets in tool results are redacted
+	if err := errors.Join(err, err2, err3); err != nil {
 		return err
 	}
 	defer store.Close()
-	gate, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: store, Policy: agentrt.DefaultPolicy(), Tools: specs}})
+	gate, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: store, Policy: agentrt.DefaultPolicy(), Tools: specs, Disclosure: rules}})
 	if err != nil {
 		return err
 	}
-	guard := eino.New(gate, classes, eino.Options{})
-	defer guard.Close()
-	// ... plus guard.Middleware() in the ToolsNodeConfig and
+	defer gate.Close()
+	// ... plus eino.New(gate, classes, eino.Options{}).Middleware() in the ToolsNodeConfig and
 	// eino.RunOptions(id) on the run, marked below.
 	// ---
 	llm := &scripted{turns: []*schema.Message{
@@ -75,7 +76,7 @@ func run() error {
 	}}
 	agent, err := adk.NewChatModelAgent(ctx, &adk.ChatModelAgentConfig{Name: "greeter", Description: "greets", Model: llm,
 		ToolsConfig: adk.ToolsConfig{ToolsNodeConfig: compose.ToolsNodeConfig{Tools: tools,
-			ToolCallMiddlewares: []compose.ToolMiddleware{guard.Middleware()}}}}) // agentrt: the middleware
+			ToolCallMiddlewares: []compose.ToolMiddleware{eino.New(gate, classes, eino.Options{}).Middleware()}}}}) // agentrt: the middleware
 	if err != nil {
 		return err
 	}
@@ -95,7 +96,7 @@ func run() error {
 			fmt.Println("the model said:", m.Content)
 		}
 	}
-	if err := guard.Complete(ctx, "quickstart-1", nil); err != nil { // agentrt (optional): end the run
+	if err := gate.Complete(ctx, "quickstart-1", nil); err != nil { // agentrt (optional): end the run
 		return err
 	}
 	steps, err := store.ListSteps(ctx, "quickstart-1")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	agentgenkit "github.com/agentrt/agentrt/adapters/genkit"
+	"github.com/agentrt/agentrt/disclosure"
 	"github.com/agentrt/agentrt/sqlite"
 	"github.com/firebase/genkit/go/ai"
 	"github.com/firebase/genkit/go/genkit"
@@ -55,12 +56,13 @@ func run() error {
 	model := scriptedModel(g)
 
 	store, err := sqlite.Open(filepath.Join(dir, "runs.db")) // agentrt
-	if err != nil {                                          // agentrt
+	rules, err2 := disclosure.New(disclosure.Default())      // agentrt: secrets in tool results are redacted
+	if err := errors.Join(err, err2); err != nil {           // agentrt
 		return err // agentrt
 	} // agentrt
-	defer store.Close()                                                                                                                              // agentrt
-	classes := map[string]agentrt.SideEffect{"read_note": agentrt.ReadOnly, "append_note": agentrt.RemoteMutation, "drop_note": agentrt.Destructive} // agentrt
-	gate, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: store, Policy: agentrt.DefaultPolicy(),                // agentrt
+	defer store.Close()                                                                                                                                  // agentrt
+	classes := map[string]agentrt.SideEffect{"read_note": agentrt.ReadOnly, "append_note": agentrt.RemoteMutation, "drop_note": agentrt.Destructive}     // agentrt
+	gate, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: store, Policy: agentrt.DefaultPolicy(), Disclosure: rules, // agentrt
 		Tools: agentgenkit.Specs(classes, read, write, drop), Observer: operator(store)}}) // agentrt
 	if err != nil { // agentrt
 		return err // agentrt

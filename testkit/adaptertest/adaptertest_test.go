@@ -1,0 +1,53 @@
+package adaptertest
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt"
+)
+
+// An allowed Gate.Call commits the step's opening (a queued write), its
+// decision, its tool start and its outcome: the counting store sees all
+// four, the observer signals step.started, and the note counts its tool.
+func TestCountingStore_CountsEveryCommitOfAnAllowedCall(t *testing.T) {
+	st := OpenCounting(t)
+	var evs Events
+	notes, err := NewNotes(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := agentrt.SpecOnly(agentrt.ToolSpec{Name: "read_note", Description: "Reads the note.", InputSchema: json.RawMessage(`{"type":"object"}`),
+		SideEffect: agentrt.ReadOnly, Timeout: time.Minute})
+	g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(),
+		Tools: []agentrt.Tool{spec}, Observer: evs.Observe}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	body := func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		text, err := notes.Read()
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(text)
+	}
+	ctx := context.Background()
+	if _, err := g.Call(ctx, agentrt.Call{RunID: "r", CallID: "c0", Tool: "read_note", Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	before := st.Commits()
+	res, err := g.Call(ctx, agentrt.Call{RunID: "r", CallID: "c1", Tool: "read_note", Args: json.RawMessage(`{"n":1}`), Body: body})
+	if err != nil || string(res.Observation.Content) != `"first line\n"` {
+		t.Fatalf("the call: %+v, %v", res, err)
+	}
+	if got := st.Commits() - before; got != 4 {
+		t.Errorf("an allowed call made %d commits, want 4", got)
+	}
+	evs.Await(t, agentrt.EventStepStarted)
+	if n := notes.Count("read_note"); n != 2 {
+		t.Errorf("read_note ran %d times, want 2", n)
+	}
+}
