@@ -130,6 +130,7 @@ func TestGate_CallRunsAllowedSiblingsWhileAWriteWaits(t *testing.T)          { o
 func TestGate_CallCollectsWhatIsRecordedInsteadOfAskingAgain(t *testing.T)   { onSQLite(t) }
 func TestGate_CallCutOffByACrashAsksOnceAndRunsOnce(t *testing.T)            { onSQLite(t) }
 func TestGate_CallRefusesWhatItCannotRun(t *testing.T)                       { onSQLite(t) }
+func TestGate_AllowedCallCommitsTwice(t *testing.T)                          { onSQLite(t) }
 func TestApproval_ApproveThenResumeExecutesRecordedRequest(t *testing.T)     { onSQLite(t) }
 func TestApproval_TamperedRowRefused(t *testing.T)                           { onSQLite(t) }
 func TestApproval_ShownDecisionIsAtomic(t *testing.T)                        { onSQLite(t) }

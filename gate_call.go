@@ -226,6 +226,11 @@ func (g *Gate) propose(ctx context.Context, c Call, waited *[]waitMark) (CallRes
 	h := g.hold(c.RunID)
 	defer g.release(h)
 	h.mu.Lock()
+	gs, o, v, err := g.beginCall(ctx, h, c)
+	if gs != nil || err != nil {
+		h.mu.Unlock()
+		return g.proposed(ctx, c, h, gs, o, v, err, waited)
+	}
 	gs, waitOn, err := g.session(ctx, h, c)
 	for err == nil && h.granted != nil {
 		err = g.awaitGrant(ctx, h, c)
@@ -245,20 +250,19 @@ func (g *Gate) propose(ctx context.Context, c Call, waited *[]waitMark) (CallRes
 		}
 		return CallResult{}, false, nil
 	}
-	o, err := gs.Step(ctx)
+	o, v, err = g.open(ctx, gs, c)
+	return g.proposed(ctx, c, h, gs, o, v, err, waited)
+}
+
+// proposed settles c from what proposing it in session gs came to.
+func (g *Gate) proposed(ctx context.Context, c Call, h *callHold, gs *GateSession, o *OpenStep, v Verdict, err error, waited *[]waitMark) (CallResult, bool, error) {
 	switch {
 	case err != nil && gs.Done():
-		return CallResult{}, false, nil // the session ended meanwhile: begin again
+		return CallResult{}, false, nil // the session ended meanwhile: read the record again
 	case err != nil:
 		return CallResult{}, true, err
 	case o == nil:
 		return CallResult{}, true, refuse(c, c.RunID, ErrRunEnded, "the run ended: "+string(gs.Run().Status))
-	}
-	g.join(c)
-	v, err := o.Propose(ctx, Decision{Kind: KindToolCall, CallID: c.CallID, Tool: c.Tool, Args: c.Args})
-	switch {
-	case err != nil:
-		return CallResult{}, true, err
 	case v.Outcome == VerdictAllowed:
 		obs, err := o.ExecuteFunc(ctx, c.Body)
 		g.changed(h)
@@ -269,6 +273,66 @@ func (g *Gate) propose(ctx context.Context, c Call, waited *[]waitMark) (CallRes
 		return g.approval(ctx, c, o.Step(), *v.Approval, waited)
 	}
 	return CallResult{}, true, refuse(c, c.RunID, ErrRunEnded, "the run ended: "+string(v.Run.Status))
+}
+
+// beginCall begins c's run when no run has its id, with c proposed in
+// its first step (Gate.BeginPropose): the run's creation commits with the
+// step. It returns a nil session, to go the usual way, when the run
+// exists (or another process just began it), h holds a session, or c
+// waits for its turn.
+func (g *Gate) beginCall(ctx context.Context, h *callHold, c Call) (*GateSession, *OpenStep, Verdict, error) {
+	if (h.gs != nil && !h.gs.Done()) || g.waitsForTurn(c) {
+		return nil, nil, Verdict{}, nil
+	}
+	if _, err := g.e.store.GetRun(ctx, h.id); !errors.Is(err, ErrNotFound) {
+		return nil, nil, Verdict{}, nil
+	}
+	goal, limits := c.Goal, c.Limits
+	if goal == "" {
+		goal = "framework run"
+	}
+	if limits == (Limits{}) {
+		limits = FrameworkLimits()
+	}
+	gs, o, v, err := g.BeginPropose(ctx, h.id, goal, limits, c.decision())
+	g.arrive(c.RunID, c.CallID)
+	if gs == nil {
+		if _, gerr := g.e.store.GetRun(ctx, h.id); gerr == nil {
+			return nil, nil, Verdict{}, nil // another process began it first
+		}
+		return nil, nil, Verdict{}, err
+	}
+	h.gs, h.granted = gs, nil
+	h.changedLocked()
+	return gs, o, v, err
+}
+
+func (c Call) decision() Decision {
+	return Decision{Kind: KindToolCall, CallID: c.CallID, Tool: c.Tool, Args: c.Args}
+}
+
+// open opens c's step and proposes c in it. A call that waits for its
+// turn's siblings (Gate.Turn) opens its step first and is proposed once
+// they opened theirs; any other is opened and proposed in one
+// (GateSession.Propose), so an allowed call commits twice: its opening
+// with the decision, the policy's and the tool start, then its outcome.
+func (g *Gate) open(ctx context.Context, gs *GateSession, c Call) (*OpenStep, Verdict, error) {
+	d := c.decision()
+	if !g.waitsForTurn(c) {
+		o, v, err := gs.Propose(ctx, d)
+		g.arrive(c.RunID, c.CallID)
+		return o, v, err
+	}
+	o, err := gs.Step(ctx)
+	if err != nil || o == nil {
+		return nil, Verdict{}, err
+	}
+	g.join(c)
+	v, err := o.Propose(ctx, d)
+	if err != nil {
+		return nil, Verdict{}, err
+	}
+	return o, v, nil
 }
 
 func refuse(c Call, runID string, err error, reason string) error {

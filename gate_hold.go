@@ -269,6 +269,17 @@ func (g *Gate) arrive(runID, callID string) *callTurn {
 	return t
 }
 
+// waitsForTurn reports whether c will wait in join for the rest of its
+// turn.
+func (g *Gate) waitsForTurn(c Call) bool {
+	if g.readOnly(c.Tool) || c.TurnWait < 0 {
+		return false
+	}
+	g.c.mu.Lock()
+	defer g.c.mu.Unlock()
+	return g.c.turns[turnKey{c.RunID, c.CallID}] != nil
+}
+
 // join arrives on c's turn and, unless c is read-only, waits for the rest
 // of it: a read is allowed at once and never needs its siblings proposed.
 func (g *Gate) join(c Call) {

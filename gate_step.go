@@ -135,7 +135,7 @@ func (o *OpenStep) execute(ctx context.Context, body ToolBody) (Observation, err
 		return Observation{}, err
 	}
 	ac := o.st.allowed
-	if ac == nil || o.st.executed {
+	if ac == nil || (o.st.executed && o.st.started == nil) {
 		gs.mu.Unlock()
 		return Observation{}, fmt.Errorf("%w: step %d has no allowed request awaiting execution", ErrRunState, o.index)
 	}
@@ -145,6 +145,9 @@ func (o *OpenStep) execute(ctx context.Context, body ToolBody) (Observation, err
 			return Observation{}, fmt.Errorf("%w: %q is registered by spec only; call ExecuteFunc", ErrNoToolBody, ac.tool.spec.Name)
 		}
 		return Observation{}, fmt.Errorf("%w: %q has a registered body; call Execute", ErrNoToolBody, ac.tool.spec.Name)
+	}
+	if x := o.st.started; x != nil {
+		return o.runStarted(ctx, body, *x)
 	}
 	var x toolRun
 	err := gs.on(ctx, o, func() error {
@@ -160,11 +163,38 @@ func (o *OpenStep) execute(ctx context.Context, body ToolBody) (Observation, err
 	if err != nil {
 		return Observation{}, err
 	}
+	return o.run(ctx, body, x)
+}
+
+// runStarted runs the tool whose start GateSession.Propose committed
+// with the step's opening (gs.mu held, released here), after the last
+// lease check before the side effect. A session closed or a lease lost
+// meanwhile leaves the start recorded, as a crash would, and runs nothing.
+func (o *OpenStep) runStarted(ctx context.Context, body ToolBody, x toolRun) (Observation, error) {
+	gs := o.gs
+	o.st.started = nil
+	err := gs.s.requireLive()
+	if gs.s.closed {
+		err = ErrSessionClosed
+	}
+	if err != nil {
+		err = gs.on(ctx, o, func() error { return err })
+		gs.mu.Unlock()
+		return Observation{}, err
+	}
+	gs.mu.Unlock()
+	return o.run(ctx, body, x)
+}
+
+// run calls the tool of x, whose start is durable, and records its
+// outcome.
+func (o *OpenStep) run(ctx context.Context, body ToolBody, x toolRun) (Observation, error) {
+	gs := o.gs
 	res, callErr, timedOut := gs.s.callTool(ctx, x.ac, x.stepID, body)
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
 	var obs Observation
-	err = gs.on(ctx, o, func() error {
+	err := gs.on(ctx, o, func() error {
 		var err error
 		obs, err = gs.s.endTool(ctx, x, res, callErr, timedOut)
 		return err

@@ -54,40 +54,60 @@ func (s *session) drive(ctx context.Context, agent Agent) (Run, error) {
 // position in the cache, or -1 when the run is no longer RUNNING (a limit
 // ended it, or an operator did).
 func (s *session) begin(ctx context.Context) (int, error) {
+	st, fn, err := s.opening(ctx)
+	if st == nil {
+		return -1, err
+	}
+	if q, ok := s.e.store.(Enqueuer); ok && s.mu != nil && s.deferred == nil && s.held == nil {
+		return s.beginQueued(ctx, q, *st, fn)
+	}
+	if err := s.write(ctx, fn); err != nil {
+		return -1, s.lost(ctx, err)
+	}
+	s.run.StepCount++
+	s.steps = append(s.steps, *st)
+	// The open step lives in the session: one per session, reused.
+	s.curBuf = openStep{idx: len(s.steps) - 1}
+	s.cur = &s.curBuf
+	crashPoint(pointStepStarted, s.runID, st.Index)
+	return s.cur.idx, nil
+}
+
+// opening checks that the next step may open (the run RUNNING under this
+// session's lease, within its limits) and returns the step and the
+// transaction body that records its start, writing nothing. A nil step
+// means none opens: with a nil error the run moved on or a limit ended it.
+func (s *session) opening(ctx context.Context) (*Step, func(tx Tx) error, error) {
 	if s.closed {
-		return -1, ErrSessionClosed
+		return nil, nil, ErrSessionClosed
 	}
 	if s.cur != nil {
-		return -1, fmt.Errorf("%w: a step is already open", ErrRunState)
+		return nil, nil, fmt.Errorf("%w: a step is already open", ErrRunState)
 	}
 	// The session's view of the run is kept by its own writes; anything
 	// another process changes (a cancel, a takeover) fails the next
 	// compare-and-set, which reads the run to say why.
 	run := s.run
 	if run.Status != RunRunning {
-		return -1, nil
+		return nil, nil, nil
 	}
 	// A stopping worker lets the run go at a step boundary: the session's
 	// close releases the lease, and another worker claims the run.
 	if stopRequested(ctx) {
-		return -1, nil
+		return nil, nil, nil
 	}
-	if run.LeaseOwner != s.lease.owner || run.Generation != s.lease.generation() {
+	if run.LeaseOwner != s.lease.owner || run.Generation != s.lease.generation() || !s.lease.ok() {
 		s.lease.markLost()
-		return -1, ErrLeaseLost
-	}
-	if !s.lease.ok() {
-		s.lease.markLost()
-		return -1, ErrLeaseLost
+		return nil, nil, ErrLeaseLost
 	}
 	if err := s.load(ctx); err != nil {
-		return -1, err
+		return nil, nil, err
 	}
 	if d := s.damaged(); d != "" {
-		return -1, s.failInternal(ctx, onlyRunning, "a stored row will not decode: "+d)
+		return nil, nil, s.failInternal(ctx, onlyRunning, "a stored row will not decode: "+d)
 	}
 	if ended, err := s.checkLimits(ctx, run); ended || err != nil {
-		return -1, err
+		return nil, nil, err
 	}
 	now := s.e.now()
 	st := Step{ID: s.e.newID(), RunID: s.runID, Index: run.StepCount, Status: StepDeciding, StartedAt: now}
@@ -103,19 +123,7 @@ func (s *session) begin(ctx context.Context) (int, error) {
 		}
 		return event(tx, s.runID, st.ID, now, EventStepStarted, json.RawMessage(startedJSON))
 	}
-	if q, ok := s.e.store.(Enqueuer); ok && s.mu != nil && s.deferred == nil {
-		return s.beginQueued(ctx, q, st, fn)
-	}
-	if err := s.write(ctx, fn); err != nil {
-		return -1, s.lost(ctx, err)
-	}
-	s.run.StepCount++
-	s.steps = append(s.steps, st)
-	// The open step lives in the session: one per session, reused.
-	s.curBuf = openStep{idx: len(s.steps) - 1}
-	s.cur = &s.curBuf
-	crashPoint(pointStepStarted, s.runID, st.Index)
-	return s.cur.idx, nil
+	return &st, fn, nil
 }
 
 // beginQueued opens step st in a gate's session: its write is queued
@@ -411,86 +419,6 @@ func (s *session) invalidReason(d Decision, argsErr, resultErr string) string {
 	}
 }
 
-// propose records the open step's decision, then validates it and asks the
-// policy. The decision is durable before anything judges it.
-func (s *session) propose(ctx context.Context, raw Decision) (Verdict, error) {
-	if s.cur == nil || s.cur.decided {
-		return Verdict{}, fmt.Errorf("%w: no open step awaits a decision", ErrRunState)
-	}
-	i := s.cur.idx
-	st := s.step(i)
-	d, argsErr, resultErr := recordable(raw)
-	var tool *regTool
-	if d.Kind == KindToolCall {
-		tool = s.e.tools[d.Tool]
-	}
-	rec, err := stored(&d)
-	if err != nil {
-		return Verdict{}, s.failInternal(ctx, onlyRunning, err.Error())
-	}
-	now := s.e.now()
-	var specHash string
-	if tool != nil {
-		specHash = tool.hash
-	}
-	// Encoded once, outside the transaction: the column and the event hold
-	// the same bytes.
-	decJSON, err := json.Marshal(&d)
-	if err != nil {
-		return Verdict{}, s.failInternal(ctx, onlyRunning, "decision will not encode: "+err.Error())
-	}
-	var key string
-	if d.Kind == KindToolCall && tool != nil && argsErr == "" {
-		key, _ = RequestKey(d.Tool, d.Args)
-	}
-	stepID := st.ID
-	err = s.writeOut(ctx, func(tx Tx) error {
-		// The step's compare-and-set names the run's lease in the same
-		// statement.
-		u := StepUpdate{ID: stepID, From: onlyDeciding, Decision: &d, SpecHash: specHash, RequestKey: key, Fence: s.fence()}
-		u.Encoded[0] = decJSON
-		if err := tx.StepUpdate(u); err != nil {
-			return err
-		}
-		return event(tx, s.runID, stepID, now, EventStepDecided, json.RawMessage(decJSON))
-	})
-	if err != nil {
-		if lerr := s.lost(ctx, err); lerr != nil {
-			return Verdict{}, lerr
-		}
-		return Verdict{Outcome: VerdictEnded, Run: copyRun(s.run)}, nil
-	}
-	// A sibling's start may have moved the cache while the lock was out.
-	st = s.step(i)
-	st.Decision = rec
-	st.SpecHash = specHash
-	s.cur.decided = true
-	crashPoint(pointDecided, s.runID, st.Index)
-
-	if why := s.invalidReason(d, argsErr, resultErr); why != "" {
-		return s.deny(ctx, nil, failure(ObsInvalidDecision, why), "invalid decision: "+why)
-	}
-	switch d.Kind {
-	case KindComplete:
-		result := d.Result
-		if len(result) == 0 {
-			result = json.RawMessage("{}")
-		}
-		return s.verdictEnded(ctx, ending{status: RunCompleted, reason: ReasonGoalCompleted, result: result,
-			step: &stepEnd{idx: i, from: onlyDeciding, status: StepDone}})
-	case KindFail:
-		return s.verdictEnded(ctx, ending{status: RunFailed, reason: ReasonGoalFailed, detail: d.Message,
-			step: &stepEnd{idx: i, from: onlyDeciding, status: StepDone}})
-	}
-	args := d.Args
-	if len(args) == 0 {
-		args = json.RawMessage("{}")
-	}
-	req := ToolRequest{RunID: s.runID, StepID: st.ID, Spec: tool.spec, Args: args}
-	pd, perr := s.evaluate(ctx, tool, req, s.view(s.run, i))
-	return s.apply(ctx, tool, req, pd, perr, nil)
-}
-
 // evaluate hands the policy the request in PolicyJSON form, recovering a
 // panic as a policy error.
 func (s *session) evaluate(ctx context.Context, tool *regTool, req ToolRequest, view RunView) (pd PolicyDecision, err error) {
@@ -593,11 +521,16 @@ func (s *session) policyEvent(tool *regTool, pd PolicyDecision, withView bool) p
 	return pendingEvent{typ: EventStepPolicy, v: payload}
 }
 
+// allowCall makes the open step's allowed request.
+func (s *session) allowCall(tool *regTool, req ToolRequest, pd PolicyDecision, grant *Approval) {
+	s.cur.allowedBuf = allowedCall{tool: tool, request: req, policy: pd, specHash: tool.hash, approval: grant, resumed: grant != nil}
+	s.cur.allowed = &s.cur.allowedBuf
+}
+
 func (s *session) allow(tool *regTool, req ToolRequest, pd PolicyDecision, grant *Approval) (Verdict, error) {
 	// req holds the registered spec and the recorded arguments, which the
 	// session owns; the verdict's request is a copy for the caller.
-	s.cur.allowedBuf = allowedCall{tool: tool, request: req, policy: pd, specHash: tool.hash, approval: grant, resumed: grant != nil}
-	s.cur.allowed = &s.cur.allowedBuf
+	s.allowCall(tool, req, pd, grant)
 	if grant == nil {
 		crashPoint(pointAllowed, s.runID, s.steps[s.cur.idx].Index)
 	}

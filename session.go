@@ -48,6 +48,10 @@ type session struct {
 	cur    *openStep
 	curBuf openStep
 	closed bool
+	// held is the run's creation, not yet written (beginHeld): the
+	// session's first write commits it first (heldWrite).
+	held    func(ctx context.Context, tx Tx) error
+	created *Run // the run as held wrote it
 }
 
 // openStep is the step the session is working on.
@@ -57,6 +61,9 @@ type openStep struct {
 	allowed    *allowedCall
 	allowedBuf allowedCall
 	executed   bool
+	// started is the tool run whose start committed with the step's
+	// opening (GateSession.Propose): Execute only runs it.
+	started *toolRun
 }
 
 // allowedCall is a request the policy allowed (or a grant covers), waiting to
@@ -97,6 +104,22 @@ func (s *session) requireLive() error {
 
 // begin creates a run RUNNING under this engine's lease.
 func (e *engine) begin(ctx context.Context, id, goal string, limits Limits) (*session, error) {
+	s, err := e.beginHeld(id, goal, limits)
+	if err != nil {
+		return nil, err
+	}
+	// The creation commits alone; a failed one closed the session.
+	if err := s.write(ctx, func(Tx) error { return nil }); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// beginHeld makes the session of a new run whose creation is not yet
+// written: s.held records it, and the session's first write commits it
+// first, in the same transaction (heldWrite). The lease's heartbeat starts
+// once it is committed.
+func (e *engine) beginHeld(id, goal string, limits Limits) (*session, error) {
 	if id == "" {
 		return nil, &ConfigError{Field: "run id", Reason: "must not be empty"}
 	}
@@ -111,7 +134,11 @@ func (e *engine) begin(ctx context.Context, id, goal string, limits Limits) (*se
 	exp := s.lease.expiry()
 	run := Run{ID: id, Goal: goal, Status: RunRunning, Limits: limits, CreatedAt: now, StartedAt: now,
 		LeaseOwner: e.owner, LeaseExpiresAt: exp, Generation: 1}
-	err := s.write(ctx, func(tx Tx) error {
+	s.run = run
+	s.lease.held(1, exp)
+	var created Run
+	s.created = &created
+	s.held = func(ctx context.Context, tx Tx) error {
 		if c, ok := tx.(DatabaseClock); ok {
 			at, err := c.DatabaseNow(ctx)
 			if err != nil {
@@ -119,6 +146,7 @@ func (e *engine) begin(ctx context.Context, id, goal string, limits Limits) (*se
 			}
 			run.LeaseExpiresAt = at.Add(s.lease.ttl)
 		}
+		created = run
 		if err := tx.RunInsert(run); err != nil {
 			return err
 		}
@@ -131,15 +159,38 @@ func (e *engine) begin(ctx context.Context, id, goal string, limits Limits) (*se
 			}
 		}
 		return event(tx, id, "", now, EventRunStarted, RunStartedPayload{})
-	})
-	if err != nil {
-		e.unclaim(id)
-		return nil, err
 	}
-	s.run = run
-	s.lease.held(1, exp)
-	s.lease.start()
 	return s, nil
+}
+
+// heldWrite returns fn preceded by the run's creation when it is not yet
+// written (beginHeld), and the function to call with the commit's error:
+// once the creation committed, the lease's heartbeat starts.
+func (s *session) heldWrite(ctx context.Context, fn func(tx Tx) error) (func(tx Tx) error, func(error)) {
+	held := s.held
+	if held == nil {
+		return fn, func(error) {}
+	}
+	s.held = nil
+	return func(tx Tx) error {
+			if err := held(ctx, tx); err != nil {
+				return err
+			}
+			return fn(tx)
+		}, func(err error) {
+			if err != nil {
+				// Nothing was written: the run does not exist, and the
+				// session cannot go on.
+				s.closed = true
+				s.lease.halt()
+				s.e.unclaim(s.runID)
+				return
+			}
+			// The database's clock may have set the lease's expiry.
+			s.run.LeaseExpiresAt = s.created.LeaseExpiresAt
+			s.created = nil
+			s.lease.start()
+		}
 }
 
 // close ends the session: the heartbeat stops and a lease still held is
@@ -153,6 +204,12 @@ func (s *session) close() {
 		return
 	}
 	s.closed = true
+	if s.held != nil {
+		// The run's creation was never written: there is no lease to release.
+		s.held = nil
+		s.e.unclaim(s.runID)
+		return
+	}
 	// A deferred step end is written even when the lease looks lost
 	// locally: the write is fenced, so it lands only if no one took over.
 	if s.deferred != nil {
@@ -171,6 +228,17 @@ func (s *session) close() {
 		cancel()
 	}
 	s.e.unclaim(s.runID)
+}
+
+// flush commits a deferred step end on its own.
+func (s *session) flush(ctx context.Context) error {
+	if s.deferred == nil {
+		return nil
+	}
+	return s.write(ctx, func(tx Tx) error {
+		_, err := s.guard(tx, RunUpdate{})
+		return err
+	})
 }
 
 // load reads the run's steps and approvals once per session.

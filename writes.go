@@ -131,6 +131,14 @@ func expireTx(tx Tx, run Run, a Approval, now time.Time) error {
 // the events after the commit, and returns the error fn or the commit
 // returned.
 func (s *session) write(ctx context.Context, fn func(tx Tx) error) error {
+	fn, done := s.heldWrite(ctx, fn)
+	err := s.writeDeferred(ctx, fn)
+	done(err)
+	return err
+}
+
+// writeDeferred is write once the run's creation is in fn.
+func (s *session) writeDeferred(ctx context.Context, fn func(tx Tx) error) error {
 	d := s.deferred
 	if d == nil {
 		evs, err := s.e.store.Update(ctx, fn)
@@ -168,7 +176,7 @@ func (s *session) write(ctx context.Context, fn func(tx Tx) error) error {
 // the step cache afresh after it. Without a gate's lock (the Driver), or
 // with a deferred end to carry, it is write.
 func (s *session) writeOut(ctx context.Context, fn func(tx Tx) error) error {
-	if s.mu == nil || s.deferred != nil {
+	if s.mu == nil || s.deferred != nil || s.held != nil {
 		return s.write(ctx, fn)
 	}
 	cur := s.cur
@@ -184,17 +192,6 @@ func (s *session) writeOut(ctx context.Context, fn func(tx Tx) error) error {
 		return err
 	}
 	return s.e.committed(ctx, evs)
-}
-
-// flush commits a deferred step end on its own.
-func (s *session) flush(ctx context.Context) error {
-	if s.deferred == nil {
-		return nil
-	}
-	return s.write(ctx, func(tx Tx) error {
-		_, err := s.guard(tx, RunUpdate{})
-		return err
-	})
 }
 
 // keySorted writes a payload with its keys in sorted order, the form the

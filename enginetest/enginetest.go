@@ -104,6 +104,7 @@ var cases = []Case{
 	{Name: "Gate_CallCollectsWhatIsRecordedInsteadOfAskingAgain", fn: caseGate_CallCollectsWhatIsRecordedInsteadOfAskingAgain},
 	{Name: "Gate_CallCutOffByACrashAsksOnceAndRunsOnce", fn: caseGate_CallCutOffByACrashAsksOnceAndRunsOnce},
 	{Name: "Gate_CallRefusesWhatItCannotRun", fn: caseGate_CallRefusesWhatItCannotRun},
+	{Name: "Gate_AllowedCallCommitsTwice", fn: caseGate_AllowedCallCommitsTwice},
 	{Name: "Approval_ApproveThenResumeExecutesRecordedRequest", fn: caseApproval_ApproveThenResumeExecutesRecordedRequest},
 	{Name: "Approval_TamperedRowRefused", fn: caseApproval_TamperedRowRefused},
 	{Name: "Approval_ShownDecisionIsAtomic", fn: caseApproval_ShownDecisionIsAtomic},

@@ -9,9 +9,11 @@ import (
 	"github.com/agentrt/agentrt"
 )
 
-// An allowed Gate.Call commits the step's opening (a queued write), its
-// decision, its tool start and its outcome: the counting store sees all
-// four, the observer signals step.started, and the note counts its tool.
+// An allowed Gate.Call commits twice: the step's opening with its
+// decision, the policy's and the tool start (a queued write), then its
+// outcome. The counting store sees both, the first call (which begins the
+// run) commits twice too, the observer signals step.started, and the note
+// counts its tool.
 func TestCountingStore_CountsEveryCommitOfAnAllowedCall(t *testing.T) {
 	st := OpenCounting(t)
 	var evs Events
@@ -38,13 +40,16 @@ func TestCountingStore_CountsEveryCommitOfAnAllowedCall(t *testing.T) {
 	if _, err := g.Call(ctx, agentrt.Call{RunID: "r", CallID: "c0", Tool: "read_note", Body: body}); err != nil {
 		t.Fatal(err)
 	}
+	if got := st.Commits(); got != 2 {
+		t.Errorf("the call that began the run made %d commits, want 2", got)
+	}
 	before := st.Commits()
 	res, err := g.Call(ctx, agentrt.Call{RunID: "r", CallID: "c1", Tool: "read_note", Args: json.RawMessage(`{"n":1}`), Body: body})
 	if err != nil || string(res.Observation.Content) != `"first line\n"` {
 		t.Fatalf("the call: %+v, %v", res, err)
 	}
-	if got := st.Commits() - before; got != 4 {
-		t.Errorf("an allowed call made %d commits, want 4", got)
+	if got := st.Commits() - before; got != 2 {
+		t.Errorf("an allowed call made %d commits, want 2", got)
 	}
 	evs.Await(t, agentrt.EventStepStarted)
 	if n := notes.Count("read_note"); n != 2 {
