@@ -97,6 +97,22 @@ func (g *Gate) BeginOrAttach(ctx context.Context, runID, goal string, limits Lim
 	return g.Attach(ctx, runID)
 }
 
+// beginOrAttach is BeginOrAttach whose new run is created by the
+// session's first write, in that write's transaction (engine.beginHeld).
+func (g *Gate) beginOrAttach(ctx context.Context, runID, goal string, limits Limits) (*GateSession, Verdict, error) {
+	if _, err := g.e.store.GetRun(ctx, runID); errors.Is(err, ErrNotFound) {
+		s, err := g.e.beginHeld(runID, goal, limits)
+		if err != nil {
+			return nil, Verdict{}, err
+		}
+		gs := newGateSession(s)
+		return gs, Verdict{Run: gs.Run()}, nil
+	} else if err != nil {
+		return nil, Verdict{}, err
+	}
+	return g.Attach(ctx, runID)
+}
+
 // Attach does what Driver.Resume does before its loop, and hands the run
 // to the caller:
 //

@@ -226,11 +226,6 @@ func (g *Gate) propose(ctx context.Context, c Call, waited *[]waitMark) (CallRes
 	h := g.hold(c.RunID)
 	defer g.release(h)
 	h.mu.Lock()
-	gs, o, v, err := g.beginCall(ctx, h, c)
-	if gs != nil || err != nil {
-		h.mu.Unlock()
-		return g.proposed(ctx, c, h, gs, o, v, err, waited)
-	}
 	gs, waitOn, err := g.session(ctx, h, c)
 	for err == nil && h.granted != nil {
 		err = g.awaitGrant(ctx, h, c)
@@ -250,7 +245,7 @@ func (g *Gate) propose(ctx context.Context, c Call, waited *[]waitMark) (CallRes
 		}
 		return CallResult{}, false, nil
 	}
-	o, v, err = g.open(ctx, gs, c)
+	o, v, err := g.open(ctx, gs, c)
 	return g.proposed(ctx, c, h, gs, o, v, err, waited)
 }
 
@@ -273,38 +268,6 @@ func (g *Gate) proposed(ctx context.Context, c Call, h *callHold, gs *GateSessio
 		return g.approval(ctx, c, o.Step(), *v.Approval, waited)
 	}
 	return CallResult{}, true, refuse(c, c.RunID, ErrRunEnded, "the run ended: "+string(v.Run.Status))
-}
-
-// beginCall begins c's run when no run has its id, with c proposed in
-// its first step (Gate.BeginPropose): the run's creation commits with the
-// step. It returns a nil session, to go the usual way, when the run
-// exists (or another process just began it), h holds a session, or c
-// waits for its turn.
-func (g *Gate) beginCall(ctx context.Context, h *callHold, c Call) (*GateSession, *OpenStep, Verdict, error) {
-	if (h.gs != nil && !h.gs.Done()) || g.waitsForTurn(c) {
-		return nil, nil, Verdict{}, nil
-	}
-	if _, err := g.e.store.GetRun(ctx, h.id); !errors.Is(err, ErrNotFound) {
-		return nil, nil, Verdict{}, nil
-	}
-	goal, limits := c.Goal, c.Limits
-	if goal == "" {
-		goal = "framework run"
-	}
-	if limits == (Limits{}) {
-		limits = FrameworkLimits()
-	}
-	gs, o, v, err := g.BeginPropose(ctx, h.id, goal, limits, c.decision())
-	g.arrive(c.RunID, c.CallID)
-	if gs == nil {
-		if _, gerr := g.e.store.GetRun(ctx, h.id); gerr == nil {
-			return nil, nil, Verdict{}, nil // another process began it first
-		}
-		return nil, nil, Verdict{}, err
-	}
-	h.gs, h.granted = gs, nil
-	h.changedLocked()
-	return gs, o, v, err
 }
 
 func (c Call) decision() Decision {

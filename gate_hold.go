@@ -124,7 +124,10 @@ func (g *Gate) Complete(ctx context.Context, runID string, result json.RawMessag
 }
 
 // session returns h's open session, beginning or attaching the run when
-// it has none (h.mu held), or the approval the run waits on. A lease
+// it has none (h.mu held), or the approval the run waits on. A run begun
+// here is created by the session's first write, in the same transaction
+// (beginOrAttach): the first call's opening, with its decision, its
+// policy's decision and its tool start when allowed. A lease
 // another owner holds (a process that died) is waited out.
 func (g *Gate) session(ctx context.Context, h *callHold, c Call) (*GateSession, *Approval, error) {
 	for h.gs == nil || h.gs.Done() {
@@ -135,7 +138,7 @@ func (g *Gate) session(ctx context.Context, h *callHold, c Call) (*GateSession, 
 		if limits == (Limits{}) {
 			limits = FrameworkLimits()
 		}
-		gs, v, err := g.BeginOrAttach(ctx, h.id, goal, limits)
+		gs, v, err := g.beginOrAttach(ctx, h.id, goal, limits)
 		var le *RunLeasedError
 		switch {
 		case errors.As(err, &le):

@@ -169,16 +169,19 @@ func (s *session) allowOpening(ctx context.Context, i int, dc recordedDecision, 
 // it where the store queues writes (siblings share the commit), else with
 // the lock held.
 func (s *session) commitOpening(ctx context.Context, i int, fn func(tx Tx) error) error {
+	fn, done := s.heldWrite(ctx, fn)
 	q, ok := s.e.store.(Enqueuer)
-	if !ok || s.held != nil {
-		// A run's creation commits with the lock held: no sibling can
-		// open before the run exists.
-		if err := s.write(ctx, fn); err != nil {
+	if !ok {
+		err := s.writeDeferred(ctx, fn)
+		done(err)
+		if err != nil {
 			return err
 		}
 		crashPoint(pointStepStarted, s.runID, s.step(i).Index)
 		return nil
 	}
+	// The run's creation, when it is not yet written, is queued first: a
+	// sibling's opening queued behind it lands after it.
 	wait := q.Enqueue(fn)
 	cur := s.cur
 	s.cur = nil
@@ -186,6 +189,7 @@ func (s *session) commitOpening(ctx context.Context, i int, fn func(tx Tx) error
 	evs, err := wait()
 	s.mu.Lock()
 	s.cur = cur
+	done(err)
 	if s.relocked != nil {
 		s.relocked()
 	}
