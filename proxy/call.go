@@ -18,6 +18,10 @@ import (
 	"github.com/agentrt/agentrt/trace"
 )
 
+// gateStore is the store the gate writes through: the proxy's own, or in
+// a test one that counts its commits.
+var gateStore = func(st agentrt.Store) agentrt.Store { return st }
+
 // call is one host call being handled.
 type call struct {
 	t    *ptool
@@ -321,20 +325,11 @@ func (p *Proxy) existing(ctx context.Context, c *call, r *index.Row) (answer, bo
 	return p.internal(fmt.Errorf("row %d is open with outcome %q", r.ID, r.Outcome), "the record is not understood")
 }
 
-// fresh begins the row's run and proposes the call.
+// fresh begins the row's run and proposes the call in one commit
+// (Gate.BeginPropose): the run's creation, the step, its decision and,
+// allowed, the policy's decision and the tool start. With the outcome,
+// which ends the run, an allowed call commits twice.
 func (p *Proxy) fresh(ctx context.Context, c *call, r *index.Row) (answer, bool) {
-	gs, err := p.gate.Begin(ctx, r.RunID, "call "+c.t.name, p.limits())
-	if err != nil {
-		if _, gerr := p.store.GetRun(ctx, r.RunID); gerr == nil {
-			return answer{}, true // another process began it first
-		}
-		return p.internal(err, "the call could not be recorded")
-	}
-	defer gs.Close()
-	st, err := gs.Step(ctx)
-	if err != nil || st == nil {
-		return p.internal(fmt.Errorf("step: %v", err), "the call could not be recorded")
-	}
 	pctx := ctx
 	var in *interruption
 	if r.Interrupted != "" {
@@ -344,9 +339,17 @@ func (p *Proxy) fresh(ctx context.Context, c *call, r *index.Row) (answer, bool)
 		}
 		pctx = withReask(ctx, in)
 	}
-	v, err := st.Propose(pctx, agentrt.Decision{Kind: agentrt.KindToolCall, Tool: c.t.name, Args: c.args, Reason: "the host called " + c.t.name})
+	d := agentrt.Decision{Kind: agentrt.KindToolCall, Tool: c.t.name, Args: c.args, Reason: "the host called " + c.t.name}
+	gs, st, v, err := p.gate.BeginPropose(pctx, r.RunID, "call "+c.t.name, p.limits(), d)
 	if err != nil {
+		if _, gerr := p.store.GetRun(ctx, r.RunID); gerr == nil {
+			return answer{}, true // another process began it first, or it ended: match again
+		}
 		return p.internal(err, "the call could not be recorded")
+	}
+	defer gs.Close()
+	if st == nil {
+		return p.settleRecord(ctx, c, r)
 	}
 	return p.verdict(ctx, c, r, gs, st, v)
 }

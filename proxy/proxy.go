@@ -357,7 +357,7 @@ func (p *Proxy) buildGate(ctx context.Context, gateTools []agentrt.Tool) error {
 	}
 	p.gate, err = agentrt.NewGate(agentrt.GateConfig{
 		EngineConfig: agentrt.EngineConfig{
-			Store:      p.store,
+			Store:      gateStore(p.store),
 			Policy:     p.policy,
 			Tools:      gateTools,
 			Observer:   p.opts.Observer,
