@@ -49,11 +49,13 @@ func runShow(e *env, g *global, c *command, args []string) int {
 		}
 		writeJSON(p, struct {
 			view.RunDetailPage
-			StepsTruncated bool         `json:"steps_truncated"`
-			Limit          int          `json:"limit"`
-			Offset         int          `json:"offset"`
-			ModelCalls     []callEgress `json:"model_calls,omitempty"`
-		}{b, offset+len(b.Steps) < b.StepsTotal, limit, offset, calls})
+			// Pending shadows the page's own, each approval with its stages.
+			Pending        []pendingJSON `json:"pending"`
+			StepsTruncated bool          `json:"steps_truncated"`
+			Limit          int           `json:"limit"`
+			Offset         int           `json:"offset"`
+			ModelCalls     []callEgress  `json:"model_calls,omitempty"`
+		}{b, pendingWithStages(st, b.Pending), offset+len(b.Steps) < b.StepsTotal, limit, offset, calls})
 		return e.done(p, ExitOK)
 	}
 	writeRunHeader(p, page.Run)

@@ -284,9 +284,11 @@ func writeVerify(p *printer, rep verifyReport) {
 				at = ""
 			}
 			p.printf("decision NOT verified %s(run %s, approval %s): %s\n", at, dash(clip(f.RunID, 64)), dash(clip(f.ApprovalID, 64)), clip(f.Reason, textClipBytes))
-			p.printf("  %d signed decision(s) verified before it\n", d.Verified)
+			p.printf("  %d signed decision(s) and %d vote(s) verified before it\n", d.Verified, d.Votes)
 		} else {
 			p.printf("decisions: %d signed of %d verified with %d approver key(s)\n", d.Signed, d.Decisions, d.Approvers)
+			p.printf("votes: %d verified on %d approval(s); %d approval(s) granted by votes that meet their requirement\n",
+				d.Votes, d.VotedApprovals, d.GrantedByVotes)
 			if d.Unsigned > 0 {
 				p.printf("unsigned approvals: %d (granted without a signature; -pinned refuses them)\n", d.Unsigned)
 			}

@@ -25,6 +25,11 @@ type decisionsReport struct {
 	// Votes is how many approval.voted events were read, each of which
 	// held before Failure.
 	Votes int64 `json:"votes"`
+	// VotedApprovals is how many approvals those votes were cast on.
+	VotedApprovals int `json:"voted_approvals"`
+	// GrantedByVotes is how many approvals were approved with a
+	// requirement that those votes met.
+	GrantedByVotes int `json:"granted_by_votes"`
 	// Erased is how many decisions belong to erased runs: their
 	// signatures were removed with the content they signed.
 	Erased int64 `json:"erased,omitempty"`
@@ -71,7 +76,9 @@ func verifyDecisions(st agentrt.StoreReader, head int64, pinned *agentrt.PinnedK
 	approvedInChain := map[[2]string]bool{}
 	erased := map[string]bool{}
 	votes := newVoteLedger(st, pinned, aps, erased)
-	defer func() { rep.Votes = votes.count }()
+	defer func() {
+		rep.Votes, rep.VotedApprovals, rep.GrantedByVotes = votes.count, len(votes.votes), votes.grants
+	}()
 	fail := func(e agentrt.Event, approvalID, format string, args ...any) (*decisionsReport, error) {
 		rep.Failure = &decisionFailure{Seq: e.Seq, RunID: e.RunID, ApprovalID: approvalID, Reason: fmt.Sprintf(format, args...)}
 		return rep, nil
