@@ -37,25 +37,7 @@ func runShow(e *env, g *global, c *command, args []string) int {
 	}
 	p := &printer{w: e.stdout}
 	if g.json {
-		b := page.Bounded()
-		if b.Steps == nil {
-			b.Steps = []view.StepSummary{}
-		}
-		if b.Pending == nil {
-			b.Pending = []agentrt.Approval{}
-		}
-		if b.Approvals == nil {
-			b.Approvals = []agentrt.Approval{}
-		}
-		writeJSON(p, struct {
-			view.RunDetailPage
-			// Pending shadows the page's own, each approval with its stages.
-			Pending        []pendingJSON `json:"pending"`
-			StepsTruncated bool          `json:"steps_truncated"`
-			Limit          int           `json:"limit"`
-			Offset         int           `json:"offset"`
-			ModelCalls     []callEgress  `json:"model_calls,omitempty"`
-		}{b, pendingWithStages(st, b.Pending), offset+len(b.Steps) < b.StepsTotal, limit, offset, calls})
+		writeShowJSON(p, st, page, limit, offset, calls)
 		return e.done(p, ExitOK)
 	}
 	writeRunHeader(p, page.Run)
@@ -262,4 +244,28 @@ func resourceURIs(st agentrt.StoreReader, runID string, lines []blockLine, limit
 		}
 	}
 	return out
+}
+
+// writeShowJSON writes show -json: the page, each pending approval with its
+// stages, and the run's model calls.
+func writeShowJSON(p *printer, st agentrt.StoreReader, page view.RunDetailPage, limit, offset int, calls []callEgress) {
+	b := page.Bounded()
+	if b.Steps == nil {
+		b.Steps = []view.StepSummary{}
+	}
+	if b.Pending == nil {
+		b.Pending = []agentrt.Approval{}
+	}
+	if b.Approvals == nil {
+		b.Approvals = []agentrt.Approval{}
+	}
+	writeJSON(p, struct {
+		view.RunDetailPage
+		// Pending shadows the page's own, each approval with its stages.
+		Pending        []pendingJSON `json:"pending"`
+		StepsTruncated bool          `json:"steps_truncated"`
+		Limit          int           `json:"limit"`
+		Offset         int           `json:"offset"`
+		ModelCalls     []callEgress  `json:"model_calls,omitempty"`
+	}{b, pendingWithStages(st, b.Pending), offset+len(b.Steps) < b.StepsTotal, limit, offset, calls})
 }
