@@ -108,6 +108,8 @@ type Proxy struct {
 	callers callers
 	// subs are the host sessions' resource subscriptions (subscribe.go).
 	subs subscriptions
+	// tasks are the task handles' collected results (tasks.go).
+	tasks taskBook
 	// beforeCollect, when set (by tests only), runs as a call that read
 	// its row is about to attach to the row's run: the window in which
 	// another process, or this proxy's sweep, may move the run on.
@@ -454,6 +456,7 @@ func (p *Proxy) limits() agentrt.Limits {
 func (p *Proxy) newServer() *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: serverName, Version: Version}, p.serverOptions())
 	p.forward(s)
+	p.serveTasks(s)
 	for _, t := range p.order {
 		t := t
 		tool := &sdk.Tool{Name: t.name, Description: t.spec.Description, InputSchema: json.RawMessage(t.spec.InputSchema)}
