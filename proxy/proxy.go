@@ -468,6 +468,7 @@ func (p *Proxy) newServer() *sdk.Server {
 			defer p.inflight.Done()
 			p.callers.enter(t.server, req.Session)
 			defer p.callers.leave(t.server, req.Session)
+			ctx = withTraceContext(ctx, req)
 			if mcp2026.New(mcp2026.Of(req)) {
 				return p.callNew(ctx, t, req)
 			}

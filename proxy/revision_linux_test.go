@@ -129,3 +129,35 @@ func TestProxy_StatelessHostHeldWriteAnswersInputRequired(t *testing.T) {
 	b, _ = os.ReadFile(target)
 	mustf(t, string(b) == "changed since\n", "the re-issued call ran the write again: %q", b)
 }
+
+// A 2026-07-28 host's call whose _meta carries a W3C traceparent and
+// tracestate begins a run that records them on run.created (from which
+// export/otel makes the run a child of the host's trace); a call whose
+// traceparent is not well formed still runs, and records none.
+func TestProxy_StatelessHostTraceContextIsRecordedOnTheRun(t *testing.T) {
+	s := newProcSetup(t)
+	h := s.raw2026(t)
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	for _, c := range []struct{ path, parent string }{{"notes.txt", parent}, {"other.txt", "00-not-a-trace"}} {
+		writeFile(t, filepath.Join(s.sandbox, c.path), "hi\n")
+		r := h.request("tools/call", map[string]any{"name": "fs_read_text_file", "arguments": map[string]any{"path": filepath.Join(s.sandbox, c.path)},
+			"_meta": map[string]any{"traceparent": c.parent, "tracestate": "rojo=00f067aa0ba902b7"}}, false)
+		mustf(t, r.Error == nil && strings.Contains(string(r.Result), `hi\n`), "read %s: %s %+v", c.path, r.Result, r.Error)
+	}
+	st := readStore(t, s.db)
+	defer st.Close()
+	runs, err := st.ListRuns(context.Background())
+	mustf(t, err == nil && len(runs) == 2, "runs %v, %v", runs, err)
+	want := agentrt.TraceContext{Parent: parent, State: "rojo=00f067aa0ba902b7"}
+	var got []agentrt.TraceContext
+	for _, run := range runs {
+		evs, err := st.ListEvents(context.Background(), run.ID)
+		mustf(t, err == nil && len(evs) > 0, "events of %s: %v", run.ID, err)
+		p, err := agentrt.PayloadAs[agentrt.RunCreatedPayload](evs[0])
+		mustf(t, err == nil, "run.created: %v", err)
+		if p.Trace != nil {
+			got = append(got, *p.Trace)
+		}
+	}
+	mustf(t, len(got) == 1 && got[0] == want, "recorded trace contexts %+v, want only %+v", got, want)
+}

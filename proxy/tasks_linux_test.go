@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,16 +62,20 @@ type rawReply struct {
 }
 
 // request sends method with params and _meta (tasks: the tasks extension
-// declared) and reads lines up to its answer, skipping notifications.
+// declared; params' own _meta added) and reads lines up to its answer, skipping notifications.
 func (h *rawHost) request(method string, params map[string]any, tasks bool) rawReply {
 	h.t.Helper()
 	caps := map[string]any{}
 	if tasks {
 		caps["extensions"] = map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}
 	}
-	params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+	meta := map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
 		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw-host", "version": "1"},
 		"io.modelcontextprotocol/clientCapabilities": caps}
+	if extra, ok := params["_meta"].(map[string]any); ok {
+		maps.Copy(meta, extra)
+	}
+	params["_meta"] = meta
 	h.next++
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": h.next, "method": method, "params": params})
 	if _, err := h.in.Write(append(b, '\n')); err != nil {

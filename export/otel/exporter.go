@@ -70,10 +70,12 @@ type runState struct {
 	// reopened: the run's span was made again here, its start handled by
 	// an earlier process, so its open step may be unknown.
 	reopened bool
-	span     trace.Span
-	step     *stepState // the step in progress
-	open     map[string]trace.Span
-	steps    map[string]*stepState
+	// trace is the trace the run's spans are in (runTrace).
+	trace trace.TraceID
+	span  trace.Span
+	step  *stepState // the step in progress
+	open  map[string]trace.Span
+	steps map[string]*stepState
 }
 
 type stepState struct {
@@ -295,7 +297,7 @@ func (x *Exporter) runCreated(ev *event, p agentrt.RunCreatedPayload) error {
 			}
 		}
 	}
-	_, err := x.runSpan(ev.ctx, ev.e, true, a)
+	_, err := x.runSpanIn(ev.ctx, ev.e, true, a, p.Trace)
 	return err
 }
 
@@ -653,6 +655,13 @@ func eventName(t agentrt.EventType) string {
 // or, for a run whose creation an earlier process handled, at the run's
 // creation time as the store has it.
 func (x *Exporter) runSpan(ctx context.Context, e agentrt.Event, fresh bool, a *attrs) (*runState, error) {
+	return x.runSpanIn(ctx, e, fresh, a, nil)
+}
+
+// runSpanIn is runSpan for a run begun under the caller's trace context
+// tc (nil: none, or, for a run whose creation an earlier process handled,
+// as the store's run.created says).
+func (x *Exporter) runSpanIn(ctx context.Context, e agentrt.Event, fresh bool, a *attrs, tc *agentrt.TraceContext) (*runState, error) {
 	if rs := x.runs[e.RunID]; rs != nil {
 		if fresh {
 			// A re-delivered run.created: the span is already open.
@@ -673,13 +682,18 @@ func (x *Exporter) runSpan(ctx context.Context, e agentrt.Event, fresh bool, a *
 			}
 		}
 		a.bool("span.start_unknown", !known)
+		tc = x.storedTrace(ctx, e.RunID)
 	}
-	ctx = withIDs(context.Background(), TraceID(e.RunID), SpanID(kindRun, e.RunID))
-	s := x.tracerStart(ctx, SpanRun, trace.SpanKindInternal, start, a.kv, true)
-	if err := checkIDs(s, TraceID(e.RunID), SpanID(kindRun, e.RunID)); err != nil {
+	tid, parent := runTrace(e.RunID, tc)
+	ctx = withIDs(context.Background(), tid, SpanID(kindRun, e.RunID))
+	if parent.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
+	}
+	s := x.tracerStart(ctx, SpanRun, trace.SpanKindInternal, start, a.kv, !parent.IsValid())
+	if err := checkIDs(s, tid, SpanID(kindRun, e.RunID)); err != nil {
 		return nil, err
 	}
-	rs := &runState{reopened: !fresh, span: s, open: map[string]trace.Span{}, steps: map[string]*stepState{}}
+	rs := &runState{reopened: !fresh, trace: tid, span: s, open: map[string]trace.Span{}, steps: map[string]*stepState{}}
 	x.runs[e.RunID] = rs
 	return rs, nil
 }
@@ -821,6 +835,9 @@ func spanName(base, name string) string {
 
 func (x *Exporter) start(_ context.Context, runID, kind, id string, parent trace.SpanID, name string, sk trace.SpanKind, at time.Time, kv []attribute.KeyValue) (trace.Span, error) {
 	tid, sid := TraceID(runID), SpanID(kind, id)
+	if rs := x.runs[runID]; rs != nil {
+		tid = rs.trace
+	}
 	psc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: parent, TraceFlags: trace.FlagsSampled})
 	ctx := trace.ContextWithSpanContext(context.Background(), psc)
 	ctx = withIDs(ctx, tid, sid)
@@ -851,4 +868,41 @@ func checkIDs(s trace.Span, tid trace.TraceID, sid trace.SpanID) error {
 		return ErrIDs
 	}
 	return nil
+}
+
+// runTrace is the trace a run's spans are in and the remote span its run
+// span is a child of: the caller's (its trace id and span id, its
+// tracestate), when the run was begun under a trace context; else the
+// trace derived from the run id, and no parent. The run's spans are
+// recorded whatever the caller's sampled flag says: the export is of the
+// whole record.
+func runTrace(runID string, tc *agentrt.TraceContext) (trace.TraceID, trace.SpanContext) {
+	if tc != nil {
+		if tid, sid, _, ok := tc.IDs(); ok {
+			ts, err := trace.ParseTraceState(tc.State)
+			if err != nil {
+				ts = trace.TraceState{}
+			}
+			return tid, trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled,
+				TraceState: ts, Remote: true})
+		}
+	}
+	return TraceID(runID), trace.SpanContext{}
+}
+
+// storedTrace is the trace context the store's run.created of a run
+// holds, for a run whose creation an earlier process exported.
+func (x *Exporter) storedTrace(ctx context.Context, runID string) *agentrt.TraceContext {
+	if x.store == nil {
+		return nil
+	}
+	evs, _, err := x.store.ListEventsPage(ctx, runID, 1, 0)
+	if err != nil || len(evs) == 0 || evs[0].Type != agentrt.EventRunCreated {
+		return nil
+	}
+	p, err := agentrt.PayloadAs[agentrt.RunCreatedPayload](evs[0])
+	if err != nil {
+		return nil
+	}
+	return p.Trace
 }
