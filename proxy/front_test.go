@@ -419,3 +419,62 @@ func TestFront_StatelessHostsBesideSessions(t *testing.T) {
 	mustf(t, resp.StatusCode == 200 && strings.Contains(string(raw), `"2026-07-28"`) && strings.Contains(string(raw), `"2025-11-25"`),
 		"server/discover: %d %s", resp.StatusCode, raw)
 }
+
+// frontPost sends one stateless 2026-07-28 request to the front, the
+// tasks extension declared, and returns its JSON-RPC result or error as
+// raw JSON (the body is JSON or one SSE event).
+func frontPost(t *testing.T, f *Front, method, name string, params map[string]any) (result, rpcErr json.RawMessage) {
+	t.Helper()
+	params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw", "version": "1"},
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}}}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	req, _ := http.NewRequest(http.MethodPost, f.URL(), strings.NewReader(string(b)))
+	for k, v := range map[string]string{"Authorization": "Bearer " + f.Token(), "Content-Type": "application/json",
+		"Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": method, "Mcp-Name": name} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	mustf(t, err == nil, "%s: %v", method, err)
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	body := string(raw)
+	if i := strings.Index(body, "data: "); i >= 0 {
+		body = strings.TrimSpace(strings.SplitN(body[i+len("data: "):], "\n", 2)[0])
+	}
+	var msg struct{ Result, Error json.RawMessage }
+	mustf(t, resp.StatusCode == 200 && json.Unmarshal([]byte(body), &msg) == nil, "%s: %d %s", method, resp.StatusCode, raw)
+	return msg.Result, msg.Error
+}
+
+// Over the front, each request its own stateless exchange, a held write
+// of a tasks-extension host answers a task handle, tasks/get follows it
+// in later requests (no session holds it), and after the approval the
+// write runs once and its result is reported to every poll.
+func TestFront_TaskHandleOutlivesTheRequestThatMadeIt(t *testing.T) {
+	h := newHarness(t, nil)
+	f := h.front(nil)
+	res, e := frontPost(t, f, "tools/call", "up_write", map[string]any{"name": "up_write", "arguments": map[string]any{"path": "p", "content": "c"}})
+	var tk struct{ ResultType, TaskID, Status string }
+	mustf(t, e == nil && json.Unmarshal(res, &tk) == nil && tk.ResultType == "task" && tk.TaskID != "", "tools/call: %s %s", res, e)
+	get := func() (string, string) {
+		res, e := frontPost(t, f, "tasks/get", tk.TaskID, map[string]any{"taskId": tk.TaskID})
+		var got struct {
+			Status string
+			Result json.RawMessage
+		}
+		mustf(t, e == nil && json.Unmarshal(res, &got) == nil, "tasks/get: %s %s", res, e)
+		return got.Status, string(got.Result)
+	}
+	st, _ := get()
+	pending := h.pending()
+	mustf(t, st == "working" && len(pending) == 1 && h.up.count() == 0, "before the decision: %s, %d pending, effects %v", st, len(pending), h.up.effectsNow())
+	h.decide(pending[0], true, "ok")
+	var result string
+	waitFor(t, "the task to complete", func() bool {
+		st, result = get()
+		return st == "completed"
+	})
+	st, again := get()
+	mustf(t, st == "completed" && again == result && h.up.count() == 1, "after: %s %s (first %s), effects %v", st, again, result, h.up.effectsNow())
+}

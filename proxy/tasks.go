@@ -216,6 +216,11 @@ func (p *Proxy) getTask(ctx context.Context, ss *sdk.ServerSession, params *mcp2
 		}
 	}
 	p.tasks.mu.Lock()
+	if e.running || e.result != nil {
+		// Another poll got here first.
+		p.tasks.mu.Unlock()
+		return p.getTask(ctx, ss, params)
+	}
 	e.running, e.updated = true, now
 	p.tasks.mu.Unlock()
 	p.inflight.Add(1)
