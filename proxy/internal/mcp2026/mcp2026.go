@@ -1,8 +1,10 @@
 // Package mcp2026 is what the proxy's host-facing side needs of MCP
 // 2026-07-28 beyond what the go-sdk does for it: telling a request of the
 // stateless revision from one of a session, the fields the revision
-// requires on results the proxy builds itself, and the input_required
-// result a held call answers with.
+// requires on results the proxy builds itself, the input_required result
+// a held call answers with, and the wire shapes of the tasks extension
+// (io.modelcontextprotocol/tasks), which the go-sdk v1.8.0 knows only as
+// a capability key.
 package mcp2026
 
 import (
