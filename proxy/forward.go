@@ -16,6 +16,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/mcp"
+	"github.com/agentrt/agentrt/proxy/internal/asks"
 	"github.com/agentrt/agentrt/proxy/internal/mcp2026"
 	"github.com/agentrt/agentrt/proxy/internal/uritemplate"
 	"github.com/agentrt/agentrt/trace"
@@ -165,7 +166,7 @@ func (p *Proxy) forward(s *sdk.Server) {
 	p.hostsMu.Lock()
 	p.hosts = append(p.hosts, s)
 	p.hostsMu.Unlock()
-	s.AddSendingMiddleware(elicitSchema)
+	s.AddSendingMiddleware(asks.ElicitSchema)
 	s.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			if sf, ok := surfaceOf[method]; ok {

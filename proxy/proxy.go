@@ -15,6 +15,7 @@ import (
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/token"
 	"github.com/agentrt/agentrt/mcp"
+	"github.com/agentrt/agentrt/proxy/internal/asks"
 	"github.com/agentrt/agentrt/proxy/internal/credentials"
 	"github.com/agentrt/agentrt/proxy/internal/index"
 	"github.com/agentrt/agentrt/proxy/internal/mcp2026"
@@ -105,7 +106,7 @@ type Proxy struct {
 	sweepStop, sweepDone chan struct{}
 	// callers are the host sessions with a call in flight, per server, to
 	// forward a server's requests to (asks.go).
-	callers callers
+	callers *asks.Callers
 	// subs are the host sessions' resource subscriptions (subscribe.go).
 	subs subscriptions
 	// tasks are the task handles' collected results (tasks.go).
@@ -207,12 +208,13 @@ func newProxy(cfg *Config, opts Options) *Proxy {
 	p := &Proxy{cfg: cfg, opts: opts, tools: map[string]*ptool{}, logq: make(chan logItem, logQueue),
 		logStop: make(chan struct{}), logDone: make(chan struct{}),
 		subs:    subscriptions{m: map[string]*subscription{}, sem: make(chan struct{}, 16)},
-		callers: callers{m: map[string][]*sdk.ServerSession{}, sem: map[string]chan struct{}{}},
 		changes: newListChanges()}
+	var names []string
 	for _, s := range cfg.Servers {
-		p.callers.sem[s.Name] = make(chan struct{}, maxAsksInFlight)
+		names = append(names, s.Name)
 		p.servers = append(p.servers, newUpstream(p, s))
 	}
+	p.callers = asks.NewCallers(names, maxAsksInFlight)
 	go p.drainLogs()
 	for _, st := range cfg.Suggested() {
 		p.logf("%s", suggestionLine(cfg, st))
@@ -466,8 +468,8 @@ func (p *Proxy) newServer() *sdk.Server {
 		s.AddTool(tool, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			p.inflight.Add(1)
 			defer p.inflight.Done()
-			p.callers.enter(t.server, req.Session)
-			defer p.callers.leave(t.server, req.Session)
+			p.callers.Enter(t.server, req.Session)
+			defer p.callers.Leave(t.server, req.Session)
 			ctx = withTraceContext(ctx, req)
 			if mcp2026.New(mcp2026.Of(req)) {
 				return p.callNew(ctx, t, req)
