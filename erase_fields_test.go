@@ -20,7 +20,8 @@ const chosen = "zq9-chosen@example.org-zq9"
 
 // chosenRuns writes two runs that put chosen text in every field a model,
 // a provider, a tool or a policy quoting the arguments can fill besides
-// arguments and results: "run-1" gets the model's stop reason, a tool name
+// arguments and results: "run-1" gets a caller's tracestate, the model's
+// stop reason, a tool name
 // the model made up, a tool's own failure class, a result block's MIME
 // type, a policy's refusal quoting the arguments and a provider's error in
 // limit.exceeded; "run-2" gets an approval whose reason quotes the
@@ -80,7 +81,8 @@ func chosenRuns(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits()); err != nil || r.Reason != agentrt.ReasonModelUnavailable {
+	traced := agentrt.WithTraceContext(ctx, agentrt.TraceContext{Parent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", State: "vendor=" + chosen})
+	if r, err := d.StartWithID(traced, "run-1", "g", agentrt.DefaultLimits()); err != nil || r.Reason != agentrt.ReasonModelUnavailable {
 		t.Fatalf("run-1 = %s %s %q, %v", r.Status, r.Reason, r.ReasonDetail, err)
 	}
 	if r, err := d.StartWithID(ctx, "run-2", "g", agentrt.DefaultLimits()); err != nil || r.Status != agentrt.RunWaiting {
@@ -108,6 +110,8 @@ func requireChosenIn(t *testing.T, st agentrt.StoreReader) {
 				t.Fatal(err)
 			}
 			switch p := v.(type) {
+			case agentrt.RunCreatedPayload:
+				got["run.created trace"] = got["run.created trace"] || p.Trace != nil && p.Trace.State == "vendor="+chosen
 			case agentrt.Decision:
 				got["step.decided tool"] = got["step.decided tool"] || p.Tool == chosen
 			case agentrt.StepPolicyPayload:
@@ -124,7 +128,7 @@ func requireChosenIn(t *testing.T, st agentrt.StoreReader) {
 			}
 		}
 	}
-	for _, f := range []string{"step.decided tool", "step.policy reason", "approval.requested reason", "model.completed stop_reason",
+	for _, f := range []string{"run.created trace", "step.decided tool", "step.policy reason", "approval.requested reason", "model.completed stop_reason",
 		"step.tool_finished failure_class", "step.tool_finished blocks mime_type", "limit.exceeded detail"} {
 		if !got[f] {
 			t.Errorf("the chosen text is not in %s before the erasure: the test would prove nothing there", f)

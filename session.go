@@ -103,6 +103,10 @@ func (e *engine) begin(ctx context.Context, id, goal string, limits Limits) (*se
 	if err := limits.Validate(); err != nil {
 		return nil, err
 	}
+	tc, err := traceContextOf(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if err := e.claim(id); err != nil {
 		return nil, err
 	}
@@ -111,7 +115,7 @@ func (e *engine) begin(ctx context.Context, id, goal string, limits Limits) (*se
 	exp := s.lease.expiry()
 	run := Run{ID: id, Goal: goal, Status: RunRunning, Limits: limits, CreatedAt: now, StartedAt: now,
 		LeaseOwner: e.owner, LeaseExpiresAt: exp, Generation: 1}
-	err := s.write(ctx, func(tx Tx) error {
+	err = s.write(ctx, func(tx Tx) error {
 		if c, ok := tx.(DatabaseClock); ok {
 			at, err := c.DatabaseNow(ctx)
 			if err != nil {
@@ -122,7 +126,7 @@ func (e *engine) begin(ctx context.Context, id, goal string, limits Limits) (*se
 		if err := tx.RunInsert(run); err != nil {
 			return err
 		}
-		if err := event(tx, id, "", now, EventRunCreated, RunCreatedPayload{Goal: goal, Limits: limits, Tools: e.toolList, Disclosure: e.described}); err != nil {
+		if err := event(tx, id, "", now, EventRunCreated, RunCreatedPayload{Goal: goal, Limits: limits, Tools: e.toolList, Disclosure: e.described, Trace: tc}); err != nil {
 			return err
 		}
 		for _, t := range e.tools {
