@@ -24,10 +24,25 @@ const (
 	MaxPageSize     = 10000
 )
 
+// SettledReader is the read a Follower prefers when its Store offers it:
+// events after the one at seq after in an order that never places a
+// committed event behind one already read. The SQLite and PostgreSQL
+// stores offer it; on PostgreSQL, where seqs become visible out of commit
+// order, it reads only what the checkpoint integrator's watermark says no
+// transaction still running can precede (ADR 0015).
+type SettledReader interface {
+	ListEventsSettled(ctx context.Context, runID string, after int64, limit int) ([]agentrt.Event, error)
+}
+
 // Follower delivers the events of a store to a Sink in commit order, from
-// where its Cursor says it stopped.
+// where its Cursor says it stopped. Over a store that is a SettledReader it
+// reads with that, so it never passes over an event that commits late with
+// a smaller seq; there seqs need not ascend (on PostgreSQL the order is the
+// order the events' transactions became safe), and an event is delivered
+// only once every transaction that began before it has ended.
 type Follower struct {
-	// Store is read with ListEventsAfter and, by Head, EventHash. Open it
+	// Store is read with ListEventsSettled (SettledReader) or else
+	// ListEventsAfter and, by Head, EventHash. Open it
 	// read-only: the Follower never writes to it. Required.
 	Store agentrt.StoreReader
 	// RunID limits delivery to one run; "" delivers every run's events.
@@ -124,11 +139,16 @@ func (f *Follower) Follow(ctx context.Context, sink Sink) (err error) {
 	}()
 	behind := true
 	var timer *time.Timer
+	read := f.Store.ListEventsAfter
+	settled := false
+	if sr, ok := f.Store.(SettledReader); ok {
+		read, settled = sr.ListEventsSettled, true
+	}
 	for {
 		if ctx.Err() != nil {
 			return nil
 		}
-		page, err := f.Store.ListEventsAfter(ctx, f.RunID, seq, pageSize)
+		page, err := read(ctx, f.RunID, seq, pageSize)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -136,7 +156,7 @@ func (f *Follower) Follow(ctx context.Context, sink Sink) (err error) {
 			return fmt.Errorf("export: reading events after seq %d: %w", seq, err)
 		}
 		for _, e := range page {
-			if e.Seq <= seq {
+			if e.Seq == seq || (!settled && e.Seq < seq) {
 				return fmt.Errorf("export: the store returned seq %d after seq %d", e.Seq, seq)
 			}
 			if err := sink(e); err != nil {
