@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/checkpoint"
 	"github.com/agentrt/agentrt/eventlog"
 )
 
@@ -198,23 +199,67 @@ func (f *Follower) Follow(ctx context.Context, sink Sink) (err error) {
 	}
 }
 
-// Head returns the last delivered seq, as the cursor holds it, and that
-// event's stored chain hash: (0, "") when nothing was delivered or there
-// is no cursor. It moves only as events are delivered, and
-// VerifyEvents(0, seq) checks the chain up to it.
-func (f *Follower) Head(ctx context.Context) (seq int64, hash string, err error) {
+// Head is where a Follower stands: the last event it delivered, that
+// event's run and the hash of the run's chain there, and the database's
+// latest checkpoint. Since events chain per run (ADR 0015), an event's
+// hash vouches for its run up to it; the checkpoint is what vouches for
+// every run at once.
+type Head struct {
+	// Seq is the last delivered event's seq, as the cursor holds it; 0
+	// when nothing was delivered or there is no cursor.
+	Seq int64 `json:"seq"`
+	// RunID is that event's run, and Hash its stored chain hash: the run's
+	// head as far as delivered (verify -head SEQ:HASH vouches for the run
+	// up to it).
+	RunID string `json:"run_id,omitempty"`
+	Hash  string `json:"hash,omitempty"`
+	// Checkpoint is the latest checkpoint, nil when the store keeps none
+	// or none is made yet; its Kept text is what verify -head SIZE:ROOT
+	// takes. Folded says it folds the event at Seq.
+	Checkpoint *checkpoint.Checkpoint `json:"checkpoint,omitempty"`
+	Folded     bool                   `json:"folded"`
+}
+
+// Head reads where f stands. The event part moves only as events are
+// delivered; the checkpoint is the latest whenever Head is called.
+func (f *Follower) Head(ctx context.Context) (Head, error) {
+	var h Head
 	if f.Store == nil {
-		return 0, "", errors.New("export: Follower needs a Store")
+		return h, errors.New("export: Follower needs a Store")
 	}
-	seq, err = f.load()
+	cs, cerr := checkpoint.For(f.Store)
+	if cerr == nil {
+		c, ok, err := cs.CheckpointLatest(ctx)
+		if err != nil {
+			return h, fmt.Errorf("export: reading the latest checkpoint: %w", err)
+		}
+		if ok {
+			h.Checkpoint = &c
+		}
+	}
+	seq, err := f.load()
 	if err != nil || seq == 0 {
-		return 0, "", err
+		return h, err
 	}
-	hash, err = f.Store.EventHash(ctx, seq)
+	evs, err := f.Store.ListEventsAfter(ctx, "", seq-1, 1)
 	if err != nil {
-		return 0, "", fmt.Errorf("export: the hash of delivered event %d: %w", seq, err)
+		return h, fmt.Errorf("export: reading delivered event %d: %w", seq, err)
 	}
-	return seq, hash, nil
+	if len(evs) == 0 || evs[0].Seq != seq {
+		return h, fmt.Errorf("export: delivered event %d is not in the store", seq)
+	}
+	h.Seq, h.RunID = seq, evs[0].RunID
+	if h.Hash, err = f.Store.EventHash(ctx, seq); err != nil {
+		return h, fmt.Errorf("export: the hash of delivered event %d: %w", seq, err)
+	}
+	if h.Checkpoint != nil {
+		leaves, err := cs.CheckpointLeavesOf(ctx, h.RunID, seq, seq)
+		if err != nil {
+			return h, fmt.Errorf("export: reading whether event %d is folded: %w", seq, err)
+		}
+		h.Folded = len(leaves) == 1 && leaves[0].Index < h.Checkpoint.Size
+	}
+	return h, nil
 }
 
 // JSONL returns a Sink that writes each event to w as one line of JSON,
