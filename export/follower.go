@@ -49,7 +49,10 @@ type Follower struct {
 	// RunID limits delivery to one run; "" delivers every run's events.
 	RunID string
 	// Cursor is where delivery resumes and what each page saves. Nil starts
-	// at the beginning and remembers nothing.
+	// at the beginning and remembers nothing. Over a SettledReader on
+	// PostgreSQL it must hold 0 or the seq of an event this store holds
+	// (one the Follower delivered): the read resumes at that event's place
+	// in its order, and seq - 1 may be no event there.
 	Cursor Cursor
 	// Interval is how long to wait before looking again once caught up.
 	// Zero is DefaultInterval; at most MaxInterval.
