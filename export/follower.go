@@ -115,6 +115,15 @@ func (f *Follower) save(seq int64) error {
 	return nil
 }
 
+// reader is the page read Follow uses, and whether it is the settled one
+// (whose seqs need not ascend).
+func (f *Follower) reader() (read func(ctx context.Context, runID string, after int64, limit int) ([]agentrt.Event, error), settled bool) {
+	if sr, ok := f.Store.(SettledReader); ok {
+		return sr.ListEventsSettled, true
+	}
+	return f.Store.ListEventsAfter, false
+}
+
 // Follow delivers events to sink until ctx is cancelled (then it returns
 // nil), until it has caught up when Once is set (nil), or until the sink,
 // the store or the cursor fails (that error). Whichever way it stops, the
@@ -143,11 +152,7 @@ func (f *Follower) Follow(ctx context.Context, sink Sink) (err error) {
 	}()
 	behind := true
 	var timer *time.Timer
-	read := f.Store.ListEventsAfter
-	settled := false
-	if sr, ok := f.Store.(SettledReader); ok {
-		read, settled = sr.ListEventsSettled, true
-	}
+	read, settled := f.reader()
 	for {
 		if ctx.Err() != nil {
 			return nil
