@@ -93,10 +93,7 @@ func writeNewKey(e *env, c *command, path, name string) int {
 }
 
 // keptText is a checkpoint as -head takes it: SIZE:ROOT.
-func keptText(c checkpoint.Checkpoint) string {
-	lines := strings.Split(c.Body, "\n")
-	return fmt.Sprintf("%d:%s", c.Size, lines[2])
-}
+func keptText(c checkpoint.Checkpoint) string { return c.Kept() }
 
 func ptrIf[T any](ok bool, v T) *T {
 	if !ok {
