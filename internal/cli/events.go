@@ -22,11 +22,7 @@ var eventsCommand = fromKit(&kitCmd{
 })
 
 func runEvents(x *inv, o *pageOptions, pos []string) int {
-	typed, code := x.runArg(pos)
-	if code != ExitOK {
-		return code
-	}
-	rp, code, ok := x.openPageOf(x.c, x.g, *o, typed)
+	rp, code, ok := x.openPage(o, pos)
 	if !ok {
 		return code
 	}
