@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"net/http"
+	"os"
 )
 
 // Endpoint is the model an adapter talks to and how: what every adapter's
@@ -29,6 +30,17 @@ type Endpoint struct {
 	// MaxOutputTokens caps a reply when the request sets no cap. Zero
 	// means the adapter's default; negative is refused.
 	MaxOutputTokens int64
+}
+
+// EndpointFromEnv reads PREFIX_API_KEY, PREFIX_BASE_URL and PREFIX_MODEL
+// ("OPENAI" reads OPENAI_API_KEY, …), the variables of an adapter whose
+// ConfigFromEnv follows the common scheme.
+func EndpointFromEnv(prefix string) Endpoint {
+	return Endpoint{
+		APIKey:  NewSecret(os.Getenv(prefix + "_API_KEY")),
+		BaseURL: os.Getenv(prefix + "_BASE_URL"),
+		Model:   os.Getenv(prefix + "_MODEL"),
+	}
 }
 
 // ConfigView is what every encoding of an Endpoint shows: the URL with any

@@ -17,23 +17,23 @@ import (
 	"github.com/agentrt/agentrt/view"
 )
 
-var approveCommand = fromKit(&kitCmd{
-	Name:    "approve",
-	Summary: "show a waiting approval, then grant it",
-	Usage:   "<run> [-approval ID | -yes] [-hash HASH] [-key FILE | -by WHO] [-note TEXT]",
-	Bind: cliflag.With(decideFlags, func(x *inv, o *decideOptions, pos []string) int {
-		return runDecide(x, o, pos, true)
-	}),
-})
+var (
+	approveCommand = decideCommand("approve", "show a waiting approval, then grant it", true)
+	rejectCommand  = decideCommand("reject", "show a waiting approval, then refuse it, which cancels the run", false)
+)
 
-var rejectCommand = fromKit(&kitCmd{
-	Name:    "reject",
-	Summary: "show a waiting approval, then refuse it, which cancels the run",
-	Usage:   "<run> [-approval ID | -yes] [-hash HASH] [-key FILE | -by WHO] [-note TEXT]",
-	Bind: cliflag.With(decideFlags, func(x *inv, o *decideOptions, pos []string) int {
-		return runDecide(x, o, pos, false)
-	}),
-})
+// decideCommand is approve (approve true) or reject: the same flags, the
+// same run function.
+func decideCommand(name, summary string, approve bool) *command {
+	return fromKit(&kitCmd{
+		Name:    name,
+		Summary: summary,
+		Usage:   "<run> [-approval ID | -yes] [-hash HASH] [-key FILE | -by WHO] [-note TEXT]",
+		Bind: cliflag.With(decideFlags, func(x *inv, o *decideOptions, pos []string) int {
+			return runDecide(x, o, pos, approve)
+		}),
+	})
+}
 
 // decideOptions are approve's and reject's flags.
 type decideOptions struct {

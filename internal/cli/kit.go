@@ -113,6 +113,12 @@ func (x *inv) beginNamed(sub, what string, pos []string, by *byFlag, check func(
 // pageOptions are the paging flags of a command that lists.
 type pageOptions struct{ limit, offset int }
 
+// paged binds run to the paging flags alone, -limit defaulting to limit:
+// the flags of runs, show and events.
+func paged(limit int, limitHelp, offsetHelp string, run func(x *inv, o *pageOptions, pos []string) int) func(*flag.FlagSet) cliflag.Runner[*inv] {
+	return cliflag.With(func(fs *flag.FlagSet, o *pageOptions) { o.register(fs, limit, limitHelp, offsetHelp) }, run)
+}
+
 func (o *pageOptions) register(fs *flag.FlagSet, limit int, limitHelp, offsetHelp string) {
 	fs.IntVar(&o.limit, "limit", limit, fmt.Sprintf("%s, 1 to %d", limitHelp, maxLimit))
 	fs.IntVar(&o.offset, "offset", 0, offsetHelp)

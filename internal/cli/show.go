@@ -3,11 +3,9 @@ package cli
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 
 	"github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/internal/cliflag"
 	"github.com/agentrt/agentrt/view"
 )
 
@@ -15,9 +13,7 @@ var showCommand = fromKit(&kitCmd{
 	Name:    "show",
 	Summary: "show a run: its waiting approvals first, then its steps",
 	Usage:   "<run> [-limit N] [-offset N]",
-	Bind: cliflag.With(func(fs *flag.FlagSet, o *pageOptions) {
-		o.register(fs, defaultDetail, "how many steps and approvals to show", "how many steps and approvals to skip")
-	}, runShow),
+	Bind:    paged(defaultDetail, "how many steps and approvals to show", "how many steps and approvals to skip", runShow),
 })
 
 func runShow(x *inv, o *pageOptions, pos []string) int {

@@ -3,7 +3,6 @@ package anthropic
 import (
 	"fmt"
 	"net/http"
-	"os"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/providers"
@@ -35,11 +34,7 @@ type Config struct {
 // ConfigFromEnv reads ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL and
 // ANTHROPIC_MODEL.
 func ConfigFromEnv() Config {
-	return Config{Endpoint: providers.Endpoint{
-		APIKey:  providers.NewSecret(os.Getenv("ANTHROPIC_API_KEY")),
-		BaseURL: os.Getenv("ANTHROPIC_BASE_URL"),
-		Model:   os.Getenv("ANTHROPIC_MODEL"),
-	}}
+	return Config{Endpoint: providers.EndpointFromEnv("ANTHROPIC")}
 }
 
 // FromEnv is New(ConfigFromEnv()).

@@ -2,7 +2,6 @@ package openai
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/agentrt/agentrt"
@@ -29,11 +28,7 @@ type Config struct {
 
 // ConfigFromEnv reads OPENAI_API_KEY, OPENAI_BASE_URL and OPENAI_MODEL.
 func ConfigFromEnv() Config {
-	return Config{Endpoint: providers.Endpoint{
-		APIKey:  providers.NewSecret(os.Getenv("OPENAI_API_KEY")),
-		BaseURL: os.Getenv("OPENAI_BASE_URL"),
-		Model:   os.Getenv("OPENAI_MODEL"),
-	}}
+	return Config{Endpoint: providers.EndpointFromEnv("OPENAI")}
 }
 
 // FromEnv is New(ConfigFromEnv()).
