@@ -25,6 +25,17 @@ func openStore(t testing.TB) *sqlite.Store {
 	return st
 }
 
+// openAt opens the SQLite file at path, creating it if need be; the caller
+// closes it, as a process ends.
+func openAt(t testing.TB, path string) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 // reopen opens a second store on the same file, as a second process would.
 func reopen(t testing.TB, st *sqlite.Store) *sqlite.Store {
 	t.Helper()
