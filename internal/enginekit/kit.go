@@ -439,6 +439,28 @@ func PausedRun(t testing.TB, e *Env, args string) (*Counted, agentrt.Approval) {
 	return send, PendingApproval(t, e.Store, "run-1")
 }
 
+// OpenRaw opens the SQLite file at path with plain database/sql, closed
+// when t ends, to tamper with it as another writer could. The test's
+// binary must link a driver named "sqlite" (the sqlite package does).
+func OpenRaw(t testing.TB, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// MustExec runs one statement on a raw handle, whatever rows it changes;
+// an error fails t.
+func MustExec(t testing.TB, db *sql.DB, q string, args ...any) {
+	t.Helper()
+	if _, err := db.Exec(q, args...); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
 // Exec runs one statement on a raw handle, outside any store, and requires
 // it to change exactly want rows.
 func Exec(t testing.TB, db *sql.DB, want int64, q string, args ...any) {
