@@ -62,12 +62,8 @@ func bkChild(t *testing.T) {
 // settles exactly the figure given and releases the rest, and calls are
 // admitted again.
 func TestBudget_KilledWorkerLeavesUncertainReservationsHoldingCapacity(t *testing.T) {
-	if os.Getenv(bkChildDB) != "" {
-		bkChild(t)
+	if inCrashChild(t, bkChildDB, bkChild) {
 		return
-	}
-	if testing.Short() {
-		t.Skip("starts a child process")
 	}
 	ctx := context.Background()
 	dbPath := filepath.Join(t.TempDir(), "agentrt.db")

@@ -95,12 +95,8 @@ func gkCrashChild(t *testing.T) {
 // opens the step, found by its call id, and the body runs exactly once
 // more.
 func TestCrash_SIGKILLDuringExecuteFuncWaitsForOneApproval(t *testing.T) {
-	if os.Getenv(gkChildDB) != "" {
-		gkCrashChild(t)
+	if inCrashChild(t, gkChildDB, gkCrashChild) {
 		return
-	}
-	if testing.Short() {
-		t.Skip("starts a child process")
 	}
 	ctx := context.Background()
 	dir := t.TempDir()

@@ -99,12 +99,8 @@ func lkCrashChild(t *testing.T) {
 // the run waits on an interrupted_side_effect approval with the file holding
 // one line; approved, the call runs exactly once more.
 func TestCrash_SIGKILLAfterTheEffectWaitsForAnOperator(t *testing.T) {
-	if os.Getenv(lkChildDB) != "" {
-		lkCrashChild(t)
+	if inCrashChild(t, lkChildDB, lkCrashChild) {
 		return
-	}
-	if testing.Short() {
-		t.Skip("starts a child process")
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
