@@ -439,6 +439,25 @@ func PausedRun(t testing.TB, e *Env, args string) (*Counted, agentrt.Approval) {
 	return send, PendingApproval(t, e.Store, "run-1")
 }
 
+// BeginGate makes a Gate on cfg, begins run id with goal and limits, and
+// opens its first step; any failure fails t.
+func BeginGate(t testing.TB, cfg agentrt.EngineConfig, id, goal string, limits agentrt.Limits) (*agentrt.Gate, *agentrt.GateSession, *agentrt.OpenStep) {
+	t.Helper()
+	g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := g.Begin(context.Background(), id, goal, limits)
+	if err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	step, err := s.Step(context.Background())
+	if err != nil || step == nil {
+		t.Fatalf("Step: %v, %v", step, err)
+	}
+	return g, s, step
+}
+
 // OpenRaw opens the SQLite file at path with plain database/sql, closed
 // when t ends, to tamper with it as another writer could. The test's
 // binary must link a driver named "sqlite" (the sqlite package does).
