@@ -11,7 +11,6 @@ import (
 
 	"github.com/agentrt/agentrt"
 	kit "github.com/agentrt/agentrt/internal/enginekit"
-	"github.com/agentrt/agentrt/sqlite"
 )
 
 // chosen is text a model, a server or a tool chose, in fields that are not
@@ -29,10 +28,7 @@ const chosen = "zq9-chosen@example.org-zq9"
 func chosenRuns(t *testing.T, path string) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openAt(t, path)
 	defer st.Close()
 	tools := []agentrt.Tool{
 		kit.NewTool("fail", agentrt.ReadOnly, `{"type":"object"}`, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
