@@ -190,6 +190,18 @@ func (o Operator) RemoveApprover(ctx context.Context, name, by string) (Enrolled
 	if by == "" {
 		return EnrolledApprover{}, &ConfigError{Field: "by", Reason: "must name who removes the approver"}
 	}
+	return o.changeApprover(ctx, name, func(tx Tx, a *EnrolledApprover, now time.Time) error {
+		if err := tx.ApproverRemove(ApproverRemove{ID: a.ID, RemovedAt: now, RemovedBy: by}); err != nil {
+			return err
+		}
+		a.RemovedAt, a.RemovedBy = now, by
+		return event(tx, "", "", now, EventApproverRemoved, approverRemoved(*a, by))
+	})
+}
+
+// changeApprover runs change on the unremoved approver with the name in
+// one transaction, at one now, and returns the approver as change left it.
+func (o Operator) changeApprover(ctx context.Context, name string, change func(tx Tx, a *EnrolledApprover, now time.Time) error) (EnrolledApprover, error) {
 	now := o.now()
 	var a EnrolledApprover
 	err := o.write(ctx, func(tx Tx) error {
@@ -197,11 +209,7 @@ func (o Operator) RemoveApprover(ctx context.Context, name, by string) (Enrolled
 		if a, err = tx.ApproverByName(name); err != nil {
 			return err
 		}
-		if err := tx.ApproverRemove(ApproverRemove{ID: a.ID, RemovedAt: now, RemovedBy: by}); err != nil {
-			return err
-		}
-		a.RemovedAt, a.RemovedBy = now, by
-		return event(tx, "", "", now, EventApproverRemoved, approverRemoved(a, by))
+		return change(tx, &a, now)
 	})
 	return a, err
 }

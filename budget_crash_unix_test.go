@@ -13,7 +13,6 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	kit "github.com/agentrt/agentrt/internal/enginekit"
-	"github.com/agentrt/agentrt/sqlite"
 )
 
 // The child of the budget SIGKILL test is this test binary run again with
@@ -46,10 +45,7 @@ func bkLimits() agentrt.Limits {
 }
 
 func bkChild(t *testing.T) {
-	st, err := sqlite.Open(os.Getenv(bkChildDB))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openAt(t, os.Getenv(bkChildDB))
 	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: bkConfig(st, bkBlockingModel{}, "child"), Agent: &mcOnce{req: bkRequest}})
 	if err != nil {
 		t.Fatal(err)
@@ -66,19 +62,12 @@ func bkChild(t *testing.T) {
 // settles exactly the figure given and releases the rest, and calls are
 // admitted again.
 func TestBudget_KilledWorkerLeavesUncertainReservationsHoldingCapacity(t *testing.T) {
-	if os.Getenv(bkChildDB) != "" {
-		bkChild(t)
+	if inCrashChild(t, bkChildDB, bkChild) {
 		return
-	}
-	if testing.Short() {
-		t.Skip("starts a child process")
 	}
 	ctx := context.Background()
 	dbPath := filepath.Join(t.TempDir(), "agentrt.db")
-	st, err := sqlite.Open(dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openAt(t, dbPath)
 	defer st.Close()
 	bound := bgBound(bkRequest)
 	b, err := agentrt.Operator{Store: st}.AddBudget(ctx, agentrt.NewBudget{Name: "acme", Scope: "tenant=acme", Window: agentrt.WindowNone,

@@ -8,6 +8,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/fakeprovider"
+	"github.com/agentrt/agentrt/providers"
 	"github.com/agentrt/agentrt/providers/openai"
 	"github.com/agentrt/agentrt/render"
 )
@@ -18,7 +19,7 @@ func mcOpenAI(t *testing.T, script []fakeprovider.Turn) (*fakeprovider.Server, *
 	t.Helper()
 	srv := fakeprovider.New(script)
 	t.Cleanup(srv.Close)
-	om, err := openai.New(openai.Config{BaseURL: srv.URL(), Model: "gpt-fake"})
+	om, err := openai.New(openai.Config{Endpoint: providers.Endpoint{BaseURL: srv.URL(), Model: "gpt-fake"}})
 	if err != nil {
 		t.Fatal(err)
 	}

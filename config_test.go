@@ -10,15 +10,11 @@ import (
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/replay"
 	"github.com/agentrt/agentrt/scripted"
-	"github.com/agentrt/agentrt/sqlite"
 )
 
 // A negative model setting is refused by NewDriver, naming the field.
 func TestNewDriver_NegativeModelSettingsAreRefused(t *testing.T) {
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "a.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openAt(t, filepath.Join(t.TempDir(), "a.db"))
 	defer st.Close()
 	for field, mc := range map[string]agentrt.ModelConfig{
 		"CallTimeout":   {CallTimeout: -time.Second},

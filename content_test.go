@@ -28,20 +28,10 @@ func gateCall(t *testing.T, fn func(ctx context.Context, call agentrt.ToolCall) 
 	st := openStore(t)
 	tool := agentrt.ToolFunc{ToolSpec: agentrt.ToolSpec{Name: "shot", SideEffect: agentrt.ReadOnly, Timeout: time.Second,
 		InputSchema: json.RawMessage(`{"type":"object"}`)}, Fn: fn}
-	g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{tool}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	gs, err := g.Begin(ctx, "r1", "shoot", agentrt.DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, gs, os := kit.BeginGate(t, agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{tool}},
+		"r1", "shoot", agentrt.DefaultLimits())
 	defer gs.Close()
-	os, err := gs.Step(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx := context.Background()
 	v, err := os.Propose(ctx, agentrt.Decision{Kind: agentrt.KindToolCall, Tool: "shot", Args: json.RawMessage(`{}`)})
 	if err != nil || v.Outcome != agentrt.VerdictAllowed {
 		t.Fatalf("propose: %+v %v", v, err)

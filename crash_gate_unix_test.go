@@ -15,7 +15,6 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	kit "github.com/agentrt/agentrt/internal/enginekit"
-	"github.com/agentrt/agentrt/sqlite"
 )
 
 // The gate child of the SIGKILL test is this test binary run again with
@@ -72,10 +71,7 @@ func gkGate(t *testing.T, st agentrt.Store, owner string, ttl time.Duration) *ag
 // caller's body until the line is written, says so, and blocks until it is
 // killed.
 func gkCrashChild(t *testing.T) {
-	st, err := sqlite.Open(os.Getenv(gkChildDB))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openAt(t, os.Getenv(gkChildDB))
 	g := gkGate(t, st, "child", lkChildTTL)
 	s, v, err := g.Attach(context.Background(), "gate-crash")
 	if err != nil || v.Outcome != agentrt.VerdictAllowed {
@@ -99,20 +95,13 @@ func gkCrashChild(t *testing.T) {
 // opens the step, found by its call id, and the body runs exactly once
 // more.
 func TestCrash_SIGKILLDuringExecuteFuncWaitsForOneApproval(t *testing.T) {
-	if os.Getenv(gkChildDB) != "" {
-		gkCrashChild(t)
+	if inCrashChild(t, gkChildDB, gkCrashChild) {
 		return
-	}
-	if testing.Short() {
-		t.Skip("starts a child process")
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
 	dbPath, linesPath := filepath.Join(dir, "agentrt.db"), filepath.Join(dir, "lines.txt")
-	st, err := sqlite.Open(dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openAt(t, dbPath)
 	defer st.Close()
 	g := gkGate(t, st, "parent", 0)
 	s, err := g.Begin(ctx, "gate-crash", "post a line", agentrt.FrameworkLimits())

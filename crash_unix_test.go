@@ -15,7 +15,6 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	kit "github.com/agentrt/agentrt/internal/enginekit"
-	"github.com/agentrt/agentrt/sqlite"
 )
 
 // The child process of the SIGKILL test is this test binary run again with
@@ -71,10 +70,7 @@ func lkAppendScript() agentrt.AgentFunc {
 // lkCrashChild is the child: it runs the driver until the tool has taken
 // effect, says so on stdout, and blocks until it is killed.
 func lkCrashChild(t *testing.T) {
-	st, err := sqlite.Open(os.Getenv(lkChildDB))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openAt(t, os.Getenv(lkChildDB))
 	tool := lkAppendTool(os.Getenv(lkChildFile), func() {
 		fmt.Println("effect")
 		os.Stdout.Sync()
@@ -103,12 +99,8 @@ func lkCrashChild(t *testing.T) {
 // the run waits on an interrupted_side_effect approval with the file holding
 // one line; approved, the call runs exactly once more.
 func TestCrash_SIGKILLAfterTheEffectWaitsForAnOperator(t *testing.T) {
-	if os.Getenv(lkChildDB) != "" {
-		lkCrashChild(t)
+	if inCrashChild(t, lkChildDB, lkCrashChild) {
 		return
-	}
-	if testing.Short() {
-		t.Skip("starts a child process")
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -116,10 +108,7 @@ func TestCrash_SIGKILLAfterTheEffectWaitsForAnOperator(t *testing.T) {
 
 	killChildAt(t, "TestCrash_SIGKILLAfterTheEffectWaitsForAnOperator", "effect", lkChildDB+"="+dbPath, lkChildFile+"="+linesPath)
 
-	st, err := sqlite.Open(dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openAt(t, dbPath)
 	defer st.Close()
 	killed := kit.MustRun(t, st, "crash-run")
 	steps := kit.MustSteps(t, st, "crash-run")

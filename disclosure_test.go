@@ -124,20 +124,9 @@ func TestDisclosure_RedactedValueNeverReachesTheModelOrTheFiles(t *testing.T) {
 // A Gate's host gets the redacted observation from Execute.
 func TestDisclosure_GateHostReceivesOnlyTheRedaction(t *testing.T) {
 	e := newEnv(t)
-	g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: e.store, Policy: agentrt.DefaultPolicy(),
-		Tools: []agentrt.Tool{plantedTool("read", false)}, Now: e.Clock.Now, NewID: e.IDs, Disclosure: redactPlanted}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, step := kit.BeginGate(t, agentrt.EngineConfig{Store: e.store, Policy: agentrt.DefaultPolicy(),
+		Tools: []agentrt.Tool{plantedTool("read", false)}, Now: e.Clock.Now, NewID: e.IDs, Disclosure: redactPlanted}, "g1", "g", agentrt.DefaultLimits())
 	ctx := context.Background()
-	s, err := g.Begin(ctx, "g1", "g", agentrt.DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
-	step, err := s.Step(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if v, err := step.Propose(ctx, kit.Call("read", `{}`)); err != nil || v.Outcome != agentrt.VerdictAllowed {
 		t.Fatalf("propose: %v %v", v.Outcome, err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	kit "github.com/agentrt/agentrt/internal/enginekit"
+	"github.com/agentrt/agentrt/providers"
 	"github.com/agentrt/agentrt/providers/openai"
 )
 
@@ -64,7 +65,7 @@ func (a *egAPI) host() string { return strings.TrimPrefix(a.URL, "http://") }
 // api, once with req, under rules.
 func egDriver(t *testing.T, e *bgEnv, api *egAPI, rules *agentrt.EgressRules, req agentrt.ModelRequest) (*agentrt.Driver, *mcOnce) {
 	t.Helper()
-	m, err := openai.New(openai.Config{Model: "gpt-test", BaseURL: api.URL + "/v1"})
+	m, err := openai.New(openai.Config{Endpoint: providers.Endpoint{Model: "gpt-test", BaseURL: api.URL + "/v1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +240,7 @@ func mcToolSpecs() []agentrt.ToolSpec {
 func TestEgress_SecretsRuleNeedsADisclosureAndFailsClosed(t *testing.T) {
 	e := newBgEnv(t)
 	api := newEgAPI(t)
-	m, err := openai.New(openai.Config{Model: "gpt-test", BaseURL: api.URL + "/v1"})
+	m, err := openai.New(openai.Config{Endpoint: providers.Endpoint{Model: "gpt-test", BaseURL: api.URL + "/v1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -152,6 +152,7 @@ func TestResume_GrantCheckReadsOnlyItsStepsEvents(t *testing.T)              { o
 func TestGrant_DatabaseWriterCannotForge(t *testing.T)                       { onSQLite(t) }
 func TestRecheck_ByteReadingPolicyDecidesAlike(t *testing.T)                 { onSQLite(t) }
 func TestRecheck_ReportsWhatItCannotAskAgain(t *testing.T)                   { onSQLite(t) }
+func TestRecheck_ChangedRequirementIsADifference(t *testing.T)               { onSQLite(t) }
 
 // Multi-party approvals (issue 43).
 func TestQuorum_TwoOfThreeExecutesOnceAfterTheSecondVote(t *testing.T) { onSQLite(t) }

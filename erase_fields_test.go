@@ -11,7 +11,6 @@ import (
 
 	"github.com/agentrt/agentrt"
 	kit "github.com/agentrt/agentrt/internal/enginekit"
-	"github.com/agentrt/agentrt/sqlite"
 )
 
 // chosen is text a model, a server or a tool chose, in fields that are not
@@ -20,7 +19,8 @@ const chosen = "zq9-chosen@example.org-zq9"
 
 // chosenRuns writes two runs that put chosen text in every field a model,
 // a provider, a tool or a policy quoting the arguments can fill besides
-// arguments and results: "run-1" gets the model's stop reason, a tool name
+// arguments and results: "run-1" gets a caller's tracestate, the model's
+// stop reason, a tool name
 // the model made up, a tool's own failure class, a result block's MIME
 // type, a policy's refusal quoting the arguments and a provider's error in
 // limit.exceeded; "run-2" gets an approval whose reason quotes the
@@ -28,10 +28,7 @@ const chosen = "zq9-chosen@example.org-zq9"
 func chosenRuns(t *testing.T, path string) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openAt(t, path)
 	defer st.Close()
 	tools := []agentrt.Tool{
 		kit.NewTool("fail", agentrt.ReadOnly, `{"type":"object"}`, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
@@ -80,7 +77,8 @@ func chosenRuns(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err := d.StartWithID(ctx, "run-1", "g", agentrt.DefaultLimits()); err != nil || r.Reason != agentrt.ReasonModelUnavailable {
+	traced := agentrt.WithTraceContext(ctx, agentrt.TraceContext{Parent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", State: "vendor=" + chosen})
+	if r, err := d.StartWithID(traced, "run-1", "g", agentrt.DefaultLimits()); err != nil || r.Reason != agentrt.ReasonModelUnavailable {
 		t.Fatalf("run-1 = %s %s %q, %v", r.Status, r.Reason, r.ReasonDetail, err)
 	}
 	if r, err := d.StartWithID(ctx, "run-2", "g", agentrt.DefaultLimits()); err != nil || r.Status != agentrt.RunWaiting {
@@ -108,6 +106,8 @@ func requireChosenIn(t *testing.T, st agentrt.StoreReader) {
 				t.Fatal(err)
 			}
 			switch p := v.(type) {
+			case agentrt.RunCreatedPayload:
+				got["run.created trace"] = got["run.created trace"] || p.Trace != nil && p.Trace.State == "vendor="+chosen
 			case agentrt.Decision:
 				got["step.decided tool"] = got["step.decided tool"] || p.Tool == chosen
 			case agentrt.StepPolicyPayload:
@@ -124,7 +124,7 @@ func requireChosenIn(t *testing.T, st agentrt.StoreReader) {
 			}
 		}
 	}
-	for _, f := range []string{"step.decided tool", "step.policy reason", "approval.requested reason", "model.completed stop_reason",
+	for _, f := range []string{"run.created trace", "step.decided tool", "step.policy reason", "approval.requested reason", "model.completed stop_reason",
 		"step.tool_finished failure_class", "step.tool_finished blocks mime_type", "limit.exceeded detail"} {
 		if !got[f] {
 			t.Errorf("the chosen text is not in %s before the erasure: the test would prove nothing there", f)

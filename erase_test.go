@@ -36,10 +36,7 @@ const marker = "zq7-customer@example.org-zq7"
 func contentRun(t *testing.T, path string) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openAt(t, path)
 	defer st.Close()
 	send := kit.NewTool("send", agentrt.RemoteMutation, `{"type":"object"}`, func(_ context.Context, c agentrt.ToolCall) (agentrt.ToolResult, error) {
 		return agentrt.ToolResult{Content: json.RawMessage(`{"sent_to":"` + marker + `"}`), Summary: "sent to " + marker}, nil
@@ -139,10 +136,7 @@ func TestErase_ErasedValueCannotBeConfirmedByGuessing(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "runs.db")
 	contentRun(t, path)
-	st, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openAt(t, path)
 	defer st.Close()
 	evs, err := st.ListEvents(ctx, "run-1")
 	if err != nil {
@@ -288,10 +282,7 @@ func TestErase_CrashMidwayLeavesTheRunWholeOrErased(t *testing.T) {
 		t.Run(tc.point, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "runs.db")
 			contentRun(t, path)
-			st, err := sqlite.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			st := openAt(t, path)
 			before, err := st.ListEvents(ctx, "run-1")
 			st.Close()
 			if err != nil {
@@ -358,11 +349,8 @@ func eraseChild(t *testing.T, path, point string) {
 	}
 	sqlite.SetCrashHook(stop)
 	sqlite.EraseHook = func() { stop("committed") }
-	st, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = agentrt.Erase(context.Background(), st, "run-1", "dpo", "crash")
+	st := openAt(t, path)
+	_, err := agentrt.Erase(context.Background(), st, "run-1", "dpo", "crash")
 	t.Fatalf("the child's erasure returned (%v); it should have been killed", err)
 }
 

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/sqlite"
 )
 
 // Databases written by the runtime at schema versions 1, 2 and 3 (by
@@ -30,10 +29,7 @@ func TestEvents_OldDatabasesDecodeAndVerify(t *testing.T) {
 			if err := os.WriteFile(p, b, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			st, err := sqlite.Open(p)
-			if err != nil {
-				t.Fatal(err)
-			}
+			st := openAt(t, p)
 			defer st.Close()
 			rep, err := st.VerifyEvents(ctx, 0, 0)
 			if err != nil || rep.Break != nil || rep.Checked < 30 {

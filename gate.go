@@ -101,7 +101,7 @@ func (g *Gate) BeginOrAttach(ctx context.Context, runID, goal string, limits Lim
 // session's first write, in that write's transaction (engine.beginHeld).
 func (g *Gate) beginOrAttach(ctx context.Context, runID, goal string, limits Limits) (*GateSession, Verdict, error) {
 	if _, err := g.e.store.GetRun(ctx, runID); errors.Is(err, ErrNotFound) {
-		s, err := g.e.beginHeld(runID, goal, limits)
+		s, err := g.e.beginHeld(ctx, runID, goal, limits)
 		if err != nil {
 			return nil, Verdict{}, err
 		}

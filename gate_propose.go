@@ -70,7 +70,7 @@ func (gs *GateSession) Propose(ctx context.Context, d Decision) (*OpenStep, Verd
 // refused as Begin refuses it, writing nothing. On an error the session
 // is closed and not returned.
 func (g *Gate) BeginPropose(ctx context.Context, runID, goal string, limits Limits, d Decision) (*GateSession, *OpenStep, Verdict, error) {
-	s, err := g.e.beginHeld(runID, goal, limits)
+	s, err := g.e.beginHeld(ctx, runID, goal, limits)
 	if err != nil {
 		return nil, nil, Verdict{}, err
 	}

@@ -2,6 +2,7 @@ package agentrt_test
 
 import (
 	"database/sql"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -22,6 +23,32 @@ func openStore(t testing.TB) *sqlite.Store {
 		t.Fatalf("sqlite.Open: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// inCrashChild runs child and reports true when this process is the child
+// a crash test started (childEnv is set); in the parent it skips under
+// -short, since the test starts a child process, and reports false.
+func inCrashChild(t *testing.T, childEnv string, child func(*testing.T)) bool {
+	t.Helper()
+	if os.Getenv(childEnv) != "" {
+		child(t)
+		return true
+	}
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	return false
+}
+
+// openAt opens the SQLite file at path, creating it if need be; the caller
+// closes it, as a process ends.
+func openAt(t testing.TB, path string) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return st
 }
 

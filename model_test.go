@@ -105,10 +105,7 @@ type mcEnv struct {
 // mcSetup builds the environment; mcfg.Model is set to model when nil.
 func mcSetup(t *testing.T, model agentrt.Model, mcfg agentrt.ModelConfig, agent agentrt.Agent) *mcEnv {
 	t.Helper()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "agentrt.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openAt(t, filepath.Join(t.TempDir(), "agentrt.db"))
 	t.Cleanup(func() { _ = st.Close() })
 	env := &mcEnv{store: st, clock: kit.ClockAt(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)), sleep: &mcSleeper{}}
 	env.model, _ = model.(*mcModel)

@@ -36,6 +36,9 @@ type RunCreatedPayload struct {
 	// itself (DisclosureDescriber), in canonical form; absent when the
 	// engine has none or it does not describe itself.
 	Disclosure json.RawMessage `json:"disclosure,omitempty"`
+	// Trace is the W3C trace context of the request that began the run
+	// (WithTraceContext); absent when it came with none.
+	Trace *TraceContext `json:"trace,omitempty"`
 }
 
 // RunStartedPayload is the payload of run.started: an empty object.

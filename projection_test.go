@@ -12,6 +12,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/fakeprovider"
+	"github.com/agentrt/agentrt/providers"
 	"github.com/agentrt/agentrt/providers/openai"
 	"github.com/agentrt/agentrt/render"
 )
@@ -76,7 +77,7 @@ func TestModel_HostileToolOutputCannotCrossTheTokenLimit(t *testing.T) {
 		{ToolCalls: []fakeprovider.ToolCall{{Name: "done", Arguments: `{}`}}, Usage: agentrt.Usage{InputTokens: 200, OutputTokens: 20}},
 	})
 	defer srv.Close()
-	m, err := openai.New(openai.Config{BaseURL: srv.URL(), Model: "m"})
+	m, err := openai.New(openai.Config{Endpoint: providers.Endpoint{BaseURL: srv.URL(), Model: "m"}})
 	if err != nil {
 		t.Fatal(err)
 	}

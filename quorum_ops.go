@@ -20,17 +20,10 @@ func (o Operator) SetApproverAccess(ctx context.Context, name string, access App
 	if err := access.check(); err != nil {
 		return EnrolledApprover{}, err
 	}
-	now := o.now()
-	var a EnrolledApprover
-	err := o.write(ctx, func(tx Tx) error {
-		var err error
-		if a, err = tx.ApproverByName(name); err != nil {
-			return err
-		}
+	return o.changeApprover(ctx, name, func(tx Tx, a *EnrolledApprover, now time.Time) error {
 		a.Roles, a.Scope = access.Roles, access.Scope
-		return setAccessTx(tx, a, by, now)
+		return setAccessTx(tx, *a, by, now)
 	})
-	return a, err
 }
 
 // setAccessTx writes a's roles and scope and their approver.access_set.

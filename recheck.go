@@ -107,6 +107,10 @@ func Recheck(ctx context.Context, store StoreReader, runID string, policy Policy
 	if policy == nil {
 		return RecheckReport{}, &ConfigError{Field: "policy", Reason: "is required"}
 	}
+	version, err := policyIDOf(policy)
+	if err != nil {
+		return RecheckReport{}, err
+	}
 	current := map[string]*ToolSchema{}
 	for i, t := range opts.Tools {
 		if t == nil {
@@ -150,7 +154,7 @@ func Recheck(ctx context.Context, store StoreReader, runID string, policy Policy
 	for i, st := range steps {
 		index[st.ID] = i
 	}
-	rc := &rechecker{ctx: ctx, store: store, policy: policy, current: current, run: run, steps: steps,
+	rc := &rechecker{ctx: ctx, store: store, policy: policy, version: version, current: current, run: run, steps: steps,
 		approvals: approvals, index: index, policySpec: policySpec, disclosure: opts.Disclosure}
 	rep := RecheckReport{RunID: runID}
 	for i := range steps {
@@ -165,6 +169,7 @@ type rechecker struct {
 	ctx        context.Context
 	store      StoreReader
 	policy     Policy
+	version    string // the policy's id, as the engine binds it
 	current    map[string]*ToolSchema
 	run        Run
 	steps      []Step
@@ -237,14 +242,35 @@ func (rc *rechecker) step(i int) (RecheckedEvaluation, bool) {
 		ev.Now = ""
 	}
 	bound := ToolRequest{RunID: rc.run.ID, StepID: st.ID, Spec: copySpec(ts.spec), Args: args}
-	ev.Result, ev.Detail = compareDecisions(recorded, now, perr, bound)
+	was := boundDecision{PolicyDecision: recorded, version: rc.recordedVersion(st)}
+	ev.Result, ev.Detail = compareDecisions(was, boundDecision{PolicyDecision: now, version: rc.version}, perr, bound)
 	return ev, true
+}
+
+// boundDecision is a policy's decision with the id of the policy that made
+// it, which an approval's hash binds when the decision has a Requirement.
+type boundDecision struct {
+	PolicyDecision
+	version string
+}
+
+// recordedVersion is the policy id the step's recorded decision was bound
+// with: the one its approval carries (the pause that recorded the decision
+// created the step's last approval), else the step's.
+func (rc *rechecker) recordedVersion(st Step) string {
+	for i := len(rc.approvals) - 1; i >= 0; i-- {
+		if a := rc.approvals[i]; a.StepID == st.ID {
+			return a.PolicyVersion
+		}
+	}
+	return st.PolicyID
 }
 
 // compareDecisions says whether the policy's answer now (or its error)
 // decides the request bound as recorded did: the same outcome and, for an
-// approval, the same approval hash.
-func compareDecisions(recorded, now PolicyDecision, perr error, bound ToolRequest) (RecheckResult, string) {
+// approval, the same approval hash, requirement and policy version included
+// as the engine binds them, so votes would carry over.
+func compareDecisions(recorded, now boundDecision, perr error, bound ToolRequest) (RecheckResult, string) {
 	switch {
 	case perr != nil:
 		return RecheckDifferent, "policy error: " + perr.Error()
@@ -255,17 +281,27 @@ func compareDecisions(recorded, now PolicyDecision, perr error, bound ToolReques
 	case now.Outcome != RequireApproval:
 		return RecheckSame, ""
 	}
-	was, werr := ApprovalHash(recorded.Kind, recorded.Capability, recorded.Presentation, bound)
-	is, ierr := ApprovalHash(now.Kind, now.Capability, now.Presentation, bound)
+	was, werr := ApprovalHashWith(recorded.Kind, recorded.Capability, recorded.Presentation, bound, recorded.Requirement, recorded.version)
+	is, ierr := ApprovalHashWith(now.Kind, now.Capability, now.Presentation, bound, now.Requirement, now.version)
 	switch {
 	case ierr != nil:
 		return RecheckDifferent, "the approval asked for now will not hash: " + ierr.Error()
 	case werr != nil:
 		return RecheckDifferent, "the recorded approval will not hash: " + werr.Error()
-	case was != is:
-		return RecheckDifferent, "asks for another approval (kind, capability or presentation differ)"
+	case was == is:
+		return RecheckSame, ""
 	}
-	return RecheckSame, ""
+	// Name the first part that differs, as the hash binds each.
+	plainWas, _ := ApprovalHash(recorded.Kind, recorded.Capability, recorded.Presentation, bound)
+	plainIs, _ := ApprovalHash(now.Kind, now.Capability, now.Presentation, bound)
+	underOld, _ := ApprovalHashWith(now.Kind, now.Capability, now.Presentation, bound, now.Requirement, recorded.version)
+	switch {
+	case plainWas != plainIs:
+		return RecheckDifferent, "asks for another approval (kind, capability or presentation differ)"
+	case underOld != was:
+		return RecheckDifferent, "asks for another requirement of votes (stages, quantifiers or approvers differ)"
+	}
+	return RecheckDifferent, fmt.Sprintf("the policy's version changed (was %q, now %q), so the votes of the recorded approval would not carry over", recorded.version, now.version)
 }
 
 // spec resolves the spec a step's policy was handed: the stored spec under

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	agentrt "github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/sqlite"
 )
 
 // A step's request key is a plain hash of its arguments, so it would
@@ -29,10 +28,7 @@ func TestErase_RequestKeyGoesWithTheContent(t *testing.T) {
 		}
 		return bytes.Count(all, []byte(key))
 	}
-	st, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openAt(t, path)
 	defer st.Close()
 	if steps, err := st.StepsByRequestKey(ctx, key, 10); err != nil || len(steps) != 1 || found() == 0 {
 		t.Fatalf("before erasure: %d steps under the key, %v, %d copies in the files", len(steps), err, found())

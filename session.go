@@ -104,7 +104,7 @@ func (s *session) requireLive() error {
 
 // begin creates a run RUNNING under this engine's lease.
 func (e *engine) begin(ctx context.Context, id, goal string, limits Limits) (*session, error) {
-	s, err := e.beginHeld(id, goal, limits)
+	s, err := e.beginHeld(ctx, id, goal, limits)
 	if err != nil {
 		return nil, err
 	}
@@ -118,12 +118,16 @@ func (e *engine) begin(ctx context.Context, id, goal string, limits Limits) (*se
 // beginHeld makes the session of a new run whose creation is not yet
 // written: s.held records it, and the session's first write commits it
 // first, in the same transaction (heldWrite). The lease's heartbeat starts
-// once it is committed.
-func (e *engine) beginHeld(id, goal string, limits Limits) (*session, error) {
+// once it is committed. ctx's trace context is recorded in run.created.
+func (e *engine) beginHeld(ctx context.Context, id, goal string, limits Limits) (*session, error) {
 	if id == "" {
 		return nil, &ConfigError{Field: "run id", Reason: "must not be empty"}
 	}
 	if err := limits.Validate(); err != nil {
+		return nil, err
+	}
+	tc, err := traceContextOf(ctx)
+	if err != nil {
 		return nil, err
 	}
 	if err := e.claim(id); err != nil {
@@ -150,7 +154,7 @@ func (e *engine) beginHeld(id, goal string, limits Limits) (*session, error) {
 		if err := tx.RunInsert(run); err != nil {
 			return err
 		}
-		if err := event(tx, id, "", now, EventRunCreated, RunCreatedPayload{Goal: goal, Limits: limits, Tools: e.toolList, Disclosure: e.described}); err != nil {
+		if err := event(tx, id, "", now, EventRunCreated, RunCreatedPayload{Goal: goal, Limits: limits, Tools: e.toolList, Disclosure: e.described, Trace: tc}); err != nil {
 			return err
 		}
 		for _, t := range e.tools {

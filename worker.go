@@ -313,6 +313,10 @@ func (d *Driver) EnqueueWithID(ctx context.Context, id, goal string, limits Limi
 	if err := limits.Validate(); err != nil {
 		return Run{}, err
 	}
+	tc, err := traceContextOf(ctx)
+	if err != nil {
+		return Run{}, err
+	}
 	now := e.now()
 	run := Run{ID: id, Goal: goal, Status: RunEnqueued, Limits: limits, CreatedAt: now}
 	evs, err := e.store.Update(ctx, func(tx Tx) error {
@@ -324,7 +328,7 @@ func (d *Driver) EnqueueWithID(ctx context.Context, id, goal string, limits Limi
 				return err
 			}
 		}
-		return event(tx, id, "", now, EventRunCreated, RunCreatedPayload{goal, limits, e.toolList, true, e.described})
+		return event(tx, id, "", now, EventRunCreated, RunCreatedPayload{Goal: goal, Limits: limits, Tools: e.toolList, Enqueued: true, Disclosure: e.described, Trace: tc})
 	})
 	if err != nil {
 		return Run{}, err

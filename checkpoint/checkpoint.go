@@ -50,6 +50,12 @@ type Checkpoint struct {
 	Signed string `json:"signed,omitempty"`
 }
 
+// Kept is c as verify -head takes it kept elsewhere: SIZE:ROOT, the root
+// in base64 as the checkpoint's text has it.
+func (c Checkpoint) Kept() string {
+	return fmt.Sprintf("%d:%s", c.Size, base64.StdEncoding.EncodeToString(c.Root[:]))
+}
+
 // Make makes the checkpoint of a tree, signing it when signer is not nil.
 func Make(size int64, root tlog.Hash, prev string, at time.Time, signer note.Signer) (Checkpoint, error) {
 	at = at.UTC().Truncate(time.Microsecond)

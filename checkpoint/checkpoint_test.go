@@ -2,7 +2,6 @@ package checkpoint_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/checkpoint"
+	"github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/sqlite"
 	"golang.org/x/mod/sumdb/note"
 	_ "modernc.org/sqlite"
@@ -58,22 +58,10 @@ func integrator(t *testing.T, st checkpoint.Store, signer note.Signer) *checkpoi
 	return in
 }
 
-func rawDB(t *testing.T, path string) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-func mustExec(t *testing.T, db *sql.DB, q string, args ...any) {
-	t.Helper()
-	if _, err := db.Exec(q, args...); err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-}
+var (
+	rawDB    = enginekit.OpenRaw
+	mustExec = enginekit.MustExec
+)
 
 // Six hundred events fold into checkpoints of at most 256, each consistent
 // with the one before, and verify finds every event included.

@@ -11,6 +11,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/console"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 )
 
 // The run page shows a step's call id (Decision.CallID) beside its tool,
@@ -20,19 +21,9 @@ func TestHandler_RunPageShowsTheCallID(t *testing.T) {
 	read := agentrt.ToolFunc{ToolSpec: agentrt.ToolSpec{Name: "read", Description: "read", SideEffect: agentrt.ReadOnly,
 		Timeout: time.Second, InputSchema: json.RawMessage(`{"type":"object"}`)},
 		Fn: func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) { return agentrt.ToolResult{}, nil }}
-	g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{read}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s, step := kit.BeginGate(t, agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{read}},
+		"run-1", "goal", agentrt.FrameworkLimits())
 	ctx := context.Background()
-	s, err := g.Begin(ctx, "run-1", "goal", agentrt.FrameworkLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
-	step, err := s.Step(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := step.Propose(ctx, agentrt.Decision{Kind: agentrt.KindToolCall, Tool: "read", Args: json.RawMessage(`{}`), CallID: "toolu_<b>9"}); err != nil {
 		t.Fatal(err)
 	}

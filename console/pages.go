@@ -320,25 +320,6 @@ func (h *Handler) pageRun(w http.ResponseWriter, r *http.Request, s *session) {
 			newPager("/runs/"+runID+"?", n, h.cfg.PageSize, total)}})
 }
 
-func (h *Handler) pageChain(w http.ResponseWriter, r *http.Request, s *session) {
-	rep, err := h.cfg.Store.VerifyEvents(r.Context(), 0, 0)
-	if err != nil {
-		http.Error(w, "verifying the chain failed", http.StatusInternalServerError)
-		return
-	}
-	seq, hash, err := h.cfg.Store.ChainHead(r.Context())
-	if err != nil {
-		http.Error(w, "reading the chain head failed", http.StatusInternalServerError)
-		return
-	}
-	h.render(w, "chain.html", page{Title: "Chain", CSRF: s.csrf, Who: s.name,
-		Data: struct {
-			Report agentrt.VerifyReport
-			Seq    int64
-			Hash   string
-		}{rep, seq, trace.Sanitize(hash)}})
-}
-
 // cancelRun cancels a run, recorded as by the signed-in approver.
 func (h *Handler) cancelRun(w http.ResponseWriter, r *http.Request, s *session) {
 	runID := r.PathValue("run")

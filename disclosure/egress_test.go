@@ -11,6 +11,7 @@ import (
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/disclosure"
 	"github.com/agentrt/agentrt/internal/fakeprovider"
+	"github.com/agentrt/agentrt/providers"
 	"github.com/agentrt/agentrt/providers/openai"
 	"github.com/agentrt/agentrt/render"
 )
@@ -26,7 +27,7 @@ func egressRun(t *testing.T, egress *agentrt.EgressRules) (agentrt.Run, [][]byte
 		{ToolCalls: []fakeprovider.ToolCall{{Name: "done", Arguments: `{"answer":"ok"}`}}},
 	})
 	t.Cleanup(srv.Close)
-	m, err := openai.New(openai.Config{BaseURL: srv.URL(), Model: "gpt-fake"})
+	m, err := openai.New(openai.Config{Endpoint: providers.Endpoint{BaseURL: srv.URL(), Model: "gpt-fake"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -143,13 +143,7 @@ func caseCancel_ToolOutcomeIsAppendedLate(t *testing.T, bk *Backend) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, bk)
-			running := make(chan struct{})
-			release := make(chan struct{})
-			send := kit.NewTool("send", agentrt.LocalMutation, kit.PathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
-				close(running)
-				<-release
-				return c.result()
-			})
+			send, running, release := heldSend(c.result)
 			send.Terminal = c.terminal
 			agent := kit.Script(kit.Call("send", `{"path":"/a"}`), kit.Complete(`{}`))
 			d := e.Driver(agent, agentrt.DefaultPolicy(), send)
@@ -235,4 +229,17 @@ func caseCancel_LeavesNoApprovalPending(t *testing.T, bk *Backend) {
 		t.Fatalf("RejectShown after the cancel = %v, want ErrNotPending", err)
 	}
 	e.db.requireUnchanged(t, before, "decisions after the cancel")
+}
+
+// heldSend is a local "send" tool that, once called, closes running and
+// holds the call until release is closed, then returns result(): a tool
+// still running while the test acts on its run.
+func heldSend(result func() (agentrt.ToolResult, error)) (send *kit.Counted, running, release chan struct{}) {
+	running, release = make(chan struct{}), make(chan struct{})
+	send = kit.NewTool("send", agentrt.LocalMutation, kit.PathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
+		close(running)
+		<-release
+		return result()
+	})
+	return send, running, release
 }

@@ -134,6 +134,7 @@ var cases = []Case{
 	{Name: "Quorum_ScopeBindsSingleDecisions", fn: caseQuorum_ScopeBindsSingleDecisions},
 	{Name: "Recheck_ByteReadingPolicyDecidesAlike", fn: caseRecheck_ByteReadingPolicyDecidesAlike},
 	{Name: "Recheck_ReportsWhatItCannotAskAgain", fn: caseRecheck_ReportsWhatItCannotAskAgain},
+	{Name: "Recheck_ChangedRequirementIsADifference", fn: caseRecheck_ChangedRequirementIsADifference},
 }
 
 // legacy adapts a case written against an opener of one database's stores.

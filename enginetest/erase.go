@@ -59,11 +59,7 @@ func caseErase_RefusesARunWhoseToolIsStillRunning(t *testing.T, bk *Backend) {
 	for _, reports := range []bool{true, false} {
 		t.Run(map[bool]string{true: "the tool reports", false: "the tool never reports"}[reports], func(t *testing.T) {
 			e := newEnv(t, bk)
-			running := make(chan struct{})
-			release := make(chan struct{})
-			send := kit.NewTool("send", agentrt.LocalMutation, kit.PathSchema, func(context.Context, agentrt.ToolCall) (agentrt.ToolResult, error) {
-				close(running)
-				<-release
+			send, running, release := heldSend(func() (agentrt.ToolResult, error) {
 				return agentrt.ToolResult{Content: json.RawMessage(`{"sent":1}`), Summary: "sent"}, nil
 			})
 			d := e.Driver(kit.Script(kit.Call("send", `{"path":"/a"}`), kit.Complete(`{}`)), agentrt.DefaultPolicy(), send)

@@ -190,23 +190,7 @@ func caseGrant_DatabaseWriterCannotForge(t *testing.T, bk *Backend) {
 			_, err = d.Resume(ctx, "run-1")
 			return err
 		}},
-		{"Gate", false, func(t *testing.T, f *forgeEnv) error {
-			g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: engine(f)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, v, err := g.Attach(ctx, "run-1")
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			if o := s.Current(); o != nil {
-				if _, err := o.Execute(ctx); err != nil {
-					return err
-				}
-			}
-			return fmt.Errorf("attach = %s with no error; want a refusal", v.Outcome)
-		}},
+		{"Gate", false, func(t *testing.T, f *forgeEnv) error { return gateExecutesForged(t, engine(f)) }},
 		{"Worker", true, func(t *testing.T, f *forgeEnv) error {
 			refused := make(chan error, 16)
 			cfg := engine(f)
@@ -278,4 +262,26 @@ func caseGrant_DatabaseWriterCannotForge(t *testing.T, bk *Backend) {
 			})
 		}
 	}
+}
+
+// gateExecutesForged attaches a Gate built on cfg to run-1 and executes
+// the call it holds, if any: the refusal a forged grant must meet, or an
+// error saying the Gate accepted it.
+func gateExecutesForged(t *testing.T, cfg agentrt.EngineConfig) error {
+	ctx := context.Background()
+	g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, v, err := g.Attach(ctx, "run-1")
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if o := s.Current(); o != nil {
+		if _, err := o.Execute(ctx); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("attach = %s with no error; want a refusal", v.Outcome)
 }

@@ -168,19 +168,5 @@ func runForged(t *testing.T, q *quorumEnv, path string, pins *agentrt.PinnedKeys
 		_, err = d.Resume(ctx, "run-1")
 		return err
 	}
-	g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, v, err := g.Attach(ctx, "run-1")
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	if o := s.Current(); o != nil {
-		if _, err := o.Execute(ctx); err != nil {
-			return err
-		}
-	}
-	return errors.New("attach = " + string(v.Outcome) + " with no error; want a refusal")
+	return gateExecutesForged(t, cfg)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 
@@ -204,5 +205,61 @@ func caseRecheck_ReportsWhatItCannotAskAgain(t *testing.T, bk *Backend) {
 	}
 	if !reflect.DeepEqual(rep.Differences(), rep.Evaluations[:1]) {
 		t.Fatalf("Differences = %+v", rep.Differences())
+	}
+}
+
+// namedPolicy answers pd and names itself id, as a policy file's hash does.
+type namedPolicy struct {
+	id string
+	pd agentrt.PolicyDecision
+}
+
+func (p namedPolicy) Evaluate(context.Context, agentrt.ToolRequest, agentrt.RunView) (agentrt.PolicyDecision, error) {
+	return p.pd, nil
+}
+
+func (p namedPolicy) PolicyID() string { return p.id }
+
+// A payment paused on two of finance under policy v1 re-checks the same
+// under v1; a requirement of three, or another policy version asking for
+// the same two, is another approval whose votes would not carry over, and
+// each is a difference named for what changed.
+func caseRecheck_ChangedRequirementIsADifference(t *testing.T, bk *Backend) {
+	ctx := context.Background()
+	e := newEnv(t, bk)
+	send := kit.NewTool("send", agentrt.RemoteMutation, kit.PathSchema, nil)
+	d := e.Driver(kit.Script(kit.Call("send", `{"path":"/report"}`)), namedPolicy{"v1", twoOfFinance()}, send)
+	startPaused(t, d, "run-1", agentrt.DefaultLimits())
+	if a := kit.PendingApproval(t, e.Store, "run-1"); a.PolicyVersion != "v1" || a.Requirement == nil {
+		t.Fatalf("the approval binds version %q and requirement %+v", a.PolicyVersion, a.Requirement)
+	}
+	three := twoOfFinance()
+	three.Requirement.Stages[0].M = 3
+	for _, c := range []struct {
+		what   string
+		policy agentrt.Policy
+		want   agentrt.RecheckResult
+		detail string
+	}{
+		{"the same policy", namedPolicy{"v1", twoOfFinance()}, agentrt.RecheckSame, ""},
+		{"three of finance", namedPolicy{"v1", three}, agentrt.RecheckDifferent, "another requirement"},
+		{"policy v2", namedPolicy{"v2", twoOfFinance()}, agentrt.RecheckDifferent, `was "v1", now "v2"`},
+		{"an unnamed policy", kit.Fixed(twoOfFinance()), agentrt.RecheckDifferent, `was "v1", now ""`},
+	} {
+		rep, err := agentrt.Recheck(ctx, e.Store, "run-1", c.policy, agentrt.RecheckOptions{})
+		if err != nil {
+			t.Fatalf("%s: Recheck: %v", c.what, err)
+		}
+		if len(rep.Evaluations) != 1 {
+			t.Fatalf("%s: report = %+v", c.what, rep)
+		}
+		ev := rep.Evaluations[0]
+		if ev.Result != c.want || ev.Recorded != agentrt.RequireApproval || ev.Now != agentrt.RequireApproval ||
+			!strings.Contains(ev.Detail, c.detail) || (c.want == agentrt.RecheckDifferent) != (len(rep.Differences()) == 1) {
+			t.Fatalf("%s: evaluation = %+v; want %s naming %q", c.what, ev, c.want, c.detail)
+		}
+	}
+	if send.N() != 0 {
+		t.Fatalf("a re-check executed the payment %d times", send.N())
 	}
 }

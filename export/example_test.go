@@ -67,11 +67,11 @@ func ExampleFollower() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	seq, _, err := f.Head(context.Background())
+	h, err := f.Head(context.Background())
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("delivered up to seq", seq)
+	fmt.Println("delivered up to seq", h.Seq)
 	// Output:
 	// 1 run.created
 	// 2 run.started

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/checkpoint"
 	"github.com/agentrt/agentrt/eventlog"
 	"github.com/agentrt/agentrt/export"
 	"github.com/agentrt/agentrt/scripted"
@@ -258,8 +259,8 @@ func TestFollower_ReadOnlyLeavesTheFileUntouched(t *testing.T) {
 	if err := f.Follow(context.Background(), c.sink); err != nil {
 		t.Fatal(err)
 	}
-	if seq, hash, err := f.Head(context.Background()); err != nil || seq != 31 || hash == "" {
-		t.Fatalf("Head = %d %q %v", seq, hash, err)
+	if h, err := f.Head(context.Background()); err != nil || h.Seq != 31 || h.Hash == "" {
+		t.Fatalf("Head = %+v %v", h, err)
 	}
 	if err := ro.Close(); err != nil {
 		t.Fatal(err)
@@ -509,19 +510,22 @@ type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
 
-// Head is the last delivered seq and its stored chain hash, which verifies
-// from the start; it stays put while later events are only committed, and
-// is (0, "") before anything is delivered.
-func TestFollower_HeadIsTheChainAsFarAsDelivered(t *testing.T) {
+// Head names the last delivered event, its run and the run's chain hash
+// there (VerifyEvents checks up to it), moving only as events are
+// delivered, and the latest checkpoint: none before a fold, then the
+// checkpoint that folds the delivered event, then a later one that folds
+// events not yet delivered while the event part stays put.
+func TestFollower_HeadIsTheRunAndTheCheckpointAsFarAsDelivered(t *testing.T) {
 	st, path := newDB(t)
 	ctx := context.Background()
 	addRun(t, st, "r")
 	addEvents(t, st, "r", 11)
+	addRun(t, st, "s")
 	ro := openRO(t, path)
 	cur := &export.MemCursor{}
 	f := export.Follower{Store: ro, Cursor: cur, PageSize: 5, Once: true}
-	if seq, hash, err := f.Head(ctx); seq != 0 || hash != "" || err != nil {
-		t.Fatalf("Head before delivery = %d %q %v", seq, hash, err)
+	if h, err := f.Head(ctx); h != (export.Head{}) || err != nil {
+		t.Fatalf("Head before delivery = %+v %v", h, err)
 	}
 	stop := errors.New("stop")
 	f.Follow(ctx, func(e agentrt.Event) error {
@@ -530,33 +534,46 @@ func TestFollower_HeadIsTheChainAsFarAsDelivered(t *testing.T) {
 		}
 		return nil
 	})
-	seq, hash, err := f.Head(ctx)
-	if err != nil || seq != 8 {
-		t.Fatalf("Head = %d, %v; want 8", seq, err)
+	h, err := f.Head(ctx)
+	if err != nil || h.Seq != 8 || h.RunID != "r" || h.Checkpoint != nil || h.Folded {
+		t.Fatalf("Head = %+v, %v; want seq 8 of run r and no checkpoint", h, err)
 	}
 	want, err := st.EventHash(ctx, 8)
-	if err != nil || hash != want {
-		t.Fatalf("Head hash %q, stored %q (%v)", hash, want, err)
+	if err != nil || h.Hash != want {
+		t.Fatalf("Head hash %q, stored %q (%v)", h.Hash, want, err)
 	}
-	rep, err := ro.VerifyEvents(ctx, 0, seq)
-	if err != nil || !rep.Intact() || rep.Hash != hash || rep.To != 8 {
+	rep, err := ro.VerifyEvents(ctx, 0, h.Seq)
+	if err != nil || !rep.Intact() || rep.Hash != h.Hash || rep.To != 8 {
 		t.Fatalf("verify to the head = %+v, %v", rep, err)
 	}
-	addEvents(t, st, "r", 3)
-	if s, h, _ := f.Head(ctx); s != 8 || h != hash {
-		t.Fatalf("Head moved to %d without delivery", s)
+	in, err := checkpoint.NewIntegrator(st, checkpoint.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, first, ok, err := in.Fold(ctx)
+	if err != nil || !ok || first.Size != 13 {
+		t.Fatalf("fold = %+v %v %v; want 13 events folded", first, ok, err)
+	}
+	if h, err := f.Head(ctx); err != nil || h.Seq != 8 || h.Checkpoint == nil || h.Checkpoint.Kept() != first.Kept() || !h.Folded {
+		t.Fatalf("Head after the fold = %+v %v; want seq 8 folded into checkpoint %s", h, err, first.Kept())
+	}
+	addEvents(t, st, "s", 3)
+	if _, _, _, err := in.Fold(ctx); err != nil {
+		t.Fatal(err)
 	}
 	if err := f.Follow(ctx, func(agentrt.Event) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	seq, hash, _ = f.Head(ctx)
+	h, err = f.Head(ctx)
 	head, headHash, _ := st.ChainHead(ctx)
-	if seq != 15 || seq != head || hash != headHash {
-		t.Fatalf("Head after delivering all = %d %s, chain head %d %s", seq, hash, head, headHash)
+	if err != nil || h.Seq != 16 || h.Seq != head || h.Hash != headHash || h.RunID != "s" || h.Checkpoint.Size != 16 || !h.Folded {
+		t.Fatalf("Head after delivering all = %+v %v, chain head %d %s", h, err, head, headHash)
 	}
-	if none := (&export.Follower{Store: ro}); true {
-		if s, h, err := none.Head(ctx); s != 0 || h != "" || err != nil {
-			t.Fatalf("Head without a cursor = %d %q %v", s, h, err)
-		}
+	addEvents(t, st, "s", 1)
+	if h, err := f.Head(ctx); err != nil || h.Seq != 16 || h.Checkpoint.Size != 16 {
+		t.Fatalf("Head moved without delivery: %+v %v", h, err)
+	}
+	if h, err := (&export.Follower{Store: ro}).Head(ctx); err != nil || h.Seq != 0 || h.Checkpoint == nil || h.Checkpoint.Size != 16 {
+		t.Fatalf("Head without a cursor = %+v %v; want the checkpoint alone", h, err)
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/agentrt/agentrt"
 )
 
-// Settings are what New reads from every adapter's Config, and what the
-// adapter itself fixes: its name, its path and default root, how it sends
+// Settings are what NewBase reads from every adapter's Config (its
+// Endpoint), and what the adapter itself fixes: its name, its path and default root, how it sends
 // the key. An adapter's New fills one and calls NewBase.
 type Settings struct {
 	// Provider is the adapter's package name ("openai"): it prefixes errors
@@ -31,13 +31,8 @@ type Settings struct {
 	// Header is sent with every request besides the key's (nil for none).
 	Header http.Header
 
-	// The Config's common fields, as the consumer set them.
-	BaseURL         string
-	APIKey          Secret
-	Model           string
-	Name            string
-	HTTPClient      *http.Client
-	MaxOutputTokens int64
+	// Endpoint is the one the Config embeds, as the consumer set it.
+	Endpoint
 }
 
 // BearerAuth sends the key as "Authorization: Bearer KEY".

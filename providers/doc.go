@@ -2,8 +2,9 @@
 // reader, an HTTP client that never follows a redirect, endpoint and loopback
 // checks that keep an API key on the machine over plain http, status and
 // transport classification into the runtime's error vocabulary, usage
-// validation, price tables, and Secret, the type every adapter's Config
-// holds its key in so that no encoding of the Config shows it. Base gives an
+// validation, price tables, Endpoint, the model and how to reach it, which
+// every adapter's Config embeds, and Secret, the type the Endpoint holds
+// the key in so that no encoding of the Config shows it. Base gives an
 // adapter's Model its names, redaction and sending (Generate, EncodeRequest,
 // SendEncoded) from an Exchange, the adapter's encode and decode; the
 // helpers in wire.go are the parts of those every wire format shares.

@@ -222,3 +222,21 @@ func article(role string) string {
 	}
 	return "a"
 }
+
+// UsageFirst reads the "usage" member of a 2xx body with decodeUsage
+// before anything else, since a reply whose usage cannot be believed is
+// unusable whatever else it holds. what names the object the body should
+// be ("a message object") in the error of a body that is not JSON.
+func UsageFirst(provider, what string, data []byte, decodeUsage func(json.RawMessage) (agentrt.Usage, error)) (agentrt.Usage, error) {
+	var probe struct {
+		Usage json.RawMessage `json:"usage"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return agentrt.Usage{}, NotAReply(provider, what, err)
+	}
+	u, err := decodeUsage(probe.Usage)
+	if err != nil {
+		return agentrt.Usage{}, Unusable(err)
+	}
+	return u, nil
+}

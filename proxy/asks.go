@@ -7,13 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/proxy/internal/asks"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -62,84 +62,23 @@ func (a askTool) Call(ctx context.Context, call agentrt.ToolCall) (agentrt.ToolR
 	if ss == nil {
 		return agentrt.ToolResult{}, errors.New("no host session to ask")
 	}
-	var res any
-	var err error
-	switch a.kind {
-	case RequestSampling:
-		var params sdk.CreateMessageParams
-		if err := json.Unmarshal(call.Args, &params); err != nil {
-			return agentrt.ToolResult{}, fmt.Errorf("the request will not decode: %v", err)
-		}
-		res, err = ss.CreateMessage(ctx, &params)
-	case RequestElicitation:
-		var params sdk.ElicitParams
-		if err := json.Unmarshal(call.Args, &params); err != nil {
-			return agentrt.ToolResult{}, fmt.Errorf("the request will not decode: %v", err)
-		}
-		// The schema travels beside the request, for the sending
-		// middleware (elicitSchema) to put back: ServerSession.Elicit
-		// checks the host's answer against the schema with the SDK's own
-		// check, which refuses schemas the protocol allows.
-		schema := params.RequestedSchema
-		params.RequestedSchema = nil
-		res, err = ss.Elicit(context.WithValue(ctx, elicitSchemaKey{}, schema), &params)
+	c, err := asks.Ask(ctx, ss, methodOf(a.kind), call.Args, maxForwardBytes)
+	var re *asks.RefusedError
+	if errors.As(err, &re) {
+		return agentrt.ToolResult{}, fmt.Errorf("the host refused: %s", quote(re.Err.Error(), boundReason))
 	}
-	if err != nil {
-		return agentrt.ToolResult{}, fmt.Errorf("the host refused: %s", trace.Sanitize(trace.Truncate(err.Error(), boundReason)))
-	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return agentrt.ToolResult{}, err
-	}
-	if len(b) > maxForwardBytes {
-		return agentrt.ToolResult{}, fmt.Errorf("the host's answer holds %d bytes, more than the %d the proxy forwards", len(b), maxForwardBytes)
-	}
-	c, err := agentrt.CanonicalJSON(b)
 	if err != nil {
 		return agentrt.ToolResult{}, err
 	}
 	return agentrt.ToolResult{Content: c, Summary: fmt.Sprintf("%s from server %s answered by the host: %d bytes", a.kind, a.server, len(c))}, nil
 }
 
-// callers are the host sessions with a call in flight, per server.
-type callers struct {
-	mu  sync.Mutex
-	m   map[string][]*sdk.ServerSession
-	sem map[string]chan struct{}
-}
-
-func (c *callers) enter(server string, ss *sdk.ServerSession) {
-	if ss == nil {
-		return
+// methodOf is the method of a kind of server request.
+func methodOf(kind ServerRequest) string {
+	if kind == RequestSampling {
+		return asks.MethodSampling
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.m[server] = append(c.m[server], ss)
-}
-
-func (c *callers) leave(server string, ss *sdk.ServerSession) {
-	if ss == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	l := c.m[server]
-	for i := len(l) - 1; i >= 0; i-- {
-		if l[i] == ss {
-			c.m[server] = append(l[:i:i], l[i+1:]...)
-			return
-		}
-	}
-}
-
-func (c *callers) latest(server string) *sdk.ServerSession {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	l := c.m[server]
-	if len(l) == 0 {
-		return nil
-	}
-	return l[len(l)-1]
+	return asks.MethodElicitation
 }
 
 // refusedAsk is what a server is told of a request the proxy will not
@@ -164,8 +103,8 @@ func askHost[T any](ctx context.Context, p *Proxy, server string, kind ServerReq
 
 // ask forwards one request of server's to the host, recorded as a run.
 func (p *Proxy) ask(ctx context.Context, server string, kind ServerRequest, params any) (json.RawMessage, error) {
-	method := map[ServerRequest]string{RequestSampling: "sampling/createMessage", RequestElicitation: "elicitation/create"}[kind]
-	ss := p.callers.latest(server)
+	method := methodOf(kind)
+	ss := p.callers.Latest(server)
 	if ss == nil {
 		p.refused(server, method)
 		return nil, refusedAsk("the proxy forwards %s only during a call to one of this server's tools", method)
@@ -187,14 +126,12 @@ func (p *Proxy) ask(ctx context.Context, server string, kind ServerRequest, para
 		p.refused(server, method)
 		return nil, refusedAsk("the request holds more than the %d bytes the proxy forwards", maxForwardBytes)
 	}
-	sem := p.callers.sem[server]
-	select {
-	case sem <- struct{}{}:
-		defer func() { <-sem }()
-	default:
+	release, ok := p.callers.Acquire(server)
+	if !ok {
 		p.refused(server, method)
 		return nil, refusedAsk("%d requests of this server already wait on the host, the most the proxy forwards at once", maxAsksInFlight)
 	}
+	defer release()
 	runID := p.newRunID()
 	name := askToolName(server, kind)
 	gs, err := p.gate.Begin(ctx, runID, "forward "+method+" from server "+server, p.limits())
@@ -238,26 +175,5 @@ func (p *Proxy) refused(server, method string) {
 	defer cancel()
 	if err := p.ix.RecordRefusal(ctx, p.cfg.Session, server, method, p.now()); err != nil {
 		p.logf("agentrt-proxy: the refusal could not be recorded: %s", trace.Sanitize(err.Error()))
-	}
-}
-
-type elicitSchemaKey struct{}
-
-// elicitSchema puts an elicitation's requested schema back on the request
-// the host is sent (askTool.Call).
-func elicitSchema(next sdk.MethodHandler) sdk.MethodHandler {
-	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-		schema := ctx.Value(elicitSchemaKey{})
-		r, ok := req.(*sdk.ServerRequest[sdk.Params])
-		if method != "elicitation/create" || schema == nil || !ok {
-			return next(ctx, method, req)
-		}
-		ep, ok := r.Params.(*sdk.ElicitParams)
-		if !ok || ep == nil {
-			return next(ctx, method, req)
-		}
-		params := *ep
-		params.RequestedSchema = schema
-		return next(ctx, method, &sdk.ServerRequest[sdk.Params]{Session: r.Session, Params: &params, Extra: r.Extra})
 	}
 }

@@ -16,7 +16,9 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/mcp"
+	"github.com/agentrt/agentrt/proxy/internal/asks"
 	"github.com/agentrt/agentrt/proxy/internal/mcp2026"
+	"github.com/agentrt/agentrt/proxy/internal/uritemplate"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -164,7 +166,7 @@ func (p *Proxy) forward(s *sdk.Server) {
 	p.hostsMu.Lock()
 	p.hosts = append(p.hosts, s)
 	p.hostsMu.Unlock()
-	s.AddSendingMiddleware(elicitSchema)
+	s.AddSendingMiddleware(asks.ElicitSchema)
 	s.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			if sf, ok := surfaceOf[method]; ok {
@@ -293,14 +295,14 @@ func (p *Proxy) listTemplates(ctx context.Context) (*sdk.ListResourceTemplatesRe
 		if !u.allowed[SurfaceResources] {
 			continue
 		}
-		var tmpls []*uriTemplate
+		var tmpls []*uritemplate.Template
 		epoch := u.resourcesEpoch()
 		err := listPages(ctx, u, u.conn.ListResourceTemplates, func(r *sdk.ListResourceTemplatesResult) string { return r.NextCursor }, func(res *sdk.ListResourceTemplatesResult) error {
 			for _, r := range res.ResourceTemplates {
 				if r == nil || !goodURI(r.URITemplate) || len(out.ResourceTemplates) == maxForwardItems {
 					continue
 				}
-				if ct := compileTemplate(r.URITemplate); ct != nil {
+				if ct := uritemplate.Compile(r.URITemplate); ct != nil {
 					tmpls = append(tmpls, ct)
 				}
 				out.ResourceTemplates = append(out.ResourceTemplates, &sdk.ResourceTemplate{URITemplate: r.URITemplate,

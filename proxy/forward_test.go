@@ -294,6 +294,6 @@ func TestForward_DiscoverBeforeInitialize(t *testing.T) {
 	h, _ := hostileHarness(t, nil)
 	f := h.front(nil)
 	res, _ := post(t, f, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}`),
-		map[string]string{"Authorization": "Bearer " + f.cfg.Token})
+		map[string]string{"Authorization": "Bearer " + f.Token()})
 	mustf(t, res.StatusCode == http.StatusOK, "discover: %d", res.StatusCode)
 }

@@ -76,7 +76,7 @@ func TestFront_NothingListensWithoutListen(t *testing.T) {
 		t.Fatalf("connect: %v\n%s", err, stderr)
 	}
 	defer cs.Close()
-	url, token := frontAnnounced(t, stderr)
+	url, token := frontAnnounced(t, stderr, true)
 	got = listening(t, cmd.Process.Pid)
 	mustf(t, len(got) == 1 && strings.HasPrefix(got[0], "tcp 0100007F:"), "with -listen: %v", got)
 
@@ -100,17 +100,19 @@ var (
 
 // frontAnnounced waits for the proxy's stderr to name the front's URL and
 // (when generated) its token.
-func frontAnnounced(t *testing.T, stderr *syncBuffer) (url, token string) {
+func frontAnnounced(t *testing.T, stderr *syncBuffer, printed bool) (url, token string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		out := stderr.String()
-		if m := listenLine.FindStringSubmatch(out); m != nil {
-			url = m[1]
-			if tm := tokenLine.FindStringSubmatch(out); tm != nil {
-				token = tm[1]
-			}
-			return url, token
+		// The token's line follows the listening line, and may arrive
+		// after it: wait for both when the token is printed.
+		m, tm := listenLine.FindStringSubmatch(out), tokenLine.FindStringSubmatch(out)
+		if m != nil && tm != nil {
+			return m[1], tm[1]
+		}
+		if m != nil && !printed {
+			return m[1], ""
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -151,7 +153,7 @@ func startFront(t *testing.T, proxyBin, config string, more ...string) (url, tok
 			t.Errorf("agentrt-proxy did not stop on SIGINT\n%s", stderr)
 		}
 	})
-	url, printed := frontAnnounced(t, stderr)
+	url, printed := frontAnnounced(t, stderr, false)
 	mustf(t, printed == "" && !strings.Contains(stderr.String(), tok), "a token read from a file was printed:\n%s", stderr)
 	if _, err := strconv.Atoi(url[strings.LastIndex(url, ":")+1 : len(url)-len(FrontPath)]); err != nil {
 		t.Fatalf("front URL %q: %v", url, err)

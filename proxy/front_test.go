@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/httpguard"
+	"github.com/agentrt/agentrt/proxy/internal/front"
 )
 
 // front starts the harness proxy's loopback front with edit applied to its
@@ -111,7 +111,7 @@ func post(t *testing.T, f *Front, body io.Reader, hdr map[string]string) (*http.
 func TestFront_ServesTheSameGatedTools(t *testing.T) {
 	h := newHarness(t, nil)
 	f := h.front(nil)
-	cs, err := connectFront(t, f, f.cfg.Token)
+	cs, err := connectFront(t, f, f.Token())
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -134,9 +134,9 @@ func TestFront_MissingOrWrongTokenIs401(t *testing.T) {
 	for name, hdr := range map[string]map[string]string{
 		"none":   {},
 		"wrong":  {"Authorization": "Bearer " + strings.Repeat("0", 64)},
-		"prefix": {"Authorization": "Bearer " + f.cfg.Token[:32]},
-		"basic":  {"Authorization": "Basic " + f.cfg.Token},
-		"bare":   {"Authorization": f.cfg.Token},
+		"prefix": {"Authorization": "Bearer " + f.Token()[:32]},
+		"basic":  {"Authorization": "Basic " + f.Token()},
+		"bare":   {"Authorization": f.Token()},
 	} {
 		res, e := post(t, f, strings.NewReader(initBody), hdr)
 		mustf(t, res.StatusCode == http.StatusUnauthorized && e["code"] == FrontCodeUnauthorized, "%s: %d %v", name, res.StatusCode, e)
@@ -146,14 +146,14 @@ func TestFront_MissingOrWrongTokenIs401(t *testing.T) {
 	mustf(t, err != nil, "a client with the wrong token connected")
 	mustf(t, anySessions(f) == 0, "a refused request reached the server")
 
-	res, _ := post(t, f, strings.NewReader(initBody), map[string]string{"Authorization": "Bearer " + f.cfg.Token})
+	res, _ := post(t, f, strings.NewReader(initBody), map[string]string{"Authorization": "Bearer " + f.Token()})
 	mustf(t, res.StatusCode == http.StatusOK, "the right token: %d", res.StatusCode)
 }
 
 // sessions counts the front's initialized sessions.
 func sessions(f *Front) int {
 	n := 0
-	for ss := range f.server.Sessions() {
+	for ss := range f.Server().Sessions() {
 		if ss.InitializeParams() != nil {
 			n++
 		}
@@ -165,7 +165,7 @@ func sessions(f *Front) int {
 // or not: zero means no request reached it.
 func anySessions(f *Front) int {
 	n := 0
-	for range f.server.Sessions() {
+	for range f.Server().Sessions() {
 		n++
 	}
 	return n
@@ -177,8 +177,8 @@ func anySessions(f *Front) int {
 func TestFront_ForeignOriginIs403(t *testing.T) {
 	h := newHarness(t, nil)
 	f := h.front(nil)
-	port := strconv.Itoa(f.port)
-	auth := "Bearer " + f.cfg.Token
+	_, port, _ := net.SplitHostPort(f.Addr())
+	auth := "Bearer " + f.Token()
 	for _, o := range []string{"http://evil.example", "http://evil.example:" + port, "https://127.0.0.1:" + port,
 		"http://127.0.0.1:1", "http://127.0.0.1.evil.example:" + port, "null", "http://user@127.0.0.1:" + port} {
 		res, e := post(t, f, strings.NewReader(initBody), map[string]string{"Authorization": auth, "Origin": o})
@@ -200,7 +200,7 @@ func TestFront_ForeignOriginIs403(t *testing.T) {
 func TestFront_OversizedBodyIs413(t *testing.T) {
 	h := newHarness(t, nil)
 	f := h.front(func(c *FrontConfig) { c.MaxBodyBytes = 4096 })
-	auth := map[string]string{"Authorization": "Bearer " + f.cfg.Token}
+	auth := map[string]string{"Authorization": "Bearer " + f.Token()}
 	big := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"x":"` + strings.Repeat("a", 8192) + `"}}}`
 	res, e := post(t, f, strings.NewReader(big), auth)
 	mustf(t, res.StatusCode == http.StatusRequestEntityTooLarge && e["code"] == FrontCodeBodyTooLarge, "declared: %d %v", res.StatusCode, e)
@@ -216,10 +216,10 @@ func TestFront_OversizedBodyIs413(t *testing.T) {
 func TestFront_TooManySessionsAreRefused(t *testing.T) {
 	h := newHarness(t, nil)
 	f := h.front(func(c *FrontConfig) { c.MaxSessions = 2 })
-	a, err := connectFront(t, f, f.cfg.Token)
+	a, err := connectFront(t, f, f.Token())
 	mustf(t, err == nil, "first: %v", err)
 	defer a.Close()
-	b, err := connectFront(t, f, f.cfg.Token)
+	b, err := connectFront(t, f, f.Token())
 	mustf(t, err == nil, "second: %v", err)
 	defer b.Close()
 	// Both sessions busy: a POST of each is in flight, its body unsent.
@@ -227,12 +227,12 @@ func TestFront_TooManySessionsAreRefused(t *testing.T) {
 		holdPost(t, f, cs.ID())
 	}
 	waitFor(t, "both sessions busy", func() bool { return busy(f) == 2 })
-	res, e := post(t, f, strings.NewReader(initBody), map[string]string{"Authorization": "Bearer " + f.cfg.Token})
+	res, e := post(t, f, strings.NewReader(initBody), map[string]string{"Authorization": "Bearer " + f.Token()})
 	mustf(t, res.StatusCode == http.StatusServiceUnavailable && e["code"] == FrontCodeTooManySession, "a third while both are busy: %d %v", res.StatusCode, e)
 	mustf(t, sessions(f) == 2, "a busy session was closed")
 
 	idle := newHarness(t, nil).front(func(c *FrontConfig) { c.SessionIdle = time.Second })
-	s, err := connectFront(t, idle, idle.cfg.Token)
+	s, err := connectFront(t, idle, idle.Token())
 	mustf(t, err == nil, "connect: %v", err)
 	defer s.Close()
 	waitFor(t, "the idle session to close", func() bool { return sessions(idle) == 0 })
@@ -246,21 +246,11 @@ func holdPost(t *testing.T, f *Front, id string) {
 	mustf(t, err == nil, "dial: %v", err)
 	t.Cleanup(func() { c.Close() })
 	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nMcp-Session-Id: %s\r\nContent-Type: application/json\r\n"+
-		"Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{", FrontPath, f.Addr(), f.cfg.Token, id)
+		"Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{", FrontPath, f.Addr(), f.Token(), id)
 }
 
 // busy counts the sessions with a POST in flight.
-func busy(f *Front) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	for _, u := range f.use {
-		if u.posts > 0 {
-			n++
-		}
-	}
-	return n
-}
+func busy(f *Front) int { return f.Busy() }
 
 // A client holding the front's token that opens every session it may
 // does not lock a new client out: the new session closes the least
@@ -270,7 +260,7 @@ func TestFront_SessionCapLeavesRoomForANewClient(t *testing.T) {
 	f := h.front(nil) // DefaultFrontMaxSessions
 	var greedy []*sdk.ClientSession
 	for i := 0; i < DefaultFrontMaxSessions; i++ {
-		cs, err := connectFront(t, f, f.cfg.Token)
+		cs, err := connectFront(t, f, f.Token())
 		mustf(t, err == nil, "greedy session %d: %v", i+1, err)
 		defer cs.Close()
 		greedy = append(greedy, cs)
@@ -280,20 +270,20 @@ func TestFront_SessionCapLeavesRoomForANewClient(t *testing.T) {
 	_, err := greedy[1].ListTools(context.Background(), nil)
 	mustf(t, err == nil, "using the second: %v", err)
 	ids := map[string]bool{}
-	for ss := range f.server.Sessions() {
+	for ss := range f.Server().Sessions() {
 		ids[ss.ID()] = true
 	}
 	mustf(t, len(ids) == DefaultFrontMaxSessions, "%d sessions open", len(ids))
 
 	for n, wantGone := range []int{0, 2} {
-		fresh, err := connectFront(t, f, f.cfg.Token)
+		fresh, err := connectFront(t, f, f.Token())
 		mustf(t, err == nil, "new client %d at the cap: %v", n+1, err)
 		defer fresh.Close()
 		_, err = fresh.ListTools(context.Background(), nil)
 		mustf(t, err == nil, "the new client's session: %v", err)
 		gone := greedy[wantGone].ID()
 		waitFor(t, "the least recently used session to close", func() bool {
-			for ss := range f.server.Sessions() {
+			for ss := range f.Server().Sessions() {
 				if ss.ID() == gone {
 					return false
 				}
@@ -319,7 +309,7 @@ func TestServers_SlowBodyIsRefusedAtOnce(t *testing.T) {
 	f := h.front(nil)
 	for name, head := range map[string]string{
 		"no token":      fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: 100000\r\n\r\n{", FrontPath, f.Addr()),
-		"declared 2MiB": fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n{", FrontPath, f.Addr(), f.cfg.Token, 2<<20),
+		"declared 2MiB": fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n{", FrontPath, f.Addr(), f.Token(), 2<<20),
 		"foreign host":  fmt.Sprintf("POST %s HTTP/1.1\r\nHost: evil.test\r\nContent-Length: 100000\r\n\r\n{", FrontPath),
 	} {
 		status, closes, elapsed, err := httpguard.SendHead(f.Addr(), head, 30*time.Second)
@@ -331,12 +321,12 @@ func TestServers_SlowBodyIsRefusedAtOnce(t *testing.T) {
 	// Connections past the per-source cap are closed as accepted: of
 	// cap+5 opened at once, at least 5 are closed (a dial reset counts),
 	// and no more than the cap are kept.
-	kept, refused := httpguard.Flood(f.Addr(), frontMaxConnsPerSource+5)
-	mustf(t, refused >= 5 && kept <= frontMaxConnsPerSource, "of %d connections from one source %d were kept and %d refused; the cap is %d",
-		frontMaxConnsPerSource+5, kept, refused, frontMaxConnsPerSource)
+	kept, refused := httpguard.Flood(f.Addr(), front.MaxConnsPerSource+5)
+	mustf(t, refused >= 5 && kept <= front.MaxConnsPerSource, "of %d connections from one source %d were kept and %d refused; the cap is %d",
+		front.MaxConnsPerSource+5, kept, refused, front.MaxConnsPerSource)
 	waitFor(t, "the front to serve again", func() bool {
 		req, _ := http.NewRequest(http.MethodPost, f.URL(), strings.NewReader(initBody))
-		req.Header.Set("Authorization", "Bearer "+f.cfg.Token)
+		req.Header.Set("Authorization", "Bearer "+f.Token())
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		res, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
@@ -394,11 +384,11 @@ func TestFront_TokenFileMustBeOwnerOnly(t *testing.T) {
 func TestFront_StatelessHostsBesideSessions(t *testing.T) {
 	h := newHarness(t, nil)
 	f := h.front(func(c *FrontConfig) { c.MaxSessions = 1 })
-	old, err := connectFront(t, f, f.cfg.Token)
+	old, err := connectFront(t, f, f.Token())
 	mustf(t, err == nil, "2025-11-25 host: %v", err)
 	defer old.Close()
 	for i := range 3 {
-		cs, err := connectFrontAt(t, f, f.cfg.Token, "2026-07-28")
+		cs, err := connectFrontAt(t, f, f.Token(), "2026-07-28")
 		mustf(t, err == nil, "2026-07-28 host %d: %v", i+1, err)
 		defer cs.Close()
 		init := cs.InitializeResult()
@@ -409,7 +399,7 @@ func TestFront_StatelessHostsBesideSessions(t *testing.T) {
 	_, err = old.ListTools(context.Background(), nil)
 	mustf(t, err == nil, "the 2025-11-25 session after the stateless hosts: %v", err)
 	n := 0
-	for range f.server.Sessions() {
+	for range f.Server().Sessions() {
 		n++
 	}
 	mustf(t, n == 1, "%d sessions open, want the one 2025-11-25 session", n)
@@ -417,7 +407,7 @@ func TestFront_StatelessHostsBesideSessions(t *testing.T) {
 	body := `{"jsonrpc":"2.0","id":7,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
 		`"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
 	req, _ := http.NewRequest(http.MethodPost, f.URL(), strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+f.cfg.Token)
+	req.Header.Set("Authorization", "Bearer "+f.Token())
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
@@ -428,4 +418,63 @@ func TestFront_StatelessHostsBesideSessions(t *testing.T) {
 	raw, _ := io.ReadAll(resp.Body)
 	mustf(t, resp.StatusCode == 200 && strings.Contains(string(raw), `"2026-07-28"`) && strings.Contains(string(raw), `"2025-11-25"`),
 		"server/discover: %d %s", resp.StatusCode, raw)
+}
+
+// frontPost sends one stateless 2026-07-28 request to the front, the
+// tasks extension declared, and returns its JSON-RPC result or error as
+// raw JSON (the body is JSON or one SSE event).
+func frontPost(t *testing.T, f *Front, method, name string, params map[string]any) (result, rpcErr json.RawMessage) {
+	t.Helper()
+	params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw", "version": "1"},
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}}}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	req, _ := http.NewRequest(http.MethodPost, f.URL(), strings.NewReader(string(b)))
+	for k, v := range map[string]string{"Authorization": "Bearer " + f.Token(), "Content-Type": "application/json",
+		"Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": method, "Mcp-Name": name} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	mustf(t, err == nil, "%s: %v", method, err)
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	body := string(raw)
+	if i := strings.Index(body, "data: "); i >= 0 {
+		body = strings.TrimSpace(strings.SplitN(body[i+len("data: "):], "\n", 2)[0])
+	}
+	var msg struct{ Result, Error json.RawMessage }
+	mustf(t, resp.StatusCode == 200 && json.Unmarshal([]byte(body), &msg) == nil, "%s: %d %s", method, resp.StatusCode, raw)
+	return msg.Result, msg.Error
+}
+
+// Over the front, each request its own stateless exchange, a held write
+// of a tasks-extension host answers a task handle, tasks/get follows it
+// in later requests (no session holds it), and after the approval the
+// write runs once and its result is reported to every poll.
+func TestFront_TaskHandleOutlivesTheRequestThatMadeIt(t *testing.T) {
+	h := newHarness(t, nil)
+	f := h.front(nil)
+	res, e := frontPost(t, f, "tools/call", "up_write", map[string]any{"name": "up_write", "arguments": map[string]any{"path": "p", "content": "c"}})
+	var tk struct{ ResultType, TaskID, Status string }
+	mustf(t, e == nil && json.Unmarshal(res, &tk) == nil && tk.ResultType == "task" && tk.TaskID != "", "tools/call: %s %s", res, e)
+	get := func() (string, string) {
+		res, e := frontPost(t, f, "tasks/get", tk.TaskID, map[string]any{"taskId": tk.TaskID})
+		var got struct {
+			Status string
+			Result json.RawMessage
+		}
+		mustf(t, e == nil && json.Unmarshal(res, &got) == nil, "tasks/get: %s %s", res, e)
+		return got.Status, string(got.Result)
+	}
+	st, _ := get()
+	pending := h.pending()
+	mustf(t, st == "working" && len(pending) == 1 && h.up.count() == 0, "before the decision: %s, %d pending, effects %v", st, len(pending), h.up.effectsNow())
+	h.decide(pending[0], true, "ok")
+	var result string
+	waitFor(t, "the task to complete", func() bool {
+		st, result = get()
+		return st == "completed"
+	})
+	st, again := get()
+	mustf(t, st == "completed" && again == result && h.up.count() == 1, "after: %s %s (first %s), effects %v", st, again, result, h.up.effectsNow())
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
@@ -132,6 +133,36 @@ func (t *ptool) outcome(classes agentrt.SideEffectPolicy) agentrt.PolicyOutcome 
 	return ruleOutcome(t.rule.Outcome, t.spec.SideEffect, classes)
 }
 
+// sendsOut says whether an allowed call of the tool that carries a secret
+// in its arguments waits for an operator instead: it sends them to a
+// remote party or destroys something, as agentrt.SideEffectPolicy judges.
+func (t *ptool) sendsOut() bool {
+	return t.spec.SideEffect == agentrt.RemoteMutation || t.spec.SideEffect == agentrt.Destructive
+}
+
+// secretDecision is the approval an allowed call waits for because its
+// arguments carry a secret: the tool's own, whose capability and
+// presentation list each finding's pointer and kind, with a reason that
+// says so.
+func (t *ptool) secretDecision(args json.RawMessage, secrets []agentrt.ArgumentSecret) (agentrt.PolicyDecision, error) {
+	why := &agentrt.PolicyDecision{Reason: fmt.Sprintf("%s call whose arguments carry a secret (%s) needs approval",
+		t.spec.SideEffect, secretKinds(secrets))}
+	return t.decisionFor(args, secrets, nil, why)
+}
+
+// secretKinds names the kinds of the findings, each once, in order.
+func secretKinds(secrets []agentrt.ArgumentSecret) string {
+	var kinds []string
+	seen := map[string]bool{}
+	for _, s := range secrets {
+		if !seen[s.Kind] {
+			seen[s.Kind] = true
+			kinds = append(kinds, s.Kind)
+		}
+	}
+	return strings.Join(kinds, ", ")
+}
+
 // ruleOutcome is a rule's own outcome when it sets one, else its class's
 // under classes; a class the policy does not name is denied.
 func ruleOutcome(own agentrt.PolicyOutcome, se agentrt.SideEffect, classes agentrt.SideEffectPolicy) agentrt.PolicyOutcome {
@@ -181,6 +212,10 @@ type gatePolicy struct {
 	// asks are the askTool names the configuration forwards.
 	asks map[string]bool
 	id   string
+	// scan finds secrets in a call's arguments with the configuration's
+	// disclosure rules, for preview; the gate's engine scans with the
+	// same rules before Evaluate.
+	scan agentrt.ArgumentScanner
 }
 
 type reaskKey struct{}
@@ -247,7 +282,12 @@ func newGatePolicy(cfg *Config, tools map[string]*ptool) (*gatePolicy, error) {
 		return nil, err
 	}
 	sum := sha256.Sum256(c)
-	return &gatePolicy{classes: cfg.Policy, file: file, tools: tools, asks: asks, id: "agentrt-proxy/sha256:" + hex.EncodeToString(sum[:])}, nil
+	rules, err := cfg.disclosureRules()
+	if err != nil {
+		return nil, err
+	}
+	return &gatePolicy{classes: cfg.Policy, file: file, tools: tools, asks: asks, id: "agentrt-proxy/sha256:" + hex.EncodeToString(sum[:]),
+		scan: rules}, nil
 }
 
 // preview is what the policy decides of a new call before its run
@@ -258,7 +298,17 @@ func newGatePolicy(cfg *Config, tools map[string]*ptool) (*gatePolicy, error) {
 // and records the error).
 func (g *gatePolicy) preview(ctx context.Context, t *ptool, args json.RawMessage, limits agentrt.Limits) agentrt.PolicyOutcome {
 	if g.file == nil {
-		return t.outcome(g.classes)
+		out := t.outcome(g.classes)
+		if out == agentrt.Allow && t.sendsOut() {
+			secrets, err := g.scan.ScanArguments(ctx, t.spec, args)
+			switch {
+			case err != nil:
+				return ""
+			case len(secrets) > 0:
+				return agentrt.RequireApproval
+			}
+		}
+		return out
 	}
 	pa, err := agentrt.PolicyJSON(args)
 	if err != nil {
@@ -277,7 +327,11 @@ func (g *gatePolicy) PolicyID() string { return g.id }
 
 // Evaluate denies what the tool's outcome denies; asks about the
 // interruption for a re-run of an unknown outcome (marked on the proposal,
-// or recorded as the step's approval); allows what the outcome allows; and
+// or recorded as the step's approval); allows what the outcome allows,
+// except a remote_mutation or destructive call whose arguments carry a
+// secret (req.Secrets), which waits for an approval naming each finding's
+// pointer and kind (the operator lets such a call run by turning the
+// secret's rule off for the tool in the disclosure configuration); and
 // otherwise asks for an approval bound to the capability.
 func (g *gatePolicy) Evaluate(ctx context.Context, req agentrt.ToolRequest, view agentrt.RunView) (agentrt.PolicyDecision, error) {
 	t := g.tools[req.Spec.Name]
@@ -296,6 +350,9 @@ func (g *gatePolicy) Evaluate(ctx context.Context, req agentrt.ToolRequest, view
 	}
 	if in := interruptionOf(ctx, req, view); in != nil {
 		return t.decision(req.Args, req.Secrets, in)
+	}
+	if out == agentrt.Allow && len(req.Secrets) > 0 && t.sendsOut() {
+		return t.secretDecision(req.Args, req.Secrets)
 	}
 	if out == agentrt.Allow {
 		return agentrt.PolicyDecision{Outcome: agentrt.Allow, Reason: fmt.Sprintf("%s is allow", t.spec.SideEffect)}, nil

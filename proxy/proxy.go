@@ -16,6 +16,7 @@ import (
 	"github.com/agentrt/agentrt/checkpoint"
 	"github.com/agentrt/agentrt/internal/token"
 	"github.com/agentrt/agentrt/mcp"
+	"github.com/agentrt/agentrt/proxy/internal/asks"
 	"github.com/agentrt/agentrt/proxy/internal/credentials"
 	"github.com/agentrt/agentrt/proxy/internal/index"
 	"github.com/agentrt/agentrt/proxy/internal/mcp2026"
@@ -108,9 +109,11 @@ type Proxy struct {
 	integ *checkpoint.Running
 	// callers are the host sessions with a call in flight, per server, to
 	// forward a server's requests to (asks.go).
-	callers callers
+	callers *asks.Callers
 	// subs are the host sessions' resource subscriptions (subscribe.go).
 	subs subscriptions
+	// tasks are the task handles' collected results (tasks.go).
+	tasks taskBook
 	// beforeCollect, when set (by tests only), runs as a call that read
 	// its row is about to attach to the row's run: the window in which
 	// another process, or this proxy's sweep, may move the run on.
@@ -208,12 +211,13 @@ func newProxy(cfg *Config, opts Options) *Proxy {
 	p := &Proxy{cfg: cfg, opts: opts, tools: map[string]*ptool{}, logq: make(chan logItem, logQueue),
 		logStop: make(chan struct{}), logDone: make(chan struct{}),
 		subs:    subscriptions{m: map[string]*subscription{}, sem: make(chan struct{}, 16)},
-		callers: callers{m: map[string][]*sdk.ServerSession{}, sem: map[string]chan struct{}{}},
 		changes: newListChanges()}
+	var names []string
 	for _, s := range cfg.Servers {
-		p.callers.sem[s.Name] = make(chan struct{}, maxAsksInFlight)
+		names = append(names, s.Name)
 		p.servers = append(p.servers, newUpstream(p, s))
 	}
+	p.callers = asks.NewCallers(names, maxAsksInFlight)
 	go p.drainLogs()
 	for _, st := range cfg.Suggested() {
 		p.logf("%s", suggestionLine(cfg, st))
@@ -465,6 +469,7 @@ func (p *Proxy) limits() agentrt.Limits {
 func (p *Proxy) newServer() *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: serverName, Version: Version}, p.serverOptions())
 	p.forward(s)
+	p.serveTasks(s)
 	for _, t := range p.order {
 		t := t
 		tool := &sdk.Tool{Name: t.name, Description: t.spec.Description, InputSchema: json.RawMessage(t.spec.InputSchema)}
@@ -474,8 +479,9 @@ func (p *Proxy) newServer() *sdk.Server {
 		s.AddTool(tool, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			p.inflight.Add(1)
 			defer p.inflight.Done()
-			p.callers.enter(t.server, req.Session)
-			defer p.callers.leave(t.server, req.Session)
+			p.callers.Enter(t.server, req.Session)
+			defer p.callers.Leave(t.server, req.Session)
+			ctx = withTraceContext(ctx, req)
 			if mcp2026.New(mcp2026.Of(req)) {
 				return p.callNew(ctx, t, req)
 			}

@@ -34,7 +34,8 @@ var ErrStateRefused = errors.New("proxy: requestState refused")
 // approval its open row waits on, or the call is refused before anything
 // is matched or decided. A call held for an operator answers
 // input_required with a new sealed state when the host takes
-// elicitation; the retry, or any re-issue of the same request, is matched
+// elicitation, or a task handle when it declared the tasks extension
+// (tasks.go); the retry, or any re-issue of the same request, is matched
 // by its key as every call is, so it collects the decision and never
 // runs twice.
 func (p *Proxy) callNew(ctx context.Context, t *ptool, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -50,6 +51,9 @@ func (p *Proxy) callNew(ctx context.Context, t *ptool, req *sdk.CallToolRequest)
 	a := p.handle(ctx, t, req)
 	if a.approval == "" || kerr != nil {
 		return a.result(), nil
+	}
+	if p.heldAsTask(ctx, key, a) {
+		return &sdk.CallToolResult{}, nil
 	}
 	ok, urlMode := mcp2026.HasElicitation(req)
 	if !ok {
@@ -136,4 +140,23 @@ func completed(req sdk.Request, res sdk.Result) (sdk.Result, error) {
 		return mcp2026.Complete(r)
 	}
 	return res, nil
+}
+
+// withTraceContext gives ctx the W3C trace context a request carries in
+// its _meta (traceparent, tracestate), so the run the call begins records
+// it and an export makes the run a child of the host's trace. A
+// traceparent that is not well formed is ignored, as W3C Trace Context
+// says a receiver does.
+func withTraceContext(ctx context.Context, req *sdk.CallToolRequest) context.Context {
+	m := req.Params.GetMeta()
+	parent, _ := m["traceparent"].(string)
+	if parent == "" {
+		return ctx
+	}
+	state, _ := m["tracestate"].(string)
+	tc, err := agentrt.ParseTraceContext(parent, state)
+	if err != nil {
+		return ctx
+	}
+	return agentrt.WithTraceContext(ctx, tc)
 }

@@ -129,3 +129,97 @@ func TestProxy_StatelessHostHeldWriteAnswersInputRequired(t *testing.T) {
 	b, _ = os.ReadFile(target)
 	mustf(t, string(b) == "changed since\n", "the re-issued call ran the write again: %q", b)
 }
+
+// A 2026-07-28 host's call whose _meta carries a W3C traceparent and
+// tracestate begins a run that records them on run.created (from which
+// export/otel makes the run a child of the host's trace); a call whose
+// traceparent is not well formed still runs, and records none.
+func TestProxy_StatelessHostTraceContextIsRecordedOnTheRun(t *testing.T) {
+	s := newProcSetup(t)
+	h := s.raw2026(t)
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	for _, c := range []struct{ path, parent string }{{"notes.txt", parent}, {"other.txt", "00-not-a-trace"}} {
+		writeFile(t, filepath.Join(s.sandbox, c.path), "hi\n")
+		r := h.request("tools/call", map[string]any{"name": "fs_read_text_file", "arguments": map[string]any{"path": filepath.Join(s.sandbox, c.path)},
+			"_meta": map[string]any{"traceparent": c.parent, "tracestate": "rojo=00f067aa0ba902b7"}}, false)
+		mustf(t, r.Error == nil && strings.Contains(string(r.Result), `hi\n`), "read %s: %s %+v", c.path, r.Result, r.Error)
+	}
+	st := readStore(t, s.db)
+	defer st.Close()
+	runs, err := st.ListRuns(context.Background())
+	mustf(t, err == nil && len(runs) == 2, "runs %v, %v", runs, err)
+	want := agentrt.TraceContext{Parent: parent, State: "rojo=00f067aa0ba902b7"}
+	var got []agentrt.TraceContext
+	for _, run := range runs {
+		evs, err := st.ListEvents(context.Background(), run.ID)
+		mustf(t, err == nil && len(evs) > 0, "events of %s: %v", run.ID, err)
+		p, err := agentrt.PayloadAs[agentrt.RunCreatedPayload](evs[0])
+		mustf(t, err == nil, "run.created: %v", err)
+		if p.Trace != nil {
+			got = append(got, *p.Trace)
+		}
+	}
+	mustf(t, len(got) == 1 && got[0] == want, "recorded trace contexts %+v, want only %+v", got, want)
+}
+
+// With console_url configured, a 2026-07-28 host that takes URL
+// elicitation is given, for a held write, an input_required whose one
+// request is a url elicitation to the console's page of that very
+// approval (the run and approval the operator's line on stderr names),
+// its elicitationId the approval's, with a sealed requestState; a host
+// that takes form elicitation alone is given the form naming the
+// approval, with no link.
+func TestProxy_ConsoleURLHeldCallElicitsTheApprovalPage(t *testing.T) {
+	s := newProcSetup(t)
+	s.setConfig(t, "console_url", "https://console.example:8443/base")
+	h := s.raw2026(t)
+	type elicitation struct {
+		Mode, Message, URL string
+		ElicitationID      string `json:"elicitationId"`
+	}
+	held := func(file string, elicit map[string]any) (elicitation, string) {
+		t.Helper()
+		caps := map[string]any{"elicitation": elicit}
+		r := h.request("tools/call", map[string]any{"name": "fs_write_file",
+			"arguments": map[string]any{"path": filepath.Join(s.sandbox, file), "content": "x"},
+			"_meta":     map[string]any{"io.modelcontextprotocol/clientCapabilities": caps}}, false)
+		var res struct {
+			ResultType    string `json:"resultType"`
+			InputRequests map[string]struct {
+				Method string
+				Params elicitation
+			} `json:"inputRequests"`
+			RequestState string `json:"requestState"`
+		}
+		mustf(t, r.Error == nil && json.Unmarshal(r.Result, &res) == nil && res.ResultType == "input_required" && len(res.InputRequests) == 1,
+			"held write: %s %+v\nstderr: %s", r.Result, r.Error, h.stderr)
+		ir := res.InputRequests["approval"]
+		mustf(t, ir.Method == "elicitation/create", "input request %s", r.Result)
+		return ir.Params, res.RequestState
+	}
+	el, state := held("a.txt", map[string]any{"url": map[string]any{}, "form": map[string]any{}})
+	run, approval, _ := (&host{t: t, stderr: h.stderr}).lastApproval(1)
+	want := "https://console.example:8443/base/runs/" + run + "/approvals/" + approval
+	mustf(t, el.Mode == "url" && el.URL == want && el.ElicitationID == approval && state != "" && strings.Contains(el.Message, approval),
+		"url elicitation %+v (state %q), want the page %s", el, state, want)
+
+	el, _ = held("b.txt", map[string]any{"form": map[string]any{}})
+	_, second, _ := (&host{t: t, stderr: h.stderr}).lastApproval(2)
+	mustf(t, el.Mode == "form" && el.URL == "" && second != approval && strings.Contains(el.Message, second), "form-only host: %+v", el)
+}
+
+// setConfig rewrites one field of the configuration.
+func (s *procSetup) setConfig(t *testing.T, key string, value any) {
+	t.Helper()
+	b, err := os.ReadFile(s.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc[key] = value
+	out, _ := json.MarshalIndent(doc, "", "  ")
+	writeFile(t, s.config, string(out))
+}

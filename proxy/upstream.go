@@ -11,6 +11,7 @@ import (
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/mcp"
 	"github.com/agentrt/agentrt/proxy/internal/credentials"
+	"github.com/agentrt/agentrt/proxy/internal/uritemplate"
 )
 
 // upstream is one configured server: its entry, the connection it was
@@ -49,8 +50,8 @@ type upstream struct {
 	promptRename map[string]string
 
 	mu        sync.Mutex
-	uris      map[string]bool // the URIs of its last resources/list
-	templates []*uriTemplate  // the URI templates of its last listing
+	uris      map[string]bool         // the URIs of its last resources/list
+	templates []*uritemplate.Template // the URI templates of its last listing
 	// listed says resources and templates were listed since the server
 	// last said they changed; until then a read lists first, to route by
 	// what the servers claim. resEpoch counts those changes: a listing

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/checkpoint"
 	"github.com/agentrt/agentrt/scripted"
 )
 
@@ -21,7 +22,10 @@ import (
 // retention stopped after its first batch leaves every run wholly erased
 // or untouched, and a second one finishes the rest; runs after the cut
 // and live runs are untouched, and the chain verifies with every erasure
-// counted.
+// counted. Where the store keeps checkpoints, every event is folded before
+// retention and again after: the checkpoint kept from before is extended,
+// and every folded event, erased ones included, is still in the tree
+// (erasure changes payloads, never the hashes the leaves are).
 func Retention(t *testing.T, open Opener) {
 	ctx := context.Background()
 	s := open(t)
@@ -100,6 +104,11 @@ func Retention(t *testing.T, open Opener) {
 		}
 	}
 
+	cs, cerr := checkpoint.For(s)
+	var kept checkpoint.Checkpoint
+	if cerr == nil {
+		kept = foldEvery(t, cs)
+	}
 	dry, err := op.Retain(ctx, agentrt.RetainOptions{FinishedBefore: cut, Batch: 2, DryRun: true, By: "retention", Reason: "policy"})
 	must(t, err)
 	if fmt.Sprint(dry.Would) != "[old-0 old-1 old-2 old-3 old-failed]" || dry.Erased != 0 {
@@ -165,5 +174,44 @@ func Retention(t *testing.T, open Opener) {
 	must(t, err)
 	if rep.Break != nil || rep.ErasedRunCount != 6 || rep.Erased == 0 {
 		t.Fatalf("verify = %+v; want intact with six erased runs", rep)
+	}
+	if cerr != nil {
+		return
+	}
+	latest := foldEvery(t, cs)
+	all, err := s.ListEvents(ctx, "")
+	must(t, err)
+	cr, err := checkpoint.Verify(ctx, cs, checkpoint.VerifyOptions{Kept: &kept, Now: clock})
+	must(t, err)
+	if cr.Problem != nil || !cr.KeptExtended || cr.Leaves != int64(len(all)) || latest.Size != int64(len(all)) || kept.Size >= latest.Size {
+		t.Fatalf("checkpoints after retention = %+v (problem %+v); want the checkpoint of %d kept before it extended to all %d events, each included",
+			cr, cr.Problem, kept.Size, len(all))
+	}
+}
+
+// foldEvery folds until no event is left unfolded (on PostgreSQL the
+// watermark may hold some back while other transactions run) and returns
+// the latest checkpoint.
+func foldEvery(t *testing.T, cs checkpoint.Store) checkpoint.Checkpoint {
+	t.Helper()
+	ctx := context.Background()
+	in, err := checkpoint.NewIntegrator(cs, checkpoint.Config{})
+	must(t, err)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		_, _, _, err := in.Fold(ctx)
+		must(t, err)
+		n, _, err := cs.CheckpointUnfolded(ctx, time.Now().Add(24*365*time.Hour))
+		must(t, err)
+		if n == 0 {
+			c, ok, err := cs.CheckpointLatest(ctx)
+			must(t, err)
+			if !ok {
+				t.Fatal("every event is folded but there is no checkpoint")
+			}
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d events still unfolded after a minute of folding", n)
+		}
 	}
 }

@@ -293,42 +293,58 @@ func (startAt) Save(int64) error       { return nil }
 
 // job is one event's notification on its way to every target.
 type job struct {
-	seq  int64
-	n    Notification
-	body []byte
-	left int
+	seq int64
+	// prev is the seq delivered before this job's event, and ord its
+	// place in delivery: the cursor stops at prev while the job is
+	// pending. On PostgreSQL the follower's order is not seq order (and
+	// seqs have gaps), so seq - 1 is no place to resume from.
+	prev, ord int64
+	n         Notification
+	body      []byte
+	left      int
 }
 
 // ledger tracks what has been read and what every target has answered,
 // and saves the cursor up to the first event still in flight.
 type ledger struct {
-	mu      sync.Mutex
-	cursor  export.Cursor
-	read    int64
-	caught  int64 // the seq the follower last caught up at; -1 before
-	saved   int64
-	pending []*job // in seq order
-	err     error
+	mu     sync.Mutex
+	cursor export.Cursor
+	read   int64
+	caught int64 // the seq the follower last caught up at; -1 before
+	saved  int64
+	// readOrd and savedOrd are read's and saved's places in delivery
+	// order (0: the cursor Run started from).
+	readOrd, savedOrd int64
+	pending           []*job // in delivery order
+	err               error
 }
 
-func (l *ledger) safe() int64 {
+// safe is the last place every event up to which is answered: the seq
+// to save and its place in delivery.
+func (l *ledger) safe() (seq, ord int64) {
 	if len(l.pending) > 0 {
-		return l.pending[0].seq - 1
+		return l.pending[0].prev, l.pending[0].ord - 1
 	}
-	return l.read
+	return l.read, l.readOrd
+}
+
+// readTo records that the event at seq was read; l.mu is held.
+func (l *ledger) readTo(seq int64) {
+	l.read = seq
+	l.readOrd++
 }
 
 // advance saves the cursor if it can move; l.mu is held.
 func (l *ledger) advance() {
-	s := l.safe()
-	if s <= l.saved || l.err != nil {
+	s, ord := l.safe()
+	if ord <= l.savedOrd || l.err != nil {
 		return
 	}
 	if err := l.cursor.Save(s); err != nil {
 		l.err = err
 		return
 	}
-	l.saved = s
+	l.saved, l.savedOrd = s, ord
 }
 
 // done records that one target answered j, and reports whether every
@@ -372,7 +388,7 @@ func (n *Notifier) Run(ctx context.Context) error {
 	f := export.Follower{Store: n.cfg.Store, Cursor: startAt{n.cfg.Cursor}, Interval: n.cfg.Interval,
 		CaughtUp: func(s int64) {
 			led.mu.Lock()
-			led.read, led.caught = s, s
+			led.caught = s
 			led.advance()
 			led.mu.Unlock()
 			n.idle(led, slots)
@@ -384,7 +400,7 @@ func (n *Notifier) Run(ctx context.Context) error {
 		}
 		if !ok {
 			led.mu.Lock()
-			led.read = e.Seq
+			led.readTo(e.Seq)
 			led.mu.Unlock()
 			return nil
 		}
@@ -397,10 +413,10 @@ func (n *Notifier) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		j := &job{seq: e.Seq, n: note, body: body, left: len(n.targets)}
 		led.mu.Lock()
+		j := &job{seq: e.Seq, prev: led.read, ord: led.readOrd + 1, n: note, body: body, left: len(n.targets)}
 		led.pending = append(led.pending, j)
-		led.read = e.Seq
+		led.readTo(e.Seq)
 		led.mu.Unlock()
 		for _, q := range queues {
 			q <- j // never blocks: no more than QueueSize jobs are pending

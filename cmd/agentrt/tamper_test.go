@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -30,9 +31,14 @@ const goldenRun = "01a233608e8d147674d1b5c2b074da46"
 // its seq before the change.
 type tamperCase struct {
 	name, change, want string
-	// sqliteOnly marks what only SQLite's gapless seqs catch today: on
-	// PostgreSQL the checkpoints (ADR 0015) catch a deleted run.
+	// sqliteOnly marks what only SQLite's gapless seqs catch: on
+	// PostgreSQL the checkpoints (ADR 0015) catch a deleted run once it is
+	// folded (the folded cases).
 	sqliteOnly bool
+	// folded runs agentrt checkpoint until every event is folded before
+	// the change; want then names the event the check of the checkpoints
+	// must find gone, on both backends.
+	folded bool
 }
 
 var tamperCases = []tamperCase{
@@ -55,6 +61,8 @@ var tamperCases = []tamperCase{
 		want: `SELECT seq FROM events WHERE run_id = 'run-a' AND run_seq = 2`},
 	{name: "after/run deleted", change: `DELETE FROM events WHERE run_id = 'run-a'`,
 		want: `SELECT seq FROM events WHERE run_id = 'run-b' AND run_seq = 1`, sqliteOnly: true},
+	{name: "after/folded run deleted", change: `DELETE FROM events WHERE run_id = 'run-a'`,
+		want: `SELECT seq FROM events WHERE run_id = 'run-a' AND run_seq = 1`, folded: true},
 }
 
 // The tamper suite, through the real agentrt binary on both backends: a
@@ -63,7 +71,9 @@ var tamperCases = []tamperCase{
 // migration verifies intact; each change a database writer can make to
 // either (an event altered, deleted or reordered, the global chain's end
 // cut, an event's place in its run swapped, a whole run deleted) makes
-// verify exit 1 naming the first event that no longer chains.
+// verify exit 1 naming the first event that no longer chains; a whole run
+// deleted after agentrt checkpoint folded it makes verify's check of the
+// checkpoints name its first event as gone, on PostgreSQL too.
 func TestVerify_TamperCasesBeforeAndAfterTheMigration(t *testing.T) {
 	bin := build(t, "agentrt", "cmd/agentrt")
 	backends := []struct {
@@ -85,8 +95,17 @@ func TestVerify_TamperCasesBeforeAndAfterTheMigration(t *testing.T) {
 						t.Fatalf("verify before the change = %d\n%s%s", r.code, r.stdout, r.stderr)
 					}
 					want := exec(c.want)
+					if c.folded {
+						foldEvery(t, bin, db, exec)
+					}
 					exec(c.change)
 					r := runBin(t, bin, nil, "-db", db, "verify")
+					if c.folded {
+						if r.code != 1 || !strings.Contains(r.stdout, fmt.Sprintf("checkpoints NOT verified: the event at seq %d,", want)) {
+							t.Fatalf("verify after %s = %d, want exit 1 and the checkpoints naming seq %d gone\n%s%s", c.name, r.code, want, r.stdout, r.stderr)
+						}
+						return
+					}
 					if r.code != 1 || !strings.Contains(r.stdout, fmt.Sprintf("broken at seq %d:", want)) {
 						t.Fatalf("verify after %s = %d, want exit 1 and a break at seq %d\n%s%s", c.name, r.code, want, r.stdout, r.stderr)
 					}
@@ -238,5 +257,59 @@ func afterMigration(t *testing.T, st agentrt.Store) {
 		if r, err := d.StartWithID(ctx, id, "look twice", agentrt.DefaultLimits()); err != nil || r.Status != agentrt.RunCompleted {
 			t.Fatalf("run %s = %s, %v", id, r.Status, err)
 		}
+	}
+}
+
+// foldEvery runs agentrt checkpoint on db until every event is folded (on
+// PostgreSQL the watermark may hold some back a moment) and returns the
+// last checkpoint as it says to keep it.
+func foldEvery(t *testing.T, bin, db string, exec func(string) int64) string {
+	t.Helper()
+	keep := regexp.MustCompile(`keep it as: (\S+)`)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		r := runBin(t, bin, nil, "-db", db, "checkpoint")
+		m := keep.FindStringSubmatch(r.stdout)
+		if r.code != 0 || m == nil {
+			t.Fatalf("agentrt checkpoint = %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		if exec(`SELECT COUNT(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM event_leaves l WHERE l.seq = e.seq)`) == 0 {
+			return m[1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("events still unfolded after 30s of agentrt checkpoint")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A run's newest events cut, and the checkpoints rebuilt without them,
+// leave a database plain verify finds intact on both backends (the run's
+// chain is a shorter chain; on SQLite the cut run is the last, so no seq
+// gap shows): through the real binary, verify -head with the checkpoint
+// kept before the cut fails it.
+func TestVerify_KeptCheckpointCatchesARunsCutTailOnBothBackends(t *testing.T) {
+	bin := build(t, "agentrt", "cmd/agentrt")
+	for _, bk := range []struct {
+		name    string
+		fixture func(t *testing.T) (string, func(string) int64)
+	}{{"sqlite", sqliteTamperFixture}, {"postgres", pgTamperFixture}} {
+		t.Run(bk.name, func(t *testing.T) {
+			db, exec := bk.fixture(t)
+			kept := foldEvery(t, bin, db, exec)
+			if r := runBin(t, bin, nil, "-db", db, "verify", "-head", kept); r.code != 0 || !strings.Contains(r.stdout, "kept checkpoint: extended") {
+				t.Fatalf("verify -head before the cut = %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			cut := `(SELECT seq FROM events WHERE run_id = 'run-b' AND run_seq > (SELECT MAX(run_seq) - 3 FROM events WHERE run_id = 'run-b'))`
+			exec(`DELETE FROM event_leaves WHERE seq IN ` + cut + `; DELETE FROM events WHERE seq NOT IN (SELECT seq FROM event_leaves);
+				DELETE FROM checkpoints; DELETE FROM tree_hashes; DELETE FROM event_leaves`)
+			foldEvery(t, bin, db, exec)
+			if r := runBin(t, bin, nil, "-db", db, "verify"); r.code != 0 || !strings.Contains(r.stdout, "intact") {
+				t.Fatalf("plain verify after the cut and the refold = %d, want 0: only the kept checkpoint shows the cut\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			r := runBin(t, bin, nil, "-db", db, "verify", "-head", kept)
+			if r.code != 1 || !strings.Contains(r.stdout, "checkpoints NOT verified") || !strings.Contains(r.stdout, "cut from its end") {
+				t.Fatalf("verify -head %s after the cut = %d, want exit 1 and the kept checkpoint not extended\n%s%s", kept, r.code, r.stdout, r.stderr)
+			}
+		})
 	}
 }

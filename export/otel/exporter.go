@@ -67,10 +67,12 @@ type runState struct {
 	// reopened: the run's span was made again here, its start handled by
 	// an earlier process, so its open step may be unknown.
 	reopened bool
-	span     trace.Span
-	step     *stepState // the step in progress
-	open     map[string]trace.Span
-	steps    map[string]*stepState
+	// trace is the trace the run's spans are in (runTrace).
+	trace trace.TraceID
+	span  trace.Span
+	step  *stepState // the step in progress
+	open  map[string]trace.Span
+	steps map[string]*stepState
 }
 
 type stepState struct {

@@ -32,7 +32,7 @@ func (x *Exporter) runCreated(ev *event, p agentrt.RunCreatedPayload) error {
 			}
 		}
 	}
-	_, err := x.runSpan(ev.ctx, ev.e, true, a)
+	_, err := x.runSpanIn(ev.ctx, ev.e, true, a, p.Trace)
 	return err
 }
 

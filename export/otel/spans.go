@@ -84,6 +84,13 @@ func (x *Exporter) reopenLastStep(ctx context.Context, rs *runState, e agentrt.E
 // or, for a run whose creation an earlier process handled, at the run's
 // creation time as the store has it.
 func (x *Exporter) runSpan(ctx context.Context, e agentrt.Event, fresh bool, a *attrs) (*runState, error) {
+	return x.runSpanIn(ctx, e, fresh, a, nil)
+}
+
+// runSpanIn is runSpan for a run begun under the caller's trace context
+// tc (nil: none, or, for a run whose creation an earlier process handled,
+// as the store's run.created says).
+func (x *Exporter) runSpanIn(ctx context.Context, e agentrt.Event, fresh bool, a *attrs, tc *agentrt.TraceContext) (*runState, error) {
 	if rs := x.runs[e.RunID]; rs != nil {
 		if fresh {
 			// A re-delivered run.created: the span is already open.
@@ -104,13 +111,18 @@ func (x *Exporter) runSpan(ctx context.Context, e agentrt.Event, fresh bool, a *
 			}
 		}
 		a.bool("span.start_unknown", !known)
+		tc = x.storedTrace(ctx, e.RunID)
 	}
-	ctx = withIDs(context.Background(), TraceID(e.RunID), SpanID(kindRun, e.RunID))
-	s := x.tracerStart(ctx, SpanRun, trace.SpanKindInternal, start, a.kv, true)
-	if err := checkIDs(s, TraceID(e.RunID), SpanID(kindRun, e.RunID)); err != nil {
+	tid, parent := runTrace(e.RunID, tc)
+	ctx = withIDs(context.Background(), tid, SpanID(kindRun, e.RunID))
+	if parent.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
+	}
+	s := x.tracerStart(ctx, SpanRun, trace.SpanKindInternal, start, a.kv, !parent.IsValid())
+	if err := checkIDs(s, tid, SpanID(kindRun, e.RunID)); err != nil {
 		return nil, err
 	}
-	rs := &runState{reopened: !fresh, span: s, open: map[string]trace.Span{}, steps: map[string]*stepState{}}
+	rs := &runState{reopened: !fresh, trace: tid, span: s, open: map[string]trace.Span{}, steps: map[string]*stepState{}}
 	x.runs[e.RunID] = rs
 	return rs, nil
 }
@@ -252,6 +264,9 @@ func spanName(base, name string) string {
 
 func (x *Exporter) start(_ context.Context, runID, kind, id string, parent trace.SpanID, name string, sk trace.SpanKind, at time.Time, kv []attribute.KeyValue) (trace.Span, error) {
 	tid, sid := TraceID(runID), SpanID(kind, id)
+	if rs := x.runs[runID]; rs != nil {
+		tid = rs.trace
+	}
 	psc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: parent, TraceFlags: trace.FlagsSampled})
 	ctx := trace.ContextWithSpanContext(context.Background(), psc)
 	ctx = withIDs(ctx, tid, sid)

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/x509"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -12,98 +13,154 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/eventlog"
+	"github.com/agentrt/agentrt/internal/cliflag"
 	"github.com/agentrt/agentrt/view"
 )
 
-var approveCommand = &command{
-	name:    "approve",
-	summary: "show a waiting approval, then grant it",
-	usage:   "<run> [-approval ID | -yes] [-hash HASH] [-key FILE | -by WHO] [-note TEXT]",
-	run:     func(e *env, g *global, c *command, args []string) int { return runDecide(e, g, c, args, true) },
+var (
+	approveCommand = decideCommand("approve", "show a waiting approval, then grant it", true)
+	rejectCommand  = decideCommand("reject", "show a waiting approval, then refuse it, which cancels the run", false)
+)
+
+// decideCommand is approve (approve true) or reject: the same flags, the
+// same run function.
+func decideCommand(name, summary string, approve bool) *command {
+	return fromKit(&kitCmd{
+		Name:    name,
+		Summary: summary,
+		Usage:   "<run> [-approval ID | -yes] [-hash HASH] [-key FILE | -by WHO] [-note TEXT]",
+		Bind: cliflag.With(decideFlags, func(x *inv, o *decideOptions, pos []string) int {
+			return runDecide(x, o, pos, approve)
+		}),
+	})
 }
 
-// decideFlags are approve's and reject's flags.
-type decideFlags struct {
+// decideOptions are approve's and reject's flags.
+type decideOptions struct {
 	approval string
 	yes      bool
 	hash     string
-	by       string
+	by       byFlag
 	note     string
 	key      string
+}
+
+func decideFlags(fs *flag.FlagSet, o *decideOptions) {
+	fs.StringVar(&o.approval, "approval", "", "the approval to decide; naming it is the confirmation")
+	fs.BoolVar(&o.yes, "yes", false, "decide the run's only pending approval without asking")
+	fs.StringVar(&o.hash, "hash", "", "decide only if the approval still has this hash, as show printed it")
+	fs.Var(&o.by, "by", "a label for who decided, recorded as given (default $USER, else your account's name)")
+	fs.StringVar(&o.note, "note", "", "a note recorded with the decision")
+	fs.StringVar(&o.key, "key", "", "sign the decision with this enrolled ed25519 key file; decided_by is then its approver's name")
+}
+
+// decision is one approve or reject once its arguments are checked.
+type decision struct {
+	x       *inv
+	o       *decideOptions
+	approve bool
+	// verb is "approve" or "reject".
+	verb string
+	// runID is the run as typed until the database is open, then as
+	// resolved; by is who to record, "" when key signs.
+	runID, by string
+	key       ed25519.PrivateKey
+	// ask is whether to ask at the terminal before deciding.
+	ask bool
 }
 
 // runDecide is approve and reject: print the approval the operator means,
 // read whole, make sure they meant it, then decide bound to the hash of
 // what was printed, or, with -hash, to the hash the operator read earlier
 // (from show), which the stored approval must still have.
-func runDecide(e *env, g *global, c *command, args []string, approve bool) int {
-	fs := e.flags(c, g)
-	var f decideFlags
-	fs.StringVar(&f.approval, "approval", "", "the approval to decide; naming it is the confirmation")
-	fs.BoolVar(&f.yes, "yes", false, "decide the run's only pending approval without asking")
-	fs.StringVar(&f.hash, "hash", "", "decide only if the approval still has this hash, as show printed it")
-	fs.StringVar(&f.by, "by", "", "a label for who decided, recorded as given (default $USER, else your account's name)")
-	fs.StringVar(&f.note, "note", "", "a note recorded with the decision")
-	fs.StringVar(&f.key, "key", "", "sign the decision with this enrolled ed25519 key file; decided_by is then its approver's name")
-	runID, code, ok := e.parseRun(c, fs, args)
-	if !ok {
+func runDecide(x *inv, o *decideOptions, pos []string, approve bool) int {
+	d, code := x.checkDecide(o, pos, approve)
+	if code != ExitOK {
 		return code
 	}
-	if f.approval != "" {
-		if msg := checkID("-approval", f.approval); msg != "" {
-			return e.usageError(c, msg)
-		}
-	}
-	if f.hash != "" {
-		f.hash = strings.ToLower(f.hash)
-		if !hashPattern.MatchString(f.hash) {
-			return e.usageError(c, "-hash must be the 64 hex digits show prints after hash")
-		}
-	}
-	var key ed25519.PrivateKey
-	if f.key != "" {
-		k, err := readPrivateKey(f.key)
-		if err != nil {
-			return e.usageError(c, err.Error())
-		}
-		key = k
-	}
-	if key == nil {
-		if code, ok := e.requireBy(c, fs, &f.by, "deciding"); !ok {
-			return code
-		}
-	}
-	ask := f.approval == "" && !f.yes
-	if ask && g.json {
-		return e.usageError(c, "with -json agentrt never asks; pass -approval ID or -yes")
-	}
-	if ask && !e.interactive(e.stdin) {
-		return e.usageError(c, "stdin is not a terminal, so agentrt will not ask and will not guess; read the approval with 'agentrt show', then pass -approval ID or -yes")
-	}
-	st, name, code := g.openDB(e, c, false)
+	st, _, runID, code := x.openRunToChange(d.runID)
 	if code != ExitOK {
 		return code
 	}
 	defer st.Close()
-	if runID, code, ok = e.resolveRun(st, name, runID); !ok {
-		return code
-	}
+	d.runID = runID
 
-	ctx := background()
-	a, err := view.PendingApproval(ctx, st, runID, f.approval)
+	a, err := view.PendingApproval(background(), st, runID, o.approval)
 	if err != nil {
-		return e.selectError(runID, f.approval, err)
+		return x.selectError(runID, o.approval, err)
 	}
 	// The operator read the approval earlier; it is decided only if it is
 	// still that one, and nothing of what it has become is printed.
-	if f.hash != "" && f.hash != a.Hash {
-		return e.fail("approval %s no longer has hash %s, the one given with -hash, so it changed since it was read; nothing was decided", clip(a.ID, 64), f.hash)
+	if o.hash != "" && o.hash != a.Hash {
+		return x.fail("approval %s no longer has hash %s, the one given with -hash, so it changed since it was read; nothing was decided", clip(a.ID, 64), o.hash)
 	}
-	// The hash of what is printed, computed from the fields printed; a
-	// record whose stored hash disagrees was altered and is not decided.
+	p := &printer{w: x.stdout}
+	shown, code := d.present(st, p, a)
+	if code != ExitOK {
+		return code
+	}
+	if d.ask {
+		if code := d.confirm(p, a); code != ExitOK {
+			return code
+		}
+	}
+	if code := d.decide(st, a.ID, shown); code != ExitOK {
+		return code
+	}
+	return d.report(st, p, a.ID, shown)
+}
+
+// checkDecide checks approve's and reject's arguments before anything is
+// opened. Unless code is ExitOK a usage error was printed.
+func (x *inv) checkDecide(o *decideOptions, pos []string, approve bool) (d decision, code int) {
+	d = decision{x: x, o: o, approve: approve, verb: "reject"}
+	if approve {
+		d.verb = "approve"
+	}
+	if d.runID, code = x.runArg(pos); code != ExitOK {
+		return d, code
+	}
+	if o.approval != "" {
+		if msg := checkID("-approval", o.approval); msg != "" {
+			return d, x.usageError(x.c, msg)
+		}
+	}
+	if o.hash != "" {
+		o.hash = strings.ToLower(o.hash)
+		if !hashPattern.MatchString(o.hash) {
+			return d, x.usageError(x.c, "-hash must be the 64 hex digits show prints after hash")
+		}
+	}
+	if o.key != "" {
+		k, err := readPrivateKey(o.key)
+		if err != nil {
+			return d, x.usageError(x.c, err.Error())
+		}
+		d.key = k
+	}
+	// With a key the decision is recorded as its approver's.
+	d.by = o.by.who
+	if d.key == nil {
+		if d.by, code = x.requireBy(&o.by, " as deciding"); code != ExitOK {
+			return d, code
+		}
+	}
+	d.ask = o.approval == "" && !o.yes
+	if d.ask && x.g.json {
+		return d, x.usageError(x.c, "with -json agentrt never asks; pass -approval ID or -yes")
+	}
+	if d.ask && !x.interactive(x.stdin) {
+		return d, x.usageError(x.c, "stdin is not a terminal, so agentrt will not ask and will not guess; read the approval with 'agentrt show', then pass -approval ID or -yes")
+	}
+	return d, ExitOK
+}
+
+// present prints the approval being decided and returns the hash of what
+// was printed, computed from the fields printed; a record whose stored
+// hash disagrees was altered and is not decided.
+func (d *decision) present(st agentrt.Store, p *printer, a agentrt.Approval) (shown string, code int) {
 	shown, herr := agentrt.ApprovalHashWith(a.Kind, a.Capability, a.Presentation, a.Request, a.Requirement, a.PolicyVersion)
-	p := &printer{w: e.stdout}
-	if g.json {
+	if d.x.g.json {
 		// The approval being decided, as read, before the decision.
 		writeJSON(p, struct {
 			Deciding agentrt.Approval `json:"deciding"`
@@ -112,89 +169,102 @@ func runDecide(e *env, g *global, c *command, args []string, approve bool) int {
 		writeApproval(p, a, blockOptions{stages: stagesFor(st, a)})
 	}
 	if p.err != nil {
-		return e.done(p, ExitFailure)
+		return "", d.x.done(p, ExitFailure)
 	}
 	if herr != nil || shown != a.Hash {
-		return e.fail("approval %s does not match its own hash, so its record was altered; nothing was decided", a.ID)
+		return "", d.x.fail("approval %s does not match its own hash, so its record was altered; nothing was decided", a.ID)
 	}
-	verb := "reject"
-	if approve {
-		verb = "approve"
-	}
-	if ask {
-		p.printf("%s approval %s of run %s? Type yes to %s it; anything else leaves it pending: ",
-			strings.ToUpper(verb[:1])+verb[1:], clip(a.ID, 64), clip(runID, 64), verb)
-		if p.err != nil {
-			return e.done(p, ExitFailure)
-		}
-		answer, err := bufio.NewReader(e.stdin).ReadString('\n')
-		if err != nil && !(errors.Is(err, io.EOF) && answer != "") {
-			p.printf("\n")
-			fmt.Fprintln(e.stderr, "agentrt: no answer before the end of input; nothing was decided")
-			return ExitUsage
-		}
-		if !strings.EqualFold(strings.TrimSpace(answer), "yes") {
-			fmt.Fprintf(e.stderr, "agentrt: not %sd; approval %s is still pending\n", verb, clip(a.ID, 64))
-			return ExitFailure
-		}
-	}
+	return shown, ExitOK
+}
 
-	// With -hash, f.hash equals shown here; either way the decision is
-	// conditional on it inside the deciding transaction.
-	op := agentrt.Operator{Store: st, Now: e.now}
-	if !g.json {
-		op.Observer = eventlog.Writer(e.stderr)
+// confirm asks at the terminal; anything but yes leaves the approval
+// pending.
+func (d *decision) confirm(p *printer, a agentrt.Approval) int {
+	x, verb := d.x, d.verb
+	p.printf("%s approval %s of run %s? Type yes to %s it; anything else leaves it pending: ",
+		strings.ToUpper(verb[:1])+verb[1:], clip(a.ID, 64), clip(d.runID, 64), verb)
+	if p.err != nil {
+		return x.done(p, ExitFailure)
+	}
+	answer, err := bufio.NewReader(x.stdin).ReadString('\n')
+	if err != nil && !(errors.Is(err, io.EOF) && answer != "") {
+		p.printf("\n")
+		fmt.Fprintln(x.stderr, "agentrt: no answer before the end of input; nothing was decided")
+		return ExitUsage
+	}
+	if !strings.EqualFold(strings.TrimSpace(answer), "yes") {
+		fmt.Fprintf(x.stderr, "agentrt: not %sd; approval %s is still pending\n", verb, clip(a.ID, 64))
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+// decide records the decision, conditional on shown inside the deciding
+// transaction (with -hash, o.hash equals shown here). Unless it returns
+// ExitOK it printed why nothing was decided.
+func (d *decision) decide(st agentrt.Store, approvalID, shown string) int {
+	x := d.x
+	op := agentrt.Operator{Store: st, Now: x.now}
+	if !x.g.json {
+		op.Observer = eventlog.Writer(x.stderr)
 	}
 	var opts []agentrt.DecideOption
-	if key != nil {
-		sig, msg := e.signDecision(st, key, runID, a.ID, shown, verb, f.note)
+	if d.key != nil {
+		sig, msg := x.signDecision(st, d.key, d.runID, approvalID, shown, d.verb, d.o.note)
 		if msg != "" {
-			return e.fail("%s; nothing was decided", msg)
+			return x.fail("%s; nothing was decided", msg)
 		}
 		opts = append(opts, agentrt.WithSignature(sig))
 	}
-	if approve {
-		err = op.ApproveShown(ctx, runID, a.ID, shown, f.by, f.note, opts...)
+	var err error
+	if d.approve {
+		err = op.ApproveShown(background(), d.runID, approvalID, shown, d.by, d.o.note, opts...)
 	} else {
-		err = op.RejectShown(ctx, runID, a.ID, shown, f.by, f.note, opts...)
+		err = op.RejectShown(background(), d.runID, approvalID, shown, d.by, d.o.note, opts...)
 	}
 	if err != nil {
-		return e.decideError(runID, a.ID, err)
+		return x.decideError(d.runID, approvalID, err)
 	}
-	after, err := st.GetApproval(ctx, runID, a.ID)
+	return ExitOK
+}
+
+// report prints what was decided and where the run stands now.
+func (d *decision) report(st agentrt.Store, p *printer, approvalID, shown string) int {
+	x, ctx, runID := d.x, background(), d.runID
+	after, err := st.GetApproval(ctx, runID, approvalID)
 	if err != nil {
-		return e.fail("approval %s was %sd, but reading it back failed: %v", a.ID, verb, err)
+		return x.fail("approval %s was %sd, but reading it back failed: %v", approvalID, d.verb, err)
 	}
 	run, err := view.Summary(ctx, st, runID)
 	if err != nil {
-		return e.fail("approval %s was %sd, but reading run %s back failed: %v", a.ID, verb, runID, err)
+		return x.fail("approval %s was %sd, but reading run %s back failed: %v", approvalID, d.verb, runID, err)
 	}
-	if g.json {
+	if x.g.json {
 		writeJSON(p, struct {
 			Run         view.RunSummary  `json:"run"`
 			Approval    agentrt.Approval `json:"approval"`
 			DecidedHash string           `json:"decided_hash"`
 		}{run, view.BoundApproval(after), shown})
-		return e.done(p, ExitOK)
+		return x.done(p, ExitOK)
 	}
 	if after.Status == agentrt.ApprovalPending {
 		// A vote that met not every stage.
 		p.printf("approval %s: vote recorded; it stays pending until every stage is met\n", clip(after.ID, 64))
 		writeStages(p, stagesFor(st, after))
-		return e.done(p, ExitOK)
+		return x.done(p, ExitOK)
 	}
 	p.printf("approval %s: %s by %s\n", clip(after.ID, 64), clip(string(after.Status), 40), bounded(after.DecidedBy))
 	switch {
-	case approve && run.Status == agentrt.RunWaiting:
+	case d.approve && run.Status == agentrt.RunWaiting:
 		p.printf("run %s: %s; agentrt runs nothing itself: a worker claims the run by itself, agentrt-proxy runs the call when it is held or repeated, any other program when it calls driver.Resume\n",
 			clip(run.ID, 64), run.Status)
-		p.printf("watch it with: %s -db %s follow -run %s\n", e.prog, clean(shellQuote(g.path(e))), clean(shellQuote(run.ID)))
+		p.printf("watch it with: %s -db %s follow -run %s\n", x.prog, clean(shellQuote(x.g.path(x.env))), clean(shellQuote(run.ID)))
 	case run.Reason != "":
 		p.printf("run %s: %s (%s)\n", clip(run.ID, 64), clip(string(run.Status), 40), clip(string(run.Reason), 40))
 	default:
 		p.printf("run %s: %s\n", clip(run.ID, 64), clip(string(run.Status), 40))
 	}
-	return e.done(p, ExitOK)
+	return x.done(p, ExitOK)
 }
 
 // selectError reports why no approval could be chosen.

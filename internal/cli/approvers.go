@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -13,17 +14,38 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/cliflag"
 	"github.com/agentrt/agentrt/internal/files"
 	"github.com/agentrt/agentrt/trace"
 )
 
-var approversCommand = &command{
-	name:    "approvers",
-	summary: "list, add, remove or invite the approvers whose signed decisions count",
-	usage:   "list [-pin] | add NAME -key FILE [-role R] | set NAME [-role R] [-scope-kind K] [-scope-tool T] [-scope-side-effect S] [-scope-label L] | remove NAME | invite NAME [-origin URL] | keygen -out FILE",
-	subs:    []string{"list", "add", "set", "remove", "invite", "keygen"},
-	run:     runApprovers,
-}
+var approversCommand = fromKit(&kitCmd{
+	Name:    "approvers",
+	Summary: "list, add, remove or invite the approvers whose signed decisions count",
+	Usage:   "list [-pin] | add NAME -key FILE [-role R] | set NAME [-role R] [-scope-kind K] [-scope-tool T] [-scope-side-effect S] [-scope-label L] | remove NAME | invite NAME [-origin URL] | keygen -out FILE",
+	Subs: []*kitCmd{
+		{Name: "list", Bind: cliflag.With(func(fs *flag.FlagSet, pin *bool) {
+			fs.BoolVar(pin, "pin", false, "print pinned keys file lines")
+		}, runApproversList)},
+		{Name: "add", Bind: cliflag.With(func(fs *flag.FlagSet, o *approverOptions) {
+			o.by.register(fs)
+			fs.StringVar(&o.key, "key", "", "the ed25519 key file to enroll")
+			o.acc = newAccessFlags(fs)
+		}, runApproversAdd)},
+		{Name: "set", Bind: cliflag.With(func(fs *flag.FlagSet, o *approverOptions) {
+			o.by.register(fs)
+			o.acc = newAccessFlags(fs)
+		}, runApproversSet)},
+		{Name: "remove", Bind: cliflag.With(func(fs *flag.FlagSet, o *approverOptions) { o.by.register(fs) }, runApproversRemove)},
+		{Name: "invite", Bind: cliflag.With(func(fs *flag.FlagSet, o *approverOptions) {
+			o.by.register(fs)
+			fs.StringVar(&o.origin, "origin", defaultOrigin, "the console's origin, as the browser names it")
+		}, runApproversInvite)},
+		{Name: "keygen", Bind: cliflag.With(func(fs *flag.FlagSet, out *string) {
+			fs.StringVar(out, "out", "", "the private key file to write")
+		}, runApproversKeygen)},
+	},
+})
 
 // defaultOrigin is where agentrt serve listens by default, as a browser
 // names it: a WebAuthn relying party is a host name, never an address.
@@ -52,178 +74,191 @@ chain naming who did it (-by, default $USER, else your account's name).
                           0600) and its public key to FILE.pub`
 }
 
-func runApprovers(e *env, g *global, c *command, args []string) int {
-	if len(args) == 0 {
-		return e.usageError(c, "missing the approvers command: list, add, set, remove, invite or keygen")
-	}
-	sub, args := args[0], args[1:]
-	if !c.hasSub(sub) {
-		return e.usageError(c, fmt.Sprintf("unknown approvers command %q", trace.Sanitize(trace.Truncate(sub, 40))))
-	}
-	fs := e.flags(c, g)
-	by := fs.String("by", "", "who is doing this, recorded as given (default $USER, else your account's name)")
-	var key, origin, out *string
-	var pin *bool
-	var acc accessFlags
-	switch sub {
-	case "list":
-		pin = fs.Bool("pin", false, "print pinned keys file lines")
-	case "add":
-		key = fs.String("key", "", "the ed25519 key file to enroll")
-		acc = newAccessFlags(fs)
-	case "set":
-		acc = newAccessFlags(fs)
-	case "remove":
-	case "invite":
-		origin = fs.String("origin", defaultOrigin, "the console's origin, as the browser names it")
-	case "keygen":
-		out = fs.String("out", "", "the private key file to write")
-	default:
-		return e.usageError(c, fmt.Sprintf("unknown approvers command %q", trace.Sanitize(trace.Truncate(sub, 40))))
-	}
-	pos, code, ok := e.parse(c, fs, args)
-	if !ok {
-		return code
-	}
-	e.defaultBy(fs, by)
-	name, code, ok := e.subArg(c, sub, pos, sub == "list" || sub == "keygen", "NAME")
-	if !ok {
-		return code
-	}
-	if sub != "list" && sub != "keygen" {
+// approverOptions are the flags of the approvers subcommands that change
+// an approver; each takes the ones it needs.
+type approverOptions struct {
+	by     byFlag
+	key    string
+	origin string
+	acc    accessFlags
+}
+
+// approverChange is an approvers subcommand that changes an approver, once
+// its arguments are checked and the database is open for writing.
+type approverChange struct {
+	x        *inv
+	name, by string
+	op       agentrt.Operator
+	p        *printer
+}
+
+// beginApprover checks a changing subcommand's NAME, -by and then check,
+// and opens the database for writing; done closes it. Unless code is
+// ExitOK the command stops and nothing is open.
+func (x *inv) beginApprover(sub string, pos []string, by *byFlag, check func() int) (ac approverChange, done func(), code int) {
+	name, who, st, code := x.beginNamed(sub, "NAME", pos, by, func(name string) int {
 		if err := agentrt.CheckApproverName(name); err != nil {
-			return e.usageError(c, strings.TrimPrefix(err.Error(), "agentrt: "))
+			return x.usageError(x.c, trimAgentrt(err))
 		}
-		if *by == "" {
-			return e.usageError(c, "no one to record: pass -by WHO (a label, recorded as given), since neither USER nor the system's user database names this account")
+		if check != nil {
+			return check()
 		}
+		return ExitOK
+	})
+	if code != ExitOK {
+		return ac, nil, code
 	}
-	switch sub {
-	case "keygen":
-		return e.keygen(c, *out)
-	case "add":
-		if *key == "" {
-			return e.usageError(c, "approvers add needs -key FILE")
-		}
-	case "invite":
-		u, err := url.Parse(*origin)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" {
-			return e.usageError(c, "-origin must be a URL like "+defaultOrigin+", with no path")
-		}
+	ac = approverChange{x: x, name: name, by: who, op: agentrt.Operator{Store: st, Now: x.now}, p: &printer{w: x.stdout}}
+	return ac, func() { st.Close() }, ExitOK
+}
+
+// changed prints the approver a change left, text as line says, or why
+// it was refused.
+func (ac approverChange) changed(a agentrt.EnrolledApprover, err error, line func(a agentrt.EnrolledApprover) string) int {
+	x := ac.x
+	if errors.Is(err, agentrt.ErrNotFound) {
+		return x.fail("no enrolled approver is named %s; nothing was changed", ac.name)
 	}
-	st, _, code := g.openDB(e, c, sub == "list")
+	if err != nil {
+		return x.fail("%s", trimAgentrt(err))
+	}
+	if x.g.json {
+		writeJSON(ac.p, a)
+	} else {
+		ac.p.printf("%s\n", line(a))
+	}
+	return x.done(ac.p, ExitOK)
+}
+
+func runApproversList(x *inv, pin *bool, pos []string) int {
+	if _, code, ok := x.subArg(x.c, "list", pos, true, ""); !ok {
+		return code
+	}
+	st, _, code := x.g.openDB(x.env, x.c, true)
 	if code != ExitOK {
 		return code
 	}
 	defer st.Close()
-	ctx := background()
-	op := agentrt.Operator{Store: st, Now: e.now}
-	p := &printer{w: e.stdout}
-	switch sub {
-	case "list":
-		aps, err := st.ListApprovers(ctx)
-		if err != nil {
-			return e.fail("reading approvers: %v", err)
-		}
-		for _, a := range aps {
-			switch {
-			case *pin:
-				if !a.Removed() && a.DecodeError == "" {
-					p.printf("%s\n", trace.Sanitize(agentrt.PinnedLine(a)))
-				}
-			case g.json:
-				writeJSON(p, a)
-			default:
-				status := "enrolled " + a.EnrolledAt.Format(timeLayout) + " by " + clip(a.EnrolledBy, 80)
-				if a.Removed() {
-					status += "; removed " + a.RemovedAt.Format(timeLayout) + " by " + clip(a.RemovedBy, 80)
-				}
-				p.printf("%s  %s %s  %s  %s  %s\n", clip(a.Name, 128), a.Kind, a.Algorithm, clip(a.CredentialID, 96), status,
-					describeAccess(a.Roles, a.Scope))
-			}
-		}
-		if len(aps) == 0 && !g.json && !*pin {
-			p.printf("no approvers\n")
-		}
-		return e.done(p, ExitOK)
-	case "add":
-		der, err := readPublicKey(*key)
-		if err != nil {
-			return e.fail("%v", err)
-		}
-		a, err := op.EnrollApprover(ctx, agentrt.NewApprover{Name: name, Kind: agentrt.ApproverKeyFile, PublicKey: der, By: *by,
-			Access: acc.access()})
-		if err != nil {
-			return e.fail("%s", strings.TrimPrefix(err.Error(), "agentrt: "))
-		}
-		if g.json {
-			writeJSON(p, a)
-		} else {
-			p.printf("approver %s enrolled with key %s by %s\n", clip(a.Name, 128), a.CredentialID, clip(*by, 80))
-		}
-		return e.done(p, ExitOK)
-	case "set":
-		a, err := op.SetApproverAccess(ctx, name, acc.access(), *by)
-		if errors.Is(err, agentrt.ErrNotFound) {
-			return e.fail("no enrolled approver is named %s; nothing was changed", name)
-		}
-		if err != nil {
-			return e.fail("%s", strings.TrimPrefix(err.Error(), "agentrt: "))
-		}
-		if g.json {
-			writeJSON(p, a)
-		} else {
-			p.printf("approver %s: %s, set by %s\n", clip(a.Name, 128), describeAccess(a.Roles, a.Scope), clip(*by, 80))
-		}
-		return e.done(p, ExitOK)
-	case "remove":
-		a, err := op.RemoveApprover(ctx, name, *by)
-		if errors.Is(err, agentrt.ErrNotFound) {
-			return e.fail("no enrolled approver is named %s; nothing was changed", name)
-		}
-		if err != nil {
-			return e.fail("%s", strings.TrimPrefix(err.Error(), "agentrt: "))
-		}
-		if g.json {
-			writeJSON(p, a)
-		} else {
-			p.printf("approver %s removed by %s; what it signed before still verifies\n", clip(a.Name, 128), clip(*by, 80))
-		}
-		return e.done(p, ExitOK)
-	case "invite":
-		token, inv, err := op.InviteApprover(ctx, name, *by)
-		if err != nil {
-			return e.fail("%s", strings.TrimPrefix(err.Error(), "agentrt: "))
-		}
-		link := strings.TrimSuffix(*origin, "/") + "/enroll#" + token
-		if g.json {
-			writeJSON(p, struct {
-				URL       string    `json:"url"`
-				Name      string    `json:"name"`
-				ExpiresAt time.Time `json:"expires_at"`
-			}{link, inv.Name, inv.ExpiresAt})
-		} else {
-			p.printf("%s\n", link)
-			fmt.Fprintf(e.stderr, "agentrt: give this URL to %s only; it enrolls one passkey once, until %s\n",
-				trace.Sanitize(name), inv.ExpiresAt.Format(timeLayout))
-		}
-		return e.done(p, ExitOK)
+	aps, err := st.ListApprovers(background())
+	if err != nil {
+		return x.fail("reading approvers: %v", err)
 	}
-	return ExitUsage
+	p := &printer{w: x.stdout}
+	for _, a := range aps {
+		switch {
+		case *pin:
+			if !a.Removed() && a.DecodeError == "" {
+				p.printf("%s\n", trace.Sanitize(agentrt.PinnedLine(a)))
+			}
+		case x.g.json:
+			writeJSON(p, a)
+		default:
+			status := "enrolled " + a.EnrolledAt.Format(timeLayout) + " by " + clip(a.EnrolledBy, 80)
+			if a.Removed() {
+				status += "; removed " + a.RemovedAt.Format(timeLayout) + " by " + clip(a.RemovedBy, 80)
+			}
+			p.printf("%s  %s %s  %s  %s  %s\n", clip(a.Name, 128), a.Kind, a.Algorithm, clip(a.CredentialID, 96), status,
+				describeAccess(a.Roles, a.Scope))
+		}
+	}
+	if len(aps) == 0 && !x.g.json && !*pin {
+		p.printf("no approvers\n")
+	}
+	return x.done(p, ExitOK)
 }
 
-// keygen writes a new ed25519 key pair.
-func (e *env) keygen(c *command, out string) int {
-	if out == "" {
-		return e.usageError(c, "approvers keygen needs -out FILE")
+func runApproversAdd(x *inv, o *approverOptions, pos []string) int {
+	ac, done, code := x.beginApprover("add", pos, &o.by, func() int {
+		if o.key == "" {
+			return x.usageError(x.c, "approvers add needs -key FILE")
+		}
+		return ExitOK
+	})
+	if code != ExitOK {
+		return code
 	}
-	der, err := WriteKeyPair(out)
+	defer done()
+	der, err := readPublicKey(o.key)
 	if err != nil {
-		return e.fail("%v", err)
+		return x.fail("%v", err)
 	}
-	p := &printer{w: e.stdout}
-	p.printf("wrote %s (keep it private) and %s.pub; fingerprint %s\n", trace.Sanitize(out), trace.Sanitize(out), agentrt.KeyFingerprint(der))
-	return e.done(p, ExitOK)
+	a, err := ac.op.EnrollApprover(background(), agentrt.NewApprover{Name: ac.name, Kind: agentrt.ApproverKeyFile, PublicKey: der, By: ac.by,
+		Access: o.acc.access()})
+	return ac.changed(a, err, func(a agentrt.EnrolledApprover) string {
+		return fmt.Sprintf("approver %s enrolled with key %s by %s", clip(a.Name, 128), a.CredentialID, clip(ac.by, 80))
+	})
+}
+
+func runApproversSet(x *inv, o *approverOptions, pos []string) int {
+	ac, done, code := x.beginApprover("set", pos, &o.by, nil)
+	if code != ExitOK {
+		return code
+	}
+	defer done()
+	a, err := ac.op.SetApproverAccess(background(), ac.name, o.acc.access(), ac.by)
+	return ac.changed(a, err, func(a agentrt.EnrolledApprover) string {
+		return fmt.Sprintf("approver %s: %s, set by %s", clip(a.Name, 128), describeAccess(a.Roles, a.Scope), clip(ac.by, 80))
+	})
+}
+
+func runApproversRemove(x *inv, o *approverOptions, pos []string) int {
+	ac, done, code := x.beginApprover("remove", pos, &o.by, nil)
+	if code != ExitOK {
+		return code
+	}
+	defer done()
+	a, err := ac.op.RemoveApprover(background(), ac.name, ac.by)
+	return ac.changed(a, err, func(a agentrt.EnrolledApprover) string {
+		return fmt.Sprintf("approver %s removed by %s; what it signed before still verifies", clip(a.Name, 128), clip(ac.by, 80))
+	})
+}
+
+func runApproversInvite(x *inv, o *approverOptions, pos []string) int {
+	ac, done, code := x.beginApprover("invite", pos, &o.by, func() int {
+		u, err := url.Parse(o.origin)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" {
+			return x.usageError(x.c, "-origin must be a URL like "+defaultOrigin+", with no path")
+		}
+		return ExitOK
+	})
+	if code != ExitOK {
+		return code
+	}
+	defer done()
+	token, inv, err := ac.op.InviteApprover(background(), ac.name, ac.by)
+	if err != nil {
+		return x.fail("%s", trimAgentrt(err))
+	}
+	link := strings.TrimSuffix(o.origin, "/") + "/enroll#" + token
+	if x.g.json {
+		writeJSON(ac.p, struct {
+			URL       string    `json:"url"`
+			Name      string    `json:"name"`
+			ExpiresAt time.Time `json:"expires_at"`
+		}{link, inv.Name, inv.ExpiresAt})
+	} else {
+		ac.p.printf("%s\n", link)
+		fmt.Fprintf(x.stderr, "agentrt: give this URL to %s only; it enrolls one passkey once, until %s\n",
+			trace.Sanitize(ac.name), inv.ExpiresAt.Format(timeLayout))
+	}
+	return x.done(ac.p, ExitOK)
+}
+
+// runApproversKeygen writes a new ed25519 key pair.
+func runApproversKeygen(x *inv, out *string, pos []string) int {
+	if _, code, ok := x.subArg(x.c, "keygen", pos, true, ""); !ok {
+		return code
+	}
+	if *out == "" {
+		return x.usageError(x.c, "approvers keygen needs -out FILE")
+	}
+	der, err := WriteKeyPair(*out)
+	if err != nil {
+		return x.fail("%v", err)
+	}
+	p := &printer{w: x.stdout}
+	p.printf("wrote %s (keep it private) and %s.pub; fingerprint %s\n", trace.Sanitize(*out), trace.Sanitize(*out), agentrt.KeyFingerprint(der))
+	return x.done(p, ExitOK)
 }
 
 // WriteKeyPair writes a new ed25519 private key to out (PKCS #8 PEM,

@@ -42,15 +42,7 @@ func TestShow_ListsThePagesResultBlocksStepByStep(t *testing.T) {
 	}
 	limits := agentrt.DefaultLimits()
 	limits.MaxSteps = calls + 1
-	run, err := d.Start(context.Background(), "shots", limits)
-	st.Close()
-	if err != nil || run.Status != agentrt.RunCompleted {
-		t.Fatalf("run %s: %v", run.Status, err)
-	}
-	r := f.run(t, nil, "-db", f.path, "show", run.ID)
-	if r.code != ExitOK {
-		t.Fatalf("show: %d %s", r.code, r.stderr)
-	}
+	r := f.completeAndShow(t, d, st, "shots", limits)
 	_, table, ok := strings.Cut(r.stdout, "STEP  BLOCK")
 	if !ok {
 		t.Fatalf("no block table:\n%s", r.stdout)

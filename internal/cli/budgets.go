@@ -113,18 +113,7 @@ type budgetChange struct {
 // and -by, then opens the database for writing. The check runs before the
 // open; done closes the store. Unless code is ExitOK the command stops.
 func (x *inv) beginChange(sub, what string, pos []string, by *byFlag, check func() int) (bc budgetChange, done func(), code int) {
-	name, code, ok := x.subArg(x.c, sub, pos, false, what)
-	if !ok {
-		return bc, nil, code
-	}
-	who, code := x.requireBy(by, "")
-	if code != ExitOK {
-		return bc, nil, code
-	}
-	if code := check(); code != ExitOK {
-		return bc, nil, code
-	}
-	st, _, code := x.g.openDB(x.env, x.c, false)
+	name, who, st, code := x.beginNamed(sub, what, pos, by, func(string) int { return check() })
 	if code != ExitOK {
 		return bc, nil, code
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 )
 
 // A framework's id for a call, proposed through a Gate, is shown by show
@@ -14,20 +15,9 @@ import (
 // a caller chose.
 func TestShow_CallIDIsShownEscaped(t *testing.T) {
 	f, st := newBareFixture(t)
-	g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: fixtureTools,
-		Policy: agentrt.DefaultPolicy(), Now: f.clock.Now, NewID: f.ids.ID}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s, step := kit.BeginGate(t, agentrt.EngineConfig{Store: st, Tools: fixtureTools,
+		Policy: agentrt.DefaultPolicy(), Now: f.clock.Now, NewID: f.ids.ID}, "run-1", "goal", agentrt.FrameworkLimits())
 	ctx := context.Background()
-	s, err := g.Begin(ctx, "run-1", "goal", agentrt.FrameworkLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
-	step, err := s.Step(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	v, err := step.Propose(ctx, agentrt.Decision{Kind: agentrt.KindToolCall, Tool: "read", Args: json.RawMessage(`{"path":"a"}`), CallID: "toolu_7" + rlo})
 	if err != nil || v.Outcome != agentrt.VerdictAllowed {
 		t.Fatalf("Propose: %s, %v", v.Outcome, err)

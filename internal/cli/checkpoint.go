@@ -1,41 +1,47 @@
 package cli
 
 import (
+	"flag"
 	"fmt"
 	"strings"
 
 	"github.com/agentrt/agentrt/checkpoint"
+	"github.com/agentrt/agentrt/internal/cliflag"
 	"github.com/agentrt/agentrt/internal/files"
 )
 
-var checkpointCommand = &command{
-	name:    "checkpoint",
-	summary: "fold every committed event into a checkpoint now, or make a checkpoint signing key",
-	usage:   "[-key FILE] | -new-key FILE -name NAME",
-	run:     runCheckpoint,
+var checkpointCommand = fromKit(&kitCmd{
+	Name:    "checkpoint",
+	Summary: "fold every committed event into a checkpoint now, or make a checkpoint signing key",
+	Usage:   "[-key FILE] | -new-key FILE -name NAME",
+	Bind:    cliflag.With(checkpointFlagSet, runCheckpoint),
+})
+
+// checkpointOptions are checkpoint's flags.
+type checkpointOptions struct {
+	key, newKey, name string
 }
 
-func runCheckpoint(e *env, g *global, c *command, args []string) int {
-	fs := e.flags(c, g)
-	keyPath := fs.String("key", "", "sign the checkpoints with the private key in this owner-only file")
-	newKey := fs.String("new-key", "", "write a new private signing key to this file (owner-only, never replaced) and print its public key")
-	name := fs.String("name", "", "with -new-key, the key's name, as verifiers will see it")
-	pos, code, ok := e.parse(c, fs, args)
-	if !ok {
-		return code
-	}
+func checkpointFlagSet(fs *flag.FlagSet, o *checkpointOptions) {
+	fs.StringVar(&o.key, "key", "", "sign the checkpoints with the private key in this owner-only file")
+	fs.StringVar(&o.newKey, "new-key", "", "write a new private signing key to this file (owner-only, never replaced) and print its public key")
+	fs.StringVar(&o.name, "name", "", "with -new-key, the key's name, as verifiers will see it")
+}
+
+func runCheckpoint(x *inv, o *checkpointOptions, pos []string) int {
+	e, c, g := x.env, x.c, x.g
 	if len(pos) > 0 {
 		return e.usageError(c, fmt.Sprintf("unexpected argument %q", clip(pos[0], 80)))
 	}
-	if *newKey != "" {
-		return writeNewKey(e, c, *newKey, *name)
+	if o.newKey != "" {
+		return writeNewKey(e, c, o.newKey, o.name)
 	}
-	if *name != "" {
+	if o.name != "" {
 		return e.usageError(c, "-name needs -new-key")
 	}
 	var cfg checkpoint.Config
-	if *keyPath != "" {
-		s, err := checkpoint.LoadSigner(*keyPath)
+	if o.key != "" {
+		s, err := checkpoint.LoadSigner(o.key)
 		if err != nil {
 			return e.usageError(c, strings.TrimPrefix(err.Error(), "agentrt: "))
 		}
@@ -93,10 +99,7 @@ func writeNewKey(e *env, c *command, path, name string) int {
 }
 
 // keptText is a checkpoint as -head takes it: SIZE:ROOT.
-func keptText(c checkpoint.Checkpoint) string {
-	lines := strings.Split(c.Body, "\n")
-	return fmt.Sprintf("%d:%s", c.Size, lines[2])
-}
+func keptText(c checkpoint.Checkpoint) string { return c.Kept() }
 
 func ptrIf[T any](ok bool, v T) *T {
 	if !ok {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/backend"
-	"github.com/agentrt/agentrt/internal/cliflag"
 	"github.com/agentrt/agentrt/sqlite"
 	"github.com/agentrt/agentrt/trace"
 	"github.com/agentrt/agentrt/view"
@@ -135,16 +134,6 @@ func isHelp(arg string) bool {
 	return false
 }
 
-// hasSub reports whether c has the subcommand sub.
-func (c *command) hasSub(sub string) bool {
-	for _, s := range c.subs {
-		if s == sub {
-			return true
-		}
-	}
-	return false
-}
-
 // commands are listed in this order by help.
 var commands = []*command{
 	runsCommand, showCommand, eventsCommand, followCommand, approveCommand, rejectCommand, cancelCommand,
@@ -242,30 +231,6 @@ func (g *global) openDB(e *env, c *command, readOnly bool) (st agentrt.Store, na
 	return st, backend.Redact(path), code
 }
 
-// flags makes a subcommand's flag set, with the global flags on it too, so
-// they may come after the command.
-func (e *env) flags(c *command, g *global) *flag.FlagSet {
-	fs := flag.NewFlagSet("agentrt "+c.name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	g.register(fs)
-	return fs
-}
-
-// parse parses args with flags before or after the positional arguments.
-// It returns the positionals, or an exit code when parsing ended the
-// command (help, or a usage error).
-func (e *env) parse(c *command, fs *flag.FlagSet, args []string) ([]string, int, bool) {
-	pos, err := cliflag.Parse(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		e.commandUsage(e.stdout, c)
-		return nil, ExitOK, false
-	}
-	if err != nil {
-		return nil, e.usageError(c, err.Error()), false
-	}
-	return pos, ExitOK, true
-}
-
 // subArg checks a subcommand's positional arguments: none when takesNone,
 // else exactly one, which it returns (what says what it names: "NAME").
 func (e *env) subArg(c *command, sub string, pos []string, takesNone bool, what string) (string, int, bool) {
@@ -278,20 +243,6 @@ func (e *env) subArg(c *command, sub string, pos []string, takesNone bool, what 
 		return "", e.usageError(c, c.name+" "+sub+" takes exactly one "+what), false
 	}
 	return pos[0], ExitOK, true
-}
-
-// parseRun is parse for a command that takes exactly one positional
-// argument, a run id, and checks it.
-func (e *env) parseRun(c *command, fs *flag.FlagSet, args []string) (string, int, bool) {
-	pos, code, ok := e.parse(c, fs, args)
-	if !ok {
-		return "", code, false
-	}
-	runID, msg := oneRunID(pos)
-	if msg != "" {
-		return "", e.usageError(c, msg), false
-	}
-	return runID, ExitOK, true
 }
 
 // oneRunID checks that pos is exactly one run id and returns it, or what
@@ -473,44 +424,3 @@ func (e *env) decideError(runID, approvalID string, err error) int {
 }
 
 func background() context.Context { return context.Background() }
-
-// runPage is what show and events share: a run id, one page of it, and the
-// database opened read-only once every argument has been checked.
-type runPage struct {
-	st agentrt.Store
-	// path is the database as given (for a command line to print), name
-	// how messages print it.
-	path, name, runID string
-	limit, offset     int
-}
-
-// openRunPage parses "<run> [-limit N] [-offset N]", checks them, and opens
-// the database read-only. Unless ok, the command stops with code: help was
-// printed (ExitOK) or something was refused.
-func (e *env) openRunPage(c *command, g *global, args []string, limitHelp, offsetHelp string) (rp runPage, code int, ok bool) {
-	fs := e.flags(c, g)
-	var o pageOptions
-	o.register(fs, defaultDetail, limitHelp, offsetHelp)
-	runID, code, ok := e.parseRun(c, fs, args)
-	if !ok {
-		return runPage{}, code, false
-	}
-	return e.openPageOf(c, g, o, runID)
-}
-
-// openPageOf is openRunPage once the flags are parsed and the run id
-// checked.
-func (e *env) openPageOf(c *command, g *global, o pageOptions, runID string) (rp runPage, code int, ok bool) {
-	if code := checkPage(c, e, o.limit, o.offset); code != ExitOK {
-		return runPage{}, code, false
-	}
-	st, name, code := g.openDB(e, c, true)
-	if code != ExitOK {
-		return runPage{}, code, false
-	}
-	if runID, code, ok = e.resolveRun(st, name, runID); !ok {
-		st.Close()
-		return runPage{}, code, false
-	}
-	return runPage{st: st, path: g.path(e), name: name, runID: runID, limit: o.limit, offset: o.offset}, ExitOK, true
-}

@@ -282,7 +282,7 @@ func (e *env) demoSteps(p *printer, dbPath, runID string) {
 	if p.err != nil {
 		return
 	}
-	if code := runShow(e, &global{db: dbPath}, showCommand, []string{runID}); code != ExitOK && p.err == nil {
+	if code := showCommand.run(e, &global{db: dbPath}, showCommand, []string{runID}); code != ExitOK && p.err == nil {
 		p.err = fmt.Errorf("agentrt show %s exited %d", runID, code)
 	}
 }

@@ -3,12 +3,10 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/sqlite"
 )
 
 // With a Disclosure wired in (as cmd/agentrt wires the default rules), the
@@ -32,16 +30,8 @@ func TestDemo_ProviderRequestsAreJudgedByTheDisclosure(t *testing.T) {
 	if r.code != ExitOK {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	st, err := sqlite.OpenExisting(filepath.Join(demoDir(t, parent), "runs.db"), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	runs, err := st.ListRuns(context.Background())
-	if err != nil || len(runs) != 1 {
-		t.Fatalf("runs %v, %v", runs, err)
-	}
-	evs, err := st.ListEvents(context.Background(), runs[0].ID)
+	st, run := demoRun(t, demoDir(t, parent))
+	evs, err := st.ListEvents(context.Background(), run.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,20 +57,12 @@ func TestDemo_AutoApproveFinishesTheRun(t *testing.T) {
 	if err != nil || string(b) != demoSummary {
 		t.Errorf("summary.md: %q, %v", b, err)
 	}
-	st, err := sqlite.OpenExisting(filepath.Join(dir, "runs.db"), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	runs, err := st.ListRuns(context.Background())
-	if err != nil || len(runs) != 1 {
-		t.Fatalf("runs %v, %v", runs, err)
-	}
-	calls, err := st.ListModelCalls(context.Background(), runs[0].ID)
+	st, run := demoRun(t, dir)
+	calls, err := st.ListModelCalls(context.Background(), run.ID)
 	if err != nil || len(calls) != 4 {
 		t.Errorf("model calls %d, %v; want 4, one per step", len(calls), err)
 	}
-	as, err := st.ListApprovals(context.Background(), runs[0].ID)
+	as, err := st.ListApprovals(context.Background(), run.ID)
 	if err != nil || len(as) != 1 || as[0].Status != agentrt.ApprovalApproved || as[0].DecidedBy != demoOperator {
 		t.Errorf("approvals %+v, %v", as, err)
 	}
@@ -221,4 +213,20 @@ func TestDemo_PrintsTheStepTableNotRawEvents(t *testing.T) {
 	if quiet.code != ExitOK || quiet.stderr != "" {
 		t.Errorf("not on a terminal: exit %d, stderr %q, want nothing", quiet.code, quiet.stderr)
 	}
+}
+
+// demoRun opens the runs database of the demo in dir read-only, closed when
+// t ends, and returns it with its one run; any other count fails t.
+func demoRun(t *testing.T, dir string) (*sqlite.Store, agentrt.Run) {
+	t.Helper()
+	st, err := sqlite.OpenExisting(filepath.Join(dir, "runs.db"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	runs, err := st.ListRuns(context.Background())
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs %v, %v", runs, err)
+	}
+	return st, runs[0]
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/fakeprovider"
+	"github.com/agentrt/agentrt/providers"
 	"github.com/agentrt/agentrt/providers/openai"
 	"github.com/agentrt/agentrt/render"
 	"github.com/agentrt/agentrt/scripted"
@@ -100,7 +101,7 @@ func demoAgent(kind string, steps int) (agent agentrt.Agent, model *agentrt.Mode
 			turns = append(turns, fakeprovider.Turn{Text: t.text, ToolCalls: []fakeprovider.ToolCall{{Name: t.tool, Arguments: t.args}}, Usage: t.usage})
 		}
 		srv := fakeprovider.New(turns)
-		m, err := openai.New(openai.Config{BaseURL: srv.URL(), Model: demoModelName})
+		m, err := openai.New(openai.Config{Endpoint: providers.Endpoint{BaseURL: srv.URL(), Model: demoModelName}})
 		if err != nil {
 			srv.Close()
 			return nil, nil, nil, err

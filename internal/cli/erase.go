@@ -118,16 +118,6 @@ func (x *inv) printErased(er agentrt.ErasedRun, vacuum bool, walNote string, ser
 	return e.done(p, ExitOK)
 }
 
-// defaultBy sets *by, when the command's -by flag was not given, to $USER,
-// else to the name the system's user database gives the account agentrt
-// runs as (a container often sets no USER): the one rule every command
-// that records who acted follows.
-func (e *env) defaultBy(fs *flag.FlagSet, by *string) {
-	if !flagGiven(fs, "by") {
-		*by = e.whoami()
-	}
-}
-
 // whoami is $USER, else the current account's user name, else "".
 func (e *env) whoami() string {
 	if u := e.getenv("USER"); u != "" {
@@ -140,22 +130,6 @@ func (e *env) whoami() string {
 		return u.Username
 	}
 	return ""
-}
-
-// requireBy is defaultBy for a command that records who is doing it: with
-// no -by and no USER it refuses, saying how to name someone.
-func (e *env) requireBy(c *command, fs *flag.FlagSet, by *string, doing string) (int, bool) {
-	e.defaultBy(fs, by)
-	if *by == "" {
-		return e.usageError(c, "no one to record as "+doing+": pass -by WHO (a label, recorded as given), since neither USER nor the system's user database names this account"), false
-	}
-	return ExitOK, true
-}
-
-func flagGiven(fs *flag.FlagSet, name string) bool {
-	given := false
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
-	return given
 }
 
 func trimAgentrt(err error) string {

@@ -3,11 +3,9 @@ package cli
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/eventlog"
-	"github.com/agentrt/agentrt/internal/cliflag"
 	"github.com/agentrt/agentrt/trace"
 	"github.com/agentrt/agentrt/view"
 )
@@ -16,17 +14,11 @@ var eventsCommand = fromKit(&kitCmd{
 	Name:    "events",
 	Summary: "print a run's events, its audit trail",
 	Usage:   "<run> [-limit N] [-offset N]",
-	Bind: cliflag.With(func(fs *flag.FlagSet, o *pageOptions) {
-		o.register(fs, defaultDetail, "how many events to print", "how many of the run's first events to skip")
-	}, runEvents),
+	Bind:    paged(defaultDetail, "how many events to print", "how many of the run's first events to skip", runEvents),
 })
 
 func runEvents(x *inv, o *pageOptions, pos []string) int {
-	typed, code := x.runArg(pos)
-	if code != ExitOK {
-		return code
-	}
-	rp, code, ok := x.openPageOf(x.c, x.g, *o, typed)
+	rp, code, ok := x.openPage(o, pos)
 	if !ok {
 		return code
 	}

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"unicode"
 
 	"github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/scripted"
 	"github.com/agentrt/agentrt/sqlite"
 )
@@ -213,22 +213,10 @@ func (f *fixture) runWith(t *testing.T, opt func(*env), stdin io.Reader, args ..
 
 // rawDB opens the fixture's file with plain SQL, to tamper with it as
 // another writer could.
-func rawDB(t *testing.T, path string) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-func exec(t *testing.T, db *sql.DB, q string, args ...any) {
-	t.Helper()
-	if _, err := db.Exec(q, args...); err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-}
+var (
+	rawDB = kit.OpenRaw
+	exec  = kit.MustExec
+)
 
 func approvalStatus(t *testing.T, path, runID string) []string {
 	t.Helper()

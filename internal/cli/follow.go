@@ -122,8 +122,15 @@ func (x *inv) followInto(ctx context.Context, f *export.Follower) (last int64, e
 func (e *env) followStopped(f *export.Follower, saved bool, cursor string, last int64) {
 	switch {
 	case saved:
-		if seq, hash, herr := f.Head(background()); herr == nil && seq > 0 {
-			e.note("stopped at seq %d (hash %s); %s resumes after it", seq, hash, clean(cursor))
+		if h, herr := f.Head(background()); herr == nil && h.Seq > 0 {
+			e.note("stopped at seq %d, of run %s (the run's hash there %s); %s resumes after it", h.Seq, clean(h.RunID), h.Hash, clean(cursor))
+			if c := h.Checkpoint; c != nil {
+				folded := "folds it"
+				if !h.Folded {
+					folded = "does not fold it yet"
+				}
+				e.note("latest checkpoint %s (keep it for verify -head) %s", c.Kept(), folded)
+			}
 		}
 	case last > 0:
 		e.note("stopped at seq %d; pass -cursor FILE to resume after it next time", last)

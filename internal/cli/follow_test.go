@@ -174,11 +174,15 @@ func TestFollow_CtrlCStopsCleanlyWithTheCursorSaved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	evs, err := st.ListEventsAfter(context.Background(), "", head-1, 1)
+	if err != nil || len(evs) != 1 {
+		t.Fatal(evs, err)
+	}
 	seq, err := (export.FileCursor{Path: cursor}).Load()
 	if code != ExitOK || err != nil || seq != head {
 		t.Fatalf("exit %d, cursor %d (%v), head %d; stderr %s", code, seq, err, head, errw.String())
 	}
-	if want := fmt.Sprintf("stopped at seq %d (hash %s)", head, hash); !strings.Contains(errw.String(), want) {
+	if want := fmt.Sprintf("stopped at seq %d, of run %s (the run's hash there %s)", head, evs[0].RunID, hash); !strings.Contains(errw.String(), want) {
 		t.Fatalf("stderr %q does not say %q", errw.String(), want)
 	}
 	if n := strings.Count(out.String(), "\n"); int64(n) != head {

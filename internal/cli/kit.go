@@ -89,8 +89,35 @@ func (x *inv) runArg(pos []string) (string, int) {
 	return runID, ExitOK
 }
 
+// beginNamed checks a changing subcommand's one argument (what it names,
+// as what says: "NAME"), then -by, then check on the argument, and only
+// then opens the database for writing. Unless code is ExitOK the command
+// stops with it and nothing is open; else the caller closes st.
+func (x *inv) beginNamed(sub, what string, pos []string, by *byFlag, check func(name string) int) (name, who string, st agentrt.Store, code int) {
+	name, code, ok := x.subArg(x.c, sub, pos, false, what)
+	if !ok {
+		return "", "", nil, code
+	}
+	if who, code = x.requireBy(by, ""); code != ExitOK {
+		return "", "", nil, code
+	}
+	if code := check(name); code != ExitOK {
+		return "", "", nil, code
+	}
+	if st, _, code = x.g.openDB(x.env, x.c, false); code != ExitOK {
+		return "", "", nil, code
+	}
+	return name, who, st, ExitOK
+}
+
 // pageOptions are the paging flags of a command that lists.
 type pageOptions struct{ limit, offset int }
+
+// paged binds run to the paging flags alone, -limit defaulting to limit:
+// the flags of runs, show and events.
+func paged(limit int, limitHelp, offsetHelp string, run func(x *inv, o *pageOptions, pos []string) int) func(*flag.FlagSet) cliflag.Runner[*inv] {
+	return cliflag.With(func(fs *flag.FlagSet, o *pageOptions) { o.register(fs, limit, limitHelp, offsetHelp) }, run)
+}
 
 func (o *pageOptions) register(fs *flag.FlagSet, limit int, limitHelp, offsetHelp string) {
 	fs.IntVar(&o.limit, "limit", limit, fmt.Sprintf("%s, 1 to %d", limitHelp, maxLimit))
@@ -111,4 +138,37 @@ func (x *inv) openRunToChange(typed string) (st agentrt.Store, where, runID stri
 		return nil, "", "", code
 	}
 	return st, where, runID, ExitOK
+}
+
+// runPage is what show and events share: a run id, one page of it, and the
+// database opened read-only once every argument has been checked.
+type runPage struct {
+	st agentrt.Store
+	// path is the database as given (for a command line to print), name
+	// how messages print it.
+	path, name, runID string
+	limit, offset     int
+}
+
+// openPage checks the run id in pos and the paging flags, then opens the
+// database read-only and resolves the run. Unless ok, the command stops
+// with code and nothing is open; else the caller closes rp.st.
+func (x *inv) openPage(o *pageOptions, pos []string) (rp runPage, code int, ok bool) {
+	e, c, g := x.env, x.c, x.g
+	runID, code := x.runArg(pos)
+	if code != ExitOK {
+		return runPage{}, code, false
+	}
+	if code := checkPage(c, e, o.limit, o.offset); code != ExitOK {
+		return runPage{}, code, false
+	}
+	st, name, code := g.openDB(e, c, true)
+	if code != ExitOK {
+		return runPage{}, code, false
+	}
+	if runID, code, ok = e.resolveRun(st, name, runID); !ok {
+		st.Close()
+		return runPage{}, code, false
+	}
+	return runPage{st: st, path: g.path(e), name: name, runID: runID, limit: o.limit, offset: o.offset}, ExitOK, true
 }

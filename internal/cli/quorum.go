@@ -14,6 +14,35 @@ func stagesFor(st agentrt.StoreReader, a agentrt.Approval) []agentrt.StageProgre
 	return stages
 }
 
+// pendingJSON is a pending approval in show -json: the approval and, when
+// it asks for votes, each stage as show prints it.
+type pendingJSON struct {
+	agentrt.Approval
+	Stages []stageJSON `json:"stages,omitempty"`
+}
+
+// stageJSON is a stage's progress and how many votes it still needs.
+type stageJSON struct {
+	agentrt.StageProgress
+	Remaining int `json:"remaining"`
+}
+
+// pendingWithStages pairs each pending approval with its stages.
+func pendingWithStages(st agentrt.StoreReader, pending []agentrt.Approval) []pendingJSON {
+	out := make([]pendingJSON, 0, len(pending))
+	for _, a := range pending {
+		pj := pendingJSON{Approval: a}
+		for _, s := range stagesFor(st, a) {
+			if s.Counted == nil {
+				s.Counted = []string{}
+			}
+			pj.Stages = append(pj.Stages, stageJSON{StageProgress: s, Remaining: max(s.Need-len(s.Counted), 0)})
+		}
+		out = append(out, pj)
+	}
+	return out
+}
+
 // writeStages prints one line per stage: what it asks, who counted, and
 // who may still vote.
 func writeStages(p *printer, stages []agentrt.StageProgress) {

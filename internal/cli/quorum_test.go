@@ -96,6 +96,9 @@ func TestQuorum_TheRealBinaryVotesTwoOfFinance(t *testing.T) {
 	if err := json.Unmarshal([]byte(run(0, "-json", "verify", "-decisions")), &rep); err != nil || rep.Decisions.Votes != 2 || rep.Decisions.Signed != 1 {
 		t.Fatalf("verify -decisions: %+v %v", rep, err)
 	}
+	if out := run(0, "verify", "-decisions"); !strings.Contains(out, "votes: 2 verified on 1 approval(s); 1 approval(s) granted by votes") {
+		t.Fatalf("verify -decisions text does not count the votes:\n%s", out)
+	}
 	if r, err := d.Resume(context.Background(), "pay"); err != nil || r.Status != agentrt.RunCompleted || pay.N() != 1 {
 		t.Fatalf("resume: %s %v, %d payments", r.Status, err, pay.N())
 	}

@@ -3,48 +3,60 @@ package cli
 import (
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	iofs "io/fs"
 	"strings"
 
 	"github.com/agentrt/agentrt/checkpoint"
+	"github.com/agentrt/agentrt/internal/cliflag"
 	"github.com/agentrt/agentrt/internal/files"
 	"github.com/agentrt/agentrt/trace"
 )
 
-var receiptCommand = &command{
-	name:    "receipt",
-	summary: "write a run's events with proofs that a checkpoint includes them, for anyone to check offline",
-	usage:   "<run> -o FILE",
-	run:     runReceipt,
-}
+var receiptCommand = fromKit(&kitCmd{
+	Name:    "receipt",
+	Summary: "write a run's events with proofs that a checkpoint includes them, for anyone to check offline",
+	Usage:   "<run> -o FILE",
+	Bind: cliflag.With(func(fs *flag.FlagSet, out *string) {
+		fs.StringVar(out, "o", "", "the file to write the receipt to (required; never replaced)")
+	}, runReceipt),
+})
 
-var verifyReceiptCommand = &command{
-	name:    "verify-receipt",
-	summary: "check a run receipt offline, with no database, against the log's public key or a kept checkpoint",
-	usage:   "FILE (-key PUB | -head SIZE:ROOT|FILE)",
-	run:     runVerifyReceipt,
+var verifyReceiptCommand = fromKit(&kitCmd{
+	Name:    "verify-receipt",
+	Summary: "check a run receipt offline, with no database, against the log's public key or a kept checkpoint",
+	Usage:   "FILE (-key PUB | -head SIZE:ROOT|FILE)",
+	Bind:    cliflag.With(verifyReceiptFlags, runVerifyReceipt),
+})
+
+// verifyReceiptOptions are verify-receipt's flags.
+type verifyReceiptOptions struct{ key, head string }
+
+func verifyReceiptFlags(fs *flag.FlagSet, o *verifyReceiptOptions) {
+	fs.StringVar(&o.key, "key", "", "the log's public key (the key, or a file holding it)")
+	fs.StringVar(&o.head, "head", "", "a checkpoint kept elsewhere: SIZE:ROOT or a file holding one")
 }
 
 // maxReceiptFile bounds what verify-receipt reads.
 const maxReceiptFile = 256 << 20
 
-func runReceipt(e *env, g *global, c *command, args []string) int {
-	fs := e.flags(c, g)
-	out := fs.String("o", "", "the file to write the receipt to (required; never replaced)")
-	runID, code, ok := e.parseRun(c, fs, args)
-	if !ok {
+func runReceipt(x *inv, out *string, pos []string) int {
+	e := x.env
+	typed, code := x.runArg(pos)
+	if code != ExitOK {
 		return code
 	}
 	if *out == "" {
-		return e.usageError(c, "receipt needs -o FILE")
+		return x.usageError(x.c, "receipt needs -o FILE")
 	}
-	st, where, code := g.openDB(e, c, true)
+	st, where, code := x.g.openDB(e, x.c, true)
 	if code != ExitOK {
 		return code
 	}
 	defer st.Close()
-	if runID, code, ok = e.resolveRun(st, where, runID); !ok {
+	runID, code, ok := e.resolveRun(st, where, typed)
+	if !ok {
 		return code
 	}
 	ctx := background()
@@ -84,14 +96,9 @@ func runReceipt(e *env, g *global, c *command, args []string) int {
 	return e.done(p, ExitOK)
 }
 
-func runVerifyReceipt(e *env, g *global, c *command, args []string) int {
-	fs := e.flags(c, g)
-	keyArg := fs.String("key", "", "the log's public key (the key, or a file holding it)")
-	headArg := fs.String("head", "", "a checkpoint kept elsewhere: SIZE:ROOT or a file holding one")
-	pos, code, ok := e.parse(c, fs, args)
-	if !ok {
-		return code
-	}
+func runVerifyReceipt(x *inv, o *verifyReceiptOptions, pos []string) int {
+	e, c := x.env, x.c
+	keyArg, headArg := &o.key, &o.head
 	if len(pos) != 1 {
 		return e.usageError(c, "verify-receipt takes one receipt file")
 	}

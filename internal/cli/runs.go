@@ -1,11 +1,9 @@
 package cli
 
 import (
-	"flag"
 	"fmt"
 	"strconv"
 
-	"github.com/agentrt/agentrt/internal/cliflag"
 	"github.com/agentrt/agentrt/view"
 )
 
@@ -13,9 +11,7 @@ var runsCommand = fromKit(&kitCmd{
 	Name:    "runs",
 	Summary: "list runs, newest first",
 	Usage:   "[-limit N] [-offset N]",
-	Bind: cliflag.With(func(fs *flag.FlagSet, o *pageOptions) {
-		o.register(fs, defaultRuns, "how many runs to list", "how many of the newest runs to skip")
-	}, runRuns),
+	Bind:    paged(defaultRuns, "how many runs to list", "how many of the newest runs to skip", runRuns),
 })
 
 func runRuns(x *inv, o *pageOptions, pos []string) int {

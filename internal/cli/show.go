@@ -9,19 +9,20 @@ import (
 	"github.com/agentrt/agentrt/view"
 )
 
-var showCommand = &command{
-	name:    "show",
-	summary: "show a run: its waiting approvals first, then its steps",
-	usage:   "<run> [-limit N] [-offset N]",
-	run:     runShow,
-}
+var showCommand = fromKit(&kitCmd{
+	Name:    "show",
+	Summary: "show a run: its waiting approvals first, then its steps",
+	Usage:   "<run> [-limit N] [-offset N]",
+	Bind:    paged(defaultDetail, "how many steps and approvals to show", "how many steps and approvals to skip", runShow),
+})
 
-func runShow(e *env, g *global, c *command, args []string) int {
-	rp, code, ok := e.openRunPage(c, g, args, "how many steps and approvals to show", "how many steps and approvals to skip")
+func runShow(x *inv, o *pageOptions, pos []string) int {
+	rp, code, ok := x.openPage(o, pos)
 	if !ok {
 		return code
 	}
-	st, path, runID, limit, offset := rp.st, rp.path, rp.runID, rp.limit, rp.offset
+	e := x.env
+	st, runID, limit, offset := rp.st, rp.runID, rp.limit, rp.offset
 	defer st.Close()
 
 	page, err := view.DetailPage(background(), st, runID, limit, offset)
@@ -36,26 +37,21 @@ func runShow(e *env, g *global, c *command, args []string) int {
 		return e.fail("reading run %s's model calls: %v", runID, err)
 	}
 	p := &printer{w: e.stdout}
-	if g.json {
-		b := page.Bounded()
-		if b.Steps == nil {
-			b.Steps = []view.StepSummary{}
-		}
-		if b.Pending == nil {
-			b.Pending = []agentrt.Approval{}
-		}
-		if b.Approvals == nil {
-			b.Approvals = []agentrt.Approval{}
-		}
-		writeJSON(p, struct {
-			view.RunDetailPage
-			StepsTruncated bool         `json:"steps_truncated"`
-			Limit          int          `json:"limit"`
-			Offset         int          `json:"offset"`
-			ModelCalls     []callEgress `json:"model_calls,omitempty"`
-		}{b, offset+len(b.Steps) < b.StepsTotal, limit, offset, calls})
+	if x.g.json {
+		writeShowJSON(p, st, page, limit, offset, calls)
 		return e.done(p, ExitOK)
 	}
+	x.writeShow(p, st, rp, page)
+	writeRunCalls(p, calls, e.clock())
+	writeShowApprovals(p, page, offset)
+	return e.done(p, ExitOK)
+}
+
+// writeShow prints show's text up to the model calls: the run, its
+// pending approvals with the command that decides each, its steps and
+// their blocks and disclosures.
+func (x *inv) writeShow(p *printer, st agentrt.StoreReader, rp runPage, page view.RunDetailPage) {
+	runID, limit, offset := rp.runID, rp.limit, rp.offset
 	writeRunHeader(p, page.Run)
 	tools := map[string]string{}
 	for _, s := range page.Steps {
@@ -63,7 +59,7 @@ func runShow(e *env, g *global, c *command, args []string) int {
 	}
 	for _, a := range page.Pending {
 		p.printf("\n")
-		hint := fmt.Sprintf("decide with: %s -db %s approve %s -approval %s", e.prog, clean(shellQuote(path)),
+		hint := fmt.Sprintf("decide with: %s -db %s approve %s -approval %s", x.prog, clean(shellQuote(rp.path)),
 			clean(shellQuote(a.RunID)), clean(shellQuote(a.ID)))
 		writeApproval(p, a, blockOptions{hint: hint, tool: tools[a.StepID], stages: stagesFor(st, a)})
 	}
@@ -96,21 +92,25 @@ func runShow(e *env, g *global, c *command, args []string) int {
 	}
 	writeBlocks(p, st, runID, page.Steps, limit, offset)
 	writeDisclosures(p, st, runID, page.Steps)
-	writeRunCalls(p, calls, e.clock())
-	if len(page.Approvals) > 0 {
-		p.printf("\n")
-		tp := p.table()
-		tp.printf("APPROVAL\tSTATUS\tKIND\tCREATED\tDECIDED\tBY\tNOTE\n")
-		for _, a := range page.Approvals {
-			tp.printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\n", clip(a.ID, cellClipBytes), clip(string(a.Status), 40), clip(a.Kind, 40),
-				when(a.CreatedAt), when(a.DecidedAt), dash(clip(a.DecidedBy, 40)), dash(clip(a.Note, cellClipBytes)))
-		}
-		tp.end()
-		if more := page.ApprovalsTotal - offset - len(page.Approvals); more > 0 {
-			p.printf("... %d more approval(s) of %d; rerun with -offset %d\n", more, page.ApprovalsTotal, offset+len(page.Approvals))
-		}
+}
+
+// writeShowApprovals prints the table of the run's approvals, decided
+// ones too.
+func writeShowApprovals(p *printer, page view.RunDetailPage, offset int) {
+	if len(page.Approvals) == 0 {
+		return
 	}
-	return e.done(p, ExitOK)
+	p.printf("\n")
+	tp := p.table()
+	tp.printf("APPROVAL\tSTATUS\tKIND\tCREATED\tDECIDED\tBY\tNOTE\n")
+	for _, a := range page.Approvals {
+		tp.printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\n", clip(a.ID, cellClipBytes), clip(string(a.Status), 40), clip(a.Kind, 40),
+			when(a.CreatedAt), when(a.DecidedAt), dash(clip(a.DecidedBy, 40)), dash(clip(a.Note, cellClipBytes)))
+	}
+	tp.end()
+	if more := page.ApprovalsTotal - offset - len(page.Approvals); more > 0 {
+		p.printf("... %d more approval(s) of %d; rerun with -offset %d\n", more, page.ApprovalsTotal, offset+len(page.Approvals))
+	}
 }
 
 // summaryOf is a step's summary, or what stopped it from being read.
@@ -260,4 +260,28 @@ func resourceURIs(st agentrt.StoreReader, runID string, lines []blockLine, limit
 		}
 	}
 	return out
+}
+
+// writeShowJSON writes show -json: the page, each pending approval with its
+// stages, and the run's model calls.
+func writeShowJSON(p *printer, st agentrt.StoreReader, page view.RunDetailPage, limit, offset int, calls []callEgress) {
+	b := page.Bounded()
+	if b.Steps == nil {
+		b.Steps = []view.StepSummary{}
+	}
+	if b.Pending == nil {
+		b.Pending = []agentrt.Approval{}
+	}
+	if b.Approvals == nil {
+		b.Approvals = []agentrt.Approval{}
+	}
+	writeJSON(p, struct {
+		view.RunDetailPage
+		// Pending shadows the page's own, each approval with its stages.
+		Pending        []pendingJSON `json:"pending"`
+		StepsTruncated bool          `json:"steps_truncated"`
+		Limit          int           `json:"limit"`
+		Offset         int           `json:"offset"`
+		ModelCalls     []callEgress  `json:"model_calls,omitempty"`
+	}{b, pendingWithStages(st, b.Pending), offset+len(b.Steps) < b.StepsTotal, limit, offset, calls})
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -51,15 +52,7 @@ func TestShow_ResourceBlocksNameTheirURI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := d.Start(context.Background(), "read a file", agentrt.DefaultLimits())
-	st.Close()
-	if err != nil || run.Status != agentrt.RunCompleted {
-		t.Fatalf("run %s: %v", run.Status, err)
-	}
-	r := f.run(t, nil, "-db", f.path, "show", run.ID)
-	if r.code != ExitOK {
-		t.Fatalf("show: %d %s", r.code, r.stderr)
-	}
+	r := f.completeAndShow(t, d, st, "read a file", agentrt.DefaultLimits())
 	assertTerminalSafe(t, "show", r.stdout)
 	rows := map[string]string{}
 	for _, l := range strings.Split(r.stdout, "\n") {
@@ -73,4 +66,21 @@ func TestShow_ResourceBlocksNameTheirURI(t *testing.T) {
 			t.Errorf("%s block's URI column %q, want %q:\n%s", typ, rows[typ], uri, r.stdout)
 		}
 	}
+}
+
+// completeAndShow starts goal on d, which must complete it, closes st as
+// a finished process leaves its database, and returns agentrt show of the
+// run, which must succeed.
+func (f *fixture) completeAndShow(t *testing.T, d *agentrt.Driver, st io.Closer, goal string, limits agentrt.Limits) result {
+	t.Helper()
+	run, err := d.Start(context.Background(), goal, limits)
+	st.Close()
+	if err != nil || run.Status != agentrt.RunCompleted {
+		t.Fatalf("run %s: %v", run.Status, err)
+	}
+	r := f.run(t, nil, "-db", f.path, "show", run.ID)
+	if r.code != ExitOK {
+		t.Fatalf("show: %d %s", r.code, r.stderr)
+	}
+	return r
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"flag"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -8,13 +9,32 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/checkpoint"
+	"github.com/agentrt/agentrt/internal/cliflag"
 )
 
-var verifyCommand = &command{
-	name:    "verify",
-	summary: "check the event hash chain, that it still reaches a head kept elsewhere, and every signed decision",
-	usage:   "[-from SEQ] [-to SEQ] [-head SEQ:HASH|SIZE:ROOT|FILE] [-key PUB] [-stale DUR] [-decisions [-pinned FILE]]",
-	run:     runVerify,
+var verifyCommand = fromKit(&kitCmd{
+	Name:    "verify",
+	Summary: "check the event hash chain, that it still reaches a head kept elsewhere, and every signed decision",
+	Usage:   "[-from SEQ] [-to SEQ] [-head SEQ:HASH|SIZE:ROOT|FILE] [-key PUB] [-stale DUR] [-decisions [-pinned FILE]]",
+	Bind:    cliflag.With(verifyFlags, runVerify),
+})
+
+// verifyOptions are verify's flags.
+type verifyOptions struct {
+	from, to   int64
+	head       string
+	decisions  bool
+	pinnedPath string
+	ck         checkpointFlags
+}
+
+func verifyFlags(fs *flag.FlagSet, o *verifyOptions) {
+	fs.Int64Var(&o.from, "from", 0, "the first seq to check (default the first event)")
+	fs.Int64Var(&o.to, "to", 0, "the last seq to check, which must exist (default the head)")
+	fs.StringVar(&o.head, "head", "", "a head kept earlier, SEQ:HASH: fail unless the chain still reaches it with that hash")
+	fs.BoolVar(&o.decisions, "decisions", false, "also re-verify every signed decision from the stored public keys")
+	fs.StringVar(&o.pinnedPath, "pinned", "", "with -decisions, every signing key must be in this owner-only pinned keys file")
+	o.ck.register(fs)
 }
 
 // verifyWindow is how many events one VerifyEvents call checks, so a long
@@ -82,85 +102,83 @@ type verifyReport struct {
 	OK bool `json:"ok"`
 }
 
-func runVerify(e *env, g *global, c *command, args []string) int {
-	fs := e.flags(c, g)
-	from := fs.Int64("from", 0, "the first seq to check (default the first event)")
-	to := fs.Int64("to", 0, "the last seq to check, which must exist (default the head)")
-	headArg := fs.String("head", "", "a head kept earlier, SEQ:HASH: fail unless the chain still reaches it with that hash")
-	decisions := fs.Bool("decisions", false, "also re-verify every signed decision from the stored public keys")
-	pinnedPath := fs.String("pinned", "", "with -decisions, every signing key must be in this owner-only pinned keys file")
-	ck := addCheckpointFlags(fs)
-	pos, code, ok := e.parse(c, fs, args)
-	if !ok {
+func runVerify(x *inv, o *verifyOptions, pos []string) int {
+	kept, pinned, code := x.checkVerify(o, pos)
+	if code != ExitOK {
 		return code
 	}
-	if len(pos) > 0 {
-		return e.usageError(c, fmt.Sprintf("unexpected argument %q", clip(pos[0], 80)))
-	}
-	if code, ok := ck.resolve(e, c, fs, headArg); !ok {
-		return code
-	}
-	if *from < 0 || *to < 0 {
-		return e.usageError(c, "-from and -to must not be negative")
-	}
-	if *to > 0 && *from > *to {
-		return e.usageError(c, fmt.Sprintf("-from %d is after -to %d", *from, *to))
-	}
-	var kept *keptHead
-	if *headArg != "" {
-		k, msg := parseHead(*headArg)
-		if msg != "" {
-			return e.usageError(c, msg)
-		}
-		if k.seq < *from || (*to > 0 && k.seq > *to) {
-			return e.usageError(c, fmt.Sprintf("-head seq %d is outside the range checked", k.seq))
-		}
-		kept = &k
-	}
-	if *pinnedPath != "" && !*decisions {
-		return e.usageError(c, "-pinned needs -decisions")
-	}
-	var pinned *agentrt.PinnedKeys
-	if *pinnedPath != "" {
-		p, err := agentrt.LoadPinnedKeys(*pinnedPath)
-		if err != nil {
-			return e.usageError(c, strings.TrimPrefix(err.Error(), "agentrt: "))
-		}
-		pinned = p
-	}
-	st, where, code := g.openDB(e, c, true)
+	st, where, code := x.g.openDB(x.env, x.c, true)
 	if code != ExitOK {
 		return code
 	}
 	defer st.Close()
 
-	rep, err := verifyChain(e, st, *from, *to, kept)
+	rep, err := verifyChain(x.env, st, o.from, o.to, kept)
 	if err != nil {
-		return e.fail("verifying %s: %v", where, err)
+		return x.fail("verifying %s: %v", where, err)
 	}
-	if *decisions {
+	if o.decisions {
 		d, err := verifyDecisions(st, rep.Head.Seq, pinned)
 		if err != nil {
-			return e.fail("verifying the decisions in %s: %v", where, err)
+			return x.fail("verifying the decisions in %s: %v", where, err)
 		}
 		rep.Decisions = d
 		rep.OK = rep.OK && d.Failure == nil
 	}
-	if err := ck.verify(e, st, &rep); err != nil {
-		return e.fail("verifying the checkpoints in %s: %v", where, err)
+	if err := o.ck.verify(x.env, st, &rep); err != nil {
+		return x.fail("verifying the checkpoints in %s: %v", where, err)
 	}
-	p := &printer{w: e.stdout}
+	p := &printer{w: x.stdout}
 	exit := ExitOK
 	if !rep.OK {
 		exit = ExitFailure
 	}
-	if g.json {
+	if x.g.json {
 		writeJSON(p, rep)
-		return e.done(p, exit)
+		return x.done(p, exit)
 	}
 	writeVerify(p, rep)
 	writeCheckpointReport(p, rep.Checkpoints)
-	return e.done(p, exit)
+	return x.done(p, exit)
+}
+
+// checkVerify checks verify's arguments and reads the files they name
+// before the database is opened. Unless code is ExitOK a usage error was
+// printed.
+func (x *inv) checkVerify(o *verifyOptions, pos []string) (kept *keptHead, pinned *agentrt.PinnedKeys, code int) {
+	if len(pos) > 0 {
+		return nil, nil, x.usageError(x.c, fmt.Sprintf("unexpected argument %q", clip(pos[0], 80)))
+	}
+	if code := o.ck.resolve(x.env, x.c, &o.head); code != ExitOK {
+		return nil, nil, code
+	}
+	if o.from < 0 || o.to < 0 {
+		return nil, nil, x.usageError(x.c, "-from and -to must not be negative")
+	}
+	if o.to > 0 && o.from > o.to {
+		return nil, nil, x.usageError(x.c, fmt.Sprintf("-from %d is after -to %d", o.from, o.to))
+	}
+	if o.head != "" {
+		k, msg := parseHead(o.head)
+		if msg != "" {
+			return nil, nil, x.usageError(x.c, msg)
+		}
+		if k.seq < o.from || (o.to > 0 && k.seq > o.to) {
+			return nil, nil, x.usageError(x.c, fmt.Sprintf("-head seq %d is outside the range checked", k.seq))
+		}
+		kept = &k
+	}
+	if o.pinnedPath != "" && !o.decisions {
+		return nil, nil, x.usageError(x.c, "-pinned needs -decisions")
+	}
+	if o.pinnedPath != "" {
+		p, err := agentrt.LoadPinnedKeys(o.pinnedPath)
+		if err != nil {
+			return nil, nil, x.usageError(x.c, trimAgentrt(err))
+		}
+		pinned = p
+	}
+	return kept, pinned, ExitOK
 }
 
 // verifyChain reads the head first, so events committed during the walk are
@@ -284,9 +302,11 @@ func writeVerify(p *printer, rep verifyReport) {
 				at = ""
 			}
 			p.printf("decision NOT verified %s(run %s, approval %s): %s\n", at, dash(clip(f.RunID, 64)), dash(clip(f.ApprovalID, 64)), clip(f.Reason, textClipBytes))
-			p.printf("  %d signed decision(s) verified before it\n", d.Verified)
+			p.printf("  %d signed decision(s) and %d vote(s) verified before it\n", d.Verified, d.Votes)
 		} else {
 			p.printf("decisions: %d signed of %d verified with %d approver key(s)\n", d.Signed, d.Decisions, d.Approvers)
+			p.printf("votes: %d verified on %d approval(s); %d approval(s) granted by votes that meet their requirement\n",
+				d.Votes, d.VotedApprovals, d.GrantedByVotes)
 			if d.Unsigned > 0 {
 				p.printf("unsigned approvals: %d (granted without a signature; -pinned refuses them)\n", d.Unsigned)
 			}

@@ -83,44 +83,60 @@ func loadVerifier(arg string) (note.Verifier, error) {
 	return checkpoint.ParseVerifier(string(b))
 }
 
-// checkpointFlags are verify's flags for the checkpoints.
+// checkpointFlags are verify's flags for the checkpoints, and what
+// resolve made of them.
 type checkpointFlags struct {
-	key        *string
-	stale      *time.Duration
-	staleGiven bool
-	verifier   note.Verifier
-	kept       *checkpoint.Checkpoint
+	key      string
+	stale    durationFlag
+	verifier note.Verifier
+	kept     *checkpoint.Checkpoint
 }
 
-func addCheckpointFlags(fs *flag.FlagSet) *checkpointFlags {
-	return &checkpointFlags{
-		key:   fs.String("key", "", "every checkpoint must be signed by this public key (the key, or a file holding it)"),
-		stale: fs.Duration("stale", time.Minute, "fail when an event committed longer ago than this is not folded into a checkpoint"),
+func (f *checkpointFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.key, "key", "", "every checkpoint must be signed by this public key (the key, or a file holding it)")
+	f.stale.d = time.Minute
+	fs.Var(&f.stale, "stale", "fail when an event committed longer ago than this is not folded into a checkpoint")
+}
+
+// durationFlag is a duration flag that knows whether it was given.
+type durationFlag struct {
+	d     time.Duration
+	given bool
+}
+
+func (f *durationFlag) String() string { return f.d.String() }
+
+func (f *durationFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("not a duration such as 90s or 5m")
 	}
+	f.d, f.given = d, true
+	return nil
 }
 
 // resolve reads -key and, when -head names a checkpoint rather than a
-// chain head, takes it from head (leaving head empty).
-func (f *checkpointFlags) resolve(e *env, c *command, fs *flag.FlagSet, head *string) (int, bool) {
-	f.staleGiven = flagGiven(fs, "stale")
-	v, err := loadVerifier(*f.key)
+// chain head, takes it from head (leaving head empty). Unless code is
+// ExitOK a usage error was printed.
+func (f *checkpointFlags) resolve(e *env, c *command, head *string) int {
+	v, err := loadVerifier(f.key)
 	if err != nil {
-		return e.usageError(c, "-key: "+strings.TrimPrefix(err.Error(), "agentrt: ")), false
+		return e.usageError(c, "-key: "+trimAgentrt(err))
 	}
 	f.verifier = v
 	kept, isCP, msg := parseKeptCheckpoint(*head, v)
 	if msg != "" {
-		return e.usageError(c, msg), false
+		return e.usageError(c, msg)
 	}
 	if isCP {
 		f.kept, *head = kept, ""
 	}
-	return ExitOK, true
+	return ExitOK
 }
 
 // verify checks the checkpoints into rep, failing it on a problem.
 func (f *checkpointFlags) verify(e *env, st agentrt.Store, rep *verifyReport) error {
-	r, err := verifyCheckpoints(e, st, f.verifier, f.kept, *f.stale, f.staleGiven)
+	r, err := verifyCheckpoints(e, st, f.verifier, f.kept, f.stale.d, f.stale.given)
 	if err != nil {
 		return err
 	}

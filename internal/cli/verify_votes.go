@@ -25,6 +25,7 @@ type voteLedger struct {
 	votes   map[string][]agentrt.Vote
 	erased  map[string]bool
 	count   int64
+	grants  int // approvals approved with a requirement their votes met
 }
 
 func newVoteLedger(st agentrt.StoreReader, pinned *agentrt.PinnedKeys, aps []agentrt.EnrolledApprover, erased map[string]bool) *voteLedger {
@@ -114,5 +115,6 @@ func (l *voteLedger) granted(ctx context.Context, row agentrt.Approval) (string,
 			return "approved, but the votes the chain records do not meet its requirement: " + agentrt.Remaining(stages), nil
 		}
 	}
+	l.grants++
 	return "", nil
 }

@@ -439,6 +439,47 @@ func PausedRun(t testing.TB, e *Env, args string) (*Counted, agentrt.Approval) {
 	return send, PendingApproval(t, e.Store, "run-1")
 }
 
+// BeginGate makes a Gate on cfg, begins run id with goal and limits, and
+// opens its first step; any failure fails t.
+func BeginGate(t testing.TB, cfg agentrt.EngineConfig, id, goal string, limits agentrt.Limits) (*agentrt.Gate, *agentrt.GateSession, *agentrt.OpenStep) {
+	t.Helper()
+	g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := g.Begin(context.Background(), id, goal, limits)
+	if err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	step, err := s.Step(context.Background())
+	if err != nil || step == nil {
+		t.Fatalf("Step: %v, %v", step, err)
+	}
+	return g, s, step
+}
+
+// OpenRaw opens the SQLite file at path with plain database/sql, closed
+// when t ends, to tamper with it as another writer could. The test's
+// binary must link a driver named "sqlite" (the sqlite package does).
+func OpenRaw(t testing.TB, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// MustExec runs one statement on a raw handle, whatever rows it changes;
+// an error fails t.
+func MustExec(t testing.TB, db *sql.DB, q string, args ...any) {
+	t.Helper()
+	if _, err := db.Exec(q, args...); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
 // Exec runs one statement on a raw handle, outside any store, and requires
 // it to change exactly want rows.
 func Exec(t testing.TB, db *sql.DB, want int64, q string, args ...any) {

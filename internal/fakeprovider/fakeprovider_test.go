@@ -34,7 +34,7 @@ func TestServer_ReplaysTheScriptThroughTheOpenAIAdapter(t *testing.T) {
 	if !strings.HasPrefix(s.URL(), "http://127.0.0.1:") {
 		t.Fatalf("URL = %s", s.URL())
 	}
-	m, err := openai.New(openai.Config{BaseURL: s.URL(), APIKey: providers.NewSecret(key), Model: "fake-model"})
+	m, err := openai.New(openai.Config{Endpoint: providers.Endpoint{BaseURL: s.URL(), APIKey: providers.NewSecret(key), Model: "fake-model"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,17 +81,17 @@ func TestServer_ChecksTheKey(t *testing.T) {
 	s := New([]Turn{{Text: "hi"}})
 	defer s.Close()
 	s.SetKey(key)
-	wrong, _ := openai.New(openai.Config{BaseURL: s.URL(), APIKey: providers.NewSecret("sk-wrong"), Model: "m"})
+	wrong, _ := openai.New(openai.Config{Endpoint: providers.Endpoint{BaseURL: s.URL(), APIKey: providers.NewSecret("sk-wrong"), Model: "m"}})
 	_, err := wrong.Generate(context.Background(), userTurn("x"))
 	var se *providers.StatusError
 	if !errors.As(err, &se) || se.Status != http.StatusUnauthorized {
 		t.Fatalf("wrong key: %v", err)
 	}
-	none, _ := openai.New(openai.Config{BaseURL: s.URL(), Model: "m"})
+	none, _ := openai.New(openai.Config{Endpoint: providers.Endpoint{BaseURL: s.URL(), Model: "m"}})
 	if _, err = none.Generate(context.Background(), userTurn("x")); !errors.As(err, &se) || se.Status != http.StatusUnauthorized {
 		t.Fatalf("no key: %v", err)
 	}
-	right, _ := openai.New(openai.Config{BaseURL: s.URL(), APIKey: providers.NewSecret(key), Model: "m"})
+	right, _ := openai.New(openai.Config{Endpoint: providers.Endpoint{BaseURL: s.URL(), APIKey: providers.NewSecret(key), Model: "m"}})
 	if r, err := right.Generate(context.Background(), userTurn("x")); err != nil || r.Text != "hi" {
 		t.Fatalf("right key: %+v %v", r, err)
 	}
@@ -102,7 +102,7 @@ func TestServer_ChecksTheKey(t *testing.T) {
 func TestServer_UnusableUsageReachesTheAdapter(t *testing.T) {
 	s := New([]Turn{{Text: "hi", UsageJSON: `{"prompt_tokens":-3,"completion_tokens":1}`}})
 	defer s.Close()
-	m, _ := openai.New(openai.Config{BaseURL: s.URL(), Model: "m"})
+	m, _ := openai.New(openai.Config{Endpoint: providers.Endpoint{BaseURL: s.URL(), Model: "m"}})
 	_, err := m.Generate(context.Background(), userTurn("x"))
 	var sv *agentrt.ServedError
 	if !errors.As(err, &sv) || sv.Usage != (agentrt.Usage{}) || !errors.Is(err, agentrt.ErrUnusableUsage) {
@@ -119,7 +119,7 @@ func TestServer_DrivesARenderAgent(t *testing.T) {
 		{ToolCalls: []ToolCall{{Name: "read", Arguments: `{"path":`}}},
 	})
 	defer s.Close()
-	m, _ := openai.New(openai.Config{BaseURL: s.URL(), Model: "m"})
+	m, _ := openai.New(openai.Config{Endpoint: providers.Endpoint{BaseURL: s.URL(), Model: "m"}})
 	a := render.Agent{Options: render.Options{Opening: "Read the files."}, System: "Be brief."}
 	in := agentrt.StepInput{Model: m, Tools: []agentrt.ToolSpec{{Name: "read", InputSchema: json.RawMessage(`{"type":"object"}`)}}}
 	d, err := a.Decide(context.Background(), in)

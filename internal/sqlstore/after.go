@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -82,7 +83,13 @@ func (s *Store) ListStepsEvents(ctx context.Context, runID string, stepIDs []str
 // eventsPage runs q (eventsAfterSelect and its WHERE) in seq order under
 // the page bounds.
 func (s *Store) eventsPage(ctx context.Context, q string, args []any, limit int) ([]agentrt.Event, error) {
-	q += " ORDER BY seq LIMIT ?"
+	return s.page(ctx, q, " ORDER BY seq", args, limit)
+}
+
+// page runs q (eventsAfterSelect and its WHERE) in the order given under
+// the page bounds.
+func (s *Store) page(ctx context.Context, q, order string, args []any, limit int) ([]agentrt.Event, error) {
+	q += order + " LIMIT ?"
 	args = append(args, limit)
 	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(q), args...)
 	if err != nil {
@@ -125,4 +132,48 @@ func oversized(head []byte, length int64) json.RawMessage {
 		Head      string `json:"head"`
 	}{true, length, strings.ToValidUTF8(string(head), "\uFFFD")})
 	return b
+}
+
+// settledPostgres reads, in the order their transactions became safe, the
+// events whose transaction ended before every one still running: the
+// integrator's watermark (checkpoints.go). A transaction still running,
+// whatever seq it took, has an xid at or above the snapshot's xmin, or
+// takes one later that is higher still, so nothing can appear before a
+// position once it is read. Events written before migration 9 share its
+// xid, so among them the order is seq order.
+var settledPostgres = eventsAfterSelect + `
+WHERE xid < pg_snapshot_xmin(pg_current_snapshot()) AND (xid, seq) > ((?::text)::xid8, ?::bigint)`
+
+// ListEventsSettled reads at most limit events after the event at seq
+// after (0: from the beginning) in an order that never places a committed
+// event behind one already read, of one run or (runID "") of all: what a
+// follower that must not skip reads. On SQLite that is ListEventsAfter:
+// seqs are assigned in commit order. On PostgreSQL seqs become visible out
+// of commit order across transactions, so it reads only events below the
+// integrator's watermark, ordered by transaction id and then seq; the
+// event at after must exist there, or the read is an error.
+func (s *Store) ListEventsSettled(ctx context.Context, runID string, after int64, limit int) ([]agentrt.Event, error) {
+	if !s.d.SharedWriters {
+		return s.ListEventsAfter(ctx, runID, after, limit)
+	}
+	if after < 0 || limit <= 0 {
+		return nil, fmt.Errorf("agentrt: reading settled events needs after >= 0 and limit > 0, got after %d limit %d", after, limit)
+	}
+	xid := "0"
+	if after > 0 {
+		err := s.rdb.QueryRowContext(ctx, s.d.Rebind("SELECT xid::text FROM events WHERE seq = ?"), after).Scan(&xid)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("agentrt: the event at seq %d, where the read resumes, is not in the store", after)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	q := settledPostgres
+	args := []any{xid, after}
+	if runID != "" {
+		q += " AND run_id = ?"
+		args = append(args, runID)
+	}
+	return s.page(ctx, q, " ORDER BY xid, seq", args, limit)
 }

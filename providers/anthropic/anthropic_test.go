@@ -18,7 +18,7 @@ const testKey = "sk-ant-api03-test-0123456789abcdef"
 
 func newModel(t *testing.T, base string) *Model {
 	t.Helper()
-	return sharedAdapter().Model(t, providers.Settings{BaseURL: base, APIKey: providers.NewSecret(testKey), Model: "claude-test"})
+	return sharedAdapter().Model(t, providers.Endpoint{BaseURL: base, APIKey: providers.NewSecret(testKey), Model: "claude-test"})
 }
 
 func message(content, stop, usage string) string {
@@ -34,9 +34,7 @@ var (
 func sharedAdapter() adaptertest.Adapter[Config, *Model] {
 	return adaptertest.Adapter[Config, *Model]{
 		Provider: "anthropic", Key: testKey, Path: "/v1/messages", DefaultBaseURL: DefaultBaseURL, KeyRequired: true,
-		Config: func(s providers.Settings) Config {
-			return Config{BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Name: s.Name, HTTPClient: s.HTTPClient, MaxOutputTokens: s.MaxOutputTokens}
-		},
+		Config:  func(e providers.Endpoint) Config { return Config{Endpoint: e} },
 		New:     New,
 		SentKey: func(h http.Header) string { return h.Get("x-api-key") },
 		Reply: func(text, usage string) string {

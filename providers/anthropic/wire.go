@@ -165,15 +165,9 @@ type wireContent struct {
 // decode maps a Messages API reply. Usage is read first: a reply whose usage
 // cannot be believed is unusable whatever else it holds.
 func decode(data []byte, key string) (agentrt.ModelResponse, error) {
-	var probe struct {
-		Usage json.RawMessage `json:"usage"`
-	}
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return agentrt.ModelResponse{}, providers.NotAReply(provider, "a message object", err)
-	}
-	usage, err := decodeUsage(probe.Usage)
+	usage, err := providers.UsageFirst(provider, "a message object", data, decodeUsage)
 	if err != nil {
-		return agentrt.ModelResponse{}, providers.Unusable(err)
+		return agentrt.ModelResponse{}, err
 	}
 	served := func(reason string) error { return providers.Served(provider, usage, reason, nil) }
 	var w wireResponse

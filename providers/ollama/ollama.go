@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
-	"net/http"
 	"os"
 	"strings"
 
@@ -23,24 +22,13 @@ const provider = "ollama"
 
 // Config configures a Model.
 type Config struct {
-	// BaseURL is the server root that /api/chat is appended to. Zero means
-	// DefaultBaseURL. It is taken as given; Host normalises OLLAMA_HOST forms.
-	BaseURL string
-	// APIKey is sent as "Authorization: Bearer" to a hosted server. Zero sends
-	// none.
-	// Make one with providers.NewSecret; no encoding of a Config, or of
-	// anything holding one, shows it.
-	APIKey providers.Secret
-	// Model is the model name sent on the wire. Required.
-	Model string
-	// Name is the accounting name that keys prices. Zero means Model.
-	Name string
-	// HTTPClient is copied, never changed. Zero means a new client with
-	// providers.DefaultTimeout.
-	HTTPClient *http.Client
-	// MaxOutputTokens caps a reply (num_predict) when the request sets no
-	// cap. Zero sends no cap.
-	MaxOutputTokens int64
+	// Endpoint is the model and how to reach it. Its BaseURL is the
+	// server root /api/chat is appended to (zero: DefaultBaseURL), taken
+	// as given (Host normalises OLLAMA_HOST forms); its APIKey is sent as
+	// "Authorization: Bearer" to a hosted server (zero: none); its
+	// MaxOutputTokens is sent as num_predict when the request sets no cap
+	// (zero: none).
+	providers.Endpoint
 	// NumCtx is the context window requested (num_ctx). Zero means
 	// DefaultNumCtx.
 	NumCtx int
@@ -64,11 +52,11 @@ func Host(h string) string {
 
 // ConfigFromEnv reads OLLAMA_HOST, OLLAMA_MODEL and OLLAMA_API_KEY.
 func ConfigFromEnv() Config {
-	return Config{
+	return Config{Endpoint: providers.Endpoint{
 		BaseURL: Host(os.Getenv("OLLAMA_HOST")),
 		Model:   os.Getenv("OLLAMA_MODEL"),
 		APIKey:  providers.NewSecret(os.Getenv("OLLAMA_API_KEY")),
-	}
+	}}
 }
 
 // FromEnv is New(ConfigFromEnv()).
@@ -76,7 +64,7 @@ func FromEnv() (*Model, error) { return New(ConfigFromEnv()) }
 
 // String prints the configuration with the key redacted.
 func (c Config) String() string {
-	return c.view().Text("ollama.Config", fmt.Sprintf(" NumCtx:%d", c.NumCtx))
+	return c.Endpoint.Text("ollama.Config", fmt.Sprintf(" NumCtx:%d", c.NumCtx))
 }
 
 // GoString is String, so %#v redacts too.
@@ -92,7 +80,7 @@ type configView struct {
 }
 
 func (c Config) view() configView {
-	return configView{providers.NewConfigView(c.BaseURL, c.APIKey, c.Model, c.Name, c.HTTPClient != nil, c.MaxOutputTokens), c.NumCtx}
+	return configView{c.Endpoint.View(), c.NumCtx}
 }
 
 // MarshalJSON encodes the configuration with the key redacted and the client
@@ -131,8 +119,7 @@ func New(cfg Config) (*Model, error) {
 	}
 	var err error
 	m.base, err = providers.NewBase(providers.Settings{Provider: provider, DefaultBaseURL: DefaultBaseURL, Path: "/api/chat",
-		Auth: providers.BearerAuth, Exchange: providers.Exchange{Encode: m.encode, Decode: decode},
-		BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, Model: cfg.Model, Name: cfg.Name, HTTPClient: cfg.HTTPClient, MaxOutputTokens: cfg.MaxOutputTokens})
+		Auth: providers.BearerAuth, Exchange: providers.Exchange{Encode: m.encode, Decode: decode}, Endpoint: cfg.Endpoint})
 	if err != nil {
 		return nil, err
 	}

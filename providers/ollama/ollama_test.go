@@ -19,7 +19,7 @@ const testKey = "ollama-key-0123456789abcdef"
 
 func newModel(t *testing.T, base, key string) *Model {
 	t.Helper()
-	return sharedAdapter().Model(t, providers.Settings{BaseURL: base, APIKey: providers.NewSecret(key), Model: "llama-test"})
+	return sharedAdapter().Model(t, providers.Endpoint{BaseURL: base, APIKey: providers.NewSecret(key), Model: "llama-test"})
 }
 
 func chat(message, doneReason, counts string) string {
@@ -37,9 +37,7 @@ var (
 func sharedAdapter() adaptertest.Adapter[Config, *Model] {
 	return adaptertest.Adapter[Config, *Model]{
 		Provider: "ollama", Key: testKey, Path: "/api/chat", DefaultBaseURL: DefaultBaseURL,
-		Config: func(s providers.Settings) Config {
-			return Config{BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Name: s.Name, HTTPClient: s.HTTPClient, MaxOutputTokens: s.MaxOutputTokens}
-		},
+		Config:  func(e providers.Endpoint) Config { return Config{Endpoint: e} },
 		New:     New,
 		SentKey: func(h http.Header) string { return strings.TrimPrefix(h.Get("Authorization"), "Bearer ") },
 		Reply: func(text, counts string) string {
@@ -78,7 +76,7 @@ const okCounts = `"prompt_eval_count":26,"prompt_eval_duration":383809000,"eval_
 
 // New refuses a negative NumCtx; Host normalises OLLAMA_HOST forms.
 func TestNew_RequiresAModelAndNormalisesTheHost(t *testing.T) {
-	if _, err := New(Config{Model: "m", NumCtx: -1}); !errors.Is(err, agentrt.ErrInvalidConfig) {
+	if _, err := New(Config{Endpoint: providers.Endpoint{Model: "m"}, NumCtx: -1}); !errors.Is(err, agentrt.ErrInvalidConfig) {
 		t.Fatalf("negative NumCtx: %v", err)
 	}
 	for in, want := range map[string]string{
@@ -92,7 +90,7 @@ func TestNew_RequiresAModelAndNormalisesTheHost(t *testing.T) {
 			t.Errorf("Host(%q) = %q, want %q", in, got, want)
 		}
 	}
-	if _, err := New(Config{Model: "m", BaseURL: Host("file:///tmp/x")}); !errors.Is(err, providers.ErrEndpoint) {
+	if _, err := New(Config{Endpoint: providers.Endpoint{Model: "m", BaseURL: Host("file:///tmp/x")}}); !errors.Is(err, providers.ErrEndpoint) {
 		t.Errorf("file URL: %v", err)
 	}
 }

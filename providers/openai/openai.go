@@ -1,11 +1,7 @@
 package openai
 
 import (
-	"encoding/json"
-	"encoding/xml"
 	"fmt"
-	"net/http"
-	"os"
 	"strings"
 
 	"github.com/agentrt/agentrt"
@@ -20,62 +16,33 @@ const provider = "openai"
 
 // Config configures a Model.
 type Config struct {
-	// BaseURL is the API root that /chat/completions is appended to. Zero
-	// means DefaultBaseURL.
-	BaseURL string
-	// APIKey is sent as "Authorization: Bearer". Zero sends no Authorization
-	// header, for local servers that need none.
-	// Make one with providers.NewSecret; no encoding of a Config, or of
-	// anything holding one, shows it.
-	APIKey providers.Secret
-	// Model is the model id sent on the wire. Required.
-	Model string
-	// Name is the accounting name that keys prices. Zero means Model.
-	Name string
-	// HTTPClient is copied, never changed. Zero means a new client with
-	// providers.DefaultTimeout.
-	HTTPClient *http.Client
-	// MaxOutputTokens caps a reply when the request sets no cap. Zero sends no
-	// cap. It is sent as max_completion_tokens to DefaultBaseURL, whose
-	// reasoning models refuse max_tokens, and as max_tokens elsewhere, which
-	// every compatible server reads.
-	MaxOutputTokens int64
+	// Endpoint is the model and how to reach it. Its BaseURL is the root
+	// /chat/completions is appended to (zero: DefaultBaseURL); its APIKey
+	// is sent as "Authorization: Bearer" (zero: no Authorization header,
+	// for local servers that need none); its MaxOutputTokens is sent when
+	// the request sets no cap (zero: none), as max_completion_tokens to
+	// DefaultBaseURL, whose reasoning models refuse max_tokens, and as
+	// max_tokens elsewhere, which every compatible server reads.
+	providers.Endpoint
 }
 
 // ConfigFromEnv reads OPENAI_API_KEY, OPENAI_BASE_URL and OPENAI_MODEL.
 func ConfigFromEnv() Config {
-	return Config{
-		APIKey:  providers.NewSecret(os.Getenv("OPENAI_API_KEY")),
-		BaseURL: os.Getenv("OPENAI_BASE_URL"),
-		Model:   os.Getenv("OPENAI_MODEL"),
-	}
+	return Config{Endpoint: providers.EndpointFromEnv("OPENAI")}
 }
 
 // FromEnv is New(ConfigFromEnv()).
 func FromEnv() (*Model, error) { return New(ConfigFromEnv()) }
 
-// String prints the configuration with the key redacted.
-func (c Config) String() string { return c.view().Text("openai.Config", "") }
+// String prints the configuration with the key redacted. The encodings
+// (MarshalJSON, MarshalXML) are the Endpoint's, which redact it too.
+func (c Config) String() string { return c.Endpoint.Text("openai.Config", "") }
 
 // GoString is String, so %#v redacts too.
 func (c Config) GoString() string { return c.String() }
 
 // Format prints String for every verb.
 func (c Config) Format(f fmt.State, verb rune) { providers.FormatString(f, verb, c.String()) }
-
-func (c Config) view() providers.ConfigView {
-	return providers.NewConfigView(c.BaseURL, c.APIKey, c.Model, c.Name, c.HTTPClient != nil, c.MaxOutputTokens)
-}
-
-// MarshalJSON encodes the configuration with the key redacted and the client
-// reduced to whether one is set.
-func (c Config) MarshalJSON() ([]byte, error) { return json.Marshal(c.view()) }
-
-// MarshalXML encodes what MarshalJSON does, as elements; without it
-// encoding/xml would refuse the client's function field.
-func (c Config) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
-	return e.EncodeElement(c.view(), start)
-}
 
 var (
 	_ agentrt.Model        = (*Model)(nil)
@@ -102,8 +69,7 @@ func New(cfg Config) (*Model, error) {
 	}
 	var err error
 	m.base, err = providers.NewBase(providers.Settings{Provider: provider, DefaultBaseURL: DefaultBaseURL, Path: "/chat/completions",
-		Auth: providers.BearerAuth, Exchange: providers.Exchange{Encode: m.encode, Decode: decode},
-		BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, Model: cfg.Model, Name: cfg.Name, HTTPClient: cfg.HTTPClient, MaxOutputTokens: cfg.MaxOutputTokens})
+		Auth: providers.BearerAuth, Exchange: providers.Exchange{Encode: m.encode, Decode: decode}, Endpoint: cfg.Endpoint})
 	if err != nil {
 		return nil, err
 	}

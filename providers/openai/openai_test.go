@@ -19,7 +19,7 @@ const testKey = "sk-test-0123456789abcdef"
 
 func newModel(t *testing.T, base, key string) *Model {
 	t.Helper()
-	return sharedAdapter().Model(t, providers.Settings{BaseURL: base + "/v1", APIKey: providers.NewSecret(key), Model: "gpt-test"})
+	return sharedAdapter().Model(t, providers.Endpoint{BaseURL: base + "/v1", APIKey: providers.NewSecret(key), Model: "gpt-test"})
 }
 
 func completion(message, finish, usage string) string {
@@ -36,9 +36,7 @@ var (
 func sharedAdapter() adaptertest.Adapter[Config, *Model] {
 	return adaptertest.Adapter[Config, *Model]{
 		Provider: "openai", Key: testKey, Path: "/chat/completions", DefaultBaseURL: DefaultBaseURL,
-		Config: func(s providers.Settings) Config {
-			return Config{BaseURL: s.BaseURL, APIKey: s.APIKey, Model: s.Model, Name: s.Name, HTTPClient: s.HTTPClient, MaxOutputTokens: s.MaxOutputTokens}
-		},
+		Config:  func(e providers.Endpoint) Config { return Config{Endpoint: e} },
 		New:     New,
 		SentKey: func(h http.Header) string { return strings.TrimPrefix(h.Get("Authorization"), "Bearer ") },
 		Reply: func(text, usage string) string {

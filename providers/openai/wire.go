@@ -134,15 +134,9 @@ type wireChoice struct {
 // decode maps a chat-completions reply. Usage is read first: a reply whose
 // usage cannot be believed is unusable whatever else it holds.
 func decode(data []byte, key string) (agentrt.ModelResponse, error) {
-	var probe struct {
-		Usage json.RawMessage `json:"usage"`
-	}
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return agentrt.ModelResponse{}, providers.NotAReply(provider, "a chat completion object", err)
-	}
-	usage, err := decodeUsage(probe.Usage)
+	usage, err := providers.UsageFirst(provider, "a chat completion object", data, decodeUsage)
 	if err != nil {
-		return agentrt.ModelResponse{}, providers.Unusable(err)
+		return agentrt.ModelResponse{}, err
 	}
 	served := func(reason string, cause error) error { return providers.Served(provider, usage, reason, cause) }
 	var w wireResponse

@@ -276,9 +276,9 @@ func TestUsage_ExitCodes(t *testing.T) {
 	}
 }
 
-// recordRun records a run under the policy at path: a read, then a
-// payment that waits for approval.
-func recordRun(t *testing.T, dir, path string) string {
+// policyAndStore loads the policy at path and creates runs.db in dir,
+// returning the store, which the caller closes, and its path.
+func policyAndStore(t *testing.T, dir, path string) (*cel.Policy, *sqlite.Store, string) {
 	t.Helper()
 	p, err := cel.Load(path)
 	if err != nil {
@@ -289,6 +289,14 @@ func recordRun(t *testing.T, dir, path string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p, st, db
+}
+
+// recordRun records a run under the policy at path: a read, then a
+// payment that waits for approval.
+func recordRun(t *testing.T, dir, path string) string {
+	t.Helper()
+	p, st, db := policyAndStore(t, dir, path)
 	defer st.Close()
 	tool := func(name string, se agentrt.SideEffect) agentrt.Tool {
 		return agentrt.ToolFunc{ToolSpec: agentrt.ToolSpec{Name: name, Description: name, SideEffect: se, Timeout: time.Second, InputSchema: json.RawMessage(`{"type":"object"}`)},

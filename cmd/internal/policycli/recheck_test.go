@@ -3,16 +3,13 @@ package policycli_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/disclosure"
-	"github.com/agentrt/agentrt/policy/cel"
 	"github.com/agentrt/agentrt/scripted"
-	"github.com/agentrt/agentrt/sqlite"
 )
 
 // secretsPolicy sends a call whose arguments carry an AWS key to an
@@ -36,15 +33,7 @@ func (describedRules) Describe() json.RawMessage { return json.RawMessage(`{"ven
 // key, judged by pf with d as the engine's disclosure.
 func recordSecretRun(t *testing.T, dir, pf string, d agentrt.Disclosure) string {
 	t.Helper()
-	p, err := cel.Load(pf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := filepath.Join(dir, "runs.db")
-	st, err := sqlite.Open(db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, st, db := policyAndStore(t, dir, pf)
 	defer st.Close()
 	post := agentrt.ToolFunc{ToolSpec: agentrt.ToolSpec{Name: "post", Description: "post", SideEffect: agentrt.RemoteMutation,
 		Timeout: time.Second, InputSchema: json.RawMessage(`{"type":"object"}`)},

@@ -37,8 +37,8 @@ type Adapter[C any, M agentrt.Model] struct {
 	DefaultBaseURL string
 	// KeyRequired says New refuses DefaultBaseURL without a key.
 	KeyRequired bool
-	// Config builds the adapter's Config from the common fields in s.
-	Config func(s providers.Settings) C
+	// Config builds the adapter's Config around the Endpoint e.
+	Config func(e providers.Endpoint) C
 	// New is the adapter's New.
 	New func(C) (M, error)
 	// SentKey is the key as a request's header carried it.
@@ -175,17 +175,17 @@ func SimpleRequest() agentrt.ModelRequest {
 	return agentrt.ModelRequest{Messages: []agentrt.Message{{Role: agentrt.RoleUser, Content: []agentrt.ContentBlock{{Type: agentrt.BlockText, Text: "hi"}}}}}
 }
 
-// open is New(Config(s)), with the Config.
-func (a Adapter[C, M]) open(s providers.Settings) (C, M, error) {
-	cfg := a.Config(s)
+// open is New(Config(e)), with the Config.
+func (a Adapter[C, M]) open(e providers.Endpoint) (C, M, error) {
+	cfg := a.Config(e)
 	m, err := a.New(cfg)
 	return cfg, m, err
 }
 
-// Model is New(Config(s)); a refusal fails t.
-func (a Adapter[C, M]) Model(t *testing.T, s providers.Settings) M {
+// Model is New(Config(e)); a refusal fails t.
+func (a Adapter[C, M]) Model(t *testing.T, e providers.Endpoint) M {
 	t.Helper()
-	_, m, err := a.open(s)
+	_, m, err := a.open(e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func (a Adapter[C, M]) Model(t *testing.T, s providers.Settings) M {
 
 func (a Adapter[C, M]) model(t *testing.T, base string) M {
 	t.Helper()
-	return a.Model(t, providers.Settings{BaseURL: base, APIKey: providers.NewSecret(a.Key), Model: "test-model"})
+	return a.Model(t, providers.Endpoint{BaseURL: base, APIKey: providers.NewSecret(a.Key), Model: "test-model"})
 }
 
 func generate[C any, M agentrt.Model](t *testing.T, a Adapter[C, M], f *FakeAPI) (agentrt.ModelResponse, error) {
@@ -206,24 +206,24 @@ func generate[C any, M agentrt.Model](t *testing.T, a Adapter[C, M], f *FakeAPI)
 // Model when Name is empty.
 func newRequiresAModel[C any, M agentrt.Model](t *testing.T, a Adapter[C, M]) {
 	key := providers.NewSecret(a.Key)
-	if _, _, err := a.open(providers.Settings{APIKey: key}); !errors.Is(err, agentrt.ErrInvalidConfig) {
+	if _, _, err := a.open(providers.Endpoint{APIKey: key}); !errors.Is(err, agentrt.ErrInvalidConfig) {
 		t.Fatalf("no model: %v", err)
 	}
-	if _, _, err := a.open(providers.Settings{Model: "m", APIKey: key, MaxOutputTokens: -1}); !errors.Is(err, agentrt.ErrInvalidConfig) {
+	if _, _, err := a.open(providers.Endpoint{Model: "m", APIKey: key, MaxOutputTokens: -1}); !errors.Is(err, agentrt.ErrInvalidConfig) {
 		t.Fatalf("negative cap: %v", err)
 	}
-	_, _, err := a.open(providers.Settings{Model: "m"})
+	_, _, err := a.open(providers.Endpoint{Model: "m"})
 	if a.KeyRequired != errors.Is(err, agentrt.ErrInvalidConfig) {
 		t.Fatalf("no key for %s (required: %t): %v", a.DefaultBaseURL, a.KeyRequired, err)
 	}
-	_, m, err := a.open(providers.Settings{Model: "model-x", APIKey: key})
+	_, m, err := a.open(providers.Endpoint{Model: "model-x", APIKey: key})
 	if err != nil || m.Name() != "model-x" {
 		t.Fatalf("model = %v, %v", m, err)
 	}
 	if p, ok := any(m).(agentrt.ModelProvider); !ok || p.Provider() != a.Provider {
 		t.Fatalf("Provider() of %T is not %q", m, a.Provider)
 	}
-	if _, m, _ = a.open(providers.Settings{Model: "model-x", APIKey: key, Name: a.Provider + ":model-x"}); m.Name() != a.Provider+":model-x" {
+	if _, m, _ = a.open(providers.Endpoint{Model: "model-x", APIKey: key, Name: a.Provider + ":model-x"}); m.Name() != a.Provider+":model-x" {
 		t.Fatalf("name override = %q", m.Name())
 	}
 }
@@ -232,11 +232,11 @@ func newRequiresAModel[C any, M agentrt.Model](t *testing.T, a Adapter[C, M]) {
 func newRefusesPlainHTTP[C any, M agentrt.Model](t *testing.T, a Adapter[C, M]) {
 	key := providers.NewSecret(a.Key)
 	for _, base := range []string{"http://api.example.com", "http://192.168.0.9:8080", "ftp://localhost"} {
-		if _, _, err := a.open(providers.Settings{BaseURL: base, APIKey: key, Model: "m"}); !errors.Is(err, providers.ErrEndpoint) {
+		if _, _, err := a.open(providers.Endpoint{BaseURL: base, APIKey: key, Model: "m"}); !errors.Is(err, providers.ErrEndpoint) {
 			t.Errorf("%s: %v, want ErrEndpoint", base, err)
 		}
 	}
-	if _, _, err := a.open(providers.Settings{BaseURL: "http://[::1]:8080/", APIKey: key, Model: "m"}); err != nil {
+	if _, _, err := a.open(providers.Endpoint{BaseURL: "http://[::1]:8080/", APIKey: key, Model: "m"}); err != nil {
 		t.Errorf("loopback: %v", err)
 	}
 }
@@ -335,19 +335,21 @@ func unusableUsage[C any, M agentrt.Model](t *testing.T, a Adapter[C, M]) {
 	}
 }
 
-// Neither Config nor Model shows the key in any encoding, nor does any
-// encoding of a struct, slice or map holding one in an exported or
-// unexported field, by value or by pointer; errors never repeat it.
+// Neither Config, nor the Endpoint it embeds, nor Model shows the key in
+// any encoding, nor does any encoding of a struct, slice or map holding
+// one in an exported or unexported field, by value or by pointer; errors
+// never repeat it.
 func encodeWithoutTheKey[C any, M agentrt.Model](t *testing.T, a Adapter[C, M]) {
-	cfg, m, err := a.open(providers.Settings{APIKey: providers.NewSecret(a.Key), Model: "test-model", HTTPClient: &http.Client{}})
+	e := providers.Endpoint{APIKey: providers.NewSecret(a.Key), Model: "test-model", HTTPClient: &http.Client{}}
+	cfg, m, err := a.open(e)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var outs []string
-	for _, v := range leaktest.Holders(cfg, m) {
+	for _, v := range append(leaktest.Holders(cfg, m), leaktest.Holders(e, m)...) {
 		outs = append(outs, leaktest.Encodings(t, v.V, v.Must...)...)
 	}
-	if _, _, err := a.open(providers.Settings{BaseURL: "http://api.example.com", APIKey: providers.NewSecret(a.Key), Model: "m"}); err == nil {
+	if _, _, err := a.open(providers.Endpoint{BaseURL: "http://api.example.com", APIKey: providers.NewSecret(a.Key), Model: "m"}); err == nil {
 		t.Fatal("a key over plain http to a remote host must be refused")
 	} else {
 		outs = append(outs, err.Error())
@@ -361,10 +363,19 @@ func encodeWithoutTheKey[C any, M agentrt.Model](t *testing.T, a Adapter[C, M]) 
 	if o := leaktest.Leak(outs, "0123456789abcdef"); o != "" {
 		t.Fatalf("an encoding shows part of the key: %s", o)
 	}
-	for _, s := range []any{cfg, m} {
+	for _, s := range []any{cfg, e, m} {
 		if out := leaktest.Encodings(t, s)[0]; !strings.Contains(out, `APIKey:"[redacted]"`) {
 			t.Fatalf("the key's presence should show redacted: %s", out)
 		}
+	}
+	// The Config prints under its own name and encodes every field of its
+	// Endpoint, though the Endpoint's methods are promoted to it.
+	if out := fmt.Sprint(cfg); !strings.HasPrefix(out, a.Provider+".Config{BaseURL:") {
+		t.Errorf("Config prints as %s, want %s.Config{BaseURL:…", out, a.Provider)
+	}
+	j, err := json.Marshal(cfg)
+	if err != nil || !strings.Contains(string(j), `"Model":"test-model"`) || !strings.Contains(string(j), `"HTTPClient":true`) {
+		t.Errorf("Config encodes as %s, %v; want its Endpoint's fields", j, err)
 	}
 }
 

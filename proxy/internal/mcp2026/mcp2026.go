@@ -1,8 +1,10 @@
 // Package mcp2026 is what the proxy's host-facing side needs of MCP
 // 2026-07-28 beyond what the go-sdk does for it: telling a request of the
 // stateless revision from one of a session, the fields the revision
-// requires on results the proxy builds itself, and the input_required
-// result a held call answers with.
+// requires on results the proxy builds itself, the input_required result
+// a held call answers with, and the wire shapes of the tasks extension
+// (io.modelcontextprotocol/tasks), which the go-sdk v1.8.0 knows only as
+// a capability key.
 package mcp2026
 
 import (
@@ -12,6 +14,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -122,4 +125,78 @@ func InputRequired(message, link, elicitationID, state string, urlMode bool) *sd
 		el = &sdk.ElicitParams{Mode: "url", Message: message, URL: link, ElicitationID: elicitationID}
 	}
 	return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{"approval": el}, RequestState: state}
+}
+
+// TasksExtension names the tasks extension: a held tools/call answers a
+// task handle the client polls with tasks/get.
+const TasksExtension = "io.modelcontextprotocol/tasks"
+
+// CodeMissingCapability is the error a client is given for a request
+// that needs a capability it did not declare.
+const CodeMissingCapability = -32021
+
+// HasTasks says whether a request's client declared the tasks extension
+// on that very request (or, without per-request capabilities, on its
+// session).
+func HasTasks(req sdk.Request) bool {
+	type capable interface {
+		ClientCapabilities() *sdk.ClientCapabilities
+	}
+	c, ok := req.(capable)
+	if !ok {
+		return false
+	}
+	caps := c.ClientCapabilities()
+	if caps == nil {
+		return false
+	}
+	_, ok = caps.Extensions[TasksExtension]
+	return ok
+}
+
+// The statuses of a task.
+const (
+	TaskWorking   = "working"
+	TaskCompleted = "completed"
+	TaskFailed    = "failed"
+	TaskCancelled = "cancelled"
+)
+
+// Task is a task's state as the extension puts it on the wire: the
+// handle a tools/call answers (resultType "task") and what tasks/get
+// reports (resultType "complete", with the final result once there is
+// one).
+type Task struct {
+	sdk.ResultBase
+	ResultType     string          `json:"resultType"`
+	TaskID         string          `json:"taskId"`
+	Status         string          `json:"status"`
+	StatusMessage  string          `json:"statusMessage,omitempty"`
+	CreatedAt      string          `json:"createdAt"`
+	LastUpdatedAt  string          `json:"lastUpdatedAt"`
+	TTLMs          int64           `json:"ttlMs"`
+	PollIntervalMs int64           `json:"pollIntervalMs,omitempty"`
+	Result         json.RawMessage `json:"result,omitempty"`
+}
+
+// TaskParams are the params of tasks/get, tasks/update and tasks/cancel:
+// the task, and for tasks/update the responses the extension defines
+// (the proxy asks the host nothing through a task, so it reads none).
+type TaskParams struct {
+	sdk.ParamsBase
+	TaskID         string          `json:"taskId"`
+	InputResponses json.RawMessage `json:"inputResponses,omitempty"`
+}
+
+// Ack is the empty acknowledgement tasks/update and tasks/cancel answer.
+type Ack struct {
+	sdk.ResultBase
+	ResultType string `json:"resultType"`
+}
+
+// MissingTasks is the error a client that did not declare the tasks
+// extension on its request is given for a tasks method.
+func MissingTasks() error {
+	return &jsonrpc.Error{Code: CodeMissingCapability, Message: "missing required client capability: the tasks extension",
+		Data: json.RawMessage(`{"requiredCapabilities":{"extensions":{"` + TasksExtension + `":{}}}}`)}
 }

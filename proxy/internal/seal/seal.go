@@ -91,9 +91,32 @@ func (sl *Sealer) Seal(s State) string {
 	return base64.RawURLEncoding.EncodeToString(append(body, sl.mac(body)...))
 }
 
+// Derive is a Sealer under a key of its own for label: what one seals
+// the other refuses, so a token made for one use (a task handle) is never
+// taken for another (a requestState).
+func (sl *Sealer) Derive(label string) *Sealer {
+	m := hmac.New(sha256.New, sl.key)
+	m.Write([]byte("agentrt seal: " + label))
+	return &Sealer{key: m.Sum(nil)}
+}
+
 // Open checks a state's MAC, that it was made for key, and that now is
 // before its expiry, and returns it. Any failure is a *RefusedError.
 func (sl *Sealer) Open(state, key string, now time.Time) (State, error) {
+	s, err := sl.OpenAny(state, now)
+	if err != nil {
+		return State{}, err
+	}
+	if s.Key != key {
+		return State{}, &RefusedError{"it was issued for another request"}
+	}
+	return s, nil
+}
+
+// OpenAny checks a state's MAC and that now is before its expiry, and
+// returns it, whatever request it was made for. Any failure is a
+// *RefusedError.
+func (sl *Sealer) OpenAny(state string, now time.Time) (State, error) {
 	if len(state) > maxState {
 		return State{}, &RefusedError{"it is too long"}
 	}
@@ -108,9 +131,6 @@ func (sl *Sealer) Open(state, key string, now time.Time) (State, error) {
 	s, ok := decode(body)
 	if !ok {
 		return State{}, &RefusedError{"it is malformed"}
-	}
-	if s.Key != key {
-		return State{}, &RefusedError{"it was issued for another request"}
 	}
 	if !now.Before(s.Expires) {
 		return State{}, &RefusedError{"it has expired"}

@@ -86,3 +86,28 @@ func TestSeal_RefusesAKeyFileOthersCanRead(t *testing.T) {
 		t.Fatal("a group/other-readable key was accepted")
 	}
 }
+
+// A token sealed under a derived key opens under that derivation alone:
+// not under the parent, nor under another label, and a requestState does
+// not open as a task handle; OpenAny reads the request it names.
+func TestSeal_DerivedKeysKeepUsesApart(t *testing.T) {
+	s, _ := sealer(t)
+	now := time.Unix(1_800_000_000, 0)
+	st := State{ApprovalID: "ap-1", Key: "k1", Expires: now.Add(time.Minute)}
+	tasks := s.Derive("task")
+	handle := tasks.Seal(st)
+	got, err := s.Derive("task").OpenAny(handle, now)
+	if err != nil || got.Key != "k1" || got.ApprovalID != "ap-1" {
+		t.Fatalf("the derived key did not open its own token: %+v, %v", got, err)
+	}
+	for name, open := range map[string]func() error{
+		"the parent":               func() error { _, err := s.Open(handle, "k1", now); return err },
+		"another label":            func() error { _, err := s.Derive("other").OpenAny(handle, now); return err },
+		"a requestState as task":   func() error { _, err := tasks.OpenAny(s.Seal(st), now); return err },
+		"a handle past its expiry": func() error { _, err := tasks.OpenAny(handle, now.Add(time.Hour)); return err },
+	} {
+		if err := open(); !errors.Is(err, ErrRefused) {
+			t.Errorf("%s: err %v, want ErrRefused", name, err)
+		}
+	}
+}
