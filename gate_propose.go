@@ -17,6 +17,11 @@ import (
 // first commit leaves no step at all: the call was never made, and the
 // caller may make it again.
 //
+// Since the tool start is already recorded, Execute or ExecuteFunc of
+// the wrong kind for the tool is refused as ever but after that write:
+// nothing runs, and the step stays started until the right one is called
+// (or, if none is, as a crash would leave it).
+//
 // A nil step with VerdictEnded and a nil error means no step opened: the
 // run ended (a limit, an operator) and the session is over. Verdicts are
 // otherwise as OpenStep.Propose returns them; the step stays open for
