@@ -163,7 +163,7 @@ func (o *OpenStep) execute(ctx context.Context, body ToolBody) (Observation, err
 	if err != nil {
 		return Observation{}, err
 	}
-	return o.run(ctx, body, x)
+	return o.runBody(ctx, body, x)
 }
 
 // runStarted runs the tool whose start GateSession.Propose committed
@@ -183,12 +183,12 @@ func (o *OpenStep) runStarted(ctx context.Context, body ToolBody, x toolRun) (Ob
 		return Observation{}, err
 	}
 	gs.mu.Unlock()
-	return o.run(ctx, body, x)
+	return o.runBody(ctx, body, x)
 }
 
-// run calls the tool of x, whose start is durable, and records its
+// runBody calls the tool of x, whose start is durable, and records its
 // outcome.
-func (o *OpenStep) run(ctx context.Context, body ToolBody, x toolRun) (Observation, error) {
+func (o *OpenStep) runBody(ctx context.Context, body ToolBody, x toolRun) (Observation, error) {
 	gs := o.gs
 	res, callErr, timedOut := gs.s.callTool(ctx, x.ac, x.stepID, body)
 	gs.mu.Lock()
