@@ -79,7 +79,7 @@ func TestMiddleware_DenialReachesTheModelAsTheCallsError(t *testing.T) {
 }
 
 // One turn asks for a write and a read at once, and the read reaches the
-// adapter only after the write opened its step. The write waits for the
+// adapter only after the write's hook was entered. The write waits for the
 // operator; the read is not held by it: its hook returns while the write
 // still waits (an outer middleware reports each return on a channel), and
 // only then is the write approved.
@@ -88,11 +88,14 @@ func TestMiddleware_AllowedSiblingRunsWhileTheOtherWaits(t *testing.T) {
 		callTurn(req("c-write", "append_note", map[string]any{"text": "second line"}),
 			req("c-read", "read_note", map[string]any{"name": "note"})),
 		ai.NewModelTextMessage("done"))
-	returned, readGo := make(chan string, 2), make(chan struct{})
+	returned, writeIn := make(chan string, 2), make(chan struct{})
 	r.outer = ai.MiddlewareFunc(func(context.Context) (*ai.Hooks, error) {
 		return &ai.Hooks{WrapTool: func(ctx context.Context, p *ai.ToolParams, next ai.ToolNext) (*ai.MultipartToolResponse, error) {
-			if p.Request.Ref == "c-read" {
-				<-readGo
+			switch p.Request.Ref {
+			case "c-write":
+				close(writeIn)
+			case "c-read":
+				<-writeIn
 			}
 			res, err := next(ctx, p)
 			returned <- p.Request.Ref
@@ -100,12 +103,13 @@ func TestMiddleware_AllowedSiblingRunsWhileTheOtherWaits(t *testing.T) {
 		}}, nil
 	})
 	done := generateAsync(t.Context(), r, "run-par")
-	r.waitEvent(t, agentrt.EventStepStarted)
-	close(readGo)
 	if ref := adaptertest.Recv(t, returned, "tool return"); ref != "c-read" {
 		t.Fatalf("%s returned first, want the read", ref)
 	}
-	r.waitEvent(t, agentrt.EventRunWaiting)
+	// The run waits: at the read's end (run.waiting) when the write's
+	// approval came while the read ran, or at once (approval.requested)
+	// when the read had ended before the write was proposed.
+	r.waitStatus(t, "run-par", agentrt.RunWaiting)
 	waiting := r.pending(t, "run-par")
 	if len(waiting) != 1 || r.notes.Count("append_note") != 0 || r.notes.Count("read_note") != 1 {
 		t.Fatalf("after the read: pending %d, write ran %d, read ran %d", len(waiting), r.notes.Count("append_note"), r.notes.Count("read_note"))

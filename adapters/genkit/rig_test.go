@@ -105,6 +105,20 @@ func (r *rig) waitEvent(t testing.TB, typ agentrt.EventType) agentrt.Event {
 	}
 }
 
+// waitStatus waits up to 20s for run runID to reach status.
+func (r *rig) waitStatus(t testing.TB, runID string, status agentrt.RunStatus) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		run, err := r.store.GetRun(t.Context(), runID)
+		if err == nil && run.Status == status {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s is %s after 20s, want %s (%v)", runID, run.Status, status, err)
+		}
+	}
+}
+
 // agentrt runs the real binary on the rig's database.
 func (r *rig) agentrt(t testing.TB, args ...string) string {
 	t.Helper()
