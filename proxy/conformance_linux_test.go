@@ -259,6 +259,6 @@ func conformance(t *testing.T, forward []string, list string) {
 	}
 	t.Logf("conformance: %d of %d scenarios pass; expected failures:\n  %s", passed, passed+failed, strings.Join(report, "\n  "))
 	if t.Failed() {
-		t.Logf("suite output:\n%s", b)
+		t.Logf("suite output:\n%s\nproxy stderr:\n%s", b, stderr)
 	}
 }
