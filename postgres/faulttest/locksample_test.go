@@ -84,30 +84,33 @@ func sampleLocks(b *testing.B, dsn string) *lockSampler {
 	return s
 }
 
-// stop ends the sampling and reports lock-wait samples, the share of them
-// the most-waited row holds (top-row-%), and logs the waits seen.
+// stop ends the sampling and reports the lock-wait samples, the share of
+// them on the most-waited row (top-row-%) and on the most-waited lock of
+// any kind (top-lock-%), and logs the waits seen.
 func (s *lockSampler) stop(b *testing.B) {
 	b.Helper()
 	s.cancel()
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	lock, top, topRow := 0, 0, ""
-	for row, n := range s.rows {
+	lock, row, top := 0, 0, 0
+	for on, n := range s.rows {
 		lock += n
-		if n > top {
-			top, topRow = n, row
+		top = max(top, n)
+		if strings.HasPrefix(on, "row ") {
+			row = max(row, n)
 		}
 	}
 	b.ReportMetric(float64(lock), "lockwait-samples")
 	b.ReportMetric(float64(s.active), "active-samples")
 	if lock > 0 {
-		b.ReportMetric(100*float64(top)/float64(lock), "top-row-%")
+		b.ReportMetric(100*float64(row)/float64(lock), "top-row-%")
+		b.ReportMetric(100*float64(top)/float64(lock), "top-lock-%")
 	}
-	b.Logf("%d active samples, %d waiting on a lock; most-waited: %q (%d); waits: %s", s.active, lock, topRow, top, topWaits(s.waits, 6))
+	b.Logf("%d active samples, %d waiting on a lock; most-waited: %s; waits: %s", s.active, lock, topWaits(s.rows, 3), topWaits(s.waits, 6))
 }
 
-// topWaits is the n most frequent waits, "event n" each.
+// topWaits is the n most frequent keys of waits, "key n" each.
 func topWaits(waits map[string]int, n int) string {
 	keys := make([]string, 0, len(waits))
 	for k := range waits {
