@@ -297,6 +297,70 @@ func TestIntegrator_PostgresFoldsACommitThatTookASmallerSeqLater(t *testing.T) {
 	}
 }
 
+// The engine's writer is busy in a transaction (a commit of a step that
+// has not ended): a fold of the events committed before it still writes
+// its checkpoint, on a connection of its own, rather than waiting for the
+// writer's turn as it did under load.
+func TestIntegrator_PostgresFoldsWhileTheEngineWriterIsBusy(t *testing.T) {
+	st := open(t, pgtest.Fresh(t))
+	defer st.Close()
+	ctx := context.Background()
+	writeEvents(t, st, "r", 3)
+	entered, release := make(chan struct{}), make(chan struct{})
+	updated := make(chan error, 1)
+	go func() {
+		_, err := st.Update(ctx, func(tx agentrt.Tx) error {
+			close(entered)
+			<-release
+			return nil
+		})
+		updated <- err
+	}()
+	<-entered
+	in, err := checkpoint.NewIntegrator(st, checkpoint.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Other tests' transactions in the cluster may hold the watermark
+	// back a while: fold until the three are in, or give up.
+	folded := make(chan error, 1)
+	go func() {
+		for {
+			if _, _, _, err := in.Fold(ctx); err != nil {
+				folded <- err
+				return
+			}
+			var leaves int64
+			if err := st.Pool().QueryRow(ctx, `SELECT COUNT(*) FROM event_leaves`).Scan(&leaves); err != nil || leaves >= 3 {
+				folded <- err
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	select {
+	case err := <-folded:
+		close(release)
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		close(release)
+		<-folded
+		t.Fatal("the fold waited for the engine's writer, busy in an open transaction")
+	}
+	if err := <-updated; err != nil {
+		t.Fatal(err)
+	}
+	var leaves int64
+	if err := st.Pool().QueryRow(ctx, `SELECT COUNT(*) FROM event_leaves`).Scan(&leaves); err != nil {
+		t.Fatal(err)
+	}
+	if leaves != 3 {
+		t.Fatalf("%d events folded; want the 3 committed before the busy transaction", leaves)
+	}
+}
+
 // BenchmarkCheckpointLag runs 16 runs of 20 steps at once on PostgreSQL
 // with the background integrator (and with synchronous mode) and reports
 // each event's lag to the checkpoint that folded it.

@@ -20,8 +20,10 @@ import (
 // to another service does (a process's 8 slots are the bound, which more
 // processes lift until the database's is reached). chain=none is the
 // ceiling: the same processes committing the same rows with no chain at
-// all (no hash, no place in a run), so chain=run ÷ chain=none is what the
-// per-run chains cost.
+// all (no hash, no place in a run, no integrator), so chain=run ÷
+// chain=none is what the per-run chains and their checkpoints cost:
+// chain=run's workers each run the integrator, as agentrt worker does.
+// Every variant samples what the backends wait on (lockSampler).
 func BenchmarkWorkerProcesses(b *testing.B) {
 	pgtest.DSN(b)
 	const runs = 128
@@ -41,7 +43,7 @@ func BenchmarkWorkerProcesses(b *testing.B) {
 
 func benchWorkerProcesses(b *testing.B, runs, procs, toolMS int, chainless bool) {
 	c := newCluster(b, 5*time.Second)
-	c.toolMS, c.chainless = toolMS, chainless
+	c.toolMS, c.chainless, c.checkpoint = toolMS, chainless, !chainless
 	st := c.store()
 	workers := make([]*proc, procs)
 	for i := range workers {
@@ -53,6 +55,7 @@ func benchWorkerProcesses(b *testing.B, runs, procs, toolMS int, chainless bool)
 		}
 	}()
 	ctx := context.Background()
+	sampler := sampleLocks(b, pgtest.DSN(b))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		c.enqueueAs(st, fmt.Sprintf("b%d-", i), runs)
@@ -73,6 +76,7 @@ func benchWorkerProcesses(b *testing.B, runs, procs, toolMS int, chainless bool)
 		}
 	}
 	b.StopTimer()
+	sampler.stop(b)
 	b.ReportMetric(float64(b.N*runs*Steps)/b.Elapsed().Seconds(), "steps/s")
 	b.ReportMetric(float64(b.N*runs)/b.Elapsed().Seconds(), "runs/s")
 }

@@ -47,8 +47,10 @@ type cluster struct {
 	// chainless makes the workers write events with no chain (the
 	// ceiling BenchmarkWorkerProcesses measures the chain against).
 	chainless bool
-	mu        sync.Mutex
-	n         int
+	// checkpoint runs the integrator in each worker.
+	checkpoint bool
+	mu         sync.Mutex
+	n          int
 }
 
 func newCluster(t testing.TB, ttl time.Duration) *cluster {
@@ -73,7 +75,8 @@ func (c *cluster) start(owner, dsn string) *proc {
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envRole+"=worker", envDSN+"="+dsn, envJournal+"="+c.journal, envOwner+"="+owner,
-		envTTL+"="+c.ttl.String(), envToolMS+"="+strconv.Itoa(c.toolMS), envChainless+"="+strconv.FormatBool(c.chainless))
+		envTTL+"="+c.ttl.String(), envToolMS+"="+strconv.Itoa(c.toolMS), envChainless+"="+strconv.FormatBool(c.chainless),
+		envCheckpoint+"="+strconv.FormatBool(c.checkpoint))
 	cmd.Stderr = logf
 	// A worker dies with the test: a test that times out leaves no
 	// worker behind to write to the next test's database.

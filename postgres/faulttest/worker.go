@@ -20,6 +20,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/checkpoint"
 	"github.com/agentrt/agentrt/postgres"
 )
 
@@ -34,6 +35,9 @@ const (
 	// envChainless "true" makes the worker write events unchained: a
 	// benchmark's ceiling, never a fault test's (their chain must verify).
 	envChainless = "AGENTRT_FAULT_CHAINLESS"
+	// envCheckpoint "true" runs the integrator in the worker, as the
+	// agentrt worker does by default (one folds; the others stand by).
+	envCheckpoint = "AGENTRT_FAULT_CHECKPOINT"
 )
 
 // Steps is the script every fault-test run follows: two journaled tool
@@ -83,6 +87,14 @@ func RunWorker() int {
 		return 0
 	}
 	defer st.Close()
+	if os.Getenv(envCheckpoint) == "true" {
+		integ, err := checkpoint.Process{}.Start(st, func(err error) { fmt.Fprintln(os.Stderr, "checkpoint:", err) })
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer integ.Stop()
+	}
 	tool := agentrt.ToolFunc{
 		ToolSpec: agentrt.ToolSpec{Name: "journal", Description: "append a line to the journal", SideEffect: agentrt.LocalMutation,
 			Timeout: 30 * time.Second, InputSchema: json.RawMessage(`{"type":"object"}`)},
