@@ -140,21 +140,7 @@ func BenchmarkVerifyEvents(b *testing.B) {
 	s := benchStore(b)
 	ctx := context.Background()
 	const events = 20000
-	_, err := s.Update(ctx, func(tx agentrt.Tx) error {
-		if err := tx.RunInsert(agentrt.Run{ID: "v", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: time.Now()}); err != nil {
-			return err
-		}
-		for i := 0; i < events; i++ {
-			if _, err := tx.EventAppend(agentrt.Event{RunID: "v", StepID: "s", At: time.Now(), Type: agentrt.EventToolFinished,
-				Payload: json.RawMessage(fmt.Sprintf(`{"tool":"echo","duration_ms":%d,"summary":"ok"}`, i))}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	kit.FillRun(b, s, "v", events, kit.ToolFinishedEvent)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		rep, err := s.VerifyEvents(ctx, 0, 0)
