@@ -3,28 +3,20 @@ package checkpoint_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/agentrt/agentrt/checkpoint"
 	"github.com/agentrt/agentrt/internal/enginekit"
+	"github.com/agentrt/agentrt/internal/testrig"
 	"github.com/agentrt/agentrt/sqlite"
 	"golang.org/x/mod/sumdb/note"
 	_ "modernc.org/sqlite"
 )
 
-func openDB(t testing.TB) (*sqlite.Store, string) {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "runs.db")
-	st, err := sqlite.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st, p
-}
+// openDB is a fresh runs database and its path.
+var openDB = testrig.DB
 
 func integrator(t *testing.T, st checkpoint.Store, signer note.Signer) *checkpoint.Integrator {
 	t.Helper()
