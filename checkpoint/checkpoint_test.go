@@ -3,51 +3,20 @@ package checkpoint_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/checkpoint"
 	"github.com/agentrt/agentrt/internal/enginekit"
+	"github.com/agentrt/agentrt/internal/testrig"
 	"github.com/agentrt/agentrt/sqlite"
 	"golang.org/x/mod/sumdb/note"
 	_ "modernc.org/sqlite"
 )
 
-func openDB(t testing.TB) (*sqlite.Store, string) {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "runs.db")
-	st, err := sqlite.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st, p
-}
-
-// appendEvents writes n events to run id (created on first use).
-func appendEvents(t *testing.T, st agentrt.Store, id string, n int) {
-	t.Helper()
-	ctx := context.Background()
-	if _, err := st.GetRun(ctx, id); err != nil {
-		if _, err := st.Update(ctx, func(tx agentrt.Tx) error {
-			return tx.RunInsert(agentrt.Run{ID: id, Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: time.Now()})
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := 0; i < n; i++ {
-		if _, err := st.Update(ctx, func(tx agentrt.Tx) error {
-			_, err := tx.EventAppend(agentrt.Event{RunID: id, At: time.Now(), Type: agentrt.EventRunCreated, Payload: []byte(fmt.Sprintf(`{"i":%d}`, i))})
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+// openDB is a fresh runs database and its path.
+var openDB = testrig.DB
 
 func integrator(t *testing.T, st checkpoint.Store, signer note.Signer) *checkpoint.Integrator {
 	t.Helper()
@@ -67,7 +36,7 @@ var (
 // with the one before, and verify finds every event included.
 func TestIntegrator_FoldsEveryEventOnceInBatches(t *testing.T) {
 	st, _ := openDB(t)
-	appendEvents(t, st, "r1", 599) // and run.created's own: none, 599 events
+	enginekit.AppendEvents(t, st, "r1", 599) // and run.created's own: none, 599 events
 	ctx := context.Background()
 	n, latest, ok, err := integrator(t, st, nil).Fold(ctx)
 	if err != nil || !ok {
@@ -131,8 +100,8 @@ func TestIntegrator_TwoAtOnceFoldEachEventOnce(t *testing.T) {
 			}
 		}()
 	}
-	appendEvents(t, st, "r1", 150)
-	appendEvents(t, other, "r2", 150)
+	enginekit.AppendEvents(t, st, "r1", 150)
+	enginekit.AppendEvents(t, other, "r2", 150)
 	close(stop)
 	wg.Wait()
 	close(errs)
@@ -160,7 +129,7 @@ func TestIntegrator_TwoAtOnceFoldEachEventOnce(t *testing.T) {
 // as a forger would, is no longer included in the checkpoint.
 func TestVerify_AlteredFoldedEventFails(t *testing.T) {
 	st, p := openDB(t)
-	appendEvents(t, st, "r1", 10)
+	enginekit.AppendEvents(t, st, "r1", 10)
 	ctx := context.Background()
 	if _, _, _, err := integrator(t, st, nil).Fold(ctx); err != nil {
 		t.Fatal(err)
@@ -180,17 +149,17 @@ func TestVerify_AlteredFoldedEventFails(t *testing.T) {
 func TestVerify_KeptCheckpointFailsOnACutTail(t *testing.T) {
 	st, p := openDB(t)
 	ctx := context.Background()
-	appendEvents(t, st, "r1", 5)
+	enginekit.AppendEvents(t, st, "r1", 5)
 	in := integrator(t, st, nil)
 	if _, _, _, err := in.Fold(ctx); err != nil {
 		t.Fatal(err)
 	}
-	appendEvents(t, st, "r1", 5)
+	enginekit.AppendEvents(t, st, "r1", 5)
 	_, kept, _, err := in.Fold(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	appendEvents(t, st, "r1", 3)
+	enginekit.AppendEvents(t, st, "r1", 3)
 	if _, _, _, err := in.Fold(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -217,9 +186,9 @@ func TestVerify_KeptCheckpointFailsOnACutTail(t *testing.T) {
 func TestReceipt_VerifiesOfflineAndFailsWhenAltered(t *testing.T) {
 	st, _ := openDB(t)
 	ctx := context.Background()
-	appendEvents(t, st, "r1", 4)
-	appendEvents(t, st, "r2", 3)
-	appendEvents(t, st, "r1", 4)
+	enginekit.AppendEvents(t, st, "r1", 4)
+	enginekit.AppendEvents(t, st, "r2", 3)
+	enginekit.AppendEvents(t, st, "r1", 4)
 	skey, vkey, err := checkpoint.NewKey("agentrt-test")
 	if err != nil {
 		t.Fatal(err)
@@ -273,19 +242,7 @@ func TestReceipt_VerifiesOfflineAndFailsWhenAltered(t *testing.T) {
 func TestVerify_RebuiltTreeFindsAnAlteredEventDeepInALargeLog(t *testing.T) {
 	st, p := openDB(t)
 	ctx := context.Background()
-	if _, err := st.Update(ctx, func(tx agentrt.Tx) error {
-		if err := tx.RunInsert(agentrt.Run{ID: "r", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: time.Now()}); err != nil {
-			return err
-		}
-		for i := 0; i < 3000; i++ {
-			if _, err := tx.EventAppend(agentrt.Event{RunID: "r", At: time.Now(), Type: agentrt.EventRunCreated}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	enginekit.FillRun(t, st, "r", 3000, nil)
 	if _, _, _, err := integrator(t, st, nil).Fold(ctx); err != nil {
 		t.Fatal(err)
 	}

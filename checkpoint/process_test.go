@@ -82,7 +82,7 @@ func TestProcess_SyncFoldsEveryEventBeforeTheStepReturns(t *testing.T) {
 // take it), and may be called twice.
 func TestProcess_StopEndsTheIntegratorAndLeaksNoGoroutine(t *testing.T) {
 	st, _ := openDB(t)
-	appendEvents(t, st, "r1", 5)
+	enginekit.AppendEvents(t, st, "r1", 5)
 	before := runtime.NumGoroutine()
 	r, err := checkpoint.Process{Interval: 5 * time.Millisecond}.Start(st, func(err error) { t.Error(err) })
 	if err != nil {

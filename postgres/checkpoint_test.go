@@ -18,51 +18,6 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
-func writeEvents(t *testing.T, st *postgres.Store, run string, n int) {
-	t.Helper()
-	ctx := context.Background()
-	if _, err := st.Update(ctx, func(tx agentrt.Tx) error {
-		return tx.RunInsert(agentrt.Run{ID: run, Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: time.Now()})
-	}); err != nil {
-		t.Error(err)
-		return
-	}
-	for i := 0; i < n; i++ {
-		if _, err := st.Update(ctx, func(tx agentrt.Tx) error {
-			_, err := tx.EventAppend(agentrt.Event{RunID: run, At: time.Now(), Type: agentrt.EventRunCreated, Payload: []byte(fmt.Sprintf(`{"i":%d}`, i))})
-			return err
-		}); err != nil {
-			t.Error(err)
-			return
-		}
-	}
-}
-
-// foldAll folds until every event of st's database is folded. The
-// watermark is the cluster's oldest running transaction, and other tests'
-// databases share the cluster, so one Fold may stop short of events this
-// test committed; it must not stop short forever.
-func foldAll(t *testing.T, st *postgres.Store, in *checkpoint.Integrator) {
-	t.Helper()
-	ctx := context.Background()
-	for deadline := time.Now().Add(time.Minute); ; {
-		if _, _, _, err := in.Fold(ctx); err != nil {
-			t.Fatal(err)
-		}
-		var unfolded int64
-		if err := st.Pool().QueryRow(ctx, `SELECT COUNT(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM event_leaves l WHERE l.seq = e.seq)`).Scan(&unfolded); err != nil {
-			t.Fatal(err)
-		}
-		if unfolded == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d events still unfolded after a minute of folding", unfolded)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // Two integrators in two stores fold while two other stores commit: every
 // event is folded once, none is skipped, and the checkpoints verify.
 func TestIntegrator_PostgresTwoAtOnceFoldEachEventOnce(t *testing.T) {
@@ -97,13 +52,13 @@ func TestIntegrator_PostgresTwoAtOnceFoldEachEventOnce(t *testing.T) {
 	}
 	for i, s := range []*postgres.Store{w1, w2} {
 		writers.Add(1)
-		go func() { defer writers.Done(); writeEvents(t, s, fmt.Sprintf("r%d", i), 120) }()
+		go func() { defer writers.Done(); enginekit.AppendEvents(t, s, fmt.Sprintf("r%d", i), 120) }()
 	}
 	writers.Wait()
 	close(stop)
 	folders.Wait()
 	in, _ := checkpoint.NewIntegrator(i1, checkpoint.Config{})
-	foldAll(t, i1, in)
+	enginekit.FoldAll(t, i1, in)
 	var events, leaves, distinct, maxLeaf int64
 	if err := i1.Pool().QueryRow(ctx, `SELECT (SELECT COUNT(*) FROM events), COUNT(*), COUNT(DISTINCT seq), MAX(leaf) FROM event_leaves`).Scan(&events, &leaves, &distinct, &maxLeaf); err != nil {
 		t.Fatal(err)
@@ -147,14 +102,14 @@ func TestReceipt_MadeOnPostgresVerifiesOffline(t *testing.T) {
 	st := open(t, dsn)
 	defer st.Close()
 	ctx := context.Background()
-	writeEvents(t, st, "r", 20)
+	enginekit.AppendEvents(t, st, "r", 20)
 	skey, vkey, err := checkpoint.NewKey("pg-log")
 	if err != nil {
 		t.Fatal(err)
 	}
 	signer, _ := note.NewSigner(skey)
 	in, _ := checkpoint.NewIntegrator(st, checkpoint.Config{Signer: signer})
-	foldAll(t, st, in)
+	enginekit.FoldAll(t, st, in)
 	events, err := st.ListEvents(ctx, "r")
 	if err != nil {
 		t.Fatal(err)
@@ -252,7 +207,7 @@ func TestIntegrator_PostgresFoldsACommitThatTookASmallerSeqLater(t *testing.T) {
 	st := open(t, pgtest.Fresh(t))
 	defer st.Close()
 	ctx := context.Background()
-	writeEvents(t, st, "r", 0)
+	enginekit.AppendEvents(t, st, "r", 0)
 	insert := func(tx pgx.Tx, seq int64) {
 		t.Helper()
 		for _, q := range []string{"SET LOCAL session_replication_role = replica",
@@ -286,7 +241,7 @@ func TestIntegrator_PostgresFoldsACommitThatTookASmallerSeqLater(t *testing.T) {
 	if err := first.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	foldAll(t, st, in)
+	enginekit.FoldAll(t, st, in)
 	var leaves int64
 	var seqs string
 	if err := st.Pool().QueryRow(ctx, `SELECT COUNT(*), COALESCE(string_agg(seq::text, ',' ORDER BY leaf), '') FROM event_leaves`).Scan(&leaves, &seqs); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/export"
+	"github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/postgres"
 	"github.com/agentrt/agentrt/postgres/internal/pgtest"
 	"github.com/jackc/pgx/v5"
@@ -23,7 +24,7 @@ func TestFollower_PostgresDeliversACommitThatTookASmallerSeqLater(t *testing.T) 
 	st := open(t, pgtest.Fresh(t))
 	defer st.Close()
 	ctx := context.Background()
-	writeEvents(t, st, "r", 2)
+	enginekit.AppendEvents(t, st, "r", 2)
 	cursor := &export.MemCursor{}
 	var got []int64
 	pass := func() {

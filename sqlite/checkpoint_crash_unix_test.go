@@ -5,38 +5,27 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/checkpoint"
+	"github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
-const crashFoldDB = "AGENTRT_TEST_CRASH_FOLD_DB"
+// foldCrash is the checkpoint crash test on a SQLite file.
+var foldCrash = enginekit.FoldCrash{
+	Env:          "AGENTRT_TEST_CRASH_FOLD_DB",
+	Open:         func(_ context.Context, p string) (agentrt.Store, error) { return sqlite.Open(p) },
+	Raw:          func(p string) (*sql.DB, error) { return sql.Open("sqlite", p) },
+	SetCrashHook: sqlite.SetCrashHook,
+}
 
-// The child half: fold, and die by SIGKILL inside the fold's transaction,
-// after its rows are written and before the commit.
+// The child half of the crash test folds and dies; every other run of the
+// binary runs the tests.
 func TestMain(m *testing.M) {
-	if p := os.Getenv(crashFoldDB); p != "" {
-		st, err := sqlite.Open(p)
-		if err != nil {
-			os.Exit(3)
-		}
-		sqlite.SetCrashHook(func(point string) {
-			if point == "checkpoint-written" {
-				syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			}
-		})
-		in, _ := checkpoint.NewIntegrator(st, checkpoint.Config{MaxBatch: 100})
-		in.Fold(context.Background())
-		os.Exit(4) // not reached: the first batch kills the process
-	}
+	foldCrash.Child()
 	os.Exit(m.Run())
 }
 
@@ -44,67 +33,5 @@ func TestMain(m *testing.M) {
 // checkpoint of that batch; a restarted one folds every event exactly once
 // and the checkpoints verify.
 func TestIntegrator_KilledMidBatchRestartsWithNothingFoldedTwiceOrSkipped(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "runs.db")
-	st, err := sqlite.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ctx := context.Background()
-	if _, err := st.Update(ctx, func(tx agentrt.Tx) error {
-		if err := tx.RunInsert(agentrt.Run{ID: "r", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: time.Now()}); err != nil {
-			return err
-		}
-		for i := 0; i < 250; i++ {
-			if _, err := tx.EventAppend(agentrt.Event{RunID: "r", At: time.Now(), Type: agentrt.EventRunCreated}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashFoldDB+"="+p)
-	err = cmd.Run()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Fatalf("the child was not killed mid-batch: %v", err)
-	}
-	db, err := sql.Open("sqlite", p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	count := func(table string) int64 {
-		var n int64
-		if err := db.QueryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	for _, table := range []string{"event_leaves", "tree_hashes", "checkpoints"} {
-		if n := count(table); n != 0 {
-			t.Fatalf("the killed batch left %d row(s) in %s", n, table)
-		}
-	}
-	in, err := checkpoint.NewIntegrator(st, checkpoint.Config{MaxBatch: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, latest, _, err := in.Fold(ctx)
-	if err != nil || n != 250 || latest.Size != 250 {
-		t.Fatalf("restart folded %d, size %d: %v", n, latest.Size, err)
-	}
-	var leaves, distinct int64
-	if err := db.QueryRow("SELECT COUNT(*), COUNT(DISTINCT seq) FROM event_leaves").Scan(&leaves, &distinct); err != nil {
-		t.Fatal(err)
-	}
-	if leaves != 250 || distinct != 250 || count("checkpoints") != 3 {
-		t.Fatalf("leaves %d distinct %d checkpoints %d; want 250, 250, 3", leaves, distinct, count("checkpoints"))
-	}
-	rep, err := checkpoint.Verify(ctx, st, checkpoint.VerifyOptions{})
-	if err != nil || rep.Problem != nil || rep.Leaves != 250 {
-		t.Fatalf("Verify: %v %+v leaves %d", err, rep.Problem, rep.Leaves)
-	}
+	foldCrash.Run(t, filepath.Join(t.TempDir(), "runs.db"))
 }

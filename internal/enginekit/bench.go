@@ -105,3 +105,27 @@ func BenchDriver(tb testing.TB, st agentrt.Store, tool agentrt.Tool, n int) (*ag
 	limits.MaxSteps = n + 1
 	return d, limits
 }
+
+// CommitFloor is a benchmark's loop of the smallest commit a store makes:
+// one transaction appending one event to a running run. Beside a
+// benchmark of the engine it reads as the engine's cost in commits.
+func CommitFloor(b *testing.B, st agentrt.Store) {
+	b.Helper()
+	ctx := context.Background()
+	if _, err := st.Update(ctx, func(tx agentrt.Tx) error {
+		return tx.RunInsert(agentrt.Run{ID: "floor", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: time.Now()})
+	}); err != nil {
+		b.Fatal(err)
+	}
+	at := time.Now()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := st.Update(ctx, func(tx agentrt.Tx) error {
+			_, err := tx.EventAppend(agentrt.Event{RunID: "floor", At: at, Type: agentrt.EventStepStarted, Payload: json.RawMessage(`{}`)})
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

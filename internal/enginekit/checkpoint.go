@@ -2,6 +2,8 @@ package enginekit
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -112,4 +114,95 @@ func foldLags(b *testing.B, st agentrt.Store, cs checkpoint.Store) []time.Durati
 		from = leaves[len(leaves)-1].Index + 1
 	}
 	return lags
+}
+
+// FillRun writes, in one transaction, a running run id and n events of
+// it: event i is ev(i) with its RunID set, or a bare run.created event at
+// time.Now() when ev is nil. For tests and benchmarks that need a long
+// log fast.
+func FillRun(tb testing.TB, st agentrt.Store, id string, n int, ev func(i int) agentrt.Event) {
+	tb.Helper()
+	if ev == nil {
+		ev = func(int) agentrt.Event { return agentrt.Event{At: time.Now(), Type: agentrt.EventRunCreated} }
+	}
+	if _, err := st.Update(context.Background(), func(tx agentrt.Tx) error {
+		if err := tx.RunInsert(agentrt.Run{ID: id, Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: time.Now()}); err != nil {
+			return err
+		}
+		for i := 0; i < n; i++ {
+			e := ev(i)
+			e.RunID = id
+			if _, err := tx.EventAppend(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// ToolFinishedEvent is the i-th tool.finished event of step s, as the verify
+// benchmarks fill their logs with.
+func ToolFinishedEvent(i int) agentrt.Event {
+	return agentrt.Event{StepID: "s", At: time.Now(), Type: agentrt.EventToolFinished,
+		Payload: json.RawMessage(fmt.Sprintf(`{"tool":"echo","duration_ms":%d,"summary":"ok"}`, i))}
+}
+
+// AppendEvents appends n events to run id (created running on first use),
+// each in a transaction of its own, as concurrent writers commit them. It
+// may run in a goroutine of its own: a failure is reported with t.Error
+// and ends the writing.
+func AppendEvents(t testing.TB, st agentrt.Store, id string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := st.GetRun(ctx, id); err != nil {
+		if _, err := st.Update(ctx, func(tx agentrt.Tx) error {
+			return tx.RunInsert(agentrt.Run{ID: id, Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: time.Now()})
+		}); err != nil {
+			t.Error(err)
+			return
+		}
+	}
+	for i := 0; i < n; i++ {
+		if _, err := st.Update(ctx, func(tx agentrt.Tx) error {
+			_, err := tx.EventAppend(agentrt.Event{RunID: id, At: time.Now(), Type: agentrt.EventRunCreated, Payload: []byte(fmt.Sprintf(`{"i":%d}`, i))})
+			return err
+		}); err != nil {
+			t.Error(err)
+			return
+		}
+	}
+}
+
+// FoldAll folds with in until every event of st is folded. On PostgreSQL
+// the fold's watermark is the cluster's oldest running transaction, and
+// other tests' databases share the cluster, so one Fold may stop short of
+// events this test committed; it must not stop short forever. It returns
+// how many events the folds folded in all.
+func FoldAll(t testing.TB, st agentrt.Store, in *checkpoint.Integrator) int {
+	t.Helper()
+	ctx := context.Background()
+	cs, err := checkpoint.For(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		n, _, _, err := in.Fold(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += n
+		unfolded, _, err := cs.CheckpointUnfolded(ctx, time.Now().Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if unfolded == 0 {
+			return total
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d events still unfolded after a minute of folding", unfolded)
+		}
+	}
 }

@@ -22,11 +22,7 @@ var (
 )
 
 func scanApprover(s scanner) (agentrt.EnrolledApprover, error) {
-	r := newRow(approverCols, approverAt)
-	err := r.scan(s)
-	if errors.Is(err, sql.ErrNoRows) {
-		return agentrt.EnrolledApprover{}, fmt.Errorf("%w: approver", agentrt.ErrNotFound)
-	}
+	r, err := scanOne(s, approverCols, approverAt, "approver")
 	if err != nil {
 		return agentrt.EnrolledApprover{}, err
 	}
@@ -50,19 +46,6 @@ func scanApprover(s scanner) (agentrt.EnrolledApprover, error) {
 	return a, nil
 }
 
-func scanApprovers(rows *sql.Rows) ([]agentrt.EnrolledApprover, error) {
-	defer rows.Close()
-	var out []agentrt.EnrolledApprover
-	for rows.Next() {
-		a, err := scanApprover(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
-}
-
 func (t *tx) ApproverInsert(a agentrt.EnrolledApprover) error {
 	_, err := t.exec(`INSERT INTO approvers (id, name, kind, algorithm, credential_id, public_key, rp_id, origin,
 		enrolled_at, enrolled_by, removed_at, removed_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -76,18 +59,12 @@ func (t *tx) ApproverInsert(a agentrt.EnrolledApprover) error {
 
 func (t *tx) ApproverGet(id string) (agentrt.EnrolledApprover, error) {
 	a, err := scanApprover(t.queryRow(selectApprover+" WHERE id = ?", id))
-	if errors.Is(err, agentrt.ErrNotFound) {
-		return a, fmt.Errorf("%w: approver %s", agentrt.ErrNotFound, id)
-	}
-	return a, err
+	return notFoundAs(a, err, "approver %s", id)
 }
 
 func (t *tx) ApproverByName(name string) (agentrt.EnrolledApprover, error) {
 	a, err := scanApprover(t.queryRow(selectApprover+" WHERE name = ? AND removed_at = ''", name))
-	if errors.Is(err, agentrt.ErrNotFound) {
-		return a, fmt.Errorf("%w: no enrolled approver is named %q", agentrt.ErrNotFound, name)
-	}
-	return a, err
+	return notFoundAs(a, err, "no enrolled approver is named %q", name)
 }
 
 func (t *tx) ApproverRemove(p agentrt.ApproverRemove) error {
@@ -135,19 +112,13 @@ func (t *tx) InviteUse(p agentrt.InviteUse) error {
 // ListApprovers reads every approver in enrollment order.
 func (s *Store) ListApprovers(ctx context.Context) ([]agentrt.EnrolledApprover, error) {
 	rows, err := s.rdb.QueryContext(ctx, selectApprover+" ORDER BY rowid")
-	if err != nil {
-		return nil, err
-	}
-	return scanApprovers(rows)
+	return scanRows(rows, err, scanApprover)
 }
 
 // GetApprover reads one approver.
 func (s *Store) GetApprover(ctx context.Context, id string) (agentrt.EnrolledApprover, error) {
 	a, err := scanApprover(s.rdb.QueryRowContext(ctx, s.d.Rebind(selectApprover+" WHERE id = ?"), id))
-	if errors.Is(err, agentrt.ErrNotFound) {
-		return a, fmt.Errorf("%w: approver %s", agentrt.ErrNotFound, id)
-	}
-	return a, err
+	return notFoundAs(a, err, "approver %s", id)
 }
 
 func (t *tx) ApproverSetAccess(p agentrt.ApproverSetAccess) error {
@@ -164,10 +135,7 @@ func (t *tx) ApproverSetAccess(p agentrt.ApproverSetAccess) error {
 
 func (t *tx) ApproverList() ([]agentrt.EnrolledApprover, error) {
 	rows, err := t.query(selectApprover + " ORDER BY rowid")
-	if err != nil {
-		return nil, err
-	}
-	return scanApprovers(rows)
+	return scanRows(rows, err, scanApprover)
 }
 
 func (t *tx) VoteInsert(v agentrt.Vote) error {
@@ -190,16 +158,11 @@ func (t *tx) VoteInsert(v agentrt.Vote) error {
 func (t *tx) VoteList(approvalID string) ([]agentrt.Vote, error) {
 	rows, err := t.query(`SELECT approval_id, run_id, approver_id, approver_name, stage, decision, note, at, signature_json
 		FROM approval_votes WHERE approval_id = ? ORDER BY rowid`, approvalID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []agentrt.Vote
-	for rows.Next() {
+	return scanRows(rows, err, func(sc scanner) (agentrt.Vote, error) {
 		var v agentrt.Vote
 		var at, sig string
-		if err := rows.Scan(&v.ApprovalID, &v.RunID, &v.ApproverID, &v.ApproverName, &v.Stage, &v.Decision, &v.Note, &at, &sig); err != nil {
-			return nil, err
+		if err := sc.Scan(&v.ApprovalID, &v.RunID, &v.ApproverID, &v.ApproverName, &v.Stage, &v.Decision, &v.Note, &at, &sig); err != nil {
+			return v, err
 		}
 		v.At, _ = parseTime(at)
 		if sig != "" {
@@ -208,7 +171,6 @@ func (t *tx) VoteList(approvalID string) ([]agentrt.Vote, error) {
 				v.Signature = nil
 			}
 		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+		return v, nil
+	})
 }

@@ -120,19 +120,13 @@ func (t *tx) BudgetUpdate(p agentrt.BudgetUpdate) error {
 // BudgetGet reads a budget by id, retired or not.
 func (t *tx) BudgetGet(id string) (agentrt.Budget, error) {
 	b, err := scanBudget(t.queryRow(selectBudget+" WHERE id = ?", id))
-	if errors.Is(err, agentrt.ErrNotFound) {
-		return b, fmt.Errorf("%w: budget %s", agentrt.ErrNotFound, id)
-	}
-	return b, err
+	return notFoundAs(b, err, "budget %s", id)
 }
 
 // BudgetByName reads the unretired budget with the name.
 func (t *tx) BudgetByName(name string) (agentrt.Budget, error) {
 	b, err := scanBudget(t.queryRow(selectBudget+" WHERE name = ? AND retired_at = ''", name))
-	if errors.Is(err, agentrt.ErrNotFound) {
-		return b, fmt.Errorf("%w: no unretired budget is named %q", agentrt.ErrNotFound, name)
-	}
-	return b, err
+	return notFoundAs(b, err, "no unretired budget is named %q", name)
 }
 
 // BudgetListActive reads the unretired budgets, by id: the order a

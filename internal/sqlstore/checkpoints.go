@@ -152,7 +152,7 @@ func (s *Store) insertFold(ctx context.Context, tx *sql.Tx, f checkpoint.Fold) e
 
 const checkpointColumns = "size, root, prev, hash, at, floor, body, signed"
 
-func scanCheckpoint(sc interface{ Scan(...any) error }) (checkpoint.Checkpoint, error) {
+func scanCheckpoint(sc scanner) (checkpoint.Checkpoint, error) {
 	var c checkpoint.Checkpoint
 	var root, at string
 	if err := sc.Scan(&c.Size, &root, &c.Prev, &c.Hash, &at, &c.Floor, &c.Body, &c.Signed); err != nil {
@@ -182,19 +182,7 @@ func (s *Store) CheckpointLatest(ctx context.Context) (checkpoint.Checkpoint, bo
 // CheckpointList implements checkpoint.Store.
 func (s *Store) CheckpointList(ctx context.Context, after int64, limit int) ([]checkpoint.Checkpoint, error) {
 	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind("SELECT "+checkpointColumns+" FROM checkpoints WHERE size > ? ORDER BY size LIMIT ?"), after, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []checkpoint.Checkpoint
-	for rows.Next() {
-		c, err := scanCheckpoint(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return scanRows(rows, err, scanCheckpoint)
 }
 
 // CheckpointHashes implements checkpoint.Store.
@@ -289,19 +277,11 @@ JOIN event_leaves l ON l.seq = e.seq WHERE e.run_id = ? AND e.seq >= ? AND e.seq
 
 func (s *Store) leaves(ctx context.Context, q string, args ...any) ([]checkpoint.Leaf, error) {
 	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(q), args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []checkpoint.Leaf
-	for rows.Next() {
+	return scanRows(rows, err, func(sc scanner) (checkpoint.Leaf, error) {
 		var l checkpoint.Leaf
-		if err := rows.Scan(&l.Index, &l.Seq, &l.Hash); err != nil {
-			return nil, err
-		}
-		out = append(out, l)
-	}
-	return out, rows.Err()
+		err := sc.Scan(&l.Index, &l.Seq, &l.Hash)
+		return l, err
+	})
 }
 
 // CheckpointUnfolded implements checkpoint.Store. Times compare as stored

@@ -55,6 +55,21 @@ func checkPage(limit, offset int) error {
 	return nil
 }
 
+// countedPage counts the rows of table that where selects and queries
+// one page of them: selected (a SELECT of table) with where, order and
+// the page's LIMIT and OFFSET. The caller scans and closes the rows.
+func (s *Store) countedPage(ctx context.Context, table, selected, where, order string, args []any, limit, offset int) (*sql.Rows, int, error) {
+	if err := checkPage(limit, offset); err != nil {
+		return nil, 0, err
+	}
+	total, err := s.count(ctx, "SELECT COUNT(*) FROM "+table+where, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(selected+where+order+" LIMIT ? OFFSET ?"), append(args, limit, offset)...)
+	return rows, total, err
+}
+
 // ListRunsPage reads one page of runs, newest first.
 func (s *Store) ListRunsPage(ctx context.Context, limit, offset int) ([]agentrt.Run, int, error) {
 	return s.ListRunsByStatusPage(ctx, "", limit, offset)
@@ -63,9 +78,6 @@ func (s *Store) ListRunsPage(ctx context.Context, limit, offset int) ([]agentrt.
 // ListRunsByStatusPage is ListRunsPage of the runs in one status; status ""
 // is every run.
 func (s *Store) ListRunsByStatusPage(ctx context.Context, status agentrt.RunStatus, limit, offset int) ([]agentrt.Run, int, error) {
-	if err := checkPage(limit, offset); err != nil {
-		return nil, 0, err
-	}
 	if status != "" && !status.Valid() {
 		return nil, 0, fmt.Errorf("agentrt: %q is not a run status", string(status))
 	}
@@ -73,24 +85,15 @@ func (s *Store) ListRunsByStatusPage(ctx context.Context, status agentrt.RunStat
 	if status != "" {
 		where, args = " WHERE status = ?", []any{string(status)}
 	}
-	total, err := s.count(ctx, "SELECT COUNT(*) FROM runs"+where, args...)
-	if err != nil {
-		return nil, 0, err
-	}
-	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(selectRunPage+where+" ORDER BY rowid DESC LIMIT ? OFFSET ?"), append(args, limit, offset)...)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	var out []agentrt.Run
+	rows, total, err := s.countedPage(ctx, "runs", selectRunPage, where, " ORDER BY rowid DESC", args, limit, offset)
 	r := newRow(runPageCols, runPageAt)
-	for rows.Next() {
-		if err := r.scan(rows); err != nil {
-			return nil, 0, err
+	out, err := scanRows(rows, err, func(sc scanner) (agentrt.Run, error) {
+		if err := r.scan(sc); err != nil {
+			return agentrt.Run{}, err
 		}
-		out = append(out, decodeRun(r))
-	}
-	return out, total, rows.Err()
+		return decodeRun(r), nil
+	})
+	return out, total, err
 }
 
 // GetRunCapped reads one run with its text columns capped.
@@ -129,94 +132,77 @@ var (
 // prints, as the writer recorded them or else extracted by SQLite, and
 // DecodeError says it was not read whole.
 func (s *Store) ListStepsPage(ctx context.Context, runID string, limit, offset int) ([]agentrt.Step, int, error) {
-	if err := checkPage(limit, offset); err != nil {
-		return nil, 0, err
-	}
-	total, err := s.count(ctx, "SELECT COUNT(*) FROM steps WHERE run_id = ?", runID)
-	if err != nil {
-		return nil, 0, err
-	}
-	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(selectStepPage+" WHERE run_id = ? ORDER BY idx LIMIT ? OFFSET ?"), runID, limit, offset)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	var out []agentrt.Step
+	rows, total, err := s.countedPage(ctx, "steps", selectStepPage, " WHERE run_id = ?", " ORDER BY idx", []any{runID}, limit, offset)
 	r := newRow(stepPageCols, stepPageAt)
+	out, err := scanRows(rows, err, func(sc scanner) (agentrt.Step, error) { return scanStepPage(sc, r) })
+	return out, total, err
+}
+
+// scanStepPage decodes a step of a page into r, which it reuses: the
+// JSON columns small enough whole, the others from their printed fields.
+func scanStepPage(sc scanner, r *row) (agentrt.Step, error) {
 	var decF, polF, obsF sql.NullString
-	for rows.Next() {
-		if err := r.scan(rows, &decF, &polF, &obsF); err != nil {
-			return nil, 0, err
-		}
-		st := agentrt.Step{ID: r.str("id"), RunID: r.str("run_id"), Index: r.int("idx"),
-			Status: agentrt.StepStatus(r.str("status")), SpecHash: r.str("spec_hash"), PolicyID: r.str("policy_id")}
-		var over []string
-		small := func(name, column string, fields sql.NullString, want, n int) ([]string, string) {
-			v, size, ok := r.raw(column)
-			if ok && size <= agentrt.MaxPageText {
-				return nil, v
-			}
-			f, read := decodeFields(fields, want, n)
-			switch {
-			case size > agentrt.MaxStoredValue:
-				over = append(over, fmt.Sprintf("%s (%s) not read", name, tooBig(size)))
-			case !read:
-				over = append(over, fmt.Sprintf("%s (%d bytes) not read whole: not valid JSON", name, size))
-			default:
-				over = append(over, fmt.Sprintf("%s (%d bytes) not read whole", name, size))
-			}
-			return f, ""
-		}
-		decS, polS, obsS := "", "", ""
-		if f, v := small("decision", "decision_json", decF, len(decisionFields), agentrt.MaxPageText); f != nil {
-			st.Decision = &agentrt.Decision{Kind: agentrt.DecisionKind(f[0]), Tool: f[1], Reason: f[2], Message: f[3]}
-		} else {
-			decS = v
-		}
-		if f, v := small("policy", "policy_json", polF, len(policyFields), agentrt.MaxPageText); f != nil {
-			st.Policy = &agentrt.PolicyDecision{Outcome: agentrt.PolicyOutcome(f[0]), Reason: f[1], Kind: f[2]}
-		} else {
-			polS = v
-		}
-		if f, v := small("observation", "observation_json", obsF, len(observationFields), agentrt.MaxPageText); f != nil {
-			st.Observation = &agentrt.Observation{Kind: agentrt.ObservationKind(f[0]), Summary: f[1], ContentHash: f[2]}
-		} else {
-			obsS = v
-		}
-		r.bad = append(over, r.bad...)
-		decodeStep(&st, r, decS, polS, obsS)
-		out = append(out, st)
+	if err := r.scan(sc, &decF, &polF, &obsF); err != nil {
+		return agentrt.Step{}, err
 	}
-	return out, total, rows.Err()
+	st := agentrt.Step{ID: r.str("id"), RunID: r.str("run_id"), Index: r.int("idx"),
+		Status: agentrt.StepStatus(r.str("status")), SpecHash: r.str("spec_hash"), PolicyID: r.str("policy_id")}
+	var over []string
+	small := func(name, column string, fields sql.NullString, want, n int) ([]string, string) {
+		v, size, ok := r.raw(column)
+		if ok && size <= agentrt.MaxPageText {
+			return nil, v
+		}
+		f, read := decodeFields(fields, want, n)
+		switch {
+		case size > agentrt.MaxStoredValue:
+			over = append(over, fmt.Sprintf("%s (%s) not read", name, tooBig(size)))
+		case !read:
+			over = append(over, fmt.Sprintf("%s (%d bytes) not read whole: not valid JSON", name, size))
+		default:
+			over = append(over, fmt.Sprintf("%s (%d bytes) not read whole", name, size))
+		}
+		return f, ""
+	}
+	decS, polS, obsS := "", "", ""
+	if f, v := small("decision", "decision_json", decF, len(decisionFields), agentrt.MaxPageText); f != nil {
+		st.Decision = &agentrt.Decision{Kind: agentrt.DecisionKind(f[0]), Tool: f[1], Reason: f[2], Message: f[3]}
+	} else {
+		decS = v
+	}
+	if f, v := small("policy", "policy_json", polF, len(policyFields), agentrt.MaxPageText); f != nil {
+		st.Policy = &agentrt.PolicyDecision{Outcome: agentrt.PolicyOutcome(f[0]), Reason: f[1], Kind: f[2]}
+	} else {
+		polS = v
+	}
+	if f, v := small("observation", "observation_json", obsF, len(observationFields), agentrt.MaxPageText); f != nil {
+		st.Observation = &agentrt.Observation{Kind: agentrt.ObservationKind(f[0]), Summary: f[1], ContentHash: f[2]}
+	} else {
+		obsS = v
+	}
+	r.bad = append(over, r.bad...)
+	decodeStep(&st, r, decS, polS, obsS)
+	return st, nil
 }
 
 var (
-	approvalPageCols = headCols(approvalCols)
-	approvalPageAt   = colIndex(approvalPageCols)
+	approvalPageCols   = headCols(approvalCols)
+	approvalPageAt     = colIndex(approvalPageCols)
+	selectApprovalPage = "SELECT " + selectCols(approvalPageCols) + " FROM approvals"
 )
 
 // ListApprovalsPage reads one page of a run's approvals (status "" = all).
 // An oversized request is replaced by its identity; to decide, read the
 // approval whole with GetApproval, because the decision binds to the hash.
 func (s *Store) ListApprovalsPage(ctx context.Context, runID string, status agentrt.ApprovalStatus, limit, offset int) ([]agentrt.Approval, int, error) {
-	if err := checkPage(limit, offset); err != nil {
-		return nil, 0, err
-	}
 	where := " WHERE run_id = ?"
 	args := []any{runID}
 	if status != "" {
 		where += " AND status = ?"
 		args = append(args, string(status))
 	}
-	total, err := s.count(ctx, "SELECT COUNT(*) FROM approvals"+where, args...)
-	if err != nil {
-		return nil, 0, err
-	}
-	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind("SELECT "+selectCols(approvalPageCols)+" FROM approvals"+where+" ORDER BY rowid LIMIT ? OFFSET ?"), append(args, limit, offset)...)
-	if err != nil {
-		return nil, 0, err
-	}
-	out, err := scanApprovalPage(rows)
+	rows, total, err := s.countedPage(ctx, "approvals", selectApprovalPage, where, " ORDER BY rowid", args, limit, offset)
+	out, err := scanApprovalPage(rows, err)
 	return out, total, err
 }
 
@@ -224,31 +210,19 @@ func (s *Store) ListApprovalsPage(ctx context.Context, runID string, status agen
 // oldest first: the inbox. The approvals_waiting index serves both the
 // count and the page.
 func (s *Store) ListWaitingApprovals(ctx context.Context, limit, offset int) ([]agentrt.Approval, int, error) {
-	if err := checkPage(limit, offset); err != nil {
-		return nil, 0, err
-	}
-	where := " WHERE status = ?"
-	args := []any{string(agentrt.ApprovalPending)}
-	total, err := s.count(ctx, "SELECT COUNT(*) FROM approvals"+where, args...)
-	if err != nil {
-		return nil, 0, err
-	}
-	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind("SELECT "+selectCols(approvalPageCols)+" FROM approvals"+where+" ORDER BY created_at, rowid LIMIT ? OFFSET ?"), append(args, limit, offset)...)
-	if err != nil {
-		return nil, 0, err
-	}
-	out, err := scanApprovalPage(rows)
+	rows, total, err := s.countedPage(ctx, "approvals", selectApprovalPage, " WHERE status = ?", " ORDER BY created_at, rowid",
+		[]any{string(agentrt.ApprovalPending)}, limit, offset)
+	out, err := scanApprovalPage(rows, err)
 	return out, total, err
 }
 
-// scanApprovalPage decodes a page of approvals read with approvalPageCols.
-func scanApprovalPage(rows *sql.Rows) ([]agentrt.Approval, error) {
-	defer rows.Close()
-	var out []agentrt.Approval
+// scanApprovalPage decodes a page of approvals read with approvalPageCols;
+// err is the query's.
+func scanApprovalPage(rows *sql.Rows, err error) ([]agentrt.Approval, error) {
 	p := newRow(approvalPageCols, approvalPageAt)
-	for rows.Next() {
-		if err := p.scan(rows); err != nil {
-			return nil, err
+	return scanRows(rows, err, func(sc scanner) (agentrt.Approval, error) {
+		if err := p.scan(sc); err != nil {
+			return agentrt.Approval{}, err
 		}
 		a := agentrt.Approval{ID: p.str("id"), RunID: p.str("run_id"), StepID: p.str("step_id"), Kind: p.str("kind"),
 			Hash: p.str("hash"), Status: agentrt.ApprovalStatus(p.str("status")), CreatedAt: p.time("created_at"),
@@ -286,9 +260,8 @@ func scanApprovalPage(rows *sql.Rows) ([]agentrt.Approval, error) {
 		if len(bad) > 0 {
 			a.DecodeError = strings.Join(bad, "; ")
 		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+		return a, nil
+	})
 }
 
 var (
@@ -298,29 +271,17 @@ var (
 
 // ListEventsPage reads one page of a run's events in seq order ("" = all runs).
 func (s *Store) ListEventsPage(ctx context.Context, runID string, limit, offset int) ([]agentrt.Event, int, error) {
-	if err := checkPage(limit, offset); err != nil {
-		return nil, 0, err
-	}
 	where := ""
 	var args []any
 	if runID != "" {
 		where = " WHERE run_id = ?"
 		args = append(args, runID)
 	}
-	total, err := s.count(ctx, "SELECT COUNT(*) FROM events"+where, args...)
-	if err != nil {
-		return nil, 0, err
-	}
-	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind("SELECT "+selectCols(eventPageCols)+" FROM events"+where+" ORDER BY seq LIMIT ? OFFSET ?"), append(args, limit, offset)...)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	var out []agentrt.Event
+	rows, total, err := s.countedPage(ctx, "events", "SELECT "+selectCols(eventPageCols)+" FROM events", where, " ORDER BY seq", args, limit, offset)
 	p := newRow(eventPageCols, eventPageAt)
-	for rows.Next() {
-		if err := p.scan(rows); err != nil {
-			return nil, 0, err
+	out, err := scanRows(rows, err, func(sc scanner) (agentrt.Event, error) {
+		if err := p.scan(sc); err != nil {
+			return agentrt.Event{}, err
 		}
 		e := agentrt.Event{Seq: p.int64("seq"), RunID: p.str("run_id"), StepID: p.str("step_id"), At: p.time("at"), Type: agentrt.EventType(p.str("type"))}
 		pl := pageText(p, "payload_json")
@@ -329,9 +290,9 @@ func (s *Store) ListEventsPage(ctx context.Context, runID string, limit, offset 
 			b, _ := json.Marshal(map[string]any{"invalid_payload": true, "text": capText(pl.head, pl.length)})
 			e.Payload = b
 		}
-		out = append(out, e)
-	}
-	return out, total, rows.Err()
+		return e, nil
+	})
+	return out, total, err
 }
 
 // cappedText is a colHead column as read: its head and its size.

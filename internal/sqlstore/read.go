@@ -27,11 +27,7 @@ func intCols(names ...string) []col { return textCols(colInt, names...) }
 type scanner interface{ Scan(dest ...any) error }
 
 func scanRun(s scanner) (agentrt.Run, error) {
-	r := newRow(runCols, runAt)
-	err := r.scan(s)
-	if errors.Is(err, sql.ErrNoRows) {
-		return agentrt.Run{}, fmt.Errorf("%w: run", agentrt.ErrNotFound)
-	}
+	r, err := scanOne(s, runCols, runAt, "run")
 	if err != nil {
 		return agentrt.Run{}, err
 	}
@@ -110,30 +106,9 @@ func scanStep(s scanner) (agentrt.Step, error) {
 // decodeStep decodes a step's JSON columns and times and sets DecodeError
 // from everything r noted.
 func decodeStep(st *agentrt.Step, r *row, dec, pol, obs string) {
-	if dec != "" {
-		d := new(agentrt.Decision)
-		if err := json.Unmarshal([]byte(dec), d); err != nil {
-			r.note("decision: %v", err)
-		} else {
-			st.Decision = d
-		}
-	}
-	if pol != "" {
-		p := new(agentrt.PolicyDecision)
-		if err := json.Unmarshal([]byte(pol), p); err != nil {
-			r.note("policy: %v", err)
-		} else {
-			st.Policy = p
-		}
-	}
-	if obs != "" {
-		o := new(agentrt.Observation)
-		if err := json.Unmarshal([]byte(obs), o); err != nil {
-			r.note("observation: %v", err)
-		} else {
-			st.Observation = o
-		}
-	}
+	decodeColumn(r, "decision", dec, &st.Decision)
+	decodeColumn(r, "policy", pol, &st.Policy)
+	decodeColumn(r, "observation", obs, &st.Observation)
 	st.StartedAt = r.time("started_at")
 	st.FinishedAt = r.time("finished_at")
 	switch st.Status {
@@ -144,8 +119,23 @@ func decodeStep(st *agentrt.Step, r *row, dec, pol, obs string) {
 	st.DecodeError = r.decodeError()
 }
 
-func scanSteps(rows *sql.Rows) ([]agentrt.Step, error) {
-	return scanRows(rows, nil, scanStep)
+// decodeColumn sets *dst to the JSON text of a column, named what in the
+// note r keeps when it will not decode (*dst is then left alone, as it is
+// when text is empty).
+func decodeColumn[T any](r *row, what, text string, dst **T) {
+	if text == "" {
+		return
+	}
+	v := new(T)
+	if err := json.Unmarshal([]byte(text), v); err != nil {
+		r.note("%s: %v", what, err)
+		return
+	}
+	*dst = v
+}
+
+func scanSteps(rows *sql.Rows, err error) ([]agentrt.Step, error) {
+	return scanRows(rows, err, scanStep)
 }
 
 var (
@@ -157,11 +147,7 @@ var (
 )
 
 func scanApproval(s scanner) (agentrt.Approval, error) {
-	r := newRow(approvalCols, approvalAt)
-	err := r.scan(s)
-	if errors.Is(err, sql.ErrNoRows) {
-		return agentrt.Approval{}, fmt.Errorf("%w: approval", agentrt.ErrNotFound)
-	}
+	r, err := scanOne(s, approvalCols, approvalAt, "approval")
 	if err != nil {
 		return agentrt.Approval{}, err
 	}
@@ -207,8 +193,8 @@ func scanApproval(s scanner) (agentrt.Approval, error) {
 	return a, nil
 }
 
-func scanApprovals(rows *sql.Rows) ([]agentrt.Approval, error) {
-	return scanRows(rows, nil, scanApproval)
+func scanApprovals(rows *sql.Rows, err error) ([]agentrt.Approval, error) {
+	return scanRows(rows, err, scanApproval)
 }
 
 var (
@@ -218,9 +204,9 @@ var (
 
 // scanEvents reads events whole. Event has no DecodeError: a payload too
 // big to read is replaced by a JSON object giving its size.
-func scanEvents(rows *sql.Rows) ([]agentrt.Event, error) {
+func scanEvents(rows *sql.Rows, err error) ([]agentrt.Event, error) {
 	r := newRow(eventCols, eventAt)
-	return scanRows(rows, nil, func(s scanner) (agentrt.Event, error) {
+	return scanRows(rows, err, func(s scanner) (agentrt.Event, error) {
 		if err := r.scan(s); err != nil {
 			return agentrt.Event{}, err
 		}
@@ -237,10 +223,7 @@ func scanEvents(rows *sql.Rows) ([]agentrt.Event, error) {
 // GetRun reads one run.
 func (s *Store) GetRun(ctx context.Context, id string) (agentrt.Run, error) {
 	r, err := scanRun(s.rdb.QueryRowContext(ctx, s.d.Rebind(selectRun+" WHERE id = ?"), id))
-	if errors.Is(err, agentrt.ErrNotFound) {
-		return r, fmt.Errorf("%w: run %s", agentrt.ErrNotFound, id)
-	}
-	return r, err
+	return notFoundAs(r, err, "run %s", id)
 }
 
 // ListRuns reads every run, newest first.
@@ -251,11 +234,7 @@ func (s *Store) ListRuns(ctx context.Context) ([]agentrt.Run, error) {
 
 // ListSteps reads a run's steps in index order.
 func (s *Store) ListSteps(ctx context.Context, runID string) ([]agentrt.Step, error) {
-	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(selectStep+" WHERE run_id = ? ORDER BY idx"), runID)
-	if err != nil {
-		return nil, err
-	}
-	return scanSteps(rows)
+	return scanSteps(s.rdb.QueryContext(ctx, s.d.Rebind(selectStep+" WHERE run_id = ? ORDER BY idx"), runID))
 }
 
 // StepsByRequestKey reads at most limit steps recorded under key, of any
@@ -264,29 +243,18 @@ func (s *Store) StepsByRequestKey(ctx context.Context, key string, limit int) ([
 	if key == "" || limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(selectStep+" WHERE request_key = ? ORDER BY started_at DESC, id DESC LIMIT ?"), key, limit)
-	if err != nil {
-		return nil, err
-	}
-	return scanSteps(rows)
+	return scanSteps(s.rdb.QueryContext(ctx, s.d.Rebind(selectStep+" WHERE request_key = ? ORDER BY started_at DESC, id DESC LIMIT ?"), key, limit))
 }
 
 // ListApprovals reads a run's approvals in creation order.
 func (s *Store) ListApprovals(ctx context.Context, runID string) ([]agentrt.Approval, error) {
-	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(selectApproval+" WHERE run_id = ? ORDER BY rowid"), runID)
-	if err != nil {
-		return nil, err
-	}
-	return scanApprovals(rows)
+	return scanApprovals(s.rdb.QueryContext(ctx, s.d.Rebind(selectApproval+" WHERE run_id = ? ORDER BY rowid"), runID))
 }
 
 // GetApproval reads one approval of a run, whole.
 func (s *Store) GetApproval(ctx context.Context, runID, approvalID string) (agentrt.Approval, error) {
 	a, err := scanApproval(s.rdb.QueryRowContext(ctx, s.d.Rebind(selectApproval+" WHERE id = ? AND run_id = ?"), approvalID, runID))
-	if errors.Is(err, agentrt.ErrNotFound) {
-		return a, fmt.Errorf("%w: approval %s of run %s", agentrt.ErrNotFound, approvalID, runID)
-	}
-	return a, err
+	return notFoundAs(a, err, "approval %s of run %s", approvalID, runID)
 }
 
 // ListEvents reads a run's events in seq order ("" = all runs).
@@ -297,11 +265,7 @@ func (s *Store) ListEvents(ctx context.Context, runID string) ([]agentrt.Event, 
 		q += " WHERE run_id = ?"
 		args = append(args, runID)
 	}
-	rows, err := s.rdb.QueryContext(ctx, s.d.Rebind(q+" ORDER BY seq"), args...)
-	if err != nil {
-		return nil, err
-	}
-	return scanEvents(rows)
+	return scanEvents(s.rdb.QueryContext(ctx, s.d.Rebind(q+" ORDER BY seq"), args...))
 }
 
 var (

@@ -23,17 +23,9 @@ func (s *Store) RunHeads(ctx context.Context, afterRun string, limit int) ([]Run
 		JOIN (SELECT run_id, MAX(run_seq) AS n FROM events WHERE run_seq > 0 AND run_id`+s.d.ByteOrder+` > ?
 			GROUP BY run_id ORDER BY run_id`+s.d.ByteOrder+` LIMIT ?) h ON e.run_id = h.run_id AND e.run_seq = h.n
 		ORDER BY e.run_id`+s.d.ByteOrder), afterRun, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []RunHead
-	for rows.Next() {
+	return scanRows(rows, err, func(sc scanner) (RunHead, error) {
 		var h RunHead
-		if err := rows.Scan(&h.RunID, &h.Place, &h.Seq, &h.Hash); err != nil {
-			return nil, err
-		}
-		out = append(out, h)
-	}
-	return out, rows.Err()
+		err := sc.Scan(&h.RunID, &h.Place, &h.Seq, &h.Hash)
+		return h, err
+	})
 }

@@ -106,11 +106,18 @@ func (t *tx) taken(from, to int) []agentrt.Event {
 	return out
 }
 
-func (t *tx) exec(q string, args ...any) (sql.Result, error) {
+// prepared sends the writes the transaction holds back, then returns q's
+// statement prepared on the writer's connection: every read and write of
+// the transaction goes through it, so each sees the writes before it.
+func (t *tx) prepared(q string) (*sql.Stmt, error) {
 	if err := t.flushPending(); err != nil {
 		return nil, err
 	}
-	st, err := t.s.stmt(q)
+	return t.s.stmt(q)
+}
+
+func (t *tx) exec(q string, args ...any) (sql.Result, error) {
+	st, err := t.prepared(q)
 	if err != nil {
 		return nil, err
 	}
@@ -118,10 +125,7 @@ func (t *tx) exec(q string, args ...any) (sql.Result, error) {
 }
 
 func (t *tx) query(q string, args ...any) (*sql.Rows, error) {
-	if err := t.flushPending(); err != nil {
-		return nil, err
-	}
-	st, err := t.s.stmt(q)
+	st, err := t.prepared(q)
 	if err != nil {
 		return nil, err
 	}
@@ -133,10 +137,7 @@ type errRow struct{ err error }
 func (r errRow) Scan(...any) error { return r.err }
 
 func (t *tx) queryRow(q string, args ...any) scanner {
-	if err := t.flushPending(); err != nil {
-		return errRow{err}
-	}
-	st, err := t.s.stmt(q)
+	st, err := t.prepared(q)
 	if err != nil {
 		return errRow{err}
 	}
@@ -473,11 +474,7 @@ func (t *tx) StepUpdate(p agentrt.StepUpdate) error {
 }
 
 func (t *tx) StepList(runID string) ([]agentrt.Step, error) {
-	rows, err := t.query(selectStep+" WHERE run_id = ? ORDER BY idx", runID)
-	if err != nil {
-		return nil, err
-	}
-	return scanSteps(rows)
+	return scanSteps(t.query(selectStep+" WHERE run_id = ? ORDER BY idx", runID))
 }
 
 func (t *tx) ApprovalInsert(a agentrt.Approval) error {
@@ -503,11 +500,7 @@ func (t *tx) ApprovalGet(runID, id string) (agentrt.Approval, error) {
 }
 
 func (t *tx) ApprovalList(runID string) ([]agentrt.Approval, error) {
-	rows, err := t.query(selectApproval+" WHERE run_id = ? ORDER BY rowid", runID)
-	if err != nil {
-		return nil, err
-	}
-	return scanApprovals(rows)
+	return scanApprovals(t.query(selectApproval+" WHERE run_id = ? ORDER BY rowid", runID))
 }
 
 func (t *tx) ApprovalDecide(p agentrt.ApprovalDecide) error {
