@@ -260,7 +260,7 @@ func TestIntegrator_PostgresFoldsWhileTheEngineWriterIsBusy(t *testing.T) {
 	st := open(t, pgtest.Fresh(t))
 	defer st.Close()
 	ctx := context.Background()
-	writeEvents(t, st, "r", 3)
+	enginekit.AppendEvents(t, st, "r", 3)
 	entered, release := make(chan struct{}), make(chan struct{})
 	updated := make(chan error, 1)
 	go func() {
