@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -194,7 +195,7 @@ func conformance(t *testing.T, forward []string, list string) {
 	config := proxyConfig(t, proxyBin, entry, nil)
 	// The suite opens a session per scenario and ends none, so the bound
 	// is raised past the number of scenarios; each stays until idle.
-	front, token, stderr := startFront(t, proxyBin, config, "-max-sessions", "64")
+	front, token, stderr, proc := startFrontProcess(t, proxyBin, config, "-max-sessions", "64")
 	url := tokenRelay(t, front, token)
 
 	out := t.TempDir()
@@ -259,6 +260,12 @@ func conformance(t *testing.T, forward []string, list string) {
 	}
 	t.Logf("conformance: %d of %d scenarios pass; expected failures:\n  %s", passed, passed+failed, strings.Join(report, "\n  "))
 	if t.Failed() {
+		// What the proxy's goroutines are doing says where a request that
+		// timed out is held (SIGQUIT: the Go runtime prints them and exits).
+		_ = proc.Signal(syscall.SIGQUIT)
+		for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && !strings.Contains(stderr.String(), "goroutine "); {
+			time.Sleep(50 * time.Millisecond)
+		}
 		t.Logf("suite output:\n%s\nproxy stderr:\n%s", b, stderr)
 	}
 }

@@ -125,6 +125,13 @@ func frontAnnounced(t *testing.T, stderr *syncBuffer, printed bool) (url, token 
 // URL and the token, and stops the proxy with SIGTERM when the test ends.
 func startFront(t *testing.T, proxyBin, config string, more ...string) (url, token string, stderr *syncBuffer) {
 	t.Helper()
+	url, token, stderr, _ = startFrontProcess(t, proxyBin, config, more...)
+	return url, token, stderr
+}
+
+// startFrontProcess is startFront that also gives the proxy's process.
+func startFrontProcess(t *testing.T, proxyBin, config string, more ...string) (url, token string, stderr *syncBuffer, proc *os.Process) {
+	t.Helper()
 	tok, err := NewFrontToken()
 	if err != nil {
 		t.Fatal(err)
@@ -158,5 +165,5 @@ func startFront(t *testing.T, proxyBin, config string, more ...string) (url, tok
 	if _, err := strconv.Atoi(url[strings.LastIndex(url, ":")+1 : len(url)-len(FrontPath)]); err != nil {
 		t.Fatalf("front URL %q: %v", url, err)
 	}
-	return url, tok, stderr
+	return url, tok, stderr, cmd.Process
 }
