@@ -107,7 +107,13 @@ func tokenRelay(t *testing.T, front, token string) string {
 	}
 	self := ln.Addr().String()
 	_, selfPort, _ := net.SplitHostPort(self)
-	rp := &httputil.ReverseProxy{FlushInterval: -1, Rewrite: func(r *httputil.ProxyRequest) {
+	// Every request on a connection of its own: with the shared keep-alive
+	// pool, a request that arrived as the previous scenario's stream was
+	// cancelled once waited 60 s in the relay and never reached the front
+	// (the proxy's goroutines showed no request in flight).
+	tr := &http.Transport{DisableKeepAlives: true, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext}
+	t.Cleanup(tr.CloseIdleConnections)
+	rp := &httputil.ReverseProxy{Transport: tr, FlushInterval: -1, Rewrite: func(r *httputil.ProxyRequest) {
 		r.SetURL(&url.URL{Scheme: target.Scheme, Host: target.Host})
 		r.Out.URL.Path = r.In.URL.Path
 		if h, p, _ := net.SplitHostPort(r.In.Host); p == selfPort && (h == "127.0.0.1" || h == "localhost") {
