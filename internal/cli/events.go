@@ -14,16 +14,11 @@ var eventsCommand = fromKit(&kitCmd{
 	Name:    "events",
 	Summary: "print a run's events, its audit trail",
 	Usage:   "<run> [-limit N] [-offset N]",
-	Bind:    paged(defaultDetail, "how many events to print", "how many of the run's first events to skip", runEvents),
+	Bind:    onPage(defaultDetail, "how many events to print", "how many of the run's first events to skip", runEvents),
 })
 
-func runEvents(x *inv, o *pageOptions, pos []string) int {
-	rp, code, ok := x.openPage(o, pos)
-	if !ok {
-		return code
-	}
+func runEvents(x *inv, rp runPage) int {
 	st, name, runID, limit, offset := rp.st, rp.name, rp.runID, rp.limit, rp.offset
-	defer st.Close()
 
 	if _, err := st.GetRunCapped(background(), runID); errors.Is(err, agentrt.ErrNotFound) {
 		return x.fail("no run %s in %s", runID, name)
