@@ -39,14 +39,7 @@ func runEvents(x *inv, rp runPage) int {
 		if err := werr(); err != nil {
 			p.err = err
 		}
-		writeJSON(p, struct {
-			Meta      bool `json:"meta"`
-			Truncated bool `json:"truncated"`
-			Total     int  `json:"total"`
-			Returned  int  `json:"returned"`
-			Limit     int  `json:"limit"`
-			Offset    int  `json:"offset"`
-		}{true, more > 0, total, len(evs), limit, offset})
+		writePageMeta(p, total, len(evs), limit, offset)
 		return x.done(p, ExitOK)
 	}
 	if err := writeTrail(x.env, evs); err != nil {
