@@ -7,23 +7,19 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/console"
+	"github.com/agentrt/agentrt/internal/testrig"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
+// openStore is a fresh runs database, closed when t ends.
 func openStore(t testing.TB) *sqlite.Store {
-	t.Helper()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "runs.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st, _ := testrig.DB(t)
 	return st
 }
 
