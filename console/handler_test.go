@@ -19,8 +19,27 @@ import (
 
 // openStore is a fresh runs database, closed when t ends.
 func openStore(t testing.TB) *sqlite.Store {
+	t.Helper()
 	st, _ := testrig.DB(t)
 	return st
+}
+
+// signedIn is a console over st with its default configuration and a
+// session of alice's: it GETs a path as alice, following no redirect.
+func signedIn(t testing.TB, st agentrt.Store) func(path string) *httptest.ResponseRecorder {
+	t.Helper()
+	h, err := console.New(console.DefaultConfig(st, "http://localhost:7380"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cookie := console.NewTestSession(h, "alice")
+	return func(path string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("GET", path, nil)
+		req.AddCookie(cookie)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
 }
 
 // New refuses an origin a passkey cannot be scoped to or that is not a

@@ -60,6 +60,7 @@ func TestSetWallClock_OnlyADriverOrAGate(t *testing.T) {
 
 // openStore is a fresh runs database, closed when t ends.
 func openStore(t *testing.T) *sqlite.Store {
+	t.Helper()
 	st, _ := testrig.DB(t)
 	return st
 }
