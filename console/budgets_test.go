@@ -37,12 +37,7 @@ func TestHandler_BudgetsPageShowsBudgetsReadOnly(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := console.DefaultConfig(st, "http://localhost:7380")
-	cfg.Now = func() time.Time { return now }
-	h, err := console.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHandler(t, st, func(cfg *console.Config) { cfg.Now = func() time.Time { return now } })
 	cookie := console.NewTestSession(h, "alice")
 	req := httptest.NewRequest("GET", "/budgets", nil)
 	req.AddCookie(cookie)

@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/console"
 	kit "github.com/agentrt/agentrt/internal/enginekit"
 )
 
@@ -28,14 +26,7 @@ func TestHandler_RunPageShowsTheCallID(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	h, err := console.New(console.DefaultConfig(st, "http://localhost:7380"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := httptest.NewRequest("GET", "/runs/run-1", nil)
-	req.AddCookie(console.NewTestSession(h, "alice"))
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
+	rec := signedIn(t, st)("/runs/run-1")
 	body := rec.Body.String()
 	if rec.Code != http.StatusOK || !strings.Contains(body, `<code class="call-id">[toolu_&lt;b&gt;9]</code>`) || strings.Contains(body, "toolu_<b>") {
 		t.Fatalf("run page: %d, want the call id escaped beside the tool\n%s", rec.Code, body)

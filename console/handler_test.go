@@ -7,24 +7,51 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/console"
+	"github.com/agentrt/agentrt/internal/testrig"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
+// openStore is a fresh runs database, closed when t ends.
 func openStore(t testing.TB) *sqlite.Store {
 	t.Helper()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "runs.db"))
+	st, _ := testrig.DB(t)
+	return st
+}
+
+// newHandler is a console over st with the default configuration as mod
+// changes it (nil: as it is); a refusal fails t.
+func newHandler(t testing.TB, st agentrt.Store, mod func(*console.Config)) *console.Handler {
+	t.Helper()
+	cfg := console.DefaultConfig(st, "http://localhost:7380")
+	if mod != nil {
+		mod(&cfg)
+	}
+	h, err := console.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
-	return st
+	return h
+}
+
+// signedIn is a console over st with its default configuration and a
+// session of alice's: it GETs a path as alice, following no redirect.
+func signedIn(t testing.TB, st agentrt.Store) func(path string) *httptest.ResponseRecorder {
+	t.Helper()
+	h := newHandler(t, st, nil)
+	cookie := console.NewTestSession(h, "alice")
+	return func(path string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("GET", path, nil)
+		req.AddCookie(cookie)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
 }
 
 // New refuses an origin a passkey cannot be scoped to or that is not a
@@ -51,12 +78,7 @@ func TestNew_RefusesOriginsPasskeysCannotUse(t *testing.T) {
 // the sign-in endpoints are rate limited.
 func TestHandler_HeadersSessionsCSRFAndRateLimit(t *testing.T) {
 	st := openStore(t)
-	cfg := console.DefaultConfig(st, "http://localhost:7380")
-	cfg.AuthRate = 5 // the two refused posts below count too
-	h, err := console.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHandler(t, st, func(cfg *console.Config) { cfg.AuthRate = 5 }) // the two refused posts below count too
 	get := func(path string) *http.Response {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
@@ -140,10 +162,7 @@ func BenchmarkInbox_10000Waiting(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	h, err := console.New(console.DefaultConfig(st, "http://localhost:7380"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	h := newHandler(b, st, nil)
 	cookie := console.NewTestSession(h, "bench")
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -171,12 +190,7 @@ func TestHandler_RunsPageFiltersByStatus(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := console.DefaultConfig(st, "http://localhost:7380")
-	cfg.PageSize = 2
-	h, err := console.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHandler(t, st, func(cfg *console.Config) { cfg.PageSize = 2 })
 	cookie := console.NewTestSession(h, "alice")
 	get := func(path string) (int, string) {
 		req := httptest.NewRequest("GET", path, nil)

@@ -30,12 +30,7 @@ func loginBegin(h *console.Handler, remote string) int {
 // of new sources does not reset a source at its limit.
 func TestHandler_SignInLimiterKeysIPv6By64AndEvictsOldestFirst(t *testing.T) {
 	c := enginekit.ClockAt(consoleT0)
-	cfg := console.DefaultConfig(openStore(t), "http://localhost:7380")
-	cfg.AuthRate, cfg.Now = 3, c.Now
-	h, err := console.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHandler(t, openStore(t), func(cfg *console.Config) { cfg.AuthRate, cfg.Now = 3, c.Now })
 	for i := 1; i <= 3; i++ {
 		if code := loginBegin(h, fmt.Sprintf("[2001:db8:0:1::%x]:1234", i)); code != http.StatusOK {
 			t.Fatalf("attempt %d from the /64: %d", i, code)
@@ -67,12 +62,7 @@ func TestHandler_SignInLimiterKeysIPv6By64AndEvictsOldestFirst(t *testing.T) {
 // ones are dropped as new ones come, and past the bound the oldest goes.
 func TestHandler_CeremoniesAreBoundedAndExpire(t *testing.T) {
 	c := enginekit.ClockAt(consoleT0)
-	cfg := console.DefaultConfig(openStore(t), "http://localhost:7380")
-	cfg.AuthRate, cfg.Now = 1_000_000, c.Now
-	h, err := console.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHandler(t, openStore(t), func(cfg *console.Config) { cfg.AuthRate, cfg.Now = 1_000_000, c.Now })
 	for i := 0; i < 10; i++ {
 		loginBegin(h, "192.0.2.1:1")
 	}
@@ -95,13 +85,8 @@ func TestHandler_CeremoniesAreBoundedAndExpire(t *testing.T) {
 // A refused sign-in tells the client one generic sentence, not the
 // passkey library's reason.
 func TestHandler_SignInErrorIsGeneric(t *testing.T) {
-	cfg := console.DefaultConfig(openStore(t), "http://localhost:7380")
 	var log strings.Builder
-	cfg.ErrorLog = newLogger(&log)
-	h, err := console.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHandler(t, openStore(t), func(cfg *console.Config) { cfg.ErrorLog = newLogger(&log) })
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest("POST", "/api/login/begin", strings.NewReader("{}"))
 	req.Header.Set("Origin", "http://localhost:7380")
@@ -136,12 +121,7 @@ func TestHandler_SignInErrorIsGeneric(t *testing.T) {
 func BenchmarkLoginBegin(b *testing.B) {
 	for _, held := range []int{0, 9999} {
 		b.Run(fmt.Sprintf("held=%d", held), func(b *testing.B) {
-			cfg := console.DefaultConfig(openStore(b), "http://localhost:7380")
-			cfg.AuthRate = 1 << 30
-			h, err := console.New(cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
+			h := newHandler(b, openStore(b), func(cfg *console.Config) { cfg.AuthRate = 1 << 30 })
 			for i := 0; i < held; i++ {
 				loginBegin(h, "192.0.2.1:1")
 			}

@@ -14,10 +14,7 @@ import (
 // connections past the per-source cap are closed as they are accepted.
 func TestServers_SlowBodyIsRefusedAtOnce(t *testing.T) {
 	st := openStore(t)
-	h, err := console.New(console.DefaultConfig(st, "http://localhost:7380"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHandler(t, st, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

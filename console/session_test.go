@@ -65,8 +65,19 @@ func newSessionRig(t *testing.T, mod func(*console.Config)) *sessionRig {
 
 // get fetches a page with the session's cookie, following no redirect.
 func (r *sessionRig) get(path string) *http.Response {
-	r.t.Helper()
-	req := httptest.NewRequest("GET", path, nil)
+	return r.serve(httptest.NewRequest("GET", path, nil))
+}
+
+// post submits form to path as the console's own pages do (same origin,
+// form-encoded) with the session's cookie, following no redirect.
+func (r *sessionRig) post(path, form string) *http.Response {
+	req := httptest.NewRequest("POST", path, strings.NewReader(form))
+	req.Header.Set("Origin", "http://localhost:7380")
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return r.serve(req)
+}
+
+func (r *sessionRig) serve(req *http.Request) *http.Response {
 	req.AddCookie(r.cookie)
 	rec := httptest.NewRecorder()
 	r.h.ServeHTTP(rec, req)
@@ -185,14 +196,8 @@ func TestConsole_RemovedApproverSessionEnds(t *testing.T) {
 				t.Errorf("%s after the removal: %d, want a redirect to /login", p, resp.StatusCode)
 			}
 		}
-		req := httptest.NewRequest("POST", "/runs/run-1/cancel", strings.NewReader("note=x"))
-		req.Header.Set("Origin", "http://localhost:7380")
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.AddCookie(r.cookie)
-		rec := httptest.NewRecorder()
-		r.h.ServeHTTP(rec, req)
-		if rec.Code != http.StatusUnauthorized {
-			t.Errorf("a cancel with the removed approver's session: %d, want 401", rec.Code)
+		if code := r.post("/runs/run-1/cancel", "note=x").StatusCode; code != http.StatusUnauthorized {
+			t.Errorf("a cancel with the removed approver's session: %d, want 401", code)
 		}
 	})
 	t.Run("stream", func(t *testing.T) {
@@ -259,14 +264,8 @@ func TestConsole_EventStreamEndsWithItsSession(t *testing.T) {
 		s := r.openStream()
 		s.stillOpen(t, "before signing out", 100*time.Millisecond)
 		csrf := csrfOf(t, r)
-		req := httptest.NewRequest("POST", "/logout", strings.NewReader("csrf="+csrf))
-		req.Header.Set("Origin", "http://localhost:7380")
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.AddCookie(r.cookie)
-		rec := httptest.NewRecorder()
-		r.h.ServeHTTP(rec, req)
-		if rec.Code != http.StatusSeeOther {
-			t.Fatalf("sign-out: %d", rec.Code)
+		if code := r.post("/logout", "csrf="+csrf).StatusCode; code != http.StatusSeeOther {
+			t.Fatalf("sign-out: %d", code)
 		}
 		s.waitEnded(t, "after signing out")
 	})

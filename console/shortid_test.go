@@ -2,13 +2,11 @@ package console_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/console"
 )
 
 // The runs page names each run by the short id the CLI's trail prints
@@ -29,15 +27,7 @@ func TestHandler_RunsPageNamesRunsByTheCLIsShortID(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h, err := console.New(console.DefaultConfig(st, "http://localhost:7380"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := httptest.NewRequest("GET", "/runs", nil)
-	req.AddCookie(console.NewTestSession(h, "alice"))
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	body := rec.Body.String()
+	body := signedIn(t, st)("/runs").Body.String()
 	for id, short := range ids {
 		if want := `<a href="/runs/` + id + `"><code>` + short + `</code></a>`; !strings.Contains(body, want) {
 			t.Errorf("the runs page does not name run %s as %s:\n%s", id, short, body)

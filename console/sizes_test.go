@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/console"
 	"github.com/agentrt/agentrt/scripted"
 	"github.com/agentrt/agentrt/sqlite"
 )
@@ -74,18 +72,8 @@ func TestSizes_ShowAndTheRunPagePrintTheSameSizeForAnArgument(t *testing.T) {
 	if err != nil {
 		t.Fatalf("agentrt show: %v\n%s", err, out)
 	}
-	h, err := console.New(console.DefaultConfig(st, "http://localhost:7380"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cookie := console.NewTestSession(h, "alice")
-	get := func(path string) string {
-		req := httptest.NewRequest("GET", path, nil)
-		req.AddCookie(cookie)
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		return rec.Body.String()
-	}
+	page := signedIn(t, st)
+	get := func(path string) string { return page(path).Body.String() }
 	as, err := st.ListApprovals(context.Background(), run.ID)
 	if err != nil || len(as) != 1 {
 		t.Fatalf("approvals %v, %v; want one", as, err)

@@ -87,6 +87,18 @@ type FunctionDef struct {
 	Parameters  json.RawMessage `json:"parameters"`
 }
 
+// FunctionCall is a tool call as a chat-style reply (OpenAI's and
+// Ollama's) carries it: an id (Ollama may leave it out) and the function's
+// name and arguments. The arguments stay raw, since OpenAI sends them as a
+// JSON string and Ollama as an object.
+type FunctionCall struct {
+	ID       string `json:"id"`
+	Function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+}
+
 // FunctionTools describes tools as a chat-style format sends them (nil for
 // none), each with ToolSchema's schema.
 func FunctionTools(provider string, tools []agentrt.ToolSpec) ([]FunctionTool, error) {

@@ -99,40 +99,40 @@ func cloneRaw(r json.RawMessage) json.RawMessage {
 	return append(json.RawMessage{}, r...)
 }
 
+// cloneEach copies s (nil stays nil), each element through clone.
+func cloneEach[T any](s []T, clone func(T) T) []T {
+	if s == nil {
+		return nil
+	}
+	out := make([]T, len(s))
+	for i, v := range s {
+		out[i] = clone(v)
+	}
+	return out
+}
+
 func cloneRequest(r agentrt.ModelRequest) agentrt.ModelRequest {
 	out := r
-	if r.Messages != nil {
-		out.Messages = make([]agentrt.Message, len(r.Messages))
-		for i, m := range r.Messages {
-			out.Messages[i] = m
-			if m.Content != nil {
-				out.Messages[i].Content = make([]agentrt.ContentBlock, len(m.Content))
-				for j, b := range m.Content {
-					b.Input = cloneRaw(b.Input)
-					out.Messages[i].Content[j] = b
-				}
-			}
-		}
-	}
-	if r.Tools != nil {
-		out.Tools = make([]agentrt.ToolSpec, len(r.Tools))
-		for i, t := range r.Tools {
-			t.InputSchema = cloneRaw(t.InputSchema)
-			out.Tools[i] = t
-		}
-	}
+	out.Messages = cloneEach(r.Messages, func(m agentrt.Message) agentrt.Message {
+		m.Content = cloneEach(m.Content, func(b agentrt.ContentBlock) agentrt.ContentBlock {
+			b.Input = cloneRaw(b.Input)
+			return b
+		})
+		return m
+	})
+	out.Tools = cloneEach(r.Tools, func(t agentrt.ToolSpec) agentrt.ToolSpec {
+		t.InputSchema = cloneRaw(t.InputSchema)
+		return t
+	})
 	return out
 }
 
 func cloneResponse(r agentrt.ModelResponse) agentrt.ModelResponse {
 	out := r
 	out.Raw = cloneRaw(r.Raw)
-	if r.ToolUses != nil {
-		out.ToolUses = make([]agentrt.ToolUse, len(r.ToolUses))
-		for i, tu := range r.ToolUses {
-			tu.Args = cloneRaw(tu.Args)
-			out.ToolUses[i] = tu
-		}
-	}
+	out.ToolUses = cloneEach(r.ToolUses, func(tu agentrt.ToolUse) agentrt.ToolUse {
+		tu.Args = cloneRaw(tu.Args)
+		return tu
+	})
 	return out
 }

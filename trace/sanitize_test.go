@@ -217,37 +217,6 @@ func TestSanitize_PrintableASCIIReturnedWithoutAllocating(t *testing.T) {
 	}
 }
 
-// Truncate keeps within n bytes including the mark and never splits a rune.
-func TestTruncate_NeverSplitsARuneOrExceedsTheLimit(t *testing.T) {
-	for _, c := range []struct {
-		s    string
-		n    int
-		want string
-	}{
-		{"hello", 5, "hello"},
-		{"hello", 10, "hello"},
-		{"hello world", 8, "hello…"},
-		{"hello world", 3, "…"},
-		{"hello world", 2, "he"}, // no room for the mark
-		{"héllo", 5, "h…"},       // é would straddle the cut
-		{"日本語です", 9, "日本…"},
-		{"日本語です", 8, "日…"},
-		{"日本", 2, ""},
-		{"日本", 0, ""},
-		{"日本", -1, ""},
-		{"\xff\xff\xff\xff\xff", 4, "\xff…"},
-		{"a\xe6\x97\xa5\x80\x80bcd", 8, "a\xe6\x97\xa5\x80…"}, // stray continuation bytes
-	} {
-		got := Truncate(c.s, c.n)
-		if got != c.want {
-			t.Errorf("Truncate(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
-		}
-		if c.n >= 0 && len(got) > c.n {
-			t.Errorf("Truncate(%q, %d) is %d bytes", c.s, c.n, len(got))
-		}
-	}
-}
-
 // FuzzTruncate checks Truncate against a range loop over the input.
 func FuzzTruncate(f *testing.F) {
 	f.Add("hello world", 8)

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/scripted"
 	"github.com/agentrt/agentrt/sqlite"
 	"github.com/agentrt/agentrt/view"
@@ -62,24 +63,13 @@ var tools = []agentrt.Tool{
 // and asks approval for writes.
 func (f *fixture) run(t *testing.T, goal string, ds ...agentrt.Decision) agentrt.Run {
 	t.Helper()
-	d, err := agentrt.NewDriver(agentrt.Config{
-		EngineConfig: agentrt.EngineConfig{
-			Store:  f.st,
-			Tools:  tools,
-			Policy: agentrt.SideEffectPolicy{agentrt.ReadOnly: agentrt.Allow, agentrt.LocalMutation: agentrt.RequireApproval},
-			Now:    f.clock,
-			NewID:  f.newID,
-		},
-		Agent: &scripted.Agent{Decisions: ds},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := d.Start(context.Background(), goal, agentrt.DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return enginekit.StartScripted(t, agentrt.EngineConfig{
+		Store:  f.st,
+		Tools:  tools,
+		Policy: agentrt.SideEffectPolicy{agentrt.ReadOnly: agentrt.Allow, agentrt.LocalMutation: agentrt.RequireApproval},
+		Now:    f.clock,
+		NewID:  f.newID,
+	}, goal, ds...)
 }
 
 // addPending inserts further pending approvals on a waiting run's step, as

@@ -77,31 +77,46 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, status int, cod
 	writeJSON(w, status, Error{Error: msg, Code: code})
 }
 
-// fail maps an Approver's error to its status and code. The messages are
-// the handler's own, so nothing of the store's text reaches the caller.
+// refusals map an Approver's errors to their status, code and message, the
+// first match winning. The messages are the handler's own, so nothing of
+// the store's text reaches the caller; detail sends the error to the
+// Observer, and a cancelOnly row answers only a refused cancel.
+var refusals = []struct {
+	err        error
+	status     int
+	code       Code
+	msg        string
+	detail     bool
+	cancelOnly bool
+}{
+	{approver.ErrDecision, http.StatusBadRequest, CodeBadRequest, "the decision is incomplete", true, false},
+	{agentrt.ErrNotFound, http.StatusNotFound, CodeNotFound, "not found", false, false},
+	{agentrt.ErrApprovalExpired, http.StatusGone, CodeExpired, "the approval has expired", false, false},
+	{agentrt.ErrNotPending, http.StatusConflict, CodeNotPending, "the approval is no longer pending", false, false},
+	{agentrt.ErrApprovalChanged, http.StatusConflict, CodeApprovalChanged, "the approval is not the one shown; show it again", false, false},
+	{agentrt.ErrApprovalHash, http.StatusConflict, CodeApprovalHash, "the stored approval does not match its hash", true, false},
+	{agentrt.ErrOutOfScope, http.StatusForbidden, CodeOutOfScope, "the approver may not decide this approval; nothing was decided", true, false},
+	{agentrt.ErrAlreadyVoted, http.StatusConflict, CodeVoteRefused, voteRefused, true, false},
+	{agentrt.ErrStageClosed, http.StatusConflict, CodeVoteRefused, voteRefused, true, false},
+	{agentrt.ErrRunState, http.StatusConflict, CodeRunFinished, "the run has already ended", false, true},
+	{agentrt.ErrRunState, http.StatusConflict, CodeRunNotWaiting, "the run is not waiting for an approval", false, false},
+}
+
+const voteRefused = "the vote was refused: already cast, or its stage is not open; nothing was recorded"
+
+// fail answers err with its row of refusals (cancel: the request was a
+// cancel); an error no row names is a 500 whose detail goes to the
+// Observer only.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error, cancel bool) {
-	switch {
-	case errors.Is(err, approver.ErrDecision):
-		h.refuse(w, r, http.StatusBadRequest, CodeBadRequest, "the decision is incomplete", err)
-	case errors.Is(err, agentrt.ErrNotFound):
-		h.refuse(w, r, http.StatusNotFound, CodeNotFound, "not found", nil)
-	case errors.Is(err, agentrt.ErrApprovalExpired):
-		h.refuse(w, r, http.StatusGone, CodeExpired, "the approval has expired", nil)
-	case errors.Is(err, agentrt.ErrNotPending):
-		h.refuse(w, r, http.StatusConflict, CodeNotPending, "the approval is no longer pending", nil)
-	case errors.Is(err, agentrt.ErrApprovalChanged):
-		h.refuse(w, r, http.StatusConflict, CodeApprovalChanged, "the approval is not the one shown; show it again", nil)
-	case errors.Is(err, agentrt.ErrApprovalHash):
-		h.refuse(w, r, http.StatusConflict, CodeApprovalHash, "the stored approval does not match its hash", err)
-	case errors.Is(err, agentrt.ErrOutOfScope):
-		h.refuse(w, r, http.StatusForbidden, CodeOutOfScope, "the approver may not decide this approval; nothing was decided", err)
-	case errors.Is(err, agentrt.ErrAlreadyVoted), errors.Is(err, agentrt.ErrStageClosed):
-		h.refuse(w, r, http.StatusConflict, CodeVoteRefused, "the vote was refused: already cast, or its stage is not open; nothing was recorded", err)
-	case errors.Is(err, agentrt.ErrRunState) && cancel:
-		h.refuse(w, r, http.StatusConflict, CodeRunFinished, "the run has already ended", nil)
-	case errors.Is(err, agentrt.ErrRunState):
-		h.refuse(w, r, http.StatusConflict, CodeRunNotWaiting, "the run is not waiting for an approval", nil)
-	default:
-		h.refuse(w, r, http.StatusInternalServerError, CodeInternal, "internal error", err)
+	for _, f := range refusals {
+		if errors.Is(err, f.err) && (cancel || !f.cancelOnly) {
+			var detail error
+			if f.detail {
+				detail = err
+			}
+			h.refuse(w, r, f.status, f.code, f.msg, detail)
+			return
+		}
 	}
+	h.refuse(w, r, http.StatusInternalServerError, CodeInternal, "internal error", err)
 }

@@ -88,40 +88,45 @@ func bad(field, reason string) error {
 	return &agentrt.ConfigError{Field: "webhook.Config." + field, Reason: reason}
 }
 
+// defaults sets each zero field that has a default to it.
+func (c *Config) defaults() {
+	if c.Skew == 0 {
+		c.Skew = DefaultSkew
+	}
+	if c.Rate == 0 {
+		c.Rate = DefaultRate
+	}
+	if c.Burst == 0 {
+		c.Burst = DefaultBurst
+	}
+	if c.MaxBody == 0 {
+		c.MaxBody = DefaultMaxBody
+	}
+	if c.Limit == 0 {
+		c.Limit = DefaultLimit
+	}
+}
+
 // validate fills in the defaults and names the first field out of bounds.
 func (c *Config) validate() error {
+	c.defaults()
 	if c.Approver == nil {
 		return bad("Approver", "is required")
 	}
 	if len(c.Secret) < MinSecret {
 		return bad("Secret", fmt.Sprintf("must be at least %d bytes, got %d", MinSecret, len(c.Secret)))
 	}
-	if c.Skew == 0 {
-		c.Skew = DefaultSkew
-	}
 	if c.Skew < time.Second || c.Skew > MaxSkew {
 		return bad("Skew", fmt.Sprintf("must be from 1s to %s, got %s", MaxSkew, c.Skew))
-	}
-	if c.Rate == 0 {
-		c.Rate = DefaultRate
 	}
 	if !(c.Rate > 0 && c.Rate <= MaxRate) || math.IsNaN(c.Rate) {
 		return bad("Rate", fmt.Sprintf("must be above 0 and at most %g, got %g", MaxRate, c.Rate))
 	}
-	if c.Burst == 0 {
-		c.Burst = DefaultBurst
-	}
 	if c.Burst < 1 || c.Burst > MaxBurst {
 		return bad("Burst", fmt.Sprintf("must be from 1 to %d, got %d", MaxBurst, c.Burst))
 	}
-	if c.MaxBody == 0 {
-		c.MaxBody = DefaultMaxBody
-	}
 	if c.MaxBody < 1 || c.MaxBody > MaxMaxBody {
 		return bad("MaxBody", fmt.Sprintf("must be from 1 to %d, got %d", MaxMaxBody, c.MaxBody))
-	}
-	if c.Limit == 0 {
-		c.Limit = DefaultLimit
 	}
 	if c.Limit < 1 || c.Limit > approver.MaxPending {
 		return bad("Limit", fmt.Sprintf("must be from 1 to %d, got %d", approver.MaxPending, c.Limit))
@@ -158,15 +163,7 @@ func New(cfg Config) (*Handler, error) {
 // one. cfg's zero fields count as their defaults.
 func ReplayCap(cfg Config) int {
 	c := cfg
-	if c.Skew == 0 {
-		c.Skew = DefaultSkew
-	}
-	if c.Rate == 0 {
-		c.Rate = DefaultRate
-	}
-	if c.Burst == 0 {
-		c.Burst = DefaultBurst
-	}
+	c.defaults()
 	return c.Burst + int(math.Ceil(c.Rate*2*c.Skew.Seconds())) + 1
 }
 

@@ -32,6 +32,16 @@ func wrongPasswordDSN(t *testing.T) string {
 	return "postgres://agentrt_pw:wrong-Pa55@" + u.Host + "/postgres?sslmode=disable"
 }
 
+// refusedTheWrongPassword checks that what, given wrongPasswordDSN, said
+// the refused login in one sentence without the password, exit 1.
+func refusedTheWrongPassword(t *testing.T, what string, r result) {
+	t.Helper()
+	if r.code != 1 || !strings.Contains(r.stderr, "the server refused to log in") || strings.Contains(r.stderr, "wrong-Pa55") {
+		t.Fatalf("%s with a wrong password = %d\n%s", what, r.code, r.stderr)
+	}
+	oneSentence(t, what, r.stderr)
+}
+
 // agentrt-console serves a Postgres DSN (its login page answers, and it
 // names the database without its password), and refuses a wrong password
 // in one line, exit 1.
@@ -67,10 +77,7 @@ func TestConsole_OpensAPostgresDSN(t *testing.T) {
 	resp.Body.Close()
 
 	r := runBin(t, bin, nil, "-db", wrongPasswordDSN(t), "-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)))
-	if r.code != 1 || !strings.Contains(r.stderr, "the server refused to log in") || strings.Contains(r.stderr, "wrong-Pa55") {
-		t.Fatalf("a wrong password = %d\n%s", r.code, r.stderr)
-	}
-	oneSentence(t, "agentrt-console", r.stderr)
+	refusedTheWrongPassword(t, "agentrt-console", r)
 }
 
 // agentrt-otel exports a Postgres database's runs (to stdout here, with
@@ -90,10 +97,7 @@ func TestOtel_ExportsFromAPostgresDSN(t *testing.T) {
 		t.Fatalf("cursor = %q, head %d", got, head)
 	}
 	r = runBin(t, bin, []string{"OTEL_TRACES_EXPORTER=console"}, "-db", wrongPasswordDSN(t), "-once")
-	if r.code != 1 || !strings.Contains(r.stderr, "the server refused to log in") || strings.Contains(r.stderr, "wrong-Pa55") {
-		t.Fatalf("a wrong password = %d\n%s", r.code, r.stderr)
-	}
-	oneSentence(t, "agentrt-otel", r.stderr)
+	refusedTheWrongPassword(t, "agentrt-otel", r)
 }
 
 // agentrt-policy recheck reads a run from a Postgres DSN; a wrong password
@@ -108,8 +112,5 @@ func TestPolicyRecheck_OpensAPostgresDSN(t *testing.T) {
 		t.Fatalf("recheck = %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	r = runBin(t, bin, nil, "recheck", "-db", wrongPasswordDSN(t), "-policy", policy, ids[0])
-	if r.code != 1 || !strings.Contains(r.stderr, "the server refused to log in") || strings.Contains(r.stderr, "wrong-Pa55") {
-		t.Fatalf("a wrong password = %d\n%s", r.code, r.stderr)
-	}
-	oneSentence(t, "agentrt-policy recheck", r.stderr)
+	refusedTheWrongPassword(t, "agentrt-policy recheck", r)
 }

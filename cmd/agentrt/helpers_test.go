@@ -93,11 +93,10 @@ func fresh(t testing.TB, base string) string {
 	schema := "t_" + token.Hex(6)
 	exec1(t, base, "CREATE SCHEMA "+schema)
 	t.Cleanup(func() {
-		ctx := context.Background()
-		if c, err := pgx.Connect(ctx, base); err == nil {
-			c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-			c.Close(ctx)
-		}
+		onConn(base, func(ctx context.Context, c *pgx.Conn) error {
+			_, err := c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+			return err
+		})
 	})
 	u, err := url.Parse(base)
 	if err != nil {
@@ -109,29 +108,31 @@ func fresh(t testing.TB, base string) string {
 	return u.String()
 }
 
-func exec1(t testing.TB, dsn, sql string, args ...any) {
-	t.Helper()
+// onConn runs f on a new connection to dsn and closes it.
+func onConn(dsn string, f func(ctx context.Context, c *pgx.Conn) error) error {
 	ctx := context.Background()
 	c, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, sql, args...); err != nil {
+	return f(ctx, c)
+}
+
+func exec1(t testing.TB, dsn, sql string, args ...any) {
+	t.Helper()
+	if err := onConn(dsn, func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, sql, args...)
+		return err
+	}); err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
 }
 
 func queryInt(t *testing.T, dsn, sql string) int {
 	t.Helper()
-	ctx := context.Background()
-	c, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
 	var n int
-	if err := c.QueryRow(ctx, sql).Scan(&n); err != nil {
+	if err := onConn(dsn, func(ctx context.Context, c *pgx.Conn) error { return c.QueryRow(ctx, sql).Scan(&n) }); err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
 	return n

@@ -97,11 +97,7 @@ func TestCLI_EveryCommandOpensAPostgresDSN(t *testing.T) {
 // said as a refused login, without pgx's chain of causes.
 func TestCLI_PostgresRefusalsAreOneSentenceAndChangeNothing(t *testing.T) {
 	bin := build(t, "agentrt", "cmd/agentrt")
-	base := pgDSN(t)
-	exec1(t, base, `DO $$ BEGIN CREATE ROLE agentrt_pw LOGIN PASSWORD 'right-password';
-		EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$`)
-	u, _ := url.Parse(base)
-	wrong := "postgres://agentrt_pw:wrong-Pa55@" + u.Host + "/postgres?sslmode=disable"
+	wrong := wrongPasswordDSN(t)
 
 	newer := freshDSN(t)
 	ids := waitingRuns(t, newer, 1)

@@ -115,19 +115,27 @@ func TestVerify_TamperCasesBeforeAndAfterTheMigration(t *testing.T) {
 	}
 }
 
+// goldenCopy copies the golden schema-3 database to a fresh directory, as
+// name, and returns its path.
+func goldenCopy(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repo, "testdata", "events", "schema3.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // sqliteTamperFixture copies the golden schema-3 database, migrates it by
 // opening it as a program does, and adds two runs written after the
 // migration; exec runs a statement on the file (returning the first
 // column of the first row, or 0).
 func sqliteTamperFixture(t *testing.T) (string, func(string) int64) {
-	b, err := os.ReadFile(filepath.Join(repo, "testdata", "events", "schema3.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "runs.db")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := goldenCopy(t, "runs.db")
 	st, err := sqlite.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -195,17 +203,10 @@ func pgTamperFixture(t *testing.T) (string, func(string) int64) {
 // copyGolden writes the golden database's run and events, as stored, into
 // the PostgreSQL database on c.
 func copyGolden(t *testing.T, c *pgx.Conn) {
-	b, err := os.ReadFile(filepath.Join(repo, "testdata", "events", "schema3.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "golden.db")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := goldenCopy(t, "golden.db")
 	mustPG(t, c, "INSERT INTO runs (id, status, created_at) VALUES ($1, 'COMPLETED', '2026-01-01T00:00:00Z')", goldenRun)
 	n := 0
-	err = testrig.FillDB(path, func(ctx context.Context, tx *sql.Tx) error {
+	err := testrig.FillDB(path, func(ctx context.Context, tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT seq, run_id, step_id, at, type, payload_json, hash FROM events ORDER BY seq`)
 		if err != nil {
 			return err

@@ -233,14 +233,8 @@ func stopGroup(t *testing.T, pgid int) {
 // queryText is one text value of a query on dsn, or the error.
 func queryText(t *testing.T, dsn, sql string) string {
 	t.Helper()
-	ctx := context.Background()
-	c, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return err.Error()
-	}
-	defer c.Close(ctx)
 	var s string
-	if err := c.QueryRow(ctx, sql).Scan(&s); err != nil {
+	if err := onConn(dsn, func(ctx context.Context, c *pgx.Conn) error { return c.QueryRow(ctx, sql).Scan(&s) }); err != nil {
 		return err.Error()
 	}
 	return s

@@ -217,21 +217,7 @@ func TestExporter_DeterministicAcrossRestarts(t *testing.T) {
 		cur := &export.MemCursor{}
 		ro, _ := sqlite.OpenExisting(w.path, true)
 		defer ro.Close()
-		stop := errors.New("restart")
-		for _, at := range append(splits, total) {
-			// A new exporter each time: a restarted process.
-			x := exporter(t, w, agentotel.Config{TracerProvider: tp})
-			f := export.Follower{Store: ro, Cursor: cur, PageSize: 3, Once: true}
-			err := f.Follow(context.Background(), func(e agentrt.Event) error {
-				if e.Seq > at {
-					return stop
-				}
-				return x.Handle(context.Background(), e)
-			})
-			if err != nil && !errors.Is(err, stop) {
-				t.Fatal(err)
-			}
-		}
+		exportRestarting(t, w, tp, export.Follower{Store: ro, Cursor: cur, PageSize: 3, Once: true}, append(splits, total)...)
 		flush(t, tp)
 		return keys(rcv.got())
 	}

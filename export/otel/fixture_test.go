@@ -15,6 +15,7 @@ import (
 	"github.com/agentrt/agentrt/internal/testrig"
 	"github.com/agentrt/agentrt/scripted"
 	"github.com/agentrt/agentrt/sqlite"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // clock moves one second each time it is read, so every event has its
@@ -232,4 +233,25 @@ func exporter(t testing.TB, w *world, tp agentotel.Config) *agentotel.Exporter {
 		t.Fatal(err)
 	}
 	return x
+}
+
+// exportRestarting runs f once for each seq in ats, each time with a new
+// exporter on tp (as a process restarted there would be) that handles the
+// events up to that seq.
+func exportRestarting(t testing.TB, w *world, tp *sdktrace.TracerProvider, f export.Follower, ats ...int64) {
+	t.Helper()
+	stop := errors.New("restart")
+	for _, at := range ats {
+		x := exporter(t, w, agentotel.Config{TracerProvider: tp})
+		restarted := f // a fresh Follower each time, on the same cursor
+		err := restarted.Follow(context.Background(), func(e agentrt.Event) error {
+			if e.Seq > at {
+				return stop
+			}
+			return x.Handle(context.Background(), e)
+		})
+		if err != nil && !errors.Is(err, stop) {
+			t.Fatal(err)
+		}
+	}
 }

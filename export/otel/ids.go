@@ -22,32 +22,37 @@ const (
 
 // TraceID is the trace of a run: the first 16 bytes of SHA-256 over
 // "agentrt/trace", a NUL byte and the run id.
-func TraceID(runID string) trace.TraceID {
-	h := sha256.New()
-	h.Write([]byte("agentrt/trace\x00"))
-	h.Write([]byte(runID))
-	var id trace.TraceID
-	copy(id[:], h.Sum(nil))
-	if !id.IsValid() {
-		id[len(id)-1] = 1
-	}
+func TraceID(runID string) (id trace.TraceID) {
+	copy(id[:], derive(len(id), "agentrt/trace", runID))
 	return id
 }
 
 // SpanID is the span of one record: the first 8 bytes of SHA-256 over
 // "agentrt/span", NUL, the kind, NUL and the record's id.
-func SpanID(kind, id string) trace.SpanID {
-	h := sha256.New()
-	h.Write([]byte("agentrt/span\x00"))
-	h.Write([]byte(kind))
-	h.Write([]byte{0})
-	h.Write([]byte(id))
-	var s trace.SpanID
-	copy(s[:], h.Sum(nil))
-	if !s.IsValid() {
-		s[len(s)-1] = 1
-	}
+func SpanID(kind, id string) (s trace.SpanID) {
+	copy(s[:], derive(len(s), "agentrt/span", kind, id))
 	return s
+}
+
+// derive is the first n bytes of SHA-256 over parts, a NUL byte between
+// each two. n bytes of zeros, which OpenTelemetry reads as no id, get a
+// last byte of 1.
+func derive(n int, parts ...string) []byte {
+	h := sha256.New()
+	for i, p := range parts {
+		if i > 0 {
+			h.Write([]byte{0})
+		}
+		h.Write([]byte(p))
+	}
+	out := h.Sum(nil)[:n]
+	for _, b := range out {
+		if b != 0 {
+			return out
+		}
+	}
+	out[n-1] = 1
+	return out
 }
 
 type idsKey struct{}

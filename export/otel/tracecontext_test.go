@@ -2,7 +2,6 @@ package otel_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/agentrt/agentrt"
@@ -57,19 +56,7 @@ func TestExporter_RunBegunUnderACallersTraceIsItsChild(t *testing.T) {
 	}
 	defer ro.Close()
 	cur := &export.MemCursor{}
-	stop := errors.New("restart")
-	for _, at := range []int64{1, 1 << 40} {
-		x := exporter(t, w, agentotel.Config{TracerProvider: tp2})
-		err := (&export.Follower{Store: ro, Cursor: cur, Once: true}).Follow(context.Background(), func(e agentrt.Event) error {
-			if e.Seq > at {
-				return stop
-			}
-			return x.Handle(context.Background(), e)
-		})
-		if err != nil && !errors.Is(err, stop) {
-			t.Fatal(err)
-		}
-	}
+	exportRestarting(t, w, tp2, export.Follower{Store: ro, Cursor: cur, Once: true}, 1, 1<<40)
 	flush(t, tp2)
 	for _, s := range rcv2.got() {
 		if s.TraceID != hostTrace || (s.Name == agentotel.SpanRun && s.Parent != hostSpan) {

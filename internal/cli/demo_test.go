@@ -173,6 +173,26 @@ func TestDemo_RefusesAnExistingDatabase(t *testing.T) {
 
 // eventLine is the shape of a line agentrt events prints: a time, an
 // event type and the run, then the payload's JSON.
+// finishedTable is show's step table of the demo's finished run.
+var finishedTable = regexp.MustCompile(`(?m)^STEP +TOOL +DECISION +STATUS +POLICY +OBSERVATION +SUMMARY\n` +
+	`0 +list_files +tool_call +done +allow +tool_result +2 file\(s\)\n` +
+	`1 +read_file +tool_call +done +allow +tool_result +read notes\.txt \(284 bytes\)\n` +
+	`2 +write_file +tool_call +done +require_approval +tool_result +wrote summary\.md \(286 bytes\)\n` +
+	`3 +finish +tool_call +done +allow +tool_result +finished\n`)
+
+// printsTheStepTable checks that what (the demo, or resume) printed the
+// finished run's step table under the command that prints it, and no raw
+// event line.
+func printsTheStepTable(t *testing.T, what, stdout string) {
+	t.Helper()
+	if !finishedTable.MatchString(stdout) || !regexp.MustCompile(`(?m)^steps \(agentrt -db .* show .*\):$`).MatchString(stdout) {
+		t.Errorf("%s does not print show's step table under the command that prints it:\n%s", what, stdout)
+	}
+	if m := eventLine.FindAllString(stdout, -1); len(m) != 0 {
+		t.Errorf("%s prints %d raw event lines, the first %q", what, len(m), m[0])
+	}
+}
+
 var eventLine = regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} [+-]\d{4}\s+[a-z]+\.[a-z_]+\s+run=`)
 
 // make demo shows the run as agentrt show's step table, one row per step
@@ -188,17 +208,7 @@ func TestDemo_PrintsTheStepTableNotRawEvents(t *testing.T) {
 	if r.code != ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	table := regexp.MustCompile(`(?m)^STEP +TOOL +DECISION +STATUS +POLICY +OBSERVATION +SUMMARY\n` +
-		`0 +list_files +tool_call +done +allow +tool_result +2 file\(s\)\n` +
-		`1 +read_file +tool_call +done +allow +tool_result +read notes\.txt \(284 bytes\)\n` +
-		`2 +write_file +tool_call +done +require_approval +tool_result +wrote summary\.md \(286 bytes\)\n` +
-		`3 +finish +tool_call +done +allow +tool_result +finished\n`)
-	if !table.MatchString(r.stdout) || !regexp.MustCompile(`(?m)^steps \(agentrt -db .* show .*\):$`).MatchString(r.stdout) {
-		t.Errorf("the demo does not print show's step table under the command that prints it:\n%s", r.stdout)
-	}
-	if m := eventLine.FindAllString(r.stdout, -1); len(m) != 0 {
-		t.Errorf("the demo prints %d raw event lines, the first %q", len(m), m[0])
-	}
+	printsTheStepTable(t, "the demo", r.stdout)
 	for _, typ := range []agentrt.EventType{agentrt.EventRunCreated, agentrt.EventStepDecided, agentrt.EventModelCompleted, agentrt.EventApprovalDecided, agentrt.EventToolFinished} {
 		if strings.Contains(r.stdout, string(typ)) {
 			t.Errorf("the demo prints the event type %s", typ)

@@ -14,16 +14,11 @@ var eventsCommand = fromKit(&kitCmd{
 	Name:    "events",
 	Summary: "print a run's events, its audit trail",
 	Usage:   "<run> [-limit N] [-offset N]",
-	Bind:    paged(defaultDetail, "how many events to print", "how many of the run's first events to skip", runEvents),
+	Bind:    onPage(defaultDetail, "how many events to print", "how many of the run's first events to skip", runEvents),
 })
 
-func runEvents(x *inv, o *pageOptions, pos []string) int {
-	rp, code, ok := x.openPage(o, pos)
-	if !ok {
-		return code
-	}
+func runEvents(x *inv, rp runPage) int {
 	st, name, runID, limit, offset := rp.st, rp.name, rp.runID, rp.limit, rp.offset
-	defer st.Close()
 
 	if _, err := st.GetRunCapped(background(), runID); errors.Is(err, agentrt.ErrNotFound) {
 		return x.fail("no run %s in %s", runID, name)
@@ -44,14 +39,7 @@ func runEvents(x *inv, o *pageOptions, pos []string) int {
 		if err := werr(); err != nil {
 			p.err = err
 		}
-		writeJSON(p, struct {
-			Meta      bool `json:"meta"`
-			Truncated bool `json:"truncated"`
-			Total     int  `json:"total"`
-			Returned  int  `json:"returned"`
-			Limit     int  `json:"limit"`
-			Offset    int  `json:"offset"`
-		}{true, more > 0, total, len(evs), limit, offset})
+		writePageMeta(p, total, len(evs), limit, offset)
 		return x.done(p, ExitOK)
 	}
 	if err := writeTrail(x.env, evs); err != nil {

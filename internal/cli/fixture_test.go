@@ -133,24 +133,13 @@ func newFixture(t *testing.T) *fixture {
 	defer st.Close()
 	start := func(goal string, ds ...agentrt.Decision) agentrt.Run {
 		t.Helper()
-		d, err := agentrt.NewDriver(agentrt.Config{
-			EngineConfig: agentrt.EngineConfig{
-				Store:  st,
-				Tools:  fixtureTools,
-				Policy: agentrt.SideEffectPolicy{agentrt.ReadOnly: agentrt.Allow, agentrt.LocalMutation: agentrt.RequireApproval},
-				Now:    f.clock.Now,
-				NewID:  f.ids.ID,
-			},
-			Agent: &scripted.Agent{Decisions: ds},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := d.Start(context.Background(), goal, agentrt.DefaultLimits())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
+		return kit.StartScripted(t, agentrt.EngineConfig{
+			Store:  st,
+			Tools:  fixtureTools,
+			Policy: agentrt.SideEffectPolicy{agentrt.ReadOnly: agentrt.Allow, agentrt.LocalMutation: agentrt.RequireApproval},
+			Now:    f.clock.Now,
+			NewID:  f.ids.ID,
+		}, goal, ds...)
 	}
 	f.done = start("summarize the notes"+clearScreen+"\x1b[31m then "+rlo+"exe.txt",
 		scripted.ToolCall("read", `{"path":"a"}`, "look"+clearScreen),

@@ -372,3 +372,16 @@ func scalar(v any) string {
 	}
 	return bounded(fmt.Sprint(v))
 }
+
+// writePageMeta ends a page printed as JSON Lines (runs, events) with its
+// counts on a {"meta":true,...} line; truncated says rows remain past it.
+func writePageMeta(p *printer, total, returned, limit, offset int) {
+	writeJSON(p, struct {
+		Meta      bool `json:"meta"`
+		Truncated bool `json:"truncated"`
+		Total     int  `json:"total"`
+		Returned  int  `json:"returned"`
+		Limit     int  `json:"limit"`
+		Offset    int  `json:"offset"`
+	}{true, total-offset-returned > 0, total, returned, limit, offset})
+}

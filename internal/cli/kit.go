@@ -119,6 +119,20 @@ func paged(limit int, limitHelp, offsetHelp string, run func(x *inv, o *pageOpti
 	return cliflag.With(func(fs *flag.FlagSet, o *pageOptions) { o.register(fs, limit, limitHelp, offsetHelp) }, run)
 }
 
+// onPage binds run as paged does, for a command that reads one page of a
+// run: the run id and the paging flags are checked, the database opened
+// read-only, and closed once run returns.
+func onPage(limit int, limitHelp, offsetHelp string, run func(x *inv, rp runPage) int) func(*flag.FlagSet) cliflag.Runner[*inv] {
+	return paged(limit, limitHelp, offsetHelp, func(x *inv, o *pageOptions, pos []string) int {
+		rp, code, ok := x.openPage(o, pos)
+		if !ok {
+			return code
+		}
+		defer rp.st.Close()
+		return run(x, rp)
+	})
+}
+
 func (o *pageOptions) register(fs *flag.FlagSet, limit int, limitHelp, offsetHelp string) {
 	fs.IntVar(&o.limit, "limit", limit, fmt.Sprintf("%s, 1 to %d", limitHelp, maxLimit))
 	fs.IntVar(&o.offset, "offset", 0, offsetHelp)

@@ -31,17 +31,7 @@ func TestResume_PrintsTheStepTableNotRawEvents(t *testing.T) {
 	if done.code != ExitOK {
 		t.Fatalf("resume: exit %d\n%s%s", done.code, done.stdout, done.stderr)
 	}
-	table := regexp.MustCompile(`(?m)^STEP +TOOL +DECISION +STATUS +POLICY +OBSERVATION +SUMMARY\n` +
-		`0 +list_files +tool_call +done +allow +tool_result +2 file\(s\)\n` +
-		`1 +read_file +tool_call +done +allow +tool_result +read notes\.txt \(284 bytes\)\n` +
-		`2 +write_file +tool_call +done +require_approval +tool_result +wrote summary\.md \(286 bytes\)\n` +
-		`3 +finish +tool_call +done +allow +tool_result +finished\n`)
-	if !table.MatchString(done.stdout) || !regexp.MustCompile(`(?m)^steps \(agentrt -db .* show .*\):$`).MatchString(done.stdout) {
-		t.Errorf("resume does not print show's step table under the command that prints it:\n%s", done.stdout)
-	}
-	if m := eventLine.FindAllString(done.stdout, -1); len(m) != 0 {
-		t.Errorf("resume prints %d raw event lines, the first %q", len(m), m[0])
-	}
+	printsTheStepTable(t, "resume", done.stdout)
 	for _, typ := range []agentrt.EventType{agentrt.EventRunResumed, agentrt.EventStepDecided, agentrt.EventToolFinished, agentrt.EventRunFinished} {
 		if strings.Contains(done.stdout, string(typ)) {
 			t.Errorf("resume prints the event type %s", typ)

@@ -39,14 +39,7 @@ func runRuns(x *inv, o *pageOptions, pos []string) int {
 		for _, r := range runs {
 			writeJSON(p, r)
 		}
-		writeJSON(p, struct {
-			Meta      bool `json:"meta"`
-			Truncated bool `json:"truncated"`
-			Total     int  `json:"total"`
-			Returned  int  `json:"returned"`
-			Limit     int  `json:"limit"`
-			Offset    int  `json:"offset"`
-		}{true, more > 0, total, len(runs), o.limit, o.offset})
+		writePageMeta(p, total, len(runs), o.limit, o.offset)
 		return x.done(p, ExitOK)
 	}
 	if len(runs) == 0 {

@@ -13,17 +13,12 @@ var showCommand = fromKit(&kitCmd{
 	Name:    "show",
 	Summary: "show a run: its waiting approvals first, then its steps",
 	Usage:   "<run> [-limit N] [-offset N]",
-	Bind:    paged(defaultDetail, "how many steps and approvals to show", "how many steps and approvals to skip", runShow),
+	Bind:    onPage(defaultDetail, "how many steps and approvals to show", "how many steps and approvals to skip", runShow),
 })
 
-func runShow(x *inv, o *pageOptions, pos []string) int {
-	rp, code, ok := x.openPage(o, pos)
-	if !ok {
-		return code
-	}
+func runShow(x *inv, rp runPage) int {
 	e := x.env
 	st, runID, limit, offset := rp.st, rp.runID, rp.limit, rp.offset
-	defer st.Close()
 
 	page, err := view.DetailPage(background(), st, runID, limit, offset)
 	if errors.Is(err, agentrt.ErrNotFound) {

@@ -359,6 +359,21 @@ func (e *Env) DriverFor(cfg agentrt.Config) *agentrt.Driver {
 	return d
 }
 
+// StartScripted starts goal under DefaultLimits on a driver of ec whose
+// agent makes the decisions ds in order; a refusal fails t.
+func StartScripted(t testing.TB, ec agentrt.EngineConfig, goal string, ds ...agentrt.Decision) agentrt.Run {
+	t.Helper()
+	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: ec, Agent: &scripted.Agent{Decisions: ds}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := d.Start(context.Background(), goal, agentrt.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 func (e *Env) Operator() agentrt.Operator {
 	return agentrt.Operator{Store: e.Store, Observer: e.Observe, Now: e.Clock.Now}
 }

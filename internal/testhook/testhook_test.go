@@ -1,13 +1,13 @@
 package testhook_test
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/testhook"
+	"github.com/agentrt/agentrt/internal/testrig"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
@@ -58,12 +58,9 @@ func TestSetWallClock_OnlyADriverOrAGate(t *testing.T) {
 	testhook.SetWallClock(&agentrt.Run{}, wall)
 }
 
+// openStore is a fresh runs database, closed when t ends.
 func openStore(t *testing.T) *sqlite.Store {
 	t.Helper()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "agentrt.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st, _ := testrig.DB(t)
 	return st
 }

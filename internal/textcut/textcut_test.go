@@ -21,6 +21,14 @@ func TestTruncate_CutsOnARuneBoundaryWithinTheBound(t *testing.T) {
 		{"abc", 2, "ab"},
 		{"abc", -1, ""},
 		{"a\xffbcdef", 5, "a\xff…"},
+		{"hello world", 3, "…"},
+		{"hello world", 2, "he"}, // no room for the mark
+		{"héllo", 5, "h…"},       // é would straddle the cut
+		{"日本語です", 9, "日本…"},
+		{"日本語です", 8, "日…"},
+		{"日本", 0, ""},
+		{"\xff\xff\xff\xff\xff", 4, "\xff…"},
+		{"a\xe6\x97\xa5\x80\x80bcd", 8, "a\xe6\x97\xa5\x80…"}, // stray continuation bytes
 	} {
 		got := Truncate(c.s, c.n)
 		if got != c.want || (c.n >= 0 && len(got) > c.n) {

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"strconv"
 	"testing"
 
 	"github.com/agentrt/agentrt"
@@ -18,7 +16,7 @@ const testKey = "sk-ant-api03-test-0123456789abcdef"
 
 func newModel(t *testing.T, base string) *Model {
 	t.Helper()
-	return sharedAdapter().Model(t, providers.Endpoint{BaseURL: base, APIKey: providers.NewSecret(testKey), Model: "claude-test"})
+	return adaptertest.Open(t, New, Config{Endpoint: providers.Endpoint{BaseURL: base, APIKey: providers.NewSecret(testKey), Model: "claude-test"}})
 }
 
 func message(content, stop, usage string) string {
@@ -29,52 +27,6 @@ var (
 	serve         = adaptertest.Serve
 	simpleRequest = adaptertest.SimpleRequest
 )
-
-// Anthropic's wire format, as the shared adapter tests need it.
-func sharedAdapter() adaptertest.Adapter[Config, *Model] {
-	return adaptertest.Adapter[Config, *Model]{
-		Provider: "anthropic", Key: testKey, Path: "/v1/messages", DefaultBaseURL: DefaultBaseURL, KeyRequired: true,
-		Config:  func(e providers.Endpoint) Config { return Config{Endpoint: e} },
-		New:     New,
-		SentKey: func(h http.Header) string { return h.Get("x-api-key") },
-		Reply: func(text, usage string) string {
-			return message(`[{"type":"text","text":`+strconv.Quote(text)+`}]`, `"end_turn"`, usage)
-		},
-		Usage: `{"input_tokens":20,"output_tokens":7}`,
-		BadUsages: []string{
-			`{"input_tokens":-1,"output_tokens":7}`,
-			`{"input_tokens":20,"output_tokens":-7}`,
-			`{"input_tokens":2.5,"output_tokens":7}`,
-			`{"input_tokens":2e1,"output_tokens":7}`,
-			`{"input_tokens":"20","output_tokens":7}`,
-			`{"input_tokens":99999999999999999999,"output_tokens":7}`,
-			`{"input_tokens":9223372036854775807,"output_tokens":7,"cache_read_input_tokens":9223372036854775807}`,
-			`{"input_tokens":1,"output_tokens":7,"cache_creation_input_tokens":9223372036854775000}`,
-			`{"input_tokens":1,"output_tokens":7,"cache_read_input_tokens":-3}`,
-			`[]`,
-		},
-		ErrorBody: func(msg string) string {
-			return `{"type":"error","error":{"type":"api_error","message":` + strconv.Quote(msg) + `}}`
-		},
-		EnvKey: "ANTHROPIC_API_KEY", EnvBaseURL: "ANTHROPIC_BASE_URL", EnvModel: "ANTHROPIC_MODEL",
-		FromEnv: FromEnv,
-	}
-}
-
-func TestAdapter_SharedContract(t *testing.T) { adaptertest.Run(t, sharedAdapter()) }
-
-// The seed's names for three of the shared contract's cases.
-func TestGenerate_RedirectIsRefusedAndTheKeyStaysHome(t *testing.T) {
-	adaptertest.RunOne(t, sharedAdapter(), "RedirectIsRefusedAndTheKeyStaysHome")
-}
-
-func TestGenerate_UnusableUsageIsChargedNothing(t *testing.T) {
-	adaptertest.RunOne(t, sharedAdapter(), "UnusableUsageIsChargedNothing")
-}
-
-func TestConfigAndModel_EncodeWithoutTheKey(t *testing.T) {
-	adaptertest.RunOne(t, sharedAdapter(), "ConfigAndModelEncodeWithoutTheKey")
-}
 
 const okUsage = `{"input_tokens":20,"output_tokens":7,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}`
 

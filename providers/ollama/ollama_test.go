@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -19,7 +17,7 @@ const testKey = "ollama-key-0123456789abcdef"
 
 func newModel(t *testing.T, base, key string) *Model {
 	t.Helper()
-	return sharedAdapter().Model(t, providers.Endpoint{BaseURL: base, APIKey: providers.NewSecret(key), Model: "llama-test"})
+	return adaptertest.Open(t, New, Config{Endpoint: providers.Endpoint{BaseURL: base, APIKey: providers.NewSecret(key), Model: "llama-test"}})
 }
 
 func chat(message, doneReason, counts string) string {
@@ -31,46 +29,6 @@ var (
 	serve         = adaptertest.Serve
 	simpleRequest = adaptertest.SimpleRequest
 )
-
-// Ollama's wire format, as the shared adapter tests need it. OLLAMA_HOST
-// names the root.
-func sharedAdapter() adaptertest.Adapter[Config, *Model] {
-	return adaptertest.Adapter[Config, *Model]{
-		Provider: "ollama", Key: testKey, Path: "/api/chat", DefaultBaseURL: DefaultBaseURL,
-		Config:  func(e providers.Endpoint) Config { return Config{Endpoint: e} },
-		New:     New,
-		SentKey: func(h http.Header) string { return strings.TrimPrefix(h.Get("Authorization"), "Bearer ") },
-		Reply: func(text, counts string) string {
-			return chat(`{"role":"assistant","content":`+strconv.Quote(text)+`}`, "stop", counts)
-		},
-		Usage: `"prompt_eval_count":20,"eval_count":7`,
-		BadUsages: []string{
-			`"prompt_eval_count":-1,"eval_count":3`,
-			`"prompt_eval_count":1.5,"eval_count":3`,
-			`"prompt_eval_count":2,"eval_count":1e2`,
-			`"prompt_eval_count":99999999999999999999,"eval_count":3`,
-			`"prompt_eval_count":"2","eval_count":3`,
-		},
-		ErrorBody: func(msg string) string { return `{"error":` + strconv.Quote(msg) + `}` },
-		EnvKey:    "OLLAMA_API_KEY", EnvBaseURL: "OLLAMA_HOST", EnvModel: "OLLAMA_MODEL",
-		FromEnv: FromEnv,
-	}
-}
-
-func TestAdapter_SharedContract(t *testing.T) { adaptertest.Run(t, sharedAdapter()) }
-
-// The seed's names for three of the shared contract's cases.
-func TestGenerate_RedirectIsRefusedAndTheKeyStaysHome(t *testing.T) {
-	adaptertest.RunOne(t, sharedAdapter(), "RedirectIsRefusedAndTheKeyStaysHome")
-}
-
-func TestGenerate_UnusableUsageIsChargedNothing(t *testing.T) {
-	adaptertest.RunOne(t, sharedAdapter(), "UnusableUsageIsChargedNothing")
-}
-
-func TestConfigAndModel_EncodeWithoutTheKey(t *testing.T) {
-	adaptertest.RunOne(t, sharedAdapter(), "ConfigAndModelEncodeWithoutTheKey")
-}
 
 const okCounts = `"prompt_eval_count":26,"prompt_eval_duration":383809000,"eval_count":298,"eval_duration":4799921000`
 

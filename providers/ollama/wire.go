@@ -81,14 +81,8 @@ func (m *Model) encode(req agentrt.ModelRequest) ([]byte, error) {
 
 type wireResponse struct {
 	Message *struct {
-		Content   string `json:"content"`
-		ToolCalls []struct {
-			ID       string `json:"id"`
-			Function struct {
-				Name      string          `json:"name"`
-				Arguments json.RawMessage `json:"arguments"`
-			} `json:"function"`
-		} `json:"tool_calls"`
+		Content   string                   `json:"content"`
+		ToolCalls []providers.FunctionCall `json:"tool_calls"`
 	} `json:"message"`
 	DoneReason      string          `json:"done_reason"`
 	PromptEvalCount json.RawMessage `json:"prompt_eval_count"`

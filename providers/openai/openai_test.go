@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/agentrt/agentrt"
@@ -19,7 +16,7 @@ const testKey = "sk-test-0123456789abcdef"
 
 func newModel(t *testing.T, base, key string) *Model {
 	t.Helper()
-	return sharedAdapter().Model(t, providers.Endpoint{BaseURL: base + "/v1", APIKey: providers.NewSecret(key), Model: "gpt-test"})
+	return adaptertest.Open(t, New, Config{Endpoint: providers.Endpoint{BaseURL: base + "/v1", APIKey: providers.NewSecret(key), Model: "gpt-test"}})
 }
 
 func completion(message, finish, usage string) string {
@@ -31,51 +28,6 @@ var (
 	serve         = adaptertest.Serve
 	simpleRequest = adaptertest.SimpleRequest
 )
-
-// OpenAI's wire format, as the shared adapter tests need it.
-func sharedAdapter() adaptertest.Adapter[Config, *Model] {
-	return adaptertest.Adapter[Config, *Model]{
-		Provider: "openai", Key: testKey, Path: "/chat/completions", DefaultBaseURL: DefaultBaseURL,
-		Config:  func(e providers.Endpoint) Config { return Config{Endpoint: e} },
-		New:     New,
-		SentKey: func(h http.Header) string { return strings.TrimPrefix(h.Get("Authorization"), "Bearer ") },
-		Reply: func(text, usage string) string {
-			return completion(`{"role":"assistant","content":`+strconv.Quote(text)+`}`, "stop", usage)
-		},
-		Usage: `{"prompt_tokens":20,"completion_tokens":7}`,
-		BadUsages: []string{
-			`{"prompt_tokens":-5,"completion_tokens":10}`,
-			`{"prompt_tokens":5,"completion_tokens":-1}`,
-			`{"prompt_tokens":5.5,"completion_tokens":10}`,
-			`{"prompt_tokens":1e3,"completion_tokens":10}`,
-			`{"prompt_tokens":"5","completion_tokens":10}`,
-			`{"prompt_tokens":99999999999999999999999,"completion_tokens":10}`,
-			`{"prompt_tokens":5,"completion_tokens":10,"prompt_tokens_details":{"cached_tokens":6}}`,
-			`{"prompt_tokens":5,"completion_tokens":10,"prompt_tokens_details":{"cached_tokens":-1}}`,
-			`"lots"`,
-		},
-		ErrorBody: func(msg string) string {
-			return `{"error":{"message":` + strconv.Quote(msg) + `,"type":"invalid_request_error"}}`
-		},
-		EnvKey: "OPENAI_API_KEY", EnvBaseURL: "OPENAI_BASE_URL", EnvModel: "OPENAI_MODEL",
-		FromEnv: FromEnv,
-	}
-}
-
-func TestAdapter_SharedContract(t *testing.T) { adaptertest.Run(t, sharedAdapter()) }
-
-// The seed's names for three of the shared contract's cases.
-func TestGenerate_RedirectIsRefusedAndTheKeyStaysHome(t *testing.T) {
-	adaptertest.RunOne(t, sharedAdapter(), "RedirectIsRefusedAndTheKeyStaysHome")
-}
-
-func TestGenerate_UnusableUsageIsChargedNothing(t *testing.T) {
-	adaptertest.RunOne(t, sharedAdapter(), "UnusableUsageIsChargedNothing")
-}
-
-func TestConfigAndModel_EncodeWithoutTheKey(t *testing.T) {
-	adaptertest.RunOne(t, sharedAdapter(), "ConfigAndModelEncodeWithoutTheKey")
-}
 
 const okUsage = `{"prompt_tokens":19,"completion_tokens":10,"total_tokens":29,"prompt_tokens_details":{"cached_tokens":4}}`
 

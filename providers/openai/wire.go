@@ -118,15 +118,9 @@ type wireUsage struct {
 
 type wireChoice struct {
 	Message struct {
-		Content   json.RawMessage `json:"content"`
-		Refusal   *string         `json:"refusal"`
-		ToolCalls []struct {
-			ID       string `json:"id"`
-			Function struct {
-				Name      string          `json:"name"`
-				Arguments json.RawMessage `json:"arguments"`
-			} `json:"function"`
-		} `json:"tool_calls"`
+		Content   json.RawMessage          `json:"content"`
+		Refusal   *string                  `json:"refusal"`
+		ToolCalls []providers.FunctionCall `json:"tool_calls"`
 	} `json:"message"`
 	FinishReason string `json:"finish_reason"`
 }

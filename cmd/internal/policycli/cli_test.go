@@ -231,9 +231,7 @@ func TestExplain_ShowsEachWhenAndTheDecidingRule(t *testing.T) {
 // finds every decision alike (exit 0); a file that now denies payments
 // reports the difference (exit 1).
 func TestRecheck_ReportsDecisionsAliveOrChanged(t *testing.T) {
-	dir := t.TempDir()
-	pf := example(t, dir, "policy.yaml")
-	db := recordRun(t, dir, pf)
+	pf, db := recordRun(t)
 	r := run(t, "recheck", "-db", db, "-policy", pf, "run-1")
 	if r.code != 0 || !strings.Contains(r.stdout, "all 2 decisions decided alike") || !strings.Contains(r.stdout, "step 1 payments.pay: recorded require_approval, now require_approval: same") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -250,9 +248,7 @@ func TestRecheck_ReportsDecisionsAliveOrChanged(t *testing.T) {
 // recheck takes the run as the short id a trail prints: the one run whose
 // id begins with it.
 func TestRecheck_AcceptsAUniqueRunIDPrefix(t *testing.T) {
-	dir := t.TempDir()
-	pf := example(t, dir, "policy.yaml")
-	db := recordRun(t, dir, pf)
+	pf, db := recordRun(t)
 	r := run(t, "recheck", "-db", db, "-policy", pf, "run-")
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "run run-1 against ") || !strings.Contains(r.stdout, "all 2 decisions decided alike") {
 		t.Fatalf("recheck run-: exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -292,11 +288,14 @@ func policyAndStore(t *testing.T, dir, path string) (*cel.Policy, *sqlite.Store,
 	return p, st, db
 }
 
-// recordRun records a run under the policy at path: a read, then a
-// payment that waits for approval.
-func recordRun(t *testing.T, dir, path string) string {
+// recordRun copies the example policy to a fresh directory and records a
+// run under it: a read, then a payment that waits for approval. It
+// returns the policy file and the database.
+func recordRun(t *testing.T) (policyFile, db string) {
 	t.Helper()
-	p, st, db := policyAndStore(t, dir, path)
+	dir := t.TempDir()
+	policyFile = example(t, dir, "policy.yaml")
+	p, st, db := policyAndStore(t, dir, policyFile)
 	defer st.Close()
 	tool := func(name string, se agentrt.SideEffect) agentrt.Tool {
 		return agentrt.ToolFunc{ToolSpec: agentrt.ToolSpec{Name: name, Description: name, SideEffect: se, Timeout: time.Second, InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -319,7 +318,7 @@ func recordRun(t *testing.T, dir, path string) string {
 	if run, err := d.StartWithID(context.Background(), "run-1", "g", agentrt.DefaultLimits()); err != nil || run.Status != agentrt.RunWaiting {
 		t.Fatalf("Start = %s, %v", run.Status, err)
 	}
-	return db
+	return policyFile, db
 }
 
 // A rule with require_signature: check lists it and explain shows that

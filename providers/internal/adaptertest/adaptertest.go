@@ -59,16 +59,30 @@ type Adapter[C any, M agentrt.Model] struct {
 	FromEnv func() (M, error)
 }
 
+// Contract is an Adapter with its types hidden, so one table can hold
+// every adapter.
+type Contract interface {
+	// Name is the adapter's provider name.
+	Name() string
+	// Run runs every shared test, each a subtest named for its behaviour.
+	Run(t *testing.T)
+	// RunOne runs the shared test called name (a seed names some of them
+	// as tests of their own); an unknown name fails.
+	RunOne(t *testing.T, name string)
+}
+
+// Name is a.Provider.
+func (a Adapter[C, M]) Name() string { return a.Provider }
+
 // Run runs the shared tests on a, each a subtest named for its behaviour.
-func Run[C any, M agentrt.Model](t *testing.T, a Adapter[C, M]) {
+func (a Adapter[C, M]) Run(t *testing.T) {
 	for _, c := range cases[C, M]() {
 		t.Run(c.name, func(t *testing.T) { c.f(t, a) })
 	}
 }
 
-// RunOne runs the shared test called name on a (a seed names some of them
-// as tests of their own); an unknown name fails.
-func RunOne[C any, M agentrt.Model](t *testing.T, a Adapter[C, M], name string) {
+// RunOne runs the shared test called name on a; an unknown name fails.
+func (a Adapter[C, M]) RunOne(t *testing.T, name string) {
 	for _, c := range cases[C, M]() {
 		if c.name == name {
 			c.f(t, a)
@@ -182,19 +196,21 @@ func (a Adapter[C, M]) open(e providers.Endpoint) (C, M, error) {
 	return cfg, m, err
 }
 
-// Model is New(Config(e)); a refusal fails t.
-func (a Adapter[C, M]) Model(t *testing.T, e providers.Endpoint) M {
+// Open is newModel(cfg), an adapter's New; a refusal fails t.
+func Open[C any, M agentrt.Model](t *testing.T, newModel func(C) (M, error), cfg C) M {
 	t.Helper()
-	_, m, err := a.open(e)
+	m, err := newModel(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
 }
 
+// model is New(Config(e)) for an Endpoint at base with the key; a refusal
+// fails t.
 func (a Adapter[C, M]) model(t *testing.T, base string) M {
 	t.Helper()
-	return a.Model(t, providers.Endpoint{BaseURL: base, APIKey: providers.NewSecret(a.Key), Model: "test-model"})
+	return Open(t, a.New, a.Config(providers.Endpoint{BaseURL: base, APIKey: providers.NewSecret(a.Key), Model: "test-model"}))
 }
 
 func generate[C any, M agentrt.Model](t *testing.T, a Adapter[C, M], f *FakeAPI) (agentrt.ModelResponse, error) {
