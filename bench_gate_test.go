@@ -101,3 +101,74 @@ func BenchmarkGate_ParallelSiblings(b *testing.B) {
 	b.Run("turn8/sequential", func(b *testing.B) { turns(b, false) })
 	b.Run("turn8/parallel", func(b *testing.B) { turns(b, true) })
 }
+
+// BenchmarkGate_Call is Gate.Call, the adapters' path, on the read-only
+// echo registered by spec only: "direct" is the body called alone,
+// "call" one allowed call through the gate, "floor" the commit floor on
+// the same driver, and a turn of 8 allowed calls of one run made from 8
+// goroutines at once against the same 8 made one after another (ns/op is
+// per turn). syncs/call counts the store's physical (synced) commits.
+func BenchmarkGate_Call(b *testing.B) {
+	body := func(_ context.Context, args json.RawMessage) (json.RawMessage, error) { return args, nil }
+	calls := func(b *testing.B, n int, parallel bool) {
+		st := benchStore(b)
+		spec := echoTool(false).Spec()
+		g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(),
+			Tools: []agentrt.Tool{agentrt.SpecOnly(spec)}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(g.Close)
+		limits := agentrt.FrameworkLimits()
+		limits.MaxSteps = 1 << 30
+		ctx := context.Background()
+		call := func(i int) error {
+			_, err := g.Call(ctx, agentrt.Call{RunID: "bench", Limits: limits, CallID: fmt.Sprintf("c%d", i), Tool: "echo",
+				Args: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), Body: body})
+			return err
+		}
+		if err := call(-1); err != nil { // the run begins outside the timed loop
+			b.Fatal(err)
+		}
+		before := st.Stats()
+		k := 0
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			var wg sync.WaitGroup
+			errs := make(chan error, n)
+			for range n {
+				if !parallel {
+					errs <- call(k)
+				} else {
+					wg.Add(1)
+					go func(i int) { defer wg.Done(); errs <- call(i) }(k)
+				}
+				k++
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.StopTimer()
+		after := st.Stats()
+		b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "calls/s")
+		b.ReportMetric(float64(after.Commits-before.Commits)/float64(b.N*n), "syncs/call")
+		b.ReportMetric(float64(after.Updates-before.Updates)/float64(b.N*n), "commits/call")
+	}
+	b.Run("direct", func(b *testing.B) {
+		for i := range b.N {
+			if _, err := body(context.Background(), json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("call", func(b *testing.B) { calls(b, 1, false) })
+	b.Run("floor", func(b *testing.B) { BenchmarkCommitFloor(b) })
+	b.Run("turn8/sequential", func(b *testing.B) { calls(b, 8, false) })
+	b.Run("turn8/parallel", func(b *testing.B) { calls(b, 8, true) })
+}

@@ -237,18 +237,26 @@ func (s *Store) ListSteps(ctx context.Context, runID string) ([]agentrt.Step, er
 	return scanSteps(s.rdb.QueryContext(ctx, s.d.Rebind(selectStep+" WHERE run_id = ? ORDER BY idx"), runID))
 }
 
+// RequestKeyQuery is StepsByRequestKey's read (unbound): the backends'
+// tests check that it uses the index. The index on request_key is partial
+// (it holds only keys that are not empty), and a planner proves that a
+// query may use it only from the query's own terms, not from the value
+// bound: without the second term every lookup, one per Gate.Call, scans
+// every step.
+var RequestKeyQuery = selectStep + " WHERE request_key = ? AND request_key <> '' ORDER BY started_at DESC, id DESC LIMIT ?"
+
 // StepsByRequestKey reads at most limit steps recorded under key, of any
 // run, newest first.
 func (s *Store) StepsByRequestKey(ctx context.Context, key string, limit int) ([]agentrt.Step, error) {
 	if key == "" || limit <= 0 {
 		return nil, nil
 	}
-	return scanSteps(s.rdb.QueryContext(ctx, s.d.Rebind(selectStep+" WHERE request_key = ? ORDER BY started_at DESC, id DESC LIMIT ?"), key, limit))
+	return scanSteps(s.queryHot(ctx, RequestKeyQuery, key, limit))
 }
 
 // ListApprovals reads a run's approvals in creation order.
 func (s *Store) ListApprovals(ctx context.Context, runID string) ([]agentrt.Approval, error) {
-	return scanApprovals(s.rdb.QueryContext(ctx, s.d.Rebind(selectApproval+" WHERE run_id = ? ORDER BY rowid"), runID))
+	return scanApprovals(s.queryHot(ctx, selectApproval+" WHERE run_id = ? ORDER BY rowid", runID))
 }
 
 // GetApproval reads one approval of a run, whole.

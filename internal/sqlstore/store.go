@@ -109,6 +109,11 @@ type Store struct {
 	wconn  *sql.Conn
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt
+	// Reads every gate call makes, prepared once on the readers (each
+	// connection prepares a statement the first time it runs it), so a
+	// call does not parse a long SELECT again: queryHot.
+	hotMu sync.Mutex
+	hot   map[string]*sql.Stmt
 
 	// group commit
 	mu      sync.Mutex
@@ -194,6 +199,12 @@ func (s *Store) Close() error {
 		s.wconn = nil
 	}
 	s.stmtMu.Unlock()
+	s.hotMu.Lock()
+	for _, st := range s.hot {
+		st.Close()
+	}
+	s.hot = nil
+	s.hotMu.Unlock()
 	if s.closeFn != nil {
 		return s.closeFn()
 	}
@@ -222,6 +233,26 @@ func (s *Store) stmt(q string) (*sql.Stmt, error) {
 	}
 	s.stmts[q] = st
 	return st, nil
+}
+
+// queryHot runs the read q (unbound) on the readers as a statement
+// prepared once for the store's life.
+func (s *Store) queryHot(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	s.hotMu.Lock()
+	st, ok := s.hot[q]
+	if !ok {
+		var err error
+		if st, err = s.rdb.PrepareContext(ctx, s.d.Rebind(q)); err != nil {
+			s.hotMu.Unlock()
+			return nil, err
+		}
+		if s.hot == nil {
+			s.hot = map[string]*sql.Stmt{}
+		}
+		s.hot[q] = st
+	}
+	s.hotMu.Unlock()
+	return st.QueryContext(ctx, args...)
 }
 
 type request struct {
