@@ -19,7 +19,7 @@ import (
 // binary approves the write, which then runs exactly once; the delete is
 // denied by policy and the model reads that as the tool's answer; the
 // chain verifies.
-func TestGuard_ReadRunsWriteWaitsForTheBinaryAndRunsOnceDenialReachesTheModel(t *testing.T) {
+func TestMiddleware_ReadRunsWriteWaitsForTheBinaryAndRunsOnceDenialReachesTheModel(t *testing.T) {
 	ctx := t.Context()
 	r := newRig(t, t.TempDir(), Options{}, 0)
 	requested := r.events.On(agentrt.EventApprovalRequest)
@@ -82,7 +82,7 @@ func TestGuard_ReadRunsWriteWaitsForTheBinaryAndRunsOnceDenialReachesTheModel(t 
 	if got := llm.toolMessagesAt(2)["call-delete"]; !strings.Contains(got, `"error"`) || !strings.Contains(got, string(agentrt.ObsPolicyDenied)) {
 		t.Errorf("the model read %q for the delete, want the policy's denial as an error", got)
 	}
-	if err := r.guard.Complete(ctx, "ck-1", nil); err != nil {
+	if err := r.gate.Complete(ctx, "ck-1", nil); err != nil {
 		t.Fatal(err)
 	}
 	if run, err := r.store.GetRun(context.Background(), "ck-1"); err != nil || run.Status != agentrt.RunCompleted {
