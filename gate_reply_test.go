@@ -54,7 +54,10 @@ func TestGate_ReplyAnswersAFrameworksHookInItsThreeWays(t *testing.T) {
 	}
 	t.Cleanup(g.Close)
 	var n atomic.Int64
-	ok := func(context.Context, json.RawMessage) (json.RawMessage, error) { n.Add(1); return json.RawMessage(`"text"`), nil }
+	ok := func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		n.Add(1)
+		return json.RawMessage(`"text"`), nil
+	}
 	own := errors.New("the framework's own interrupt")
 	failing := func(context.Context, json.RawMessage) (json.RawMessage, error) { n.Add(1); return nil, own }
 	opts := agentrt.AdapterOptions{Interrupt: true}

@@ -21,10 +21,10 @@ const crashDir = "AGENTRT_EINO_CRASH_DIR"
 
 // writeTurn is a script whose one turn asks for the write, then answers.
 func writeTurn() *scriptedModel {
-	return &scriptedModel{script: []*schema.Message{
+	return scripted([]*schema.Message{
 		callTurn(call("call-write", "append_note", `{"text":"second line"}`)),
 		schema.AssistantMessage("done", nil),
-	}}
+	})
 }
 
 // crashChild runs the agent; it says which approval its write waits on,

@@ -33,10 +33,10 @@ func TestMiddleware_ARestartedSessionCollectsTheEarlierDecision(t *testing.T) {
 	first.gate.Close()
 
 	second := newRig(t, dir, Options{}, 0)
-	llm := &scriptedModel{script: []*schema.Message{
+	llm := scripted([]*schema.Message{
 		callTurn(call("call-write-again", "append_note", `{"text":"second line"}`)),
 		schema.AssistantMessage("done", nil),
-	}}
+	})
 	done := make(chan error, 1)
 	go func() {
 		_, _, err := events(second.runner(t, llm, &memStore{m: map[string][]byte{}}).Run(t.Context(),

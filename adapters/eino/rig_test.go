@@ -26,6 +26,7 @@ type rig struct {
 	store  *sqlite.Store
 	gate   *agentrt.Gate
 	mw     compose.ToolMiddleware
+	outer  *compose.ToolMiddleware // when set, wraps mw
 	notes  noteTools
 	events adaptertest.Events
 }
@@ -69,10 +70,14 @@ func (r *rig) runner(t testing.TB, llm *scriptedModel, cps *memStore) *adk.Runne
 	if err != nil {
 		t.Fatal(err)
 	}
+	mws := []compose.ToolMiddleware{r.mw}
+	if r.outer != nil {
+		mws = []compose.ToolMiddleware{*r.outer, r.mw}
+	}
 	ag, err := adk.NewChatModelAgent(context.Background(), &adk.ChatModelAgentConfig{
 		Name: "writer", Description: "writes notes", Model: llm,
 		ToolsConfig: adk.ToolsConfig{ToolsNodeConfig: compose.ToolsNodeConfig{
-			Tools: tools, ToolCallMiddlewares: []compose.ToolMiddleware{r.mw}}},
+			Tools: tools, ToolCallMiddlewares: mws}},
 	})
 	if err != nil {
 		t.Fatal(err)
