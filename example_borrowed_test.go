@@ -32,13 +32,19 @@ func ExampleGate_frameworkTurn() {
 	}
 	defer store.Close()
 
-	spec := func(name string, se agentrt.SideEffect) agentrt.Tool {
-		return agentrt.SpecOnly(agentrt.ToolSpec{Name: name, Description: name, SideEffect: se, Timeout: time.Second,
-			InputSchema: json.RawMessage(`{"type":"object"}`)})
+	// The framework's tool declarations, registered by spec only.
+	lookup, err := agentrt.FrameworkTool("lookup", "Looks an order up.", nil, agentrt.ReadOnly, time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	refund, err := agentrt.FrameworkTool("refund", "Refunds an order.", nil, agentrt.RemoteMutation, time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
 	gate, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{
-		Store: store, Policy: agentrt.DefaultPolicy(),
-		Tools: []agentrt.Tool{spec("lookup", agentrt.ReadOnly), spec("refund", agentrt.RemoteMutation)},
+		Store: store, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{lookup, refund},
 	}})
 	if err != nil {
 		fmt.Println(err)

@@ -12,6 +12,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	kit "github.com/agentrt/agentrt/internal/enginekit"
+	"github.com/agentrt/agentrt/testkit/adaptertest"
 )
 
 // Gate.Call: one call of a framework's hook, with the mechanism every
@@ -31,36 +32,6 @@ func (b *bcBody) body(context.Context, json.RawMessage) (json.RawMessage, error)
 		b.fn()
 	}
 	return json.RawMessage(`{"ok":true}`), nil
-}
-
-// bcEvents is an observer that closes a channel at the first event of
-// each type.
-type bcEvents struct {
-	mu sync.Mutex
-	ch map[agentrt.EventType]chan struct{}
-}
-
-func (e *bcEvents) on(typ agentrt.EventType) chan struct{} {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.ch == nil {
-		e.ch = map[agentrt.EventType]chan struct{}{}
-	}
-	if e.ch[typ] == nil {
-		e.ch[typ] = make(chan struct{})
-	}
-	return e.ch[typ]
-}
-
-func (e *bcEvents) observe(ev agentrt.Event) {
-	c := e.on(ev.Type)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	select {
-	case <-c:
-	default:
-		close(c)
-	}
 }
 
 func bcCall(run, id, tool, args string, body *bcBody) agentrt.Call {
@@ -95,32 +66,58 @@ func bcWait(t testing.TB, ch <-chan bcResult, what string) bcResult {
 // A turn of three calls announced with Gate.Turn, each Call on its own
 // goroutine: a write the policy sends to an operator and two reads that
 // arrive after the write opened its step (so the write, proposed at once,
-// would pause the run and hold them: it waits for its turn). The
-// reads' bodies each return only once the other runs and the write's
-// approval was requested: the write waits alone, and the reads run side
-// by side meanwhile. Once they are done the run waits; approved, the
-// write's own Call runs its body once, and the chain verifies.
+// would pause the run and hold them: it waits for its turn). The policy
+// reports how many reads it had judged when it judges the write: both,
+// or the write did not wait for its turn (without Turn it is judged
+// before its step opens, so before the reads are even made). The reads'
+// bodies each return only once the other runs and the write's approval
+// was requested: the write waits alone, and the reads run side by side
+// meanwhile. Once they are done the run waits; approved, the write's own
+// Call runs its body once, and the chain verifies.
 func caseGate_CallRunsAllowedSiblingsWhileAWriteWaits(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	st, _ := lkOpen(t, bk)
-	var evs bcEvents
+	var evs adaptertest.Events
+	var readsJudged atomic.Int64
+	writeJudged := make(chan int64, 1)
+	policy := agentrt.PolicyFunc(func(ctx context.Context, req agentrt.ToolRequest, view agentrt.RunView) (agentrt.PolicyDecision, error) {
+		if req.Spec.Name == "read" {
+			readsJudged.Add(1)
+		} else {
+			select {
+			case writeJudged <- readsJudged.Load():
+			default: // judged again at its grant
+			}
+		}
+		return agentrt.DefaultPolicy().Evaluate(ctx, req, view)
+	})
 	tools := []agentrt.Tool{agentrt.SpecOnly(bwSpec("read", agentrt.ReadOnly)), agentrt.SpecOnly(bwSpec("send", agentrt.RemoteMutation))}
-	g := lkGate(t, agentrt.GateConfig{AwaitPoll: 5 * time.Millisecond, EngineConfig: agentrt.EngineConfig{Store: st, Tools: tools, Observer: evs.observe}}, nil)
+	g := lkGate(t, agentrt.GateConfig{AwaitPoll: 5 * time.Millisecond, EngineConfig: agentrt.EngineConfig{Store: st, Tools: tools, Policy: policy, Observer: evs.Observe}}, nil)
 	t.Cleanup(g.Close)
 	var both sync.WaitGroup
 	both.Add(2)
 	read := &bcBody{fn: func() {
 		both.Done()
 		both.Wait()
-		<-evs.on(agentrt.EventApprovalRequest)
+		<-evs.On(agentrt.EventApprovalRequest)
 	}}
 	send := &bcBody{}
 	g.Turn("run-1", "w", "r1", "r2")
-	w := bcGo(g, bcCall("run-1", "w", "send", `{"text":"x"}`, send))
+	wc := bcCall("run-1", "w", "send", `{"text":"x"}`, send)
+	wc.TurnWait = lkWait // however slow the reads' commits, the write waits for them
+	w := bcGo(g, wc)
 	// The reads reach the gate only after the write opened its step.
-	lkSignal(t, evs.on(agentrt.EventStepStarted), "the write's step")
+	lkSignal(t, evs.On(agentrt.EventStepStarted), "the write's step")
 	r1 := bcGo(g, bcCall("run-1", "r1", "read", `{"n":1}`, read))
 	r2 := bcGo(g, bcCall("run-1", "r2", "read", `{"n":2}`, read))
+	select {
+	case n := <-writeJudged:
+		if n != 2 {
+			t.Fatalf("the write was judged after %d of its turn's reads, want both: it did not wait for its turn", n)
+		}
+	case <-time.After(lkWait):
+		t.Fatal("the write was never judged")
+	}
 	for _, r := range []<-chan bcResult{r1, r2} {
 		if got := bcWait(t, r, "a read"); got.err != nil || got.res.Observation.Kind != agentrt.ObsToolResult {
 			t.Fatalf("a read: %+v, %v", got.res, got.err)
@@ -129,7 +126,7 @@ func caseGate_CallRunsAllowedSiblingsWhileAWriteWaits(t *testing.T, bk *Backend)
 	if n := send.n.Load(); n != 0 {
 		t.Fatalf("the write ran %d times before its approval", n)
 	}
-	lkSignal(t, evs.on(agentrt.EventRunWaiting), "the run waiting once the reads ended")
+	lkSignal(t, evs.On(agentrt.EventRunWaiting), "the run waiting once the reads ended")
 	a := lkPending(t, st, "run-1")
 	if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 		t.Fatal(err)
@@ -214,13 +211,13 @@ func caseGate_CallCutOffByACrashAsksOnceAndRunsOnce(t *testing.T, bk *Backend) {
 	crashed := bcGo(gA, bcCall("run-1", "c", "send", `{"text":"x"}`, dead))
 	lkSignal(t, inBody, "the body running")
 
-	var evs bcEvents
+	var evs adaptertest.Events
 	gB := lkGate(t, agentrt.GateConfig{AwaitPoll: 5 * time.Millisecond, EngineConfig: agentrt.EngineConfig{Store: db.open(t), Tools: tools,
-		Policy: allow, LeaseTTL: ttl, Observer: evs.observe}}, db.later(t, 1, ttl))
+		Policy: allow, LeaseTTL: ttl, Observer: evs.Observe}}, db.later(t, 1, ttl))
 	t.Cleanup(gB.Close)
 	again := &bcBody{}
 	retried := bcGo(gB, bcCall("run-1", "c", "send", `{"text":"x"}`, again))
-	lkSignal(t, evs.on(agentrt.EventApprovalRequest), "the interruption's approval")
+	lkSignal(t, evs.On(agentrt.EventApprovalRequest), "the interruption's approval")
 	close(finish)
 	bcWait(t, crashed, "the abandoned call")
 	apps := kit.MustApprovals(t, st, "run-1")

@@ -3,6 +3,7 @@ package adk
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"time"
@@ -15,22 +16,16 @@ import (
 	"google.golang.org/genai"
 )
 
-// Options adjusts Govern. The zero value waits for approvals in Gate.Await
-// and begins runs with agentrt.FrameworkLimits.
-type Options struct {
-	// Limits bound each run the adapter begins; zero means FrameworkLimits.
-	Limits agentrt.Limits
-	// Interrupt makes a call that awaits approval raise ADK's own tool
-	// confirmation (RequestConfirmation) and end the turn, instead of
-	// blocking until an operator decides. The answer ADK brings back is
-	// never taken as the grant: only the approval recorded in agentrt is.
-	Interrupt bool
-	// TurnWait bounds how long a call that is not read-only waits for the
-	// other calls of its turn to open their steps before it is proposed
-	// (agentrt.Call.TurnWait): zero means one second, negative no wait
-	// (for a task runner that runs a turn's calls one after another).
-	TurnWait time.Duration
-}
+// Options adjusts Govern; the zero value waits for approvals in
+// Gate.Await and begins runs with agentrt.FrameworkLimits. Goal "" means
+// "ADK session <run id>". Interrupt makes a call that awaits approval raise
+// ADK's own tool confirmation (RequestConfirmation) and end the turn; the
+// answer ADK brings back is never taken as the grant: only the approval
+// recorded in agentrt is. TurnWait bounds how long a call that is not
+// read-only waits for the other calls of its turn to open their steps
+// (agentrt.Call.TurnWait): zero means one second, negative no wait (for a
+// task runner that runs a turn's calls one after another).
+type Options = agentrt.AdapterOptions
 
 // RunID is the agentrt run that holds an ADK session's calls: the app,
 // user and session ids, each path-escaped, so a session kept by a durable
@@ -39,34 +34,27 @@ func RunID(app, user, session string) string {
 	return "adk:" + url.PathEscape(app) + "/" + url.PathEscape(user) + "/" + url.PathEscape(session)
 }
 
-// Specs are the Gate's tools for ADK tools, registered by spec only (the
-// body stays ADK's tool): name, description and JSON schema from the
-// tool's declaration, the side-effect class from classes, and timeout.
+// Specs are the Gate's tools for ADK tools (agentrt.FrameworkTool),
+// registered by spec only (the body stays ADK's tool): name, description
+// and JSON schema from the tool's declaration, the side-effect class from
+// classes (a tool with none is refused by agentrt.NewGate, naming it), and
+// timeout.
 func Specs(tools []tool.Tool, classes map[string]agentrt.SideEffect, timeout time.Duration) ([]agentrt.Tool, error) {
 	out := make([]agentrt.Tool, 0, len(tools))
 	for _, t := range tools {
-		se, ok := classes[t.Name()]
-		if !ok {
-			return nil, fmt.Errorf("adk: tool %q has no side-effect class in the map", t.Name())
-		}
-		schema := json.RawMessage(`{"type":"object"}`)
+		var schema any
 		if d, ok := t.(interface {
 			Declaration() *genai.FunctionDeclaration
 		}); ok && d.Declaration() != nil {
-			var s any = d.Declaration().ParametersJsonSchema
-			if s == nil && d.Declaration().Parameters != nil {
-				s = d.Declaration().Parameters
-			}
-			if s != nil {
-				b, err := json.Marshal(s)
-				if err != nil {
-					return nil, fmt.Errorf("adk: the schema of tool %q does not encode as JSON: %w", t.Name(), err)
-				}
-				schema = b
+			if schema = d.Declaration().ParametersJsonSchema; schema == nil && d.Declaration().Parameters != nil {
+				schema = d.Declaration().Parameters
 			}
 		}
-		out = append(out, agentrt.SpecOnly(agentrt.ToolSpec{Name: t.Name(), Description: t.Description(),
-			InputSchema: schema, SideEffect: se, Timeout: timeout}))
+		spec, err := agentrt.FrameworkTool(t.Name(), t.Description(), schema, classes[t.Name()], timeout)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, spec)
 	}
 	return out, nil
 }
@@ -130,20 +118,22 @@ func (gv *governor) before(ctx agent.Context, t tool.Tool, args map[string]any) 
 		return nil, fmt.Errorf("agentrt: the arguments of %q do not encode as JSON: %w", t.Name(), err)
 	}
 	run := RunID(ctx.AppName(), ctx.UserID(), ctx.SessionID())
-	res, err := gv.g.Call(ctx, agentrt.Call{RunID: run, Goal: "ADK session " + run, Limits: gv.opts.Limits,
-		CallID: ctx.FunctionCallID(), Tool: t.Name(), Args: raw, NoWait: gv.opts.Interrupt, TurnWait: gv.opts.TurnWait,
-		Body: func(_ context.Context, in json.RawMessage) (json.RawMessage, error) {
-			var a map[string]any
-			if err := json.Unmarshal(in, &a); err != nil {
-				return nil, err
-			}
-			out, err := r.Run(ctx, a)
-			if err != nil {
-				return nil, err
-			}
-			return json.Marshal(out)
-		}})
-	switch p, obs := res.Pending, res.Observation; {
+	c := gv.opts.Call(run, ctx.FunctionCallID(), t.Name(), raw, func(_ context.Context, in json.RawMessage) (json.RawMessage, error) {
+		var a map[string]any
+		if err := json.Unmarshal(in, &a); err != nil {
+			return nil, err
+		}
+		out, err := r.Run(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(out)
+	})
+	if c.Goal == "" {
+		c.Goal = "ADK session " + run
+	}
+	rep, err := gv.g.Reply(ctx, c)
+	switch p := rep.Pending; {
 	case err != nil:
 		return nil, err
 	case p != nil && ctx.ToolConfirmation() != nil:
@@ -156,21 +146,12 @@ func (gv *governor) before(ctx agent.Context, t tool.Tool, args map[string]any) 
 			return nil, err
 		}
 		return map[string]any{"status": "awaiting approval", "approval_id": p.ID}, nil
-	case obs.Failure():
-		return nil, fmt.Errorf("agentrt: %s: %s", obs.Kind, firstOf(obs.FailureMessage, obs.Summary, string(obs.Content)))
+	case rep.Refusal != "":
+		return nil, errors.New(rep.Refusal)
 	}
 	var out map[string]any
-	if err := json.Unmarshal(res.Observation.Content, &out); err != nil || out == nil {
-		out = map[string]any{"result": json.RawMessage(res.Observation.Content)}
+	if err := json.Unmarshal(rep.Result, &out); err != nil || out == nil {
+		out = map[string]any{"result": rep.Result}
 	}
 	return out, nil
-}
-
-func firstOf(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

@@ -27,7 +27,7 @@ type rig struct {
 	llm      *scriptedLLM
 	runner   *runner.Runner
 	sessions session.Service
-	changed  chan struct{}
+	events   adaptertest.Events
 }
 
 const testApp, testUser = "notes", "u1"
@@ -50,7 +50,7 @@ func buildRig(dir string, cfg agentrt.EngineConfig, opts Options, script ...*gen
 	if err != nil {
 		return nil, err
 	}
-	r := &rig{db: filepath.Join(dir, "runs.db"), notes: noteTools{notes}, llm: &scriptedLLM{script: script}, changed: make(chan struct{}, 1)}
+	r := &rig{db: filepath.Join(dir, "runs.db"), notes: noteTools{notes}, llm: scripted(script)}
 	store, err := sqlite.Open(r.db)
 	if err != nil {
 		return nil, err
@@ -63,12 +63,7 @@ func buildRig(dir string, cfg agentrt.EngineConfig, opts Options, script ...*gen
 	if err != nil {
 		return nil, err
 	}
-	cfg.Store, cfg.Tools, cfg.Observer = store, specs, func(agentrt.Event) {
-		select {
-		case r.changed <- struct{}{}:
-		default:
-		}
-	}
+	cfg.Store, cfg.Tools, cfg.Observer = store, specs, r.events.Observe
 	r.store = store
 	if r.gate, err = agentrt.NewGate(agentrt.GateConfig{EngineConfig: cfg}); err != nil {
 		return nil, err
@@ -118,21 +113,11 @@ func (r *rig) goRun(sessionID string, msg *genai.Content) <-chan error {
 }
 
 // untilWaiting returns the run's pending approvals once the run waits
-// for an operator, reading the store after each commit the gate signals.
+// for an operator.
 func (r *rig) untilWaiting(t testing.TB, runID string) []agentrt.Approval {
 	t.Helper()
-	deadline := time.After(time.Minute)
-	for {
-		run, err := r.store.GetRun(context.Background(), runID)
-		if err == nil && run.Status == agentrt.RunWaiting {
-			return r.approvals(t, runID, agentrt.ApprovalPending)
-		}
-		select {
-		case <-r.changed:
-		case <-deadline:
-			t.Fatalf("run %s did not come to wait for an operator (last read: %+v, %v)", runID, run.Status, err)
-		}
-	}
+	r.events.AwaitStatus(t, r.store, runID, agentrt.RunWaiting)
+	return r.approvals(t, runID, agentrt.ApprovalPending)
 }
 
 // approvals lists the run's approvals, of one status or ("") all.

@@ -2,9 +2,7 @@ package adk
 
 import (
 	"context"
-	"errors"
 	"iter"
-	"sync"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/testkit/adaptertest"
@@ -19,37 +17,33 @@ import (
 // content of its script, and keeps every request it was sent, so a test
 // reads what the loop fed back to the model (the tool responses).
 type scriptedLLM struct {
-	mu       sync.Mutex
-	script   []*genai.Content
-	requests []*model.LLMRequest
+	adaptertest.Script[*model.LLMRequest, *genai.Content]
+}
+
+func scripted(turns []*genai.Content) *scriptedLLM {
+	return &scriptedLLM{adaptertest.NewScript[*model.LLMRequest](turns)}
 }
 
 func (m *scriptedLLM) Name() string { return "scripted" }
 
 func (m *scriptedLLM) GenerateContent(_ context.Context, req *model.LLMRequest, _ bool) iter.Seq2[*model.LLMResponse, error] {
 	return func(yield func(*model.LLMResponse, error) bool) {
-		m.mu.Lock()
-		m.requests = append(m.requests, req)
-		if len(m.script) == 0 {
-			m.mu.Unlock()
-			yield(nil, errors.New("scripted model: the script has no turn left"))
+		next, err := m.Next(req)
+		if err != nil {
+			yield(nil, err)
 			return
 		}
-		next := m.script[0]
-		m.script = m.script[1:]
-		m.mu.Unlock()
 		yield(&model.LLMResponse{Content: next, TurnComplete: true}, nil)
 	}
 }
 
 // lastRequest is the last request the model was sent.
 func (m *scriptedLLM) lastRequest() *model.LLMRequest {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.requests) == 0 {
+	reqs := m.Requests()
+	if len(reqs) == 0 {
 		return nil
 	}
-	return m.requests[len(m.requests)-1]
+	return reqs[len(reqs)-1]
 }
 
 // callTurn is a model turn that asks for the given calls, in one message:

@@ -2,7 +2,6 @@ package adk
 
 import (
 	"errors"
-	"os"
 	"sync"
 	"testing"
 
@@ -28,23 +27,20 @@ type seen struct {
 // the first write with a substitute result and the second with an error;
 // neither write touches the file, and the model reads both answers.
 func TestBeforeToolCallback_SeesTheCallAndSkipsTheToolWithASubstitute(t *testing.T) {
-	n, err := adaptertest.NewNotes(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := adaptertest.TempNotes(t)
 	notes := noteTools{n}
 	tools, err := notes.tools()
 	if err != nil {
 		t.Fatal(err)
 	}
-	llm := &scriptedLLM{script: []*genai.Content{
+	llm := scripted([]*genai.Content{
 		callTurn(
 			&genai.FunctionCall{ID: "call-read", Name: "read_note", Args: map[string]any{"name": "note"}},
 			&genai.FunctionCall{ID: "call-write-1", Name: "append_note", Args: map[string]any{"text": "second line"}},
 		),
 		callTurn(&genai.FunctionCall{ID: "call-write-2", Name: "append_note", Args: map[string]any{"text": "third line"}}),
 		textTurn("done"),
-	}}
+	})
 	var mu sync.Mutex
 	calls := map[string]seen{}
 	errDenied := errors.New("append_note was denied by policy")
@@ -105,15 +101,7 @@ func TestBeforeToolCallback_SeesTheCallAndSkipsTheToolWithASubstitute(t *testing
 	}
 
 	// The read ran once; no write ran, so the file is as it was.
-	if got := notes.Count("read_note"); got != 1 {
-		t.Errorf("read_note ran %d times, want 1", got)
-	}
-	if got := notes.Count("append_note"); got != 0 {
-		t.Errorf("append_note ran %d times, want 0: the callback's answer must skip it", got)
-	}
-	if b, _ := os.ReadFile(n.Path); string(b) != "first line\n" {
-		t.Errorf("the note is %q, want it unchanged", b)
-	}
+	n.CheckWriteSkipped(t)
 
 	// The model read the read's result, the substitute, and the error.
 	got := responses(llm.lastRequest())

@@ -15,7 +15,7 @@ import (
 )
 
 // benchNode is a real ToolsNode over a read-only echo tool, governed by a
-// fresh guard on a fresh SQLite file when governed is true.
+// fresh middleware on a fresh SQLite file when governed is true.
 func benchNode(b *testing.B, governed, sequential bool) (*compose.ToolsNode, *adaptertest.CountingStore) {
 	echo, err := utils.InferTool("echo", "Echoes.", func(_ context.Context, a readArgs) (string, error) { return a.Name, nil })
 	if err != nil {
@@ -31,8 +31,7 @@ func benchNode(b *testing.B, governed, sequential bool) (*compose.ToolsNode, *ad
 			b.Fatal(err)
 		}
 		g, limits := adaptertest.BenchGate(b, cs, specs)
-		guard := New(g, cls, Options{Limits: limits})
-		cfg.ToolCallMiddlewares = []compose.ToolMiddleware{guard.Middleware()}
+		cfg.ToolCallMiddlewares = []compose.ToolMiddleware{Middleware(g, cls, Options{Limits: limits})}
 	}
 	node, err := compose.NewToolNode(context.Background(), cfg)
 	if err != nil {
@@ -76,11 +75,11 @@ func benchTurns(b *testing.B, governed, sequential bool, calls int) {
 	}
 }
 
-// BenchmarkGuard: one allowed call through the guard against the same
+// BenchmarkMiddleware: one allowed call through the middleware against the same
 // ToolsNode call with no middleware, the commit floor on the same driver
 // in the same run, and a turn of 8 allowed calls in parallel against 8 in
 // sequence (ns/op is per turn).
-func BenchmarkGuard(b *testing.B) {
+func BenchmarkMiddleware(b *testing.B) {
 	b.Run("direct", func(b *testing.B) { benchTurns(b, false, false, 1) })
 	b.Run("governed", func(b *testing.B) { benchTurns(b, true, false, 1) })
 	b.Run("floor", adaptertest.CommitFloor)

@@ -21,10 +21,10 @@ const crashDir = "AGENTRT_EINO_CRASH_DIR"
 
 // writeTurn is a script whose one turn asks for the write, then answers.
 func writeTurn() *scriptedModel {
-	return &scriptedModel{script: []*schema.Message{
+	return scripted([]*schema.Message{
 		callTurn(call("call-write", "append_note", `{"text":"second line"}`)),
 		schema.AssistantMessage("done", nil),
-	}}
+	})
 }
 
 // crashChild runs the agent; it says which approval its write waits on,
@@ -52,14 +52,14 @@ func crashChild(t *testing.T) {
 // checkpoint id: nothing runs without an operator, exactly one more
 // approval is asked and it says the call was cut off, and approving it with
 // the binary runs the write once.
-func TestGuard_SIGKILLDuringAWriteAsksOneApprovalThenRunsItOnce(t *testing.T) {
+func TestMiddleware_SIGKILLDuringAWriteAsksOneApprovalThenRunsItOnce(t *testing.T) {
 	if os.Getenv(crashDir) != "" {
 		crashChild(t)
 		return
 	}
 	dir := t.TempDir()
 	parent := newRig(t, dir, Options{}, 0)
-	child := adaptertest.StartChild(t, "TestGuard_SIGKILLDuringAWriteAsksOneApprovalThenRunsItOnce", crashDir+"="+dir)
+	child := adaptertest.StartChild(t, "TestMiddleware_SIGKILLDuringAWriteAsksOneApprovalThenRunsItOnce", crashDir+"="+dir)
 	parent.cli(t, "approve", "ck-1", "-approval", child.Line(t, "pending"), "-by", "ops")
 	child.Line(t, "effect")
 	child.Kill()

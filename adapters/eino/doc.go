@@ -2,11 +2,10 @@
 // (github.com/cloudwego/eino) under an agentrt Gate.
 //
 // Tools derives the Gate's specs from Eino tools (registered by spec only),
-// and a Guard's Middleware is a compose.ToolMiddleware for any
-// ToolsNodeConfig, an adk.ChatModelAgent's included. Each call is proposed
-// to the Gate; an allowed call runs the Eino tool through
-// OpenStep.ExecuteFunc, so it is recorded as started before it runs and
-// runs at most once; a denial is a substitute result the model reads (a
+// and Middleware is a compose.ToolMiddleware for any ToolsNodeConfig, an
+// adk.ChatModelAgent's included. Each call goes to Gate.Reply; an allowed
+// call runs the Eino tool through OpenStep.ExecuteFunc, so it is recorded
+// as started before it runs and runs at most once; a denial is a substitute result the model reads (a
 // middleware error would fail Eino's whole run); a pending approval waits
 // in Gate.Await or, with Options.Interrupt, raises compose.StatefulInterrupt.
 // On a resume only the recorded grant counts, never the resume data.

@@ -16,7 +16,7 @@ import (
 // identical write (with a new call id): it collects the earlier run's
 // approval, which the binary grants, and the write runs once there; the
 // new run asks for nothing.
-func TestGuard_ARestartedSessionCollectsTheEarlierDecision(t *testing.T) {
+func TestMiddleware_ARestartedSessionCollectsTheEarlierDecision(t *testing.T) {
 	dir := t.TempDir()
 	first := newRig(t, dir, Options{}, 0)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -30,13 +30,13 @@ func TestGuard_ARestartedSessionCollectsTheEarlierDecision(t *testing.T) {
 	cancel()
 	<-gone
 	a := first.pending(t, "ck-1")
-	first.guard.Close()
+	first.gate.Close()
 
 	second := newRig(t, dir, Options{}, 0)
-	llm := &scriptedModel{script: []*schema.Message{
+	llm := scripted([]*schema.Message{
 		callTurn(call("call-write-again", "append_note", `{"text":"second line"}`)),
 		schema.AssistantMessage("done", nil),
-	}}
+	})
 	done := make(chan error, 1)
 	go func() {
 		_, _, err := events(second.runner(t, llm, &memStore{m: map[string][]byte{}}).Run(t.Context(),
@@ -71,7 +71,7 @@ func TestGuard_ARestartedSessionCollectsTheEarlierDecision(t *testing.T) {
 // run stops with the checkpoint saved. Resuming before an operator decides
 // interrupts again, whatever the resume says; once the binary approves,
 // resuming runs the write once.
-func TestGuard_InterruptModeResumesOnlyOnTheRecordedGrant(t *testing.T) {
+func TestMiddleware_InterruptModeResumesOnlyOnTheRecordedGrant(t *testing.T) {
 	ctx := t.Context()
 	r := newRig(t, t.TempDir(), Options{Interrupt: true}, 0)
 	cps := &memStore{m: map[string][]byte{}}
@@ -80,7 +80,7 @@ func TestGuard_InterruptModeResumesOnlyOnTheRecordedGrant(t *testing.T) {
 	if err != nil || len(ids) != 1 {
 		t.Fatalf("the first run: interrupted at %q, %v", ids, err)
 	}
-	// The resume claims an approval; the guard reads only the record.
+	// The resume claims an approval; the middleware reads only the record.
 	iter, err := runner.ResumeWithParams(ctx, "ck-3", &adk.ResumeParams{Targets: map[string]any{ids[0]: "approved"}}, RunOptions("ck-3")...)
 	if err != nil {
 		t.Fatal(err)

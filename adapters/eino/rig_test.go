@@ -20,12 +20,13 @@ var approvalPolicy = agentrt.SideEffectPolicy{agentrt.ReadOnly: agentrt.Allow, a
 	agentrt.RemoteMutation: agentrt.RequireApproval, agentrt.Destructive: agentrt.Deny}
 
 // rig is one process's agentrt side: a SQLite runs database, a Gate over
-// the note tools' specs, and the guard.
+// the note tools' specs, and the middleware.
 type rig struct {
 	db     string
 	store  *sqlite.Store
 	gate   *agentrt.Gate
-	guard  *Guard
+	mw     compose.ToolMiddleware
+	outer  *compose.ToolMiddleware // when set, wraps mw
 	notes  noteTools
 	events adaptertest.Events
 }
@@ -56,23 +57,27 @@ func newRig(t testing.TB, dir string, opts Options, leaseTTL time.Duration) *rig
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.guard = New(r.gate, classes, opts)
-	t.Cleanup(r.guard.Close)
+	r.mw = Middleware(r.gate, classes, opts)
+	t.Cleanup(r.gate.Close)
 	return r
 }
 
 // runner is a real ChatModelAgent under a Runner with a checkpoint store,
-// its tools governed by the rig's guard.
+// its tools governed by the rig's middleware.
 func (r *rig) runner(t testing.TB, llm *scriptedModel, cps *memStore) *adk.Runner {
 	t.Helper()
 	tools, err := r.notes.tools()
 	if err != nil {
 		t.Fatal(err)
 	}
+	mws := []compose.ToolMiddleware{r.mw}
+	if r.outer != nil {
+		mws = []compose.ToolMiddleware{*r.outer, r.mw}
+	}
 	ag, err := adk.NewChatModelAgent(context.Background(), &adk.ChatModelAgentConfig{
 		Name: "writer", Description: "writes notes", Model: llm,
 		ToolsConfig: adk.ToolsConfig{ToolsNodeConfig: compose.ToolsNodeConfig{
-			Tools: tools, ToolCallMiddlewares: []compose.ToolMiddleware{r.guard.Middleware()}}},
+			Tools: tools, ToolCallMiddlewares: mws}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -2,8 +2,6 @@ package eino
 
 import (
 	"context"
-	"errors"
-	"sync"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/testkit/adaptertest"
@@ -17,21 +15,15 @@ import (
 // request with the next message of its script and keeps every request, so a
 // test reads the tool messages the loop fed back.
 type scriptedModel struct {
-	mu       sync.Mutex
-	script   []*schema.Message
-	requests [][]*schema.Message
+	adaptertest.Script[[]*schema.Message, *schema.Message]
+}
+
+func scripted(turns []*schema.Message) *scriptedModel {
+	return &scriptedModel{adaptertest.NewScript[[]*schema.Message](turns)}
 }
 
 func (m *scriptedModel) Generate(_ context.Context, input []*schema.Message, _ ...model.Option) (*schema.Message, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.requests = append(m.requests, input)
-	if len(m.script) == 0 {
-		return nil, errors.New("scripted model: the script has no turn left")
-	}
-	next := m.script[0]
-	m.script = m.script[1:]
-	return next, nil
+	return m.Next(input)
 }
 
 func (m *scriptedModel) Stream(ctx context.Context, input []*schema.Message, opts ...model.Option) (*schema.StreamReader[*schema.Message], error) {
@@ -50,22 +42,17 @@ func (m *scriptedModel) WithTools([]*schema.ToolInfo) (model.ToolCallingChatMode
 // toolMessages maps call id to the content of the tool message the model
 // received last.
 func (m *scriptedModel) toolMessages() map[string]string {
-	m.mu.Lock()
-	n := len(m.requests)
-	m.mu.Unlock()
-	return m.toolMessagesAt(n - 1)
+	return m.toolMessagesAt(len(m.Requests()) - 1)
 }
 
 // toolMessagesAt maps call id to the content of the tool messages of
 // request i.
 func (m *scriptedModel) toolMessagesAt(i int) map[string]string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := map[string]string{}
-	if i < 0 || i >= len(m.requests) {
+	reqs, out := m.Requests(), map[string]string{}
+	if i < 0 || i >= len(reqs) {
 		return out
 	}
-	for _, msg := range m.requests[i] {
+	for _, msg := range reqs[i] {
 		if msg.Role == schema.Tool {
 			out[msg.ToolCallID] = msg.Content
 		}

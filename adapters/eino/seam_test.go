@@ -3,7 +3,6 @@ package eino
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"sync"
 	"testing"
 
@@ -50,19 +49,16 @@ const runKey = "agentrt.run"
 // write never runs, and the model reads both answers.
 func TestToolMiddleware_SeesTheCallAndSkipsTheToolWithASubstitute(t *testing.T) {
 	ctx := t.Context()
-	n, err := adaptertest.NewNotes(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := adaptertest.TempNotes(t)
 	notes := noteTools{n}
 	tools, err := notes.tools()
 	if err != nil {
 		t.Fatal(err)
 	}
-	llm := &scriptedModel{script: []*schema.Message{
+	llm := scripted([]*schema.Message{
 		callTurn(call("call-read", "read_note", `{"name":"note"}`), call("call-write-1", "append_note", `{"text":"second line"}`)),
 		schema.AssistantMessage("done", nil),
-	}}
+	})
 	var mu sync.Mutex
 	calls := map[string]seen{}
 	gate := compose.ToolMiddleware{Invokable: func(next compose.InvokableToolEndpoint) compose.InvokableToolEndpoint {
@@ -119,15 +115,7 @@ func TestToolMiddleware_SeesTheCallAndSkipsTheToolWithASubstitute(t *testing.T) 
 	}
 
 	// The read ran once; the write did not, so the file is as it was.
-	if got := notes.Count("read_note"); got != 1 {
-		t.Errorf("read_note ran %d times, want 1", got)
-	}
-	if got := notes.Count("append_note"); got != 0 {
-		t.Errorf("append_note ran %d times, want 0: the middleware's answer must skip it", got)
-	}
-	if b, _ := os.ReadFile(n.Path); string(b) != "first line\n" {
-		t.Errorf("the note is %q, want it unchanged", b)
-	}
+	n.CheckWriteSkipped(t)
 	got := llm.toolMessages()
 	if got["call-read"] != `"first line\n"` && got["call-read"] != "first line\n" {
 		t.Errorf("the model got %q for call-read, want the file's text", got["call-read"])

@@ -6,26 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strings"
 
 	"github.com/agentrt/agentrt"
 	"github.com/firebase/genkit/go/ai"
 )
 
-// Options adjust the Middleware. The zero value awaits each approval.
-type Options struct {
-	// Goal is recorded as the goal of a run the middleware begins; ""
-	// means "genkit generate".
-	Goal string
-	// Limits bound a run the middleware begins; the zero value means
-	// agentrt.FrameworkLimits().
-	Limits agentrt.Limits
-	// Interrupt makes a call that waits on an approval end Generate with
-	// Genkit's tool interrupt instead of awaiting the decision. Restart the
-	// call (ai.WithToolRestarts) once it is decided: the restart's metadata
-	// is ignored, and only the recorded decision lets the tool run.
-	Interrupt bool
-}
+// Options adjust the Middleware; the zero value awaits each approval. Goal
+// "" means "genkit generate". Interrupt makes a call that waits on an
+// approval end Generate with Genkit's tool interrupt; restart the call
+// (ai.WithToolRestarts) once it is decided: the restart's metadata is
+// ignored, and only the recorded decision lets the tool run.
+type Options = agentrt.AdapterOptions
 
 // Middleware governs every tool call of the Generate it is given to
 // (ai.WithUse) with g through Gate.Call: the run is the one WithRun named,
@@ -70,54 +61,35 @@ func (m *middleware) wrap(ctx context.Context, p *ai.ToolParams, next ai.ToolNex
 	if runID == "" {
 		return nil, errors.New("genkit: the context names no agentrt run; call Generate with a context from WithRun")
 	}
-	if _, ok := m.classes[name]; !ok {
-		return refusal("agentrt runs no tool without a side-effect class, and %q has none", name), nil
-	}
 	args, err := json.Marshal(p.Request.Input)
 	if err != nil {
 		return refusal("the call's input does not encode as JSON: %v", err), nil
 	}
-	var toolErr error
-	res, err := m.g.Call(ctx, agentrt.Call{RunID: runID, Goal: m.opts.Goal, Limits: m.opts.Limits, CallID: p.Request.Ref,
-		Tool: name, Args: args, NoWait: m.opts.Interrupt,
-		Body: func(ctx context.Context, recorded json.RawMessage) (json.RawMessage, error) {
+	rep, err := m.g.Reply(ctx, m.opts.Call(runID, p.Request.Ref, name, args,
+		func(ctx context.Context, recorded json.RawMessage) (json.RawMessage, error) {
 			req := *p.Request
 			if err := json.Unmarshal(recorded, &req.Input); err != nil {
 				return nil, err
 			}
 			out, err := next(ctx, &ai.ToolParams{Request: &req, Tool: p.Tool})
-			if toolErr = err; err != nil {
-				return nil, err
+			if err != nil {
+				return nil, err // the tool's own error (an interrupt included), once recorded
 			}
 			return json.Marshal(out.Output)
-		}})
+		}))
 	switch {
-	case toolErr != nil:
-		// The tool's own error (an interrupt included) goes back to Genkit
-		// as it would without the gate, once the gate recorded it.
-		return nil, toolErr
-	case errors.Is(err, agentrt.ErrRunEnded):
-		return nil, err
-	case errors.Is(err, agentrt.ErrCallRefused):
-		return refusal("%v", err), nil
 	case err != nil:
 		return nil, err
-	case res.Pending != nil:
-		return nil, ai.NewToolInterruptError(map[string]any{"agentrt_run": res.Pending.RunID, "agentrt_approval": res.Pending.ID})
-	}
-	return answer(res.Observation), nil
-}
-
-// answer is what the model reads for a recorded observation.
-func answer(obs agentrt.Observation) *ai.MultipartToolResponse {
-	if obs.Failure() {
-		return refusal("agentrt refused the call (%s): %s", obs.Kind, strings.TrimSpace(obs.Summary+" "+obs.FailureMessage))
+	case rep.Pending != nil:
+		return nil, ai.NewToolInterruptError(map[string]any{"agentrt_run": rep.Pending.RunID, "agentrt_approval": rep.Pending.ID})
+	case rep.Refusal != "":
+		return refusal("%s", rep.Refusal), nil
 	}
 	var out any
-	if json.Unmarshal(obs.Content, &out) != nil {
-		out = string(obs.Content)
+	if json.Unmarshal(rep.Result, &out) != nil {
+		out = string(rep.Result)
 	}
-	return &ai.MultipartToolResponse{Output: out}
+	return &ai.MultipartToolResponse{Output: out}, nil
 }
 
 // refusal is a tool output the model reads as the call's error: Genkit

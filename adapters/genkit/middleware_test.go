@@ -109,7 +109,7 @@ func TestMiddleware_AllowedSiblingRunsWhileTheOtherWaits(t *testing.T) {
 	// The run waits: at the read's end (run.waiting) when the write's
 	// approval came while the read ran, or at once (approval.requested)
 	// when the read had ended before the write was proposed.
-	r.waitStatus(t, "run-par", agentrt.RunWaiting)
+	r.evs.AwaitStatus(t, r.store, "run-par", agentrt.RunWaiting)
 	waiting := r.pending(t, "run-par")
 	if len(waiting) != 1 || r.notes.Count("append_note") != 0 || r.notes.Count("read_note") != 1 {
 		t.Fatalf("after the read: pending %d, write ran %d, read ran %d", len(waiting), r.notes.Count("append_note"), r.notes.Count("read_note"))

@@ -32,6 +32,7 @@ type rig struct {
 	mw      ai.Middleware
 	outer   ai.Middleware // when set, wraps the adapter's middleware
 	events  chan agentrt.Event
+	evs     adaptertest.Events // the same events, for AwaitStatus
 }
 
 // newRig builds a rig in dir (a fresh temporary one when "") with the
@@ -62,6 +63,7 @@ func newRig(t testing.TB, dir string, leaseTTL time.Duration, opts Options, scri
 	r.gate, err = agentrt.NewGate(agentrt.GateConfig{AwaitPoll: 5 * time.Millisecond, EngineConfig: agentrt.EngineConfig{
 		Store: st, Policy: agentrt.DefaultPolicy(), Tools: Specs(classes, gtools...), LeaseTTL: leaseTTL,
 		Observer: func(e agentrt.Event) {
+			r.evs.Observe(e)
 			select {
 			case r.events <- e:
 			default:
@@ -70,7 +72,7 @@ func newRig(t testing.TB, dir string, leaseTTL time.Duration, opts Options, scri
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.llm = &scriptedModel{script: script}
+	r.llm = scripted(script)
 	r.model = r.llm.define(r.g)
 	r.mw = Middleware(r.gate, classes, opts)
 	return r
@@ -101,20 +103,6 @@ func (r *rig) waitEvent(t testing.TB, typ agentrt.EventType) agentrt.Event {
 			}
 		case <-deadline:
 			t.Fatalf("no %s event within 20s", typ)
-		}
-	}
-}
-
-// waitStatus waits up to 20s for run runID to reach status.
-func (r *rig) waitStatus(t testing.TB, runID string, status agentrt.RunStatus) {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		run, err := r.store.GetRun(t.Context(), runID)
-		if err == nil && run.Status == status {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s is %s after 20s, want %s (%v)", runID, run.Status, status, err)
 		}
 	}
 }

@@ -2,8 +2,6 @@ package genkit
 
 import (
 	"context"
-	"errors"
-	"sync"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/testkit/adaptertest"
@@ -15,36 +13,32 @@ import (
 // the Genkit way, keeping every request so a test reads the tool responses
 // the loop fed back.
 type scriptedModel struct {
-	mu       sync.Mutex
-	script   []*ai.Message
-	requests []*ai.ModelRequest
+	adaptertest.Script[*ai.ModelRequest, *ai.Message]
+}
+
+func scripted(turns []*ai.Message) *scriptedModel {
+	return &scriptedModel{adaptertest.NewScript[*ai.ModelRequest](turns)}
 }
 
 func (m *scriptedModel) define(g *genkit.Genkit) ai.Model {
 	opts := &ai.ModelOptions{Supports: &ai.ModelSupports{Multiturn: true, Tools: true}}
 	return genkit.DefineModelAction(g, "scripted/notes", opts,
 		func(_ context.Context, req *ai.ModelRequest, _ struct{}, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			m.requests = append(m.requests, req)
-			if len(m.script) == 0 {
-				return nil, errors.New("scripted model: the script has no turn left")
+			next, err := m.Next(req)
+			if err != nil {
+				return nil, err
 			}
-			next := m.script[0]
-			m.script = m.script[1:]
 			return &ai.ModelResponse{Message: next, FinishReason: ai.FinishReasonStop, Request: req}, nil
 		})
 }
 
 // toolResponses maps call ref to the tool response the model received last.
 func (m *scriptedModel) toolResponses() map[string]*ai.ToolResponse {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := map[string]*ai.ToolResponse{}
-	if len(m.requests) == 0 {
+	reqs, out := m.Requests(), map[string]*ai.ToolResponse{}
+	if len(reqs) == 0 {
 		return out
 	}
-	for _, msg := range m.requests[len(m.requests)-1].Messages {
+	for _, msg := range reqs[len(reqs)-1].Messages {
 		for _, p := range msg.Content {
 			if p.IsToolResponse() {
 				out[p.ToolResponse.Ref] = p.ToolResponse

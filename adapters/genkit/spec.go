@@ -2,7 +2,6 @@ package genkit
 
 import (
 	"context"
-	"encoding/json"
 	"maps"
 	"time"
 
@@ -36,23 +35,22 @@ func RunID(ctx context.Context) string {
 	return id
 }
 
-// Specs derives the Gate's tool specs from Genkit tools: name, description
-// and input schema from each tool's definition, the side-effect class from
-// classes. They are registered by spec only (agentrt.SpecOnly): the body
-// stays Genkit's tool, run by the Middleware. A tool missing from classes
-// gets no class, which agentrt.NewGate refuses, naming the tool.
+// Specs derives the Gate's tool specs from Genkit tools
+// (agentrt.FrameworkTool): name, description and input schema from each
+// tool's definition, the side-effect class from classes. They are
+// registered by spec only: the body stays Genkit's tool, run by the
+// Middleware. A tool missing from classes gets no class, and one whose
+// schema does not encode gets none either: agentrt.NewGate refuses both,
+// naming the tool.
 func Specs(classes map[string]agentrt.SideEffect, tools ...ai.Tool) []agentrt.Tool {
 	out := make([]agentrt.Tool, 0, len(tools))
 	for _, t := range tools {
 		def := t.Definition()
-		schema := json.RawMessage(`{"type":"object"}`)
-		if def.InputSchema != nil {
-			// A schema Genkit reflected from a Go type always encodes; one
-			// that does not is left empty, which NewGate refuses.
-			schema, _ = json.Marshal(def.InputSchema)
+		spec, err := agentrt.FrameworkTool(def.Name, def.Description, def.InputSchema, classes[def.Name], ToolTimeout)
+		if err != nil {
+			spec = agentrt.SpecOnly(agentrt.ToolSpec{Name: def.Name})
 		}
-		out = append(out, agentrt.SpecOnly(agentrt.ToolSpec{Name: def.Name, Description: def.Description,
-			InputSchema: schema, SideEffect: classes[def.Name], Timeout: ToolTimeout}))
+		out = append(out, spec)
 	}
 	return out
 }

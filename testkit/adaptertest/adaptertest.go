@@ -40,6 +40,32 @@ func NewNotes(dir string) (*Notes, error) {
 	return n, nil
 }
 
+// TempNotes is a fresh note in t.TempDir(); an error fails t.
+func TempNotes(t testing.TB) *Notes {
+	t.Helper()
+	n, err := NewNotes(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// CheckWriteSkipped reports on t unless read_note ran once and append_note
+// never, the note holding its first line only: a hook answered the write
+// itself and let the read run.
+func (n *Notes) CheckWriteSkipped(t testing.TB) {
+	t.Helper()
+	if got := n.Count("read_note"); got != 1 {
+		t.Errorf("read_note ran %d times, want 1", got)
+	}
+	if got := n.Count("append_note"); got != 0 {
+		t.Errorf("append_note ran %d times, want 0: the hook's answer must skip it", got)
+	}
+	if got := n.Text(t); got != "first line\n" {
+		t.Errorf("the note is %q, want it unchanged", got)
+	}
+}
+
 // Count is how often the named tool ran.
 func (n *Notes) Count(tool string) int32 {
 	v, _ := n.runs.LoadOrStore(tool, new(atomic.Int32))
@@ -100,10 +126,12 @@ func (n *Notes) Text(t testing.TB) string {
 	return string(b)
 }
 
-// Events is an Observer that signals the first event of each type.
+// Events is an Observer that signals the first event of each type, and
+// every event to AwaitStatus.
 type Events struct {
-	mu sync.Mutex
-	ch map[agentrt.EventType]chan struct{}
+	mu   sync.Mutex
+	ch   map[agentrt.EventType]chan struct{}
+	tick chan struct{} // closed at the next event
 }
 
 // On is closed at the first event of type typ.
@@ -130,6 +158,43 @@ func (e *Events) Observe(ev agentrt.Event) {
 	case <-c:
 	default:
 		close(c)
+	}
+	if e.tick != nil {
+		close(e.tick)
+		e.tick = nil
+	}
+}
+
+// next is closed at the next event.
+func (e *Events) next() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.tick == nil {
+		e.tick = make(chan struct{})
+	}
+	return e.tick
+}
+
+// AwaitStatus fails t unless run runID is in status within Wait. It reads
+// the run at once and again after each event (an observer hears an event
+// after its commit), so it never sleeps and it does not matter which
+// event moved the run: a pending approval that pauses a run with nothing
+// in flight moves it with approval.requested, one that comes while a
+// sibling runs moves it with run.waiting at the sibling's end.
+func (e *Events) AwaitStatus(t testing.TB, st agentrt.StoreReader, runID string, status agentrt.RunStatus) {
+	t.Helper()
+	deadline := time.After(Wait)
+	for {
+		next := e.next()
+		run, err := st.GetRun(context.Background(), runID)
+		if err == nil && run.Status == status {
+			return
+		}
+		select {
+		case <-next:
+		case <-deadline:
+			t.Fatalf("run %s is %s after %s, want %s (%v)", runID, run.Status, Wait, status, err)
+		}
 	}
 }
 

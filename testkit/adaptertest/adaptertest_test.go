@@ -56,3 +56,31 @@ func TestCountingStore_CountsEveryCommitOfAnAllowedCall(t *testing.T) {
 		t.Errorf("read_note ran %d times, want 2", n)
 	}
 }
+
+// AwaitStatus started before the run exists reads it again after each
+// event, and returns once a write's pending approval has paused it.
+func TestEvents_AwaitStatusReturnsOnceTheRunReachesTheStatus(t *testing.T) {
+	st := OpenCounting(t)
+	var evs Events
+	spec := agentrt.SpecOnly(agentrt.ToolSpec{Name: "send", Description: "Sends.", InputSchema: json.RawMessage(`{"type":"object"}`),
+		SideEffect: agentrt.RemoteMutation, Timeout: time.Minute})
+	g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(),
+		Tools: []agentrt.Tool{spec}, Observer: evs.Observe}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	called := make(chan error, 1)
+	go func() {
+		_, err := g.Call(context.Background(), agentrt.Call{RunID: "r", CallID: "w", Tool: "send", NoWait: true,
+			Body: func(context.Context, json.RawMessage) (json.RawMessage, error) { return nil, nil }})
+		called <- err
+	}()
+	evs.AwaitStatus(t, st, "r", agentrt.RunWaiting)
+	if p := Pending(t, st, "r"); p.Request.Spec.Name != "send" {
+		t.Fatalf("the run waits on %+v", p)
+	}
+	if err := Recv(t, called, "the call's return"); err != nil {
+		t.Fatal(err)
+	}
+}

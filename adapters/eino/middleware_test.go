@@ -9,17 +9,21 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/cloudwego/eino/compose"
 	"github.com/cloudwego/eino/schema"
 )
 
 // A real ChatModelAgent asks for a read and a write in one turn, then a
-// delete, then answers. The read runs at once, and finishes while the write
-// waits for an operator (it is held until the approval is requested, so an
-// adapter that serialised the two would never get there); the real agentrt
+// delete, then answers. The write reaches the middleware only once the
+// read opened its step (an outer middleware holds it: Eino's middleware
+// cannot announce a turn, so a write proposed first would pause the run and
+// hold the read, docs/adapters.md). The read runs at once, and finishes
+// while the write waits for an operator (it is held until the approval is
+// requested, so an adapter that serialised the two would never get there); the real agentrt
 // binary approves the write, which then runs exactly once; the delete is
 // denied by policy and the model reads that as the tool's answer; the
 // chain verifies.
-func TestGuard_ReadRunsWriteWaitsForTheBinaryAndRunsOnceDenialReachesTheModel(t *testing.T) {
+func TestMiddleware_ReadRunsWriteWaitsForTheBinaryAndRunsOnceDenialReachesTheModel(t *testing.T) {
 	ctx := t.Context()
 	r := newRig(t, t.TempDir(), Options{}, 0)
 	requested := r.events.On(agentrt.EventApprovalRequest)
@@ -31,11 +35,20 @@ func TestGuard_ReadRunsWriteWaitsForTheBinaryAndRunsOnceDenialReachesTheModel(t 
 			return errors.New("the read was held a minute: the write's approval was never requested alongside it")
 		}
 	}
-	llm := &scriptedModel{script: []*schema.Message{
+	readOpened := r.events.On(agentrt.EventStepStarted)
+	r.outer = &compose.ToolMiddleware{Invokable: func(next compose.InvokableToolEndpoint) compose.InvokableToolEndpoint {
+		return func(ctx context.Context, in *compose.ToolInput) (*compose.ToolOutput, error) {
+			if in.Name == "append_note" {
+				<-readOpened
+			}
+			return next(ctx, in)
+		}
+	}}
+	llm := scripted([]*schema.Message{
 		callTurn(call("call-read", "read_note", `{"name":"note"}`), call("call-write", "append_note", `{"text":"second line"}`)),
 		callTurn(call("call-delete", "delete_note", `{"name":"note"}`)),
 		schema.AssistantMessage("done", nil),
-	}}
+	})
 	type result struct {
 		final string
 		err   error
@@ -47,7 +60,7 @@ func TestGuard_ReadRunsWriteWaitsForTheBinaryAndRunsOnceDenialReachesTheModel(t 
 		done <- result{final, err}
 	}()
 
-	r.events.Await(t, agentrt.EventRunWaiting)
+	r.events.AwaitStatus(t, r.store, "ck-1", agentrt.RunWaiting)
 	if got := r.notes.Count("read_note"); got != 1 {
 		t.Fatalf("read_note ran %d times before the write was approved, want 1", got)
 	}
@@ -82,7 +95,7 @@ func TestGuard_ReadRunsWriteWaitsForTheBinaryAndRunsOnceDenialReachesTheModel(t 
 	if got := llm.toolMessagesAt(2)["call-delete"]; !strings.Contains(got, `"error"`) || !strings.Contains(got, string(agentrt.ObsPolicyDenied)) {
 		t.Errorf("the model read %q for the delete, want the policy's denial as an error", got)
 	}
-	if err := r.guard.Complete(ctx, "ck-1", nil); err != nil {
+	if err := r.gate.Complete(ctx, "ck-1", nil); err != nil {
 		t.Fatal(err)
 	}
 	if run, err := r.store.GetRun(context.Background(), "ck-1"); err != nil || run.Status != agentrt.RunCompleted {
