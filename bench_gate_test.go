@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
@@ -97,25 +97,8 @@ func BenchmarkGate_ParallelSiblings(b *testing.B) {
 		b.ReportMetric(float64(after.Commits-before.Commits)/float64(b.N*calls), "commits/call")
 		b.ReportMetric(float64(after.Updates-before.Updates)/float64(b.N*calls), "updates/call")
 	}
-	b.Run("floor", func(b *testing.B) {
-		s := benchStore(b)
-		ctx := context.Background()
-		if _, err := s.Update(ctx, func(tx agentrt.Tx) error {
-			return tx.RunInsert(agentrt.Run{ID: "floor", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: time.Now()})
-		}); err != nil {
-			b.Fatal(err)
-		}
-		at := time.Now()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			if _, err := s.Update(ctx, func(tx agentrt.Tx) error {
-				_, err := tx.EventAppend(agentrt.Event{RunID: "floor", At: at, Type: agentrt.EventStepStarted, Payload: json.RawMessage(`{}`)})
-				return err
-			}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	b.Run("floor", func(b *testing.B) { kit.BenchCommitFloor(b, benchStore(b)) })
+
 	b.Run("turn8/sequential", func(b *testing.B) { turns(b, false) })
 	b.Run("turn8/parallel", func(b *testing.B) { turns(b, true) })
 }

@@ -67,28 +67,7 @@ func BenchmarkDriver(b *testing.B) {
 // BenchmarkCommitFloor is one synced single-row insert transaction on the
 // same driver and pragmas: the physical floor a durable step is measured
 // against.
-func BenchmarkCommitFloor(b *testing.B) {
-	s := benchStore(b)
-	ctx := context.Background()
-	_, err := s.Update(ctx, func(tx agentrt.Tx) error {
-		return tx.RunInsert(agentrt.Run{ID: "floor", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: time.Now()})
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	at := time.Now()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		_, err := s.Update(ctx, func(tx agentrt.Tx) error {
-			_, err := tx.EventAppend(agentrt.Event{RunID: "floor", At: at, Type: agentrt.EventStepStarted, Payload: json.RawMessage(`{}`)})
-			return err
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkCommitFloor(b *testing.B) { kit.BenchCommitFloor(b, benchStore(b)) }
 
 // BenchmarkConcurrentRuns runs 1, 16 and then 32 runs at once on one database
 // file, each of 20 steps; the figure is aggregate steps per second, and the
@@ -140,21 +119,7 @@ func BenchmarkVerifyEvents(b *testing.B) {
 	s := benchStore(b)
 	ctx := context.Background()
 	const events = 20000
-	_, err := s.Update(ctx, func(tx agentrt.Tx) error {
-		if err := tx.RunInsert(agentrt.Run{ID: "v", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: time.Now()}); err != nil {
-			return err
-		}
-		for i := 0; i < events; i++ {
-			if _, err := tx.EventAppend(agentrt.Event{RunID: "v", StepID: "s", At: time.Now(), Type: agentrt.EventToolFinished,
-				Payload: json.RawMessage(fmt.Sprintf(`{"tool":"echo","duration_ms":%d,"summary":"ok"}`, i))}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	kit.SeedEvents(b, s, "v", events)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		rep, err := s.VerifyEvents(ctx, 0, 0)

@@ -4,13 +4,11 @@ package checkpoint_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/checkpoint"
 	"github.com/agentrt/agentrt/internal/enginekit"
 )
@@ -34,20 +32,7 @@ func BenchmarkVerify(b *testing.B) {
 	st, _ := openDB(b)
 	ctx := context.Background()
 	const events = 20000
-	if _, err := st.Update(ctx, func(tx agentrt.Tx) error {
-		if err := tx.RunInsert(agentrt.Run{ID: "v", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: time.Now()}); err != nil {
-			return err
-		}
-		for i := 0; i < events; i++ {
-			if _, err := tx.EventAppend(agentrt.Event{RunID: "v", StepID: "s", At: time.Now(), Type: agentrt.EventToolFinished,
-				Payload: json.RawMessage(fmt.Sprintf(`{"tool":"echo","duration_ms":%d,"summary":"ok"}`, i))}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		b.Fatal(err)
-	}
+	enginekit.SeedEvents(b, st, "v", events)
 	in, err := checkpoint.NewIntegrator(st, checkpoint.Config{})
 	if err != nil {
 		b.Fatal(err)

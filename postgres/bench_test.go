@@ -2,10 +2,8 @@ package postgres_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
-	"time"
 
 	agentrt "github.com/agentrt/agentrt"
 	kit "github.com/agentrt/agentrt/internal/enginekit"
@@ -69,23 +67,7 @@ func BenchmarkCommitFloor(b *testing.B) {
 // BenchmarkCommitFloorStore is the same single-event transaction through
 // the store: BEGIN, the chain head's lock, the insert, COMMIT.
 func BenchmarkCommitFloorStore(b *testing.B) {
-	s := benchOpen(b, pgtest.Fresh(b))
-	ctx := context.Background()
-	if _, err := s.Update(ctx, func(tx agentrt.Tx) error {
-		return tx.RunInsert(agentrt.Run{ID: "floor", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: time.Now()})
-	}); err != nil {
-		b.Fatal(err)
-	}
-	at := time.Now()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := s.Update(ctx, func(tx agentrt.Tx) error {
-			_, err := tx.EventAppend(agentrt.Event{RunID: "floor", At: at, Type: agentrt.EventStepStarted, Payload: json.RawMessage(`{}`)})
-			return err
-		}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	kit.BenchCommitFloor(b, benchOpen(b, pgtest.Fresh(b)))
 }
 
 // BenchmarkConcurrentRuns runs 1, 4, 16 and 32 runs of 20 steps at once on

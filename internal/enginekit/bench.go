@@ -105,3 +105,49 @@ func BenchDriver(tb testing.TB, st agentrt.Store, tool agentrt.Tool, n int) (*ag
 	limits.MaxSteps = n + 1
 	return d, limits
 }
+
+// BenchCommitFloor is the commit floor a durable step is measured
+// against: b.N transactions on st of one event each, synced as st syncs
+// every commit. Every backend's and adapter's floor runs this one body,
+// so their figures compare.
+func BenchCommitFloor(b *testing.B, st agentrt.Store) {
+	b.Helper()
+	ctx := context.Background()
+	if _, err := st.Update(ctx, func(tx agentrt.Tx) error {
+		return tx.RunInsert(agentrt.Run{ID: "floor", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: time.Now()})
+	}); err != nil {
+		b.Fatal(err)
+	}
+	at := time.Now()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := st.Update(ctx, func(tx agentrt.Tx) error {
+			_, err := tx.EventAppend(agentrt.Event{RunID: "floor", At: at, Type: agentrt.EventStepStarted, Payload: json.RawMessage(`{}`)})
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// SeedEvents writes a running run named runID holding n tool.finished
+// events in one transaction: the chain the verification benchmarks read.
+func SeedEvents(tb testing.TB, st agentrt.Store, runID string, n int) {
+	tb.Helper()
+	_, err := st.Update(context.Background(), func(tx agentrt.Tx) error {
+		if err := tx.RunInsert(agentrt.Run{ID: runID, Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: time.Now()}); err != nil {
+			return err
+		}
+		for i := 0; i < n; i++ {
+			if _, err := tx.EventAppend(agentrt.Event{RunID: runID, StepID: "s", At: time.Now(), Type: agentrt.EventToolFinished,
+				Payload: json.RawMessage(fmt.Sprintf(`{"tool":"echo","duration_ms":%d,"summary":"ok"}`, i))}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}

@@ -2,13 +2,12 @@ package adaptertest
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
@@ -68,21 +67,4 @@ func ReportCommits(b *testing.B, c *CountingStore, before int64, calls int) {
 // fresh SQLite file with the store's own pragmas, as the root's
 // BenchmarkCommitFloor measures it: run it beside an adapter's benchmark
 // to read that adapter's overhead in commits.
-func CommitFloor(b *testing.B) {
-	st := OpenCounting(b)
-	ctx := context.Background()
-	if _, err := st.Update(ctx, func(tx agentrt.Tx) error {
-		return tx.RunInsert(agentrt.Run{ID: "floor", Status: agentrt.RunRunning, Limits: agentrt.DefaultLimits(), CreatedAt: time.Now()})
-	}); err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	for range b.N {
-		if _, err := st.Update(ctx, func(tx agentrt.Tx) error {
-			_, err := tx.EventAppend(agentrt.Event{RunID: "floor", At: time.Now(), Type: agentrt.EventStepStarted, Payload: json.RawMessage(`{}`)})
-			return err
-		}); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func CommitFloor(b *testing.B) { enginekit.BenchCommitFloor(b, OpenCounting(b)) }
