@@ -36,18 +36,7 @@ func gkBody(path string, then func()) agentrt.ToolBody {
 		if err := json.Unmarshal(args, &a); err != nil {
 			return nil, err
 		}
-		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-		if err != nil {
-			return nil, err
-		}
-		_, err = fmt.Fprintln(f, a.Text)
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		if err := appendSynced(path, a.Text); err != nil {
 			return nil, err
 		}
 		if then != nil {
@@ -123,13 +112,7 @@ func TestCrash_SIGKILLDuringExecuteFuncWaitsForOneApproval(t *testing.T) {
 
 	killChildAt(t, "TestCrash_SIGKILLDuringExecuteFuncWaitsForOneApproval", "effect", gkChildDB+"="+dbPath, gkChildFile+"="+linesPath)
 
-	lines := func() []string {
-		b, err := os.ReadFile(linesPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	}
+	lines := func() []string { return fileLines(t, linesPath) }
 	killed := kit.MustRun(t, st, "gate-crash")
 	if killed.Status != agentrt.RunRunning || !strings.HasPrefix(killed.LeaseOwner, "child/") || len(lines()) != 1 {
 		t.Fatalf("after SIGKILL: run %s leased %q, lines %q", killed.Status, killed.LeaseOwner, lines())

@@ -80,13 +80,7 @@ func TestCrash_SIGKILLBetweenACallsTwoCommitsIsNotRunAgain(t *testing.T) {
 
 	killChildAt(t, "TestCrash_SIGKILLBetweenACallsTwoCommitsIsNotRunAgain", "effect", gcChildDB+"="+dbPath, gcChildFile+"="+linesPath)
 
-	lines := func() []string {
-		b, err := os.ReadFile(linesPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	}
+	lines := func() []string { return fileLines(t, linesPath) }
 	kit.RequireEvents(t, st, "call-crash", []kit.E{agentrt.EventRunCreated, agentrt.EventRunStarted, agentrt.EventStepStarted,
 		agentrt.EventStepDecided, agentrt.EventStepPolicy, agentrt.EventToolStarted})
 	if steps := kit.MustSteps(t, st, "call-crash"); len(steps) != 1 || steps[0].Status != agentrt.StepExecuting || len(lines()) != 1 {

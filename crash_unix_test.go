@@ -36,18 +36,7 @@ func lkAppendTool(path string, then func()) agentrt.Tool {
 			if err := json.Unmarshal(call.Args, &a); err != nil {
 				return agentrt.ToolResult{}, err
 			}
-			f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-			if err != nil {
-				return agentrt.ToolResult{}, err
-			}
-			_, err = fmt.Fprintln(f, a.Text)
-			if err == nil {
-				err = f.Sync()
-			}
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
+			if err := appendSynced(path, a.Text); err != nil {
 				return agentrt.ToolResult{}, err
 			}
 			if then != nil {
@@ -115,13 +104,7 @@ func TestCrash_SIGKILLAfterTheEffectWaitsForAnOperator(t *testing.T) {
 	if killed.Status != agentrt.RunRunning || !strings.HasPrefix(killed.LeaseOwner, "child/") || len(steps) != 1 || steps[0].Status != agentrt.StepExecuting {
 		t.Fatalf("after SIGKILL: run %s leased %q, %d steps", killed.Status, killed.LeaseOwner, len(steps))
 	}
-	lines := func() []string {
-		b, err := os.ReadFile(linesPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	}
+	lines := func() []string { return fileLines(t, linesPath) }
 	if got := lines(); len(got) != 1 {
 		t.Fatalf("the file holds %q, want the one line the child wrote", got)
 	}
