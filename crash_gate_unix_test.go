@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,11 +66,7 @@ func gkCrashChild(t *testing.T) {
 		t.Fatalf("the child's Attach: %s, %v", v.Outcome, err)
 	}
 	step, _ := s.StepByCallID("call-1")
-	_, err = step.ExecuteFunc(context.Background(), gkBody(os.Getenv(gkChildFile), func() {
-		fmt.Println("effect")
-		os.Stdout.Sync()
-		select {} // the parent kills the process here
-	}))
+	_, err = step.ExecuteFunc(context.Background(), gkBody(os.Getenv(gkChildFile), effectThenHang))
 	t.Fatalf("the child's ExecuteFunc returned %v; it should have been killed", err)
 }
 

@@ -46,11 +46,7 @@ func gcCrashChild(t *testing.T) {
 	}
 	g := gcGate(t, st, "child", lkChildTTL)
 	_, err = g.Call(context.Background(), agentrt.Call{RunID: "call-crash", CallID: "call-1", Tool: "post",
-		Args: json.RawMessage(`{"text":"line"}`), Body: gkBody(os.Getenv(gcChildFile), func() {
-			fmt.Println("effect")
-			os.Stdout.Sync()
-			select {} // the parent kills the process here
-		})})
+		Args: json.RawMessage(`{"text":"line"}`), Body: gkBody(os.Getenv(gcChildFile), effectThenHang)})
 	t.Fatalf("the child's Call returned %v; it should have been killed", err)
 }
 

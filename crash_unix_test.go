@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,11 +59,7 @@ func lkAppendScript() agentrt.AgentFunc {
 // effect, says so on stdout, and blocks until it is killed.
 func lkCrashChild(t *testing.T) {
 	st := openAt(t, os.Getenv(lkChildDB))
-	tool := lkAppendTool(os.Getenv(lkChildFile), func() {
-		fmt.Println("effect")
-		os.Stdout.Sync()
-		select {} // the parent kills the process here
-	})
+	tool := lkAppendTool(os.Getenv(lkChildFile), effectThenHang)
 	d, err := agentrt.NewDriver(agentrt.Config{
 		EngineConfig: agentrt.EngineConfig{
 			Store:      st,

@@ -59,6 +59,15 @@ func resumePastDeadLease(t *testing.T, d *agentrt.Driver, runID string, lease ti
 	}
 }
 
+// effectThenHang is what a crash child's tool does once its effect is
+// durable: it prints "effect", the mark the parent's killChildAt waits
+// for, and blocks until the parent kills the process.
+func effectThenHang() {
+	fmt.Println("effect")
+	os.Stdout.Sync()
+	select {}
+}
+
 // appendSynced appends text and a newline to the file at path and syncs
 // it: the crash tests' side effect, durable before the tool reports it.
 func appendSynced(path, text string) error {
