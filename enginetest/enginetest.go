@@ -125,6 +125,7 @@ var cases = []Case{
 	{Name: "Resume_GrantMustEqualWhatTheChainRecorded", fn: caseResume_GrantMustEqualWhatTheChainRecorded},
 	{Name: "Resume_GrantCheckReadsOnlyItsStepsEvents", fn: caseResume_GrantCheckReadsOnlyItsStepsEvents},
 	{Name: "Grant_DatabaseWriterCannotForge", fn: caseGrant_DatabaseWriterCannotForge},
+	{Name: "Grant_SwappedSignatureIsRefused", fn: caseGrant_SwappedSignatureIsRefused},
 	{Name: "Quorum_TwoOfThreeExecutesOnceAfterTheSecondVote", fn: caseQuorum_TwoOfThreeExecutesOnceAfterTheSecondVote},
 	{Name: "Quorum_DatabaseWriterCannotForgeAVote", fn: caseQuorum_DatabaseWriterCannotForgeAVote},
 	{Name: "Quorum_VoteOutsideTheOpenStageIsRefused", fn: caseQuorum_VoteOutsideTheOpenStageIsRefused},
