@@ -157,12 +157,7 @@ func caseResume_GrantCheckReadsOnlyItsStepsEvents(t *testing.T, bk *Backend) {
 func caseGrant_SwappedSignatureIsRefused(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	e := newEnv(t, bk)
-	ap, key := keyApprover(t, e, "alice")
-	send, a := pausedWith(t, e, askApproval, agentrt.DefaultLimits())
-	sig := sign(t, key, ap, statement(e, a, agentrt.StatementApprove, "ok"))
-	if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "", "ok", agentrt.WithSignature(sig)); err != nil {
-		t.Fatal(err)
-	}
+	ap, key, send, a := grantSigned(t, e, askApproval, "ok")
 	swapped, err := json.Marshal(sign(t, key, ap, statement(e, a, agentrt.StatementApprove, "ok")))
 	if err != nil {
 		t.Fatal(err)
