@@ -202,16 +202,7 @@ func (o Operator) RemoveApprover(ctx context.Context, name, by string) (Enrolled
 // changeApprover runs change on the unremoved approver with the name in
 // one transaction, at one now, and returns the approver as change left it.
 func (o Operator) changeApprover(ctx context.Context, name string, change func(tx Tx, a *EnrolledApprover, now time.Time) error) (EnrolledApprover, error) {
-	now := o.now()
-	var a EnrolledApprover
-	err := o.write(ctx, func(tx Tx) error {
-		var err error
-		if a, err = tx.ApproverByName(name); err != nil {
-			return err
-		}
-		return change(tx, &a, now)
-	})
-	return a, err
+	return changeRow(ctx, o, func(tx Tx) (EnrolledApprover, error) { return tx.ApproverByName(name) }, change)
 }
 
 // InviteApprover records a one-time invitation to enroll a passkey under

@@ -3,6 +3,7 @@ package agentrt
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // maxBudgetAmount bounds a ceiling and any figure an operator settles with,
@@ -90,14 +91,9 @@ func (o Operator) changeBudget(ctx context.Context, name, by string, change func
 	if by == "" {
 		return Budget{}, &ConfigError{Field: "by", Reason: "must name who changes the budget"}
 	}
-	now := o.now()
-	var b Budget
-	err := o.write(ctx, func(tx Tx) error {
-		var err error
-		if b, err = tx.BudgetByName(name); err != nil {
-			return err
-		}
-		p, action := change(&b)
+	byName := func(tx Tx) (Budget, error) { return tx.BudgetByName(name) }
+	return changeRow(ctx, o, byName, func(tx Tx, b *Budget, now time.Time) error {
+		p, action := change(b)
 		p.ID, p.Version, p.At, p.By = b.ID, b.Version, now, by
 		if err := tx.BudgetUpdate(p); err != nil {
 			return err
@@ -107,9 +103,8 @@ func (o Operator) changeBudget(ctx context.Context, name, by string, change func
 		if p.Retire {
 			b.RetiredAt, b.RetiredBy = now, by
 		}
-		return event(tx, "", "", now, EventBudgetChanged, BudgetChangedPayload{Action: action, By: by, Budget: b})
+		return event(tx, "", "", now, EventBudgetChanged, BudgetChangedPayload{Action: action, By: by, Budget: *b})
 	})
-	return b, err
 }
 
 // ReconcileReservation settles a model call's uncertain reservations (or

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/internal/fakeprovider"
 	"github.com/agentrt/agentrt/providers"
 	"github.com/agentrt/agentrt/providers/openai"
@@ -62,7 +63,7 @@ func TestCaller_EndToEndThroughTheOpenAIAdapter(t *testing.T) {
 		mcRequireCalls(t, env.store, "r",
 			mcWant{status: agentrt.ModelOK, usage: u1, cost: c1},
 			mcWant{status: agentrt.ModelOK, usage: u2, cost: c2})
-		mcRequireTotals(t, mcRun(t, env.store, "r"), 2, mcAdd(u1, u2), c1+c2)
+		mcRequireTotals(t, kit.MustRun(t, env.store, "r"), 2, mcAdd(u1, u2), c1+c2)
 		calls := mcCalls(t, env.store, "r")
 		steps, err := env.store.ListSteps(context.Background(), "r")
 		if err != nil {
@@ -107,7 +108,7 @@ func TestCaller_EndToEndThroughTheOpenAIAdapter(t *testing.T) {
 			t.Fatalf("estimate %+v, want the 256-token cap as its output", est)
 		}
 		mcRequireCalls(t, env.store, "r", mcWant{status: agentrt.ModelError, usage: est, cost: agentrt.CostOf(price, est), errPart: "unusable usage"})
-		mcRequireTotals(t, mcRun(t, env.store, "r"), 1, est, agentrt.CostOf(price, est))
+		mcRequireTotals(t, kit.MustRun(t, env.store, "r"), 1, est, agentrt.CostOf(price, est))
 		if steps, _ := env.store.ListSteps(context.Background(), "r"); len(steps) != 1 || steps[0].Decision != nil && steps[0].Decision.Kind == agentrt.KindToolCall {
 			t.Fatalf("steps %+v: the discarded reply's tool call must not be decided", steps)
 		}
@@ -126,7 +127,7 @@ func TestCaller_EndToEndThroughTheOpenAIAdapter(t *testing.T) {
 		}
 		failed := mcWant{status: agentrt.ModelError, errPart: "HTTP 500"}
 		mcRequireCalls(t, env.store, "r", failed, failed, failed)
-		mcRequireTotals(t, mcRun(t, env.store, "r"), 3, agentrt.Usage{}, 0)
+		mcRequireTotals(t, kit.MustRun(t, env.store, "r"), 3, agentrt.Usage{}, 0)
 		if w := env.sleep.Waits(); len(w) != 2 || w[0] != time.Second || w[1] != 2*time.Second {
 			t.Fatalf("waits %v, want [1s 2s]", w)
 		}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,18 +35,7 @@ func gkBody(path string, then func()) agentrt.ToolBody {
 		if err := json.Unmarshal(args, &a); err != nil {
 			return nil, err
 		}
-		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-		if err != nil {
-			return nil, err
-		}
-		_, err = fmt.Fprintln(f, a.Text)
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		if err := appendSynced(path, a.Text); err != nil {
 			return nil, err
 		}
 		if then != nil {
@@ -78,11 +66,7 @@ func gkCrashChild(t *testing.T) {
 		t.Fatalf("the child's Attach: %s, %v", v.Outcome, err)
 	}
 	step, _ := s.StepByCallID("call-1")
-	_, err = step.ExecuteFunc(context.Background(), gkBody(os.Getenv(gkChildFile), func() {
-		fmt.Println("effect")
-		os.Stdout.Sync()
-		select {} // the parent kills the process here
-	}))
+	_, err = step.ExecuteFunc(context.Background(), gkBody(os.Getenv(gkChildFile), effectThenHang))
 	t.Fatalf("the child's ExecuteFunc returned %v; it should have been killed", err)
 }
 
@@ -123,13 +107,7 @@ func TestCrash_SIGKILLDuringExecuteFuncWaitsForOneApproval(t *testing.T) {
 
 	killChildAt(t, "TestCrash_SIGKILLDuringExecuteFuncWaitsForOneApproval", "effect", gkChildDB+"="+dbPath, gkChildFile+"="+linesPath)
 
-	lines := func() []string {
-		b, err := os.ReadFile(linesPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	}
+	lines := func() []string { return fileLines(t, linesPath) }
 	killed := kit.MustRun(t, st, "gate-crash")
 	if killed.Status != agentrt.RunRunning || !strings.HasPrefix(killed.LeaseOwner, "child/") || len(lines()) != 1 {
 		t.Fatalf("after SIGKILL: run %s leased %q, lines %q", killed.Status, killed.LeaseOwner, lines())

@@ -46,11 +46,7 @@ func gcCrashChild(t *testing.T) {
 	}
 	g := gcGate(t, st, "child", lkChildTTL)
 	_, err = g.Call(context.Background(), agentrt.Call{RunID: "call-crash", CallID: "call-1", Tool: "post",
-		Args: json.RawMessage(`{"text":"line"}`), Body: gkBody(os.Getenv(gcChildFile), func() {
-			fmt.Println("effect")
-			os.Stdout.Sync()
-			select {} // the parent kills the process here
-		})})
+		Args: json.RawMessage(`{"text":"line"}`), Body: gkBody(os.Getenv(gcChildFile), effectThenHang)})
 	t.Fatalf("the child's Call returned %v; it should have been killed", err)
 }
 
@@ -80,13 +76,7 @@ func TestCrash_SIGKILLBetweenACallsTwoCommitsIsNotRunAgain(t *testing.T) {
 
 	killChildAt(t, "TestCrash_SIGKILLBetweenACallsTwoCommitsIsNotRunAgain", "effect", gcChildDB+"="+dbPath, gcChildFile+"="+linesPath)
 
-	lines := func() []string {
-		b, err := os.ReadFile(linesPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	}
+	lines := func() []string { return fileLines(t, linesPath) }
 	kit.RequireEvents(t, st, "call-crash", []kit.E{agentrt.EventRunCreated, agentrt.EventRunStarted, agentrt.EventStepStarted,
 		agentrt.EventStepDecided, agentrt.EventStepPolicy, agentrt.EventToolStarted})
 	if steps := kit.MustSteps(t, st, "call-crash"); len(steps) != 1 || steps[0].Status != agentrt.StepExecuting || len(lines()) != 1 {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,18 +35,7 @@ func lkAppendTool(path string, then func()) agentrt.Tool {
 			if err := json.Unmarshal(call.Args, &a); err != nil {
 				return agentrt.ToolResult{}, err
 			}
-			f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-			if err != nil {
-				return agentrt.ToolResult{}, err
-			}
-			_, err = fmt.Fprintln(f, a.Text)
-			if err == nil {
-				err = f.Sync()
-			}
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
+			if err := appendSynced(path, a.Text); err != nil {
 				return agentrt.ToolResult{}, err
 			}
 			if then != nil {
@@ -71,11 +59,7 @@ func lkAppendScript() agentrt.AgentFunc {
 // effect, says so on stdout, and blocks until it is killed.
 func lkCrashChild(t *testing.T) {
 	st := openAt(t, os.Getenv(lkChildDB))
-	tool := lkAppendTool(os.Getenv(lkChildFile), func() {
-		fmt.Println("effect")
-		os.Stdout.Sync()
-		select {} // the parent kills the process here
-	})
+	tool := lkAppendTool(os.Getenv(lkChildFile), effectThenHang)
 	d, err := agentrt.NewDriver(agentrt.Config{
 		EngineConfig: agentrt.EngineConfig{
 			Store:      st,
@@ -115,13 +99,7 @@ func TestCrash_SIGKILLAfterTheEffectWaitsForAnOperator(t *testing.T) {
 	if killed.Status != agentrt.RunRunning || !strings.HasPrefix(killed.LeaseOwner, "child/") || len(steps) != 1 || steps[0].Status != agentrt.StepExecuting {
 		t.Fatalf("after SIGKILL: run %s leased %q, %d steps", killed.Status, killed.LeaseOwner, len(steps))
 	}
-	lines := func() []string {
-		b, err := os.ReadFile(linesPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	}
+	lines := func() []string { return fileLines(t, linesPath) }
 	if got := lines(); len(got) != 1 {
 		t.Fatalf("the file holds %q, want the one line the child wrote", got)
 	}

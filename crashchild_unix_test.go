@@ -5,8 +5,10 @@ package agentrt_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -55,4 +57,40 @@ func resumePastDeadLease(t *testing.T, d *agentrt.Driver, runID string, lease ti
 		}
 		time.Sleep(min(time.Until(le.ExpiresAt)+time.Millisecond, 50*time.Millisecond))
 	}
+}
+
+// effectThenHang is what a crash child's tool does once its effect is
+// durable: it prints "effect", the mark the parent's killChildAt waits
+// for, and blocks until the parent kills the process.
+func effectThenHang() {
+	fmt.Println("effect")
+	os.Stdout.Sync()
+	select {}
+}
+
+// appendSynced appends text and a newline to the file at path and syncs
+// it: the crash tests' side effect, durable before the tool reports it.
+func appendSynced(path, text string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(f, text)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// fileLines reads the lines appendSynced wrote to path.
+func fileLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 }

@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -194,13 +195,8 @@ func (e *engine) registerTools(tools []Tool) error {
 		_, specOnly := t.(specOnlyTool)
 		e.tools[spec.Name] = &regTool{tool: t, spec: ts.spec, schema: ts, hash: h, canonical: c, specOnly: specOnly}
 	}
-	names := make([]string, 0, len(e.tools))
-	for n := range e.tools {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	hashes := make([]string, 0, len(names))
-	for _, n := range names {
+	hashes := make([]string, 0, len(e.tools))
+	for _, n := range slices.Sorted(maps.Keys(e.tools)) {
 		e.specs = append(e.specs, e.tools[n].spec)
 		hashes = append(hashes, e.tools[n].hash)
 	}

@@ -101,6 +101,21 @@ func egManifest(t *testing.T, ev agentrt.Event) (agentrt.EgressManifest, string)
 	return p.EgressManifest, p.Reason
 }
 
+// egDenied fails unless the agent's model call was refused with
+// ErrEgressDenied and the run's chain holds exactly one egress.denied
+// event; it returns that event's manifest and reason.
+func egDenied(t *testing.T, e *bgEnv, agent *mcOnce, runID string) (agentrt.EgressManifest, string) {
+	t.Helper()
+	if _, err := agent.result(); !errors.Is(err, agentrt.ErrEgressDenied) {
+		t.Fatalf("%s: Generate returned %v, want ErrEgressDenied", runID, err)
+	}
+	denied := kit.EventsOf(t, e.store, runID, agentrt.EventEgressDenied)
+	if len(denied) != 1 {
+		t.Fatalf("%s: %d egress.denied events, want 1", runID, len(denied))
+	}
+	return egManifest(t, denied[0])
+}
+
 // Egress rules that allow only api.openai.com deny a request to the
 // loopback server, and one to a model they do not name: the server
 // accepts no connection at all, no model call is dispatched, and the
@@ -117,9 +132,7 @@ func TestEgress_DeniedRequestNeverLeaves(t *testing.T) {
 		d, agent := egDriver(t, e, api, rules, req)
 		id := []string{"host", "model"}[i]
 		run := e.start(d, id, "")
-		if _, err := agent.result(); !errors.Is(err, agentrt.ErrEgressDenied) {
-			t.Fatalf("%s: Generate returned %v, want ErrEgressDenied", id, err)
-		}
+		m, why := egDenied(t, e, agent, id)
 		if run.Status != agentrt.RunFailed {
 			t.Fatalf("%s: run %s", id, run.Status)
 		}
@@ -129,11 +142,6 @@ func TestEgress_DeniedRequestNeverLeaves(t *testing.T) {
 		if calls := mcCalls(t, e.store, id); len(calls) != 0 {
 			t.Errorf("%s: model_calls %+v for a denied request", id, calls)
 		}
-		denied := kit.EventsOf(t, e.store, id, agentrt.EventEgressDenied)
-		if len(denied) != 1 {
-			t.Fatalf("%s: %d egress.denied events, want 1", id, len(denied))
-		}
-		m, why := egManifest(t, denied[0])
 		if m.Host != api.host() || m.Provider != "openai" || m.Model != "gpt-test" || m.Bytes == 0 || len(m.SHA256) != 64 || m.Messages != 1 || !m.Exact || why == "" {
 			t.Errorf("%s: denied manifest %+v, reason %q", id, m, why)
 		}
@@ -175,14 +183,7 @@ func TestEgress_ByteCeilingCountsToolSchemas(t *testing.T) {
 	rules := &agentrt.EgressRules{MaxRequestBytes: ceiling}
 	d, agent := egDriver(t, e, api, rules, big)
 	e.start(d, "wide", "")
-	if _, err := agent.result(); !errors.Is(err, agentrt.ErrEgressDenied) {
-		t.Fatalf("the wide request: %v, want ErrEgressDenied", err)
-	}
-	denied := kit.EventsOf(t, e.store, "wide", agentrt.EventEgressDenied)
-	if len(denied) != 1 {
-		t.Fatalf("%d egress.denied events", len(denied))
-	}
-	m, why := egManifest(t, denied[0])
+	m, why := egDenied(t, e, agent, "wide")
 	if m.Bytes <= int64(len(schema)) || m.MaxBytes != ceiling || m.Tools != 1 || !strings.Contains(why, "over the ceiling") {
 		t.Errorf("manifest %+v (%q): want the bytes to include the %d-byte schema, the ceiling %d and one tool", m, why, len(schema), ceiling)
 	}
@@ -265,14 +266,7 @@ func TestEgress_SecretsRuleNeedsADisclosureAndFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.start(d, "broken", "")
-	if _, err := agent.result(); !errors.Is(err, agentrt.ErrEgressDenied) {
-		t.Fatalf("Generate returned %v, want ErrEgressDenied", err)
-	}
-	denied := kit.EventsOf(t, e.store, "broken", agentrt.EventEgressDenied)
-	if len(denied) != 1 {
-		t.Fatalf("%d egress.denied events", len(denied))
-	}
-	if _, why := egManifest(t, denied[0]); !strings.Contains(why, "could not judge") {
+	if _, why := egDenied(t, e, agent, "broken"); !strings.Contains(why, "could not judge") {
 		t.Errorf("reason %q", why)
 	}
 	if conns, _ := api.seen(); conns != 0 {

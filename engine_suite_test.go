@@ -150,6 +150,7 @@ func TestErase_RefusesARunHoldingAnUnsettledReservation(t *testing.T)        { o
 func TestResume_GrantMustEqualWhatTheChainRecorded(t *testing.T)             { onSQLite(t) }
 func TestResume_GrantCheckReadsOnlyItsStepsEvents(t *testing.T)              { onSQLite(t) }
 func TestGrant_DatabaseWriterCannotForge(t *testing.T)                       { onSQLite(t) }
+func TestGrant_SwappedSignatureIsRefused(t *testing.T)                       { onSQLite(t) }
 func TestRecheck_ByteReadingPolicyDecidesAlike(t *testing.T)                 { onSQLite(t) }
 func TestRecheck_ReportsWhatItCannotAskAgain(t *testing.T)                   { onSQLite(t) }
 func TestRecheck_ChangedRequirementIsADifference(t *testing.T)               { onSQLite(t) }

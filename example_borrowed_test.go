@@ -4,13 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/sqlite"
 )
 
 // An agent framework owns the loop and its tools: the gate knows them by
@@ -19,18 +16,8 @@ import (
 // runs while the write waits for an operator; once approved, the write is
 // found again by its call id and runs once.
 func ExampleGate_frameworkTurn() {
-	dir, err := os.MkdirTemp("", "agentrt-example")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer os.RemoveAll(dir)
-	store, err := sqlite.Open(filepath.Join(dir, "runs.db"))
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer store.Close()
+	store, cleanup := exampleStore()
+	defer cleanup()
 
 	// The framework's tool declarations, registered by spec only.
 	lookup, err := agentrt.FrameworkTool("lookup", "Looks an order up.", nil, agentrt.ReadOnly, time.Second)

@@ -4,12 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
-	"github.com/agentrt/agentrt/sqlite"
 )
 
 // A caller that owns its loop proposes each decision through a gate; the
@@ -17,18 +14,8 @@ import (
 // A call that needs approval ends the session; once an operator approves,
 // Attach hands back the approved step and Execute runs the recorded request.
 func ExampleGate() {
-	dir, err := os.MkdirTemp("", "agentrt-example")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer os.RemoveAll(dir)
-	store, err := sqlite.Open(filepath.Join(dir, "runs.db"))
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer store.Close()
+	store, cleanup := exampleStore()
+	defer cleanup()
 
 	tool := func(name string, se agentrt.SideEffect) agentrt.Tool {
 		return agentrt.ToolFunc{

@@ -188,28 +188,9 @@ func mcCalls(t *testing.T, st agentrt.StoreReader, runID string) []agentrt.Model
 	return calls
 }
 
-func mcRun(t *testing.T, st agentrt.StoreReader, runID string) agentrt.Run {
-	t.Helper()
-	run, err := st.GetRun(context.Background(), runID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return run
-}
-
 func mcCount(t *testing.T, st agentrt.StoreReader, runID string, typ agentrt.EventType) int {
 	t.Helper()
-	evs, err := st.ListEvents(context.Background(), runID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range evs {
-		if e.Type == typ {
-			n++
-		}
-	}
-	return n
+	return len(kit.EventsOf(t, st, runID, typ))
 }
 
 // mcWant is what one model_calls row must hold; errPart is part of its
@@ -330,13 +311,13 @@ func TestModel_TokenAndCostLimitsProjected(t *testing.T) {
 				}
 				mcRequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 				mcRequireCalls(t, env.store, "r", ok, ok)
-				mcRequireTotals(t, mcRun(t, env.store, "r"), 2, mcAdd(used, used), 2*usedCost)
+				mcRequireTotals(t, kit.MustRun(t, env.store, "r"), 2, mcAdd(used, used), 2*usedCost)
 				return
 			}
 			mcRequireLimitRefused(t, run, "second call", secondErr, tc.refuse, m, 1)
 			// Only the first call is recorded or counted.
 			mcRequireCalls(t, env.store, "r", ok)
-			mcRequireTotals(t, mcRun(t, env.store, "r"), 1, used, usedCost)
+			mcRequireTotals(t, kit.MustRun(t, env.store, "r"), 1, used, usedCost)
 			if n := mcCount(t, env.store, "r", agentrt.EventModelDispatched); n != 1 {
 				t.Fatalf("%d model.dispatched events, want 1", n)
 			}
@@ -384,7 +365,7 @@ func TestModel_UncappedRequestRefusedUnderAProjectedLimit(t *testing.T) {
 			}
 			mcRequireLimitRefused(t, run, "Generate", gerr, tc.refuse, m, 0)
 			mcRequireCalls(t, env.store, "r")
-			mcRequireTotals(t, mcRun(t, env.store, "r"), 0, agentrt.Usage{}, 0)
+			mcRequireTotals(t, kit.MustRun(t, env.store, "r"), 0, agentrt.Usage{}, 0)
 			if n := mcCount(t, env.store, "r", agentrt.EventModelDispatched); n != 0 {
 				t.Fatalf("%d model.dispatched events, want 0", n)
 			}
@@ -433,7 +414,7 @@ func TestModel_EveryAttemptCountsAgainstMaxModelCalls(t *testing.T) {
 	}
 	failed := mcWant{status: agentrt.ModelError, errPart: "HTTP 503"}
 	mcRequireCalls(t, env.store, "r", failed, failed)
-	mcRequireTotals(t, mcRun(t, env.store, "r"), 2, agentrt.Usage{}, 0)
+	mcRequireTotals(t, kit.MustRun(t, env.store, "r"), 2, agentrt.Usage{}, 0)
 	if w := env.sleep.Waits(); len(w) != 1 || w[0] != time.Second {
 		t.Fatalf("waits %v, want one of 1s (none before the refused attempt)", w)
 	}
@@ -474,7 +455,7 @@ func TestModel_RetriesHonourRetryAfter(t *testing.T) {
 			t.Errorf("row %d is attempt %d", i, c.Attempt)
 		}
 	}
-	mcRequireTotals(t, mcRun(t, env.store, "r"), 3, agentrt.Usage{InputTokens: 10, OutputTokens: 5}, 0)
+	mcRequireTotals(t, kit.MustRun(t, env.store, "r"), 3, agentrt.Usage{InputTokens: 10, OutputTokens: 5}, 0)
 	if got := [2]int{mcCount(t, env.store, "r", agentrt.EventModelFailed), mcCount(t, env.store, "r", agentrt.EventModelCompleted)}; got != [2]int{2, 1} {
 		t.Fatalf("model.failed, model.completed events: %v, want [2 1]", got)
 	}
@@ -519,7 +500,7 @@ func TestModel_RetriesOnlyTransientUpToMaxRetries(t *testing.T) {
 				want[i] = mcWant{status: agentrt.ModelError, errPart: "HTTP"}
 			}
 			mcRequireCalls(t, env.store, "r", want...)
-			mcRequireTotals(t, mcRun(t, env.store, "r"), tc.attempts, agentrt.Usage{}, 0)
+			mcRequireTotals(t, kit.MustRun(t, env.store, "r"), tc.attempts, agentrt.Usage{}, 0)
 			if w := env.sleep.Waits(); len(w) != len(tc.waits) || (len(w) > 0 && (w[0] != tc.waits[0] || w[1] != tc.waits[1])) {
 				t.Fatalf("waits %v, want %v", w, tc.waits)
 			}
@@ -580,7 +561,7 @@ func TestModel_RetryWaitThatCannotFitIsUnavailable(t *testing.T) {
 				t.Fatalf("model called %d times, want 1", n)
 			}
 			mcRequireCalls(t, env.store, "r", mcWant{status: agentrt.ModelError, errPart: "HTTP 529"})
-			mcRequireTotals(t, mcRun(t, env.store, "r"), 1, agentrt.Usage{}, 0)
+			mcRequireTotals(t, kit.MustRun(t, env.store, "r"), 1, agentrt.Usage{}, 0)
 		})
 	}
 
@@ -649,7 +630,7 @@ func TestModel_AmbiguousAttemptChargedConservatively(t *testing.T) {
 			mcRequireCalls(t, env.store, "r",
 				mcWant{status: agentrt.ModelAmbiguous, usage: est, cost: estCost},
 				mcWant{status: agentrt.ModelOK, usage: real, cost: agentrt.CostOf(mcPrice, real)})
-			mcRequireTotals(t, mcRun(t, env.store, "r"), 2, mcAdd(est, real), estCost+agentrt.CostOf(mcPrice, real))
+			mcRequireTotals(t, kit.MustRun(t, env.store, "r"), 2, mcAdd(est, real), estCost+agentrt.CostOf(mcPrice, real))
 			if w := env.sleep.Waits(); len(w) != 1 {
 				t.Fatalf("waits %v, want one before the retry", w)
 			}
@@ -702,7 +683,7 @@ func TestModel_AmbiguousAttemptChargedConservatively(t *testing.T) {
 		est := mcEstimate(mcReq(20))
 		estCost := agentrt.CostOf(mcPrice, est)
 		mcRequireCalls(t, env.store, "r", mcWant{status: agentrt.ModelAmbiguous, usage: est, cost: estCost, errPart: "cancel"})
-		run := mcRun(t, env.store, "r")
+		run := kit.MustRun(t, env.store, "r")
 		mcRequireTotals(t, run, 1, est, estCost)
 		if run.Status != agentrt.RunRunning {
 			t.Fatalf("run is %s, want RUNNING with its step in flight for Resume", run.Status)
@@ -758,7 +739,7 @@ func mcStartUnavailable(t *testing.T, m *mcModel) (*mcEnv, *mcOnce) {
 func mcRequireChargedOnce(t *testing.T, env *mcEnv, m *mcModel, usage agentrt.Usage, cost agentrt.Micros, errPart string) {
 	t.Helper()
 	mcRequireCalls(t, env.store, "r", mcWant{status: agentrt.ModelError, usage: usage, cost: cost, errPart: errPart})
-	mcRequireTotals(t, mcRun(t, env.store, "r"), 1, usage, cost)
+	mcRequireTotals(t, kit.MustRun(t, env.store, "r"), 1, usage, cost)
 	if n := len(m.requests()); n != 1 {
 		t.Fatalf("model called %d times, want 1", n)
 	}
@@ -844,7 +825,7 @@ func TestModel_TotalsSaturateRatherThanWrap(t *testing.T) {
 		mcRequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 		mcRequireCalls(t, env.store, "r", mcWant{status: agentrt.ModelOK, usage: used, cost: agentrt.CostOf(mcPrice, used)})
 		max := agentrt.Usage{InputTokens: math.MaxInt64, OutputTokens: math.MaxInt64, CachedInputTokens: math.MaxInt64}
-		mcRequireTotals(t, mcRun(t, env.store, "r"), 1, max, math.MaxInt64)
+		mcRequireTotals(t, kit.MustRun(t, env.store, "r"), 1, max, math.MaxInt64)
 	})
 
 	t.Run("projection", func(t *testing.T) {
@@ -977,7 +958,7 @@ func TestModel_LostLeaseRefusesDispatch(t *testing.T) {
 		t.Fatalf("model called %d times, want 0", n)
 	}
 	mcRequireCalls(t, env.store, "r")
-	run := mcRun(t, env.store, "r")
+	run := kit.MustRun(t, env.store, "r")
 	mcRequireTotals(t, run, 0, agentrt.Usage{}, 0)
 	if run.LeaseOwner != "other-process" || run.Status != agentrt.RunRunning {
 		t.Fatalf("run %s leased by %q, want RUNNING under the other owner", run.Status, run.LeaseOwner)
@@ -1040,7 +1021,7 @@ func TestModel_ConcurrentCallsCannotAllPassTheCheck(t *testing.T) {
 	}
 	ok := mcWant{status: agentrt.ModelOK, usage: agentrt.Usage{InputTokens: 1, OutputTokens: 1}}
 	mcRequireCalls(t, env.store, "r", ok, ok)
-	mcRequireTotals(t, mcRun(t, env.store, "r"), 2, agentrt.Usage{InputTokens: 2, OutputTokens: 2}, 0)
+	mcRequireTotals(t, kit.MustRun(t, env.store, "r"), 2, agentrt.Usage{InputTokens: 2, OutputTokens: 2}, 0)
 }
 
 // An operator cancelling the run while a request is in flight does not lose
@@ -1063,7 +1044,7 @@ func TestModel_OutcomeRecordedWhenTheRunEndedInFlight(t *testing.T) {
 	mcRequireEnded(t, run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
 	cost := agentrt.CostOf(mcPrice, used)
 	mcRequireCalls(t, env.store, "r", mcWant{status: agentrt.ModelOK, usage: used, cost: cost})
-	stored := mcRun(t, env.store, "r")
+	stored := kit.MustRun(t, env.store, "r")
 	mcRequireEnded(t, stored, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
 	mcRequireTotals(t, stored, 1, used, cost)
 	evs, err := env.store.ListEvents(context.Background(), "r")

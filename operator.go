@@ -40,6 +40,21 @@ func (o Operator) write(ctx context.Context, fn func(Tx) error) error {
 	return nil
 }
 
+// changeRow reads a row with read and runs apply on it in one write
+// transaction, at one now, and returns the row as apply left it.
+func changeRow[T any](ctx context.Context, o Operator, read func(Tx) (T, error), apply func(tx Tx, row *T, now time.Time) error) (T, error) {
+	now := o.now()
+	var row T
+	err := o.write(ctx, func(tx Tx) error {
+		var err error
+		if row, err = read(tx); err != nil {
+			return err
+		}
+		return apply(tx, &row, now)
+	})
+	return row, err
+}
+
 // ApproveShown grants a pending approval only if its stored hash is still
 // shownHash, the hash of what the approver read (Approval.Hash of the
 // approval they were shown); the comparison is inside the deciding

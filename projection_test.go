@@ -11,6 +11,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/internal/fakeprovider"
 	"github.com/agentrt/agentrt/providers"
 	"github.com/agentrt/agentrt/providers/openai"
@@ -241,7 +242,7 @@ func TestModel_FailingTokenCounterFallsBackToTheBound(t *testing.T) {
 				t.Fatalf("model called %d times, want 0", n)
 			}
 			mcRequireCalls(t, env.store, "r")
-			mcRequireTotals(t, mcRun(t, env.store, "r"), 0, agentrt.Usage{}, 0)
+			mcRequireTotals(t, kit.MustRun(t, env.store, "r"), 0, agentrt.Usage{}, 0)
 		})
 	}
 }

@@ -256,34 +256,29 @@ func checkGrantDecided(g *Approval, granted *Event, requestedSeq int64, mismatch
 	if p.By != g.DecidedBy {
 		return mismatch("decider", p.By, g.DecidedBy)
 	}
-	recorded := ""
-	if p.Signature != nil {
-		b, err := json.Marshal(p.Signature)
-		if err != nil {
-			return err
-		}
-		c, err := CanonicalJSON(b)
-		if err != nil {
-			return mismatch("signature", string(b), "")
-		}
-		recorded = string(c)
+	row, err := signatureJSON(g.Signature)
+	if err != nil {
+		return err
 	}
-	row := ""
-	if g.Signature != nil {
-		b, err := json.Marshal(g.Signature)
-		if err != nil {
-			return err
-		}
-		c, err := CanonicalJSON(b)
-		if err != nil {
-			return err
-		}
-		row = string(c)
-	}
-	if recorded != row {
+	// A recorded signature that does not encode is not the row's either.
+	if recorded, err := signatureJSON(p.Signature); err != nil || recorded != row {
 		return mismatch("signature", recorded, row)
 	}
 	return nil
+}
+
+// signatureJSON is sig's canonical JSON, or "" for no signature: the form
+// in which a grant's row and its approval.decided event are compared.
+func signatureJSON(sig *DecisionSignature) (string, error) {
+	if sig == nil {
+		return "", nil
+	}
+	b, err := json.Marshal(sig)
+	if err != nil {
+		return "", err
+	}
+	c, err := CanonicalJSON(b)
+	return string(c), err
 }
 
 // checkRunRecord refuses a run whose row disagrees with its run.created

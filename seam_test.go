@@ -1,12 +1,9 @@
 package agentrt_test
 
 import (
-	"go/parser"
-	"go/token"
 	"io/fs"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -27,17 +24,12 @@ func TestSeam_OnlyTheBackendsImportTheSQLStore(t *testing.T) {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		imports, err := goImports(path)
 		if err != nil {
 			return err
 		}
-		for _, im := range f.Imports {
-			if p, _ := strconv.Unquote(im.Path.Value); p == seam {
-				importers = append(importers, filepath.ToSlash(filepath.Dir(path)))
-			}
+		if slices.Contains(imports, seam) {
+			importers = append(importers, filepath.ToSlash(filepath.Dir(path)))
 		}
 		return nil
 	})

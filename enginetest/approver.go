@@ -52,6 +52,20 @@ func sign(t *testing.T, key ed25519.PrivateKey, ap agentrt.EnrolledApprover, st 
 	return sig
 }
 
+// grantSigned pauses run-1 under pd and grants it with a signature, over
+// note, by a key-file approver enrolled as alice. It returns the approver,
+// its key, the paused call's tool and the approval as it was shown.
+func grantSigned(t *testing.T, e *env, pd agentrt.PolicyDecision, note string) (agentrt.EnrolledApprover, ed25519.PrivateKey, *kit.Counted, agentrt.Approval) {
+	t.Helper()
+	ap, key := keyApprover(t, e, "alice")
+	send, a := pausedWith(t, e, pd, agentrt.DefaultLimits())
+	sig := sign(t, key, ap, statement(e, a, agentrt.StatementApprove, note))
+	if err := e.Operator().ApproveShown(context.Background(), "run-1", a.ID, a.Hash, "", note, agentrt.WithSignature(sig)); err != nil {
+		t.Fatalf("ApproveShown signed: %v", err)
+	}
+	return ap, key, send, a
+}
+
 // pausedWith starts run-1 whose one send call the policy pd pauses.
 func pausedWith(t *testing.T, e *env, pd agentrt.PolicyDecision, l agentrt.Limits) (*kit.Counted, agentrt.Approval) {
 	t.Helper()
@@ -74,12 +88,7 @@ var askApproval = agentrt.PolicyDecision{Outcome: agentrt.RequireApproval, Kind:
 func caseApprovers_SignedDecisionIsRecordedAndVerifiesOffline(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	e := newEnv(t, bk)
-	ap, key := keyApprover(t, e, "alice")
-	send, a := pausedWith(t, e, askApproval, agentrt.DefaultLimits())
-	sig := sign(t, key, ap, statement(e, a, agentrt.StatementApprove, "ok"))
-	if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "", "ok", agentrt.WithSignature(sig)); err != nil {
-		t.Fatalf("ApproveShown signed: %v", err)
-	}
+	ap, _, send, a := grantSigned(t, e, askApproval, "ok")
 	got, err := e.Store.GetApproval(ctx, "run-1", a.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -239,12 +248,7 @@ func caseResume_PolicyRequiredSignature(t *testing.T, bk *Backend) {
 	e.db.requireUnchanged(t, before, "a refused Resume")
 
 	e2 := newEnv(t, bk)
-	ap, key := keyApprover(t, e2, "alice")
-	send2, a2 := pausedWith(t, e2, pd, agentrt.DefaultLimits())
-	sig := sign(t, key, ap, statement(e2, a2, agentrt.StatementApprove, ""))
-	if err := e2.Operator().ApproveShown(ctx, "run-1", a2.ID, a2.Hash, "", "", agentrt.WithSignature(sig)); err != nil {
-		t.Fatal(err)
-	}
+	_, _, send2, _ := grantSigned(t, e2, pd, "")
 	if _, err := e2.Operator().RemoveApprover(ctx, "alice", "admin"); err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/scripted"
 )
 
@@ -124,6 +125,7 @@ var cases = []Case{
 	{Name: "Resume_GrantMustEqualWhatTheChainRecorded", fn: caseResume_GrantMustEqualWhatTheChainRecorded},
 	{Name: "Resume_GrantCheckReadsOnlyItsStepsEvents", fn: caseResume_GrantCheckReadsOnlyItsStepsEvents},
 	{Name: "Grant_DatabaseWriterCannotForge", fn: caseGrant_DatabaseWriterCannotForge},
+	{Name: "Grant_SwappedSignatureIsRefused", fn: caseGrant_SwappedSignatureIsRefused},
 	{Name: "Quorum_TwoOfThreeExecutesOnceAfterTheSecondVote", fn: caseQuorum_TwoOfThreeExecutesOnceAfterTheSecondVote},
 	{Name: "Quorum_DatabaseWriterCannotForgeAVote", fn: caseQuorum_DatabaseWriterCannotForgeAVote},
 	{Name: "Quorum_VoteOutsideTheOpenStageIsRefused", fn: caseQuorum_VoteOutsideTheOpenStageIsRefused},
@@ -184,30 +186,6 @@ func driver(t *testing.T, st agentrt.Store, agent agentrt.Agent, tools ...agentr
 	return d
 }
 
-func pending(t *testing.T, st agentrt.Store, runID string) agentrt.Approval {
-	t.Helper()
-	apps, err := st.ListApprovals(context.Background(), runID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range apps {
-		if a.Status == agentrt.ApprovalPending {
-			return a
-		}
-	}
-	t.Fatalf("run %s has no pending approval (%d approvals)", runID, len(apps))
-	return agentrt.Approval{}
-}
-
-func run(t *testing.T, st agentrt.Store, id string) agentrt.Run {
-	t.Helper()
-	r, err := st.GetRun(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
 func driverRuns(t *testing.T, open func(*testing.T) agentrt.Store) {
 	st := closeLater(t, open(t))
 	note := simpleTool("note", agentrt.LocalMutation)
@@ -239,7 +217,7 @@ func approvalResumes(t *testing.T, open func(*testing.T) agentrt.Store) {
 	st := closeLater(t, open(t))
 	ctx := context.Background()
 	d, send, r := startWaiting(t, st, agentrt.DefaultLimits())
-	a := pending(t, st, r.ID)
+	a := kit.PendingApproval(t, st, r.ID)
 	if err := agentrt.ApproveShown(ctx, st, nil, r.ID, a.ID, a.Hash, "op", "ok"); err != nil {
 		t.Fatal(err)
 	}
@@ -261,11 +239,11 @@ func rejectCancels(t *testing.T, open func(*testing.T) agentrt.Store) {
 	st := closeLater(t, open(t))
 	ctx := context.Background()
 	_, send, r := startWaiting(t, st, agentrt.DefaultLimits())
-	a := pending(t, st, r.ID)
+	a := kit.PendingApproval(t, st, r.ID)
 	if err := agentrt.RejectShown(ctx, st, nil, r.ID, a.ID, a.Hash, "op", "no"); err != nil {
 		t.Fatal(err)
 	}
-	if got := run(t, st, r.ID); got.Status != agentrt.RunCancelled || send.n.Load() != 0 {
+	if got := kit.MustRun(t, st, r.ID); got.Status != agentrt.RunCancelled || send.n.Load() != 0 {
 		t.Fatalf("after reject: %s, %d calls; want CANCELLED and none", got.Status, send.n.Load())
 	}
 	verify(t, st)
@@ -304,12 +282,12 @@ func changedApproval(t *testing.T, open func(*testing.T) agentrt.Store) {
 	st := closeLater(t, open(t))
 	ctx := context.Background()
 	_, send, r := startWaiting(t, st, agentrt.DefaultLimits())
-	a := pending(t, st, r.ID)
+	a := kit.PendingApproval(t, st, r.ID)
 	wrong := fmt.Sprintf("%064x", 1)
 	if err := agentrt.ApproveShown(ctx, st, nil, r.ID, a.ID, wrong, "op", "ok"); !errors.Is(err, agentrt.ErrApprovalChanged) {
 		t.Fatalf("approve with another hash = %v, want ErrApprovalChanged", err)
 	}
-	if got := pending(t, st, r.ID); got.Status != agentrt.ApprovalPending || send.n.Load() != 0 {
+	if got := kit.PendingApproval(t, st, r.ID); got.Status != agentrt.ApprovalPending || send.n.Load() != 0 {
 		t.Fatalf("approval is %s after a refused decision", got.Status)
 	}
 }
@@ -354,15 +332,15 @@ func workerApproved(t *testing.T, open func(*testing.T) agentrt.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	await(t, "the approval", func() bool { return run(t, st, r.ID).Status == agentrt.RunWaiting })
-	a := pending(t, st, r.ID)
+	await(t, "the approval", func() bool { return kit.MustRun(t, st, r.ID).Status == agentrt.RunWaiting })
+	a := kit.PendingApproval(t, st, r.ID)
 	// The decision is made on a second store, as an operator's process would.
 	op := open(t)
 	if err := agentrt.ApproveShown(ctx, op, nil, r.ID, a.ID, a.Hash, "op", "ok"); err != nil {
 		t.Fatal(err)
 	}
 	op.Close()
-	await(t, "the run to complete", func() bool { return run(t, st, r.ID).Status == agentrt.RunCompleted })
+	await(t, "the run to complete", func() bool { return kit.MustRun(t, st, r.ID).Status == agentrt.RunCompleted })
 	if send.n.Load() != 1 {
 		t.Fatalf("the approved call ran %d times, want once", send.n.Load())
 	}
@@ -383,15 +361,15 @@ func workerExpired(t *testing.T, open func(*testing.T) agentrt.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	await(t, "the approval", func() bool { return run(t, st, r.ID).Status == agentrt.RunWaiting })
-	a := pending(t, st, r.ID)
+	await(t, "the approval", func() bool { return kit.MustRun(t, st, r.ID).Status == agentrt.RunWaiting })
+	a := kit.PendingApproval(t, st, r.ID)
 	if a.ExpiresAt.IsZero() {
 		t.Fatal("the approval has no expiry")
 	}
 	// Nobody decides; the engine's clock passes the expiry.
 	skew.Store(int64(2 * time.Minute))
-	await(t, "the worker to end the run", func() bool { return run(t, st, r.ID).Status != agentrt.RunWaiting })
-	got := run(t, st, r.ID)
+	await(t, "the worker to end the run", func() bool { return kit.MustRun(t, st, r.ID).Status != agentrt.RunWaiting })
+	got := kit.MustRun(t, st, r.ID)
 	if got.Status != agentrt.RunCancelled || got.Reason != agentrt.ReasonApprovalExpired || send.n.Load() != 0 {
 		t.Fatalf("run = %s (%s), %d calls; want ended approval_expired with no call", got.Status, got.Reason, send.n.Load())
 	}
@@ -406,7 +384,7 @@ func workerTakeover(t *testing.T, open func(*testing.T) agentrt.Store) {
 	ctx := context.Background()
 	insertLapsedRun(t, st)
 	worker(t, st, agentrt.WorkerConfig{Agent: &scripted.Agent{Decisions: []agentrt.Decision{scripted.Complete(`{}`)}}})
-	await(t, "the takeover", func() bool { return run(t, st, "r1").Status == agentrt.RunCompleted })
+	await(t, "the takeover", func() bool { return kit.MustRun(t, st, "r1").Status == agentrt.RunCompleted })
 	evs, err := st.ListEvents(ctx, "r1")
 	if err != nil {
 		t.Fatal(err)
@@ -448,7 +426,7 @@ func twoWorkers(t *testing.T, open func(*testing.T) agentrt.Store) {
 		ids = append(ids, r.ID)
 	}
 	for _, id := range ids {
-		await(t, "run "+id, func() bool { return run(t, st, id).Status == agentrt.RunCompleted })
+		await(t, "run "+id, func() bool { return kit.MustRun(t, st, id).Status == agentrt.RunCompleted })
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -488,7 +466,7 @@ func heldLease(t *testing.T, open func(*testing.T) agentrt.Store) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if got := run(t, st, r.ID); got.Status != agentrt.RunCompleted {
+	if got := kit.MustRun(t, st, r.ID); got.Status != agentrt.RunCompleted {
 		t.Fatalf("run = %s", got.Status)
 	}
 }
@@ -499,14 +477,14 @@ func unsignedGrant(t *testing.T, open func(*testing.T) agentrt.Store) {
 	limits := agentrt.DefaultLimits()
 	limits.RequireSignedGrant = true
 	d, send, r := startWaiting(t, st, limits)
-	a := pending(t, st, r.ID)
+	a := kit.PendingApproval(t, st, r.ID)
 	if err := agentrt.ApproveShown(ctx, st, nil, r.ID, a.ID, a.Hash, "op", "ok"); !errors.Is(err, agentrt.ErrUnsignedGrant) {
 		t.Fatalf("an unsigned grant = %v, want ErrUnsignedGrant", err)
 	}
 	if _, err := d.Resume(ctx, r.ID); err == nil || send.n.Load() != 0 {
 		t.Fatalf("resume after a refused grant = %v, %d calls; want an error and none", err, send.n.Load())
 	}
-	if got := pending(t, st, r.ID); got.Status != agentrt.ApprovalPending {
+	if got := kit.PendingApproval(t, st, r.ID); got.Status != agentrt.ApprovalPending {
 		t.Fatalf("approval is %s", got.Status)
 	}
 }

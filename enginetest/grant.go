@@ -2,6 +2,7 @@ package enginetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -144,5 +145,31 @@ func caseResume_GrantCheckReadsOnlyItsStepsEvents(t *testing.T, bk *Backend) {
 		if err != nil || send.N() != 1 {
 			t.Fatalf("Resume = %s, %v; send ran %d times, want once", run.Status, err, send.N())
 		}
+	}
+}
+
+// A run's approval is granted with alice's signature, then a database
+// writer swaps the row's signature for another valid one by alice over the
+// same approval (a fresh nonce): the key is enrolled, the signature
+// verifies and decided_by still matches, but it is not the signature the
+// approval.decided event recorded. Resume refuses it as a grant mismatch on
+// "signature" and runs nothing.
+func caseGrant_SwappedSignatureIsRefused(t *testing.T, bk *Backend) {
+	ctx := context.Background()
+	e := newEnv(t, bk)
+	ap, key, send, a := grantSigned(t, e, askApproval, "ok")
+	swapped, err := json.Marshal(sign(t, key, ap, statement(e, a, agentrt.StatementApprove, "ok")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.db.exec(t, 1, `UPDATE approvals SET signature_json = ? WHERE id = ?`, string(swapped), a.ID)
+	d := e.Driver(kit.Script(kit.Complete(`{}`)), kit.Fixed(askApproval), send)
+	_, err = d.Resume(ctx, "run-1")
+	var mm *agentrt.GrantMismatchError
+	if !errors.As(err, &mm) || mm.Field != "signature" || mm.Recorded == mm.Granted {
+		t.Fatalf("Resume with a swapped signature = %v; want a GrantMismatchError on the signature", err)
+	}
+	if send.N() != 0 {
+		t.Fatalf("send ran %d times under a swapped signature", send.N())
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	kit "github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/internal/testhook"
 	"github.com/agentrt/agentrt/scripted"
 )
@@ -64,7 +65,7 @@ func interruptedSideEffect(t *testing.T, open func(*testing.T) agentrt.Store) {
 	if err != nil || r.Status != agentrt.RunWaiting || appendTool.n.Load() != 1 {
 		t.Fatalf("resume after the crash = %s, %v, %d calls; want WAITING and the one call", r.Status, err, appendTool.n.Load())
 	}
-	a := pending(t, st, id)
+	a := kit.PendingApproval(t, st, id)
 	if a.Kind != agentrt.InterruptedSideEffect || a.Request.Spec.Name != "append" || string(a.Request.Args) != `{"text":"line"}` {
 		t.Fatalf("the pause is %s for %s %s, want an interrupted side effect of the call", a.Kind, a.Request.Spec.Name, a.Request.Args)
 	}
@@ -104,7 +105,7 @@ func gateApproved(t *testing.T, open func(*testing.T) agentrt.Store) {
 		t.Fatalf("propose = %s, %v", v.Outcome, err)
 	}
 	s.Close()
-	a := pending(t, st, "run-gate")
+	a := kit.PendingApproval(t, st, "run-gate")
 	if err := agentrt.ApproveShown(ctx, st, nil, "run-gate", a.ID, a.Hash, "op", "ok"); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func signedGrant(t *testing.T, open func(*testing.T) agentrt.Store) {
 	limits := agentrt.DefaultLimits()
 	limits.RequireSignedGrant = true
 	d, send, r := startWaiting(t, st, limits)
-	a := pending(t, st, r.ID)
+	a := kit.PendingApproval(t, st, r.ID)
 	sig, err := agentrt.SignStatement(key, ap, agentrt.Statement{RunID: r.ID, ApprovalID: a.ID, ApprovalHash: a.Hash,
 		Decision: agentrt.StatementApprove, Nonce: agentrt.NewNonce(), Time: time.Now()})
 	if err != nil {
