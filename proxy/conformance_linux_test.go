@@ -127,6 +127,7 @@ func tokenRelay(t *testing.T, front, token string) string {
 		r.Out.Header.Set("Authorization", "Bearer "+token)
 	}}
 	srv := &http.Server{Handler: rp, ReadHeaderTimeout: 10 * time.Second}
+	srv.SetKeepAlivesEnabled(false) // nor does the suite reuse one to the relay
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return "http://" + self + target.Path
@@ -156,6 +157,60 @@ func expectedFailures(t *testing.T, list string) map[string]string {
 		out[name] = reason
 	}
 	return out
+}
+
+// retryTimedOut runs once more, on its own, each scenario whose client
+// gave up waiting for a response (60 s), and takes that run's checks. In
+// the loaded runs where this happened, the proxy's goroutines showed its
+// front idle with no request of the scenario in flight: the request was
+// held between the suite and the relay. A proxy that hangs fails the
+// second run as well.
+func retryTimedOut(t *testing.T, results map[string][]check, command func(scenario, out string) *exec.Cmd) {
+	t.Helper()
+	for n, cs := range results {
+		if !timedOut(cs) {
+			continue
+		}
+		again := t.TempDir()
+		cmd := command(n, again)
+		cmd.Env = append(os.Environ(), "NO_COLOR=1")
+		out, _ := cmd.CombinedOutput()
+		dirs, _ := os.ReadDir(again)
+		if len(dirs) == 0 {
+			t.Logf("%s: the client timed out; running it again wrote no result:\n%s", n, out)
+			continue
+		}
+		r := readConformance(t, again, out, nil)[n]
+		t.Logf("%s: the client timed out waiting for a response; run again alone, it %s", n, verdict(r))
+		results[n] = r
+	}
+}
+
+// timedOut says whether a scenario failed only because its client gave
+// up waiting for a response.
+func timedOut(cs []check) bool {
+	failed := false
+	for _, c := range cs {
+		if c.Status == "FAILURE" {
+			if !strings.Contains(c.Error, "Request timed out") {
+				return false
+			}
+			failed = true
+		}
+	}
+	return failed
+}
+
+func verdict(cs []check) string {
+	for _, c := range cs {
+		if c.Status == "FAILURE" {
+			return "fails: " + c.Error
+		}
+	}
+	if len(cs) == 0 {
+		return "reports no check"
+	}
+	return "passes"
 }
 
 var stamp = regexp.MustCompile(`-\d{4}-\d{2}-\d{2}T[\d-]+Z?$`)
@@ -211,24 +266,10 @@ func conformance(t *testing.T, forward []string, list string) {
 	b, _ := cmd.CombinedOutput() // its exit code reflects failures; the results decide
 	t.Logf("conformance suite ran in %s", time.Since(start).Round(time.Second))
 
-	results := map[string][]check{}
-	dirs, err := os.ReadDir(out)
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("the suite wrote no results (%v):\n%s\nproxy stderr:\n%s", err, b, stderr)
-	}
-	for _, d := range dirs {
-		raw, err := os.ReadFile(filepath.Join(out, d.Name(), "checks.json"))
-		if err != nil {
-			continue
-		}
-		var cs []check
-		if err := json.Unmarshal(raw, &cs); err != nil {
-			t.Fatalf("%s: %v", d.Name(), err)
-		}
-		// server-<scenario>-<timestamp>
-		name := stamp.ReplaceAllString(strings.TrimPrefix(d.Name(), "server-"), "")
-		results[name] = cs
-	}
+	results := readConformance(t, out, b, stderr)
+	retryTimedOut(t, results, func(scenario, out string) *exec.Cmd {
+		return exec.Command(node, suite, "server", "--url", url, "--scenario", scenario, "-o", out)
+	})
 	expected := expectedFailures(t, list)
 	var names []string
 	for n := range results {
