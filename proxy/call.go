@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentrt/agentrt/proxy/internal/index"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/agentrt/agentrt/proxy/internal/index"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 

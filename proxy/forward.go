@@ -7,41 +7,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/mcp"
 	"github.com/agentrt/agentrt/proxy/internal/asks"
 	"github.com/agentrt/agentrt/proxy/internal/mcp2026"
 	"github.com/agentrt/agentrt/proxy/internal/uritemplate"
 	"github.com/agentrt/agentrt/trace"
 )
-
-// Surface is what the proxy forwards from upstream servers besides tools.
-// Each is a read: it changes nothing upstream, so it is read_only unless
-// the operator's configuration says allow or deny for the server.
-type Surface string
-
-const (
-	// SurfaceResources is resources/list, resources/read and
-	// resources/templates/list.
-	SurfaceResources Surface = "resources"
-	// SurfacePrompts is prompts/list and prompts/get.
-	SurfacePrompts Surface = "prompts"
-	// SurfaceCompletion is completion/complete for a prompt's or a
-	// resource template's arguments.
-	SurfaceCompletion Surface = "completion"
-	// SurfaceLogging is the server's log messages, at the level the host
-	// asked for with logging/setLevel.
-	SurfaceLogging Surface = "logging"
-)
-
-var surfaces = []Surface{SurfaceResources, SurfacePrompts, SurfaceCompletion, SurfaceLogging}
 
 // Bounds on what a server sends the host through a surface.
 const (
@@ -59,26 +35,6 @@ const (
 	// default timeout.
 	forwardTimeout = 30 * time.Second
 )
-
-func resolveSurfaces(field string, in map[string]string) (map[Surface]agentrt.PolicyOutcome, error) {
-	out := map[Surface]agentrt.PolicyOutcome{}
-	for _, k := range slices.Sorted(maps.Keys(in)) {
-		s := Surface(k)
-		known := false
-		for _, v := range surfaces {
-			known = known || v == s
-		}
-		if !known {
-			return nil, bad(field+".surfaces", "names %q; the surfaces are resources, prompts, completion and logging", trace.Sanitize(k))
-		}
-		o := agentrt.PolicyOutcome(in[k])
-		if o != agentrt.Allow && o != agentrt.Deny {
-			return nil, bad(field+".surfaces."+k, "must be allow or deny (a read surface cannot wait for an approval), got %q", trace.Sanitize(string(o)))
-		}
-		out[s] = o
-	}
-	return out, nil
-}
 
 // notifications are the hooks given to server name's connection: its log
 // messages and the changes to its prompt and resource lists go to every
@@ -571,27 +527,4 @@ func (p *Proxy) forwardLog(server string, m *sdk.LoggingMessageParams) {
 			_ = ss.Log(ctx, out)
 		}
 	}
-}
-
-// ServerRequest is a request an upstream server sends the host through
-// the proxy: refused unless the server's entry forwards it.
-type ServerRequest string
-
-const (
-	// RequestSampling is sampling/createMessage.
-	RequestSampling ServerRequest = "sampling"
-	// RequestElicitation is elicitation/create.
-	RequestElicitation ServerRequest = "elicitation"
-)
-
-func resolveForward(field string, in []string) (map[ServerRequest]bool, error) {
-	out := map[ServerRequest]bool{}
-	for _, k := range in {
-		r := ServerRequest(k)
-		if r != RequestSampling && r != RequestElicitation {
-			return nil, bad(field+".forward", "names %q; a server's requests the proxy can forward are sampling and elicitation", trace.Sanitize(k))
-		}
-		out[r] = true
-	}
-	return out, nil
 }

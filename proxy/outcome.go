@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentrt/agentrt/proxy/internal/index"
 	"time"
+
+	"github.com/agentrt/agentrt/proxy/internal/index"
 
 	agentrt "github.com/agentrt/agentrt"
 )

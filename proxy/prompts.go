@@ -8,6 +8,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentrt/agentrt/proxy/internal/config"
 	"github.com/agentrt/agentrt/proxy/internal/mcp2026"
 	"github.com/agentrt/agentrt/trace"
 )
@@ -64,7 +65,7 @@ func (p *Proxy) promptTable(ctx context.Context, keep map[string]promptRoute) (m
 		}
 		err := listPages(ctx, u, u.conn.ListPrompts, func(r *sdk.ListPromptsResult) string { return r.NextCursor }, func(res *sdk.ListPromptsResult) error {
 			for _, pr := range res.Prompts {
-				if pr == nil || !nameRE.MatchString(pr.Name) || len(byName) == maxForwardItems {
+				if pr == nil || !config.ValidName(pr.Name) || len(byName) == maxForwardItems {
 					continue
 				}
 				host := u.hostPromptName(pr.Name)

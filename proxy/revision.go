@@ -118,14 +118,6 @@ func (p *Proxy) approvalPage(run, approval string) string {
 	return u.JoinPath("runs", run, "approvals", approval).String()
 }
 
-// goodConsoleURL is an http or https URL with a host, no user, query or
-// fragment.
-func goodConsoleURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil &&
-		u.RawQuery == "" && u.Fragment == ""
-}
-
 // completed gives a result the proxy assembled itself what a 2026-07-28
 // request's answer requires: resultType complete on prompts/get and
 // resources/read (the SDK sets it on the rest).

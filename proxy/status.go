@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/agentrt/agentrt/proxy/internal/index"
 	"strings"
 	"time"
+
+	"github.com/agentrt/agentrt/proxy/internal/config"
+	"github.com/agentrt/agentrt/proxy/internal/index"
 
 	agentrt "github.com/agentrt/agentrt"
 )
@@ -27,7 +29,7 @@ func (p *Proxy) status(ctx context.Context, raw json.RawMessage) answer {
 		ApprovalID string `json:"approval_id"`
 	}
 	if len(raw) > 0 {
-		if err := decodeStrict(raw, &in); err != nil {
+		if err := config.DecodeStrict(raw, &in); err != nil {
 			return invalidText("the status tool takes only an optional approval_id string")
 		}
 	}
