@@ -14,6 +14,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/proxy/internal/asks"
+	"github.com/agentrt/agentrt/proxy/internal/reply"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -65,7 +66,7 @@ func (a askTool) Call(ctx context.Context, call agentrt.ToolCall) (agentrt.ToolR
 	c, err := asks.Ask(ctx, ss, methodOf(a.kind), call.Args, maxForwardBytes)
 	var re *asks.RefusedError
 	if errors.As(err, &re) {
-		return agentrt.ToolResult{}, fmt.Errorf("the host refused: %s", quote(re.Err.Error(), boundReason))
+		return agentrt.ToolResult{}, fmt.Errorf("the host refused: %s", reply.Quote(re.Err.Error(), reply.BoundReason))
 	}
 	if err != nil {
 		return agentrt.ToolResult{}, err
@@ -114,7 +115,7 @@ func (p *Proxy) ask(ctx context.Context, server string, kind ServerRequest, para
 		caps = ip.Capabilities
 		if ip.ProtocolVersion >= multiRoundTrip {
 			p.refused(server, method)
-			return nil, refusedAsk("the host's protocol (%s) takes no request while it waits on an answer; the proxy does not forward %s to it", quote(ip.ProtocolVersion, boundName), method)
+			return nil, refusedAsk("the host's protocol (%s) takes no request while it waits on an answer; the proxy does not forward %s to it", reply.Quote(ip.ProtocolVersion, reply.BoundName), method)
 		}
 	}
 	if caps == nil || (kind == RequestSampling && caps.Sampling == nil) || (kind == RequestElicitation && caps.Elicitation == nil) {
@@ -158,7 +159,7 @@ func (p *Proxy) ask(ctx context.Context, server string, kind ServerRequest, para
 		if why == "" && err != nil {
 			why = err.Error()
 		}
-		return nil, refusedAsk("the request was not answered: %s", quote(why, boundReason))
+		return nil, refusedAsk("the request was not answered: %s", reply.Quote(why, reply.BoundReason))
 	}
 	return obs.Content, nil
 }
@@ -170,7 +171,7 @@ func (p *Proxy) askFailed(err error) error {
 
 // refused records a server request the proxy did not forward.
 func (p *Proxy) refused(server, method string) {
-	p.logf("agentrt-proxy: server %s asked for %s, which the proxy does not forward now; refused", server, quote(method, boundName))
+	p.logf("agentrt-proxy: server %s asked for %s, which the proxy does not forward now; refused", server, reply.Quote(method, reply.BoundName))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := p.ix.RecordRefusal(ctx, p.cfg.Session, server, method, p.now()); err != nil {

@@ -486,13 +486,13 @@ func (p *Proxy) newServer() *sdk.Server {
 			if mcp2026.New(mcp2026.Of(req)) {
 				return p.callNew(ctx, t, req)
 			}
-			return p.handle(ctx, t, req).result(), nil
+			return p.handle(ctx, t, req).Result(), nil
 		})
 	}
 	s.AddTool(&sdk.Tool{Name: p.cfg.StatusTool, Description: statusDescription, InputSchema: json.RawMessage(statusSchema),
 		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			return p.status(ctx, req.Params.Arguments).result(), nil
+			return p.status(ctx, req.Params.Arguments).Result(), nil
 		})
 	return s
 }
