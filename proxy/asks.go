@@ -133,22 +133,15 @@ func (p *Proxy) ask(ctx context.Context, server string, kind ServerRequest, para
 		return nil, refusedAsk("%d requests of this server already wait on the host, the most the proxy forwards at once", maxAsksInFlight)
 	}
 	defer release()
-	runID := p.newRunID()
-	name := askToolName(server, kind)
-	gs, err := p.gate.Begin(ctx, runID, "forward "+method+" from server "+server, p.limits())
+	// One commit opens the run and its step with the request as the
+	// decision (Gate.BeginPropose), as a tool call's does.
+	d := agentrt.Decision{Kind: agentrt.KindToolCall, Tool: askToolName(server, kind), Args: args, Reason: "server " + server + " asked the host"}
+	gs, st, v, err := p.gate.BeginPropose(ctx, p.newRunID(), "forward "+method+" from server "+server, p.limits(), d)
 	if err != nil {
 		return nil, p.askFailed(err)
 	}
 	defer gs.Close()
-	st, err := gs.Step(ctx)
-	if err != nil || st == nil {
-		return nil, p.askFailed(fmt.Errorf("step: %v", err))
-	}
-	v, err := st.Propose(ctx, agentrt.Decision{Kind: agentrt.KindToolCall, Tool: name, Args: args, Reason: "server " + server + " asked the host"})
-	if err != nil {
-		return nil, p.askFailed(err)
-	}
-	if v.Outcome != agentrt.VerdictAllowed {
+	if v.Outcome != agentrt.VerdictAllowed || st == nil {
 		p.closeRun(ctx, gs, "not forwarded")
 		return nil, refusedAsk("the proxy does not forward %s from this server", method)
 	}

@@ -609,22 +609,13 @@ func (p *Proxy) settle(ctx context.Context, c *call, r *index.Row, o CallOutcome
 // under a key of its own that matches nothing.
 func (p *Proxy) refusedJSON(ctx context.Context, c *call) answer {
 	runID := p.newRunID()
-	gs, err := p.gate.Begin(ctx, runID, "call "+c.t.name, p.limits())
+	d := agentrt.Decision{Kind: agentrt.KindToolCall, Tool: c.t.name, Args: c.args, Reason: "the host called " + c.t.name}
+	gs, _, v, err := p.gate.BeginPropose(ctx, runID, "call "+c.t.name, p.limits(), d)
 	if err != nil {
 		a, _ := p.internal(err, "the call could not be recorded")
 		return a
 	}
 	defer gs.Close()
-	st, err := gs.Step(ctx)
-	if err != nil || st == nil {
-		a, _ := p.internal(fmt.Errorf("step: %v", err), "the call could not be recorded")
-		return a
-	}
-	v, err := st.Propose(ctx, agentrt.Decision{Kind: agentrt.KindToolCall, Tool: c.t.name, Args: c.args, Reason: "the host called " + c.t.name})
-	if err != nil {
-		a, _ := p.internal(err, "the call could not be recorded")
-		return a
-	}
 	p.closeRun(ctx, gs, "the arguments were refused")
 	reason := "the arguments are not acceptable JSON"
 	if v.Observation != nil {
