@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/agentrt/agentrt/internal/files"
 	"github.com/agentrt/agentrt/proxy/internal/config"
 	"github.com/agentrt/agentrt/proxy/internal/credentials"
 	"github.com/agentrt/agentrt/trace"
@@ -105,7 +106,7 @@ func LoginServer(ctx context.Context, s ServerConfig, opts LoginOptions) (string
 	if o.Grant == GrantClientCredentials {
 		return "", fmt.Errorf("proxy: server %q uses client credentials; the proxy obtains its tokens itself, no login is needed", s.Name)
 	}
-	if err := config.CheckPrivate(o.Tokens, true); err != nil {
+	if err := files.CheckPrivate(o.Tokens, true); err != nil {
 		return "", err
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)

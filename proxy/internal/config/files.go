@@ -1,9 +1,6 @@
 package config
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -13,24 +10,8 @@ import (
 	"github.com/agentrt/agentrt/proxy/internal/reach"
 )
 
-// CheckPrivate holds a file to the rule for every file agentrt trusts
-// (files.Check): a symbolic link (what it points to may change under the
-// proxy), anything but a regular file, a file another account owns, or one
-// group or others can write is refused. A missing file passes when
-// missingOK is set (a database not created yet).
-func CheckPrivate(path string, missingOK bool) error {
-	err := files.CheckPath(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		if missingOK {
-			return nil
-		}
-		return fmt.Errorf("proxy: cannot read %s: %w", path, err)
-	}
-	return err
-}
-
 // CheckFiles holds the configuration, every manifest, the database and the
-// index (and their sidecars) to CheckPrivate. The proxy runs it before and
+// index (and their sidecars) to files.CheckPrivate. The proxy runs it before and
 // after it opens the stores, so a file swapped for a link or loosened in
 // between is caught before the first call.
 func CheckFiles(cfg *Config, opened bool) error {
@@ -48,19 +29,19 @@ func CheckFiles(cfg *Config, opened bool) error {
 		must = append(must, cfg.Database, cfg.Index)
 	}
 	for _, p := range must {
-		if err := CheckPrivate(p, false); err != nil {
+		if err := files.CheckPrivate(p, false); err != nil {
 			return err
 		}
 	}
 	// A token file not written yet (no login) is read as missing later.
 	for _, p := range secretFiles(cfg) {
-		if err := CheckPrivate(p, true); err != nil {
+		if err := files.CheckPrivate(p, true); err != nil {
 			return err
 		}
 	}
 	for _, db := range []string{cfg.Database, cfg.Index} {
 		for _, p := range []string{db, db + "-wal", db + "-shm", db + "-journal"} {
-			if err := CheckPrivate(p, true); err != nil {
+			if err := files.CheckPrivate(p, true); err != nil {
 				return err
 			}
 		}
