@@ -14,6 +14,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/proxy/internal/asks"
+	"github.com/agentrt/agentrt/proxy/internal/reply"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -65,7 +66,7 @@ func (a askTool) Call(ctx context.Context, call agentrt.ToolCall) (agentrt.ToolR
 	c, err := asks.Ask(ctx, ss, methodOf(a.kind), call.Args, maxForwardBytes)
 	var re *asks.RefusedError
 	if errors.As(err, &re) {
-		return agentrt.ToolResult{}, fmt.Errorf("the host refused: %s", quote(re.Err.Error(), boundReason))
+		return agentrt.ToolResult{}, fmt.Errorf("the host refused: %s", reply.Quote(re.Err.Error(), reply.BoundReason))
 	}
 	if err != nil {
 		return agentrt.ToolResult{}, err
@@ -114,7 +115,7 @@ func (p *Proxy) ask(ctx context.Context, server string, kind ServerRequest, para
 		caps = ip.Capabilities
 		if ip.ProtocolVersion >= multiRoundTrip {
 			p.refused(server, method)
-			return nil, refusedAsk("the host's protocol (%s) takes no request while it waits on an answer; the proxy does not forward %s to it", quote(ip.ProtocolVersion, boundName), method)
+			return nil, refusedAsk("the host's protocol (%s) takes no request while it waits on an answer; the proxy does not forward %s to it", reply.Quote(ip.ProtocolVersion, reply.BoundName), method)
 		}
 	}
 	if caps == nil || (kind == RequestSampling && caps.Sampling == nil) || (kind == RequestElicitation && caps.Elicitation == nil) {
@@ -132,22 +133,15 @@ func (p *Proxy) ask(ctx context.Context, server string, kind ServerRequest, para
 		return nil, refusedAsk("%d requests of this server already wait on the host, the most the proxy forwards at once", maxAsksInFlight)
 	}
 	defer release()
-	runID := p.newRunID()
-	name := askToolName(server, kind)
-	gs, err := p.gate.Begin(ctx, runID, "forward "+method+" from server "+server, p.limits())
+	// One commit opens the run and its step with the request as the
+	// decision (Gate.BeginPropose), as a tool call's does.
+	d := agentrt.Decision{Kind: agentrt.KindToolCall, Tool: askToolName(server, kind), Args: args, Reason: "server " + server + " asked the host"}
+	gs, st, v, err := p.gate.BeginPropose(ctx, p.newRunID(), "forward "+method+" from server "+server, p.limits(), d)
 	if err != nil {
 		return nil, p.askFailed(err)
 	}
 	defer gs.Close()
-	st, err := gs.Step(ctx)
-	if err != nil || st == nil {
-		return nil, p.askFailed(fmt.Errorf("step: %v", err))
-	}
-	v, err := st.Propose(ctx, agentrt.Decision{Kind: agentrt.KindToolCall, Tool: name, Args: args, Reason: "server " + server + " asked the host"})
-	if err != nil {
-		return nil, p.askFailed(err)
-	}
-	if v.Outcome != agentrt.VerdictAllowed {
+	if v.Outcome != agentrt.VerdictAllowed || st == nil {
 		p.closeRun(ctx, gs, "not forwarded")
 		return nil, refusedAsk("the proxy does not forward %s from this server", method)
 	}
@@ -158,7 +152,7 @@ func (p *Proxy) ask(ctx context.Context, server string, kind ServerRequest, para
 		if why == "" && err != nil {
 			why = err.Error()
 		}
-		return nil, refusedAsk("the request was not answered: %s", quote(why, boundReason))
+		return nil, refusedAsk("the request was not answered: %s", reply.Quote(why, reply.BoundReason))
 	}
 	return obs.Content, nil
 }
@@ -170,7 +164,7 @@ func (p *Proxy) askFailed(err error) error {
 
 // refused records a server request the proxy did not forward.
 func (p *Proxy) refused(server, method string) {
-	p.logf("agentrt-proxy: server %s asked for %s, which the proxy does not forward now; refused", server, quote(method, boundName))
+	p.logf("agentrt-proxy: server %s asked for %s, which the proxy does not forward now; refused", server, reply.Quote(method, reply.BoundName))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := p.ix.RecordRefusal(ctx, p.cfg.Session, server, method, p.now()); err != nil {

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentrt/agentrt/proxy/internal/index"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/agentrt/agentrt/proxy/internal/index"
+	"github.com/agentrt/agentrt/proxy/internal/reply"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -60,7 +62,7 @@ func (p *Proxy) handle(ctx context.Context, t *ptool, req *sdk.CallToolRequest) 
 		ctx = mcp.WithProgress(ctx, func(pp *sdk.ProgressNotificationParams) {
 			mu.Lock()
 			defer mu.Unlock()
-			out := &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: float64(n) + pp.Progress, Message: quote(pp.Message, boundReason)}
+			out := &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: float64(n) + pp.Progress, Message: reply.Quote(pp.Message, reply.BoundReason)}
 			if pp.Total > 0 {
 				out.Total = float64(n) + pp.Total
 			}
@@ -74,7 +76,7 @@ func (p *Proxy) callTool(ctx context.Context, c *call) answer {
 	if !c.t.up.ready(ctx, c.t.upstream) {
 		// How to fix it is the operator's, on stderr; the model learns
 		// only that the call did not run.
-		return unavailableText(serverUnreachable)
+		return reply.Unavailable(serverUnreachable)
 	}
 	if len(bytes.TrimSpace(c.args)) == 0 {
 		c.args = json.RawMessage("{}")
@@ -98,7 +100,7 @@ func (p *Proxy) callTool(ctx context.Context, c *call) answer {
 			CreatedAt: p.now(), State: index.StateBegun}
 		a, again := p.fresh(ctx, c, r)
 		if again {
-			return unavailableText("it could not be recorded; call again")
+			return reply.Unavailable("it could not be recorded; call again")
 		}
 		return a
 	}
@@ -113,8 +115,8 @@ func (p *Proxy) callTool(ctx context.Context, c *call) answer {
 			return a
 		}
 	}
-	p.logf("agentrt-proxy: a call to %s changed under it %d times; answered UNAVAILABLE", quote(c.t.name, boundName), maxAttempts)
-	return unavailableText("it kept changing while being matched; call again")
+	p.logf("agentrt-proxy: a call to %s changed under it %d times; answered UNAVAILABLE", reply.Quote(c.t.name, reply.BoundName), maxAttempts)
+	return reply.Unavailable("it kept changing while being matched; call again")
 }
 
 // claim is what the index said about a call.
@@ -138,9 +140,9 @@ func (p *Proxy) attempt(ctx context.Context, c *call) (answer, bool) {
 		if cl.reask {
 			p.askAgain(ctx, cl.blocked)
 		}
-		return blockedByUnknownText(), false
+		return reply.BlockedByUnknown(), false
 	case cl.capped > 0:
-		return blockedByCapText(cl.capped), false
+		return reply.BlockedByCap(cl.capped), false
 	case cl.fresh:
 		return p.fresh(ctx, c, cl.row)
 	}
@@ -153,7 +155,7 @@ func (p *Proxy) internal(err error, why string) (answer, bool) {
 		return answer{}, true
 	}
 	p.logf("agentrt-proxy: %s: %s", why, trace.Sanitize(err.Error()))
-	return unavailableText(why), false
+	return reply.Unavailable(why), false
 }
 
 // claim finds the open row of the call's key, closing one whose repeat
@@ -293,7 +295,7 @@ func (p *Proxy) existing(ctx context.Context, c *call, r *index.Row) (answer, bo
 		switch {
 		case run.Status == agentrt.RunRunning:
 			if time.Now().Before(run.LeaseExpiresAt) {
-				return inProgressText(), false
+				return reply.InProgress(), false
 			}
 			return p.recover(ctx, c, r)
 		case run.Status == agentrt.RunWaiting:
@@ -310,17 +312,17 @@ func (p *Proxy) existing(ctx context.Context, c *call, r *index.Row) (answer, bo
 	case r.Outcome.StaysUnknown():
 		if now.Before(r.OpenUntil) {
 			if r.Outcome == OutcomeUnknownDenied {
-				return deniedText(r.Detail), false
+				return reply.Denied(r.Detail), false
 			}
-			return rejectedText(r.Detail, r.OpenUntil.Sub(r.SettledAt)), false
+			return reply.Rejected(r.Detail, r.OpenUntil.Sub(r.SettledAt)), false
 		}
 		return p.reask(ctx, c, r)
 	case r.Outcome == OutcomeRejected:
-		return rejectedText(r.Detail, r.OpenUntil.Sub(r.SettledAt)), false
+		return reply.Rejected(r.Detail, r.OpenUntil.Sub(r.SettledAt)), false
 	case r.Outcome == OutcomeExpired:
-		return expiredText(), false
+		return reply.Expired(), false
 	case r.Outcome.Executed():
-		return duplicateText(now.Sub(r.SettledAt), r.Outcome, r.Detail), false
+		return reply.Duplicate(now.Sub(r.SettledAt), r.Outcome, r.Detail), false
 	}
 	return p.internal(fmt.Errorf("row %d is open with outcome %q", r.ID, r.Outcome), "the record is not understood")
 }
@@ -376,16 +378,16 @@ func (p *Proxy) verdict(ctx context.Context, c *call, r *index.Row, gs *agentrt.
 		p.closeRun(ctx, gs, "the call was refused")
 		o := v.Observation
 		if o != nil && o.Kind == agentrt.ObsInvalidDecision {
-			return p.settle(ctx, c, r, OutcomeInvalid, o.Summary, invalidText(o.Summary))
+			return p.settle(ctx, c, r, OutcomeInvalid, o.Summary, reply.Invalid(o.Summary))
 		}
 		reason := ""
 		if o != nil {
 			reason = o.Summary
 		}
 		if r.Interrupted != "" {
-			return p.settle(ctx, c, r, OutcomeUnknownDenied, reason, deniedText(reason))
+			return p.settle(ctx, c, r, OutcomeUnknownDenied, reason, reply.Denied(reason))
 		}
-		return p.settle(ctx, c, r, OutcomeDenied, reason, deniedText(reason))
+		return p.settle(ctx, c, r, OutcomeDenied, reason, reply.Denied(reason))
 	case agentrt.VerdictPending:
 		return p.opened(ctx, c, r, v.Approval)
 	case agentrt.VerdictEnded:
@@ -398,7 +400,7 @@ func (p *Proxy) verdict(ctx context.Context, c *call, r *index.Row, gs *agentrt.
 	if v.Observation != nil {
 		reason = v.Observation.Summary
 	}
-	return p.settle(ctx, c, r, OutcomeDenied, reason, deniedText(reason))
+	return p.settle(ctx, c, r, OutcomeDenied, reason, reply.Denied(reason))
 }
 
 // closeRun ends a run left RUNNING after its one call: one call per run.
@@ -426,8 +428,8 @@ func (p *Proxy) opened(ctx context.Context, c *call, r *index.Row, a *agentrt.Ap
 		return p.internal(err, "the record could not be written")
 	}
 	p.logf("agentrt-proxy: approval %s (%s) for %s waits; decide with: agentrt -db %s approve %s -approval %s (or reject)",
-		quote(a.ID, boundName), quote(a.Kind, boundName), quote(c.t.name, boundName), strconv.Quote(trace.Sanitize(p.cfg.Database)),
-		quote(r.RunID, boundName), quote(a.ID, boundName))
+		reply.Quote(a.ID, reply.BoundName), reply.Quote(a.Kind, reply.BoundName), reply.Quote(c.t.name, reply.BoundName), strconv.Quote(trace.Sanitize(p.cfg.Database)),
+		reply.Quote(r.RunID, reply.BoundName), reply.Quote(a.ID, reply.BoundName))
 	return p.holdFor(ctx, c, nr, *a)
 }
 
@@ -466,9 +468,9 @@ func (p *Proxy) waiting(ctx context.Context, c *call, r *index.Row) (answer, boo
 		return p.holdFor(ctx, c, r, a)
 	case a.Status == agentrt.ApprovalRejected:
 		if a.Kind == agentrt.InterruptedSideEffect {
-			return p.settle(ctx, c, r, OutcomeUnknownRejected, a.Note, rejectedText(a.Note, c.t.window))
+			return p.settle(ctx, c, r, OutcomeUnknownRejected, a.Note, reply.Rejected(a.Note, c.t.window))
 		}
-		return p.settle(ctx, c, r, OutcomeRejected, a.Note, rejectedText(a.Note, c.t.window))
+		return p.settle(ctx, c, r, OutcomeRejected, a.Note, reply.Rejected(a.Note, c.t.window))
 	}
 	// Approved, expired, or pending past its expiry: the gate collects or
 	// expires it.
@@ -481,11 +483,11 @@ func (p *Proxy) waiting(ctx context.Context, c *call, r *index.Row) (answer, boo
 // UNKNOWN_OUTCOME).
 func (p *Proxy) holdFor(ctx context.Context, c *call, r *index.Row, a agentrt.Approval) (answer, bool) {
 	waitText := func() answer {
-		w := pendingText(a.ID, c.hold)
+		w := reply.Pending(a.ID, c.hold)
 		if a.Kind == agentrt.InterruptedSideEffect {
-			w = unknownText(a.ID)
+			w = reply.Unknown(a.ID)
 		}
-		w.run, w.approval = r.RunID, a.ID
+		w.Run, w.Approval = r.RunID, a.ID
 		return w
 	}
 	if c.hold <= 0 {
@@ -530,7 +532,7 @@ func (p *Proxy) collect(ctx context.Context, c *call, r *index.Row) (answer, boo
 	}
 	gs, v, err := p.gate.Attach(ctx, r.RunID)
 	if errors.Is(err, agentrt.ErrRunLeased) {
-		return inProgressText(), false
+		return reply.InProgress(), false
 	}
 	if err != nil {
 		run, gerr := p.store.GetRun(ctx, r.RunID)
@@ -538,7 +540,7 @@ func (p *Proxy) collect(ctx context.Context, c *call, r *index.Row) (answer, boo
 			return p.settleRecord(ctx, c, r)
 		}
 		if gerr == nil && run.Status == agentrt.RunRunning {
-			return inProgressText(), false
+			return reply.InProgress(), false
 		}
 		if gerr == nil && run.Status == agentrt.RunWaiting {
 			// Since r was read the run came to wait on a newer approval:
@@ -575,7 +577,7 @@ func (p *Proxy) settle(ctx context.Context, c *call, r *index.Row, o CallOutcome
 		open = w > 0
 	}
 	change := func(n *index.Row) {
-		n.State, n.Outcome, n.Detail, n.SettledAt, n.Blocking = index.StateDone, o, trace.Truncate(detail, boundReason), now, false
+		n.State, n.Outcome, n.Detail, n.SettledAt, n.Blocking = index.StateDone, o, trace.Truncate(detail, reply.BoundReason), now, false
 		n.Open = open
 		if open {
 			n.OpenUntil = now.Add(w)
@@ -607,22 +609,13 @@ func (p *Proxy) settle(ctx context.Context, c *call, r *index.Row, o CallOutcome
 // under a key of its own that matches nothing.
 func (p *Proxy) refusedJSON(ctx context.Context, c *call) answer {
 	runID := p.newRunID()
-	gs, err := p.gate.Begin(ctx, runID, "call "+c.t.name, p.limits())
+	d := agentrt.Decision{Kind: agentrt.KindToolCall, Tool: c.t.name, Args: c.args, Reason: "the host called " + c.t.name}
+	gs, _, v, err := p.gate.BeginPropose(ctx, runID, "call "+c.t.name, p.limits(), d)
 	if err != nil {
 		a, _ := p.internal(err, "the call could not be recorded")
 		return a
 	}
 	defer gs.Close()
-	st, err := gs.Step(ctx)
-	if err != nil || st == nil {
-		a, _ := p.internal(fmt.Errorf("step: %v", err), "the call could not be recorded")
-		return a
-	}
-	v, err := st.Propose(ctx, agentrt.Decision{Kind: agentrt.KindToolCall, Tool: c.t.name, Args: c.args, Reason: "the host called " + c.t.name})
-	if err != nil {
-		a, _ := p.internal(err, "the call could not be recorded")
-		return a
-	}
 	p.closeRun(ctx, gs, "the arguments were refused")
 	reason := "the arguments are not acceptable JSON"
 	if v.Observation != nil {
@@ -630,6 +623,6 @@ func (p *Proxy) refusedJSON(ctx context.Context, c *call) answer {
 	}
 	now := p.now()
 	_ = p.ix.InsertClosed(ctx, &index.Row{Session: p.cfg.Session, Key: "invalid:" + runID, Tool: c.t.name, SideEffect: c.t.spec.SideEffect,
-		RunID: runID, CreatedAt: now, State: index.StateDone, Outcome: OutcomeInvalid, Detail: trace.Truncate(reason, boundReason), SettledAt: now, ClosedAt: now})
-	return invalidText(reason)
+		RunID: runID, CreatedAt: now, State: index.StateDone, Outcome: OutcomeInvalid, Detail: trace.Truncate(reason, reply.BoundReason), SettledAt: now, ClosedAt: now})
+	return reply.Invalid(reason)
 }

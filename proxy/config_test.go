@@ -9,6 +9,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/proxy/internal/config"
 )
 
 // writeFile writes body owner-only, whatever the umask.
@@ -61,7 +62,7 @@ func TestConfig_DefaultsAndRelativePaths(t *testing.T) {
 		t.Fatalf("policy %v is not the default", cfg.Policy)
 	}
 	r := cfg.Servers[0].Rules["write_file"]
-	if r.SideEffect != agentrt.LocalMutation || r.Timeout != 5*time.Second || !r.mcpRule().Terminal {
+	if r.SideEffect != agentrt.LocalMutation || r.Timeout != 5*time.Second || !config.MCPRule(r).Terminal {
 		t.Fatalf("rule %+v", r)
 	}
 }
@@ -95,7 +96,7 @@ func TestConfig_RefusesFilesOthersCanWrite(t *testing.T) {
 
 	manifest := writeFile(t, cfg.Servers[0].Manifest, `{}`)
 	db := writeFile(t, cfg.Database, "")
-	if err := checkFiles(cfg, false); err != nil {
+	if err := config.CheckFiles(cfg, false); err != nil {
 		t.Fatalf("owner-only files refused: %v", err)
 	}
 	for _, f := range []string{manifest, db, cfg.Database + "-wal", cfg.Index} {
@@ -105,7 +106,7 @@ func TestConfig_RefusesFilesOthersCanWrite(t *testing.T) {
 		if err := os.Chmod(f, 0o620); err != nil {
 			t.Fatal(err)
 		}
-		if err := checkFiles(cfg, false); !errors.Is(err, agentrt.ErrInsecureMode) || !strings.Contains(err.Error(), f) {
+		if err := config.CheckFiles(cfg, false); !errors.Is(err, agentrt.ErrInsecureMode) || !strings.Contains(err.Error(), f) {
 			t.Fatalf("%s writable by its group: %v", f, err)
 		}
 		if err := os.Chmod(f, 0o600); err != nil {
@@ -118,7 +119,7 @@ func TestConfig_RefusesFilesOthersCanWrite(t *testing.T) {
 	if err := os.Symlink(manifest, db); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkFiles(cfg, false); !errors.Is(err, agentrt.ErrSymlink) {
+	if err := config.CheckFiles(cfg, false); !errors.Is(err, agentrt.ErrSymlink) {
 		t.Fatalf("a database that is a link: %v", err)
 	}
 	if err := os.Remove(db); err != nil {
@@ -127,7 +128,7 @@ func TestConfig_RefusesFilesOthersCanWrite(t *testing.T) {
 	if err := os.Mkdir(db, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkFiles(cfg, false); !errors.Is(err, agentrt.ErrInsecureMode) {
+	if err := config.CheckFiles(cfg, false); !errors.Is(err, agentrt.ErrInsecureMode) {
 		t.Fatalf("a database that is a directory: %v", err)
 	}
 }

@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"os"
-	"slices"
 	"time"
 
-	"github.com/agentrt/agentrt/mcp"
+	"github.com/agentrt/agentrt/internal/files"
+	"github.com/agentrt/agentrt/proxy/internal/config"
 	"github.com/agentrt/agentrt/proxy/internal/credentials"
 	"github.com/agentrt/agentrt/trace"
 )
@@ -71,72 +70,6 @@ func HeaderClient(endpoint string, headers http.Header) *http.Client {
 	return credentials.HeaderClient(endpoint, headers)
 }
 
-// resolved is a server's secrets as read when the proxy starts: the
-// header values and the stdio variables. It is never printed.
-type resolved struct {
-	headers http.Header
-	env     []string
-}
-
-// resolveSecrets reads every secret a server's entry references.
-func (s ServerConfig) resolveSecrets(lookup func(string) (string, bool)) (resolved, error) {
-	var out resolved
-	if len(s.Headers) > 0 {
-		out.headers = http.Header{}
-		for _, name := range slices.Sorted(maps.Keys(s.Headers)) {
-			v, err := credentials.Secret(s.Headers[name], s.Name, "headers."+name, lookup)
-			if err != nil {
-				return out, err
-			}
-			out.headers.Set(name, v)
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(s.SecretEnv)) {
-		v, err := credentials.Secret(s.SecretEnv[name], s.Name, "secret_env."+name, lookup)
-		if err != nil {
-			return out, err
-		}
-		out.env = append(out.env, name+"="+v)
-	}
-	return out, nil
-}
-
-// DialOptions are what connecting a configured server needs beyond its
-// entry.
-type DialOptions struct {
-	// Lookup reads the proxy's environment; nil means os.LookupEnv.
-	Lookup func(string) (string, bool)
-	// OnLoginNeeded, when set, hears that an OAuth server's login no
-	// longer works (revoked, expired without refresh).
-	OnLoginNeeded func(server string)
-}
-
-// Dial is the mcp.Server for this entry with its secrets read: headers
-// on every request to the endpoint's origin, secret variables for a stdio
-// server, and for an OAuth server the tokens `agentrt-proxy login` stored
-// (or client credentials). An error names the secret that is missing,
-// never a value.
-func (s ServerConfig) Dial(opts DialOptions) (mcp.Server, error) {
-	if opts.Lookup == nil {
-		opts.Lookup = os.LookupEnv
-	}
-	srv := s.Server()
-	sec, err := s.resolveSecrets(opts.Lookup)
-	if err != nil {
-		return srv, err
-	}
-	srv.Env = append(srv.Env, sec.env...)
-	srv.HTTPClient = HeaderClient(s.Endpoint, sec.headers)
-	if s.OAuth != nil {
-		h, err := credentials.Handler(s.Name, s.Endpoint, s.OAuth, opts.Lookup, opts.OnLoginNeeded)
-		if err != nil {
-			return srv, err
-		}
-		srv.OAuthHandler = h
-	}
-	return srv, nil
-}
-
 // Login runs the OAuth authorization-code flow for one server with the
 // go-sdk's AuthorizationCodeHandler and stores the tokens in the server's
 // owner-only token file. The redirect is received on a loopback listener
@@ -173,14 +106,14 @@ func LoginServer(ctx context.Context, s ServerConfig, opts LoginOptions) (string
 	if o.Grant == GrantClientCredentials {
 		return "", fmt.Errorf("proxy: server %q uses client credentials; the proxy obtains its tokens itself, no login is needed", s.Name)
 	}
-	if err := checkPrivate(o.Tokens, true); err != nil {
+	if err := files.CheckPrivate(o.Tokens, true); err != nil {
 		return "", err
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	sec, err := s.resolveSecrets(opts.Lookup)
+	sec, err := config.ResolveSecrets(s, opts.Lookup)
 	if err != nil {
 		return "", err
 	}
-	return credentials.Login(ctx, s.Name, s.Endpoint, HeaderClient(s.Endpoint, sec.headers), o, opts)
+	return credentials.Login(ctx, s.Name, s.Endpoint, HeaderClient(s.Endpoint, sec.Headers), o, opts)
 }

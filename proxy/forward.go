@@ -7,41 +7,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/mcp"
 	"github.com/agentrt/agentrt/proxy/internal/asks"
 	"github.com/agentrt/agentrt/proxy/internal/mcp2026"
+	"github.com/agentrt/agentrt/proxy/internal/reply"
 	"github.com/agentrt/agentrt/proxy/internal/uritemplate"
 	"github.com/agentrt/agentrt/trace"
 )
-
-// Surface is what the proxy forwards from upstream servers besides tools.
-// Each is a read: it changes nothing upstream, so it is read_only unless
-// the operator's configuration says allow or deny for the server.
-type Surface string
-
-const (
-	// SurfaceResources is resources/list, resources/read and
-	// resources/templates/list.
-	SurfaceResources Surface = "resources"
-	// SurfacePrompts is prompts/list and prompts/get.
-	SurfacePrompts Surface = "prompts"
-	// SurfaceCompletion is completion/complete for a prompt's or a
-	// resource template's arguments.
-	SurfaceCompletion Surface = "completion"
-	// SurfaceLogging is the server's log messages, at the level the host
-	// asked for with logging/setLevel.
-	SurfaceLogging Surface = "logging"
-)
-
-var surfaces = []Surface{SurfaceResources, SurfacePrompts, SurfaceCompletion, SurfaceLogging}
 
 // Bounds on what a server sends the host through a surface.
 const (
@@ -59,26 +36,6 @@ const (
 	// default timeout.
 	forwardTimeout = 30 * time.Second
 )
-
-func resolveSurfaces(field string, in map[string]string) (map[Surface]agentrt.PolicyOutcome, error) {
-	out := map[Surface]agentrt.PolicyOutcome{}
-	for _, k := range slices.Sorted(maps.Keys(in)) {
-		s := Surface(k)
-		known := false
-		for _, v := range surfaces {
-			known = known || v == s
-		}
-		if !known {
-			return nil, bad(field+".surfaces", "names %q; the surfaces are resources, prompts, completion and logging", trace.Sanitize(k))
-		}
-		o := agentrt.PolicyOutcome(in[k])
-		if o != agentrt.Allow && o != agentrt.Deny {
-			return nil, bad(field+".surfaces."+k, "must be allow or deny (a read surface cannot wait for an approval), got %q", trace.Sanitize(string(o)))
-		}
-		out[s] = o
-	}
-	return out, nil
-}
 
 // notifications are the hooks given to server name's connection: its log
 // messages and the changes to its prompt and resource lists go to every
@@ -99,7 +56,7 @@ func (p *Proxy) notifications(sc ServerConfig) *mcp.Notifications {
 		PromptListChanged:   func() { p.changes.heard(name, SurfacePrompts) },
 		ResourceListChanged: func() { p.changes.heard(name, SurfaceResources) },
 		Refused: func(method string) {
-			p.logf("agentrt-proxy: server %s asked for %s, which the proxy never forwards to the host; refused", name, quote(method, boundName))
+			p.logf("agentrt-proxy: server %s asked for %s, which the proxy never forwards to the host; refused", name, reply.Quote(method, reply.BoundName))
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			if err := p.ix.RecordRefusal(ctx, p.cfg.Session, name, method, p.now()); err != nil {
@@ -230,7 +187,7 @@ func refuse(format string, args ...any) error {
 func upstreamError(server string, err error) error {
 	var we *jsonrpc.Error
 	if errors.As(err, &we) {
-		return &jsonrpc.Error{Code: we.Code, Message: "server " + server + ": " + quote(we.Message, boundReason)}
+		return &jsonrpc.Error{Code: we.Code, Message: "server " + server + ": " + reply.Quote(we.Message, reply.BoundReason)}
 	}
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server " + server + " did not answer"}
 }
@@ -273,8 +230,8 @@ func (p *Proxy) listResources(ctx context.Context) (*sdk.ListResourcesResult, er
 					continue
 				}
 				uris[r.URI] = true
-				out.Resources = append(out.Resources, &sdk.Resource{URI: r.URI, Name: quote(r.Name, boundName),
-					Title: quote(r.Title, boundName), Description: quote(r.Description, boundReason), MIMEType: quote(r.MIMEType, boundName), Size: r.Size})
+				out.Resources = append(out.Resources, &sdk.Resource{URI: r.URI, Name: reply.Quote(r.Name, reply.BoundName),
+					Title: reply.Quote(r.Title, reply.BoundName), Description: reply.Quote(r.Description, reply.BoundReason), MIMEType: reply.Quote(r.MIMEType, reply.BoundName), Size: r.Size})
 			}
 			return nil
 		})
@@ -306,7 +263,7 @@ func (p *Proxy) listTemplates(ctx context.Context) (*sdk.ListResourceTemplatesRe
 					tmpls = append(tmpls, ct)
 				}
 				out.ResourceTemplates = append(out.ResourceTemplates, &sdk.ResourceTemplate{URITemplate: r.URITemplate,
-					Name: quote(r.Name, boundName), Title: quote(r.Title, boundName), Description: quote(r.Description, boundReason), MIMEType: quote(r.MIMEType, boundName)})
+					Name: reply.Quote(r.Name, reply.BoundName), Title: reply.Quote(r.Title, reply.BoundName), Description: reply.Quote(r.Description, reply.BoundReason), MIMEType: reply.Quote(r.MIMEType, reply.BoundName)})
 			}
 			return nil
 		})
@@ -366,7 +323,7 @@ func (p *Proxy) readResource(ctx context.Context, params *sdk.ReadResourceParams
 			text = trace.Truncate(text, left-len(" [truncated]")) + " [truncated]"
 		}
 		left -= len(text) + len(rc.Blob)
-		out.Contents = append(out.Contents, &sdk.ResourceContents{URI: quote(rc.URI, boundURI), MIMEType: quote(rc.MIMEType, boundName), Text: text, Blob: rc.Blob})
+		out.Contents = append(out.Contents, &sdk.ResourceContents{URI: reply.Quote(rc.URI, boundURI), MIMEType: reply.Quote(rc.MIMEType, reply.BoundName), Text: text, Blob: rc.Blob})
 	}
 	return out, nil
 }
@@ -380,7 +337,7 @@ const codeResourceNotFound = -32002
 func (p *Proxy) getPrompt(ctx context.Context, params *sdk.GetPromptParams) (*sdk.GetPromptResult, error) {
 	u, name := p.routePrompt(ctx, params.Name, SurfacePrompts)
 	if u == nil {
-		return nil, refuse("no server forwards a prompt named %s", quote(params.Name, boundName))
+		return nil, refuse("no server forwards a prompt named %s", reply.Quote(params.Name, reply.BoundName))
 	}
 	c, cancel := u.ctx(ctx)
 	defer cancel()
@@ -388,7 +345,7 @@ func (p *Proxy) getPrompt(ctx context.Context, params *sdk.GetPromptParams) (*sd
 	if err != nil {
 		return nil, upstreamError(u.name, err)
 	}
-	out := &sdk.GetPromptResult{Description: quote(res.Description, boundReason), Messages: []*sdk.PromptMessage{}}
+	out := &sdk.GetPromptResult{Description: reply.Quote(res.Description, reply.BoundReason), Messages: []*sdk.PromptMessage{}}
 	left := maxForwardBytes
 	for _, m := range res.Messages {
 		if m == nil || left <= 0 {
@@ -415,19 +372,19 @@ func boundContent(c sdk.Content, left int) (sdk.Content, int) {
 		if len(v.Data) > left {
 			return &sdk.TextContent{Text: "[an image past the proxy's bound was left out]"}, 64
 		}
-		return &sdk.ImageContent{Data: v.Data, MIMEType: quote(v.MIMEType, boundName)}, len(v.Data)
+		return &sdk.ImageContent{Data: v.Data, MIMEType: reply.Quote(v.MIMEType, reply.BoundName)}, len(v.Data)
 	case *sdk.AudioContent:
 		if len(v.Data) > left {
 			return &sdk.TextContent{Text: "[audio past the proxy's bound was left out]"}, 64
 		}
-		return &sdk.AudioContent{Data: v.Data, MIMEType: quote(v.MIMEType, boundName)}, len(v.Data)
+		return &sdk.AudioContent{Data: v.Data, MIMEType: reply.Quote(v.MIMEType, reply.BoundName)}, len(v.Data)
 	case *sdk.EmbeddedResource:
 		if v.Resource == nil || len(v.Resource.Blob) > left {
 			return nil, 0
 		}
 		t := bounded(v.Resource.Text, left)
-		return &sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: quote(v.Resource.URI, boundURI),
-			MIMEType: quote(v.Resource.MIMEType, boundName), Text: t, Blob: v.Resource.Blob}}, len(t) + len(v.Resource.Blob)
+		return &sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: reply.Quote(v.Resource.URI, boundURI),
+			MIMEType: reply.Quote(v.Resource.MIMEType, reply.BoundName), Text: t, Blob: v.Resource.Blob}}, len(t) + len(v.Resource.Blob)
 	}
 	return nil, 0
 }
@@ -435,10 +392,10 @@ func boundContent(c sdk.Content, left int) (sdk.Content, int) {
 // bounded escapes s and cuts the escaped text at n, so the bound holds of
 // what is sent, not of what the server wrote.
 func bounded(s string, n int) string {
-	if q := quote(s, n); len(q) <= n {
+	if q := reply.Quote(s, n); len(q) <= n {
 		return q
 	}
-	return trace.Truncate(quote(s, n), n)
+	return trace.Truncate(reply.Quote(s, n), n)
 }
 
 // complete routes a completion by its reference: a prompt by its name, a
@@ -479,7 +436,7 @@ func (p *Proxy) complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk.Co
 			out.Completion.HasMore = true
 			break
 		}
-		out.Completion.Values = append(out.Completion.Values, quote(v, boundName))
+		out.Completion.Values = append(out.Completion.Values, reply.Quote(v, reply.BoundName))
 	}
 	return out, nil
 }
@@ -552,14 +509,14 @@ func (p *Proxy) forwardLog(server string, m *sdk.LoggingMessageParams) {
 	}
 	var data string
 	if s, ok := m.Data.(string); ok {
-		data = quote(s, boundReason)
+		data = reply.Quote(s, reply.BoundReason)
 	} else {
 		b, _ := json.Marshal(m.Data)
-		data = quote(string(b), boundReason)
+		data = reply.Quote(string(b), reply.BoundReason)
 	}
 	out := &sdk.LoggingMessageParams{Level: m.Level, Logger: server, Data: data}
 	if m.Logger != "" {
-		out.Logger = server + "/" + quote(m.Logger, boundName)
+		out.Logger = server + "/" + reply.Quote(m.Logger, reply.BoundName)
 	}
 	p.hostsMu.Lock()
 	hosts := append([]*sdk.Server(nil), p.hosts...)
@@ -571,27 +528,4 @@ func (p *Proxy) forwardLog(server string, m *sdk.LoggingMessageParams) {
 			_ = ss.Log(ctx, out)
 		}
 	}
-}
-
-// ServerRequest is a request an upstream server sends the host through
-// the proxy: refused unless the server's entry forwards it.
-type ServerRequest string
-
-const (
-	// RequestSampling is sampling/createMessage.
-	RequestSampling ServerRequest = "sampling"
-	// RequestElicitation is elicitation/create.
-	RequestElicitation ServerRequest = "elicitation"
-)
-
-func resolveForward(field string, in []string) (map[ServerRequest]bool, error) {
-	out := map[ServerRequest]bool{}
-	for _, k := range in {
-		r := ServerRequest(k)
-		if r != RequestSampling && r != RequestElicitation {
-			return nil, bad(field+".forward", "names %q; a server's requests the proxy can forward are sampling and elicitation", trace.Sanitize(k))
-		}
-		out[r] = true
-	}
-	return out, nil
 }

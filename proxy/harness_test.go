@@ -354,7 +354,7 @@ func (h *harness) expect(want Status, tool, args string) string {
 	if !strings.HasPrefix(got, string(want)+":") {
 		h.t.Fatalf("call %s %s: got %q, want %s", tool, args, got, want)
 	}
-	if res.IsError != want.isError() {
+	if res.IsError != want.IsError() {
 		h.t.Fatalf("call %s %s: isError %v for %s", tool, args, res.IsError, want)
 	}
 	return got

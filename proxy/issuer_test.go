@@ -86,17 +86,7 @@ func TestOAuth_CredentialsGoOnlyToTheRegisteredIssuer(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		s := cfg.Servers[0]
-		if name == "login" {
-			_, err := LoginServer(ctx, s, LoginOptions{Lookup: lookup, Timeout: 20 * time.Second,
-				Open: func(u string) error { return scriptedBrowser(t, u) }})
-			return err
-		}
-		srv, err := s.Dial(DialOptions{Lookup: lookup})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		return credentials.ConnectOnce(ctx, s.Endpoint, srv.HTTPClient, srv.OAuthHandler)
+		return connectAs(ctx, t, name, cfg.Servers[0], lookup, 20*time.Second, func(u string) error { return scriptedBrowser(t, u) })
 	}
 	for name := range entries {
 		err := connect(name, bad)
@@ -151,4 +141,19 @@ func TestConfig_CredentialsNeedTheirIssuer(t *testing.T) {
 	if _, err := LoadConfig(path); err != nil {
 		t.Fatalf("a public client needs no issuer: %v", err)
 	}
+}
+
+// connectAs reaches server s as entry name does: "login" runs LoginServer
+// with open as the browser; any other entry dials s and connects once.
+func connectAs(ctx context.Context, t *testing.T, name string, s ServerConfig, lookup func(string) (string, bool), timeout time.Duration, open func(string) error) error {
+	t.Helper()
+	if name == "login" {
+		_, err := LoginServer(ctx, s, LoginOptions{Lookup: lookup, Timeout: timeout, Open: open})
+		return err
+	}
+	srv, err := s.Dial(DialOptions{Lookup: lookup})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return credentials.ConnectOnce(ctx, s.Endpoint, srv.HTTPClient, srv.OAuthHandler)
 }

@@ -94,19 +94,9 @@ func TestOAuth_RemoteServerCannotSendTheProxyToLoopback(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		s := cfg.Servers[0]
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if name == "login" {
-			_, err := LoginServer(ctx, s, LoginOptions{Lookup: lookup, Timeout: 10 * time.Second,
-				Open: func(string) error { cancel(); return errors.New("no browser here") }})
-			return err
-		}
-		srv, err := s.Dial(DialOptions{Lookup: lookup})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		return credentials.ConnectOnce(ctx, s.Endpoint, srv.HTTPClient, srv.OAuthHandler)
+		return connectAs(ctx, t, name, cfg.Servers[0], lookup, 10*time.Second, func(string) error { cancel(); return errors.New("no browser here") })
 	}
 	for name := range entries {
 		svc, rec := loopbackService(t)

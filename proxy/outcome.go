@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentrt/agentrt/proxy/internal/index"
 	"time"
+
+	"github.com/agentrt/agentrt/proxy/internal/index"
+	"github.com/agentrt/agentrt/proxy/internal/reply"
 
 	agentrt "github.com/agentrt/agentrt"
 )
@@ -21,7 +23,7 @@ import (
 func (p *Proxy) recover(ctx context.Context, c *call, r *index.Row) (answer, bool) {
 	gs, v, err := p.gate.Attach(ctx, r.RunID)
 	if errors.Is(err, agentrt.ErrRunLeased) {
-		return inProgressText(), false
+		return reply.InProgress(), false
 	}
 	if err != nil {
 		return answer{}, true
@@ -147,27 +149,27 @@ func (p *Proxy) executed(ctx context.Context, c *call, r *index.Row, gs *agentrt
 		if here || !cl.outcome.Executed() {
 			return a
 		}
-		return duplicateText(0, cl.outcome, cl.detail)
+		return reply.Duplicate(0, cl.outcome, cl.detail)
 	}
 	switch cl.outcome {
 	case OutcomeSucceeded:
 		p.closeRun(ctx, gs, "done")
-		return p.settle(ctx, c, r, OutcomeSucceeded, "", told(answer{content: obs.Content, blocks: obs.Blocks}))
+		return p.settle(ctx, c, r, OutcomeSucceeded, "", told(answer{Content: obs.Content, Blocks: obs.Blocks}))
 	case OutcomeFailed:
 		p.closeRun(ctx, gs, "the server reported a failure")
-		return p.settle(ctx, c, r, OutcomeFailed, cl.detail, told(failedText(cl.detail)))
+		return p.settle(ctx, c, r, OutcomeFailed, cl.detail, told(reply.Failed(cl.detail)))
 	case OutcomeUnrecorded:
 		p.closeRun(ctx, gs, "the result could not be recorded")
-		return p.settle(ctx, c, r, OutcomeUnrecorded, cl.detail, told(unrecordedText(cl.detail)))
+		return p.settle(ctx, c, r, OutcomeUnrecorded, cl.detail, told(reply.Unrecorded(cl.detail)))
 	case OutcomeDenied:
 		p.closeRun(ctx, gs, "refused before it reached the server")
 		if c.t.up.loginBroken() {
-			return p.settle(ctx, c, r, OutcomeDenied, cl.detail, unavailableText(serverUnreachable))
+			return p.settle(ctx, c, r, OutcomeDenied, cl.detail, reply.Unavailable(serverUnreachable))
 		}
 		if r.Interrupted != "" {
-			return p.settle(ctx, c, r, OutcomeUnknownDenied, cl.detail, refusedText(cl.detail))
+			return p.settle(ctx, c, r, OutcomeUnknownDenied, cl.detail, reply.Refused(cl.detail))
 		}
-		return p.settle(ctx, c, r, OutcomeDenied, cl.detail, refusedText(cl.detail))
+		return p.settle(ctx, c, r, OutcomeDenied, cl.detail, reply.Refused(cl.detail))
 	}
 	p.closeRun(ctx, gs, "its outcome is unknown; an operator is asked")
 	st, err := p.stepOf(ctx, r.RunID, stepID)
@@ -289,22 +291,22 @@ func (p *Proxy) settleRecord(ctx context.Context, c *call, r *index.Row) (answer
 			note = last.Note
 		}
 		if unknownLine {
-			return p.settle(ctx, c, r, OutcomeUnknownRejected, note, rejectedText(note, c.t.window))
+			return p.settle(ctx, c, r, OutcomeUnknownRejected, note, reply.Rejected(note, c.t.window))
 		}
-		return p.settle(ctx, c, r, OutcomeRejected, note, rejectedText(note, c.t.window))
+		return p.settle(ctx, c, r, OutcomeRejected, note, reply.Rejected(note, c.t.window))
 	case agentrt.ReasonApprovalExpired:
 		if unknownLine {
 			return p.reask(ctx, c, r)
 		}
-		return p.settle(ctx, c, r, OutcomeExpired, "", expiredText())
+		return p.settle(ctx, c, r, OutcomeExpired, "", reply.Expired())
 	}
 	for i := len(steps) - 1; i >= 0; i-- {
 		if o := steps[i].Observation; o != nil && steps[i].Decision != nil && steps[i].Decision.Kind == agentrt.KindToolCall {
 			switch o.Kind {
 			case agentrt.ObsInvalidDecision:
-				return p.settle(ctx, c, r, OutcomeInvalid, o.Summary, invalidText(o.Summary))
+				return p.settle(ctx, c, r, OutcomeInvalid, o.Summary, reply.Invalid(o.Summary))
 			case agentrt.ObsPolicyDenied:
-				return p.settle(ctx, c, r, OutcomeDenied, o.Summary, deniedText(o.Summary))
+				return p.settle(ctx, c, r, OutcomeDenied, o.Summary, reply.Denied(o.Summary))
 			}
 		}
 	}
@@ -313,5 +315,5 @@ func (p *Proxy) settleRecord(ctx context.Context, c *call, r *index.Row) (answer
 		// again rather than forget it.
 		return p.reask(ctx, c, r)
 	}
-	return p.settle(ctx, c, r, OutcomeNotExecuted, string(run.Reason), unavailableText("it was ended before it ran; call again"))
+	return p.settle(ctx, c, r, OutcomeNotExecuted, string(run.Reason), reply.Unavailable("it was ended before it ran; call again"))
 }

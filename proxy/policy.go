@@ -12,6 +12,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/policy/cel"
+	"github.com/agentrt/agentrt/proxy/internal/config"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -130,7 +131,7 @@ func (t *ptool) decisionFor(args json.RawMessage, secrets []agentrt.ArgumentSecr
 
 // outcome decides by the tool's own outcome, else its class.
 func (t *ptool) outcome(classes agentrt.SideEffectPolicy) agentrt.PolicyOutcome {
-	return ruleOutcome(t.rule.Outcome, t.spec.SideEffect, classes)
+	return config.RuleOutcome(t.rule.Outcome, t.spec.SideEffect, classes)
 }
 
 // sendsOut says whether an allowed call of the tool that carries a secret
@@ -161,45 +162,6 @@ func secretKinds(secrets []agentrt.ArgumentSecret) string {
 		}
 	}
 	return strings.Join(kinds, ", ")
-}
-
-// ruleOutcome is a rule's own outcome when it sets one, else its class's
-// under classes; a class the policy does not name is denied.
-func ruleOutcome(own agentrt.PolicyOutcome, se agentrt.SideEffect, classes agentrt.SideEffectPolicy) agentrt.PolicyOutcome {
-	if own != "" {
-		return own
-	}
-	if o, ok := classes[se]; ok {
-		return o
-	}
-	return agentrt.Deny
-}
-
-// ClassOutcome is what the configuration's policy does with a call to a
-// tool of class se whose rule sets no outcome of its own: allow,
-// require_approval or deny. It is "" when a policy file decides every
-// call, since the file's verdict depends on the call.
-func (c *Config) ClassOutcome(se agentrt.SideEffect) agentrt.PolicyOutcome {
-	if c.PolicyFile != "" {
-		return ""
-	}
-	return ruleOutcome("", se, c.Policy)
-}
-
-// ToolOutcome is what the policy does with a call to the named server's
-// tool (its name on that server), as the gate decides it: the rule's own
-// outcome, else its class's. It is "" when a policy file decides every
-// call or no rule names the tool.
-func (c *Config) ToolOutcome(server, tool string) agentrt.PolicyOutcome {
-	if c.PolicyFile != "" {
-		return ""
-	}
-	for _, s := range c.Servers {
-		if r, ok := s.Rules[tool]; ok && s.Name == server {
-			return ruleOutcome(r.Outcome, r.SideEffect, c.Policy)
-		}
-	}
-	return ""
 }
 
 // gatePolicy is the policy every proxied call is judged by. Its id covers
@@ -260,7 +222,7 @@ func newGatePolicy(cfg *Config, tools map[string]*ptool) (*gatePolicy, error) {
 	var file agentrt.IdentifiedPolicy
 	var fileID string
 	if cfg.PolicyFile != "" {
-		fp := cfg.filePolicy
+		fp := config.FilePolicy(cfg)
 		if fp == nil {
 			var err error
 			if fp, err = cel.Load(cfg.PolicyFile); err != nil {
@@ -282,7 +244,7 @@ func newGatePolicy(cfg *Config, tools map[string]*ptool) (*gatePolicy, error) {
 		return nil, err
 	}
 	sum := sha256.Sum256(c)
-	rules, err := cfg.disclosureRules()
+	rules, err := config.DisclosureRules(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -460,7 +422,7 @@ func interruptedWhile(o *agentrt.ObservationView) agentrt.StepStatus {
 // call's arguments (policy form), for an approval the engine did not scan
 // for: a reconciliation's.
 func (p *Proxy) argumentSecrets(ctx context.Context, t *ptool, args json.RawMessage) ([]agentrt.ArgumentSecret, error) {
-	rules, err := p.cfg.disclosureRules()
+	rules, err := config.DisclosureRules(p.cfg)
 	if err != nil {
 		return nil, err
 	}

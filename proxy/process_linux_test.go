@@ -132,7 +132,14 @@ func (s *procSetup) start(t *testing.T) *host {
 	h.cmd = exec.Command(s.proxyBin, "-config", s.config)
 	h.cmd.Stderr = h.stderr
 	client := sdk.NewClient(&sdk.Implementation{Name: "e2e-host", Version: "1"}, nil)
-	cs, err := client.Connect(context.Background(), &sdk.CommandTransport{Command: h.cmd}, nil)
+	return s.connect(t, h, client, nil)
+}
+
+// connect connects client to the proxy h's command runs, and ends both
+// when the test does.
+func (s *procSetup) connect(t *testing.T, h *host, client *sdk.Client, opts *sdk.ClientSessionOptions) *host {
+	t.Helper()
+	cs, err := client.Connect(context.Background(), &sdk.CommandTransport{Command: h.cmd}, opts)
 	if err != nil {
 		t.Fatalf("connect: %v\nstderr: %s", err, h.stderr)
 	}
@@ -372,7 +379,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 // is collected by that call, without the host retrying.
 func TestProcess_ApprovalDecidedWhileTheHostWaitsCompletesTheCall(t *testing.T) {
 	s := newProcSetup(t)
-	s.setHold(t, "120s")
+	s.setConfig(t, "hold", "120s")
 	h := s.start(t)
 	target := filepath.Join(s.sandbox, "held.txt")
 	type result struct {
@@ -436,8 +443,14 @@ func TestProcess_TwoProxiesOnOneDatabaseShareTheIndex(t *testing.T) {
 	mustf(t, string(got) == "once", "file %q", got)
 }
 
-// setHold rewrites the configuration's hold.
-func (s *procSetup) setHold(t *testing.T, hold string) {
+// setConfig rewrites one field of the configuration.
+func (s *procSetup) setConfig(t *testing.T, key string, value any) {
+	t.Helper()
+	s.editConfig(t, func(doc map[string]any) { doc[key] = value })
+}
+
+// editConfig rewrites the configuration as edit changes its JSON.
+func (s *procSetup) editConfig(t *testing.T, edit func(doc map[string]any)) {
 	t.Helper()
 	b, err := os.ReadFile(s.config)
 	if err != nil {
@@ -447,7 +460,7 @@ func (s *procSetup) setHold(t *testing.T, hold string) {
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
-	doc["hold"] = hold
+	edit(doc)
 	out, _ := json.MarshalIndent(doc, "", "  ")
 	writeFile(t, s.config, string(out))
 }

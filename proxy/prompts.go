@@ -8,7 +8,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentrt/agentrt/proxy/internal/config"
 	"github.com/agentrt/agentrt/proxy/internal/mcp2026"
+	"github.com/agentrt/agentrt/proxy/internal/reply"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -64,7 +66,7 @@ func (p *Proxy) promptTable(ctx context.Context, keep map[string]promptRoute) (m
 		}
 		err := listPages(ctx, u, u.conn.ListPrompts, func(r *sdk.ListPromptsResult) string { return r.NextCursor }, func(res *sdk.ListPromptsResult) error {
 			for _, pr := range res.Prompts {
-				if pr == nil || !nameRE.MatchString(pr.Name) || len(byName) == maxForwardItems {
+				if pr == nil || !config.ValidName(pr.Name) || len(byName) == maxForwardItems {
 					continue
 				}
 				host := u.hostPromptName(pr.Name)
@@ -103,13 +105,13 @@ func (p *Proxy) promptTable(ctx context.Context, keep map[string]promptRoute) (m
 		if !e.route.u.allowed[SurfacePrompts] {
 			continue
 		}
-		np := &sdk.Prompt{Name: host, Title: quote(e.pr.Title, boundName), Description: quote(e.pr.Description, boundReason)}
+		np := &sdk.Prompt{Name: host, Title: reply.Quote(e.pr.Title, reply.BoundName), Description: reply.Quote(e.pr.Description, reply.BoundReason)}
 		for _, a := range e.pr.Arguments {
 			if a == nil {
 				continue
 			}
-			np.Arguments = append(np.Arguments, &sdk.PromptArgument{Name: quote(a.Name, boundName), Title: quote(a.Title, boundName),
-				Description: quote(a.Description, boundReason), Required: a.Required})
+			np.Arguments = append(np.Arguments, &sdk.PromptArgument{Name: reply.Quote(a.Name, reply.BoundName), Title: reply.Quote(a.Title, reply.BoundName),
+				Description: reply.Quote(a.Description, reply.BoundReason), Required: a.Required})
 		}
 		out = append(out, np)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/agentrt/agentrt/internal/token"
 	"github.com/agentrt/agentrt/mcp"
 	"github.com/agentrt/agentrt/proxy/internal/asks"
+	"github.com/agentrt/agentrt/proxy/internal/config"
 	"github.com/agentrt/agentrt/proxy/internal/credentials"
 	"github.com/agentrt/agentrt/proxy/internal/index"
 	"github.com/agentrt/agentrt/proxy/internal/mcp2026"
@@ -134,7 +135,7 @@ var ErrNoTools = errors.New("proxy: no tool registered")
 // an empty tool list beside the status tool, and their other surfaces.
 func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 	opts = opts.withDefaults()
-	if err := checkFiles(cfg, false); err != nil {
+	if err := config.CheckFiles(cfg, false); err != nil {
 		return nil, err
 	}
 	manifests, err := readManifests(cfg)
@@ -154,7 +155,7 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Proxy, err error) {
 	if p.ix, err = index.Open(cfg.Index); err != nil {
 		return nil, err
 	}
-	if err := checkFiles(cfg, true); err != nil {
+	if err := config.CheckFiles(cfg, true); err != nil {
 		return nil, err
 	}
 	if p.sealer, err = seal.LoadOrCreate(cfg.Index + SealKeySuffix); err != nil {
@@ -344,13 +345,13 @@ func (p *Proxy) buildGate(ctx context.Context, gateTools []agentrt.Tool) error {
 	if p.policy, err = newGatePolicy(cfg, p.tools); err != nil {
 		return err
 	}
-	pinned := cfg.pinned
+	pinned := config.Pinned(cfg)
 	if pinned == nil && cfg.PinnedKeys != "" {
 		if pinned, err = agentrt.LoadPinnedKeys(cfg.PinnedKeys); err != nil {
 			return fmt.Errorf("proxy: pinned_keys: %w", err)
 		}
 	}
-	rules, err := cfg.disclosureRules()
+	rules, err := config.DisclosureRules(cfg)
 	if err != nil {
 		return err
 	}
@@ -485,13 +486,13 @@ func (p *Proxy) newServer() *sdk.Server {
 			if mcp2026.New(mcp2026.Of(req)) {
 				return p.callNew(ctx, t, req)
 			}
-			return p.handle(ctx, t, req).result(), nil
+			return p.handle(ctx, t, req).Result(), nil
 		})
 	}
 	s.AddTool(&sdk.Tool{Name: p.cfg.StatusTool, Description: statusDescription, InputSchema: json.RawMessage(statusSchema),
 		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			return p.status(ctx, req.Params.Arguments).result(), nil
+			return p.status(ctx, req.Params.Arguments).Result(), nil
 		})
 	return s
 }
@@ -508,7 +509,7 @@ func Check(ctx context.Context, cfg *Config) ([]*mcp.Report, error) {
 // CheckWith is Check reading secrets through lookup (nil: the process's
 // environment).
 func CheckWith(ctx context.Context, cfg *Config, lookup func(string) (string, bool)) ([]*mcp.Report, error) {
-	if err := checkFiles(cfg, false); err != nil {
+	if err := config.CheckFiles(cfg, false); err != nil {
 		return nil, err
 	}
 	var reps []*mcp.Report

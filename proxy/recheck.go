@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/agentrt/agentrt/proxy/internal/config"
 	"github.com/agentrt/agentrt/proxy/internal/index"
 
 	agentrt "github.com/agentrt/agentrt"
@@ -53,7 +55,7 @@ func Recheck(ctx context.Context, cfg *Config, opts RecheckOptions) (*RecheckSum
 	if opts.Limit == 0 {
 		opts.Limit = DefaultRecheckLimit
 	}
-	if err := checkFiles(cfg, true); err != nil {
+	if err := config.CheckFiles(cfg, true); err != nil {
 		return nil, err
 	}
 	tools, err := recheckTools(cfg)
@@ -95,7 +97,7 @@ func Recheck(ctx context.Context, cfg *Config, opts RecheckOptions) (*RecheckSum
 	// The configuration's disclosure rules find the secrets in each call's
 	// arguments that the gate handed the policy (request.secrets, and the
 	// class map's approvals, which name them).
-	rules, err := cfg.disclosureRules()
+	rules, err := config.DisclosureRules(cfg)
 	if err != nil {
 		return nil, err
 	}

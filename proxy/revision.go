@@ -49,18 +49,18 @@ func (p *Proxy) callNew(ctx context.Context, t *ptool, req *sdk.CallToolRequest)
 		}
 	}
 	a := p.handle(ctx, t, req)
-	if a.approval == "" || kerr != nil {
-		return a.result(), nil
+	if a.Approval == "" || kerr != nil {
+		return a.Result(), nil
 	}
 	if p.heldAsTask(ctx, key, a) {
 		return &sdk.CallToolResult{}, nil
 	}
 	ok, urlMode := mcp2026.HasElicitation(req)
 	if !ok {
-		return a.result(), nil
+		return a.Result(), nil
 	}
-	state := p.sealer.Seal(seal.State{ApprovalID: a.approval, Key: key, Expires: p.now().Add(stateTTL)})
-	return mcp2026.InputRequired(a.text, p.approvalPage(a.run, a.approval), a.approval, state, urlMode), nil
+	state := p.sealer.Seal(seal.State{ApprovalID: a.Approval, Key: key, Expires: p.now().Add(stateTTL)})
+	return mcp2026.InputRequired(a.Text, p.approvalPage(a.Run, a.Approval), a.Approval, state, urlMode), nil
 }
 
 // checkState opens a presented requestState and checks that the
@@ -116,14 +116,6 @@ func (p *Proxy) approvalPage(run, approval string) string {
 		return ""
 	}
 	return u.JoinPath("runs", run, "approvals", approval).String()
-}
-
-// goodConsoleURL is an http or https URL with a host, no user, query or
-// fragment.
-func goodConsoleURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil &&
-		u.RawQuery == "" && u.Fragment == ""
 }
 
 // completed gives a result the proxy assembled itself what a 2026-07-28

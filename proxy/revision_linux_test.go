@@ -49,18 +49,7 @@ func (s *procSetup) stateless2026(t *testing.T) *host {
 		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 			return &sdk.ElicitResult{Action: "accept"}, nil
 		}})
-	cs, err := client.Connect(context.Background(), &sdk.CommandTransport{Command: h.cmd}, &sdk.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
-	if err != nil {
-		t.Fatalf("connect: %v\nstderr: %s", err, h.stderr)
-	}
-	h.cs = cs
-	t.Cleanup(func() {
-		cs.Close()
-		if h.cmd.Process != nil {
-			h.cmd.Process.Kill()
-		}
-	})
-	return h
+	return s.connect(t, h, client, &sdk.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
 }
 
 // A 2026-07-28 host's write held for approval answers input_required:
@@ -206,20 +195,4 @@ func TestProxy_ConsoleURLHeldCallElicitsTheApprovalPage(t *testing.T) {
 	el, _ = held("b.txt", map[string]any{"form": map[string]any{}})
 	_, second, _ := (&host{t: t, stderr: h.stderr}).lastApproval(2)
 	mustf(t, el.Mode == "form" && el.URL == "" && second != approval && strings.Contains(el.Message, second), "form-only host: %+v", el)
-}
-
-// setConfig rewrites one field of the configuration.
-func (s *procSetup) setConfig(t *testing.T, key string, value any) {
-	t.Helper()
-	b, err := os.ReadFile(s.config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
-	doc[key] = value
-	out, _ := json.MarshalIndent(doc, "", "  ")
-	writeFile(t, s.config, string(out))
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 
+	"github.com/agentrt/agentrt/proxy/internal/reply"
 	"github.com/agentrt/agentrt/proxy/internal/uritemplate"
 )
 
@@ -90,12 +91,12 @@ func (p *Proxy) routeListed(uri string, s Surface) (*upstream, error) {
 	case len(holders) == 1:
 		return holders[0], nil
 	case len(holders) > 1:
-		return nil, refuse("servers %s and %s both list the resource %s; the proxy routes it to neither", holders[0].name, holders[1].name, quote(uri, boundURI))
+		return nil, refuse("servers %s and %s both list the resource %s; the proxy routes it to neither", holders[0].name, holders[1].name, reply.Quote(uri, boundURI))
 	case len(best) == 1:
 		return best[0].u, nil
 	case len(best) > 1:
 		return nil, refuse("servers %s and %s both claim the resource %s with templates %s and %s; the proxy routes it to neither",
-			best[0].u.name, best[1].u.name, quote(uri, boundURI), quote(best[0].t.Raw, boundURI), quote(best[1].t.Raw, boundURI))
+			best[0].u.name, best[1].u.name, reply.Quote(uri, boundURI), reply.Quote(best[0].t.Raw, boundURI), reply.Quote(best[1].t.Raw, boundURI))
 	case len(forwarding) == 1:
 		return forwarding[0], nil
 	}

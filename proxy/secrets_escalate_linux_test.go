@@ -3,7 +3,6 @@
 package proxy
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -22,47 +21,15 @@ import (
 func remoteWriteSetup(t *testing.T, edit func(doc map[string]any)) *procSetup {
 	t.Helper()
 	s := newProcSetup(t)
-	b, err := os.ReadFile(s.config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
-	doc["policy"] = map[string]any{"remote_mutation": "allow"}
-	rules := doc["servers"].([]any)[0].(map[string]any)["rules"].(map[string]any)
-	rules["write_file"].(map[string]any)["side_effect"] = "remote_mutation"
-	if edit != nil {
-		edit(doc)
-	}
-	b, _ = json.MarshalIndent(doc, "", "  ")
-	writeFile(t, s.config, string(b))
+	s.editConfig(t, func(doc map[string]any) {
+		doc["policy"] = map[string]any{"remote_mutation": "allow"}
+		rules := doc["servers"].([]any)[0].(map[string]any)["rules"].(map[string]any)
+		rules["write_file"].(map[string]any)["side_effect"] = "remote_mutation"
+		if edit != nil {
+			edit(doc)
+		}
+	})
 	return s
-}
-
-// pendingApprovals are db's pending approvals, of every run.
-func pendingApprovals(t *testing.T, db string) []agentrt.Approval {
-	t.Helper()
-	st := readStore(t, db)
-	defer st.Close()
-	runs, err := st.ListRuns(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []agentrt.Approval
-	for _, r := range runs {
-		as, err := st.ListApprovals(context.Background(), r.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range as {
-			if a.Status == agentrt.ApprovalPending {
-				out = append(out, a)
-			}
-		}
-	}
-	return out
 }
 
 // Under a class map that allows remote_mutation, the real filesystem
@@ -86,7 +53,7 @@ func TestProcess_AllowedRemoteCallCarryingASecretWaitsForApproval(t *testing.T) 
 	_, err = os.Stat(target)
 	mustf(t, os.IsNotExist(err), "the write ran before approval: %v", err)
 
-	ps := pendingApprovals(t, s.db)
+	ps := pendingIn(t, s.db, "")
 	mustf(t, len(ps) == 1 && ps[0].Kind == string(agentrt.RemoteMutation), "pending approvals: %+v", ps)
 	a := ps[0]
 	want := agentrt.ArgumentSecret{Pointer: "/content", Kind: disclosure.RuleAWSAccessKeyID}
@@ -130,5 +97,5 @@ func TestProcess_SecretRuleOffForTheToolLetsTheAllowedCallRun(t *testing.T) {
 	h.expect("", "fs_write_file", fmt.Sprintf(`{"path":%q,"content":%q}`, target, plantedKey))
 	b, err := os.ReadFile(target)
 	mustf(t, err == nil && string(b) == plantedKey, "the write: %q %v", b, err)
-	mustf(t, len(pendingApprovals(t, s.db)) == 0, "an approval waits: %+v", pendingApprovals(t, s.db))
+	mustf(t, len(pendingIn(t, s.db, "")) == 0, "an approval waits: %+v", pendingIn(t, s.db, ""))
 }

@@ -4,12 +4,47 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/agentrt/agentrt/proxy/internal/index"
 	"strings"
 	"time"
 
+	"github.com/agentrt/agentrt/proxy/internal/config"
+	"github.com/agentrt/agentrt/proxy/internal/index"
+	"github.com/agentrt/agentrt/proxy/internal/reply"
+
 	agentrt "github.com/agentrt/agentrt"
 )
+
+// What the model is told is proxy/internal/reply; these are its names
+// as the proxy's API gives them.
+
+// Status is the word a proxied call's answer starts with.
+type Status = reply.Status
+
+// The statuses the model can be told; reply's constants say what each
+// means. A result that ran and was recorded carries no status word.
+const (
+	StatusPendingApproval = reply.StatusPendingApproval
+	StatusInProgress      = reply.StatusInProgress
+	StatusDenied          = reply.StatusDenied
+	StatusInvalid         = reply.StatusInvalid
+	StatusRejected        = reply.StatusRejected
+	StatusExpired         = reply.StatusExpired
+	StatusDuplicate       = reply.StatusDuplicate
+	StatusBlocked         = reply.StatusBlocked
+	StatusUnknownOutcome  = reply.StatusUnknownOutcome
+	StatusFailed          = reply.StatusFailed
+	StatusUnrecorded      = reply.StatusUnrecorded
+	StatusUnavailable     = reply.StatusUnavailable
+	StatusGateStatus      = reply.StatusGateStatus
+)
+
+// StatusMetaKey is the _meta key that marks the proxy's own answers; its
+// value's "status" is the answer's status word. A host tells the proxy's
+// answers from a server's by this key, never by the text.
+const StatusMetaKey = reply.StatusMetaKey
+
+// answer is what one call returns to the host.
+type answer = reply.Answer
 
 // The status tool reports; it never executes, collects, expires or writes
 // anything.
@@ -27,8 +62,8 @@ func (p *Proxy) status(ctx context.Context, raw json.RawMessage) answer {
 		ApprovalID string `json:"approval_id"`
 	}
 	if len(raw) > 0 {
-		if err := decodeStrict(raw, &in); err != nil {
-			return invalidText("the status tool takes only an optional approval_id string")
+		if err := config.DecodeStrict(raw, &in); err != nil {
+			return reply.Invalid("the status tool takes only an optional approval_id string")
 		}
 	}
 	// Rows queued for writing (allowed reads) are committed first, so the
@@ -50,16 +85,16 @@ func (p *Proxy) status(ctx context.Context, raw json.RawMessage) answer {
 			continue
 		}
 		shown++
-		fmt.Fprintf(&b, "\n- %s %s, %s ago: %s", quote(r.Tool, boundName), p.argsOf(ctx, r), now.Sub(r.CreatedAt).Round(time.Second), p.describe(ctx, r, now))
+		fmt.Fprintf(&b, "\n- %s %s, %s ago: %s", reply.Quote(r.Tool, reply.BoundName), p.argsOf(ctx, r), now.Sub(r.CreatedAt).Round(time.Second), p.describe(ctx, r, now))
 	}
 	head := fmt.Sprintf("%d call(s) in the last hour", shown)
 	if in.ApprovalID != "" {
-		head = fmt.Sprintf("%d call(s) in the last hour wait or waited on approval %s", shown, quote(in.ApprovalID, boundName))
+		head = fmt.Sprintf("%d call(s) in the last hour wait or waited on approval %s", shown, reply.Quote(in.ApprovalID, reply.BoundName))
 	}
 	if len(rows) == StatusLimit {
 		head += fmt.Sprintf(" (only the newest %d are read)", StatusLimit)
 	}
-	return answer{status: StatusGateStatus, text: string(StatusGateStatus) + ": " + head + "." + b.String()}
+	return answer{Status: StatusGateStatus, Text: string(StatusGateStatus) + ": " + head + "." + b.String()}
 }
 
 // argsOf quotes a call's recorded arguments, bounded.
@@ -72,7 +107,7 @@ func (p *Proxy) argsOf(ctx context.Context, r *index.Row) string {
 	if d.InvalidArgs != "" {
 		return "(arguments that were not acceptable JSON)"
 	}
-	return "with " + quote(string(d.Args), 200)
+	return "with " + reply.Quote(string(d.Args), 200)
 }
 
 // describe says where a call is, reading the store and writing nothing.
@@ -92,17 +127,17 @@ func (p *Proxy) describe(ctx context.Context, r *index.Row, now time.Time) strin
 	case index.StateWaiting:
 		a, err := p.store.GetApproval(ctx, r.RunID, r.ApprovalID)
 		if err != nil {
-			return "waiting on approval " + quote(r.ApprovalID, boundName)
+			return "waiting on approval " + reply.Quote(r.ApprovalID, reply.BoundName)
 		}
 		unknown := a.Kind == agentrt.InterruptedSideEffect
 		switch {
 		case a.Status == agentrt.ApprovalPending && (a.ExpiresAt.IsZero() || now.Before(a.ExpiresAt)):
 			if unknown {
-				return fmt.Sprintf("OUTCOME UNKNOWN: it may have taken effect; an operator decides whether it runs again (approval %s); the tool is blocked meanwhile", quote(a.ID, boundName))
+				return fmt.Sprintf("OUTCOME UNKNOWN: it may have taken effect; an operator decides whether it runs again (approval %s); the tool is blocked meanwhile", reply.Quote(a.ID, reply.BoundName))
 			}
-			return fmt.Sprintf("PENDING approval %s; it has not run", quote(a.ID, boundName))
+			return fmt.Sprintf("PENDING approval %s; it has not run", reply.Quote(a.ID, reply.BoundName))
 		case a.Status == agentrt.ApprovalApproved:
-			return fmt.Sprintf("APPROVED (approval %s), awaiting collection: calling again with exactly the same arguments runs it", quote(a.ID, boundName))
+			return fmt.Sprintf("APPROVED (approval %s), awaiting collection: calling again with exactly the same arguments runs it", reply.Quote(a.ID, reply.BoundName))
 		case a.Status == agentrt.ApprovalRejected:
 			return "REJECTED by an operator; it did not run"
 		}
@@ -118,7 +153,7 @@ func (p *Proxy) describe(ctx context.Context, r *index.Row, now time.Time) strin
 	case OutcomeSucceeded:
 		return "executed: succeeded"
 	case OutcomeFailed:
-		return "executed: the server reported a failure: " + quote(r.Detail, 300)
+		return "executed: the server reported a failure: " + reply.Quote(r.Detail, 300)
 	case OutcomeUnrecorded:
 		return "executed: its result could not be recorded"
 	case OutcomeUnknown:
@@ -128,7 +163,7 @@ func (p *Proxy) describe(ctx context.Context, r *index.Row, now time.Time) strin
 	case OutcomeUnknownDenied:
 		return "OUTCOME UNKNOWN: the policy does not allow running it again"
 	case OutcomeDenied:
-		return "not executed: refused (" + quote(r.Detail, 300) + ")"
+		return "not executed: refused (" + reply.Quote(r.Detail, 300) + ")"
 	case OutcomeInvalid:
 		return "not executed: invalid arguments"
 	case OutcomeRejected:

@@ -7,6 +7,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentrt/agentrt/proxy/internal/reply"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -51,7 +52,7 @@ func (p *Proxy) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error 
 		return err
 	}
 	if u == nil || !u.subscribes {
-		return refuse("no server forwards subscriptions to the resource %s", quote(uri, boundURI))
+		return refuse("no server forwards subscriptions to the resource %s", reply.Quote(uri, boundURI))
 	}
 	p.subs.mu.Lock()
 	defer p.subs.mu.Unlock()

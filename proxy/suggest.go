@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"sort"
 	"strings"
 
@@ -29,31 +27,6 @@ func Suggest(t mcp.PinnedTool) (agentrt.SideEffect, string) {
 		return agentrt.RemoteMutation, "the server gives no annotations; remote_mutation waits for approval"
 	}
 	return agentrt.RemoteMutation, "the server claims neither readOnlyHint nor destructiveHint; remote_mutation waits for approval"
-}
-
-// SuggestedTool is one tool whose rule is still a suggestion.
-type SuggestedTool struct {
-	Server, Tool string
-	Class        agentrt.SideEffect
-	Reason       string
-}
-
-func (s SuggestedTool) String() string {
-	return s.Server + "." + trace.Sanitize(s.Tool)
-}
-
-// Suggested lists the tools whose rules are still suggestions, by server
-// in the file's order and by tool name.
-func (c *Config) Suggested() []SuggestedTool {
-	var out []SuggestedTool
-	for _, s := range c.Servers {
-		for _, name := range slices.Sorted(maps.Keys(s.Rules)) {
-			if r := s.Rules[name]; r.Suggestion != "" {
-				out = append(out, SuggestedTool{Server: s.Name, Tool: name, Class: r.SideEffect, Reason: r.Suggestion})
-			}
-		}
-	}
-	return out
 }
 
 // SuggestionsError is ErrNoTools when the only rules are suggestions: it

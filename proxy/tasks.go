@@ -13,6 +13,7 @@ import (
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/proxy/internal/index"
 	"github.com/agentrt/agentrt/proxy/internal/mcp2026"
+	"github.com/agentrt/agentrt/proxy/internal/reply"
 	"github.com/agentrt/agentrt/proxy/internal/seal"
 )
 
@@ -126,7 +127,7 @@ func (p *Proxy) heldAsTask(ctx context.Context, key string, a answer) bool {
 		return false
 	}
 	now := p.now()
-	st := seal.State{ApprovalID: a.approval, Key: key, Expires: now.Add(taskTTL)}
+	st := seal.State{ApprovalID: a.Approval, Key: key, Expires: now.Add(taskTTL)}
 	id := p.sealer.Derive(taskSealLabel).Seal(st)
 	e := p.tasks.entry(st, now)
 	slot.task = p.taskOf(id, e, mcp2026.TaskWorking, p.heldMessage(a))
@@ -137,10 +138,10 @@ func (p *Proxy) heldAsTask(ctx context.Context, key string, a answer) bool {
 // heldMessage is what a task waiting on an operator says: the held
 // answer's text and, with a console, the approval's page.
 func (p *Proxy) heldMessage(a answer) string {
-	if page := p.approvalPage(a.run, a.approval); page != "" {
-		return a.text + " The approval's page: " + page
+	if page := p.approvalPage(a.Run, a.Approval); page != "" {
+		return a.Text + " The approval's page: " + page
 	}
-	return a.text
+	return a.Text
 }
 
 func (p *Proxy) taskOf(id string, e *taskEntry, status, msg string) *mcp2026.Task {
@@ -204,14 +205,14 @@ func (p *Proxy) getTask(ctx context.Context, ss *sdk.ServerSession, params *mcp2
 	}
 	t := p.tools[toolOfRow(row)]
 	if row == nil || t == nil {
-		p.finishTask(e, says(StatusUnavailable, "the task's call was settled outside the task; call the tool again to learn its outcome"))
+		p.finishTask(e, reply.Says(StatusUnavailable, "the task's call was settled outside the task; call the tool again to learn its outcome"))
 		return p.getTask(ctx, ss, params)
 	}
 	if row.State == index.StateWaiting {
 		a, err := p.store.GetApproval(ctx, row.RunID, row.ApprovalID)
 		if err == nil && a.Status == agentrt.ApprovalPending && (a.ExpiresAt.IsZero() || now.Before(a.ExpiresAt)) {
-			w := pendingText(a.ID, 0)
-			w.run, w.approval = row.RunID, a.ID
+			w := reply.Pending(a.ID, 0)
+			w.Run, w.Approval = row.RunID, a.ID
 			return p.taskOf(id, e, mcp2026.TaskWorking, p.heldMessage(w)), nil
 		}
 	}
@@ -243,8 +244,8 @@ func toolOfRow(r *index.Row) string {
 // row anew.
 func (p *Proxy) finishTask(e *taskEntry, a answer) {
 	var res json.RawMessage
-	if a.approval == "" {
-		b, err := json.Marshal(a.result())
+	if a.Approval == "" {
+		b, err := json.Marshal(a.Result())
 		if err == nil {
 			res = b
 		}
@@ -275,12 +276,12 @@ func (p *Proxy) collectTask(ctx context.Context, t *ptool, key string) answer {
 			return a
 		}
 		if row == nil {
-			return says(StatusUnavailable, "the task's call was settled outside the task; call the tool again to learn its outcome")
+			return reply.Says(StatusUnavailable, "the task's call was settled outside the task; call the tool again to learn its outcome")
 		}
 		a, again := p.existing(ctx, c, row)
 		if !again {
 			return a
 		}
 	}
-	return unavailableText("it kept changing while being matched; poll the task again")
+	return reply.Unavailable("it kept changing while being matched; poll the task again")
 }

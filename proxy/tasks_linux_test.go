@@ -131,7 +131,7 @@ func (h *rawHost) task(r rawReply) wireTask {
 // and does not run again.
 func TestProxy_StatelessHostLongHoldThroughATaskHandle(t *testing.T) {
 	s := newProcSetup(t)
-	s.setHold(t, "1s")
+	s.setConfig(t, "hold", "1s")
 	h := s.raw2026(t)
 	d := h.request("server/discover", map[string]any{}, true)
 	mustf(t, d.Error == nil && strings.Contains(string(d.Result), `"io.modelcontextprotocol/tasks":{}`), "discover: %s %+v", d.Result, d.Error)

@@ -10,6 +10,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/mcp"
+	"github.com/agentrt/agentrt/proxy/internal/config"
 	"github.com/agentrt/agentrt/proxy/internal/credentials"
 	"github.com/agentrt/agentrt/proxy/internal/uritemplate"
 )
@@ -103,7 +104,7 @@ func (u *upstream) connected(conn *mcp.Connection) {
 	}
 	offers := map[Surface]bool{SurfaceResources: caps.Resources != nil, SurfacePrompts: caps.Prompts != nil,
 		SurfaceCompletion: caps.Completions != nil, SurfaceLogging: caps.Logging != nil}
-	for _, s := range surfaces {
+	for _, s := range config.Surfaces {
 		u.allowed[s] = offers[s] && surfaceAllowed(u.p.cfg, u.cfg, s)
 	}
 	u.subscribes = caps.Resources != nil && caps.Resources.Subscribe

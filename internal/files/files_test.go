@@ -43,6 +43,28 @@ func TestReadSecret_RefusesAFileOthersCanRead(t *testing.T) {
 	}
 }
 
+// A missing file passes CheckPrivate only when the caller may create it;
+// a file group can write is refused either way.
+func TestCheckPrivate_MissingFilePassesOnlyWhenAllowed(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "runs.db")
+	if err := files.CheckPrivate(p, true); err != nil {
+		t.Fatalf("a missing file the caller may create: %v", err)
+	}
+	if err := files.CheckPrivate(p, false); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a missing file that must exist: %v", err)
+	}
+	if err := os.WriteFile(p, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, 0o620); err != nil {
+		t.Fatal(err)
+	}
+	var ime *files.InsecureModeError
+	if err := files.CheckPrivate(p, true); !errors.As(err, &ime) {
+		t.Fatalf("a file its group can write: %v", err)
+	}
+}
+
 // WriteAtomic syncs the new file before it renames it over the old one,
 // then syncs the directory, and leaves the mode it was asked for.
 func TestWriteAtomic_SyncsBeforeRenameAndSetsTheMode(t *testing.T) {

@@ -1,6 +1,7 @@
 package files
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -92,6 +93,20 @@ func CheckPath(path string) error {
 		return err
 	}
 	return Check(path, fi)
+}
+
+// CheckPrivate is CheckPath for a file its owner may not have created
+// yet (a database, a token file no login has written): a missing file
+// passes when missingOK is set, and is otherwise refused as unreadable.
+func CheckPrivate(path string, missingOK bool) error {
+	err := CheckPath(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if missingOK {
+			return nil
+		}
+		return fmt.Errorf("cannot read %s: %w", path, err)
+	}
+	return err
 }
 
 func check(path string, fi fs.FileInfo, secret bool) error {

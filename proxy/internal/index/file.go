@@ -94,7 +94,7 @@ func indexDSN(path string, writer bool) string {
 // trigger or a view, and a file at a newer schema version, before it
 // writes anything.
 func Open(path string) (*Index, error) {
-	if err := checkPrivate(path, true); err != nil {
+	if err := files.CheckPrivate(path, true); err != nil {
 		return nil, err
 	}
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
@@ -111,7 +111,7 @@ func Open(path string) (*Index, error) {
 		}
 	}
 	for _, p := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
-		if err := checkPrivate(p, p != path); err != nil {
+		if err := files.CheckPrivate(p, p != path); err != nil {
 			return nil, err
 		}
 	}
@@ -127,7 +127,7 @@ func Open(path string) (*Index, error) {
 		return nil, err
 	}
 	for _, p := range []string{path + "-wal", path + "-shm"} {
-		if err := checkPrivate(p, true); err != nil {
+		if err := files.CheckPrivate(p, true); err != nil {
 			w.Close()
 			return nil, err
 		}
@@ -394,24 +394,11 @@ func (ix *Index) commit(batch []*ixReq) {
 	finish(tx.Commit())
 }
 
-// checkPrivate holds a file to the rule for every file agentrt trusts
-// (files.CheckPath); a missing file passes when missingOK is set.
-func checkPrivate(path string, missingOK bool) error {
-	err := files.CheckPath(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		if missingOK {
-			return nil
-		}
-		return fmt.Errorf("proxy: cannot read %s: %w", path, err)
-	}
-	return err
-}
-
 // ReadSessionRuns reads a session's newest run ids (every session's when
 // session is empty) from the index at path, read-only: the file is held
 // to the trusted-file rule, and nothing is migrated or written.
 func ReadSessionRuns(ctx context.Context, path, session string, limit int) ([]string, error) {
-	if err := checkPrivate(path, false); err != nil {
+	if err := files.CheckPrivate(path, false); err != nil {
 		return nil, err
 	}
 	db, err := sql.Open("sqlite", indexDSN(path, false))

@@ -1,4 +1,12 @@
-package proxy
+// Package reply is what agentrt-proxy tells the model: the status word an
+// answer starts with, the proxy's own answer texts, a recorded result
+// passed back as the server sent it (its typed blocks as MCP content), and
+// the escaping of text a server, the model or an operator chose. It never
+// names agentrt, the database, the configuration, a path or a run id.
+//
+// Package proxy gives Status, its words and StatusMetaKey under its own
+// names.
+package reply
 
 import (
 	"encoding/json"
@@ -11,6 +19,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/proxy/internal/index"
 	"github.com/agentrt/agentrt/trace"
 )
 
@@ -51,8 +60,8 @@ const (
 	StatusGateStatus Status = "GATE_STATUS"
 )
 
-// isError says which statuses are errors to the host.
-func (s Status) isError() bool {
+// IsError says which statuses are errors to the host.
+func (s Status) IsError() bool {
 	switch s {
 	case StatusDenied, StatusInvalid, StatusRejected, StatusExpired, StatusDuplicate, StatusBlocked, StatusFailed, StatusUnavailable:
 		return true
@@ -62,33 +71,35 @@ func (s Status) isError() bool {
 
 // Bounds on what the prose quotes of text someone else chose.
 const (
-	boundName   = 200      // a tool name, an approval id
-	boundReason = 1000     // a policy's reason, an operator's note, a server's message
-	boundData   = 64 << 10 // what the status tool quotes of arguments
+	BoundName   = 200      // a tool name, an approval id
+	BoundReason = 1000     // a policy's reason, an operator's note, a server's message
+	BoundData   = 64 << 10 // what the status tool quotes of arguments
 )
 
-// quote escapes text a server, the model or an operator chose, cut first
+// Quote escapes text a server, the model or an operator chose, cut first
 // so an escape is never split.
-func quote(s string, n int) string { return trace.Sanitize(trace.Truncate(s, n)) }
+func Quote(s string, n int) string { return trace.Sanitize(trace.Truncate(s, n)) }
 
-// answer is what one call returns to the host.
-type answer struct {
-	status Status
-	text   string
-	// content is the recorded result of a call that ran; text is then
+// Answer is what one call returns to the host.
+type Answer struct {
+	Status Status
+	Text   string
+	// Content is the recorded result of a call that ran; Text is then
 	// empty and the result is passed back as the server sent it.
-	content json.RawMessage
-	// blocks are the recorded result's typed blocks, returned as the
+	Content json.RawMessage
+	// Blocks are the recorded result's typed blocks, returned as the
 	// server sent them when there are any.
-	blocks  []agentrt.ResultBlock
-	isError bool
-	// run and approval name what a held call waits on (PENDING_APPROVAL,
+	Blocks  []agentrt.ResultBlock
+	IsError bool
+	// Run and Approval name what a held call waits on (PENDING_APPROVAL,
 	// UNKNOWN_OUTCOME), for the input_required a 2026-07-28 host is given.
-	run, approval string
+	Run, Approval string
 }
 
-func says(s Status, format string, args ...any) answer {
-	return answer{status: s, text: string(s) + ": " + fmt.Sprintf(format, args...), isError: s.isError()}
+// Says is the proxy's own answer s, its text the status word, a colon and
+// the prose.
+func Says(s Status, format string, args ...any) Answer {
+	return Answer{Status: s, Text: string(s) + ": " + fmt.Sprintf(format, args...), IsError: s.IsError()}
 }
 
 // StatusMetaKey is the _meta key that marks the proxy's own answers. Its
@@ -102,31 +113,31 @@ const StatusMetaKey = "gated-tools/status"
 // one of the proxy's answers (a status word and a colon).
 const serverTextMark = "[server text] "
 
-// result is the MCP result. A recorded result that is a JSON string is
+// Result is the MCP result. A recorded result that is a JSON string is
 // the server's text; an object is also its structured content. The
 // proxy's own answers carry StatusMetaKey; a server's text that begins
 // with a status word is marked so it cannot read as one.
-func (a answer) result() *sdk.CallToolResult {
-	if a.status == "" && len(a.blocks) > 0 {
-		res := &sdk.CallToolResult{Content: contentOf(a.blocks)}
-		if len(a.content) > 0 && a.content[0] == '{' {
-			res.StructuredContent = json.RawMessage(a.content)
+func (a Answer) Result() *sdk.CallToolResult {
+	if a.Status == "" && len(a.Blocks) > 0 {
+		res := &sdk.CallToolResult{Content: ContentOf(a.Blocks)}
+		if len(a.Content) > 0 && a.Content[0] == '{' {
+			res.StructuredContent = json.RawMessage(a.Content)
 		}
 		return res
 	}
-	if a.status == "" {
+	if a.Status == "" {
 		var text string
-		if err := json.Unmarshal(a.content, &text); err == nil {
+		if err := json.Unmarshal(a.Content, &text); err == nil {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: unmistakable(text)}}}
 		}
-		res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: unmistakable(string(a.content))}}}
-		if len(a.content) > 0 && a.content[0] == '{' {
-			res.StructuredContent = json.RawMessage(a.content)
+		res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: unmistakable(string(a.Content))}}}
+		if len(a.Content) > 0 && a.Content[0] == '{' {
+			res.StructuredContent = json.RawMessage(a.Content)
 		}
 		return res
 	}
-	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: a.text}}, IsError: a.isError,
-		Meta: sdk.Meta{StatusMetaKey: map[string]any{"status": string(a.status)}}}
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: a.Text}}, IsError: a.IsError,
+		Meta: sdk.Meta{StatusMetaKey: map[string]any{"status": string(a.Status)}}}
 }
 
 // statuses are every status word an answer can start with.
@@ -158,93 +169,107 @@ func impersonates(s string) bool {
 	return false
 }
 
-func pendingText(approvalID string, waited time.Duration) answer {
-	return says(StatusPendingApproval, "this call needs an operator's approval and has not run. The request is waiting as approval %s. "+
+// Pending answers that the call waits as approval approvalID and has not run.
+func Pending(approvalID string, waited time.Duration) Answer {
+	return Says(StatusPendingApproval, "this call needs an operator's approval and has not run. The request is waiting as approval %s. "+
 		"Calling this tool again with exactly the same arguments collects the decision; a call with other arguments is a new request. "+
-		"You may go on with other work meanwhile.", quote(approvalID, boundName))
+		"You may go on with other work meanwhile.", Quote(approvalID, BoundName))
 }
 
-func unknownText(approvalID string) answer {
-	return says(StatusUnknownOutcome, "an identical call was started before and it is not known whether it took effect. "+
+// Unknown answers that an identical call may have taken effect; approvalID asks the operator.
+func Unknown(approvalID string) Answer {
+	return Says(StatusUnknownOutcome, "an identical call was started before and it is not known whether it took effect. "+
 		"It will not run again unless an operator approves (request %s); until then no other call that changes something may run through this tool. "+
-		"Do not try to reach the same effect another way; calling again with exactly the same arguments collects the decision.", quote(approvalID, boundName))
+		"Do not try to reach the same effect another way; calling again with exactly the same arguments collects the decision.", Quote(approvalID, BoundName))
 }
 
-func inProgressText() answer {
-	return says(StatusInProgress, "an identical call is running now and has not finished. Do not repeat it; call again later with the same arguments to learn its outcome.")
+// InProgress answers that an identical call is running now.
+func InProgress() Answer {
+	return Says(StatusInProgress, "an identical call is running now and has not finished. Do not repeat it; call again later with the same arguments to learn its outcome.")
 }
 
-func deniedText(reason string) answer {
-	return says(StatusDenied, "the operator's policy does not allow this call (%s). It did not run.", quote(reason, boundReason))
+// Denied answers that the policy refuses the call for reason.
+func Denied(reason string) Answer {
+	return Says(StatusDenied, "the operator's policy does not allow this call (%s). It did not run.", Quote(reason, BoundReason))
 }
 
-func refusedText(reason string) answer {
-	return says(StatusDenied, "the call was refused before it reached the server (%s). It did not run.", quote(reason, boundReason))
+// Refused answers that the call was refused before it reached the server.
+func Refused(reason string) Answer {
+	return Says(StatusDenied, "the call was refused before it reached the server (%s). It did not run.", Quote(reason, BoundReason))
 }
 
 // schemaLocation is the location the runtime's schema errors name, which
 // says nothing the model needs.
 var schemaLocation = regexp.MustCompile(` with '[a-z]+://[^']*'`)
 
-func invalidText(reason string) answer {
+// Invalid answers that the arguments were refused for reason, its schema location left out.
+func Invalid(reason string) Answer {
 	reason = schemaLocation.ReplaceAllString(reason, "")
-	return says(StatusInvalid, "the arguments were refused: %s. Nothing ran; correct the arguments and call again.", quote(reason, boundReason))
+	return Says(StatusInvalid, "the arguments were refused: %s. Nothing ran; correct the arguments and call again.", Quote(reason, BoundReason))
 }
 
-func rejectedText(note string, window time.Duration) answer {
+// Rejected answers that an operator rejected this exact request, with note.
+func Rejected(note string, window time.Duration) Answer {
 	n := ""
 	if note != "" {
-		n = " with the note: " + quote(note, boundReason)
+		n = " with the note: " + Quote(note, BoundReason)
 	}
-	return says(StatusRejected, "an operator rejected this exact request%s. It did not run, and the same request will not be asked again for %s.", n, window.Round(time.Second))
+	return Says(StatusRejected, "an operator rejected this exact request%s. It did not run, and the same request will not be asked again for %s.", n, window.Round(time.Second))
 }
 
-func expiredText() answer {
-	return says(StatusExpired, "no operator decided this request in time. It did not run.")
+// Expired answers that no operator decided in time.
+func Expired() Answer {
+	return Says(StatusExpired, "no operator decided this request in time. It did not run.")
 }
 
-func duplicateText(ago time.Duration, outcome CallOutcome, detail string) answer {
+// Duplicate answers that this exact call already ran ago, with outcome.
+func Duplicate(ago time.Duration, outcome index.CallOutcome, detail string) Answer {
 	what := "it succeeded"
 	switch outcome {
-	case OutcomeFailed:
-		what = "the server reported a failure: " + quote(detail, boundReason)
-	case OutcomeUnrecorded:
+	case index.OutcomeFailed:
+		what = "the server reported a failure: " + Quote(detail, BoundReason)
+	case index.OutcomeUnrecorded:
 		what = "its result could not be recorded"
 	}
 	when := "already ran"
 	if ago >= time.Second {
 		when = fmt.Sprintf("already ran %s ago", ago.Round(time.Second))
 	}
-	return says(StatusDuplicate, "this exact call %s (%s). It was not run again.", when, what)
+	return Says(StatusDuplicate, "this exact call %s (%s). It was not run again.", when, what)
 }
 
-func blockedByUnknownText() answer {
-	return says(StatusBlocked, "an earlier call to this tool may or may not have taken effect and waits for an operator's decision; "+
+// BlockedByUnknown answers that an unknown outcome blocks the tool.
+func BlockedByUnknown() Answer {
+	return Says(StatusBlocked, "an earlier call to this tool may or may not have taken effect and waits for an operator's decision; "+
 		"until then no other call that changes something runs through this tool. It did not run.")
 }
 
-func blockedByCapText(n int) answer {
-	return says(StatusBlocked, "%d requests already wait for an operator's approval, the most allowed at once; this one was not asked. It did not run.", n)
+// BlockedByCap answers that n approvals are open, the most allowed.
+func BlockedByCap(n int) Answer {
+	return Says(StatusBlocked, "%d requests already wait for an operator's approval, the most allowed at once; this one was not asked. It did not run.", n)
 }
 
-func failedText(message string) answer {
-	return says(StatusFailed, "the call ran and the server reported an error: %s", quote(message, boundReason))
+// Failed answers that the call ran and the server reported message.
+func Failed(message string) Answer {
+	return Says(StatusFailed, "the call ran and the server reported an error: %s", Quote(message, BoundReason))
 }
 
-func unrecordedText(reason string) answer {
-	return says(StatusUnrecorded, "the call ran, but its result could not be recorded (%s). It will not be run again as this exact request.", quote(reason, boundReason))
+// Unrecorded answers that the call ran but its result was not recorded.
+func Unrecorded(reason string) Answer {
+	return Says(StatusUnrecorded, "the call ran, but its result could not be recorded (%s). It will not be run again as this exact request.", Quote(reason, BoundReason))
 }
 
-func unavailableText(why string) answer {
-	return says(StatusUnavailable, "the call could not be handled now (%s). It did not run.", why)
+// Unavailable answers that the proxy could not handle the call now, for why.
+func Unavailable(why string) Answer {
+	return Says(StatusUnavailable, "the call could not be handled now (%s). It did not run.", why)
 }
 
-// contentOf returns recorded blocks as MCP content, as the server sent
+// ContentOf returns recorded blocks as MCP content, as the server sent
 // them: a block the runtime cut at its bounds is marked, and one whose
 // data it left out is a line naming its type, size and hash. The first
 // text is marked like a server's text result when it would read as the
 // proxy's own answer.
-func contentOf(blocks []agentrt.ResultBlock) []sdk.Content {
+func ContentOf(blocks []agentrt.ResultBlock) []sdk.Content {
 	out := make([]sdk.Content, 0, len(blocks))
 	first := true
 	for _, b := range blocks {
@@ -252,7 +277,7 @@ func contentOf(blocks []agentrt.ResultBlock) []sdk.Content {
 		switch {
 		case omitted:
 			out = append(out, &sdk.TextContent{Text: fmt.Sprintf("[%s %s of %d bytes, sha256 %s, left out at the recorded bound]",
-				b.Type, quote(b.MIMEType, boundName), b.Size, b.SHA256)})
+				b.Type, Quote(b.MIMEType, BoundName), b.Size, b.SHA256)})
 		case b.Type == agentrt.ResultText:
 			t := b.Text
 			if first {
