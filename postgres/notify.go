@@ -8,18 +8,19 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// notifyChannel is the channel migration 0004's triggers notify on, with
-// the schema as payload.
+// notifyChannel is the channel the triggers of migrations 0004 and 0012
+// notify on, with the schema as payload.
 const notifyChannel = "agentrt_runnable"
 
 var _ agentrt.Waker = (*Store)(nil)
 
-// Wakeups listens on a connection of its own for the notifications
-// migration 0004's triggers send when a commit may have made a run
-// claimable (a run enqueued, a lease released, an approval decided) in
-// this store's schema, and delivers them, coalesced, on the channel until
-// ctx is done. A lost connection is dialled again with a growing pause;
-// meanwhile a worker polls, so nothing is missed, only later.
+// Wakeups listens on a connection of its own for the notifications the
+// triggers of migrations 0004 and 0012 send when a commit may have made a
+// run claimable (a run enqueued, a lease released, an approval decided) in
+// this store's schema (never for a claim, which makes nothing claimable),
+// and delivers them, coalesced, on the channel until ctx is done. A lost
+// connection is dialled again with a growing pause; meanwhile a worker
+// polls, so nothing is missed, only later.
 func (s *Store) Wakeups(ctx context.Context) (<-chan struct{}, error) {
 	conn, schema, err := s.listen(ctx)
 	if err != nil {

@@ -155,7 +155,7 @@ func TestLease_ExpiryIsOnTheDatabaseClock(t *testing.T) {
 // An idle worker that would not poll for an hour is woken by the database:
 // a run enqueued by another process's store, and then its approval decided
 // by a third, are each claimed within seconds (LISTEN/NOTIFY, migration
-// 0004's triggers).
+// 0004's and 0012's triggers).
 func TestWorker_NotifyWakesAnIdleWorker(t *testing.T) {
 	dsn := pgtest.Fresh(t)
 	ctx := context.Background()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,7 +73,8 @@ func (s *Store) ClockNow(ctx context.Context) (time.Time, error) {
 // decision was made). Each is leased to p.Owner with its generation bumped,
 // which fences out whoever held it; the runs are returned as they were
 // before the claim. Postgres skips rows another transaction holds (FOR
-// UPDATE SKIP LOCKED), so claimers never wait on each other.
+// UPDATE SKIP LOCKED), so claimers never wait on each other, and locks
+// only rows still claimable (lockClaimable).
 func (t *tx) RunClaim(p agentrt.RunClaim) ([]agentrt.Run, error) {
 	if p.Owner == "" || p.Limit <= 0 {
 		return nil, fmt.Errorf("agentrt: a claim needs an owner and a limit > 0")
@@ -110,16 +112,21 @@ func (t *tx) RunClaim(p agentrt.RunClaim) ([]agentrt.Run, error) {
 	q := `SELECT id FROM runs WHERE ` + lapsed + ` AND (status = ? OR status = ? OR (status = ?
 		AND EXISTS (SELECT 1 FROM steps WHERE steps.run_id = runs.id AND steps.status = ?)
 		AND ` + decided + `))
-		` + skip + `ORDER BY rowid LIMIT ?` + t.s.d.ClaimLock
+		` + skip
 	args = append(args, string(agentrt.RunEnqueued), string(agentrt.RunRunning), string(agentrt.RunWaiting),
 		string(agentrt.StepAwaitingApproval))
 	args = append(args, dargs...)
 	if skip != "" {
 		args = append(args, string(skipJSON))
 	}
-	args = append(args, p.Limit)
-	rows, err := t.query(q, args...)
-	ids, err := scanRows(rows, err, scanString)
+	var ids []string
+	var err error
+	if t.s.d.ClaimLock == "" {
+		rows, qerr := t.query(q+`ORDER BY rowid LIMIT ?`, append(args, p.Limit)...)
+		ids, err = scanRows(rows, qerr, scanString)
+	} else {
+		ids, err = t.lockClaimable(q, args, p.Limit)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +145,40 @@ func (t *tx) RunClaim(p agentrt.RunClaim) ([]agentrt.Run, error) {
 	}
 	return out, nil
 }
+
+// lockClaimable returns and locks up to limit of the runs the claim query
+// q (its WHERE ended, args its arguments) finds, oldest first, skipping
+// rows another transaction holds. One locking statement would do, but in
+// READ COMMITTED a row that another claimer's commit changed while that
+// statement ran is locked in its new version before the recheck drops it,
+// and the lock lasts until this claim commits, through its WAL flush: the
+// run's new owner waits for it to start the run. So the candidates are
+// read without locks, and those still claimable are locked by primary key
+// in a second, short statement whose snapshot already holds every claim
+// committed before it began. Claimers in other processes read the same
+// oldest runs at once, so the candidates are claimSurplus times the limit:
+// the lock takes the next ones where another claimer holds the first.
+func (t *tx) lockClaimable(q string, args []any, limit int) ([]string, error) {
+	rows, err := t.query(q+`ORDER BY rowid LIMIT ?`, append(slices.Clip(args), limit*claimSurplus)...)
+	cands, err := scanRows(rows, err, scanString)
+	if err != nil || len(cands) == 0 {
+		return nil, err
+	}
+	list, err := json.Marshal(cands)
+	if err != nil {
+		return nil, err
+	}
+	in := "AND id IN (SELECT value FROM json_each(?)) "
+	if t.s.d.Name == "postgres" {
+		in = "AND id IN (SELECT value FROM jsonb_array_elements_text(CAST(? AS jsonb))) "
+	}
+	rows, err = t.query(q+in+`ORDER BY rowid LIMIT ?`+t.s.d.ClaimLock, append(slices.Clip(args), string(list), limit)...)
+	return scanRows(rows, err, scanString)
+}
+
+// claimSurplus is how many candidates a locking claim reads for each run
+// it may take (lockClaimable).
+const claimSurplus = 4
 
 // pgBlob rewrites the one SQLite-only cast the shared column lists use, a
 // text column read as bytes, for Postgres.
