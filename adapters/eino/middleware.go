@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"strings"
 
 	"github.com/agentrt/agentrt"
@@ -23,13 +25,14 @@ func Middleware(gate *agentrt.Gate, classes map[string]agentrt.SideEffect, opts 
 	if opts.Goal == "" {
 		opts.Goal = "eino agent"
 	}
+	classes = maps.Clone(classes)
 	return compose.ToolMiddleware{
 		Invokable: func(next compose.InvokableToolEndpoint) compose.InvokableToolEndpoint {
-			return guarded(gate, opts, next, func(o *compose.ToolOutput) (string, error) { return o.Result, nil },
+			return guarded(gate, classes, opts, next, func(o *compose.ToolOutput) (string, error) { return o.Result, nil },
 				func(s string) *compose.ToolOutput { return &compose.ToolOutput{Result: s} })
 		},
 		Streamable: func(next compose.StreamableToolEndpoint) compose.StreamableToolEndpoint {
-			return guarded(gate, opts, next, func(o *compose.StreamToolOutput) (string, error) {
+			return guarded(gate, classes, opts, next, func(o *compose.StreamToolOutput) (string, error) {
 				chunks, err := drain(o.Result)
 				return strings.Join(chunks, ""), err
 			}, func(s string) *compose.StreamToolOutput {
@@ -37,13 +40,13 @@ func Middleware(gate *agentrt.Gate, classes map[string]agentrt.SideEffect, opts 
 			})
 		},
 		EnhancedInvokable: func(next compose.EnhancedInvokableToolEndpoint) compose.EnhancedInvokableToolEndpoint {
-			return guarded(gate, opts, next, func(o *compose.EnhancedInvokableToolOutput) (string, error) { return encode(o.Result) },
+			return guarded(gate, classes, opts, next, func(o *compose.EnhancedInvokableToolOutput) (string, error) { return encode(o.Result) },
 				func(s string) *compose.EnhancedInvokableToolOutput {
 					return &compose.EnhancedInvokableToolOutput{Result: decode(s)}
 				})
 		},
 		EnhancedStreamable: func(next compose.EnhancedStreamableToolEndpoint) compose.EnhancedStreamableToolEndpoint {
-			return guarded(gate, opts, next, func(o *compose.EnhancedStreamableToolOutput) (string, error) {
+			return guarded(gate, classes, opts, next, func(o *compose.EnhancedStreamableToolOutput) (string, error) {
 				chunks, err := drain(o.Result)
 				if err != nil {
 					return "", err
@@ -68,10 +71,13 @@ var errNoRun = errors.New("agentrt/eino: the call has no run id: start the run w
 // at most once and after its start is recorded. The model reads the
 // recorded result, the tool's own error as Eino would have had it, or a
 // substitute saying why not.
-func guarded[O any](gate *agentrt.Gate, opts Options, next func(context.Context, *compose.ToolInput) (O, error),
+func guarded[O any](gate *agentrt.Gate, classes map[string]agentrt.SideEffect, opts Options, next func(context.Context, *compose.ToolInput) (O, error),
 	text func(O) (string, error), wrap func(string) O) func(context.Context, *compose.ToolInput) (O, error) {
 	return func(ctx context.Context, in *compose.ToolInput) (O, error) {
 		var zero O
+		if _, ok := classes[in.Name]; !ok {
+			return wrap(string(agentrt.Reply{Refusal: fmt.Sprintf("agentrt/eino: %q is not among the tools this middleware governs", in.Name)}.ErrorJSON())), nil
+		}
 		runID := runIDFrom(ctx)
 		if runID == "" {
 			return zero, errNoRun

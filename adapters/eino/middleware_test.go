@@ -103,3 +103,27 @@ func TestMiddleware_ReadRunsWriteWaitsForTheBinaryAndRunsOnceDenialReachesTheMod
 	}
 	r.cli(t, "verify")
 }
+
+// A tool the gate has a spec for but the middleware was given no class
+// for is refused as a substitute result the model reads, and never runs:
+// the class map handed to Middleware is the set of tools it governs.
+func TestMiddleware_RefusesAToolMissingFromItsClassMap(t *testing.T) {
+	ctx := t.Context()
+	r := newRig(t, t.TempDir(), Options{}, 0)
+	r.mw = Middleware(r.gate, map[string]agentrt.SideEffect{"append_note": agentrt.LocalMutation}, Options{})
+	llm := scripted([]*schema.Message{
+		callTurn(call("call-read", "read_note", `{"name":"note"}`)),
+		schema.AssistantMessage("done", nil),
+	})
+	final, _, err := events(r.runner(t, llm, &memStore{m: map[string][]byte{}}).Run(ctx,
+		[]*schema.Message{schema.UserMessage("read it")}, RunOptions("ck-classes")...))
+	if err != nil || final != "done" {
+		t.Fatalf("the run ended with %q, %v", final, err)
+	}
+	if got := r.notes.Count("read_note"); got != 0 {
+		t.Errorf("read_note ran %d times though the middleware has no class for it", got)
+	}
+	if got := llm.toolMessages()["call-read"]; !strings.Contains(got, `"error"`) || !strings.Contains(got, "not among the tools") {
+		t.Errorf("the model read %q, want a refusal naming the middleware's tools", got)
+	}
+}
