@@ -1,6 +1,6 @@
 // Package adaptertest is the test rig the framework adapters
-// (adapters/adk, adapters/eino, adapters/genkit) share: the note file
-// their tools work on, an observer that signals each event type, the real
+// (adapters/adk, adapters/eino, adapters/genkit, adapters/trpcagent)
+// share: the note file their tools work on, an observer that signals each event type, the real
 // agentrt binary built from this checkout, a SIGKILL child process, a
 // store that counts its synced commits, and the commit floor measured on
 // the same driver.
