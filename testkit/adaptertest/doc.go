@@ -1,9 +1,9 @@
 // Package adaptertest is the test rig the framework adapters
-// (adapters/adk, adapters/eino, adapters/genkit) share: the note file
-// their tools work on, an observer that signals each event type, the real
-// agentrt binary built from this checkout, a SIGKILL child process, a
-// store that counts its synced commits, and the commit floor measured on
-// the same driver.
+// (adapters/adk, adapters/eino, adapters/genkit, adapters/trpcagent)
+// share: the note file their tools work on, an observer that signals each
+// event type, the real agentrt binary built from this checkout, a SIGKILL
+// child process, a store that counts its synced commits, and the commit
+// floor measured on the same driver.
 //
 // It is a public package because each adapter is a module of its own and
 // cannot import this one's internal packages. It is for tests: it fails
