@@ -144,9 +144,14 @@ func (p *Proxy) heldMessage(a answer) string {
 	return a.Text
 }
 
+// taskOf is task id's handle; e's times are read under the book's lock,
+// as a collection finishing on its own goroutine moves e.updated.
 func (p *Proxy) taskOf(id string, e *taskEntry, status, msg string) *mcp2026.Task {
+	p.tasks.mu.Lock()
+	created, updated := e.created, e.updated
+	p.tasks.mu.Unlock()
 	return &mcp2026.Task{ResultType: "complete", TaskID: id, Status: status, StatusMessage: msg,
-		CreatedAt: e.created.UTC().Format(time.RFC3339Nano), LastUpdatedAt: e.updated.UTC().Format(time.RFC3339Nano),
+		CreatedAt: created.UTC().Format(time.RFC3339Nano), LastUpdatedAt: updated.UTC().Format(time.RFC3339Nano),
 		TTLMs: taskTTL.Milliseconds(), PollIntervalMs: taskPoll.Milliseconds()}
 }
 
