@@ -20,6 +20,17 @@ import (
 // calls of one run open at once, waiting on an approval, a caller's call
 // id, a body supplied at the call, and a run ended without a step.
 
+// bwBegin begins run-1 on g with the limits a framework adapter uses and
+// opens no step: the case opens its steps itself, several at once.
+func bwBegin(t testing.TB, g *agentrt.Gate) *agentrt.GateSession {
+	t.Helper()
+	s, err := g.Begin(context.Background(), "run-1", "goal", agentrt.FrameworkLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // bwClock is an engine clock moved by hand.
 type bwClock struct{ ns atomic.Int64 }
 
@@ -70,19 +81,18 @@ func caseGate_ConcurrentStepsOfOneRunRunWhileASiblingWaits(t *testing.T, bk *Bac
 	})
 	send := lkNewTool("send", agentrt.RemoteMutation, nil)
 	g := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{read, send}}}, nil)
-	s, err := g.Begin(ctx, "run-1", "goal", agentrt.FrameworkLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := bwBegin(t, g)
 	calls := []agentrt.Decision{lkCall("send", `{"text":"w"}`), lkCall("read", `{"n":1}`), lkCall("read", `{"n":2}`)}
 	for i := range calls {
 		calls[i].CallID = []string{"call-w", "call-r1", "call-r2"}[i]
 	}
 	steps := make([]*agentrt.OpenStep, len(calls))
 	for i := range steps {
-		if steps[i], err = s.Step(ctx); err != nil || steps[i] == nil {
+		step, err := s.Step(ctx)
+		if err != nil || step == nil {
 			t.Fatalf("Step %d: %v", i, err)
 		}
+		steps[i] = step
 	}
 	wv := lkPropose(t, steps[0], calls[0], agentrt.VerdictPending)
 	if wv.Approval == nil || wv.Run.Status != agentrt.RunRunning || s.Done() {
@@ -479,10 +489,7 @@ func caseGate_TwoWaitingCallsAreAttachedOneAtATime(t *testing.T, bk *Backend) {
 	st, _ := lkOpen(t, bk)
 	send := lkNewTool("send", agentrt.RemoteMutation, nil)
 	g := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{send}}}, nil)
-	s, err := g.Begin(ctx, "run-1", "goal", agentrt.FrameworkLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := bwBegin(t, g)
 	a, _ := s.Step(ctx)
 	b, _ := s.Step(ctx)
 	da, db := lkCall("send", `{"text":"a"}`), lkCall("send", `{"text":"b"}`)

@@ -107,7 +107,7 @@ func caseGate_CallRunsAllowedSiblingsWhileAWriteWaits(t *testing.T, bk *Backend)
 		t.Fatalf("the write ran %d times before its approval", n)
 	}
 	lkSignal(t, evs.On(agentrt.EventRunWaiting), "the run waiting once the reads ended")
-	a := lkPending(t, st, "run-1")
+	a := kit.PendingApproval(t, st, "run-1")
 	if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 		t.Fatal(err)
 	}

@@ -183,10 +183,7 @@ func caseGate_EveryCallCutOffByACrashIsAskedAbout(t *testing.T, bk *Backend) {
 		return agentrt.ToolResult{}, nil
 	})
 	gA := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, nil)
-	s, err := gA.Begin(ctx, "run-1", "goal", agentrt.FrameworkLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := bwBegin(t, gA)
 	var abandoned sync.WaitGroup
 	for _, text := range []string{"a", "b"} {
 		step, err := s.Step(ctx)
