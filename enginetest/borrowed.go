@@ -165,23 +165,33 @@ func bwProposeAndExecute(t *testing.T, steps []*agentrt.OpenStep, calls []agentr
 	return results
 }
 
+// bwAttachGranted approves a (on run-1) by "op", attaches to the run
+// through g, and returns the session and its open step for callID, which
+// must be the session's current step and step stepID.
+func bwAttachGranted(t *testing.T, g *agentrt.Gate, st agentrt.Store, a *agentrt.Approval, callID, stepID string) (*agentrt.GateSession, *agentrt.OpenStep) {
+	t.Helper()
+	ctx := context.Background()
+	if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", "ok"); err != nil {
+		t.Fatal(err)
+	}
+	s, v, err := g.Attach(ctx, "run-1")
+	if err != nil || v.Outcome != agentrt.VerdictAllowed {
+		t.Fatalf("Attach after the approval: %s, %v; want the step open", v.Outcome, err)
+	}
+	open, ok := s.StepByCallID(callID)
+	if !ok || open != s.Current() || open.ID() != stepID {
+		t.Fatalf("StepByCallID(%s) = %v, %v; want the approved step %s", callID, open, ok, stepID)
+	}
+	return s, open
+}
+
 // bwRunTheGrant approves a, attaches to its run, finds the step by the
 // call id "call-w", executes it, and completes the run: send must have run
 // once with {"text":"w"}.
 func bwRunTheGrant(t *testing.T, g *agentrt.Gate, st agentrt.Store, a *agentrt.Approval, send *lkTool) {
 	t.Helper()
 	ctx := context.Background()
-	if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", "ok"); err != nil {
-		t.Fatal(err)
-	}
-	s2, v, err := g.Attach(ctx, "run-1")
-	if err != nil || v.Outcome != agentrt.VerdictAllowed {
-		t.Fatalf("Attach: %s, %v", v.Outcome, err)
-	}
-	open, ok := s2.StepByCallID("call-w")
-	if !ok || open != s2.Current() || open.ID() != a.StepID {
-		t.Fatalf("StepByCallID(call-w) = %v, %v; want the approved step %s", open, ok, a.StepID)
-	}
+	s2, open := bwAttachGranted(t, g, st, a, "call-w", a.StepID)
 	if _, err := open.Execute(ctx); err != nil {
 		t.Fatal(err)
 	}

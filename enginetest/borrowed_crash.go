@@ -67,17 +67,8 @@ func caseGate_ExecuteFuncIsNotRunAgainAfterACrash(t *testing.T, bk *Backend) {
 	case <-time.After(lkWait):
 		t.Fatal("the abandoned ExecuteFunc did not return")
 	}
-	if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, "run-1", ia.ID, ia.Hash, "op", "run it again"); err != nil {
-		t.Fatal(err)
-	}
-	sC, vC, err := gB.Attach(ctx, "run-1")
-	if err != nil || vC.Outcome != agentrt.VerdictAllowed {
-		t.Fatalf("Attach after the operator's approval: %s, %v; want the step open, with no second approval", vC.Outcome, err)
-	}
-	open, ok := sC.StepByCallID("call-1")
-	if !ok || open.ID() != step.ID() {
-		t.Fatalf("StepByCallID: %v, %v", open, ok)
-	}
+	// One approval opens the step again: no second one is asked for.
+	_, open := bwAttachGranted(t, gB, st, ia, "call-1", step.ID())
 	if _, err := open.ExecuteFunc(ctx, func(context.Context, json.RawMessage) (json.RawMessage, error) {
 		calls.Add(1)
 		return json.RawMessage(`{"sent":true}`), nil
