@@ -239,13 +239,8 @@ func caseGate_AwaitReturnsWhenDecidedExpiredOrCancelled(t *testing.T, bk *Backen
 	if err := (agentrt.Operator{Store: st, Now: clock.Now}).ApproveShown(ctx, "decided", a.ID, a.Hash, "op", "ok"); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case ap := <-got:
-		if ap.Status != agentrt.ApprovalApproved || ap.DecidedBy != "op" {
-			t.Fatalf("Await returned %s by %q", ap.Status, ap.DecidedBy)
-		}
-	case <-time.After(lkWait):
-		t.Fatal("Await did not return after the decision")
+	if ap := lkAwait(t, got, "Await after the decision"); ap.Status != agentrt.ApprovalApproved || ap.DecidedBy != "op" {
+		t.Fatalf("Await returned %s by %q", ap.Status, ap.DecidedBy)
 	}
 
 	b := pending("cancelled")
@@ -256,13 +251,8 @@ func caseGate_AwaitReturnsWhenDecidedExpiredOrCancelled(t *testing.T, bk *Backen
 		errc <- err
 	}()
 	cancel()
-	select {
-	case err := <-errc:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("Await on a cancelled context: %v", err)
-		}
-	case <-time.After(lkWait):
-		t.Fatal("Await did not return when its context was cancelled")
+	if err := lkAwait(t, errc, "Await on a cancelled context"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Await on a cancelled context: %v", err)
 	}
 	if ap, _ := st.GetApproval(ctx, "cancelled", b.ID); ap.Status != agentrt.ApprovalPending {
 		t.Fatalf("a cancelled Await changed the approval to %s", ap.Status)

@@ -90,13 +90,8 @@ func caseGate_CallRunsAllowedSiblingsWhileAWriteWaits(t *testing.T, bk *Backend)
 	lkSignal(t, evs.On(agentrt.EventStepStarted), "the write's step")
 	r1 := bcGo(g, bcCall("run-1", "r1", "read", `{"n":1}`, read))
 	r2 := bcGo(g, bcCall("run-1", "r2", "read", `{"n":2}`, read))
-	select {
-	case n := <-writeJudged:
-		if n != 2 {
-			t.Fatalf("the write was judged after %d of its turn's reads, want both: it did not wait for its turn", n)
-		}
-	case <-time.After(lkWait):
-		t.Fatal("the write was never judged")
+	if n := lkAwait(t, writeJudged, "the write's judgement"); n != 2 {
+		t.Fatalf("the write was judged after %d of its turn's reads, want both: it did not wait for its turn", n)
 	}
 	for _, r := range []<-chan lkOutcome[agentrt.CallResult]{r1, r2} {
 		if got := lkAwait(t, r, "a read"); got.err != nil || got.val.Observation.Kind != agentrt.ObsToolResult {

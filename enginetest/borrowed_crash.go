@@ -62,11 +62,7 @@ func caseGate_ExecuteFuncIsNotRunAgainAfterACrash(t *testing.T, bk *Backend) {
 		t.Fatalf("the interruption's approval %s: %s", ia.Kind, ia.Presentation)
 	}
 	close(finish)
-	select {
-	case <-executed:
-	case <-time.After(lkWait):
-		t.Fatal("the abandoned ExecuteFunc did not return")
-	}
+	lkAwait(t, executed, "the abandoned ExecuteFunc")
 	// One approval opens the step again: no second one is asked for.
 	_, open := bwAttachGranted(t, gB, st, ia, "call-1", step.ID())
 	if _, err := open.ExecuteFunc(ctx, func(context.Context, json.RawMessage) (json.RawMessage, error) {

@@ -324,13 +324,8 @@ func caseGate_AbandonedDuringExecutePausesForAnOperator(t *testing.T, bk *Backen
 	}
 	before := db.snapshot(t)
 	close(finish)
-	select {
-	case err := <-executed:
-		if !errors.Is(err, agentrt.ErrLeaseLost) {
-			t.Fatalf("the abandoned Execute returned %v, want ErrLeaseLost", err)
-		}
-	case <-time.After(lkWait):
-		t.Fatal("the abandoned Execute did not return")
+	if err := lkAwait(t, executed, "the abandoned Execute"); !errors.Is(err, agentrt.ErrLeaseLost) {
+		t.Fatalf("the abandoned Execute returned %v, want ErrLeaseLost", err)
 	}
 	db.requireUnchanged(t, before, "the abandoned session's late outcome")
 

@@ -157,26 +157,24 @@ func lkGo[T any](f func() (T, error)) <-chan lkOutcome[T] {
 	return ch
 }
 
-// lkAwait is the outcome on ch, failing the test when it takes longer than
-// lkWait.
-func lkAwait[T any](t testing.TB, ch <-chan lkOutcome[T], what string) lkOutcome[T] {
+// lkAwait is the next value on ch: an outcome, a signal. None within
+// lkWait fails the test, naming what it waited for.
+func lkAwait[T any](t testing.TB, ch <-chan T, what string) T {
 	t.Helper()
 	select {
-	case o := <-ch:
-		return o
+	case v := <-ch:
+		return v
 	case <-time.After(lkWait):
-		t.Fatalf("%s did not return within %s", what, lkWait)
-		return lkOutcome[T]{}
+		t.Fatalf("waited %s for %s", lkWait, what)
+		var zero T
+		return zero
 	}
 }
 
+// lkSignal waits for ch to be closed (or sent on), as lkAwait.
 func lkSignal(t testing.TB, ch <-chan struct{}, what string) {
 	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(lkWait):
-		t.Fatalf("%s did not happen within %s", what, lkWait)
-	}
+	lkAwait(t, ch, what)
 }
 
 // lkLeased requires err to be a *RunLeasedError naming owner, matching both
