@@ -161,14 +161,7 @@ func lkGo[T any](f func() (T, error)) <-chan lkOutcome[T] {
 // lkWait fails the test, naming what it waited for.
 func lkAwait[T any](t testing.TB, ch <-chan T, what string) T {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(lkWait):
-		t.Fatalf("waited %s for %s", lkWait, what)
-		var zero T
-		return zero
-	}
+	return kit.Recv(t, ch, what, lkWait)
 }
 
 // lkSignal waits for ch to be closed (or sent on), as lkAwait.
