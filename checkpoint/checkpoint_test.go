@@ -185,33 +185,10 @@ func TestVerify_KeptCheckpointFailsOnACutTail(t *testing.T) {
 // for an altered event, another key, or a kept checkpoint it is not against.
 func TestReceipt_VerifiesOfflineAndFailsWhenAltered(t *testing.T) {
 	st, _ := openDB(t)
-	ctx := context.Background()
 	enginekit.AppendEvents(t, st, "r1", 4)
 	enginekit.AppendEvents(t, st, "r2", 3)
 	enginekit.AppendEvents(t, st, "r1", 4)
-	skey, vkey, err := checkpoint.NewKey("agentrt-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := note.NewSigner(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, _, err := integrator(t, st, signer).Fold(ctx); err != nil {
-		t.Fatal(err)
-	}
-	events, err := st.ListEvents(ctx, "r1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := checkpoint.MakeReceipt(ctx, st, "r1", events)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := checkpoint.ParseVerifier(vkey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc, v := enginekit.SignedReceipt(t, st, "agentrt-test", "r1")
 	c, err := checkpoint.VerifyReceipt(rc, v, nil)
 	if err != nil || c.Size != 11 || len(rc.Events) != 8 {
 		t.Fatalf("VerifyReceipt: %v size %d events %d", err, c.Size, len(rc.Events))

@@ -199,19 +199,11 @@ func caseApproval_ShownDecisionIsAtomic(t *testing.T, bk *Backend) {
 		e := newEnv(t, bk)
 		_, shown := kit.PausedRun(t, e.Env, `{"path":"/report"}`)
 		now := rewrite(t, e, shown)
-		before := e.db.snapshot(t)
-		op := e.Operator()
-		if err := op.ApproveShown(ctx, "run-1", shown.ID, shown.Hash, "op", ""); !errors.Is(err, agentrt.ErrApprovalChanged) {
-			t.Fatalf("ApproveShown(old hash) = %v, want ErrApprovalChanged", err)
-		}
-		if err := op.RejectShown(ctx, "run-1", shown.ID, shown.Hash, "op", ""); !errors.Is(err, agentrt.ErrApprovalChanged) {
-			t.Fatalf("RejectShown(old hash) = %v, want ErrApprovalChanged", err)
-		}
-		if err := op.ApproveShown(ctx, "run-1", shown.ID, "", "op", ""); !errors.Is(err, agentrt.ErrApprovalChanged) {
-			t.Fatalf("ApproveShown(no hash) = %v, want ErrApprovalChanged", err)
-		}
-		e.db.requireUnchanged(t, before, "decisions on a changed approval")
-		if err := op.ApproveShown(ctx, "run-1", shown.ID, now.Hash, "op", ""); err != nil {
+		e.requireUndecided(t, shown, "op", agentrt.ErrApprovalChanged, "with the old hash")
+		noHash := shown
+		noHash.Hash = ""
+		e.requireUndecided(t, noHash, "op", agentrt.ErrApprovalChanged, "with no hash")
+		if err := e.Operator().ApproveShown(ctx, "run-1", shown.ID, now.Hash, "op", ""); err != nil {
 			t.Fatalf("ApproveShown(current hash): %v", err)
 		}
 		if a, _ := e.Store.GetApproval(ctx, "run-1", shown.ID); a.Status != agentrt.ApprovalApproved {

@@ -18,9 +18,9 @@ import (
 	kit "github.com/agentrt/agentrt/internal/enginekit"
 )
 
-// keyApprover enrolls an ed25519 key-file approver and returns it with its
-// private key.
-func keyApprover(t *testing.T, e *env, name string) (agentrt.EnrolledApprover, ed25519.PrivateKey) {
+// keyApprover enrolls an ed25519 key-file approver through op and returns
+// it with its private key.
+func keyApprover(t *testing.T, op agentrt.Operator, name string) (agentrt.EnrolledApprover, ed25519.PrivateKey) {
 	t.Helper()
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -30,7 +30,7 @@ func keyApprover(t *testing.T, e *env, name string) (agentrt.EnrolledApprover, e
 	if err != nil {
 		t.Fatal(err)
 	}
-	ap, err := e.Operator().EnrollApprover(context.Background(), agentrt.NewApprover{Name: name, Kind: agentrt.ApproverKeyFile, PublicKey: der, By: "admin"})
+	ap, err := op.EnrollApprover(context.Background(), agentrt.NewApprover{Name: name, Kind: agentrt.ApproverKeyFile, PublicKey: der, By: "admin"})
 	if err != nil {
 		t.Fatalf("EnrollApprover: %v", err)
 	}
@@ -57,7 +57,7 @@ func sign(t *testing.T, key ed25519.PrivateKey, ap agentrt.EnrolledApprover, st 
 // its key, the paused call's tool and the approval as it was shown.
 func grantSigned(t *testing.T, e *env, pd agentrt.PolicyDecision, note string) (agentrt.EnrolledApprover, ed25519.PrivateKey, *kit.Counted, agentrt.Approval) {
 	t.Helper()
-	ap, key := keyApprover(t, e, "alice")
+	ap, key := keyApprover(t, e.Operator(), "alice")
 	send, a := pausedWith(t, e, pd, agentrt.DefaultLimits())
 	sig := sign(t, key, ap, statement(e, a, agentrt.StatementApprove, note))
 	if err := e.Operator().ApproveShown(context.Background(), "run-1", a.ID, a.Hash, "", note, agentrt.WithSignature(sig)); err != nil {
@@ -141,8 +141,8 @@ func caseApprovers_SignedDecisionIsRecordedAndVerifiesOffline(t *testing.T, bk *
 func caseApprovers_SignedDecisionMustBeThisOne(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	e := newEnv(t, bk)
-	ap, key := keyApprover(t, e, "alice")
-	other, otherKey := keyApprover(t, e, "bob")
+	ap, key := keyApprover(t, e.Operator(), "alice")
+	other, otherKey := keyApprover(t, e.Operator(), "bob")
 	_, a := pausedWith(t, e, askApproval, agentrt.DefaultLimits())
 	cases := []struct {
 		name string
@@ -258,7 +258,7 @@ func caseResume_PolicyRequiredSignature(t *testing.T, bk *Backend) {
 	}
 
 	e3 := newEnv(t, bk)
-	ap3, key3 := keyApprover(t, e3, "carol")
+	ap3, key3 := keyApprover(t, e3.Operator(), "carol")
 	send3, a3 := pausedWith(t, e3, pd, agentrt.DefaultLimits())
 	if err := e3.Operator().ApproveShown(ctx, "run-1", a3.ID, a3.Hash, "", "", agentrt.WithSignature(sign(t, key3, ap3, statement(e3, a3, agentrt.StatementApprove, "")))); err != nil {
 		t.Fatal(err)
@@ -276,12 +276,12 @@ func caseResume_PinnedKeysExcludeKeysEnrolledOnlyInTheDatabase(t *testing.T, bk 
 	ctx := context.Background()
 	for _, pin := range []bool{false, true} {
 		e := newEnv(t, bk)
-		ap, key := keyApprover(t, e, "alice")
+		ap, key := keyApprover(t, e.Operator(), "alice")
 		send, a := pausedWith(t, e, askApproval, agentrt.DefaultLimits())
 		if err := e.Operator().ApproveShown(ctx, "run-1", a.ID, a.Hash, "", "", agentrt.WithSignature(sign(t, key, ap, statement(e, a, agentrt.StatementApprove, "")))); err != nil {
 			t.Fatal(err)
 		}
-		other, _ := keyApprover(t, e, "trusted")
+		other, _ := keyApprover(t, e.Operator(), "trusted")
 		lines := agentrt.PinnedLine(other) + "\n"
 		if pin {
 			lines += agentrt.PinnedLine(ap) + "\n"

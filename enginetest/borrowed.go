@@ -20,6 +20,17 @@ import (
 // calls of one run open at once, waiting on an approval, a caller's call
 // id, a body supplied at the call, and a run ended without a step.
 
+// bwBegin begins run-1 on g with the limits a framework adapter uses and
+// opens no step: the case opens its steps itself, several at once.
+func bwBegin(t testing.TB, g *agentrt.Gate) *agentrt.GateSession {
+	t.Helper()
+	s, err := g.Begin(context.Background(), "run-1", "goal", agentrt.FrameworkLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // bwClock is an engine clock moved by hand.
 type bwClock struct{ ns atomic.Int64 }
 
@@ -70,19 +81,18 @@ func caseGate_ConcurrentStepsOfOneRunRunWhileASiblingWaits(t *testing.T, bk *Bac
 	})
 	send := lkNewTool("send", agentrt.RemoteMutation, nil)
 	g := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{read, send}}}, nil)
-	s, err := g.Begin(ctx, "run-1", "goal", agentrt.FrameworkLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := bwBegin(t, g)
 	calls := []agentrt.Decision{lkCall("send", `{"text":"w"}`), lkCall("read", `{"n":1}`), lkCall("read", `{"n":2}`)}
 	for i := range calls {
 		calls[i].CallID = []string{"call-w", "call-r1", "call-r2"}[i]
 	}
 	steps := make([]*agentrt.OpenStep, len(calls))
 	for i := range steps {
-		if steps[i], err = s.Step(ctx); err != nil || steps[i] == nil {
+		step, err := s.Step(ctx)
+		if err != nil || step == nil {
 			t.Fatalf("Step %d: %v", i, err)
 		}
+		steps[i] = step
 	}
 	wv := lkPropose(t, steps[0], calls[0], agentrt.VerdictPending)
 	if wv.Approval == nil || wv.Run.Status != agentrt.RunRunning || s.Done() {
@@ -155,23 +165,33 @@ func bwProposeAndExecute(t *testing.T, steps []*agentrt.OpenStep, calls []agentr
 	return results
 }
 
+// bwAttachGranted approves a (on run-1) by "op", attaches to the run
+// through g, and returns the session and its open step for callID, which
+// must be the session's current step and step stepID.
+func bwAttachGranted(t *testing.T, g *agentrt.Gate, st agentrt.Store, a *agentrt.Approval, callID, stepID string) (*agentrt.GateSession, *agentrt.OpenStep) {
+	t.Helper()
+	ctx := context.Background()
+	if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", "ok"); err != nil {
+		t.Fatal(err)
+	}
+	s, v, err := g.Attach(ctx, "run-1")
+	if err != nil || v.Outcome != agentrt.VerdictAllowed {
+		t.Fatalf("Attach after the approval: %s, %v; want the step open", v.Outcome, err)
+	}
+	open, ok := s.StepByCallID(callID)
+	if !ok || open != s.Current() || open.ID() != stepID {
+		t.Fatalf("StepByCallID(%s) = %v, %v; want the approved step %s", callID, open, ok, stepID)
+	}
+	return s, open
+}
+
 // bwRunTheGrant approves a, attaches to its run, finds the step by the
 // call id "call-w", executes it, and completes the run: send must have run
 // once with {"text":"w"}.
 func bwRunTheGrant(t *testing.T, g *agentrt.Gate, st agentrt.Store, a *agentrt.Approval, send *lkTool) {
 	t.Helper()
 	ctx := context.Background()
-	if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", "ok"); err != nil {
-		t.Fatal(err)
-	}
-	s2, v, err := g.Attach(ctx, "run-1")
-	if err != nil || v.Outcome != agentrt.VerdictAllowed {
-		t.Fatalf("Attach: %s, %v", v.Outcome, err)
-	}
-	open, ok := s2.StepByCallID("call-w")
-	if !ok || open != s2.Current() || open.ID() != a.StepID {
-		t.Fatalf("StepByCallID(call-w) = %v, %v; want the approved step %s", open, ok, a.StepID)
-	}
+	s2, open := bwAttachGranted(t, g, st, a, "call-w", a.StepID)
 	if _, err := open.Execute(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -219,13 +239,8 @@ func caseGate_AwaitReturnsWhenDecidedExpiredOrCancelled(t *testing.T, bk *Backen
 	if err := (agentrt.Operator{Store: st, Now: clock.Now}).ApproveShown(ctx, "decided", a.ID, a.Hash, "op", "ok"); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case ap := <-got:
-		if ap.Status != agentrt.ApprovalApproved || ap.DecidedBy != "op" {
-			t.Fatalf("Await returned %s by %q", ap.Status, ap.DecidedBy)
-		}
-	case <-time.After(lkWait):
-		t.Fatal("Await did not return after the decision")
+	if ap := lkAwait(t, got, "Await after the decision"); ap.Status != agentrt.ApprovalApproved || ap.DecidedBy != "op" {
+		t.Fatalf("Await returned %s by %q", ap.Status, ap.DecidedBy)
 	}
 
 	b := pending("cancelled")
@@ -236,13 +251,8 @@ func caseGate_AwaitReturnsWhenDecidedExpiredOrCancelled(t *testing.T, bk *Backen
 		errc <- err
 	}()
 	cancel()
-	select {
-	case err := <-errc:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("Await on a cancelled context: %v", err)
-		}
-	case <-time.After(lkWait):
-		t.Fatal("Await did not return when its context was cancelled")
+	if err := lkAwait(t, errc, "Await on a cancelled context"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Await on a cancelled context: %v", err)
 	}
 	if ap, _ := st.GetApproval(ctx, "cancelled", b.ID); ap.Status != agentrt.ApprovalPending {
 		t.Fatalf("a cancelled Await changed the approval to %s", ap.Status)
@@ -479,10 +489,7 @@ func caseGate_TwoWaitingCallsAreAttachedOneAtATime(t *testing.T, bk *Backend) {
 	st, _ := lkOpen(t, bk)
 	send := lkNewTool("send", agentrt.RemoteMutation, nil)
 	g := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{send}}}, nil)
-	s, err := g.Begin(ctx, "run-1", "goal", agentrt.FrameworkLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := bwBegin(t, g)
 	a, _ := s.Step(ctx)
 	b, _ := s.Step(ctx)
 	da, db := lkCall("send", `{"text":"a"}`), lkCall("send", `{"text":"b"}`)

@@ -38,29 +38,9 @@ func bcCall(run, id, tool, args string, body *bcBody) agentrt.Call {
 	return agentrt.Call{RunID: run, CallID: id, Tool: tool, Args: json.RawMessage(args), Body: body.body}
 }
 
-type bcResult struct {
-	res agentrt.CallResult
-	err error
-}
-
-func bcGo(g *agentrt.Gate, c agentrt.Call) <-chan bcResult {
-	ch := make(chan bcResult, 1)
-	go func() {
-		res, err := g.Call(context.Background(), c)
-		ch <- bcResult{res, err}
-	}()
-	return ch
-}
-
-func bcWait(t testing.TB, ch <-chan bcResult, what string) bcResult {
-	t.Helper()
-	select {
-	case r := <-ch:
-		return r
-	case <-time.After(lkWait):
-		t.Fatalf("%s did not return", what)
-		return bcResult{}
-	}
+// bcGo makes call c through g on its own goroutine.
+func bcGo(g *agentrt.Gate, c agentrt.Call) <-chan lkOutcome[agentrt.CallResult] {
+	return lkGo(func() (agentrt.CallResult, error) { return g.Call(context.Background(), c) })
 }
 
 // A turn of three calls announced with Gate.Turn, each Call on its own
@@ -110,30 +90,25 @@ func caseGate_CallRunsAllowedSiblingsWhileAWriteWaits(t *testing.T, bk *Backend)
 	lkSignal(t, evs.On(agentrt.EventStepStarted), "the write's step")
 	r1 := bcGo(g, bcCall("run-1", "r1", "read", `{"n":1}`, read))
 	r2 := bcGo(g, bcCall("run-1", "r2", "read", `{"n":2}`, read))
-	select {
-	case n := <-writeJudged:
-		if n != 2 {
-			t.Fatalf("the write was judged after %d of its turn's reads, want both: it did not wait for its turn", n)
-		}
-	case <-time.After(lkWait):
-		t.Fatal("the write was never judged")
+	if n := lkAwait(t, writeJudged, "the write's judgement"); n != 2 {
+		t.Fatalf("the write was judged after %d of its turn's reads, want both: it did not wait for its turn", n)
 	}
-	for _, r := range []<-chan bcResult{r1, r2} {
-		if got := bcWait(t, r, "a read"); got.err != nil || got.res.Observation.Kind != agentrt.ObsToolResult {
-			t.Fatalf("a read: %+v, %v", got.res, got.err)
+	for _, r := range []<-chan lkOutcome[agentrt.CallResult]{r1, r2} {
+		if got := lkAwait(t, r, "a read"); got.err != nil || got.val.Observation.Kind != agentrt.ObsToolResult {
+			t.Fatalf("a read: %+v, %v", got.val, got.err)
 		}
 	}
 	if n := send.n.Load(); n != 0 {
 		t.Fatalf("the write ran %d times before its approval", n)
 	}
 	lkSignal(t, evs.On(agentrt.EventRunWaiting), "the run waiting once the reads ended")
-	a := lkPending(t, st, "run-1")
+	a := kit.PendingApproval(t, st, "run-1")
 	if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 		t.Fatal(err)
 	}
-	got := bcWait(t, w, "the write")
-	if got.err != nil || got.res.Observation.Kind != agentrt.ObsToolResult || send.n.Load() != 1 || read.n.Load() != 2 {
-		t.Fatalf("the write: %+v, %v; send ran %d, read %d", got.res, got.err, send.n.Load(), read.n.Load())
+	got := lkAwait(t, w, "the write")
+	if got.err != nil || got.val.Observation.Kind != agentrt.ObsToolResult || send.n.Load() != 1 || read.n.Load() != 2 {
+		t.Fatalf("the write: %+v, %v; send ran %d, read %d", got.val, got.err, send.n.Load(), read.n.Load())
 	}
 	if rep, err := st.VerifyEvents(ctx, 0, 0); err != nil || !rep.Intact() {
 		t.Fatalf("verify: %+v, %v", rep, err)
@@ -173,9 +148,9 @@ func caseGate_CallCollectsWhatIsRecordedInsteadOfAskingAgain(t *testing.T, bk *B
 	if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, "run-a", p1.Pending.ID, p1.Pending.Hash, "op", ""); err != nil {
 		t.Fatal(err)
 	}
-	got := bcWait(t, collected, "the collecting call")
-	if got.err != nil || got.res.RunID != "run-a" || got.res.Observation.Kind != agentrt.ObsToolResult || send.n.Load() != 1 {
-		t.Fatalf("the collecting call: %+v, %v; send ran %d times", got.res, got.err, send.n.Load())
+	got := lkAwait(t, collected, "the collecting call")
+	if got.err != nil || got.val.RunID != "run-a" || got.val.Observation.Kind != agentrt.ObsToolResult || send.n.Load() != 1 {
+		t.Fatalf("the collecting call: %+v, %v; send ran %d times", got.val, got.err, send.n.Load())
 	}
 	if n := len(kit.MustApprovals(t, st, "run-b")); n != 0 {
 		t.Fatalf("run-b has %d approvals, want none", n)
@@ -219,7 +194,7 @@ func caseGate_CallCutOffByACrashAsksOnceAndRunsOnce(t *testing.T, bk *Backend) {
 	retried := bcGo(gB, bcCall("run-1", "c", "send", `{"text":"x"}`, again))
 	lkSignal(t, evs.On(agentrt.EventApprovalRequest), "the interruption's approval")
 	close(finish)
-	bcWait(t, crashed, "the abandoned call")
+	lkAwait(t, crashed, "the abandoned call")
 	apps := kit.MustApprovals(t, st, "run-1")
 	if len(apps) != 1 || apps[0].Kind != agentrt.InterruptedSideEffect || !strings.Contains(string(apps[0].Presentation), "may already have taken effect") || again.n.Load() != 0 {
 		t.Fatalf("after the crash: approvals %+v, body ran %d times", apps, again.n.Load())
@@ -227,9 +202,9 @@ func caseGate_CallCutOffByACrashAsksOnceAndRunsOnce(t *testing.T, bk *Backend) {
 	if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, "run-1", apps[0].ID, apps[0].Hash, "op", "run it again"); err != nil {
 		t.Fatal(err)
 	}
-	got := bcWait(t, retried, "the call after the approval")
-	if got.err != nil || got.res.Observation.Kind != agentrt.ObsToolResult || again.n.Load() != 1 || dead.n.Load() != 1 {
-		t.Fatalf("after the approval: %+v, %v; bodies ran %d and %d times", got.res, got.err, dead.n.Load(), again.n.Load())
+	got := lkAwait(t, retried, "the call after the approval")
+	if got.err != nil || got.val.Observation.Kind != agentrt.ObsToolResult || again.n.Load() != 1 || dead.n.Load() != 1 {
+		t.Fatalf("after the approval: %+v, %v; bodies ran %d and %d times", got.val, got.err, dead.n.Load(), again.n.Load())
 	}
 	if n := len(kit.MustApprovals(t, st, "run-1")); n != 1 {
 		t.Fatalf("the run has %d approvals, want the one", n)

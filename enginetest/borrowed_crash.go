@@ -62,22 +62,9 @@ func caseGate_ExecuteFuncIsNotRunAgainAfterACrash(t *testing.T, bk *Backend) {
 		t.Fatalf("the interruption's approval %s: %s", ia.Kind, ia.Presentation)
 	}
 	close(finish)
-	select {
-	case <-executed:
-	case <-time.After(lkWait):
-		t.Fatal("the abandoned ExecuteFunc did not return")
-	}
-	if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, "run-1", ia.ID, ia.Hash, "op", "run it again"); err != nil {
-		t.Fatal(err)
-	}
-	sC, vC, err := gB.Attach(ctx, "run-1")
-	if err != nil || vC.Outcome != agentrt.VerdictAllowed {
-		t.Fatalf("Attach after the operator's approval: %s, %v; want the step open, with no second approval", vC.Outcome, err)
-	}
-	open, ok := sC.StepByCallID("call-1")
-	if !ok || open.ID() != step.ID() {
-		t.Fatalf("StepByCallID: %v, %v", open, ok)
-	}
+	lkAwait(t, executed, "the abandoned ExecuteFunc")
+	// One approval opens the step again: no second one is asked for.
+	_, open := bwAttachGranted(t, gB, st, ia, "call-1", step.ID())
 	if _, err := open.ExecuteFunc(ctx, func(context.Context, json.RawMessage) (json.RawMessage, error) {
 		calls.Add(1)
 		return json.RawMessage(`{"sent":true}`), nil
@@ -183,10 +170,7 @@ func caseGate_EveryCallCutOffByACrashIsAskedAbout(t *testing.T, bk *Backend) {
 		return agentrt.ToolResult{}, nil
 	})
 	gA := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{note}, LeaseTTL: ttl}}, nil)
-	s, err := gA.Begin(ctx, "run-1", "goal", agentrt.FrameworkLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := bwBegin(t, gA)
 	var abandoned sync.WaitGroup
 	for _, text := range []string{"a", "b"} {
 		step, err := s.Step(ctx)

@@ -62,10 +62,7 @@ func caseGate_SiblingGoesOnWhileAStepsWriteCommits(t *testing.T, bk *Backend) {
 	t.Cleanup(hs.let)
 	read := lkNewTool("read", agentrt.ReadOnly, nil)
 	g := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: hs, Tools: []agentrt.Tool{read}}}, nil)
-	s, err := g.Begin(ctx, "run-1", "goal", agentrt.FrameworkLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := bwBegin(t, g)
 	defer s.Close()
 	// Released before Close, which waits for a held write's call.
 	defer hs.let()
@@ -178,10 +175,7 @@ func caseGate_SiblingsWritingAtOnceKeepEachStepsOrder(t *testing.T, bk *Backend)
 	st, _ := lkOpen(t, bk)
 	read := lkNewTool("read", agentrt.ReadOnly, nil)
 	g := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{read}}}, nil)
-	s, err := g.Begin(ctx, "run-1", "goal", agentrt.FrameworkLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := bwBegin(t, g)
 	defer s.Close()
 	made := make([][]bwCall, workers)
 	errs := make([]error, workers)

@@ -3,7 +3,6 @@ package enginetest
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -220,15 +219,7 @@ func caseCancel_LeavesNoApprovalPending(t *testing.T, bk *Backend) {
 		t.Fatalf("approval.decided = %s", dec[0].Payload)
 	}
 
-	before := e.db.snapshot(t)
-	op := e.Operator()
-	if err := op.ApproveShown(ctx, "run-1", a.ID, a.Hash, "bob", ""); !errors.Is(err, agentrt.ErrNotPending) {
-		t.Fatalf("ApproveShown after the cancel = %v, want ErrNotPending", err)
-	}
-	if err := op.RejectShown(ctx, "run-1", a.ID, a.Hash, "bob", ""); !errors.Is(err, agentrt.ErrNotPending) {
-		t.Fatalf("RejectShown after the cancel = %v, want ErrNotPending", err)
-	}
-	e.db.requireUnchanged(t, before, "decisions after the cancel")
+	e.requireUndecided(t, a, "bob", agentrt.ErrNotPending, "after the cancel")
 }
 
 // heldSend is a local "send" tool that, once called, closes running and

@@ -201,8 +201,9 @@ func driverRuns(t *testing.T, open func(*testing.T) agentrt.Store) {
 	verify(t, st)
 }
 
-// startWaiting starts a run that pauses on an approval of send.
-func startWaiting(t *testing.T, st agentrt.Store, limits agentrt.Limits) (*agentrt.Driver, *tool, agentrt.Run) {
+// startWaiting starts a run that pauses on an approval of send and returns
+// the driver, the tool, the run and its pending approval.
+func startWaiting(t *testing.T, st agentrt.Store, limits agentrt.Limits) (*agentrt.Driver, *tool, agentrt.Run, agentrt.Approval) {
 	t.Helper()
 	send := simpleTool("send", agentrt.RemoteMutation)
 	d := driver(t, st, &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("send", `{"to":"x"}`, "send"), scripted.Complete(`{}`)}}, send)
@@ -210,14 +211,13 @@ func startWaiting(t *testing.T, st agentrt.Store, limits agentrt.Limits) (*agent
 	if err != nil || r.Status != agentrt.RunWaiting {
 		t.Fatalf("run = %s, %v; want WAITING_FOR_APPROVAL", r.Status, err)
 	}
-	return d, send, r
+	return d, send, r, kit.PendingApproval(t, st, r.ID)
 }
 
 func approvalResumes(t *testing.T, open func(*testing.T) agentrt.Store) {
 	st := closeLater(t, open(t))
 	ctx := context.Background()
-	d, send, r := startWaiting(t, st, agentrt.DefaultLimits())
-	a := kit.PendingApproval(t, st, r.ID)
+	d, send, r, a := startWaiting(t, st, agentrt.DefaultLimits())
 	if err := agentrt.ApproveShown(ctx, st, nil, r.ID, a.ID, a.Hash, "op", "ok"); err != nil {
 		t.Fatal(err)
 	}
@@ -238,8 +238,7 @@ func approvalResumes(t *testing.T, open func(*testing.T) agentrt.Store) {
 func rejectCancels(t *testing.T, open func(*testing.T) agentrt.Store) {
 	st := closeLater(t, open(t))
 	ctx := context.Background()
-	_, send, r := startWaiting(t, st, agentrt.DefaultLimits())
-	a := kit.PendingApproval(t, st, r.ID)
+	_, send, r, a := startWaiting(t, st, agentrt.DefaultLimits())
 	if err := agentrt.RejectShown(ctx, st, nil, r.ID, a.ID, a.Hash, "op", "no"); err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +251,7 @@ func rejectCancels(t *testing.T, open func(*testing.T) agentrt.Store) {
 func cancelWaiting(t *testing.T, open func(*testing.T) agentrt.Store) {
 	st := closeLater(t, open(t))
 	ctx := context.Background()
-	d, send, r := startWaiting(t, st, agentrt.DefaultLimits())
+	d, send, r, a := startWaiting(t, st, agentrt.DefaultLimits())
 	got, err := agentrt.Cancel(ctx, st, nil, r.ID, "op", "stop")
 	if err != nil || got.Status != agentrt.RunCancelled {
 		t.Fatalf("cancel = %s, %v", got.Status, err)
@@ -263,26 +262,17 @@ func cancelWaiting(t *testing.T, open func(*testing.T) agentrt.Store) {
 	if _, err := d.Resume(ctx, r.ID); err == nil && send.n.Load() != 0 {
 		t.Fatal("a cancelled run ran its call")
 	}
-	a, err := st.GetApproval(ctx, r.ID, pendingID(t, st, r.ID))
-	if err != nil || a.Status != agentrt.ApprovalCancelled {
-		t.Fatalf("approval after cancel = %s, %v; want cancelled", a.Status, err)
+	after, err := st.GetApproval(ctx, r.ID, a.ID)
+	if err != nil || after.Status != agentrt.ApprovalCancelled {
+		t.Fatalf("approval after cancel = %s, %v; want cancelled", after.Status, err)
 	}
 	verify(t, st)
-}
-
-func pendingID(t *testing.T, st agentrt.Store, runID string) string {
-	apps, err := st.ListApprovals(context.Background(), runID)
-	if err != nil || len(apps) != 1 {
-		t.Fatalf("approvals = %d, %v", len(apps), err)
-	}
-	return apps[0].ID
 }
 
 func changedApproval(t *testing.T, open func(*testing.T) agentrt.Store) {
 	st := closeLater(t, open(t))
 	ctx := context.Background()
-	_, send, r := startWaiting(t, st, agentrt.DefaultLimits())
-	a := kit.PendingApproval(t, st, r.ID)
+	_, send, r, a := startWaiting(t, st, agentrt.DefaultLimits())
 	wrong := fmt.Sprintf("%064x", 1)
 	if err := agentrt.ApproveShown(ctx, st, nil, r.ID, a.ID, wrong, "op", "ok"); !errors.Is(err, agentrt.ErrApprovalChanged) {
 		t.Fatalf("approve with another hash = %v, want ErrApprovalChanged", err)
@@ -476,8 +466,7 @@ func unsignedGrant(t *testing.T, open func(*testing.T) agentrt.Store) {
 	ctx := context.Background()
 	limits := agentrt.DefaultLimits()
 	limits.RequireSignedGrant = true
-	d, send, r := startWaiting(t, st, limits)
-	a := kit.PendingApproval(t, st, r.ID)
+	d, send, r, a := startWaiting(t, st, limits)
 	if err := agentrt.ApproveShown(ctx, st, nil, r.ID, a.ID, a.Hash, "op", "ok"); !errors.Is(err, agentrt.ErrUnsignedGrant) {
 		t.Fatalf("an unsigned grant = %v, want ErrUnsignedGrant", err)
 	}

@@ -63,17 +63,6 @@ func lkFinish(t testing.TB, s *agentrt.GateSession) {
 	}
 }
 
-func lkPending(t testing.TB, st agentrt.StoreReader, id string) agentrt.Approval {
-	t.Helper()
-	for _, a := range kit.MustApprovals(t, st, id) {
-		if a.Status == agentrt.ApprovalPending {
-			return a
-		}
-	}
-	t.Fatalf("run %s has no pending approval", id)
-	return agentrt.Approval{}
-}
-
 // A caller proposes a call that needs approval and is shown the pending
 // approval; approved, Attach hands it the approved step with a copy of the
 // request. Whatever the caller does to the verdicts it was shown, Execute
@@ -97,7 +86,7 @@ func caseGate_ApprovedStepExecutesTheRecordedRequest(t *testing.T, bk *Backend) 
 	// The caller scribbles over what it was shown.
 	copy(v.Approval.Request.Args, `{"text":"v9"}`)
 	v.Approval.Request.Spec.Name = "note"
-	stored := lkPending(t, st, "run-1")
+	stored := kit.PendingApproval(t, st, "run-1")
 	if string(stored.Request.Args) != `{"text":"v1"}` || stored.Request.Spec.Name != "deploy" {
 		t.Fatalf("the stored approval changed with the verdict: %s %s", stored.Request.Spec.Name, stored.Request.Args)
 	}
@@ -172,7 +161,7 @@ func caseGate_GrantTTLHoldsUntilExecute(t *testing.T, bk *Backend) {
 		g := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: []agentrt.Tool{deploy}, Now: clock.Now}}, nil)
 		_, step := lkBegin(t, g, id, limits)
 		lkPropose(t, step, lkCall("deploy", `{"text":"v1"}`), agentrt.VerdictPending)
-		a := lkPending(t, st, id)
+		a := kit.PendingApproval(t, st, id)
 		if err := (agentrt.Operator{Store: st, Now: clock.Now}).ApproveShown(ctx, id, a.ID, a.Hash, "op", ""); err != nil {
 			t.Fatal(err)
 		}
@@ -335,13 +324,8 @@ func caseGate_AbandonedDuringExecutePausesForAnOperator(t *testing.T, bk *Backen
 	}
 	before := db.snapshot(t)
 	close(finish)
-	select {
-	case err := <-executed:
-		if !errors.Is(err, agentrt.ErrLeaseLost) {
-			t.Fatalf("the abandoned Execute returned %v, want ErrLeaseLost", err)
-		}
-	case <-time.After(lkWait):
-		t.Fatal("the abandoned Execute did not return")
+	if err := lkAwait(t, executed, "the abandoned Execute"); !errors.Is(err, agentrt.ErrLeaseLost) {
+		t.Fatalf("the abandoned Execute returned %v, want ErrLeaseLost", err)
 	}
 	db.requireUnchanged(t, before, "the abandoned session's late outcome")
 
@@ -541,7 +525,7 @@ func casePolicy_GateProposeAndAttachHandedTheSameBytes(t *testing.T, bk *Backend
 	_, step := lkBegin(t, g, "run-1", agentrt.DefaultLimits())
 	spelled := "{ \"text\" : \"<b>&</b> \\u00e9\\u2028\",\n  \"n\" : 10 }"
 	lkPropose(t, step, lkCall("note", spelled), agentrt.VerdictPending)
-	a := lkPending(t, st, "run-1")
+	a := kit.PendingApproval(t, st, "run-1")
 	if err := (agentrt.Operator{Store: st}).ApproveShown(ctx, "run-1", a.ID, a.Hash, "op", ""); err != nil {
 		t.Fatal(err)
 	}

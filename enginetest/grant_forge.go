@@ -98,8 +98,8 @@ func newForgeEnv(t *testing.T, bk *Backend) *forgeEnv {
 	t.Helper()
 	ctx := context.Background()
 	e := newEnv(t, bk)
-	alice, aliceKey := keyApprover(t, e, "alice")
-	mallory, malloryKey := keyApprover(t, e, "mallory")
+	alice, aliceKey := keyApprover(t, e.Operator(), "alice")
+	mallory, malloryKey := keyApprover(t, e.Operator(), "mallory")
 	keys := map[string]ed25519.PrivateKey{alice.ID: aliceKey, mallory.ID: malloryKey}
 	f := &forgeEnv{e: e, mallory: mallory}
 	f.sign = func(ap agentrt.EnrolledApprover, a agentrt.Approval) agentrt.DecisionSignature {

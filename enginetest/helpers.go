@@ -2,6 +2,7 @@ package enginetest
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	agentrt "github.com/agentrt/agentrt"
@@ -31,6 +32,22 @@ func (e *env) approve(t testing.TB, a agentrt.Approval, note string) {
 	if err := e.Operator().ApproveShown(context.Background(), a.RunID, a.ID, a.Hash, "op", note); err != nil {
 		t.Fatalf("Approve %s: %v", a.ID, err)
 	}
+}
+
+// requireUndecided requires both decisions on a, as shown, by by to fail
+// with want and to change nothing in the database; what names the case.
+func (e *env) requireUndecided(t testing.TB, a agentrt.Approval, by string, want error, what string) {
+	t.Helper()
+	ctx := context.Background()
+	before := e.db.snapshot(t)
+	op := e.Operator()
+	if err := op.ApproveShown(ctx, a.RunID, a.ID, a.Hash, by, ""); !errors.Is(err, want) {
+		t.Fatalf("ApproveShown %s = %v, want %v", what, err, want)
+	}
+	if err := op.RejectShown(ctx, a.RunID, a.ID, a.Hash, by, ""); !errors.Is(err, want) {
+		t.Fatalf("RejectShown %s = %v, want %v", what, err, want)
+	}
+	e.db.requireUnchanged(t, before, what)
 }
 
 // startPaused starts runID with d and limits and requires it to pause on

@@ -46,7 +46,7 @@ func lkCrashed(t testing.TB, d *agentrt.Driver, id string, crashed <-chan struct
 	select {
 	case <-crashed:
 	case out := <-done:
-		t.Fatalf("run returned %s, %v before reaching its crash point", out.run.Status, out.err)
+		t.Fatalf("run returned %s, %v before reaching its crash point", out.val.Status, out.err)
 	case <-time.After(lkWait):
 		t.Fatalf("no crash within %s", lkWait)
 	}
@@ -407,7 +407,7 @@ func caseResume_InterruptedSideEffectWaitsForAnOperator(t *testing.T, bk *Backen
 		select {
 		case <-crashed:
 		case out := <-done:
-			t.Fatalf("first resume returned %s, %v without reaching step.interrupted", out.run.Status, out.err)
+			t.Fatalf("first resume returned %s, %v without reaching step.interrupted", out.val.Status, out.err)
 		case <-time.After(lkWait):
 			t.Fatal("first resume did not crash")
 		}

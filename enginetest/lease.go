@@ -141,39 +141,33 @@ func onWall[T any](t testing.TB, target T, err error, wall *lkWall) T {
 	return target
 }
 
-type lkOutcome struct {
-	run agentrt.Run
+// lkOutcome is what a call made on its own goroutine returned.
+type lkOutcome[T any] struct {
+	val T
 	err error
 }
 
 // lkGo runs f on its own goroutine; the result arrives on the channel.
-func lkGo(f func() (agentrt.Run, error)) <-chan lkOutcome {
-	ch := make(chan lkOutcome, 1)
+func lkGo[T any](f func() (T, error)) <-chan lkOutcome[T] {
+	ch := make(chan lkOutcome[T], 1)
 	go func() {
-		r, err := f()
-		ch <- lkOutcome{r, err}
+		v, err := f()
+		ch <- lkOutcome[T]{v, err}
 	}()
 	return ch
 }
 
-func lkAwait(t testing.TB, ch <-chan lkOutcome, what string) lkOutcome {
+// lkAwait is the next value on ch: an outcome, a signal. None within
+// lkWait fails the test, naming what it waited for.
+func lkAwait[T any](t testing.TB, ch <-chan T, what string) T {
 	t.Helper()
-	select {
-	case o := <-ch:
-		return o
-	case <-time.After(lkWait):
-		t.Fatalf("%s did not return within %s", what, lkWait)
-		return lkOutcome{}
-	}
+	return kit.Recv(t, ch, what, lkWait)
 }
 
+// lkSignal waits for ch to be closed (or sent on), as lkAwait.
 func lkSignal(t testing.TB, ch <-chan struct{}, what string) {
 	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(lkWait):
-		t.Fatalf("%s did not happen within %s", what, lkWait)
-	}
+	lkAwait(t, ch, what)
 }
 
 // lkLeased requires err to be a *RunLeasedError naming owner, matching both
@@ -254,8 +248,8 @@ func caseLease_ResumeOfALiveRunIsRefused(t *testing.T, bk *Backend) {
 
 	close(release)
 	out := lkAwait(t, done, "the holder's run")
-	if out.err != nil || out.run.Status != agentrt.RunCompleted {
-		t.Fatalf("holder's run: %s, %v", out.run.Status, out.err)
+	if out.err != nil || out.val.Status != agentrt.RunCompleted {
+		t.Fatalf("holder's run: %s, %v", out.val.Status, out.err)
 	}
 	final := kit.MustRun(t, other, "run-1")
 	if final.LeaseOwner != "" || final.Generation != 1 {
@@ -315,8 +309,8 @@ func caseLease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall(t *testing.T, bk 
 		}
 		close(aGone)
 		outB := lkAwait(t, doneB, "the new owner's loop")
-		if outB.err != nil || outB.run.Status != agentrt.RunCompleted {
-			t.Fatalf("new owner: %s, %v", outB.run.Status, outB.err)
+		if outB.err != nil || outB.val.Status != agentrt.RunCompleted {
+			t.Fatalf("new owner: %s, %v", outB.val.Status, outB.err)
 		}
 
 		if got := write.args(); !reflect.DeepEqual(got, []string{`{"n":0}`}) {
@@ -377,7 +371,7 @@ func caseLease_LoopThatLosesItsLeaseStopsBeforeTheNextToolCall(t *testing.T, bk 
 		close(finishTool)
 		outA := lkAwait(t, doneA, "the first owner's loop")
 		if !errors.Is(outA.err, agentrt.ErrLeaseLost) {
-			t.Fatalf("first owner returned %s, %v; want ErrLeaseLost", outA.run.Status, outA.err)
+			t.Fatalf("first owner returned %s, %v; want ErrLeaseLost", outA.val.Status, outA.err)
 		}
 		db.requireUnchanged(t, before, "the first owner's late outcome")
 		if got := write.args(); len(got) != 1 {
@@ -552,9 +546,9 @@ func caseLease_SameLeaseOwnerNameIsTwoOwners(t *testing.T, bk *Backend) {
 	db.requireUnchanged(t, before, "refused resumes under a shared name")
 
 	close(release)
-	for _, ch := range []<-chan lkOutcome{doneA, doneB} {
-		if out := lkAwait(t, ch, "a worker's run"); out.err != nil || out.run.Status != agentrt.RunCompleted {
-			t.Fatalf("worker run: %s, %v", out.run.Status, out.err)
+	for _, ch := range []<-chan lkOutcome[agentrt.Run]{doneA, doneB} {
+		if out := lkAwait(t, ch, "a worker's run"); out.err != nil || out.val.Status != agentrt.RunCompleted {
+			t.Fatalf("worker run: %s, %v", out.val.Status, out.err)
 		}
 	}
 }

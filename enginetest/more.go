@@ -2,9 +2,6 @@ package enginetest
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"crypto/x509"
 	"errors"
 	"runtime"
 	"sync/atomic"
@@ -157,22 +154,10 @@ func recheck(t *testing.T, open func(*testing.T) agentrt.Store) {
 func signedGrant(t *testing.T, open func(*testing.T) agentrt.Store) {
 	ctx := context.Background()
 	st := closeLater(t, open(t))
-	pub, key, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKIXPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ap, err := agentrt.Operator{Store: st}.EnrollApprover(ctx, agentrt.NewApprover{Name: "alice", Kind: agentrt.ApproverKeyFile, PublicKey: der, By: "admin"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ap, key := keyApprover(t, agentrt.Operator{Store: st}, "alice")
 	limits := agentrt.DefaultLimits()
 	limits.RequireSignedGrant = true
-	d, send, r := startWaiting(t, st, limits)
-	a := kit.PendingApproval(t, st, r.ID)
+	d, send, r, a := startWaiting(t, st, limits)
 	sig, err := agentrt.SignStatement(key, ap, agentrt.Statement{RunID: r.ID, ApprovalID: a.ID, ApprovalHash: a.Hash,
 		Decision: agentrt.StatementApprove, Nonce: agentrt.NewNonce(), Time: time.Now()})
 	if err != nil {

@@ -36,7 +36,7 @@ func newQuorumEnv(t *testing.T, bk *Backend, pd agentrt.PolicyDecision, edit fun
 	e := newEnv(t, bk)
 	q := &quorumEnv{env: e, aps: map[string]agentrt.EnrolledApprover{}, keys: map[string]ed25519.PrivateKey{}}
 	for name, role := range map[string]string{"alice": "finance", "bob": "finance", "carol": "finance", "dave": "ops", "erin": "finance"} {
-		_, key := keyApprover(t, e, name)
+		_, key := keyApprover(t, e.Operator(), name)
 		ap, err := e.Operator().SetApproverAccess(context.Background(), name, agentrt.ApproverAccess{Roles: []string{role}}, "admin")
 		if err != nil {
 			t.Fatal(err)
@@ -270,7 +270,7 @@ func caseQuorum_EachExpiryEndsWithItsOwnNamedReason(t *testing.T, bk *Backend) {
 func caseQuorum_ScopeBindsSingleDecisions(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	e := newEnv(t, bk)
-	ap, key := keyApprover(t, e, "frank")
+	ap, key := keyApprover(t, e.Operator(), "frank")
 	if _, err := e.Operator().SetApproverAccess(ctx, "frank", agentrt.ApproverAccess{Scope: agentrt.ApproverScope{Tools: []string{"refund"}}}, "admin"); err != nil {
 		t.Fatal(err)
 	}

@@ -133,7 +133,7 @@ func caseQuorum_DatabaseWriterCannotForgeAVote(t *testing.T, bk *Backend) {
 func newPinnedQuorum(t *testing.T, bk *Backend) (*quorumEnv, *agentrt.PinnedKeys, string) {
 	t.Helper()
 	q := newQuorumEnv(t, bk, twoOfFinance(), func(l *agentrt.Limits) { l.RequireSignedGrant = true })
-	_, key := keyApprover(t, q.env, "mallory")
+	_, key := keyApprover(t, q.env.Operator(), "mallory")
 	m, err := q.Operator().SetApproverAccess(context.Background(), "mallory", agentrt.ApproverAccess{Roles: []string{"finance"}}, "admin")
 	if err != nil {
 		t.Fatal(err)

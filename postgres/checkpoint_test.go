@@ -15,7 +15,6 @@ import (
 	"github.com/agentrt/agentrt/postgres"
 	"github.com/agentrt/agentrt/postgres/internal/pgtest"
 	"github.com/jackc/pgx/v5"
-	"golang.org/x/mod/sumdb/note"
 )
 
 // Two integrators in two stores fold while two other stores commit: every
@@ -101,30 +100,11 @@ func TestReceipt_MadeOnPostgresVerifiesOffline(t *testing.T) {
 	dsn := pgtest.Fresh(t)
 	st := open(t, dsn)
 	defer st.Close()
-	ctx := context.Background()
 	enginekit.AppendEvents(t, st, "r", 20)
-	skey, vkey, err := checkpoint.NewKey("pg-log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, _ := note.NewSigner(skey)
-	in, _ := checkpoint.NewIntegrator(st, checkpoint.Config{Signer: signer})
-	enginekit.FoldAll(t, st, in)
-	events, err := st.ListEvents(ctx, "r")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := checkpoint.MakeReceipt(ctx, st, "r", events)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc, v := enginekit.SignedReceipt(t, st, "pg-log", "r")
 	b, _ := json.Marshal(rc)
 	var carried checkpoint.Receipt
 	if err := json.Unmarshal(b, &carried); err != nil {
-		t.Fatal(err)
-	}
-	v, err := checkpoint.ParseVerifier(vkey)
-	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := checkpoint.VerifyReceipt(carried, v, nil); err != nil {

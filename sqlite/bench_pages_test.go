@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,14 +22,7 @@ import (
 // database is AGENTRT_BENCH_DB_MB megabytes (default 100: one such run;
 // 1024 gives the DESIGN.md figure), built once per benchmark run.
 func BenchmarkOperatorPages(b *testing.B) {
-	mb := 100
-	if v := os.Getenv("AGENTRT_BENCH_DB_MB"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 100 {
-			b.Fatalf("AGENTRT_BENCH_DB_MB=%q: want a number of megabytes >= 100", v)
-		}
-		mb = n
-	}
+	mb := benchDBMB(b, 100, 100)
 	const steps, rowKB = 1000, 100
 	runs := mb / (steps * rowKB / 1000)
 	p := filepath.Join(b.TempDir(), "pages.db")

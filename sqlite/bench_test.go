@@ -16,14 +16,7 @@ import (
 // database is AGENTRT_BENCH_DB_MB megabytes (default 128; docs/performance.md
 // records a 1024 MB run).
 func BenchmarkPageRead(b *testing.B) {
-	mb := 128
-	if v := os.Getenv("AGENTRT_BENCH_DB_MB"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 8 {
-			b.Fatalf("AGENTRT_BENCH_DB_MB=%q: want a number of megabytes >= 8", v)
-		}
-		mb = n
-	}
+	mb := benchDBMB(b, 128, 8)
 	p := filepath.Join(b.TempDir(), "big.db")
 	s, err := sqlite.Open(p)
 	if err != nil {
@@ -78,4 +71,19 @@ func BenchmarkPageRead(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/read")
 	b.ReportMetric(float64(mb), "MB")
+}
+
+// benchDBMB is the size in megabytes of a benchmark's database:
+// AGENTRT_BENCH_DB_MB when set (it must be at least least), else def.
+func benchDBMB(b *testing.B, def, least int) int {
+	b.Helper()
+	v := os.Getenv("AGENTRT_BENCH_DB_MB")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < least {
+		b.Fatalf("AGENTRT_BENCH_DB_MB=%q: want a number of megabytes >= %d", v, least)
+	}
+	return n
 }

@@ -10,6 +10,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/checkpoint"
+	"golang.org/x/mod/sumdb/note"
 )
 
 // BenchCheckpointLag is a benchmark's loop of runs, 16 at a time, of
@@ -205,4 +206,42 @@ func FoldAll(t testing.TB, st agentrt.Store, in *checkpoint.Integrator) int {
 			t.Fatalf("%d events still unfolded after a minute of folding", unfolded)
 		}
 	}
+}
+
+// SignedReceipt folds every event of st into a log signed with a fresh key
+// named name and returns the receipt of run's events with the verifier
+// parsed from the key's public text alone, as an offline checker holds it.
+func SignedReceipt(t testing.TB, st agentrt.Store, name, run string) (checkpoint.Receipt, note.Verifier) {
+	t.Helper()
+	ctx := context.Background()
+	cs, err := checkpoint.For(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	skey, vkey, err := checkpoint.NewKey(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := note.NewSigner(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := checkpoint.NewIntegrator(cs, checkpoint.Config{Signer: signer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	FoldAll(t, st, in)
+	events, err := st.ListEvents(ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := checkpoint.MakeReceipt(ctx, cs, run, events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := checkpoint.ParseVerifier(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rc, v
 }

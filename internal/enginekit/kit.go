@@ -511,3 +511,17 @@ func Exec(t testing.TB, db *sql.DB, want int64, q string, args ...any) {
 		t.Fatalf("%s changed %d rows, want %d", q, n, want)
 	}
 }
+
+// Recv is the next value on ch; none within d fails t, naming what it
+// waited for.
+func Recv[T any](t testing.TB, ch <-chan T, what string, d time.Duration) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(d):
+		t.Fatalf("%s: nothing within %s", what, d)
+		var zero T
+		return zero
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/enginekit"
 )
 
 // Wait bounds every wait on another goroutine or process.
@@ -237,12 +238,5 @@ func Pending(t testing.TB, st agentrt.StoreReader, runID string) agentrt.Approva
 // Recv is the next value on ch; none within Wait fails t, naming what.
 func Recv[T any](t testing.TB, ch <-chan T, what string) T {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(Wait):
-		t.Fatalf("no %s within %s", what, Wait)
-		var zero T
-		return zero
-	}
+	return enginekit.Recv(t, ch, what, Wait)
 }
