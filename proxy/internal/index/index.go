@@ -8,6 +8,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/sqlscan"
 	"github.com/agentrt/agentrt/trace"
 
 	_ "modernc.org/sqlite" // the SQLite driver, as the core's store uses it
@@ -101,27 +102,7 @@ type Row struct {
 const rowColumns = `id, session, request_key, tool, side_effect, run_id, created_at, open, state, approval_id, blocking,
 	unknown_of, interrupted, outcome, detail, settled_at, open_until, closed_at`
 
-type scanner interface{ Scan(dest ...any) error }
-
-// scanRows reads every row of a query's result with scan, in order, and
-// closes rows; err is the query's own error. The first error stops it.
-func scanRows[T any](rows *sql.Rows, err error, scan func(scanner) (T, error)) ([]T, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
-}
-
-func scanRow(s scanner) (*Row, error) {
+func scanRow(s sqlscan.Scanner) (*Row, error) {
 	var r Row
 	var created, settled, until, closed int64
 	var open, blocking int
@@ -254,7 +235,7 @@ func (ix *Index) InsertLater(r *Row) {
 func (ix *Index) Recent(ctx context.Context, session string, since time.Time, limit int) ([]*Row, error) {
 	rows, err := ix.r.QueryContext(ctx, `SELECT `+rowColumns+` FROM proxy_calls WHERE session = ? AND created_at >= ? ORDER BY created_at DESC, id DESC LIMIT ?`,
 		session, nanos(since), limit)
-	return scanRows(rows, err, scanRow)
+	return sqlscan.All(rows, err, scanRow)
 }
 
 // SessionRuns lists the run ids of a session's rows (or every session's
@@ -267,7 +248,7 @@ func (ix *Index) SessionRuns(ctx context.Context, session string, limit int) ([]
 		args = []any{session, limit}
 	}
 	rows, err := ix.r.QueryContext(ctx, q, args...)
-	return scanRows(rows, err, func(s scanner) (string, error) {
+	return sqlscan.All(rows, err, func(s sqlscan.Scanner) (string, error) {
 		var id string
 		err := s.Scan(&id)
 		return id, err
@@ -324,7 +305,7 @@ func (ix *Index) ClearErased(ctx context.Context, ids []int64, now time.Time) er
 func (tx *Tx) BlockingRows(session, tool, key string) ([]*Row, error) {
 	rows, err := tx.tx.Query(`SELECT `+rowColumns+` FROM proxy_calls WHERE session = ? AND tool = ? AND blocking = 1 AND request_key <> ?`,
 		session, tool, key)
-	return scanRows(rows, err, scanRow)
+	return sqlscan.All(rows, err, scanRow)
 }
 
 // Unblock lets row id's tool run again: its question was approved.
@@ -339,7 +320,7 @@ type ApprovalRef struct{ Run, Approval string }
 // WaitingApprovals are the approvals a session's open rows wait on.
 func (tx *Tx) WaitingApprovals(session string) ([]ApprovalRef, error) {
 	rows, err := tx.tx.Query(`SELECT run_id, approval_id FROM proxy_calls WHERE session = ? AND open = 1 AND state = ?`, session, string(StateWaiting))
-	return scanRows(rows, err, func(s scanner) (ApprovalRef, error) {
+	return sqlscan.All(rows, err, func(s sqlscan.Scanner) (ApprovalRef, error) {
 		var r ApprovalRef
 		err := s.Scan(&r.Run, &r.Approval)
 		return r, err
