@@ -71,11 +71,7 @@ func requiredClientScenarios(t *testing.T, node, suite, revision string) (requir
 // cfclient builds testdata/cfclient, the client the suite runs.
 func cfclient(t *testing.T) string {
 	t.Helper()
-	client := filepath.Join(t.TempDir(), "cfclient")
-	if b, err := exec.Command("go", "build", "-o", client, "./testdata/cfclient").CombinedOutput(); err != nil {
-		t.Fatalf("go build cfclient: %v\n%s", err, b)
-	}
-	return client
+	return goBinary(t, "cfclient", "./testdata/cfclient")
 }
 
 // The official MCP conformance suite's client scenarios (0.2.0-alpha.12,

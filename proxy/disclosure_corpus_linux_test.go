@@ -25,27 +25,10 @@ import (
 	"github.com/agentrt/agentrt/sqlite"
 )
 
-var (
-	otelOnce sync.Once
-	otelBin  string
-	otelErr  error
-)
-
 // otelBinary builds agentrt-otel once per test process.
 func otelBinary(t *testing.T) string {
 	t.Helper()
-	binaries(t)
-	otelOnce.Do(func() {
-		otelBin = filepath.Join(buildDir, "agentrt-otel")
-		cmd := exec.Command("go", "build", "-o", otelBin, "github.com/agentrt/agentrt/export/otel/cmd/agentrt-otel")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			otelErr = fmt.Errorf("go build agentrt-otel: %v\n%s", err, out)
-		}
-	})
-	if otelErr != nil {
-		t.Fatal(otelErr)
-	}
-	return otelBin
+	return goBinary(t, "agentrt-otel", "github.com/agentrt/agentrt/export/otel/cmd/agentrt-otel")
 }
 
 // rawOTLP is an OTLP/HTTP trace receiver that keeps each request's body

@@ -238,10 +238,7 @@ func (p *Proxy) listResources(ctx context.Context) (*sdk.ListResourcesResult, er
 		if err != nil {
 			return nil, err
 		}
-		u.mu.Lock()
-		u.uris, u.listedRes = uris, epoch == u.resEpoch
-		u.listed = u.listedTmpl && u.listedRes
-		u.mu.Unlock()
+		u.keepListing(epoch, func(current bool) { u.uris, u.listedRes = uris, current })
 	}
 	return out, nil
 }
@@ -270,10 +267,7 @@ func (p *Proxy) listTemplates(ctx context.Context) (*sdk.ListResourceTemplatesRe
 		if err != nil {
 			return nil, err
 		}
-		u.mu.Lock()
-		u.templates, u.listedTmpl = tmpls, epoch == u.resEpoch
-		u.listed = u.listedTmpl && u.listedRes
-		u.mu.Unlock()
+		u.keepListing(epoch, func(current bool) { u.templates, u.listedTmpl = tmpls, current })
 	}
 	return out, nil
 }
@@ -282,6 +276,17 @@ func (u *upstream) resourcesEpoch() uint64 {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.resEpoch
+}
+
+// keepListing stores what a listing of resources or templates begun at
+// epoch found: keep runs under u.mu and is told whether the listing is
+// still current (no list_changed came since epoch). u.listed holds once
+// both kinds are current.
+func (u *upstream) keepListing(epoch uint64, keep func(current bool)) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	keep(epoch == u.resEpoch)
+	u.listed = u.listedTmpl && u.listedRes
 }
 
 // goodURI is a URI the proxy passes on: bounded, and printable.

@@ -19,6 +19,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/mcp"
 	"github.com/agentrt/agentrt/sqlite"
 )
@@ -134,7 +135,7 @@ type harness struct {
 	p      *Proxy
 	cs     *sdk.ClientSession
 	stderr *syncBuffer
-	clock  *clock
+	clock  *enginekit.FakeClock // moved by hand
 	events chan agentrt.Event
 	texts  []string // every text the host was shown
 	cancel context.CancelFunc
@@ -156,24 +157,6 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-// clock is a recorded clock a test moves by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }
 
 // baseConfig is the harness's configuration: read allowed, write asks for
@@ -202,7 +185,7 @@ func rules(doc map[string]any, tool string) map[string]any {
 func newHarness(t testing.TB, edit func(doc map[string]any)) *harness {
 	t.Helper()
 	h := &harness{t: t, dir: t.TempDir(), up: newTestUpstream(t), stderr: &syncBuffer{},
-		clock: &clock{t: time.Now().UTC()}, events: make(chan agentrt.Event, 4096)}
+		clock: enginekit.ClockAt(time.Now().UTC()), events: make(chan agentrt.Event, 4096)}
 	h.cfgDoc = baseConfig(h.up)
 	if edit != nil {
 		edit(h.cfgDoc)

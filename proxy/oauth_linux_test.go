@@ -126,6 +126,25 @@ func TestLogin_TokensAreOwnerOnlyAndNeverPrinted(t *testing.T) {
 // runWithBrowser runs cmd and follows the first URL it prints on stderr
 // as a browser would (the scripted browser step), and returns its output,
 // the URL and how it exited.
+// initFromHTTPHost writes a host file in home naming one HTTP server, name
+// at url, runs init on it with HOME=home and the browser step scripted,
+// and requires that it took the one server. It returns the configuration
+// path init wrote and what init printed.
+func initFromHTTPHost(t *testing.T, proxyBin, home, name, url string) (config, stdout, stderr string) {
+	t.Helper()
+	hostFile := filepath.Join(home, "mcp.json")
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{name: map[string]any{"type": "http", "url": url}}})
+	if err := os.WriteFile(hostFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config = filepath.Join(home, "agentrt", "proxy.json")
+	cmd := exec.Command(proxyBin, "init", "-from", hostFile, "-config", config)
+	cmd.Env = append(os.Environ(), "HOME="+home)
+	stdout, stderr, _, err := runWithBrowser(t, cmd)
+	mustf(t, err == nil && strings.Contains(stdout, "1 server(s), 0 left out"), "init: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	return config, stdout, stderr
+}
+
 func runWithBrowser(t *testing.T, cmd *exec.Cmd) (stdout, stderr, authURL string, err error) {
 	t.Helper()
 	var out bytes.Buffer
@@ -176,16 +195,7 @@ func TestInit_OAuthServerIsLoggedInAndPinned(t *testing.T) {
 	as := newTestAS(t)
 	pu := newProtectedUpstream(t, as)
 	base := t.TempDir()
-	hostFile := filepath.Join(base, "mcp.json")
-	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"issues": map[string]any{"type": "http", "url": pu.mcpURL}}})
-	if err := os.WriteFile(hostFile, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	config := filepath.Join(base, "agentrt", "proxy.json")
-	cmd := exec.Command(proxyBin, "init", "-from", hostFile, "-config", config)
-	cmd.Env = append(os.Environ(), "HOME="+base)
-	stdout, stderr, _, err := runWithBrowser(t, cmd)
-	mustf(t, err == nil && strings.Contains(stdout, "1 server(s), 0 left out"), "init: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	config, stdout, stderr := initFromHTTPHost(t, proxyBin, base, "issues", pu.mcpURL)
 	cfg, err := LoadConfig(config)
 	if err != nil {
 		t.Fatal(err)

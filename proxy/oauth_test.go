@@ -14,6 +14,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/proxy/internal/credentials"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -26,7 +27,7 @@ func newOAuthHarness(t testing.TB, as *testAS, edit func(doc map[string]any)) (*
 	t.Helper()
 	pu := newProtectedUpstream(t, as)
 	h := &harness{t: t, dir: t.TempDir(), up: pu.testUpstream, stderr: &syncBuffer{},
-		clock: &clock{t: time.Now().UTC()}, events: make(chan agentrt.Event, 4096)}
+		clock: enginekit.ClockAt(time.Now().UTC()), events: make(chan agentrt.Event, 4096)}
 	h.cfgDoc = baseConfig(pu.testUpstream)
 	s := h.cfgDoc["servers"].([]any)[0].(map[string]any)
 	s["endpoint"] = pu.mcpURL

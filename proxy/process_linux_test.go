@@ -29,34 +29,42 @@ import (
 // real agentrt.
 
 var (
-	buildOnce sync.Once
-	buildDir  string
-	buildErr  error
+	buildMu  sync.Mutex
+	buildDir string
+	built    = map[string]error{} // by package: nil once it built
 )
+
+// goBinary builds the Go program pkg, as name in one directory, once per
+// test process, and returns its path.
+func goBinary(t testing.TB, name, pkg string) string {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if buildDir == "" {
+		d, err := os.MkdirTemp("", "agentrt-proxy-bin-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		buildDir = d
+	}
+	out := filepath.Join(buildDir, name)
+	err, done := built[pkg]
+	if !done {
+		if b, berr := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); berr != nil {
+			err = fmt.Errorf("go build %s: %v\n%s", pkg, berr, b)
+		}
+		built[pkg] = err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
 
 // binaries builds agentrt-proxy and agentrt once per test process.
 func binaries(t *testing.T) (proxyBin, agentrtBin string) {
 	t.Helper()
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "agentrt-proxy-bin-")
-		if buildErr != nil {
-			return
-		}
-		for _, b := range []struct{ out, pkg string }{
-			{"agentrt-proxy", "./cmd/agentrt-proxy"},
-			{"agentrt", "github.com/agentrt/agentrt/cmd/agentrt"},
-		} {
-			cmd := exec.Command("go", "build", "-o", filepath.Join(buildDir, b.out), b.pkg)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("go build %s: %v\n%s", b.pkg, err, out)
-				return
-			}
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return filepath.Join(buildDir, "agentrt-proxy"), filepath.Join(buildDir, "agentrt")
+	return goBinary(t, "agentrt-proxy", "./cmd/agentrt-proxy"), goBinary(t, "agentrt", "github.com/agentrt/agentrt/cmd/agentrt")
 }
 
 // filesystemEntry is the pinned filesystem server.

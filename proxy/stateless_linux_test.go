@@ -180,16 +180,7 @@ func TestInit_StatelessOAuthServerIsLoggedInPinnedAndChecked(t *testing.T) {
 		return auth.RequireBearerToken(as.verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: prm})(h)
 	})
 	home := t.TempDir()
-	hostFile := filepath.Join(home, "mcp.json")
-	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"next": map[string]any{"type": "http", "url": up.url}}})
-	if err := os.WriteFile(hostFile, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	config := filepath.Join(home, "agentrt", "proxy.json")
-	cmd := exec.Command(proxyBin, "init", "-from", hostFile, "-config", config)
-	cmd.Env = append(os.Environ(), "HOME="+home)
-	stdout, stderr, _, err := runWithBrowser(t, cmd)
-	mustf(t, err == nil && strings.Contains(stdout, "1 server(s), 0 left out"), "init: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	config, _, _ := initFromHTTPHost(t, proxyBin, home, "next", up.url)
 	m, err := os.ReadFile(filepath.Join(home, "agentrt", "next.manifest.json"))
 	mustf(t, err == nil && strings.Contains(string(m), `"lookup"`), "the manifest: %v %s", err, m)
 
@@ -204,9 +195,9 @@ func TestInit_StatelessOAuthServerIsLoggedInPinnedAndChecked(t *testing.T) {
 	if err := os.WriteFile(config, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd = exec.Command(proxyBin, "login", "-config", config, "next")
+	cmd := exec.Command(proxyBin, "login", "-config", config, "next")
 	cmd.Env = append(os.Environ(), "HOME="+home)
-	stdout, stderr, _, err = runWithBrowser(t, cmd)
+	stdout, stderr, _, err := runWithBrowser(t, cmd)
 	mustf(t, err == nil, "login: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	cmd = exec.Command(proxyBin, "check", "-config", config)
 	cmd.Env = append(os.Environ(), "HOME="+home)

@@ -24,8 +24,6 @@ var (
 
 func intCols(names ...string) []col { return textCols(colInt, names...) }
 
-type scanner interface{ Scan(dest ...any) error }
-
 func scanRun(s scanner) (agentrt.Run, error) {
 	r, err := scanOne(s, runCols, runAt, "run")
 	if err != nil {

@@ -6,25 +6,16 @@ import (
 	"fmt"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/sqlscan"
 )
 
+// scanner is a row a scan function reads: a row of *sql.Rows or a *sql.Row.
+type scanner = sqlscan.Scanner
+
 // scanRows reads every row of a query's result with scan, in order, and
-// closes rows. err is the query's own error, so a call can wrap the query
-// itself: scanRows(db.QueryContext(...)). The first error stops it.
+// closes rows; it is sqlscan.All, the loop the proxy's index shares.
 func scanRows[T any](rows *sql.Rows, err error, scan func(scanner) (T, error)) ([]T, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return sqlscan.All(rows, err, scan)
 }
 
 // scanOne reads one row of cols into a new row; no row is ErrNotFound,

@@ -321,32 +321,22 @@ func (d *hostDoc) entries(key string) ([]hostEntry, error) {
 // read fills e from a definition's fields and says what the proxy cannot
 // carry, or "".
 func (e *hostEntry) read(fields map[string]json.RawMessage) string {
-	keys := slices.Sorted(maps.Keys(fields))
-	for _, k := range keys {
+	carried := map[string]any{"type": &e.Type, "command": &e.Command, "args": &e.Args, "env": &e.Env, "url": &e.URL, "headers": &e.Headers}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
 		v := fields[k]
-		var err error
 		switch k {
-		case "type":
-			err = json.Unmarshal(v, &e.Type)
-		case "command":
-			err = json.Unmarshal(v, &e.Command)
-		case "args":
-			err = json.Unmarshal(v, &e.Args)
-		case "env":
-			err = json.Unmarshal(v, &e.Env)
-		case "url":
-			err = json.Unmarshal(v, &e.URL)
-		case "headers":
-			err = json.Unmarshal(v, &e.Headers)
 		case "description", "timeout", "disabled", "autoApprove", "alwaysAllow":
 			// Host-side settings; the proxy and its policy replace them.
 			if k == "disabled" && string(v) == "true" {
 				return "the host has it disabled"
 			}
-		default:
+			continue
+		}
+		into, ok := carried[k]
+		if !ok {
 			return fmt.Sprintf("it sets %q, which the proxy cannot carry", trace.Sanitize(k))
 		}
-		if err != nil {
+		if err := json.Unmarshal(v, into); err != nil {
 			return fmt.Sprintf("its %q is not what the host's format allows: %s", k, trace.Sanitize(err.Error()))
 		}
 	}

@@ -82,6 +82,7 @@ func TestHostConfig_EntriesNameWhatCannotBeCarried(t *testing.T) {
 	  "urlvar": {"url": "https://${HOST}/mcp"},
 	  "cwd": {"command": "node", "cwd": "/w"},
 	  "off": {"command": "node", "disabled": true},
+	  "badargs": {"command": "node", "args": "s.js"},
 	  "both": {"command": "node", "url": "https://example.com"}
 	}}`
 	h := &host{path: filepath.Join(t.TempDir(), "h.json"), key: "mcpServers"}
@@ -96,7 +97,7 @@ func TestHostConfig_EntriesNameWhatCannotBeCarried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"stdio": "", "http": "", "headers": "", "sse": "", "input": "${...}", "two": "one variable", "urlvar": "url", "cwd": `"cwd"`, "off": "disabled", "both": "exactly one"}
+	want := map[string]string{"stdio": "", "http": "", "headers": "", "sse": "", "input": "${...}", "two": "one variable", "urlvar": "url", "cwd": `"cwd"`, "off": "disabled", "badargs": `its "args" is not what the host's format allows`, "both": "exactly one"}
 	if len(es) != len(want) || es[0].Name != "stdio" || es[len(es)-1].Name != "both" {
 		t.Fatalf("entries %+v, want the file's order", es)
 	}
@@ -106,7 +107,7 @@ func TestHostConfig_EntriesNameWhatCannotBeCarried(t *testing.T) {
 			t.Fatalf("%s: %q, want %q", e.Name, e.Unsupported, w)
 		}
 	}
-	if es[0].Command != "node" || es[0].Env["K"] != "v" || es[1].URL != "https://example.com/mcp" ||
+	if es[0].Type != "stdio" || es[0].Command != "node" || len(es[0].Args) != 1 || es[0].Args[0] != "s.js" || es[0].Env["K"] != "v" || es[1].URL != "https://example.com/mcp" ||
 		es[2].Headers["Authorization"] != "Bearer t" || !es[3].SSE {
 		t.Fatalf("read %+v", es[:4])
 	}

@@ -8,7 +8,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/agentrt/agentrt/mcp"
@@ -80,12 +81,7 @@ func pin(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return fail(stderr, "pin", err)
 		}
 		fmt.Fprintf(stdout, "server %s: pinned %d tool(s) to %s\n", s.Name, len(m.Tools), trace.Sanitize(s.Manifest))
-		names := make([]string, 0, len(m.Tools))
-		for n := range m.Tools {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
+		for _, n := range slices.Sorted(maps.Keys(m.Tools)) {
 			rule := "no rule: not offered"
 			if r, ok := s.Rules[n]; ok {
 				rule = "rule: " + string(r.SideEffect)
@@ -116,12 +112,7 @@ func manifestDiff(old, cur *mcp.Manifest) string {
 	for n := range cur.Tools {
 		names[n] = true
 	}
-	sorted := make([]string, 0, len(names))
-	for n := range names {
-		sorted = append(sorted, n)
-	}
-	sort.Strings(sorted)
-	for _, n := range sorted {
+	for _, n := range slices.Sorted(maps.Keys(names)) {
 		o, wasPinned := old.Tools[n]
 		c, offered := cur.Tools[n]
 		name := trace.Sanitize(n)

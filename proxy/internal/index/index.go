@@ -8,6 +8,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/sqlscan"
 	"github.com/agentrt/agentrt/trace"
 
 	_ "modernc.org/sqlite" // the SQLite driver, as the core's store uses it
@@ -101,9 +102,7 @@ type Row struct {
 const rowColumns = `id, session, request_key, tool, side_effect, run_id, created_at, open, state, approval_id, blocking,
 	unknown_of, interrupted, outcome, detail, settled_at, open_until, closed_at`
 
-type scanner interface{ Scan(dest ...any) error }
-
-func scanRow(s scanner) (*Row, error) {
+func scanRow(s sqlscan.Scanner) (*Row, error) {
 	var r Row
 	var created, settled, until, closed int64
 	var open, blocking int
@@ -236,19 +235,7 @@ func (ix *Index) InsertLater(r *Row) {
 func (ix *Index) Recent(ctx context.Context, session string, since time.Time, limit int) ([]*Row, error) {
 	rows, err := ix.r.QueryContext(ctx, `SELECT `+rowColumns+` FROM proxy_calls WHERE session = ? AND created_at >= ? ORDER BY created_at DESC, id DESC LIMIT ?`,
 		session, nanos(since), limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*Row
-	for rows.Next() {
-		r, err := scanRow(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return sqlscan.All(rows, err, scanRow)
 }
 
 // SessionRuns lists the run ids of a session's rows (or every session's
@@ -261,19 +248,11 @@ func (ix *Index) SessionRuns(ctx context.Context, session string, limit int) ([]
 		args = []any{session, limit}
 	}
 	rows, err := ix.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
+	return sqlscan.All(rows, err, func(s sqlscan.Scanner) (string, error) {
 		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+		err := s.Scan(&id)
+		return id, err
+	})
 }
 
 // RecordRefusal keeps one request a server sent that the proxy refused.
@@ -326,22 +305,7 @@ func (ix *Index) ClearErased(ctx context.Context, ids []int64, now time.Time) er
 func (tx *Tx) BlockingRows(session, tool, key string) ([]*Row, error) {
 	rows, err := tx.tx.Query(`SELECT `+rowColumns+` FROM proxy_calls WHERE session = ? AND tool = ? AND blocking = 1 AND request_key <> ?`,
 		session, tool, key)
-	if err != nil {
-		return nil, err
-	}
-	var bs []*Row
-	for rows.Next() {
-		r, err := scanRow(rows)
-		if err != nil {
-			rows.Close()
-			return nil, err
-		}
-		bs = append(bs, r)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	return bs, nil
+	return sqlscan.All(rows, err, scanRow)
 }
 
 // Unblock lets row id's tool run again: its question was approved.
@@ -356,22 +320,11 @@ type ApprovalRef struct{ Run, Approval string }
 // WaitingApprovals are the approvals a session's open rows wait on.
 func (tx *Tx) WaitingApprovals(session string) ([]ApprovalRef, error) {
 	rows, err := tx.tx.Query(`SELECT run_id, approval_id FROM proxy_calls WHERE session = ? AND open = 1 AND state = ?`, session, string(StateWaiting))
-	if err != nil {
-		return nil, err
-	}
-	var refs []ApprovalRef
-	for rows.Next() {
+	return sqlscan.All(rows, err, func(s sqlscan.Scanner) (ApprovalRef, error) {
 		var r ApprovalRef
-		if err := rows.Scan(&r.Run, &r.Approval); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		refs = append(refs, r)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	return refs, nil
+		err := s.Scan(&r.Run, &r.Approval)
+		return r, err
+	})
 }
 
 // RunningRows are a session's open rows whose call may be running (begun,
