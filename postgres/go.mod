@@ -7,7 +7,6 @@ toolchain go1.27.3
 require (
 	github.com/agentrt/agentrt v0.1.0
 	github.com/jackc/pgx/v5 v5.13.0
-	golang.org/x/mod v0.43.0
 )
 
 require (
@@ -20,6 +19,7 @@ require (
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
+	golang.org/x/mod v0.43.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
