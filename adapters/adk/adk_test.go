@@ -2,12 +2,11 @@ package adk
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/testkit/adaptertest"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
@@ -28,35 +27,13 @@ func readCall(id string) *genai.FunctionCall {
 func TestGovern_AReadRunsAtOnceAndAWriteRunsOnceAfterTheOperatorApproves(t *testing.T) {
 	r := newRig(t, t.TempDir(), agentrt.DefaultPolicy(), Options{},
 		callTurn(readCall("c-read"), writeCall("c-write", "second line")), textTurn("done"))
-	readDone := make(chan struct{})
-	r.notes.ReadHold = func() error { close(readDone); return nil }
+	read := r.notes.ReadRan()
 	runID := r.session(t, "s1")
 	done := r.goRun("s1", genai.NewContentFromText("add a line", genai.RoleUser))
-
-	select {
-	case <-readDone:
-	case err := <-done:
-		t.Fatalf("the run ended before the read ran: %v", err)
-	case <-time.After(time.Minute):
-		t.Fatal("the read did not run while the write waited: it waited for the write's approval")
-	}
-	pending := r.untilWaiting(t, runID)
-	if len(pending) != 1 || pending[0].Request.Spec.Name != "append_note" {
-		t.Fatalf("pending approvals %+v, want one for append_note", pending)
-	}
-	if n := r.notes.Count("append_note"); n != 0 {
-		t.Fatalf("append_note ran %d times before approval", n)
-	}
-	r.operator(t, "approve", runID, "-approval", pending[0].ID, "-by", "tester")
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if n := r.notes.Count("append_note"); n != 1 {
-		t.Errorf("append_note ran %d times, want exactly 1", n)
-	}
-	if b, _ := os.ReadFile(r.notes.Path); string(b) != "first line\nsecond line\n" {
-		t.Errorf("the note is %q", b)
-	}
+	adaptertest.AwaitRead(t, read, done)
+	r.ApproveTheWrite(t, runID, r.notes.Notes)
+	adaptertest.Done(t, done)
+	r.notes.CheckAppended(t, "second line")
 	got := responses(r.llm.lastRequest())
 	if got["c-read"] == nil || got["c-read"].Response["text"] != "first line\n" {
 		t.Errorf("the model got %+v for the read", got["c-read"])
@@ -64,7 +41,7 @@ func TestGovern_AReadRunsAtOnceAndAWriteRunsOnceAfterTheOperatorApproves(t *test
 	if got["c-write"] == nil || got["c-write"].Response["bytes"] != float64(len("second line\n")) {
 		t.Errorf("the model got %+v for the write, want its result", got["c-write"])
 	}
-	r.operator(t, "verify")
+	r.Operator(t, "verify")
 }
 
 // A policy that denies the write: the tool never runs and the model's next
@@ -116,18 +93,18 @@ func TestGovern_InterruptModeTakesOnlyTheRecordedGrant(t *testing.T) {
 	if got := responses(r.llm.lastRequest())["c-write"]; got == nil || !strings.Contains(fmt.Sprint(got.Response["error"]), "still pending") {
 		t.Fatalf("the model got %+v for the confirmed call, want that it still waits", got)
 	}
-	pending := r.untilWaiting(t, runID)
+	pending := r.UntilWaiting(t, runID)
 	if len(pending) != 1 {
 		t.Fatalf("pending approvals %+v, want one", pending)
 	}
-	r.operator(t, "approve", runID, "-approval", pending[0].ID, "-by", "tester")
+	r.Operator(t, "approve", runID, "-approval", pending[0].ID, "-by", "tester")
 	if _, err := r.run(t.Context(), "s1", genai.NewContentFromText("go on", genai.RoleUser)); err != nil {
 		t.Fatal(err)
 	}
 	if n := r.notes.Count("append_note"); n != 1 {
 		t.Errorf("append_note ran %d times after the grant, want 1", n)
 	}
-	if all := r.approvals(t, runID, ""); len(all) != 1 {
+	if all := r.Approvals(t, runID, ""); len(all) != 1 {
 		t.Errorf("the run has %d approvals, want the one", len(all))
 	}
 }
@@ -142,7 +119,7 @@ func TestGovern_ARestartedSessionCollectsTheEarlierDecision(t *testing.T) {
 	if _, err := first.run(t.Context(), "s1", genai.NewContentFromText("add a line", genai.RoleUser)); err != nil {
 		t.Fatal(err)
 	}
-	before := first.untilWaiting(t, runID)
+	before := first.UntilWaiting(t, runID)
 	if len(before) != 1 {
 		t.Fatalf("pending approvals %+v, want one", before)
 	}
@@ -150,14 +127,8 @@ func TestGovern_ARestartedSessionCollectsTheEarlierDecision(t *testing.T) {
 	second := newRig(t, dir, agentrt.DefaultPolicy(), Options{}, callTurn(writeCall("c-2", "second line")), textTurn("done"))
 	second.session(t, "s1")
 	done := second.goRun("s1", genai.NewContentFromText("add a line", genai.RoleUser))
-	second.untilWaiting(t, runID)
-	if all := second.approvals(t, runID, ""); len(all) != 1 {
-		t.Fatalf("the restarted session opened another approval: %+v", all)
-	}
-	second.operator(t, "approve", runID, "-approval", before[0].ID, "-by", "tester")
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	second.ApproveTheEarlier(t, runID, before[0])
+	adaptertest.Done(t, done)
 	if n := second.notes.Count("append_note"); n != 1 {
 		t.Errorf("append_note ran %d times, want 1", n)
 	}

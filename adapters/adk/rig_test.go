@@ -20,14 +20,13 @@ import (
 // llmagent and runner with the in-memory session service, the note tools,
 // a scripted model, and a Gate whose observer signals every commit.
 type rig struct {
-	db       string
+	adaptertest.Runs
 	store    *sqlite.Store
 	gate     *agentrt.Gate
 	notes    noteTools
 	llm      *scriptedLLM
 	runner   *runner.Runner
 	sessions session.Service
-	events   adaptertest.Events
 }
 
 const testApp, testUser = "notes", "u1"
@@ -50,8 +49,9 @@ func buildRig(dir string, cfg agentrt.EngineConfig, opts Options, script ...*gen
 	if err != nil {
 		return nil, err
 	}
-	r := &rig{db: filepath.Join(dir, "runs.db"), notes: noteTools{notes}, llm: scripted(script)}
-	store, err := sqlite.Open(r.db)
+	r := &rig{notes: noteTools{notes}, llm: scripted(script)}
+	r.DB = filepath.Join(dir, "runs.db")
+	store, err := sqlite.Open(r.DB)
 	if err != nil {
 		return nil, err
 	}
@@ -63,8 +63,8 @@ func buildRig(dir string, cfg agentrt.EngineConfig, opts Options, script ...*gen
 	if err != nil {
 		return nil, err
 	}
-	cfg.Store, cfg.Tools, cfg.Observer = store, specs, r.events.Observe
-	r.store = store
+	cfg.Store, cfg.Tools, cfg.Observer = store, specs, r.Events.Observe
+	r.store, r.Store = store, store
 	if r.gate, err = agentrt.NewGate(agentrt.GateConfig{EngineConfig: cfg}); err != nil {
 		return nil, err
 	}
@@ -110,25 +110,4 @@ func (r *rig) goRun(sessionID string, msg *genai.Content) <-chan error {
 		done <- err
 	}()
 	return done
-}
-
-// untilWaiting returns the run's pending approvals once the run waits
-// for an operator.
-func (r *rig) untilWaiting(t testing.TB, runID string) []agentrt.Approval {
-	t.Helper()
-	r.events.AwaitStatus(t, r.store, runID, agentrt.RunWaiting)
-	return r.approvals(t, runID, agentrt.ApprovalPending)
-}
-
-// approvals lists the run's approvals, of one status or ("") all.
-func (r *rig) approvals(t testing.TB, runID string, status agentrt.ApprovalStatus) []agentrt.Approval {
-	t.Helper()
-	return adaptertest.Approvals(t, r.store, runID, status)
-}
-
-// operator runs the real agentrt binary on the rig's database and fails
-// the test unless it exits 0.
-func (r *rig) operator(t testing.TB, args ...string) string {
-	t.Helper()
-	return adaptertest.CLI(t, r.db, args...)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"iter"
 
-	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/testkit/adaptertest"
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/model"
@@ -74,28 +73,8 @@ func responses(req *model.LLMRequest) map[string]*genai.FunctionResponse {
 	return out
 }
 
-// classes is the tool-class map an adapter is given: the read tool runs at
-// once, the write tool is what the Gate holds.
-var classes = map[string]agentrt.SideEffect{
-	"read_note":   agentrt.ReadOnly,
-	"append_note": agentrt.RemoteMutation,
-}
-
-type readArgs struct {
-	Name string `json:"name"`
-}
-
-type readResult struct {
-	Text string `json:"text"`
-}
-
-type appendArgs struct {
-	Text string `json:"text"`
-}
-
-type appendResult struct {
-	Bytes int `json:"bytes"`
-}
+// classes is the tool-class map the adapter is given.
+var classes = adaptertest.Classes()
 
 // noteTools are two real ADK function tools over the shared note:
 // read_note reads it, append_note appends a line to it.
@@ -103,16 +82,15 @@ type noteTools struct{ *adaptertest.Notes }
 
 func (n noteTools) tools() ([]tool.Tool, error) {
 	read, err := functiontool.New(functiontool.Config{Name: "read_note", Description: "Reads the note."},
-		func(_ agent.Context, a readArgs) (readResult, error) {
-			text, err := n.Read()
-			return readResult{Text: text}, err
+		func(_ agent.Context, a adaptertest.ReadArgs) (adaptertest.ReadResult, error) {
+			return n.ReadTool(a)
 		})
 	if err != nil {
 		return nil, err
 	}
 	write, err := functiontool.New(functiontool.Config{Name: "append_note", Description: "Appends a line to the note."},
-		func(_ agent.Context, a appendArgs) (appendResult, error) {
-			return appendResult{Bytes: len(a.Text) + 1}, n.Append(a.Text)
+		func(_ agent.Context, a adaptertest.AppendArgs) (adaptertest.AppendResult, error) {
+			return n.AppendTool(a)
 		})
 	if err != nil {
 		return nil, err

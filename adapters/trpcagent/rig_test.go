@@ -22,13 +22,12 @@ import (
 // service, the note tools, a scripted model, and a Gate whose observer
 // signals every commit.
 type rig struct {
-	db     string
+	adaptertest.Runs
 	store  *sqlite.Store
 	gate   *agentrt.Gate
 	notes  noteTools
 	llm    *scriptedModel
 	runner runner.Runner
-	events adaptertest.Events
 }
 
 const testApp, testUser = "notes", "u1"
@@ -51,16 +50,18 @@ func buildRig(dir string, cfg agentrt.EngineConfig, opts Options, script ...mode
 	if err != nil {
 		return nil, err
 	}
-	r := &rig{db: filepath.Join(dir, "runs.db"), notes: noteTools{notes}, llm: scripted(script)}
-	if r.store, err = sqlite.Open(r.db); err != nil {
+	r := &rig{notes: noteTools{notes}, llm: scripted(script)}
+	r.DB = filepath.Join(dir, "runs.db")
+	if r.store, err = sqlite.Open(r.DB); err != nil {
 		return nil, err
 	}
+	r.Store = r.store
 	tools := r.notes.tools()
 	specs, err := Specs(tools, classes, time.Minute)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Store, cfg.Tools, cfg.Observer = r.store, specs, r.events.Observe
+	cfg.Store, cfg.Tools, cfg.Observer = r.store, specs, r.Events.Observe
 	if r.gate, err = agentrt.NewGate(agentrt.GateConfig{EngineConfig: cfg}); err != nil {
 		return nil, err
 	}
@@ -96,25 +97,4 @@ func (r *rig) goRun(sessionID, msg string) <-chan error {
 		done <- err
 	}()
 	return done
-}
-
-// untilWaiting returns the run's pending approvals once the run waits
-// for an operator.
-func (r *rig) untilWaiting(t testing.TB, runID string) []agentrt.Approval {
-	t.Helper()
-	r.events.AwaitStatus(t, r.store, runID, agentrt.RunWaiting)
-	return r.approvals(t, runID, agentrt.ApprovalPending)
-}
-
-// approvals lists the run's approvals, of one status or ("") all.
-func (r *rig) approvals(t testing.TB, runID string, status agentrt.ApprovalStatus) []agentrt.Approval {
-	t.Helper()
-	return adaptertest.Approvals(t, r.store, runID, status)
-}
-
-// operator runs the real agentrt binary on the rig's database and fails
-// the test unless it exits 0.
-func (r *rig) operator(t testing.TB, args ...string) string {
-	t.Helper()
-	return adaptertest.CLI(t, r.db, args...)
 }

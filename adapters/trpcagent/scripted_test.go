@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/testkit/adaptertest"
 	"trpc.group/trpc-go/trpc-agent-go/model"
 	"trpc.group/trpc-go/trpc-agent-go/tool"
@@ -56,10 +55,12 @@ func call(id, name string, args any) model.ToolCall {
 }
 
 func writeCall(id, text string) model.ToolCall {
-	return call(id, "append_note", appendArgs{Text: text})
+	return call(id, "append_note", adaptertest.AppendArgs{Text: text})
 }
 
-func readCall(id string) model.ToolCall { return call(id, "read_note", readArgs{Name: "note"}) }
+func readCall(id string) model.ToolCall {
+	return call(id, "read_note", adaptertest.ReadArgs{Name: "note"})
+}
 
 // callTurn is a model turn that asks for the given calls in one message.
 func callTurn(calls ...model.ToolCall) model.Message {
@@ -84,40 +85,19 @@ func toolMessages(req *model.Request) map[string]string {
 	return out
 }
 
-// classes is the tool-class map an adapter is given: the read tool runs at
-// once, the write tool is what the Gate holds.
-var classes = map[string]agentrt.SideEffect{
-	"read_note":   agentrt.ReadOnly,
-	"append_note": agentrt.RemoteMutation,
-}
-
-type readArgs struct {
-	Name string `json:"name"`
-}
-
-type readResult struct {
-	Text string `json:"text"`
-}
-
-type appendArgs struct {
-	Text string `json:"text"`
-}
-
-type appendResult struct {
-	Bytes int `json:"bytes"`
-}
+// classes is the tool-class map the adapter is given.
+var classes = adaptertest.Classes()
 
 // noteTools are two real trpc-agent-go function tools over the shared
 // note: read_note reads it, append_note appends a line to it.
 type noteTools struct{ *adaptertest.Notes }
 
 func (n noteTools) tools() []tool.Tool {
-	read := function.NewFunctionTool(func(_ context.Context, a readArgs) (readResult, error) {
-		text, err := n.Read()
-		return readResult{Text: text}, err
+	read := function.NewFunctionTool(func(_ context.Context, a adaptertest.ReadArgs) (adaptertest.ReadResult, error) {
+		return n.ReadTool(a)
 	}, function.WithName("read_note"), function.WithDescription("Reads the note."))
-	write := function.NewFunctionTool(func(_ context.Context, a appendArgs) (appendResult, error) {
-		return appendResult{Bytes: len(a.Text) + 1}, n.Append(a.Text)
+	write := function.NewFunctionTool(func(_ context.Context, a adaptertest.AppendArgs) (adaptertest.AppendResult, error) {
+		return n.AppendTool(a)
 	}, function.WithName("append_note"), function.WithDescription("Appends a line to the note."))
 	return []tool.Tool{read, write}
 }

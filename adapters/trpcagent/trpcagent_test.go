@@ -1,12 +1,11 @@
 package trpcagent
 
 import (
-	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/testkit/adaptertest"
 )
 
 // One turn asks for a read and a write together, and trpc-agent-go runs
@@ -17,35 +16,13 @@ import (
 func TestGovern_AReadRunsAtOnceAndAWriteRunsOnceAfterTheOperatorApproves(t *testing.T) {
 	r := newRig(t, t.TempDir(), agentrt.DefaultPolicy(), Options{},
 		callTurn(readCall("c-read"), writeCall("c-write", "second line")), textTurn("done"))
-	readDone := make(chan struct{})
-	r.notes.ReadHold = func() error { close(readDone); return nil }
+	read := r.notes.ReadRan()
 	runID := RunID(testApp, testUser, "s1")
 	done := r.goRun("s1", "add a line")
-
-	select {
-	case <-readDone:
-	case err := <-done:
-		t.Fatalf("the run ended before the read ran: %v", err)
-	case <-time.After(time.Minute):
-		t.Fatal("the read did not run while the write waited: it waited for the write's approval")
-	}
-	pending := r.untilWaiting(t, runID)
-	if len(pending) != 1 || pending[0].Request.Spec.Name != "append_note" {
-		t.Fatalf("pending approvals %+v, want one for append_note", pending)
-	}
-	if n := r.notes.Count("append_note"); n != 0 {
-		t.Fatalf("append_note ran %d times before approval", n)
-	}
-	r.operator(t, "approve", runID, "-approval", pending[0].ID, "-by", "tester")
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if n := r.notes.Count("append_note"); n != 1 {
-		t.Errorf("append_note ran %d times, want exactly 1", n)
-	}
-	if b, _ := os.ReadFile(r.notes.Path); string(b) != "first line\nsecond line\n" {
-		t.Errorf("the note is %q", b)
-	}
+	adaptertest.AwaitRead(t, read, done)
+	r.ApproveTheWrite(t, runID, r.notes.Notes)
+	adaptertest.Done(t, done)
+	r.notes.CheckAppended(t, "second line")
 	got := toolMessages(r.llm.lastRequest())
 	if !strings.Contains(got["c-read"], `"text":"first line\n"`) {
 		t.Errorf("the model got %q for the read", got["c-read"])
@@ -53,7 +30,7 @@ func TestGovern_AReadRunsAtOnceAndAWriteRunsOnceAfterTheOperatorApproves(t *test
 	if !strings.Contains(got["c-write"], `"bytes":12`) {
 		t.Errorf("the model got %q for the write, want its result", got["c-write"])
 	}
-	r.operator(t, "verify")
+	r.Operator(t, "verify")
 }
 
 // A policy that denies the write: the tool never runs and the model's next
@@ -89,7 +66,7 @@ func TestGovern_ARestartedSessionCollectsTheEarlierDecision(t *testing.T) {
 	if _, err := first.run(t.Context(), "s1", "add a line"); err != nil {
 		t.Fatal(err)
 	}
-	before := first.untilWaiting(t, runID)
+	before := first.UntilWaiting(t, runID)
 	if len(before) != 1 {
 		t.Fatalf("pending approvals %+v, want one", before)
 	}
@@ -99,14 +76,8 @@ func TestGovern_ARestartedSessionCollectsTheEarlierDecision(t *testing.T) {
 
 	second := newRig(t, dir, agentrt.DefaultPolicy(), Options{}, callTurn(writeCall("c-2", "second line")), textTurn("done"))
 	done := second.goRun("s1", "add a line")
-	second.untilWaiting(t, runID)
-	if all := second.approvals(t, runID, ""); len(all) != 1 {
-		t.Fatalf("the restarted session opened another approval: %+v", all)
-	}
-	second.operator(t, "approve", runID, "-approval", before[0].ID, "-by", "tester")
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	second.ApproveTheEarlier(t, runID, before[0])
+	adaptertest.Done(t, done)
 	if n := first.notes.Count("append_note") + second.notes.Count("append_note"); n != 1 {
 		t.Errorf("append_note ran %d times, want 1", n)
 	}
