@@ -49,6 +49,38 @@ func benchCall(ctx context.Context, gs *agentrt.GateSession, i int) error {
 	return nil
 }
 
+// benchTurns times b.N turns of n calls (call(i), i counting up from 0
+// across turns), made one after another or from n goroutines at once,
+// reports calls/s and stops the timer; the first error fails b.
+func benchTurns(b *testing.B, n int, parallel bool, call func(i int) error) {
+	b.Helper()
+	k := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for range n {
+			if !parallel {
+				errs <- call(k)
+			} else {
+				wg.Add(1)
+				go func(i int) { defer wg.Done(); errs <- call(i) }(k)
+			}
+			k++
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "calls/s")
+}
+
 // BenchmarkGate_ParallelSiblings: a turn of 8 allowed calls of one run
 // made from 8 goroutines at once against the same 8 made one after
 // another (ns/op is per turn), and the commit floor on the same driver in
@@ -60,40 +92,8 @@ func BenchmarkGate_ParallelSiblings(b *testing.B) {
 		gs, st := benchGateSession(b)
 		ctx := context.Background()
 		before := st.Stats()
-		n := 0
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			if !parallel {
-				for k := 0; k < calls; k++ {
-					if err := benchCall(ctx, gs, n); err != nil {
-						b.Fatal(err)
-					}
-					n++
-				}
-				continue
-			}
-			var wg sync.WaitGroup
-			errs := make(chan error, calls)
-			for k := 0; k < calls; k++ {
-				wg.Add(1)
-				go func(i int) {
-					defer wg.Done()
-					errs <- benchCall(ctx, gs, i)
-				}(n)
-				n++
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-		b.StopTimer()
+		benchTurns(b, calls, parallel, func(i int) error { return benchCall(ctx, gs, i) })
 		after := st.Stats()
-		b.ReportMetric(float64(b.N*calls)/b.Elapsed().Seconds(), "calls/s")
 		b.ReportMetric(float64(after.Commits-before.Commits)/float64(b.N*calls), "commits/call")
 		b.ReportMetric(float64(after.Updates-before.Updates)/float64(b.N*calls), "updates/call")
 	}
@@ -131,32 +131,8 @@ func BenchmarkGate_Call(b *testing.B) {
 			b.Fatal(err)
 		}
 		before := st.Stats()
-		k := 0
-		b.ReportAllocs()
-		b.ResetTimer()
-		for range b.N {
-			var wg sync.WaitGroup
-			errs := make(chan error, n)
-			for range n {
-				if !parallel {
-					errs <- call(k)
-				} else {
-					wg.Add(1)
-					go func(i int) { defer wg.Done(); errs <- call(i) }(k)
-				}
-				k++
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-		b.StopTimer()
+		benchTurns(b, n, parallel, call)
 		after := st.Stats()
-		b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "calls/s")
 		b.ReportMetric(float64(after.Commits-before.Commits)/float64(b.N*n), "syncs/call")
 		b.ReportMetric(float64(after.Updates-before.Updates)/float64(b.N*n), "commits/call")
 	}
