@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/proxy/internal/index"
+	"github.com/agentrt/agentrt/proxy/internal/mcp2026"
 	"github.com/agentrt/agentrt/proxy/internal/reply"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -44,6 +45,42 @@ const serverUnreachable = "the server cannot be reached now"
 // maxAttempts bounds how often one call is matched again after a row or
 // run changed under it (another proxy on the same index, an operator).
 const maxAttempts = 8
+
+// serveCall is the host's way into a call of t: the MCP tool handler the
+// proxy's server registers. A 2026-07-28 request goes through callNew (its
+// requestState, its task handle); every other through handle.
+func (p *Proxy) serveCall(t *ptool) sdk.ToolHandler {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		p.inflight.Add(1)
+		defer p.inflight.Done()
+		p.callers.Enter(t.server, req.Session)
+		defer p.callers.Leave(t.server, req.Session)
+		ctx = withTraceContext(ctx, req)
+		if mcp2026.New(mcp2026.Of(req)) {
+			return p.callNew(ctx, t, req)
+		}
+		return p.handle(ctx, t, req).Result(), nil
+	}
+}
+
+// withTraceContext gives ctx the W3C trace context a request carries in
+// its _meta (traceparent, tracestate), so the run the call begins records
+// it and an export makes the run a child of the host's trace. A
+// traceparent that is not well formed is ignored, as W3C Trace Context
+// says a receiver does.
+func withTraceContext(ctx context.Context, req *sdk.CallToolRequest) context.Context {
+	m := req.Params.GetMeta()
+	parent, _ := m["traceparent"].(string)
+	if parent == "" {
+		return ctx
+	}
+	state, _ := m["tracestate"].(string)
+	tc, err := agentrt.ParseTraceContext(parent, state)
+	if err != nil {
+		return ctx
+	}
+	return agentrt.WithTraceContext(ctx, tc)
+}
 
 // handle answers one host call of a proxied tool.
 func (p *Proxy) handle(ctx context.Context, t *ptool, req *sdk.CallToolRequest) answer {
@@ -403,18 +440,6 @@ func (p *Proxy) verdict(ctx context.Context, c *call, r *index.Row, gs *agentrt.
 	return p.settle(ctx, c, r, OutcomeDenied, reason, reply.Denied(reason))
 }
 
-// closeRun ends a run left RUNNING after its one call: one call per run.
-func (p *Proxy) closeRun(ctx context.Context, gs *agentrt.GateSession, why string) {
-	if gs == nil || gs.Done() {
-		return
-	}
-	st, err := gs.Step(context.WithoutCancel(ctx))
-	if err != nil || st == nil {
-		return
-	}
-	_, _ = st.Propose(context.WithoutCancel(ctx), agentrt.Decision{Kind: agentrt.KindFail, Message: "one call per run: " + why})
-}
-
 // opened records that the run waits on approval a, says so on stderr with
 // the command that decides it, and holds the call for a decision.
 func (p *Proxy) opened(ctx context.Context, c *call, r *index.Row, a *agentrt.Approval) (answer, bool) {
@@ -560,48 +585,6 @@ func (p *Proxy) collect(ctx context.Context, c *call, r *index.Row) (answer, boo
 		return p.opened(ctx, c, r, v.Approval)
 	}
 	return p.verdict(ctx, c, r, gs, gs.Current(), v)
-}
-
-// settle writes a row's outcome and answers a. A row stays open while it
-// answers identical calls: an executed mutating call, a rejected or
-// expired one, for the repeat window; an outcome that stays unknown until
-// it is asked again.
-func (p *Proxy) settle(ctx context.Context, c *call, r *index.Row, o CallOutcome, detail string, a answer) (answer, bool) {
-	now := p.now()
-	w := c.t.window
-	open := false
-	switch {
-	case o.StaysUnknown():
-		open = true
-	case o.Executed() && c.t.mutating(), o == OutcomeRejected, o == OutcomeExpired:
-		open = w > 0
-	}
-	change := func(n *index.Row) {
-		n.State, n.Outcome, n.Detail, n.SettledAt, n.Blocking = index.StateDone, o, trace.Truncate(detail, reply.BoundReason), now, false
-		n.Open = open
-		if open {
-			n.OpenUntil = now.Add(w)
-		} else {
-			n.ClosedAt = now
-		}
-	}
-	if r.ID == 0 {
-		// A row never claimed (an allowed read): recorded closed, later.
-		n := *r
-		change(&n)
-		n.Open, n.OpenUntil, n.ClosedAt = false, time.Time{}, now
-		p.ix.InsertLater(&n)
-		return a, false
-	}
-	_, err := p.ix.Set(ctx, r, change)
-	if err != nil {
-		if errors.Is(err, index.ErrStale) {
-			// Settled by someone else first; what they settled answers.
-			return answer{}, true
-		}
-		return p.internal(err, "the record could not be written")
-	}
-	return a, false
 }
 
 // refusedJSON records a call whose arguments the runtime refuses as JSON:

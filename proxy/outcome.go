@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentrt/agentrt/proxy/internal/index"
 	"github.com/agentrt/agentrt/proxy/internal/reply"
+	"github.com/agentrt/agentrt/trace"
 
 	agentrt "github.com/agentrt/agentrt"
 )
@@ -259,6 +260,60 @@ func (p *Proxy) askAgain(ctx context.Context, b *index.Row) {
 	if _, again := p.collect(ctx, c, b); again {
 		return
 	}
+}
+
+// settle writes a row's outcome and answers a. A row stays open while it
+// answers identical calls: an executed mutating call, a rejected or
+// expired one, for the repeat window; an outcome that stays unknown until
+// it is asked again.
+func (p *Proxy) settle(ctx context.Context, c *call, r *index.Row, o CallOutcome, detail string, a answer) (answer, bool) {
+	now := p.now()
+	w := c.t.window
+	open := false
+	switch {
+	case o.StaysUnknown():
+		open = true
+	case o.Executed() && c.t.mutating(), o == OutcomeRejected, o == OutcomeExpired:
+		open = w > 0
+	}
+	change := func(n *index.Row) {
+		n.State, n.Outcome, n.Detail, n.SettledAt, n.Blocking = index.StateDone, o, trace.Truncate(detail, reply.BoundReason), now, false
+		n.Open = open
+		if open {
+			n.OpenUntil = now.Add(w)
+		} else {
+			n.ClosedAt = now
+		}
+	}
+	if r.ID == 0 {
+		// A row never claimed (an allowed read): recorded closed, later.
+		n := *r
+		change(&n)
+		n.Open, n.OpenUntil, n.ClosedAt = false, time.Time{}, now
+		p.ix.InsertLater(&n)
+		return a, false
+	}
+	_, err := p.ix.Set(ctx, r, change)
+	if err != nil {
+		if errors.Is(err, index.ErrStale) {
+			// Settled by someone else first; what they settled answers.
+			return answer{}, true
+		}
+		return p.internal(err, "the record could not be written")
+	}
+	return a, false
+}
+
+// closeRun ends a run left RUNNING after its one call: one call per run.
+func (p *Proxy) closeRun(ctx context.Context, gs *agentrt.GateSession, why string) {
+	if gs == nil || gs.Done() {
+		return
+	}
+	st, err := gs.Step(context.WithoutCancel(ctx))
+	if err != nil || st == nil {
+		return
+	}
+	_, _ = st.Propose(context.WithoutCancel(ctx), agentrt.Decision{Kind: agentrt.KindFail, Message: "one call per run: " + why})
 }
 
 // settleRecord settles a row whose run ended, from the run's record: what

@@ -20,7 +20,6 @@ import (
 	"github.com/agentrt/agentrt/proxy/internal/config"
 	"github.com/agentrt/agentrt/proxy/internal/credentials"
 	"github.com/agentrt/agentrt/proxy/internal/index"
-	"github.com/agentrt/agentrt/proxy/internal/mcp2026"
 	"github.com/agentrt/agentrt/proxy/internal/seal"
 	"github.com/agentrt/agentrt/sqlite"
 	"github.com/agentrt/agentrt/trace"
@@ -477,17 +476,7 @@ func (p *Proxy) newServer() *sdk.Server {
 		if t.spec.SideEffect == agentrt.ReadOnly {
 			tool.Annotations = &sdk.ToolAnnotations{ReadOnlyHint: true}
 		}
-		s.AddTool(tool, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			p.inflight.Add(1)
-			defer p.inflight.Done()
-			p.callers.Enter(t.server, req.Session)
-			defer p.callers.Leave(t.server, req.Session)
-			ctx = withTraceContext(ctx, req)
-			if mcp2026.New(mcp2026.Of(req)) {
-				return p.callNew(ctx, t, req)
-			}
-			return p.handle(ctx, t, req).Result(), nil
-		})
+		s.AddTool(tool, p.serveCall(t))
 	}
 	s.AddTool(&sdk.Tool{Name: p.cfg.StatusTool, Description: statusDescription, InputSchema: json.RawMessage(statusSchema),
 		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},

@@ -133,22 +133,3 @@ func completed(req sdk.Request, res sdk.Result) (sdk.Result, error) {
 	}
 	return res, nil
 }
-
-// withTraceContext gives ctx the W3C trace context a request carries in
-// its _meta (traceparent, tracestate), so the run the call begins records
-// it and an export makes the run a child of the host's trace. A
-// traceparent that is not well formed is ignored, as W3C Trace Context
-// says a receiver does.
-func withTraceContext(ctx context.Context, req *sdk.CallToolRequest) context.Context {
-	m := req.Params.GetMeta()
-	parent, _ := m["traceparent"].(string)
-	if parent == "" {
-		return ctx
-	}
-	state, _ := m["tracestate"].(string)
-	tc, err := agentrt.ParseTraceContext(parent, state)
-	if err != nil {
-		return ctx
-	}
-	return agentrt.WithTraceContext(ctx, tc)
-}

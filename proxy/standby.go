@@ -89,6 +89,14 @@ func (u *upstream) offlineTools(m *mcp.Manifest, told bool) ([]agentrt.Tool, *mc
 	return out, rep, nil
 }
 
+// standbyReady is ready for a standby server: it is loaded first if a new
+// login makes that possible (a token file unchanged since the last attempt
+// is not tried again), the tool must have loaded as pinned, and the login
+// must still work.
+func (u *upstream) standbyReady(ctx context.Context, tool string) bool {
+	return u.reachable(ctx) && u.live(tool) && !u.loginBroken()
+}
+
 // reachable reports whether a call to u can go upstream: false for a
 // standby server that still cannot be loaded. A token file unchanged since
 // the last attempt is not tried again.

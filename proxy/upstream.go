@@ -66,12 +66,13 @@ func newUpstream(p *Proxy, sc ServerConfig) *upstream {
 }
 
 // ready reports whether a call of tool (the server's own name for it) can
-// go upstream now: a standby server is loaded first if a new login makes
-// that possible (a token file unchanged since the last attempt is not
-// tried again), the tool must have loaded as pinned, and the login must
-// still work.
+// go upstream now. A server loaded at start needs only a login that still
+// works; a standby server is asked in standbyReady.
 func (u *upstream) ready(ctx context.Context, tool string) bool {
-	return u.reachable(ctx) && u.live(tool) && !u.loginBroken()
+	if u.standby != nil {
+		return u.standbyReady(ctx, tool)
+	}
+	return u.login == nil || u.login.Usable()
 }
 
 // loginBroken reports whether the server's stored login no longer works;
