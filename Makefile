@@ -14,7 +14,7 @@ MCP_SERVERS = mcp/testdata/servers
 # the MCP conformance suite, the Inspector's CLI and mcpc.
 PROXY_HOSTS = proxy/testdata/hosts
 
-.PHONY: help build install demo test test-modules dups bench bench-modules lint fuzz fault vuln tidy release reproduce mcp-servers host-tools chromium proxy-hosts
+.PHONY: help build install demo test test-modules dups callpath bench bench-modules lint fuzz fault vuln tidy release reproduce mcp-servers host-tools chromium proxy-hosts
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -48,6 +48,9 @@ test-modules: ## The loop `make test` runs (set TEST_PG_DSN to use a cluster of 
 
 dups: ## Print the duplicate-pair count with Go import blocks blanked, and the raw count (internal/house/dups).
 	$(GO) run ./internal/house/dups
+
+callpath: ## Print a proxied call's path (files walked, returns to a file already left) for three calls, traced with Delve (scripts/callpath.sh).
+	bash scripts/callpath.sh
 
 bench: ## Run the benchmarks, SQLite and PostgreSQL in one run (full run; figures go in docs/performance.md).
 	@scripts/pg-test.sh run -- $(MAKE) --no-print-directory bench-modules
