@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 
@@ -21,6 +22,9 @@ type Connection struct {
 	cs   *sdk.ClientSession
 	tap  *tap
 	proc *process // nil unless stdio
+	// http is the client of an HTTP server (nil otherwise); Close closes
+	// its idle connections.
+	http *http.Client
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -43,6 +47,9 @@ func (c *Connection) Close() error {
 		}
 		if c.proc != nil {
 			c.proc.close()
+		}
+		if c.http != nil {
+			c.http.CloseIdleConnections()
 		}
 		if c.watch != nil {
 			c.watch.stop()
@@ -197,15 +204,17 @@ func (c *Connection) openTransport(srv *Server) (sdk.Transport, error) {
 		if err != nil {
 			return nil, err
 		}
+		c.http = hc
 		return &sseTransport{inner: &sdk.SSEClientTransport{
 			Endpoint:     srv.Endpoint,
 			HTTPClient:   hc,
 			MaxEventSize: MaxResponseBodyBytes,
 		}}, nil
 	default:
+		c.http = httpClient(srv.HTTPClient, c.tap)
 		return &sdk.StreamableClientTransport{
 			Endpoint:     srv.Endpoint,
-			HTTPClient:   httpClient(srv.HTTPClient, c.tap),
+			HTTPClient:   c.http,
 			MaxRetries:   MaxStreamRetries,
 			OAuthHandler: srv.OAuthHandler,
 		}, nil

@@ -33,7 +33,7 @@ func httpClient(base *http.Client, t *tap) *http.Client {
 	}
 	rt := c.Transport
 	if rt == nil {
-		rt = http.DefaultTransport
+		rt = pooledTransport()
 	}
 	c.Transport = &limitedTransport{inner: rt, tap: t}
 	// A credential a round tripper adds would otherwise follow a 307 to
@@ -44,11 +44,37 @@ func httpClient(base *http.Client, t *tap) *http.Client {
 	return c
 }
 
+// maxIdlePerServer is how many idle connections to one server a client
+// keeps for reuse. net/http's default keeps 2, so a proxy with more calls
+// in flight to one server than that would open, and close again, a
+// connection for nearly every call.
+const maxIdlePerServer = 64
+
+// pooledTransport is net/http's default transport, keeping up to
+// maxIdlePerServer idle connections to the server: one per connection,
+// so one server's calls share its pool and no other's.
+func pooledTransport() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = maxIdlePerServer
+	return t
+}
+
 // limitedTransport shows outgoing requests and incoming responses to the tap
 // and bounds response bodies.
 type limitedTransport struct {
 	inner http.RoundTripper
 	tap   *tap
+}
+
+// CloseIdleConnections closes the idle connections of the transport it
+// wraps, when that has any.
+func (l *limitedTransport) CloseIdleConnections() { closeIdle(l.inner) }
+
+// closeIdle closes rt's idle connections, if it keeps any.
+func closeIdle(rt http.RoundTripper) {
+	if c, ok := rt.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
 }
 
 func (l *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) {

@@ -37,6 +37,10 @@ type originGuard struct {
 	origin string
 }
 
+// CloseIdleConnections closes the idle connections of the transport it
+// guards.
+func (g *originGuard) CloseIdleConnections() { closeIdle(g.inner) }
+
 func (g *originGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 	if o := originOf(req.URL); o != g.origin {
 		if req.Body != nil {

@@ -30,7 +30,14 @@ func httpMCP(t *testing.T, respond func(w http.ResponseWriter, id json.RawMessag
 // get; nil answers them 405.
 func httpMCPStreams(t *testing.T, get http.HandlerFunc, respond func(w http.ResponseWriter, id json.RawMessage, method string)) *httptest.Server {
 	t.Helper()
-	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := httptest.NewServer(mcpHandler(get, respond))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// mcpHandler is httpMCPStreams's handler.
+func mcpHandler(get http.HandlerFunc, respond func(w http.ResponseWriter, id json.RawMessage, method string)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && get != nil {
 			get(w, r)
 			return
@@ -61,9 +68,7 @@ func httpMCPStreams(t *testing.T, get http.HandlerFunc, respond func(w http.Resp
 			return
 		}
 		respond(w, req.ID, req.Method)
-	}))
-	t.Cleanup(s.Close)
-	return s
+	})
 }
 
 func httpServer(endpoint string) Server {
