@@ -48,16 +48,15 @@ func (m *benchLLM) GenerateContent(_ context.Context, req *model.LLMRequest, _ b
 	}
 }
 
-type fetchArgs struct {
-	I int64 `json:"i"`
-}
-
 // benchRunner is an ADK runner over one read tool that takes latency, with
 // the gate's callbacks when governed; it returns the session to run in.
 func benchRunner(b *testing.B, calls int, latency time.Duration, governed bool) (*runner.Runner, *adaptertest.CountingStore) {
 	b.Helper()
 	fetch, err := functiontool.New(functiontool.Config{Name: "fetch", Description: "Fetches a record."},
-		func(_ agent.Context, a fetchArgs) (fetchArgs, error) { time.Sleep(latency); return a, nil })
+		func(_ agent.Context, a adaptertest.FetchArgs) (adaptertest.FetchArgs, error) {
+			time.Sleep(latency)
+			return a, nil
+		})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -65,14 +64,9 @@ func benchRunner(b *testing.B, calls int, latency time.Duration, governed bool) 
 	var counted *adaptertest.CountingStore
 	cfg := llmagent.Config{Name: "bench", Model: &benchLLM{calls: calls}, Tools: tools}
 	if governed {
-		counted = adaptertest.OpenCounting(b)
-		cls := map[string]agentrt.SideEffect{"fetch": agentrt.ReadOnly}
-		specs, err := Specs(tools, cls, time.Minute)
-		if err != nil {
-			b.Fatal(err)
-		}
-		g, limits := adaptertest.BenchGate(b, counted, specs)
-		Govern(g, cls, Options{Limits: limits}).Apply(&cfg)
+		g := adaptertest.GovernRead(b, "fetch", func(cls map[string]agentrt.SideEffect) ([]agentrt.Tool, error) { return Specs(tools, cls, time.Minute) })
+		Govern(g.Gate, g.Classes, Options{Limits: g.Limits}).Apply(&cfg)
+		counted = g.Store
 	}
 	ag, err := llmagent.New(cfg)
 	if err != nil {
@@ -93,24 +87,13 @@ func benchRunner(b *testing.B, calls int, latency time.Duration, governed bool) 
 // synced commits per call of a governed runner.
 func benchTurns(b *testing.B, ctx context.Context, r *runner.Runner, counted *adaptertest.CountingStore, calls int) {
 	b.Helper()
-	if counted != nil {
-		for _, err := range r.Run(ctx, "u", "s", genai.NewContentFromText("warm up", genai.RoleUser), agent.RunConfig{}) {
+	adaptertest.Turns(b, counted, calls, func() {
+		for _, err := range r.Run(ctx, "u", "s", genai.NewContentFromText("go", genai.RoleUser), agent.RunConfig{}) {
 			if err != nil {
 				b.Fatal(err)
 			}
 		}
-		before := counted.Commits()
-		defer func() { adaptertest.ReportCommits(b, counted, before, calls) }()
-	}
-	msg := genai.NewContentFromText("go", genai.RoleUser)
-	b.ResetTimer()
-	for range b.N {
-		for _, err := range r.Run(ctx, "u", "s", msg, agent.RunConfig{}) {
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	})
 }
 
 // BenchmarkAdapter compares one allowed call through the adapter with

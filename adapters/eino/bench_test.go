@@ -17,21 +17,18 @@ import (
 // benchNode is a real ToolsNode over a read-only echo tool, governed by a
 // fresh middleware on a fresh SQLite file when governed is true.
 func benchNode(b *testing.B, governed, sequential bool) (*compose.ToolsNode, *adaptertest.CountingStore) {
-	echo, err := utils.InferTool("echo", "Echoes.", func(_ context.Context, a readArgs) (string, error) { return a.Name, nil })
+	echo, err := utils.InferTool("echo", "Echoes.", func(_ context.Context, a adaptertest.ReadArgs) (string, error) { return a.Name, nil })
 	if err != nil {
 		b.Fatal(err)
 	}
 	cfg := &compose.ToolsNodeConfig{Tools: []tool.BaseTool{echo}, ExecuteSequentially: sequential}
 	var cs *adaptertest.CountingStore
 	if governed {
-		cs = adaptertest.OpenCounting(b)
-		cls := map[string]agentrt.SideEffect{"echo": agentrt.ReadOnly}
-		specs, err := Tools(context.Background(), cfg.Tools, cls, time.Minute)
-		if err != nil {
-			b.Fatal(err)
-		}
-		g, limits := adaptertest.BenchGate(b, cs, specs)
-		cfg.ToolCallMiddlewares = []compose.ToolMiddleware{Middleware(g, cls, Options{Limits: limits})}
+		g := adaptertest.GovernRead(b, "echo", func(cls map[string]agentrt.SideEffect) ([]agentrt.Tool, error) {
+			return Tools(context.Background(), cfg.Tools, cls, time.Minute)
+		})
+		cfg.ToolCallMiddlewares = []compose.ToolMiddleware{Middleware(g.Gate, g.Classes, Options{Limits: g.Limits})}
+		cs = g.Store
 	}
 	node, err := compose.NewToolNode(context.Background(), cfg)
 	if err != nil {
@@ -53,26 +50,14 @@ func turn(i, calls int) *schema.Message {
 func benchTurns(b *testing.B, governed, sequential bool, calls int) {
 	node, cs := benchNode(b, governed, sequential)
 	ctx := WithRunID(context.Background(), "bench")
-	// The run begins outside the timed loop.
-	if _, err := node.Invoke(ctx, turn(-1, 1)); err != nil {
-		b.Fatal(err)
-	}
-	var before int64
-	if cs != nil {
-		before = cs.Commits()
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	i := -1 // the untimed turn, which begins the run, is turn -1
+	adaptertest.Turns(b, cs, calls, func() {
 		out, err := node.Invoke(ctx, turn(i, calls))
 		if err != nil || len(out) != calls {
 			b.Fatalf("turn %d: %d messages, %v", i, len(out), err)
 		}
-	}
-	b.StopTimer()
-	if cs != nil {
-		adaptertest.ReportCommits(b, cs, before, calls)
-	}
+		i++
+	})
 }
 
 // BenchmarkMiddleware: one allowed call through the middleware against the same

@@ -76,30 +76,22 @@ var classes = map[string]agentrt.SideEffect{
 	"delete_note": agentrt.Destructive,
 }
 
-type readArgs struct {
-	Name string `json:"name"`
-}
-
-type appendArgs struct {
-	Text string `json:"text"`
-}
-
 // noteTools are real Eino tools over the shared note: read_note reads
 // it, append_note appends a line, delete_note empties it.
 type noteTools struct{ *adaptertest.Notes }
 
 func (n noteTools) tools() ([]tool.BaseTool, error) {
-	read, err := utils.InferTool("read_note", "Reads the note.", func(_ context.Context, _ readArgs) (string, error) { return n.Read() })
+	read, err := utils.InferTool("read_note", "Reads the note.", func(_ context.Context, _ adaptertest.ReadArgs) (string, error) { return n.Read() })
 	if err != nil {
 		return nil, err
 	}
-	write, err := utils.InferTool("append_note", "Appends a line to the note.", func(_ context.Context, a appendArgs) (string, error) {
+	write, err := utils.InferTool("append_note", "Appends a line to the note.", func(_ context.Context, a adaptertest.AppendArgs) (string, error) {
 		return "appended", n.Append(a.Text)
 	})
 	if err != nil {
 		return nil, err
 	}
-	del, err := utils.InferTool("delete_note", "Deletes the note.", func(_ context.Context, _ readArgs) (string, error) {
+	del, err := utils.InferTool("delete_note", "Deletes the note.", func(_ context.Context, _ adaptertest.ReadArgs) (string, error) {
 		return "deleted", n.Delete("delete_note")
 	})
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 func benchGenerate(b *testing.B, governed, parallel bool, calls int) {
 	ctx := context.Background()
 	g := genkit.Init(ctx)
-	echo := genkit.DefineTool(g, "echo", "Echoes.", func(_ *ai.ToolContext, a readArgs) (string, error) { return a.Name, nil })
+	echo := genkit.DefineTool(g, "echo", "Echoes.", func(_ *ai.ToolContext, a adaptertest.ReadArgs) (string, error) { return a.Name, nil })
 	var n atomic.Int64 // distinct arguments, so the loop detector sees no repetition
 	var script []*ai.Message
 	model := genkit.DefineModelAction(g, "scripted/bench", &ai.ModelOptions{Supports: &ai.ModelSupports{Multiturn: true, Tools: true}},
@@ -34,11 +34,10 @@ func benchGenerate(b *testing.B, governed, parallel bool, calls int) {
 	opts := []ai.GenerateOption{ai.WithModel(model), ai.WithTools(echo), ai.WithPrompt("echo")}
 	var cs *adaptertest.CountingStore
 	if governed {
-		cs = adaptertest.OpenCounting(b)
-		cls := map[string]agentrt.SideEffect{"echo": agentrt.ReadOnly}
-		gate, limits := adaptertest.BenchGate(b, cs, Specs(cls, echo))
-		opts = append(opts, ai.WithUse(Middleware(gate, cls, Options{Limits: limits})))
+		gv := adaptertest.GovernRead(b, "echo", func(cls map[string]agentrt.SideEffect) ([]agentrt.Tool, error) { return Specs(cls, echo), nil })
+		opts = append(opts, ai.WithUse(Middleware(gv.Gate, gv.Classes, Options{Limits: gv.Limits})))
 		ctx = WithRun(ctx, "bench")
+		cs = gv.Store
 	}
 	one := func() {
 		script = script[:0]
@@ -58,20 +57,7 @@ func benchGenerate(b *testing.B, governed, parallel bool, calls int) {
 			b.Fatal(err)
 		}
 	}
-	one() // the run begins outside the timed loop
-	var before int64
-	if cs != nil {
-		before = cs.Commits()
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		one()
-	}
-	b.StopTimer()
-	if cs != nil {
-		adaptertest.ReportCommits(b, cs, before, calls)
-	}
+	adaptertest.Turns(b, cs, calls, one)
 }
 
 // BenchmarkMiddleware: a Generate with one allowed call through the

@@ -57,31 +57,25 @@ func callTurn(calls ...*ai.ToolRequest) *ai.Message {
 	return msg
 }
 
-// classes is the tool-class map an adapter is given.
-var classes = map[string]agentrt.SideEffect{
-	"read_note":   agentrt.ReadOnly,
-	"append_note": agentrt.RemoteMutation,
-	"drop_note":   agentrt.Destructive,
-}
-
-type readArgs struct {
-	Name string `json:"name"`
-}
-
-type appendArgs struct {
-	Text string `json:"text"`
-}
+// classes is the tool-class map an adapter is given: the shared one
+// (read_note runs at once, the Gate holds append_note) and drop_note,
+// which the default policy denies.
+var classes = func() map[string]agentrt.SideEffect {
+	c := adaptertest.Classes()
+	c["drop_note"] = agentrt.Destructive
+	return c
+}()
 
 // noteTools are real Genkit tools over the shared note: read_note reads
 // it, append_note appends a line, drop_note empties it.
 type noteTools struct{ *adaptertest.Notes }
 
 func (n noteTools) define(g *genkit.Genkit) []ai.ToolRef {
-	read := genkit.DefineTool(g, "read_note", "Reads the note.", func(_ *ai.ToolContext, _ readArgs) (string, error) { return n.Read() })
-	write := genkit.DefineTool(g, "append_note", "Appends a line to the note.", func(_ *ai.ToolContext, a appendArgs) (string, error) {
+	read := genkit.DefineTool(g, "read_note", "Reads the note.", func(_ *ai.ToolContext, _ adaptertest.ReadArgs) (string, error) { return n.Read() })
+	write := genkit.DefineTool(g, "append_note", "Appends a line to the note.", func(_ *ai.ToolContext, a adaptertest.AppendArgs) (string, error) {
 		return "appended", n.Append(a.Text)
 	})
-	drop := genkit.DefineTool(g, "drop_note", "Deletes the note.", func(_ *ai.ToolContext, _ readArgs) (string, error) {
+	drop := genkit.DefineTool(g, "drop_note", "Deletes the note.", func(_ *ai.ToolContext, _ adaptertest.ReadArgs) (string, error) {
 		return "dropped", n.Delete("drop_note")
 	})
 	return []ai.ToolRef{read, write, drop}

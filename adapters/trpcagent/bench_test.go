@@ -33,7 +33,7 @@ func (m *benchModel) GenerateContent(_ context.Context, req *model.Request) (<-c
 		msg = callTurn()
 		for range m.calls {
 			i := m.n.Add(1)
-			args, _ := json.Marshal(fetchArgs{I: i}) // an int always encodes
+			args, _ := json.Marshal(adaptertest.FetchArgs{I: i}) // an int always encodes
 			msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{Type: "function", ID: fmt.Sprintf("b-%d", i),
 				Function: model.FunctionDefinitionParam{Name: "fetch", Arguments: args}})
 		}
@@ -44,29 +44,23 @@ func (m *benchModel) GenerateContent(_ context.Context, req *model.Request) (<-c
 	return ch, nil
 }
 
-type fetchArgs struct {
-	I int64 `json:"i"`
-}
-
 // benchRunner is a runner over one read tool that takes latency, with the
 // gate's callbacks when governed, running a turn's calls in parallel or
 // one after another.
 func benchRunner(b *testing.B, calls int, latency time.Duration, governed, parallel bool) (runner.Runner, *adaptertest.CountingStore) {
 	b.Helper()
-	fetch := function.NewFunctionTool(func(_ context.Context, a fetchArgs) (fetchArgs, error) { time.Sleep(latency); return a, nil },
+	fetch := function.NewFunctionTool(func(_ context.Context, a adaptertest.FetchArgs) (adaptertest.FetchArgs, error) {
+		time.Sleep(latency)
+		return a, nil
+	},
 		function.WithName("fetch"), function.WithDescription("Fetches a record."))
 	tools := []tool.Tool{fetch}
 	opts := []llmagent.Option{llmagent.WithModel(&benchModel{calls: calls}), llmagent.WithTools(tools), llmagent.WithEnableParallelTools(parallel)}
 	var counted *adaptertest.CountingStore
 	if governed {
-		counted = adaptertest.OpenCounting(b)
-		cls := map[string]agentrt.SideEffect{"fetch": agentrt.ReadOnly}
-		specs, err := Specs(tools, cls, time.Minute)
-		if err != nil {
-			b.Fatal(err)
-		}
-		g, limits := adaptertest.BenchGate(b, counted, specs)
-		opts = append(opts, Govern(g, cls, Options{Limits: limits}).AgentOptions()...)
+		g := adaptertest.GovernRead(b, "fetch", func(cls map[string]agentrt.SideEffect) ([]agentrt.Tool, error) { return Specs(tools, cls, time.Minute) })
+		opts = append(opts, Govern(g.Gate, g.Classes, Options{Limits: g.Limits}).AgentOptions()...)
+		counted = g.Store
 	}
 	r := runner.NewRunner("bench", llmagent.New("bench", opts...))
 	b.Cleanup(func() { r.Close() })
@@ -77,8 +71,8 @@ func benchRunner(b *testing.B, calls int, latency time.Duration, governed, paral
 // per call of a governed runner.
 func benchTurns(b *testing.B, r runner.Runner, counted *adaptertest.CountingStore, calls int) {
 	b.Helper()
-	turn := func(msg string) {
-		ch, err := r.Run(context.Background(), "u", "s", model.NewUserMessage(msg))
+	adaptertest.Turns(b, counted, calls, func() {
+		ch, err := r.Run(context.Background(), "u", "s", model.NewUserMessage("go"))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -87,20 +81,7 @@ func benchTurns(b *testing.B, r runner.Runner, counted *adaptertest.CountingStor
 				b.Fatal(ev.Response.Error.Message)
 			}
 		}
-	}
-	turn("warm up") // the run begins outside the timed loop
-	var before int64
-	if counted != nil {
-		before = counted.Commits()
-	}
-	b.ResetTimer()
-	for range b.N {
-		turn("go")
-	}
-	b.StopTimer()
-	if counted != nil {
-		adaptertest.ReportCommits(b, counted, before, calls)
-	}
+	})
 }
 
 // BenchmarkAdapter compares one allowed call through the adapter with the

@@ -9,6 +9,21 @@ import (
 	"github.com/agentrt/agentrt"
 )
 
+// testGate is a gate over st with the default policy and one tool, named
+// name and of class class, whose events evs hears; it closes when t ends.
+func testGate(t *testing.T, st agentrt.Store, evs *Events, name string, class agentrt.SideEffect) *agentrt.Gate {
+	t.Helper()
+	spec := agentrt.SpecOnly(agentrt.ToolSpec{Name: name, Description: "The " + name + " tool.", InputSchema: json.RawMessage(`{"type":"object"}`),
+		SideEffect: class, Timeout: time.Minute})
+	g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(),
+		Tools: []agentrt.Tool{spec}, Observer: evs.Observe}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	return g
+}
+
 // An allowed Gate.Call commits twice: the step's opening with its
 // decision, the policy's and the tool start (a queued write), then its
 // outcome. The counting store sees both, the first call (which begins the
@@ -21,14 +36,7 @@ func TestCountingStore_CountsEveryCommitOfAnAllowedCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := agentrt.SpecOnly(agentrt.ToolSpec{Name: "read_note", Description: "Reads the note.", InputSchema: json.RawMessage(`{"type":"object"}`),
-		SideEffect: agentrt.ReadOnly, Timeout: time.Minute})
-	g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(),
-		Tools: []agentrt.Tool{spec}, Observer: evs.Observe}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := testGate(t, st, &evs, "read_note", agentrt.ReadOnly)
 	body := func(context.Context, json.RawMessage) (json.RawMessage, error) {
 		text, err := notes.Read()
 		if err != nil {
@@ -62,14 +70,7 @@ func TestCountingStore_CountsEveryCommitOfAnAllowedCall(t *testing.T) {
 func TestEvents_AwaitStatusReturnsOnceTheRunReachesTheStatus(t *testing.T) {
 	st := OpenCounting(t)
 	var evs Events
-	spec := agentrt.SpecOnly(agentrt.ToolSpec{Name: "send", Description: "Sends.", InputSchema: json.RawMessage(`{"type":"object"}`),
-		SideEffect: agentrt.RemoteMutation, Timeout: time.Minute})
-	g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(),
-		Tools: []agentrt.Tool{spec}, Observer: evs.Observe}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := testGate(t, st, &evs, "send", agentrt.RemoteMutation)
 	called := make(chan error, 1)
 	go func() {
 		_, err := g.Call(context.Background(), agentrt.Call{RunID: "r", CallID: "w", Tool: "send", NoWait: true,

@@ -1,9 +1,7 @@
 package adaptertest
 
 import (
-	"context"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 
 	"github.com/agentrt/agentrt"
@@ -13,10 +11,9 @@ import (
 
 // CountingStore is a SQLite store that counts the synced commits a gate
 // makes: its transactions (Update) and its queued writes (Enqueue, with
-// which a gate opens a step).
+// which a gate opens a step). Commits is their number so far.
 type CountingStore struct {
-	*sqlite.Store
-	commits atomic.Int64
+	*enginekit.Counting
 }
 
 // OpenCounting opens a CountingStore on a fresh file in tb's temporary
@@ -28,39 +25,58 @@ func OpenCounting(tb testing.TB) *CountingStore {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })
-	return &CountingStore{Store: st}
+	return &CountingStore{enginekit.Count(tb, st)}
 }
 
-// Commits is the number of commits so far.
-func (c *CountingStore) Commits() int64 { return c.commits.Load() }
-
-func (c *CountingStore) Update(ctx context.Context, fn func(agentrt.Tx) error) ([]agentrt.Event, error) {
-	c.commits.Add(1)
-	return c.Store.Update(ctx, fn)
+// Governed is a governed benchmark's side of the gate: the store it
+// counts commits on, the gate, the classes its one tool has, and limits
+// no benchmark reaches.
+type Governed struct {
+	Store   *CountingStore
+	Gate    *agentrt.Gate
+	Classes map[string]agentrt.SideEffect
+	Limits  agentrt.Limits
 }
 
-func (c *CountingStore) Enqueue(fn func(agentrt.Tx) error) func() ([]agentrt.Event, error) {
-	c.commits.Add(1)
-	return c.Store.Enqueue(fn)
-}
-
-// BenchGate is a gate over st for benchmarks: the default policy, the
-// tools, and limits no benchmark reaches.
-func BenchGate(b *testing.B, st agentrt.Store, tools []agentrt.Tool) (*agentrt.Gate, agentrt.Limits) {
+// GovernRead opens a CountingStore and a gate over it with the default
+// policy for one tool, named tool and classed a read; specs derives the
+// framework's tool specs from those classes. The gate closes when b ends.
+func GovernRead(b *testing.B, tool string, specs func(classes map[string]agentrt.SideEffect) ([]agentrt.Tool, error)) *Governed {
 	b.Helper()
-	g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: tools}})
+	g := &Governed{Store: OpenCounting(b), Classes: map[string]agentrt.SideEffect{tool: agentrt.ReadOnly}}
+	tools, err := specs(g.Classes)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(g.Close)
-	limits := agentrt.FrameworkLimits()
-	limits.MaxSteps = 1 << 30
-	return g, limits
+	if g.Gate, err = agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: g.Store, Policy: agentrt.DefaultPolicy(), Tools: tools}}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(g.Gate.Close)
+	g.Limits = agentrt.FrameworkLimits()
+	g.Limits.MaxSteps = 1 << 30
+	return g
 }
 
-// ReportCommits reports the commits made since before, per call.
-func ReportCommits(b *testing.B, c *CountingStore, before int64, calls int) {
-	b.ReportMetric(float64(c.Commits()-before)/float64(b.N*calls), "commits/call")
+// Turns is an adapter benchmark's loop: turn runs once untimed (the run
+// begins there), then b.N times timed. With st (a governed benchmark; nil
+// for a direct one) it reports the timed turns' commits per call, each
+// turn making calls calls.
+func Turns(b *testing.B, st *CountingStore, calls int, turn func()) {
+	b.Helper()
+	turn()
+	var before int64
+	if st != nil {
+		before = st.Commits()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		turn()
+	}
+	b.StopTimer()
+	if st != nil {
+		b.ReportMetric(float64(st.Commits()-before)/float64(b.N*calls), "commits/call")
+	}
 }
 
 // CommitFloor is a benchmark of one synced single-event transaction on a

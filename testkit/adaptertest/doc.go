@@ -5,7 +5,8 @@
 // part of a rig every framework has (Runs) with the approve, restart and
 // crash checks the adapters' tests tell alike, the real agentrt binary
 // built from this checkout, a SIGKILL child process, a store that counts
-// its synced commits, and the commit floor measured on the same driver.
+// its synced commits, the benchmarks' governed gate and timed loop, and
+// the commit floor measured on the same driver.
 //
 // It is a public package because each adapter is a module of its own and
 // cannot import this one's internal packages. It is for tests: it fails

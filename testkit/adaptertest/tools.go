@@ -41,3 +41,10 @@ func (n *Notes) ReadTool(ReadArgs) (ReadResult, error) {
 func (n *Notes) AppendTool(a AppendArgs) (AppendResult, error) {
 	return AppendResult{Bytes: len(a.Text) + 1}, n.Append(a.Text)
 }
+
+// FetchArgs are the arguments of the adapters' benchmark tool, fetch: a
+// number the benchmark's model makes fresh for each call, so the loop
+// detector sees no repetition.
+type FetchArgs struct {
+	I int64 `json:"i"`
+}
