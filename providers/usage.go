@@ -103,6 +103,44 @@ func AddCounts(field string, counts ...int64) (int64, error) {
 	return sum, nil
 }
 
+// Counts reads a reply's token counts one after another and keeps the
+// first error, so an adapter's usage decoder reads as the list of its
+// fields. After an error every further count is 0 and Usage returns that
+// error.
+type Counts struct{ err error }
+
+// Read is UsageCount of field's raw value.
+func (c *Counts) Read(field string, raw json.RawMessage) int64 {
+	if c.err != nil {
+		return 0
+	}
+	n, err := UsageCount(field, raw)
+	c.err = err
+	return n
+}
+
+// Sum is AddCounts of parts, named field.
+func (c *Counts) Sum(field string, parts ...int64) int64 {
+	if c.err != nil {
+		return 0
+	}
+	n, err := AddCounts(field, parts...)
+	c.err = err
+	return n
+}
+
+// Usage returns u once CheckUsage passes it, or the first error a count
+// met.
+func (c *Counts) Usage(u agentrt.Usage) (agentrt.Usage, error) {
+	if c.err == nil {
+		c.err = CheckUsage(u)
+	}
+	if c.err != nil {
+		return agentrt.Usage{}, c.err
+	}
+	return u, nil
+}
+
 // Unusable is the error an adapter returns for a reply whose usage cannot be
 // believed: a ServedError with zero usage wrapping err, so the accounting
 // caller charges its own estimate.

@@ -235,18 +235,25 @@ func article(role string) string {
 	return "a"
 }
 
-// UsageFirst reads the "usage" member of a 2xx body with decodeUsage
-// before anything else, since a reply whose usage cannot be believed is
-// unusable whatever else it holds. what names the object the body should
-// be ("a message object") in the error of a body that is not JSON.
-func UsageFirst(provider, what string, data []byte, decodeUsage func(json.RawMessage) (agentrt.Usage, error)) (agentrt.Usage, error) {
-	var probe struct {
-		Usage json.RawMessage `json:"usage"`
-	}
+// UsageMember is the probe for a format that sends its counts in a
+// "usage" object: UsageFirst reads it before the rest of the reply.
+type UsageMember struct {
+	Usage json.RawMessage `json:"usage"`
+}
+
+// UsageFirst reads a 2xx body into the probe P and the usage from it with
+// decodeUsage before anything else, since a reply whose usage cannot be
+// believed is unusable whatever else it holds. P names only the fields
+// that carry the counts (UsageMember, or the counts themselves for a
+// format that spreads them over the reply), so a reply of the wrong shape
+// is still charged. what names the object the body should be ("a message
+// object") in the error of a body that is not JSON.
+func UsageFirst[P any](provider, what string, data []byte, decodeUsage func(P) (agentrt.Usage, error)) (agentrt.Usage, error) {
+	var probe P
 	if err := json.Unmarshal(data, &probe); err != nil {
 		return agentrt.Usage{}, NotAReply(provider, what, err)
 	}
-	u, err := decodeUsage(probe.Usage)
+	u, err := decodeUsage(probe)
 	if err != nil {
 		return agentrt.Usage{}, Unusable(err)
 	}

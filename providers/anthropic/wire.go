@@ -213,42 +213,24 @@ func decode(data []byte, key string) (agentrt.ModelResponse, error) {
 
 // decodeUsage reads and checks the usage object, folding cache reads and
 // writes into input; absent usage is zero.
-func decodeUsage(raw json.RawMessage) (agentrt.Usage, error) {
+func decodeUsage(p providers.UsageMember) (agentrt.Usage, error) {
 	var wu wireUsage
-	if ok, err := providers.UsageObject(raw, &wu); !ok {
+	if ok, err := providers.UsageObject(p.Usage, &wu); !ok {
 		return agentrt.Usage{}, err
 	}
-	count := func(field string, v json.RawMessage, err *error) int64 {
-		if *err != nil {
-			return 0
-		}
-		n, e := providers.UsageCount(field, v)
-		*err = e
-		return n
-	}
-	var err error
-	input := count("usage.input_tokens", wu.InputTokens, &err)
-	output := count("usage.output_tokens", wu.OutputTokens, &err)
-	read := count("usage.cache_read_input_tokens", wu.CacheReadInputTokens, &err)
-	written := count("usage.cache_creation_input_tokens", wu.CacheCreationInputTokens, &err)
+	var c providers.Counts
+	input := c.Read("usage.input_tokens", wu.InputTokens)
+	output := c.Read("usage.output_tokens", wu.OutputTokens)
+	read := c.Read("usage.cache_read_input_tokens", wu.CacheReadInputTokens)
+	written := c.Read("usage.cache_creation_input_tokens", wu.CacheCreationInputTokens)
 	write5m, write1h := written, int64(0)
 	if wu.CacheCreation != nil && (!providers.IsNull(wu.CacheCreation.Ephemeral5m) || !providers.IsNull(wu.CacheCreation.Ephemeral1h)) {
-		write5m = count("usage.cache_creation.ephemeral_5m_input_tokens", wu.CacheCreation.Ephemeral5m, &err)
-		write1h = count("usage.cache_creation.ephemeral_1h_input_tokens", wu.CacheCreation.Ephemeral1h, &err)
-	}
-	if err != nil {
-		return agentrt.Usage{}, err
+		write5m = c.Read("usage.cache_creation.ephemeral_5m_input_tokens", wu.CacheCreation.Ephemeral5m)
+		write1h = c.Read("usage.cache_creation.ephemeral_1h_input_tokens", wu.CacheCreation.Ephemeral1h)
 	}
 	// 1.25 times the 5-minute writes, rounded up, is the writes plus a
 	// quarter of them rounded up; twice the 1-hour writes is them added twice.
 	quarter := write5m/4 + min(write5m%4, 1)
-	total, err := providers.AddCounts("usage input with cache reads and writes", input, read, write5m, quarter, write1h, write1h)
-	if err != nil {
-		return agentrt.Usage{}, err
-	}
-	u := agentrt.Usage{InputTokens: total, OutputTokens: output, CachedInputTokens: read}
-	if err := providers.CheckUsage(u); err != nil {
-		return agentrt.Usage{}, err
-	}
-	return u, nil
+	total := c.Sum("usage input with cache reads and writes", input, read, write5m, quarter, write1h, write1h)
+	return c.Usage(agentrt.Usage{InputTokens: total, OutputTokens: output, CachedInputTokens: read})
 }

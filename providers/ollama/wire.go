@@ -84,10 +84,8 @@ type wireResponse struct {
 		Content   string                   `json:"content"`
 		ToolCalls []providers.FunctionCall `json:"tool_calls"`
 	} `json:"message"`
-	DoneReason      string          `json:"done_reason"`
-	PromptEvalCount json.RawMessage `json:"prompt_eval_count"`
-	EvalCount       json.RawMessage `json:"eval_count"`
-	Error           json.RawMessage `json:"error"`
+	DoneReason string          `json:"done_reason"`
+	Error      json.RawMessage `json:"error"`
 }
 
 // usageProbe reads only the counts, so usage is checked even when the rest
@@ -97,20 +95,21 @@ type usageProbe struct {
 	EvalCount       json.RawMessage `json:"eval_count"`
 }
 
+// decodeUsage reads and checks the counts; absent counts are zero.
+func decodeUsage(p usageProbe) (agentrt.Usage, error) {
+	var c providers.Counts
+	return c.Usage(agentrt.Usage{
+		InputTokens:  c.Read("prompt_eval_count", p.PromptEvalCount),
+		OutputTokens: c.Read("eval_count", p.EvalCount),
+	})
+}
+
 // decode maps an /api/chat reply. Usage is read first: a reply whose usage
 // cannot be believed is unusable whatever else it holds.
 func decode(data []byte, key string) (agentrt.ModelResponse, error) {
-	var probe usageProbe
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return agentrt.ModelResponse{}, providers.NotAReply(provider, "a chat response object", err)
-	}
-	var u agentrt.Usage
-	var err error
-	if u.InputTokens, err = providers.UsageCount("prompt_eval_count", probe.PromptEvalCount); err != nil {
-		return agentrt.ModelResponse{}, providers.Unusable(err)
-	}
-	if u.OutputTokens, err = providers.UsageCount("eval_count", probe.EvalCount); err != nil {
-		return agentrt.ModelResponse{}, providers.Unusable(err)
+	u, err := providers.UsageFirst(provider, "a chat response object", data, decodeUsage)
+	if err != nil {
+		return agentrt.ModelResponse{}, err
 	}
 	served := func(reason string, cause error) error { return providers.Served(provider, u, reason, cause) }
 	var w wireResponse

@@ -181,28 +181,20 @@ func decode(data []byte, key string) (agentrt.ModelResponse, error) {
 }
 
 // decodeUsage reads and checks the usage object; absent usage is zero.
-func decodeUsage(raw json.RawMessage) (agentrt.Usage, error) {
+func decodeUsage(p providers.UsageMember) (agentrt.Usage, error) {
 	var wu wireUsage
-	if ok, err := providers.UsageObject(raw, &wu); !ok {
+	if ok, err := providers.UsageObject(p.Usage, &wu); !ok {
 		return agentrt.Usage{}, err
 	}
-	var u agentrt.Usage
-	var err error
-	if u.InputTokens, err = providers.UsageCount("usage.prompt_tokens", wu.PromptTokens); err != nil {
-		return agentrt.Usage{}, err
-	}
-	if u.OutputTokens, err = providers.UsageCount("usage.completion_tokens", wu.CompletionTokens); err != nil {
-		return agentrt.Usage{}, err
+	var c providers.Counts
+	u := agentrt.Usage{
+		InputTokens:  c.Read("usage.prompt_tokens", wu.PromptTokens),
+		OutputTokens: c.Read("usage.completion_tokens", wu.CompletionTokens),
 	}
 	if wu.PromptTokensDetails != nil {
-		if u.CachedInputTokens, err = providers.UsageCount("usage.prompt_tokens_details.cached_tokens", wu.PromptTokensDetails.CachedTokens); err != nil {
-			return agentrt.Usage{}, err
-		}
+		u.CachedInputTokens = c.Read("usage.prompt_tokens_details.cached_tokens", wu.PromptTokensDetails.CachedTokens)
 	}
-	if err := providers.CheckUsage(u); err != nil {
-		return agentrt.Usage{}, err
-	}
-	return u, nil
+	return c.Usage(u)
 }
 
 // decodeContent reads message content: a string, null, or a list of text
