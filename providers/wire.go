@@ -132,6 +132,20 @@ func Served(provider string, u agentrt.Usage, reason string, cause error) error 
 	return &agentrt.ServedError{Usage: u, Err: &ReplyError{Provider: provider, Reason: reason, Err: cause}}
 }
 
+// ReplyBody reads a served 2xx body into w once UsageFirst has read its
+// usage u. A body without w's shape (shape names it: "chat completion"),
+// or one whose error member (errMember, a field of w) is set, is refused
+// as Served with u, the member excerpted without key.
+func ReplyBody(provider, shape string, u agentrt.Usage, data []byte, key string, w any, errMember *json.RawMessage) error {
+	if err := json.Unmarshal(data, w); err != nil {
+		return Served(provider, u, "the reply does not have the "+shape+" shape", err)
+	}
+	if !IsNull(*errMember) {
+		return Served(provider, u, "the reply holds an error: "+Excerpt(*errMember, key), nil)
+	}
+	return nil
+}
+
 // ToolCall is the i-th tool call of a reply as handed on: a copy of its
 // arguments exactly as sent, valid JSON or not, so the driver records
 // invalid arguments as they were ({} when there are none at all), and an
@@ -235,27 +249,43 @@ func article(role string) string {
 	return "a"
 }
 
-// UsageMember is the probe for a format that sends its counts in a
-// "usage" object: UsageFirst reads it before the rest of the reply.
-type UsageMember struct {
-	Usage json.RawMessage `json:"usage"`
-}
-
-// UsageFirst reads a 2xx body into the probe P and the usage from it with
-// decodeUsage before anything else, since a reply whose usage cannot be
+// UsageFirst reads a 2xx body into the probe P and the usage from it
+// with counts before anything else, since a reply whose usage cannot be
 // believed is unusable whatever else it holds. P names only the fields
-// that carry the counts (UsageMember, or the counts themselves for a
-// format that spreads them over the reply), so a reply of the wrong shape
-// is still charged. what names the object the body should be ("a message
-// object") in the error of a body that is not JSON.
-func UsageFirst[P any](provider, what string, data []byte, decodeUsage func(P) (agentrt.Usage, error)) (agentrt.Usage, error) {
+// that carry the counts, so a reply of the wrong shape is still charged;
+// for a format that sends them in a "usage" object, InUsageMember makes
+// counts. counts reads each count through c, and c.Usage checks the
+// result. what names the object the body should be ("a message object")
+// in the error of a body that is not JSON.
+func UsageFirst[P any](provider, what string, data []byte, counts func(p *P, c *Counts) agentrt.Usage) (agentrt.Usage, error) {
 	var probe P
 	if err := json.Unmarshal(data, &probe); err != nil {
 		return agentrt.Usage{}, NotAReply(provider, what, err)
 	}
-	u, err := decodeUsage(probe)
+	var c Counts
+	u, err := c.Usage(counts(&probe, &c))
 	if err != nil {
 		return agentrt.Usage{}, Unusable(err)
 	}
 	return u, nil
+}
+
+// UsageMember is the probe of a format that sends its counts in a "usage"
+// object.
+type UsageMember struct {
+	Usage json.RawMessage `json:"usage"`
+}
+
+// InUsageMember reads the "usage" object into W for counts: absent or
+// null usage is zero, and a member W cannot hold is a *UsageError.
+func InUsageMember[W any](counts func(w *W, c *Counts) agentrt.Usage) func(*UsageMember, *Counts) agentrt.Usage {
+	return func(p *UsageMember, c *Counts) agentrt.Usage {
+		var w W
+		ok, err := UsageObject(p.Usage, &w)
+		if !ok {
+			c.err = err
+			return agentrt.Usage{}
+		}
+		return counts(&w, c)
+	}
 }

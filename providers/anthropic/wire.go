@@ -165,16 +165,16 @@ type wireContent struct {
 // decode maps a Messages API reply. Usage is read first: a reply whose usage
 // cannot be believed is unusable whatever else it holds.
 func decode(data []byte, key string) (agentrt.ModelResponse, error) {
-	usage, err := providers.UsageFirst(provider, "a message object", data, decodeUsage)
+	usage, err := providers.UsageFirst(provider, "a message object", data, providers.InUsageMember(counts))
 	if err != nil {
 		return agentrt.ModelResponse{}, err
 	}
 	served := func(reason string) error { return providers.Served(provider, usage, reason, nil) }
 	var w wireResponse
-	if err := json.Unmarshal(data, &w); err != nil {
-		return agentrt.ModelResponse{}, served("the reply does not have the message shape: " + err.Error())
+	if err := providers.ReplyBody(provider, "message", usage, data, key, &w, &w.Error); err != nil {
+		return agentrt.ModelResponse{}, err
 	}
-	if !providers.IsNull(w.Error) || w.Type == "error" {
+	if w.Type == "error" {
 		return agentrt.ModelResponse{}, served("the reply holds an error: " + providers.Excerpt(w.Error, key))
 	}
 	var blocks []wireContent
@@ -211,14 +211,9 @@ func decode(data []byte, key string) (agentrt.ModelResponse, error) {
 	return resp, nil
 }
 
-// decodeUsage reads and checks the usage object, folding cache reads and
-// writes into input; absent usage is zero.
-func decodeUsage(p providers.UsageMember) (agentrt.Usage, error) {
-	var wu wireUsage
-	if ok, err := providers.UsageObject(p.Usage, &wu); !ok {
-		return agentrt.Usage{}, err
-	}
-	var c providers.Counts
+// counts reads the usage object's counts, folding cache reads and writes
+// into input.
+func counts(wu *wireUsage, c *providers.Counts) agentrt.Usage {
 	input := c.Read("usage.input_tokens", wu.InputTokens)
 	output := c.Read("usage.output_tokens", wu.OutputTokens)
 	read := c.Read("usage.cache_read_input_tokens", wu.CacheReadInputTokens)
@@ -232,5 +227,5 @@ func decodeUsage(p providers.UsageMember) (agentrt.Usage, error) {
 	// quarter of them rounded up; twice the 1-hour writes is them added twice.
 	quarter := write5m/4 + min(write5m%4, 1)
 	total := c.Sum("usage input with cache reads and writes", input, read, write5m, quarter, write1h, write1h)
-	return c.Usage(agentrt.Usage{InputTokens: total, OutputTokens: output, CachedInputTokens: read})
+	return agentrt.Usage{InputTokens: total, OutputTokens: output, CachedInputTokens: read}
 }

@@ -95,29 +95,25 @@ type usageProbe struct {
 	EvalCount       json.RawMessage `json:"eval_count"`
 }
 
-// decodeUsage reads and checks the counts; absent counts are zero.
-func decodeUsage(p usageProbe) (agentrt.Usage, error) {
-	var c providers.Counts
-	return c.Usage(agentrt.Usage{
+// counts reads the token counts; absent counts are zero.
+func counts(p *usageProbe, c *providers.Counts) agentrt.Usage {
+	return agentrt.Usage{
 		InputTokens:  c.Read("prompt_eval_count", p.PromptEvalCount),
 		OutputTokens: c.Read("eval_count", p.EvalCount),
-	})
+	}
 }
 
 // decode maps an /api/chat reply. Usage is read first: a reply whose usage
 // cannot be believed is unusable whatever else it holds.
 func decode(data []byte, key string) (agentrt.ModelResponse, error) {
-	u, err := providers.UsageFirst(provider, "a chat response object", data, decodeUsage)
+	u, err := providers.UsageFirst(provider, "a chat response object", data, counts)
 	if err != nil {
 		return agentrt.ModelResponse{}, err
 	}
 	served := func(reason string, cause error) error { return providers.Served(provider, u, reason, cause) }
 	var w wireResponse
-	if err := json.Unmarshal(data, &w); err != nil {
-		return agentrt.ModelResponse{}, served("the reply does not have the chat response shape", err)
-	}
-	if !providers.IsNull(w.Error) {
-		return agentrt.ModelResponse{}, served("the reply holds an error: "+providers.Excerpt(w.Error, key), nil)
+	if err := providers.ReplyBody(provider, "chat response", u, data, key, &w, &w.Error); err != nil {
+		return agentrt.ModelResponse{}, err
 	}
 	if w.Message == nil {
 		return agentrt.ModelResponse{}, served("the reply holds no message", nil)

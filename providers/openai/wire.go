@@ -128,17 +128,14 @@ type wireChoice struct {
 // decode maps a chat-completions reply. Usage is read first: a reply whose
 // usage cannot be believed is unusable whatever else it holds.
 func decode(data []byte, key string) (agentrt.ModelResponse, error) {
-	usage, err := providers.UsageFirst(provider, "a chat completion object", data, decodeUsage)
+	usage, err := providers.UsageFirst(provider, "a chat completion object", data, providers.InUsageMember(counts))
 	if err != nil {
 		return agentrt.ModelResponse{}, err
 	}
 	served := func(reason string, cause error) error { return providers.Served(provider, usage, reason, cause) }
 	var w wireResponse
-	if err := json.Unmarshal(data, &w); err != nil {
-		return agentrt.ModelResponse{}, served("the reply does not have the chat completion shape", err)
-	}
-	if !providers.IsNull(w.Error) {
-		return agentrt.ModelResponse{}, served("the reply holds an error: "+providers.Excerpt(w.Error, key), nil)
+	if err := providers.ReplyBody(provider, "chat completion", usage, data, key, &w, &w.Error); err != nil {
+		return agentrt.ModelResponse{}, err
 	}
 	var choices []wireChoice
 	if err := json.Unmarshal(w.Choices, &choices); err != nil || providers.IsNull(w.Choices) {
@@ -180,13 +177,8 @@ func decode(data []byte, key string) (agentrt.ModelResponse, error) {
 	return resp, nil
 }
 
-// decodeUsage reads and checks the usage object; absent usage is zero.
-func decodeUsage(p providers.UsageMember) (agentrt.Usage, error) {
-	var wu wireUsage
-	if ok, err := providers.UsageObject(p.Usage, &wu); !ok {
-		return agentrt.Usage{}, err
-	}
-	var c providers.Counts
+// counts reads the usage object's counts.
+func counts(wu *wireUsage, c *providers.Counts) agentrt.Usage {
 	u := agentrt.Usage{
 		InputTokens:  c.Read("usage.prompt_tokens", wu.PromptTokens),
 		OutputTokens: c.Read("usage.completion_tokens", wu.CompletionTokens),
@@ -194,7 +186,7 @@ func decodeUsage(p providers.UsageMember) (agentrt.Usage, error) {
 	if wu.PromptTokensDetails != nil {
 		u.CachedInputTokens = c.Read("usage.prompt_tokens_details.cached_tokens", wu.PromptTokensDetails.CachedTokens)
 	}
-	return c.Usage(u)
+	return u
 }
 
 // decodeContent reads message content: a string, null, or a list of text
