@@ -31,19 +31,6 @@ func (e *UsageError) Error() string {
 // Is matches agentrt.ErrUnusableUsage.
 func (e *UsageError) Is(target error) bool { return target == agentrt.ErrUnusableUsage }
 
-// UsageObject decodes a reply's usage object into w, reporting whether one
-// was there: absent or null usage is none (false, nil), and anything w
-// cannot hold is a *UsageError.
-func UsageObject(raw json.RawMessage, w any) (bool, error) {
-	if IsNull(raw) {
-		return false, nil
-	}
-	if err := json.Unmarshal(raw, w); err != nil {
-		return false, &UsageError{Field: "usage", Reason: "is not a usage object"}
-	}
-	return true, nil
-}
-
 // UsageCount reads one token count as the provider sent it. An absent value or
 // null is 0. Otherwise only a plain JSON integer literal that is not negative
 // and fits in an int64 is accepted: "1.0", "1e3", "-1", "+1", a string, a

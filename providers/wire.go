@@ -132,20 +132,6 @@ func Served(provider string, u agentrt.Usage, reason string, cause error) error 
 	return &agentrt.ServedError{Usage: u, Err: &ReplyError{Provider: provider, Reason: reason, Err: cause}}
 }
 
-// ReplyBody reads a served 2xx body into w once UsageFirst has read its
-// usage u. A body without w's shape (shape names it: "chat completion"),
-// or one whose error member (errMember, a field of w) is set, is refused
-// as Served with u, the member excerpted without key.
-func ReplyBody(provider, shape string, u agentrt.Usage, data []byte, key string, w any, errMember *json.RawMessage) error {
-	if err := json.Unmarshal(data, w); err != nil {
-		return Served(provider, u, "the reply does not have the "+shape+" shape", err)
-	}
-	if !IsNull(*errMember) {
-		return Served(provider, u, "the reply holds an error: "+Excerpt(*errMember, key), nil)
-	}
-	return nil
-}
-
 // ToolCall is the i-th tool call of a reply as handed on: a copy of its
 // arguments exactly as sent, valid JSON or not, so the driver records
 // invalid arguments as they were ({} when there are none at all), and an
@@ -249,23 +235,42 @@ func article(role string) string {
 	return "a"
 }
 
-// UsageFirst reads a 2xx body into the probe P and the usage from it
-// with counts before anything else, since a reply whose usage cannot be
-// believed is unusable whatever else it holds. P names only the fields
-// that carry the counts, so a reply of the wrong shape is still charged;
-// for a format that sends them in a "usage" object, InUsageMember makes
-// counts. counts reads each count through c, and c.Usage checks the
-// result. what names the object the body should be ("a message object")
-// in the error of a body that is not JSON.
-func UsageFirst[P any](provider, what string, data []byte, counts func(p *P, c *Counts) agentrt.Usage) (agentrt.Usage, error) {
+// ReplyFormat is how an adapter's 2xx replies carry their usage and
+// their errors, for Decode. P is the probe that reads only the fields that
+// carry the counts, so a reply of the wrong shape is still charged.
+type ReplyFormat[P any] struct {
+	// Provider prefixes the errors.
+	Provider string
+	// Object names the reply ("chat completion"), taking the article "a":
+	// a body that is not JSON is not "a chat completion object", one of
+	// the wrong shape lacks "the chat completion shape".
+	Object string
+	// Counts reads the usage from the probe, each count through c. For a
+	// format that sends its counts in a "usage" object, InUsageMember
+	// makes it.
+	Counts func(p *P, c *Counts) agentrt.Usage
+}
+
+// Decode reads a 2xx body: its usage first, since a reply whose usage
+// cannot be believed is unusable whatever else it holds, then the whole
+// body into w. A body without w's shape, or one whose error member
+// (errMember, a field of w) is set, is refused as Served with the usage,
+// the member excerpted without key.
+func (f ReplyFormat[P]) Decode(data []byte, key string, w any, errMember *json.RawMessage) (agentrt.Usage, error) {
 	var probe P
 	if err := json.Unmarshal(data, &probe); err != nil {
-		return agentrt.Usage{}, NotAReply(provider, what, err)
+		return agentrt.Usage{}, NotAReply(f.Provider, "a "+f.Object+" object", err)
 	}
 	var c Counts
-	u, err := c.Usage(counts(&probe, &c))
+	u, err := c.Usage(f.Counts(&probe, &c))
 	if err != nil {
 		return agentrt.Usage{}, Unusable(err)
+	}
+	if err := json.Unmarshal(data, w); err != nil {
+		return agentrt.Usage{}, Served(f.Provider, u, "the reply does not have the "+f.Object+" shape", err)
+	}
+	if !IsNull(*errMember) {
+		return agentrt.Usage{}, Served(f.Provider, u, "the reply holds an error: "+Excerpt(*errMember, key), nil)
 	}
 	return u, nil
 }
@@ -281,9 +286,11 @@ type UsageMember struct {
 func InUsageMember[W any](counts func(w *W, c *Counts) agentrt.Usage) func(*UsageMember, *Counts) agentrt.Usage {
 	return func(p *UsageMember, c *Counts) agentrt.Usage {
 		var w W
-		ok, err := UsageObject(p.Usage, &w)
-		if !ok {
-			c.err = err
+		if IsNull(p.Usage) {
+			return agentrt.Usage{}
+		}
+		if err := json.Unmarshal(p.Usage, &w); err != nil {
+			c.err = &UsageError{Field: "usage", Reason: "is not a usage object"}
 			return agentrt.Usage{}
 		}
 		return counts(&w, c)

@@ -162,18 +162,18 @@ type wireContent struct {
 	Input json.RawMessage `json:"input"`
 }
 
+// replies is how a reply carries its usage and errors.
+var replies = providers.ReplyFormat[providers.UsageMember]{Provider: provider, Object: "message", Counts: providers.InUsageMember(counts)}
+
 // decode maps a Messages API reply. Usage is read first: a reply whose usage
 // cannot be believed is unusable whatever else it holds.
 func decode(data []byte, key string) (agentrt.ModelResponse, error) {
-	usage, err := providers.UsageFirst(provider, "a message object", data, providers.InUsageMember(counts))
+	var w wireResponse
+	usage, err := replies.Decode(data, key, &w, &w.Error)
 	if err != nil {
 		return agentrt.ModelResponse{}, err
 	}
 	served := func(reason string) error { return providers.Served(provider, usage, reason, nil) }
-	var w wireResponse
-	if err := providers.ReplyBody(provider, "message", usage, data, key, &w, &w.Error); err != nil {
-		return agentrt.ModelResponse{}, err
-	}
 	if w.Type == "error" {
 		return agentrt.ModelResponse{}, served("the reply holds an error: " + providers.Excerpt(w.Error, key))
 	}

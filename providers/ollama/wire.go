@@ -103,18 +103,18 @@ func counts(p *usageProbe, c *providers.Counts) agentrt.Usage {
 	}
 }
 
+// replies is how a reply carries its usage and errors.
+var replies = providers.ReplyFormat[usageProbe]{Provider: provider, Object: "chat response", Counts: counts}
+
 // decode maps an /api/chat reply. Usage is read first: a reply whose usage
 // cannot be believed is unusable whatever else it holds.
 func decode(data []byte, key string) (agentrt.ModelResponse, error) {
-	u, err := providers.UsageFirst(provider, "a chat response object", data, counts)
+	var w wireResponse
+	u, err := replies.Decode(data, key, &w, &w.Error)
 	if err != nil {
 		return agentrt.ModelResponse{}, err
 	}
 	served := func(reason string, cause error) error { return providers.Served(provider, u, reason, cause) }
-	var w wireResponse
-	if err := providers.ReplyBody(provider, "chat response", u, data, key, &w, &w.Error); err != nil {
-		return agentrt.ModelResponse{}, err
-	}
 	if w.Message == nil {
 		return agentrt.ModelResponse{}, served("the reply holds no message", nil)
 	}

@@ -125,18 +125,18 @@ type wireChoice struct {
 	FinishReason string `json:"finish_reason"`
 }
 
+// replies is how a reply carries its usage and errors.
+var replies = providers.ReplyFormat[providers.UsageMember]{Provider: provider, Object: "chat completion", Counts: providers.InUsageMember(counts)}
+
 // decode maps a chat-completions reply. Usage is read first: a reply whose
 // usage cannot be believed is unusable whatever else it holds.
 func decode(data []byte, key string) (agentrt.ModelResponse, error) {
-	usage, err := providers.UsageFirst(provider, "a chat completion object", data, providers.InUsageMember(counts))
+	var w wireResponse
+	usage, err := replies.Decode(data, key, &w, &w.Error)
 	if err != nil {
 		return agentrt.ModelResponse{}, err
 	}
 	served := func(reason string, cause error) error { return providers.Served(provider, usage, reason, cause) }
-	var w wireResponse
-	if err := providers.ReplyBody(provider, "chat completion", usage, data, key, &w, &w.Error); err != nil {
-		return agentrt.ModelResponse{}, err
-	}
 	var choices []wireChoice
 	if err := json.Unmarshal(w.Choices, &choices); err != nil || providers.IsNull(w.Choices) {
 		return agentrt.ModelResponse{}, served("choices is not a list of chat completion choices", err)
