@@ -162,26 +162,24 @@ type wireContent struct {
 	Input json.RawMessage `json:"input"`
 }
 
-// replies is how a reply carries its usage and errors.
-var replies = providers.ReplyFormat[providers.UsageMember]{Provider: provider, Object: "message", Counts: providers.InUsageMember(counts)}
+// replies is a Messages API reply: its counts in a "usage" object, an
+// error member, and mapReply for the rest.
+var replies = providers.ReplyFormat[providers.UsageMember, wireResponse]{
+	Provider: provider, Object: "message", Counts: providers.InUsageMember(counts),
+	ErrorMember: func(w *wireResponse) json.RawMessage { return w.Error }, Map: mapReply,
+}
 
-// decode maps a Messages API reply. Usage is read first: a reply whose usage
-// cannot be believed is unusable whatever else it holds.
-func decode(data []byte, key string) (agentrt.ModelResponse, error) {
-	var w wireResponse
-	usage, err := replies.Decode(data, key, &w, &w.Error)
-	if err != nil {
-		return agentrt.ModelResponse{}, err
-	}
-	served := func(reason string) error { return providers.Served(provider, usage, reason, nil) }
+// mapReply reads a reply's content blocks and stop reason. A reply of type
+// "error" is refused even without an error member.
+func mapReply(w *wireResponse, r providers.Reply) (agentrt.ModelResponse, error) {
 	if w.Type == "error" {
-		return agentrt.ModelResponse{}, served("the reply holds an error: " + providers.Excerpt(w.Error, key))
+		return agentrt.ModelResponse{}, r.Refuse("the reply holds an error: "+providers.Excerpt(w.Error, r.Key), nil)
 	}
 	var blocks []wireContent
 	if err := json.Unmarshal(w.Content, &blocks); err != nil || providers.IsNull(w.Content) {
-		return agentrt.ModelResponse{}, served("content is not a list of content blocks")
+		return agentrt.ModelResponse{}, r.Refuse("content is not a list of content blocks", nil)
 	}
-	resp := agentrt.ModelResponse{Usage: usage, Raw: append(json.RawMessage(nil), data...)}
+	var resp agentrt.ModelResponse
 	var text strings.Builder
 	for i, b := range blocks {
 		switch b.Type {
@@ -207,7 +205,6 @@ func decode(data []byte, key string) (agentrt.ModelResponse, error) {
 	default:
 		resp.StopReason = stop
 	}
-	providers.HoldBackCutOffCalls(&resp)
 	return resp, nil
 }
 

@@ -103,22 +103,19 @@ func counts(p *usageProbe, c *providers.Counts) agentrt.Usage {
 	}
 }
 
-// replies is how a reply carries its usage and errors.
-var replies = providers.ReplyFormat[usageProbe]{Provider: provider, Object: "chat response", Counts: counts}
+// replies is an /api/chat reply: its counts spread over the reply, an
+// error member, and mapReply for the rest.
+var replies = providers.ReplyFormat[usageProbe, wireResponse]{
+	Provider: provider, Object: "chat response", Counts: counts,
+	ErrorMember: func(w *wireResponse) json.RawMessage { return w.Error }, Map: mapReply,
+}
 
-// decode maps an /api/chat reply. Usage is read first: a reply whose usage
-// cannot be believed is unusable whatever else it holds.
-func decode(data []byte, key string) (agentrt.ModelResponse, error) {
-	var w wireResponse
-	u, err := replies.Decode(data, key, &w, &w.Error)
-	if err != nil {
-		return agentrt.ModelResponse{}, err
-	}
-	served := func(reason string, cause error) error { return providers.Served(provider, u, reason, cause) }
+// mapReply reads the message's text and tool calls and the done reason.
+func mapReply(w *wireResponse, r providers.Reply) (agentrt.ModelResponse, error) {
 	if w.Message == nil {
-		return agentrt.ModelResponse{}, served("the reply holds no message", nil)
+		return agentrt.ModelResponse{}, r.Refuse("the reply holds no message", nil)
 	}
-	resp := agentrt.ModelResponse{Text: w.Message.Content, Usage: u, Raw: append(json.RawMessage(nil), data...)}
+	resp := agentrt.ModelResponse{Text: w.Message.Content}
 	for i, tc := range w.Message.ToolCalls {
 		resp.ToolUses = append(resp.ToolUses, providers.ToolCall(i, tc.ID, tc.Function.Name, providers.OmitNull(tc.Function.Arguments)))
 	}
@@ -132,6 +129,5 @@ func decode(data []byte, key string) (agentrt.ModelResponse, error) {
 	default:
 		resp.StopReason = w.DoneReason
 	}
-	providers.HoldBackCutOffCalls(&resp)
 	return resp, nil
 }

@@ -125,35 +125,33 @@ type wireChoice struct {
 	FinishReason string `json:"finish_reason"`
 }
 
-// replies is how a reply carries its usage and errors.
-var replies = providers.ReplyFormat[providers.UsageMember]{Provider: provider, Object: "chat completion", Counts: providers.InUsageMember(counts)}
+// replies is a chat-completions reply: its counts in a "usage" object,
+// an error member, and mapReply for the rest.
+var replies = providers.ReplyFormat[providers.UsageMember, wireResponse]{
+	Provider: provider, Object: "chat completion", Counts: providers.InUsageMember(counts),
+	ErrorMember: func(w *wireResponse) json.RawMessage { return w.Error }, Map: mapReply,
+}
 
-// decode maps a chat-completions reply. Usage is read first: a reply whose
-// usage cannot be believed is unusable whatever else it holds.
-func decode(data []byte, key string) (agentrt.ModelResponse, error) {
-	var w wireResponse
-	usage, err := replies.Decode(data, key, &w, &w.Error)
-	if err != nil {
-		return agentrt.ModelResponse{}, err
-	}
-	served := func(reason string, cause error) error { return providers.Served(provider, usage, reason, cause) }
+// mapReply reads the first choice: its text (or refusal), tool calls and
+// finish reason.
+func mapReply(w *wireResponse, r providers.Reply) (agentrt.ModelResponse, error) {
 	var choices []wireChoice
 	if err := json.Unmarshal(w.Choices, &choices); err != nil || providers.IsNull(w.Choices) {
-		return agentrt.ModelResponse{}, served("choices is not a list of chat completion choices", err)
+		return agentrt.ModelResponse{}, r.Refuse("choices is not a list of chat completion choices", err)
 	}
 	if len(choices) == 0 {
-		return agentrt.ModelResponse{}, served("the reply holds no choice", nil)
+		return agentrt.ModelResponse{}, r.Refuse("the reply holds no choice", nil)
 	}
 	c := choices[0]
 	text, err := decodeContent(c.Message.Content)
 	if err != nil {
-		return agentrt.ModelResponse{}, served(err.Error(), nil)
+		return agentrt.ModelResponse{}, r.Refuse(err.Error(), nil)
 	}
-	resp := agentrt.ModelResponse{Text: text, Usage: usage, Raw: append(json.RawMessage(nil), data...)}
+	resp := agentrt.ModelResponse{Text: text}
 	for i, tc := range c.Message.ToolCalls {
 		args, err := decodeArguments(tc.Function.Arguments)
 		if err != nil {
-			return agentrt.ModelResponse{}, served(fmt.Sprintf("tool call %d: %v", i, err), nil)
+			return agentrt.ModelResponse{}, r.Refuse(fmt.Sprintf("tool call %d: %v", i, err), nil)
 		}
 		resp.ToolUses = append(resp.ToolUses, providers.ToolCall(i, tc.ID, tc.Function.Name, args))
 	}
@@ -173,7 +171,6 @@ func decode(data []byte, key string) (agentrt.ModelResponse, error) {
 	default:
 		resp.StopReason = c.FinishReason
 	}
-	providers.HoldBackCutOffCalls(&resp)
 	return resp, nil
 }
 
