@@ -6,8 +6,10 @@
 // every adapter's Config embeds, and Secret, the type the Endpoint holds
 // the key in so that no encoding of the Config shows it. Base gives an
 // adapter's Model its names, redaction and sending (Generate, EncodeRequest,
-// SendEncoded) from an Exchange, the adapter's encode and decode; the
-// helpers in wire.go are the parts of those every wire format shares.
+// SendEncoded) from an Exchange, the adapter's encode and decode. The
+// helpers in wire.go are the parts of those every wire format shares;
+// ReplyFormat.Decode is every adapter's decode, reading the usage first and
+// leaving the adapter only its field names and the mapping of the rest.
 //
 // It depends only on the standard library and the root package. The adapters
 // themselves live in providers/openai, providers/anthropic and

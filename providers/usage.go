@@ -31,19 +31,6 @@ func (e *UsageError) Error() string {
 // Is matches agentrt.ErrUnusableUsage.
 func (e *UsageError) Is(target error) bool { return target == agentrt.ErrUnusableUsage }
 
-// UsageObject decodes a reply's usage object into w, reporting whether one
-// was there: absent or null usage is none (false, nil), and anything w
-// cannot hold is a *UsageError.
-func UsageObject(raw json.RawMessage, w any) (bool, error) {
-	if IsNull(raw) {
-		return false, nil
-	}
-	if err := json.Unmarshal(raw, w); err != nil {
-		return false, &UsageError{Field: "usage", Reason: "is not a usage object"}
-	}
-	return true, nil
-}
-
 // UsageCount reads one token count as the provider sent it. An absent value or
 // null is 0. Otherwise only a plain JSON integer literal that is not negative
 // and fits in an int64 is accepted: "1.0", "1e3", "-1", "+1", a string, a
@@ -101,6 +88,44 @@ func AddCounts(field string, counts ...int64) (int64, error) {
 		sum += c
 	}
 	return sum, nil
+}
+
+// Counts reads a reply's token counts one after another and keeps the
+// first error, so an adapter's usage decoder reads as the list of its
+// fields. After an error every further count is 0 and Usage returns that
+// error.
+type Counts struct{ err error }
+
+// Read is UsageCount of field's raw value.
+func (c *Counts) Read(field string, raw json.RawMessage) int64 {
+	if c.err != nil {
+		return 0
+	}
+	n, err := UsageCount(field, raw)
+	c.err = err
+	return n
+}
+
+// Sum is AddCounts of parts, named field.
+func (c *Counts) Sum(field string, parts ...int64) int64 {
+	if c.err != nil {
+		return 0
+	}
+	n, err := AddCounts(field, parts...)
+	c.err = err
+	return n
+}
+
+// Usage returns u once CheckUsage passes it, or the first error a count
+// met.
+func (c *Counts) Usage(u agentrt.Usage) (agentrt.Usage, error) {
+	if c.err == nil {
+		c.err = CheckUsage(u)
+	}
+	if c.err != nil {
+		return agentrt.Usage{}, c.err
+	}
+	return u, nil
 }
 
 // Unusable is the error an adapter returns for a reply whose usage cannot be

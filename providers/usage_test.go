@@ -126,3 +126,37 @@ func ExampleParseDollars() {
 	fmt.Println(m)
 	// Output: 500000
 }
+
+// Counts keeps the first bad count: later reads and sums are zero, and
+// Usage reports that count's field, not a later one's or CheckUsage's.
+func TestCounts_KeepTheFirstError(t *testing.T) {
+	var c Counts
+	if n := c.Read("usage.a", json.RawMessage("3")); n != 3 {
+		t.Fatalf("Read = %d, want 3", n)
+	}
+	if n := c.Read("usage.b", json.RawMessage("-1")); n != 0 {
+		t.Fatalf("Read of a bad count = %d, want 0", n)
+	}
+	if n := c.Read("usage.c", json.RawMessage("5")); n != 0 {
+		t.Errorf("Read after an error = %d, want 0", n)
+	}
+	if n := c.Sum("usage.d", 1, 2); n != 0 {
+		t.Errorf("Sum after an error = %d, want 0", n)
+	}
+	u, err := c.Usage(agentrt.Usage{InputTokens: 1, CachedInputTokens: 2})
+	if !errors.Is(err, agentrt.ErrUnusableUsage) || !strings.Contains(err.Error(), "usage.b") || u != (agentrt.Usage{}) {
+		t.Errorf("Usage = %+v, %v; want the error naming usage.b", u, err)
+	}
+
+	var ok Counts
+	if n := ok.Sum("usage.sum", ok.Read("usage.a", json.RawMessage("2")), 3); n != 5 {
+		t.Errorf("Sum = %d, want 5", n)
+	}
+	if _, err := ok.Usage(agentrt.Usage{InputTokens: 1, CachedInputTokens: 2}); !errors.Is(err, agentrt.ErrUnusableUsage) {
+		t.Errorf("Usage of more cached than input = %v, want CheckUsage's refusal", err)
+	}
+	var fine Counts
+	if u, err := fine.Usage(agentrt.Usage{InputTokens: 5, OutputTokens: 1}); err != nil || u.InputTokens != 5 {
+		t.Errorf("Usage = %+v, %v", u, err)
+	}
+}

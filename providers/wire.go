@@ -155,9 +155,9 @@ func OmitNull(raw json.RawMessage) json.RawMessage {
 	return raw
 }
 
-// HoldBackCutOffCalls drops the tool calls of a reply that was cut off or
+// holdBackCutOffCalls drops the tool calls of a reply that was cut off or
 // refused: they are never handed on, even when they parse.
-func HoldBackCutOffCalls(resp *agentrt.ModelResponse) {
+func holdBackCutOffCalls(resp *agentrt.ModelResponse) {
 	if resp.StopReason == agentrt.StopMaxTokens || resp.StopReason == agentrt.StopRefusal {
 		resp.ToolUses = nil
 	}
@@ -235,20 +235,94 @@ func article(role string) string {
 	return "a"
 }
 
-// UsageFirst reads the "usage" member of a 2xx body with decodeUsage
-// before anything else, since a reply whose usage cannot be believed is
-// unusable whatever else it holds. what names the object the body should
-// be ("a message object") in the error of a body that is not JSON.
-func UsageFirst(provider, what string, data []byte, decodeUsage func(json.RawMessage) (agentrt.Usage, error)) (agentrt.Usage, error) {
-	var probe struct {
-		Usage json.RawMessage `json:"usage"`
-	}
+// ReplyFormat is an adapter's 2xx reply: how it carries its usage and its
+// errors, and how the rest maps to a ModelResponse. P is the probe that
+// reads only the fields that carry the counts, so a reply of the wrong
+// shape is still charged; W is the whole reply.
+type ReplyFormat[P, W any] struct {
+	// Provider prefixes the errors.
+	Provider string
+	// Object names the reply ("chat completion"), taking the article "a":
+	// a body that is not JSON is not "a chat completion object", one of
+	// the wrong shape lacks "the chat completion shape".
+	Object string
+	// Counts reads the usage from the probe, each count through c. For a
+	// format that sends its counts in a "usage" object, InUsageMember
+	// makes it.
+	Counts func(p *P, c *Counts) agentrt.Usage
+	// ErrorMember is the reply's error member; a set one refuses it.
+	ErrorMember func(w *W) json.RawMessage
+	// Map reads the text, the tool uses and the stop reason of a reply
+	// that passed those checks, refusing one it cannot use with r.Refuse.
+	Map func(w *W, r Reply) (agentrt.ModelResponse, error)
+}
+
+// Reply is a served reply being mapped: its usage is known, so a refusal
+// charges it.
+type Reply struct {
+	Provider string
+	Usage    agentrt.Usage
+	// Key is the secret to keep out of any error.
+	Key string
+}
+
+// Refuse is the error for a served reply that cannot be used: Served
+// with its usage, for reason (and cause, when there is one).
+func (r Reply) Refuse(reason string, cause error) error {
+	return Served(r.Provider, r.Usage, reason, cause)
+}
+
+// Decode maps a 2xx body (an Exchange's Decode). It reads the usage first,
+// since a reply whose usage cannot be believed is unusable whatever else
+// it holds, then the whole body, refusing, with the usage charged, one
+// without W's shape or with its error member set (excerpted without key).
+// Map maps the rest; the response gets the usage and a copy of the body,
+// and keeps no tool call of a reply that was cut off or refused.
+func (f ReplyFormat[P, W]) Decode(data []byte, key string) (agentrt.ModelResponse, error) {
+	var probe P
 	if err := json.Unmarshal(data, &probe); err != nil {
-		return agentrt.Usage{}, NotAReply(provider, what, err)
+		return agentrt.ModelResponse{}, NotAReply(f.Provider, "a "+f.Object+" object", err)
 	}
-	u, err := decodeUsage(probe.Usage)
+	var c Counts
+	u, err := c.Usage(f.Counts(&probe, &c))
 	if err != nil {
-		return agentrt.Usage{}, Unusable(err)
+		return agentrt.ModelResponse{}, Unusable(err)
 	}
-	return u, nil
+	r := Reply{Provider: f.Provider, Usage: u, Key: key}
+	var w W
+	if err := json.Unmarshal(data, &w); err != nil {
+		return agentrt.ModelResponse{}, r.Refuse("the reply does not have the "+f.Object+" shape", err)
+	}
+	if e := f.ErrorMember(&w); !IsNull(e) {
+		return agentrt.ModelResponse{}, r.Refuse("the reply holds an error: "+Excerpt(e, key), nil)
+	}
+	resp, err := f.Map(&w, r)
+	if err != nil {
+		return agentrt.ModelResponse{}, err
+	}
+	resp.Usage, resp.Raw = u, append(json.RawMessage(nil), data...)
+	holdBackCutOffCalls(&resp)
+	return resp, nil
+}
+
+// UsageMember is the probe of a format that sends its counts in a "usage"
+// object.
+type UsageMember struct {
+	Usage json.RawMessage `json:"usage"`
+}
+
+// InUsageMember reads the "usage" object into W for counts: absent or
+// null usage is zero, and a member W cannot hold is a *UsageError.
+func InUsageMember[W any](counts func(w *W, c *Counts) agentrt.Usage) func(*UsageMember, *Counts) agentrt.Usage {
+	return func(p *UsageMember, c *Counts) agentrt.Usage {
+		var w W
+		if IsNull(p.Usage) {
+			return agentrt.Usage{}
+		}
+		if err := json.Unmarshal(p.Usage, &w); err != nil {
+			c.err = &UsageError{Field: "usage", Reason: "is not a usage object"}
+			return agentrt.Usage{}
+		}
+		return counts(&w, c)
+	}
 }

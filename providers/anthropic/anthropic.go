@@ -76,7 +76,7 @@ func New(cfg Config) (*Model, error) {
 	var err error
 	m.base, err = providers.NewBase(providers.Settings{Provider: provider, DefaultBaseURL: DefaultBaseURL, Path: "/v1/messages",
 		KeyRequired: true, Auth: providers.HeaderAuth("x-api-key"),
-		Exchange: providers.Exchange{Encode: m.encode, Decode: decode}, Header: http.Header{"Anthropic-Version": {APIVersion}}, Endpoint: cfg.Endpoint})
+		Exchange: providers.Exchange{Encode: m.encode, Decode: replies.Decode}, Header: http.Header{"Anthropic-Version": {APIVersion}}, Endpoint: cfg.Endpoint})
 	if err != nil {
 		return nil, err
 	}

@@ -162,26 +162,24 @@ type wireContent struct {
 	Input json.RawMessage `json:"input"`
 }
 
-// decode maps a Messages API reply. Usage is read first: a reply whose usage
-// cannot be believed is unusable whatever else it holds.
-func decode(data []byte, key string) (agentrt.ModelResponse, error) {
-	usage, err := providers.UsageFirst(provider, "a message object", data, decodeUsage)
-	if err != nil {
-		return agentrt.ModelResponse{}, err
-	}
-	served := func(reason string) error { return providers.Served(provider, usage, reason, nil) }
-	var w wireResponse
-	if err := json.Unmarshal(data, &w); err != nil {
-		return agentrt.ModelResponse{}, served("the reply does not have the message shape: " + err.Error())
-	}
-	if !providers.IsNull(w.Error) || w.Type == "error" {
-		return agentrt.ModelResponse{}, served("the reply holds an error: " + providers.Excerpt(w.Error, key))
+// replies is a Messages API reply: its counts in a "usage" object, an
+// error member, and mapReply for the rest.
+var replies = providers.ReplyFormat[providers.UsageMember, wireResponse]{
+	Provider: provider, Object: "message", Counts: providers.InUsageMember(counts),
+	ErrorMember: func(w *wireResponse) json.RawMessage { return w.Error }, Map: mapReply,
+}
+
+// mapReply reads a reply's content blocks and stop reason. A reply of type
+// "error" is refused even without an error member.
+func mapReply(w *wireResponse, r providers.Reply) (agentrt.ModelResponse, error) {
+	if w.Type == "error" {
+		return agentrt.ModelResponse{}, r.Refuse("the reply holds an error: "+providers.Excerpt(w.Error, r.Key), nil)
 	}
 	var blocks []wireContent
 	if err := json.Unmarshal(w.Content, &blocks); err != nil || providers.IsNull(w.Content) {
-		return agentrt.ModelResponse{}, served("content is not a list of content blocks")
+		return agentrt.ModelResponse{}, r.Refuse("content is not a list of content blocks", nil)
 	}
-	resp := agentrt.ModelResponse{Usage: usage, Raw: append(json.RawMessage(nil), data...)}
+	var resp agentrt.ModelResponse
 	var text strings.Builder
 	for i, b := range blocks {
 		switch b.Type {
@@ -207,48 +205,24 @@ func decode(data []byte, key string) (agentrt.ModelResponse, error) {
 	default:
 		resp.StopReason = stop
 	}
-	providers.HoldBackCutOffCalls(&resp)
 	return resp, nil
 }
 
-// decodeUsage reads and checks the usage object, folding cache reads and
-// writes into input; absent usage is zero.
-func decodeUsage(raw json.RawMessage) (agentrt.Usage, error) {
-	var wu wireUsage
-	if ok, err := providers.UsageObject(raw, &wu); !ok {
-		return agentrt.Usage{}, err
-	}
-	count := func(field string, v json.RawMessage, err *error) int64 {
-		if *err != nil {
-			return 0
-		}
-		n, e := providers.UsageCount(field, v)
-		*err = e
-		return n
-	}
-	var err error
-	input := count("usage.input_tokens", wu.InputTokens, &err)
-	output := count("usage.output_tokens", wu.OutputTokens, &err)
-	read := count("usage.cache_read_input_tokens", wu.CacheReadInputTokens, &err)
-	written := count("usage.cache_creation_input_tokens", wu.CacheCreationInputTokens, &err)
+// counts reads the usage object's counts, folding cache reads and writes
+// into input.
+func counts(wu *wireUsage, c *providers.Counts) agentrt.Usage {
+	input := c.Read("usage.input_tokens", wu.InputTokens)
+	output := c.Read("usage.output_tokens", wu.OutputTokens)
+	read := c.Read("usage.cache_read_input_tokens", wu.CacheReadInputTokens)
+	written := c.Read("usage.cache_creation_input_tokens", wu.CacheCreationInputTokens)
 	write5m, write1h := written, int64(0)
 	if wu.CacheCreation != nil && (!providers.IsNull(wu.CacheCreation.Ephemeral5m) || !providers.IsNull(wu.CacheCreation.Ephemeral1h)) {
-		write5m = count("usage.cache_creation.ephemeral_5m_input_tokens", wu.CacheCreation.Ephemeral5m, &err)
-		write1h = count("usage.cache_creation.ephemeral_1h_input_tokens", wu.CacheCreation.Ephemeral1h, &err)
-	}
-	if err != nil {
-		return agentrt.Usage{}, err
+		write5m = c.Read("usage.cache_creation.ephemeral_5m_input_tokens", wu.CacheCreation.Ephemeral5m)
+		write1h = c.Read("usage.cache_creation.ephemeral_1h_input_tokens", wu.CacheCreation.Ephemeral1h)
 	}
 	// 1.25 times the 5-minute writes, rounded up, is the writes plus a
 	// quarter of them rounded up; twice the 1-hour writes is them added twice.
 	quarter := write5m/4 + min(write5m%4, 1)
-	total, err := providers.AddCounts("usage input with cache reads and writes", input, read, write5m, quarter, write1h, write1h)
-	if err != nil {
-		return agentrt.Usage{}, err
-	}
-	u := agentrt.Usage{InputTokens: total, OutputTokens: output, CachedInputTokens: read}
-	if err := providers.CheckUsage(u); err != nil {
-		return agentrt.Usage{}, err
-	}
-	return u, nil
+	total := c.Sum("usage input with cache reads and writes", input, read, write5m, quarter, write1h, write1h)
+	return agentrt.Usage{InputTokens: total, OutputTokens: output, CachedInputTokens: read}
 }

@@ -6,9 +6,9 @@ import (
 	"github.com/agentrt/agentrt/providers/internal/adaptertest"
 )
 
-// Whatever a server sends, decode neither panics nor repeats the key, and a
+// Whatever a server sends, replies.Decode neither panics nor repeats the key, and a
 // success never carries tool uses out of a cut-off or refused reply.
-func FuzzDecode_NeverPanics(f *testing.F) { adaptertest.FuzzDecode(f, decode, decodeSeeds) }
+func FuzzDecode_NeverPanics(f *testing.F) { adaptertest.FuzzDecode(f, replies.Decode, decodeSeeds) }
 
 var decodeSeeds = []string{
 	chat(`{"role":"assistant","content":"","tool_calls":[{"function":{"name":"x","arguments":{"a":1}}}]}`, "length", okCounts),

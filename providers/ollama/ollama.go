@@ -119,7 +119,7 @@ func New(cfg Config) (*Model, error) {
 	}
 	var err error
 	m.base, err = providers.NewBase(providers.Settings{Provider: provider, DefaultBaseURL: DefaultBaseURL, Path: "/api/chat",
-		Auth: providers.BearerAuth, Exchange: providers.Exchange{Encode: m.encode, Decode: decode}, Endpoint: cfg.Endpoint})
+		Auth: providers.BearerAuth, Exchange: providers.Exchange{Encode: m.encode, Decode: replies.Decode}, Endpoint: cfg.Endpoint})
 	if err != nil {
 		return nil, err
 	}

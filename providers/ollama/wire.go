@@ -84,10 +84,8 @@ type wireResponse struct {
 		Content   string                   `json:"content"`
 		ToolCalls []providers.FunctionCall `json:"tool_calls"`
 	} `json:"message"`
-	DoneReason      string          `json:"done_reason"`
-	PromptEvalCount json.RawMessage `json:"prompt_eval_count"`
-	EvalCount       json.RawMessage `json:"eval_count"`
-	Error           json.RawMessage `json:"error"`
+	DoneReason string          `json:"done_reason"`
+	Error      json.RawMessage `json:"error"`
 }
 
 // usageProbe reads only the counts, so usage is checked even when the rest
@@ -97,33 +95,27 @@ type usageProbe struct {
 	EvalCount       json.RawMessage `json:"eval_count"`
 }
 
-// decode maps an /api/chat reply. Usage is read first: a reply whose usage
-// cannot be believed is unusable whatever else it holds.
-func decode(data []byte, key string) (agentrt.ModelResponse, error) {
-	var probe usageProbe
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return agentrt.ModelResponse{}, providers.NotAReply(provider, "a chat response object", err)
+// counts reads the token counts; absent counts are zero.
+func counts(p *usageProbe, c *providers.Counts) agentrt.Usage {
+	return agentrt.Usage{
+		InputTokens:  c.Read("prompt_eval_count", p.PromptEvalCount),
+		OutputTokens: c.Read("eval_count", p.EvalCount),
 	}
-	var u agentrt.Usage
-	var err error
-	if u.InputTokens, err = providers.UsageCount("prompt_eval_count", probe.PromptEvalCount); err != nil {
-		return agentrt.ModelResponse{}, providers.Unusable(err)
-	}
-	if u.OutputTokens, err = providers.UsageCount("eval_count", probe.EvalCount); err != nil {
-		return agentrt.ModelResponse{}, providers.Unusable(err)
-	}
-	served := func(reason string, cause error) error { return providers.Served(provider, u, reason, cause) }
-	var w wireResponse
-	if err := json.Unmarshal(data, &w); err != nil {
-		return agentrt.ModelResponse{}, served("the reply does not have the chat response shape", err)
-	}
-	if !providers.IsNull(w.Error) {
-		return agentrt.ModelResponse{}, served("the reply holds an error: "+providers.Excerpt(w.Error, key), nil)
-	}
+}
+
+// replies is an /api/chat reply: its counts spread over the reply, an
+// error member, and mapReply for the rest.
+var replies = providers.ReplyFormat[usageProbe, wireResponse]{
+	Provider: provider, Object: "chat response", Counts: counts,
+	ErrorMember: func(w *wireResponse) json.RawMessage { return w.Error }, Map: mapReply,
+}
+
+// mapReply reads the message's text and tool calls and the done reason.
+func mapReply(w *wireResponse, r providers.Reply) (agentrt.ModelResponse, error) {
 	if w.Message == nil {
-		return agentrt.ModelResponse{}, served("the reply holds no message", nil)
+		return agentrt.ModelResponse{}, r.Refuse("the reply holds no message", nil)
 	}
-	resp := agentrt.ModelResponse{Text: w.Message.Content, Usage: u, Raw: append(json.RawMessage(nil), data...)}
+	resp := agentrt.ModelResponse{Text: w.Message.Content}
 	for i, tc := range w.Message.ToolCalls {
 		resp.ToolUses = append(resp.ToolUses, providers.ToolCall(i, tc.ID, tc.Function.Name, providers.OmitNull(tc.Function.Arguments)))
 	}
@@ -137,6 +129,5 @@ func decode(data []byte, key string) (agentrt.ModelResponse, error) {
 	default:
 		resp.StopReason = w.DoneReason
 	}
-	providers.HoldBackCutOffCalls(&resp)
 	return resp, nil
 }

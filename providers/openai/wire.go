@@ -125,38 +125,33 @@ type wireChoice struct {
 	FinishReason string `json:"finish_reason"`
 }
 
-// decode maps a chat-completions reply. Usage is read first: a reply whose
-// usage cannot be believed is unusable whatever else it holds.
-func decode(data []byte, key string) (agentrt.ModelResponse, error) {
-	usage, err := providers.UsageFirst(provider, "a chat completion object", data, decodeUsage)
-	if err != nil {
-		return agentrt.ModelResponse{}, err
-	}
-	served := func(reason string, cause error) error { return providers.Served(provider, usage, reason, cause) }
-	var w wireResponse
-	if err := json.Unmarshal(data, &w); err != nil {
-		return agentrt.ModelResponse{}, served("the reply does not have the chat completion shape", err)
-	}
-	if !providers.IsNull(w.Error) {
-		return agentrt.ModelResponse{}, served("the reply holds an error: "+providers.Excerpt(w.Error, key), nil)
-	}
+// replies is a chat-completions reply: its counts in a "usage" object,
+// an error member, and mapReply for the rest.
+var replies = providers.ReplyFormat[providers.UsageMember, wireResponse]{
+	Provider: provider, Object: "chat completion", Counts: providers.InUsageMember(counts),
+	ErrorMember: func(w *wireResponse) json.RawMessage { return w.Error }, Map: mapReply,
+}
+
+// mapReply reads the first choice: its text (or refusal), tool calls and
+// finish reason.
+func mapReply(w *wireResponse, r providers.Reply) (agentrt.ModelResponse, error) {
 	var choices []wireChoice
 	if err := json.Unmarshal(w.Choices, &choices); err != nil || providers.IsNull(w.Choices) {
-		return agentrt.ModelResponse{}, served("choices is not a list of chat completion choices", err)
+		return agentrt.ModelResponse{}, r.Refuse("choices is not a list of chat completion choices", err)
 	}
 	if len(choices) == 0 {
-		return agentrt.ModelResponse{}, served("the reply holds no choice", nil)
+		return agentrt.ModelResponse{}, r.Refuse("the reply holds no choice", nil)
 	}
 	c := choices[0]
 	text, err := decodeContent(c.Message.Content)
 	if err != nil {
-		return agentrt.ModelResponse{}, served(err.Error(), nil)
+		return agentrt.ModelResponse{}, r.Refuse(err.Error(), nil)
 	}
-	resp := agentrt.ModelResponse{Text: text, Usage: usage, Raw: append(json.RawMessage(nil), data...)}
+	resp := agentrt.ModelResponse{Text: text}
 	for i, tc := range c.Message.ToolCalls {
 		args, err := decodeArguments(tc.Function.Arguments)
 		if err != nil {
-			return agentrt.ModelResponse{}, served(fmt.Sprintf("tool call %d: %v", i, err), nil)
+			return agentrt.ModelResponse{}, r.Refuse(fmt.Sprintf("tool call %d: %v", i, err), nil)
 		}
 		resp.ToolUses = append(resp.ToolUses, providers.ToolCall(i, tc.ID, tc.Function.Name, args))
 	}
@@ -176,33 +171,19 @@ func decode(data []byte, key string) (agentrt.ModelResponse, error) {
 	default:
 		resp.StopReason = c.FinishReason
 	}
-	providers.HoldBackCutOffCalls(&resp)
 	return resp, nil
 }
 
-// decodeUsage reads and checks the usage object; absent usage is zero.
-func decodeUsage(raw json.RawMessage) (agentrt.Usage, error) {
-	var wu wireUsage
-	if ok, err := providers.UsageObject(raw, &wu); !ok {
-		return agentrt.Usage{}, err
-	}
-	var u agentrt.Usage
-	var err error
-	if u.InputTokens, err = providers.UsageCount("usage.prompt_tokens", wu.PromptTokens); err != nil {
-		return agentrt.Usage{}, err
-	}
-	if u.OutputTokens, err = providers.UsageCount("usage.completion_tokens", wu.CompletionTokens); err != nil {
-		return agentrt.Usage{}, err
+// counts reads the usage object's counts.
+func counts(wu *wireUsage, c *providers.Counts) agentrt.Usage {
+	u := agentrt.Usage{
+		InputTokens:  c.Read("usage.prompt_tokens", wu.PromptTokens),
+		OutputTokens: c.Read("usage.completion_tokens", wu.CompletionTokens),
 	}
 	if wu.PromptTokensDetails != nil {
-		if u.CachedInputTokens, err = providers.UsageCount("usage.prompt_tokens_details.cached_tokens", wu.PromptTokensDetails.CachedTokens); err != nil {
-			return agentrt.Usage{}, err
-		}
+		u.CachedInputTokens = c.Read("usage.prompt_tokens_details.cached_tokens", wu.PromptTokensDetails.CachedTokens)
 	}
-	if err := providers.CheckUsage(u); err != nil {
-		return agentrt.Usage{}, err
-	}
-	return u, nil
+	return u
 }
 
 // decodeContent reads message content: a string, null, or a list of text
