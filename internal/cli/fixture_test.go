@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode"
@@ -33,33 +31,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// clock is a fake clock that moves one second each time it is read.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
+// newClock is the fixtures' fake clock: it moves one second each time it
+// is read.
+func newClock() *kit.TickingClock {
+	return kit.TickFrom(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC), time.Second)
 }
 
-func newClock() *clock { return &clock{now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(time.Second)
-	return c.now
-}
-
-// counter makes ids id0001, id0002, ...
-type counter struct {
-	mu sync.Mutex
-	n  int
-}
-
-func (c *counter) ID() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.n++
-	return fmt.Sprintf("id%04d", c.n)
-}
+// newCounter makes ids id0001, id0002, ...
+func newCounter() *kit.IDCounter { return kit.CountIDs("id%04d") }
 
 // Adversarial text a model could choose.
 const (
@@ -76,8 +55,8 @@ var zalgo = "Z" + strings.Repeat("\u0301\u0316", 150)
 // the ids it made.
 type fixture struct {
 	path  string
-	clock *clock
-	ids   *counter
+	clock *kit.TickingClock
+	ids   *kit.IDCounter
 
 	done, small, big, cancelled string
 	// The pending approvals of small and big.
@@ -254,7 +233,7 @@ func assertTerminalSafe(t *testing.T, name, s string) {
 // own, opened for writing; the test closes st.
 func newBareFixture(t *testing.T) (*fixture, *sqlite.Store) {
 	t.Helper()
-	f := &fixture{path: filepath.Join(t.TempDir(), "runs.db"), clock: newClock(), ids: &counter{}}
+	f := &fixture{path: filepath.Join(t.TempDir(), "runs.db"), clock: newClock(), ids: newCounter()}
 	st, err := sqlite.Open(f.path)
 	if err != nil {
 		t.Fatal(err)

@@ -33,12 +33,7 @@ func (f *fixture) clone(t *testing.T) *fixture {
 			t.Fatal(err)
 		}
 	}
-	f.clock.mu.Lock()
-	g.clock = &clock{now: f.clock.now}
-	f.clock.mu.Unlock()
-	f.ids.mu.Lock()
-	g.ids = &counter{n: f.ids.n}
-	f.ids.mu.Unlock()
+	g.clock, g.ids = f.clock.Clone(), f.ids.Clone()
 	return &g
 }
 
