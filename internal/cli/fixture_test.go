@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	kit "github.com/agentrt/agentrt/internal/enginekit"
+	"github.com/agentrt/agentrt/internal/sqlscan"
 	"github.com/agentrt/agentrt/scripted"
 	"github.com/agentrt/agentrt/sqlite"
 )
@@ -186,20 +187,17 @@ var (
 	exec  = kit.MustExec
 )
 
+// approvalStatus is the status of each of the run's approvals, in the
+// order they were asked.
 func approvalStatus(t *testing.T, path, runID string) []string {
 	t.Helper()
 	rows, err := rawDB(t, path).Query("SELECT status FROM approvals WHERE run_id = ? ORDER BY rowid", runID)
+	out, err := sqlscan.All(rows, err, func(r sqlscan.Scanner) (s string, err error) {
+		err = r.Scan(&s)
+		return s, err
+	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
 	}
 	return out
 }
