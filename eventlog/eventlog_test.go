@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -22,6 +21,7 @@ import (
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/termsafe"
 	"github.com/agentrt/agentrt/internal/termsafe/termsafetest"
+	"github.com/agentrt/agentrt/internal/testrig"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -80,38 +80,6 @@ func textIn(loc *time.Location) func(w *bytes.Buffer) (agentrt.Observer, func() 
 
 func jsonl(w *bytes.Buffer) (agentrt.Observer, func() error) { return JSONLWithErr(w) }
 
-// checkGolden compares got with testdata/name, or rewrites it under -update.
-func checkGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if bytes.Equal(got, want) {
-		return
-	}
-	gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-	for i := 0; i < len(gl) || i < len(wl); i++ {
-		var g, w string
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if g != w {
-			t.Fatalf("%s differs at line %d:\n got %+q\nwant %+q", path, i+1, g, w)
-		}
-	}
-}
-
 // checkTerminalSafe fails if out holds anything a terminal would act on or
 // hide, other than the newline ending each line.
 func checkTerminalSafe(t *testing.T, out []byte, lines int) {
@@ -149,7 +117,7 @@ func checkTerminalSafe(t *testing.T, out []byte, lines int) {
 func TestWriter_GoldenAdversarialPayloads(t *testing.T) {
 	out := observe(t, textIn(zone), adversarial)
 	checkTerminalSafe(t, out, len(adversarial))
-	checkGolden(t, "writer.golden", out)
+	testrig.Golden(t, filepath.Join("testdata", "writer.golden"), out, *update)
 }
 
 // Every adversarial event is one JSON object on one line, as reviewed in the
@@ -157,7 +125,7 @@ func TestWriter_GoldenAdversarialPayloads(t *testing.T) {
 func TestJSONL_GoldenAdversarialPayloads(t *testing.T) {
 	out := observe(t, jsonl, adversarial)
 	checkTerminalSafe(t, out, len(adversarial))
-	checkGolden(t, "jsonl.golden", out)
+	testrig.Golden(t, filepath.Join("testdata", "jsonl.golden"), out, *update)
 }
 
 // One ordinary event: time in the given zone, two spaces, the type padded to

@@ -401,7 +401,7 @@ func TestExporter_DisclosureAppliedIsAStepEvent(t *testing.T) {
 			Blocks: in.Blocks, Findings: []agentrt.DisclosureFinding{{Rule: "password", Pointer: "#summary", Action: agentrt.DisclosureRedacted, Value: secret}}}, nil
 	})
 	d, err := agentrt.NewDriver(agentrt.Config{EngineConfig: agentrt.EngineConfig{Store: w.st, Tools: tools, Disclosure: redact,
-		Policy: policy{agentrt.SideEffectPolicy{agentrt.ReadOnly: agentrt.Allow}}, Now: w.clock.Now, NewID: w.newID},
+		Policy: policy{agentrt.SideEffectPolicy{agentrt.ReadOnly: agentrt.Allow}}, Now: w.clock.Now, NewID: w.ids.ID},
 		Agent: &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("read", `{"path":"notes.txt"}`, ""), scripted.Complete(`{}`)}}})
 	if err != nil {
 		t.Fatal(err)

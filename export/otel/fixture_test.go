@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -12,46 +11,26 @@ import (
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/export"
 	agentotel "github.com/agentrt/agentrt/export/otel"
+	"github.com/agentrt/agentrt/internal/enginekit"
 	"github.com/agentrt/agentrt/internal/testrig"
 	"github.com/agentrt/agentrt/scripted"
 	"github.com/agentrt/agentrt/sqlite"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// clock moves one second each time it is read, so every event has its
-// own time.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(time.Second)
-	return c.now
-}
-
 // world is a runs database written by real drivers on a fake clock.
 type world struct {
 	st    *sqlite.Store
 	path  string
-	clock *clock
-	ids   int
-	mu    sync.Mutex
+	clock *enginekit.TickingClock
+	ids   *enginekit.IDCounter
 }
 
 func newWorld(t testing.TB) *world {
 	t.Helper()
 	st, path := testrig.DB(t)
-	return &world{st: st, path: path, clock: &clock{now: time.Date(2026, 4, 1, 10, 0, 0, 0, time.UTC)}}
-}
-
-func (w *world) newID() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.ids++
-	return fmt.Sprintf("id%04d", w.ids)
+	return &world{st: st, path: path, clock: enginekit.TickFrom(time.Date(2026, 4, 1, 10, 0, 0, 0, time.UTC), time.Second),
+		ids: enginekit.CountIDs("id%04d")}
 }
 
 var tools = []agentrt.Tool{
@@ -86,7 +65,7 @@ func (w *world) driverOn(t testing.TB, st agentrt.Store, agent agentrt.Agent, mo
 			Model:  model,
 			Policy: policy{agentrt.SideEffectPolicy{agentrt.ReadOnly: agentrt.Allow, agentrt.LocalMutation: agentrt.RequireApproval}},
 			Now:    w.clock.Now,
-			NewID:  w.newID,
+			NewID:  w.ids.ID,
 		},
 		Agent: agent,
 	})

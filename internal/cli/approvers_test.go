@@ -81,7 +81,7 @@ func TestApprovers_KeyFileSignsFromTheCLIAndVerifyDecisionsChecksIt(t *testing.T
 // still pending), and accepts one signed with an enrolled key. A key file
 // others can read is refused before anything is opened.
 func TestApprove_RunRequiringSignedGrantsRefusesAnUnsignedApproval(t *testing.T) {
-	f := &fixture{path: filepath.Join(t.TempDir(), "runs.db"), clock: newClock(), ids: &counter{}}
+	f := &fixture{path: filepath.Join(t.TempDir(), "runs.db"), clock: newClock(), ids: newCounter()}
 	st, err := sqlite.Open(f.path)
 	if err != nil {
 		t.Fatal(err)

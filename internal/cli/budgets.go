@@ -303,9 +303,7 @@ func writeRunCalls(p *printer, calls []callEgress, now time.Time) {
 	if len(calls) == 0 {
 		return
 	}
-	p.printf("\n")
-	tp := p.table()
-	tp.printf("MODEL CALL\tATTEMPT\tEGRESS\tPROVIDER/MODEL\tHOST\tBYTES\tSHA-256\tMSGS/TOOLS\tRESERVATIONS\n")
+	tp := p.section("MODEL CALL\tATTEMPT\tEGRESS\tPROVIDER/MODEL\tHOST\tBYTES\tSHA-256\tMSGS/TOOLS\tRESERVATIONS")
 	for _, c := range calls {
 		verdict := "allowed"
 		if !c.Allowed {

@@ -229,9 +229,7 @@ func (d budgetDetail) writeReservations(p *printer) {
 	if len(d.open) == 0 {
 		return
 	}
-	p.printf("\n")
-	tp := p.table()
-	tp.printf("CALL\tRUN\tATTEMPT\tGEN\tMODEL\tRESERVED\tSTATUS\tEXPIRES\tPRICE VERSION\n")
+	tp := p.section("CALL\tRUN\tATTEMPT\tGEN\tMODEL\tRESERVED\tSTATUS\tEXPIRES\tPRICE VERSION")
 	for _, r := range d.open {
 		status := string(r.Status)
 		if r.Status == agentrt.ReservationReserved && r.Uncertain(d.now) {

@@ -29,11 +29,7 @@ func cancelFlags(fs *flag.FlagSet, o *cancelOptions) {
 }
 
 func runCancel(x *inv, o *cancelOptions, pos []string) int {
-	typed, code := x.runArg(pos)
-	if code != ExitOK {
-		return code
-	}
-	by, code := x.requireBy(&o.by, " as cancelling")
+	typed, by, code := x.runAndBy(pos, &o.by, " as cancelling")
 	if code != ExitOK {
 		return code
 	}

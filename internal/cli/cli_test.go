@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/enginetest"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
@@ -570,45 +571,6 @@ type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }
 
-// rows is every row of every table of the database at path, as text, so two
-// equal results mean nothing was written in between.
-func rows(t *testing.T, path string) []string {
-	t.Helper()
-	db := rawDB(t, path)
-	var out []string
-	for _, table := range []string{"runs", "steps", "approvals", "model_calls", "tool_specs", "events"} {
-		rs, err := db.Query("SELECT * FROM " + table + " ORDER BY rowid")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cols, _ := rs.Columns()
-		for rs.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rs.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, fmt.Sprintf("%s %q", table, vals))
-		}
-		if err := rs.Err(); err != nil {
-			t.Fatal(err)
-		}
-		rs.Close()
-	}
-	return out
-}
-
-// requireRowsUnchanged fails unless the database holds what before held.
-func requireRowsUnchanged(t *testing.T, path string, before []string, what string) {
-	t.Helper()
-	if after := rows(t, path); strings.Join(after, "\n") != strings.Join(before, "\n") {
-		t.Fatalf("%s wrote to the database:\nbefore %d rows, after %d", what, len(before), len(after))
-	}
-}
-
 // approve and reject with -hash decide only if the stored approval still has
 // the hash show printed. The approval is changed after show (to another
 // request just as well formed, with a hash of its own): -approval ID alone
@@ -648,22 +610,22 @@ func TestDecide_HashFlagBindsToTheHashShowPrinted(t *testing.T) {
 				{verb, f.small, "-approval", f.smallApproval, "-hash", printed, "-by", "op"},
 				{"-json", verb, f.small, "-yes", "-hash", printed, "-by", "op"},
 			} {
-				before := rows(t, f.path)
+				before := enginetest.Snapshot(t, rawDB(t, f.path))
 				r = f.run(t, nil, append([]string{"-db", f.path}, args...)...)
 				line := strings.TrimSuffix(r.stderr, "\n")
 				if r.code != ExitFailure || r.stdout != "" || strings.Contains(line, "\n") ||
 					!strings.Contains(line, "no longer has hash "+printed) || !strings.HasSuffix(line, "nothing was decided") {
 					t.Fatalf("%v: exit %d, stdout %q, stderr %q; want exit 1 with one sentence", args, r.code, r.stdout, r.stderr)
 				}
-				requireRowsUnchanged(t, f.path, before, strings.Join(args, " "))
+				enginetest.RequireUnchanged(t, rawDB(t, f.path), before, strings.Join(args, " "))
 			}
 
-			before := rows(t, f.path)
+			before := enginetest.Snapshot(t, rawDB(t, f.path))
 			r = f.run(t, nil, "-db", f.path, verb, f.small, "-approval", f.smallApproval, "-hash", "not-a-hash", "-by", "op")
 			if r.code != ExitUsage {
 				t.Fatalf("-hash not-a-hash: exit %d, want %d; stderr %q", r.code, ExitUsage, r.stderr)
 			}
-			requireRowsUnchanged(t, f.path, before, "a usage error")
+			enginetest.RequireUnchanged(t, rawDB(t, f.path), before, "a usage error")
 
 			r = f.run(t, nil, "-db", f.path, "-json", verb, f.small, "-approval", f.smallApproval, "-hash", changed, "-by", "op")
 			if r.code != ExitOK {

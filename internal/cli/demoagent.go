@@ -8,8 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -140,12 +141,7 @@ func makeWorkspace(dir string) error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return err
 	}
-	names := make([]string, 0, len(demoFiles))
-	for n := range demoFiles {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(demoFiles)) {
 		if err := os.WriteFile(dir+string(os.PathSeparator)+n, []byte(demoFiles[n]), 0o600); err != nil {
 			return err
 		}

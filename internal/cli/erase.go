@@ -43,11 +43,7 @@ func eraseFlags(fs *flag.FlagSet, o *eraseOptions) {
 }
 
 func runErase(x *inv, o *eraseOptions, pos []string) int {
-	typed, code := x.runArg(pos)
-	if code != ExitOK {
-		return code
-	}
-	by, code := x.requireBy(&o.by, " as erasing")
+	typed, by, code := x.runAndBy(pos, &o.by, " as erasing")
 	if code != ExitOK {
 		return code
 	}

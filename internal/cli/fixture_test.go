@@ -4,18 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode"
 
 	"github.com/agentrt/agentrt"
 	kit "github.com/agentrt/agentrt/internal/enginekit"
+	"github.com/agentrt/agentrt/internal/sqlscan"
 	"github.com/agentrt/agentrt/scripted"
 	"github.com/agentrt/agentrt/sqlite"
 )
@@ -33,33 +32,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// clock is a fake clock that moves one second each time it is read.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
+// newClock is the fixtures' fake clock: it moves one second each time it
+// is read.
+func newClock() *kit.TickingClock {
+	return kit.TickFrom(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC), time.Second)
 }
 
-func newClock() *clock { return &clock{now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(time.Second)
-	return c.now
-}
-
-// counter makes ids id0001, id0002, ...
-type counter struct {
-	mu sync.Mutex
-	n  int
-}
-
-func (c *counter) ID() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.n++
-	return fmt.Sprintf("id%04d", c.n)
-}
+// newCounter makes ids id0001, id0002, ...
+func newCounter() *kit.IDCounter { return kit.CountIDs("id%04d") }
 
 // Adversarial text a model could choose.
 const (
@@ -76,8 +56,8 @@ var zalgo = "Z" + strings.Repeat("\u0301\u0316", 150)
 // the ids it made.
 type fixture struct {
 	path  string
-	clock *clock
-	ids   *counter
+	clock *kit.TickingClock
+	ids   *kit.IDCounter
 
 	done, small, big, cancelled string
 	// The pending approvals of small and big.
@@ -207,20 +187,17 @@ var (
 	exec  = kit.MustExec
 )
 
+// approvalStatus is the status of each of the run's approvals, in the
+// order they were asked.
 func approvalStatus(t *testing.T, path, runID string) []string {
 	t.Helper()
 	rows, err := rawDB(t, path).Query("SELECT status FROM approvals WHERE run_id = ? ORDER BY rowid", runID)
+	out, err := sqlscan.All(rows, err, func(r sqlscan.Scanner) (s string, err error) {
+		err = r.Scan(&s)
+		return s, err
+	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
 	}
 	return out
 }
@@ -254,7 +231,7 @@ func assertTerminalSafe(t *testing.T, name, s string) {
 // own, opened for writing; the test closes st.
 func newBareFixture(t *testing.T) (*fixture, *sqlite.Store) {
 	t.Helper()
-	f := &fixture{path: filepath.Join(t.TempDir(), "runs.db"), clock: newClock(), ids: &counter{}}
+	f := &fixture{path: filepath.Join(t.TempDir(), "runs.db"), clock: newClock(), ids: newCounter()}
 	st, err := sqlite.Open(f.path)
 	if err != nil {
 		t.Fatal(err)

@@ -48,6 +48,15 @@ func (p *printer) table() *table {
 	return &table{printer: printer{w: tw}, tw: tw, to: p}
 }
 
+// section starts a table on p's stream after a blank line, its header
+// line printed: a table that follows other output.
+func (p *printer) section(header string) *table {
+	p.printf("\n")
+	tp := p.table()
+	tp.printf("%s\n", header)
+	return tp
+}
+
 // end flushes the table and hands its first write error to the printer
 // that made it.
 func (t *table) end() {

@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/agentrt/agentrt/internal/testrig"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -33,12 +35,7 @@ func (f *fixture) clone(t *testing.T) *fixture {
 			t.Fatal(err)
 		}
 	}
-	f.clock.mu.Lock()
-	g.clock = &clock{now: f.clock.now}
-	f.clock.mu.Unlock()
-	f.ids.mu.Lock()
-	g.ids = &counter{n: f.ids.n}
-	f.ids.mu.Unlock()
+	g.clock, g.ids = f.clock.Clone(), f.ids.Clone()
 	return &g
 }
 
@@ -128,43 +125,5 @@ func checkGolden(t *testing.T, name string, args []string, r result, jsonLines b
 		shown[i] = clean(shellQuote(a))
 	}
 	got := fmt.Sprintf("$ agentrt %s\n%s--- stderr\n%s--- exit %d\n", norm(strings.Join(shown, " ")), norm(r.stdout), norm(r.stderr), r.code)
-	golden(t, filepath.Join("testdata", name+".golden"), got)
-}
-
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs (run with -update and review the diff):\n%s", path, firstDiff(string(want), got))
-	}
-}
-
-// firstDiff shows the first line that differs.
-func firstDiff(want, got string) string {
-	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < max(len(wl), len(gl)); i++ {
-		var w, g string
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if w != g {
-			return fmt.Sprintf("line %d\nwant: %.300s\ngot:  %.300s", i+1, w, g)
-		}
-	}
-	return ""
+	testrig.Golden(t, filepath.Join("testdata", name+".golden"), []byte(got), *update)
 }

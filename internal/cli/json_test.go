@@ -87,7 +87,7 @@ func escapeClassDB(t *testing.T, text string) (path, runID string) {
 			Tools:  fixtureTools,
 			Policy: agentrt.SideEffectPolicy{agentrt.ReadOnly: agentrt.Allow},
 			Now:    newClock().Now,
-			NewID:  (&counter{}).ID,
+			NewID:  newCounter().ID,
 		},
 		Agent: &scripted.Agent{Decisions: []agentrt.Decision{scripted.ToolCall("read", string(args), text), scripted.Fail(text)}},
 	})

@@ -89,6 +89,19 @@ func (x *inv) runArg(pos []string) (string, int) {
 	return runID, ExitOK
 }
 
+// runAndBy checks what cancel and erase check first: pos is exactly one
+// run id (returned as typed), and someone can be recorded as doing this
+// (who). Unless code is ExitOK a usage error was printed.
+func (x *inv) runAndBy(pos []string, by *byFlag, doing string) (typed, who string, code int) {
+	if typed, code = x.runArg(pos); code != ExitOK {
+		return "", "", code
+	}
+	if who, code = x.requireBy(by, doing); code != ExitOK {
+		return "", "", code
+	}
+	return typed, who, ExitOK
+}
+
 // beginNamed checks a changing subcommand's one argument (what it names,
 // as what says: "NAME"), then -by, then check on the argument, and only
 // then opens the database for writing. Unless code is ExitOK the command

@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,19 +48,12 @@ func TestQuorum_TheRealBinaryVotesTwoOfFinance(t *testing.T) {
 	d, pay, a := quorumRun(t, db)
 	run := func(want int, args ...string) string {
 		t.Helper()
-		cmd := osexec.Command(bin, append([]string{"-db", db}, args...)...)
-		out, err := cmd.CombinedOutput()
-		code := 0
-		var ee *osexec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
+		r := runBinary(t, bin, nil, append([]string{"-db", db}, args...)...)
+		out := r.stdout + r.stderr
+		if r.code != want {
+			t.Fatalf("agentrt %s = exit %d, want %d\n%s", strings.Join(args, " "), r.code, want, out)
 		}
-		if code != want {
-			t.Fatalf("agentrt %s = exit %d, want %d\n%s", strings.Join(args, " "), code, want, out)
-		}
-		return string(out)
+		return out
 	}
 	for name, role := range map[string]string{"alice": "finance", "bob": "finance", "dave": "ops"} {
 		key := filepath.Join(dir, name+".key")

@@ -95,9 +95,7 @@ func writeShowApprovals(p *printer, page view.RunDetailPage, offset int) {
 	if len(page.Approvals) == 0 {
 		return
 	}
-	p.printf("\n")
-	tp := p.table()
-	tp.printf("APPROVAL\tSTATUS\tKIND\tCREATED\tDECIDED\tBY\tNOTE\n")
+	tp := p.section("APPROVAL\tSTATUS\tKIND\tCREATED\tDECIDED\tBY\tNOTE")
 	for _, a := range page.Approvals {
 		tp.printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\n", clip(a.ID, cellClipBytes), clip(string(a.Status), 40), clip(a.Kind, 40),
 			when(a.CreatedAt), when(a.DecidedAt), dash(clip(a.DecidedBy, 40)), dash(clip(a.Note, cellClipBytes)))
@@ -195,9 +193,7 @@ func writeBlocks(p *printer, st agentrt.StoreReader, runID string, steps []view.
 		return
 	}
 	uris := resourceURIs(st, runID, lines, limit, offset)
-	p.printf("\n")
-	tp := p.table()
-	tp.printf("STEP\tBLOCK\tTYPE\tMEDIA\tSIZE\tSHA256\tURI\n")
+	tp := p.section("STEP\tBLOCK\tTYPE\tMEDIA\tSIZE\tSHA256\tURI")
 	n := map[int]int{}
 	for _, l := range lines {
 		size := fmt.Sprint(l.b.Size)

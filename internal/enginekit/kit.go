@@ -1,10 +1,11 @@
 // Package enginekit holds the test helpers the engine suite (enginetest)
-// and the root package's other tests share: a clock moved by hand, ids in
-// sequence, tools and agents that count their calls, a store that counts
-// its writes, a policy that records what it was handed, readers of what
-// was stored, and the core of a test's driver environment. It is
-// internal: only tests use it (the approver and console tests take its
-// clock too).
+// and the root package's other tests share: a clock moved by hand, a
+// clock that ticks on each reading, ids in sequence, tools and agents that
+// count their calls, a store that counts its writes, a policy that records
+// what it was handed, readers of what was stored, and the core of a test's
+// driver environment. It is internal: only tests use it (the approver,
+// console, command-line and OpenTelemetry tests take its clocks and ids
+// too).
 package enginekit
 
 import (

@@ -7,10 +7,11 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -360,12 +361,7 @@ func (d *Docs) Write(docsDir string) error {
 			}
 		}
 	}
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(files)) {
 		if err := os.WriteFile(filepath.Join(docsDir, n), files[n], 0o644); err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/agentrt/agentrt/sqlite"
@@ -130,4 +131,46 @@ func Exec(t testing.TB, bin string, env []string, args ...string) (stdout, stder
 		t.Fatal(err)
 	}
 	return out.String(), errb.String(), code
+}
+
+// Golden checks got against the golden file at path: it fails t, naming
+// the first line that differs, unless the file holds exactly got. Under
+// update it writes got to path instead, creating the directory.
+func Golden(t testing.TB, path string, got []byte, update bool) {
+	t.Helper()
+	if update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(want, got) {
+		t.Errorf("%s differs (run with -update and review the diff):\n%s", path, firstDiff(string(want), string(got)))
+	}
+}
+
+// firstDiff shows the first line where want and got differ, each quoted
+// and cut at 300 bytes.
+func firstDiff(want, got string) string {
+	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := range max(len(wl), len(gl)) {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			return fmt.Sprintf("line %d\nwant: %+.300q\ngot:  %+.300q", i+1, w, g)
+		}
+	}
+	return ""
 }

@@ -2,8 +2,10 @@ package testrig_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agentrt/agentrt/internal/testrig"
@@ -45,5 +47,34 @@ func TestRig_CraftedDatabase(t *testing.T) {
 	if st, err := sqlite.OpenExisting(edited, true); err == nil {
 		st.Close()
 		t.Fatal("a database with a table agentrt did not write was opened")
+	}
+}
+
+// recorder is a testing.TB that keeps what Errorf was handed.
+type recorder struct {
+	testing.TB
+	errs []string
+}
+
+func (r *recorder) Helper() {}
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+// Under update Golden writes the file, creating its directory; the same
+// bytes then pass, and other bytes fail naming the first differing line,
+// quoted.
+func TestGolden_NamesTheFirstLineThatDiffers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "testdata", "out.golden")
+	testrig.Golden(t, path, []byte("one\ntwo\nthree\n"), true)
+	r := &recorder{TB: t}
+	testrig.Golden(r, path, []byte("one\ntwo\nthree\n"), false)
+	if len(r.errs) != 0 {
+		t.Fatalf("the same bytes failed: %q", r.errs)
+	}
+	testrig.Golden(r, path, []byte("one\ntw\x1bo\nthree\n"), false)
+	if len(r.errs) != 1 || !strings.Contains(r.errs[0], "line 2\nwant: \"two\"\ngot:  \"tw\\x1bo\"") {
+		t.Fatalf("a changed line reported as %q", r.errs)
 	}
 }
