@@ -2,39 +2,11 @@ package enginetest
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 
 	agentrt "github.com/agentrt/agentrt"
 	kit "github.com/agentrt/agentrt/internal/enginekit"
 )
-
-// bcCounting counts the write transactions a store is handed, queued or
-// not.
-type bcCounting struct {
-	agentrt.Store
-	q agentrt.Enqueuer
-	n atomic.Int64
-}
-
-func bcCount(t testing.TB, st agentrt.Store) *bcCounting {
-	t.Helper()
-	q, ok := st.(agentrt.Enqueuer)
-	if !ok {
-		t.Fatal("the backend's store queues no writes (agentrt.Enqueuer)")
-	}
-	return &bcCounting{Store: st, q: q}
-}
-
-func (c *bcCounting) Update(ctx context.Context, fn func(agentrt.Tx) error) ([]agentrt.Event, error) {
-	c.n.Add(1)
-	return c.Store.Update(ctx, fn)
-}
-
-func (c *bcCounting) Enqueue(fn func(agentrt.Tx) error) func() ([]agentrt.Event, error) {
-	c.n.Add(1)
-	return c.q.Enqueue(fn)
-}
 
 // An allowed Gate.Call commits twice: the run's creation (for the call
 // that begins the run), the step's opening, its decision, the policy's and
@@ -45,18 +17,18 @@ func (c *bcCounting) Enqueue(fn func(agentrt.Tx) error) func() ([]agentrt.Event,
 func caseGate_AllowedCallCommitsTwice(t *testing.T, bk *Backend) {
 	ctx := context.Background()
 	inner, _ := lkOpen(t, bk)
-	st := bcCount(t, inner)
+	st := kit.Counting(t, inner)
 	tools := []agentrt.Tool{agentrt.SpecOnly(bwSpec("read", agentrt.ReadOnly)), agentrt.SpecOnly(bwSpec("send", agentrt.RemoteMutation))}
 	g := lkGate(t, agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Tools: tools}}, nil)
 	t.Cleanup(g.Close)
 	read, send := &bcBody{}, &bcBody{}
 	for i, args := range []string{`{"n":1}`, `{"n":2}`} {
-		before := st.n.Load()
+		before := st.Commits()
 		res, err := g.Call(ctx, bcCall("run-1", "r"+args, "read", args, read))
 		if err != nil || res.Observation.Kind != agentrt.ObsToolResult {
 			t.Fatalf("read %d: %+v, %v", i, res, err)
 		}
-		if got := st.n.Load() - before; got != 2 {
+		if got := st.Commits() - before; got != 2 {
 			t.Fatalf("allowed call %d made %d commits, want 2", i, got)
 		}
 	}

@@ -43,14 +43,14 @@ func BenchmarkProxyCall(b *testing.B) {
 	})
 	b.Run("proxy", func(b *testing.B) {
 		b.ReportAllocs()
-		before := c.n.Load()
+		before := c.Commits()
 		for b.Loop() {
 			res, err := h.cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "up_read", Arguments: args()})
 			if err != nil || res.IsError {
 				b.Fatalf("%v %v", err, res)
 			}
 		}
-		b.ReportMetric(float64(c.n.Load()-before)/float64(b.N), "commits/call")
+		b.ReportMetric(float64(c.Commits()-before)/float64(b.N), "commits/call")
 	})
 	b.Run("commit", func(b *testing.B) {
 		db, err := sql.Open("sqlite", "file://"+filepath.Join(b.TempDir(), "c.db")+"?_pragma=synchronous(FULL)&_pragma=journal_mode(WAL)&_txlock=immediate")

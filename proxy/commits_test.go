@@ -2,39 +2,18 @@ package proxy
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/enginekit"
 )
-
-// countingStore counts the write transactions the proxy's gate hands its
-// store, queued or not.
-type countingStore struct {
-	agentrt.Store
-	q agentrt.Enqueuer
-	n atomic.Int64
-}
-
-func (c *countingStore) Update(ctx context.Context, fn func(agentrt.Tx) error) ([]agentrt.Event, error) {
-	c.n.Add(1)
-	return c.Store.Update(ctx, fn)
-}
-
-func (c *countingStore) Enqueue(fn func(agentrt.Tx) error) func() ([]agentrt.Event, error) {
-	c.n.Add(1)
-	return c.q.Enqueue(fn)
-}
 
 // countCommits makes the next proxies' gates write through a counting
 // store, until the test ends. The test must not run in parallel.
-func countCommits(t testing.TB) *countingStore {
-	c := &countingStore{}
+func countCommits(t testing.TB) *enginekit.CountingStore {
+	c := new(enginekit.CountingStore)
 	old := gateStore
-	gateStore = func(st agentrt.Store) agentrt.Store {
-		c.Store, c.q = st, st.(agentrt.Enqueuer)
-		return c
-	}
+	gateStore = func(st agentrt.Store) agentrt.Store { return c.Wrap(t, st) }
 	t.Cleanup(func() { gateStore = old })
 	return c
 }
@@ -49,11 +28,11 @@ func TestProxy_AllowedCallCommitsAtMostTwice(t *testing.T) {
 	c := countCommits(t)
 	h := newHarness(t, nil)
 	for i, args := range []string{`{"path":"a"}`, `{"path":"b"}`, `{"path":"c"}`} {
-		before := c.n.Load()
+		before := c.Commits()
 		if res := h.call("up_read", args); res.IsError {
 			t.Fatalf("call %d: %s", i, text(res))
 		}
-		if got := c.n.Load() - before; got > 2 {
+		if got := c.Commits() - before; got > 2 {
 			t.Errorf("allowed call %d made %d commits, want at most 2", i, got)
 		}
 	}

@@ -1,9 +1,7 @@
 package adaptertest
 
 import (
-	"context"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 
 	"github.com/agentrt/agentrt"
@@ -11,16 +9,14 @@ import (
 	"github.com/agentrt/agentrt/sqlite"
 )
 
-// CountingStore is a SQLite store that counts the synced commits a gate
-// makes: its transactions (Update) and its queued writes (Enqueue, with
-// which a gate opens a step).
-type CountingStore struct {
-	*sqlite.Store
-	commits atomic.Int64
-}
+// CountingStore is a store that counts the synced commits a gate makes:
+// its transactions (Update) and its queued writes (Enqueue, with which a
+// gate opens a step). It is the engine suite's counter, named here for
+// the adapters' modules.
+type CountingStore = enginekit.CountingStore
 
-// OpenCounting opens a CountingStore on a fresh file in tb's temporary
-// directory, closed when tb ends.
+// OpenCounting opens a CountingStore on a fresh SQLite file in tb's
+// temporary directory, closed when tb ends.
 func OpenCounting(tb testing.TB) *CountingStore {
 	tb.Helper()
 	st, err := sqlite.Open(filepath.Join(tb.TempDir(), "runs.db"))
@@ -28,20 +24,7 @@ func OpenCounting(tb testing.TB) *CountingStore {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })
-	return &CountingStore{Store: st}
-}
-
-// Commits is the number of commits so far.
-func (c *CountingStore) Commits() int64 { return c.commits.Load() }
-
-func (c *CountingStore) Update(ctx context.Context, fn func(agentrt.Tx) error) ([]agentrt.Event, error) {
-	c.commits.Add(1)
-	return c.Store.Update(ctx, fn)
-}
-
-func (c *CountingStore) Enqueue(fn func(agentrt.Tx) error) func() ([]agentrt.Event, error) {
-	c.commits.Add(1)
-	return c.Store.Enqueue(fn)
+	return enginekit.Counting(tb, st)
 }
 
 // BenchGate is a gate over st for benchmarks: the default policy, the
