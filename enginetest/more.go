@@ -89,14 +89,7 @@ func gateApproved(t *testing.T, open func(*testing.T) agentrt.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := g.Begin(ctx, "run-gate", "goal", agentrt.DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
-	step, err := s.Step(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, step := kit.BeginStep(t, g, "run-gate", "goal", agentrt.DefaultLimits())
 	v, err := step.Propose(ctx, scripted.ToolCall("deploy", `{"v":1}`, "ship"))
 	if err != nil || v.Outcome != agentrt.VerdictPending || !s.Done() {
 		t.Fatalf("propose = %s, %v", v.Outcome, err)

@@ -525,3 +525,18 @@ func Recv[T any](t testing.TB, ch <-chan T, what string, d time.Duration) T {
 		return zero
 	}
 }
+
+// BeginStep begins run id on g with the goal and limits, and opens its
+// first step.
+func BeginStep(t testing.TB, g *agentrt.Gate, id, goal string, limits agentrt.Limits) (*agentrt.GateSession, *agentrt.OpenStep) {
+	t.Helper()
+	s, err := g.Begin(context.Background(), id, goal, limits)
+	if err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	step, err := s.Step(context.Background())
+	if err != nil || step == nil {
+		t.Fatalf("Step: %v, %v", step, err)
+	}
+	return s, step
+}
