@@ -462,14 +462,7 @@ func BeginGate(t testing.TB, cfg agentrt.EngineConfig, id, goal string, limits a
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := g.Begin(context.Background(), id, goal, limits)
-	if err != nil {
-		t.Fatalf("Begin: %v", err)
-	}
-	step, err := s.Step(context.Background())
-	if err != nil || step == nil {
-		t.Fatalf("Step: %v, %v", step, err)
-	}
+	s, step := BeginStep(t, g, id, goal, limits)
 	return g, s, step
 }
 
