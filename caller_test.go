@@ -50,10 +50,7 @@ func TestCaller_EndToEndThroughTheOpenAIAdapter(t *testing.T) {
 			{ToolCalls: []fakeprovider.ToolCall{{Name: "done", Arguments: `{"answer":"hi"}`}}, Usage: u2},
 		})
 		env := mcSetup(t, m, agentrt.ModelConfig{Prices: prices}, agent)
-		run, err := env.drv.StartWithID(context.Background(), "r", "echo hi", limits)
-		if err != nil {
-			t.Fatal(err)
-		}
+		run := env.start(t, "echo hi", limits)
 		mcRequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 		// 100 uncached at 2, 20 cached at 0.5, 15 out at 8; then 100, 100, 10.
 		c1, c2 := agentrt.CostOf(price, u1), agentrt.CostOf(price, u2)
@@ -94,10 +91,7 @@ func TestCaller_EndToEndThroughTheOpenAIAdapter(t *testing.T) {
 			{ToolCalls: []fakeprovider.ToolCall{{Name: "echo", Arguments: `{}`}}, UsageJSON: `{"prompt_tokens":-5,"completion_tokens":3}`},
 		})
 		env := mcSetup(t, m, agentrt.ModelConfig{Prices: prices, MaxRetries: 3}, agent)
-		run, err := env.drv.StartWithID(context.Background(), "r", "echo hi", limits)
-		if err != nil {
-			t.Fatal(err)
-		}
+		run := env.start(t, "echo hi", limits)
 		mcRequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonModelUnavailable)
 		reqs := m.requests()
 		if len(reqs) != 1 || len(srv.Requests()) != 1 {
@@ -117,10 +111,7 @@ func TestCaller_EndToEndThroughTheOpenAIAdapter(t *testing.T) {
 	t.Run("server errors are retried, then the model is unavailable", func(t *testing.T) {
 		srv, m := mcOpenAI(t, nil) // every request gets HTTP 500
 		env := mcSetup(t, m, agentrt.ModelConfig{Prices: prices, MaxRetries: 2}, agent)
-		run, err := env.drv.StartWithID(context.Background(), "r", "echo hi", limits)
-		if err != nil {
-			t.Fatal(err)
-		}
+		run := env.start(t, "echo hi", limits)
 		mcRequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonModelUnavailable)
 		if n := len(srv.Requests()); n != 3 {
 			t.Fatalf("the server got %d requests, want 3", n)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -83,19 +82,11 @@ func TestCrash_SIGKILLDuringExecuteFuncWaitsForOneApproval(t *testing.T) {
 		return
 	}
 	ctx := context.Background()
-	dir := t.TempDir()
-	dbPath, linesPath := filepath.Join(dir, "agentrt.db"), filepath.Join(dir, "lines.txt")
+	dbPath, linesPath := crashFiles(t)
 	st := openAt(t, dbPath)
 	defer st.Close()
 	g := gkGate(t, st, "parent", 0)
-	s, err := g.Begin(ctx, "gate-crash", "post a line", agentrt.FrameworkLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
-	step, err := s.Step(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, step := kit.BeginStep(t, g, "gate-crash", "post a line", agentrt.FrameworkLimits())
 	v, err := step.Propose(ctx, agentrt.Decision{Kind: agentrt.KindToolCall, Tool: "post", Args: json.RawMessage(`{"text":"line"}`), CallID: "call-1"})
 	if err != nil || v.Outcome != agentrt.VerdictPending {
 		t.Fatalf("Propose: %s, %v", v.Outcome, err)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -66,8 +65,7 @@ func TestCrash_SIGKILLBetweenACallsTwoCommitsIsNotRunAgain(t *testing.T) {
 		t.Skip("starts a child process")
 	}
 	ctx := context.Background()
-	dir := t.TempDir()
-	dbPath, linesPath := filepath.Join(dir, "agentrt.db"), filepath.Join(dir, "lines.txt")
+	dbPath, linesPath := crashFiles(t)
 	st, err := sqlite.Open(dbPath)
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -87,8 +86,7 @@ func TestCrash_SIGKILLAfterTheEffectWaitsForAnOperator(t *testing.T) {
 		return
 	}
 	ctx := context.Background()
-	dir := t.TempDir()
-	dbPath, linesPath := filepath.Join(dir, "agentrt.db"), filepath.Join(dir, "lines.txt")
+	dbPath, linesPath := crashFiles(t)
 
 	killChildAt(t, "TestCrash_SIGKILLAfterTheEffectWaitsForAnOperator", "effect", lkChildDB+"="+dbPath, lkChildFile+"="+linesPath)
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,6 +20,13 @@ import (
 
 // childWait bounds every wait on a crash test's child or on its lease.
 const childWait = 20 * time.Second
+
+// crashFiles names, in a fresh temporary directory, the database a crash
+// test and its child share and the file the child's tool appends lines to.
+func crashFiles(t *testing.T) (dbPath, linesPath string) {
+	dir := t.TempDir()
+	return filepath.Join(dir, "agentrt.db"), filepath.Join(dir, "lines.txt")
+}
 
 // killChildAt runs this test binary again as the child of the test named
 // test, with env added to its environment, waits until the child prints the

@@ -27,9 +27,7 @@ func TestModel_EventsNameTheProviderAndTheStopReason(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := mcSetup(t, tc.model, agentrt.ModelConfig{}, &mcOnce{req: mcReq(16)})
-			if _, err := env.drv.StartWithID(context.Background(), "r", "greet", mcLimits(nil)); err != nil {
-				t.Fatal(err)
-			}
+			env.start(t, "greet", mcLimits(nil))
 			evs, err := env.store.ListEvents(context.Background(), "r")
 			if err != nil {
 				t.Fatal(err)

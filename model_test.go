@@ -237,6 +237,17 @@ func mcRequireTotals(t *testing.T, run agentrt.Run, calls int, usage agentrt.Usa
 	}
 }
 
+// start starts run "r" towards goal on the environment's driver, and fails
+// the test if Start returns an error.
+func (e *mcEnv) start(t *testing.T, goal string, limits agentrt.Limits) agentrt.Run {
+	t.Helper()
+	run, err := e.drv.StartWithID(context.Background(), "r", goal, limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
 func mcRequireEnded(t *testing.T, run agentrt.Run, status agentrt.RunStatus, reason agentrt.TerminalReason) {
 	t.Helper()
 	if run.Status != status || run.Reason != reason {
@@ -300,10 +311,7 @@ func TestModel_TokenAndCostLimitsProjected(t *testing.T) {
 			})
 			m := &mcModel{name: "m", GenerateFunc: mcReply(used)}
 			env := mcSetup(t, m, agentrt.ModelConfig{Prices: agentrt.PriceTable{"m": mcPrice}}, agent)
-			run, err := env.drv.StartWithID(context.Background(), "r", "greet", mcLimits(tc.limits))
-			if err != nil {
-				t.Fatal(err)
-			}
+			run := env.start(t, "greet", mcLimits(tc.limits))
 			ok := mcWant{status: agentrt.ModelOK, usage: used, cost: usedCost}
 			if tc.refuse == "" {
 				if secondErr != nil {
@@ -350,10 +358,7 @@ func TestModel_UncappedRequestRefusedUnderAProjectedLimit(t *testing.T) {
 			m := &mcModel{name: "m", GenerateFunc: mcReply(agentrt.Usage{InputTokens: 10, OutputTokens: 5})}
 			agent := &mcOnce{req: mcReq(tc.cap)}
 			env := mcSetup(t, m, agentrt.ModelConfig{Prices: tc.prices}, agent)
-			run, err := env.drv.StartWithID(context.Background(), "r", "greet", mcLimits(tc.limits))
-			if err != nil {
-				t.Fatal(err)
-			}
+			run := env.start(t, "greet", mcLimits(tc.limits))
 			_, gerr := agent.result()
 			if tc.refuse == "" {
 				if gerr != nil {
@@ -380,13 +385,10 @@ func TestModel_OutputCapClampedToThePerCallLimit(t *testing.T) {
 		m := &mcModel{name: "m", GenerateFunc: mcReply(agentrt.Usage{InputTokens: 1, OutputTokens: 1})}
 		agent := &mcOnce{req: mcReq(tc.asked)}
 		env := mcSetup(t, m, agentrt.ModelConfig{}, agent)
-		run, err := env.drv.StartWithID(context.Background(), "r", "greet", mcLimits(func(l *agentrt.Limits) {
+		run := env.start(t, "greet", mcLimits(func(l *agentrt.Limits) {
 			l.MaxOutputTokensPerCall = 64
 			l.MaxTotalTokens = 1 << 20
 		}))
-		if err != nil {
-			t.Fatal(err)
-		}
 		mcRequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 		reqs := m.requests()
 		if len(reqs) != 1 || reqs[0].MaxOutputTokens != tc.sent {
@@ -404,10 +406,7 @@ func TestModel_EveryAttemptCountsAgainstMaxModelCalls(t *testing.T) {
 	}}
 	agent := &mcOnce{req: mcReq(20)}
 	env := mcSetup(t, m, agentrt.ModelConfig{MaxRetries: 5}, agent)
-	run, err := env.drv.StartWithID(context.Background(), "r", "greet", mcLimits(func(l *agentrt.Limits) { l.MaxModelCalls = 2 }))
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := env.start(t, "greet", mcLimits(func(l *agentrt.Limits) { l.MaxModelCalls = 2 }))
 	mcRequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLimitModelCalls)
 	if n := len(m.requests()); n != 2 {
 		t.Fatalf("model called %d times, want 2", n)
@@ -435,10 +434,7 @@ func TestModel_RetriesHonourRetryAfter(t *testing.T) {
 	}}
 	agent := &mcOnce{req: mcReq(20)}
 	env := mcSetup(t, m, agentrt.ModelConfig{MaxRetries: 2}, agent)
-	run, err := env.drv.StartWithID(context.Background(), "r", "greet", mcLimits(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := env.start(t, "greet", mcLimits(nil))
 	mcRequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 	if resp, _ := agent.result(); resp.Text != "hello" {
 		t.Fatalf("reply %+v, want the third attempt's", resp)
@@ -482,10 +478,7 @@ func TestModel_RetriesOnlyTransientUpToMaxRetries(t *testing.T) {
 			}}
 			agent := &mcOnce{req: mcReq(20)}
 			env := mcSetup(t, m, agentrt.ModelConfig{MaxRetries: tc.retries}, agent)
-			run, err := env.drv.StartWithID(context.Background(), "r", "greet", mcLimits(nil))
-			if err != nil {
-				t.Fatal(err)
-			}
+			run := env.start(t, "greet", mcLimits(nil))
 			mcRequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonModelUnavailable)
 			_, gerr := agent.result()
 			var mu *agentrt.ModelUnavailableError
@@ -575,10 +568,7 @@ func TestModel_RetryWaitThatCannotFitIsUnavailable(t *testing.T) {
 		return agentrt.ModelResponse{StopReason: agentrt.StopEndTurn}, nil
 	}}
 	env = mcSetup(t, m, agentrt.ModelConfig{MaxRetries: 5, Backoff: 2 * time.Minute}, &mcOnce{req: mcReq(20)})
-	run, err := env.drv.StartWithID(context.Background(), "r", "greet", mcLimits(func(l *agentrt.Limits) { l.MaxElapsedTime = 10 * time.Minute }))
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := env.start(t, "greet", mcLimits(func(l *agentrt.Limits) { l.MaxElapsedTime = 10 * time.Minute }))
 	mcRequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 	if w := env.sleep.Waits(); len(w) != 1 || w[0] != 2*time.Minute {
 		t.Fatalf("waits %v, want [2m]", w)
@@ -617,10 +607,7 @@ func TestModel_AmbiguousAttemptChargedConservatively(t *testing.T) {
 			}}
 			agent := &mcOnce{req: mcReq(20)}
 			env := mcSetup(t, m, agentrt.ModelConfig{MaxRetries: 1, CallTimeout: tc.timeout, Prices: agentrt.PriceTable{"m": mcPrice}}, agent)
-			run, err := env.drv.StartWithID(context.Background(), "r", "greet", mcLimits(nil))
-			if err != nil {
-				t.Fatal(err)
-			}
+			run := env.start(t, "greet", mcLimits(nil))
 			mcRequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 			est := mcEstimate(mcReq(20))
 			estCost := agentrt.CostOf(mcPrice, est)
@@ -649,9 +636,7 @@ func TestModel_AmbiguousAttemptChargedConservatively(t *testing.T) {
 				return agentrt.ModelResponse{StopReason: agentrt.StopEndTurn}, nil
 			}}
 			env := mcSetup(t, m, agentrt.ModelConfig{CallTimeout: tc.set}, &mcOnce{req: mcReq(20)})
-			if _, err := env.drv.StartWithID(context.Background(), "r", "greet", mcLimits(nil)); err != nil {
-				t.Fatal(err)
-			}
+			env.start(t, "greet", mcLimits(nil))
 			if left <= tc.want-time.Minute/2 || left > tc.want {
 				t.Fatalf("CallTimeout %s: the attempt had %s left, want just under %s", tc.set, left, tc.want)
 			}
@@ -725,10 +710,7 @@ func mcStartUnavailable(t *testing.T, m *mcModel) (*mcEnv, *mcOnce) {
 	t.Helper()
 	agent := &mcOnce{req: mcReq(20)}
 	env := mcSetup(t, m, agentrt.ModelConfig{MaxRetries: 3, Prices: agentrt.PriceTable{"m": mcPrice}}, agent)
-	run, err := env.drv.StartWithID(context.Background(), "r", "greet", mcLimits(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := env.start(t, "greet", mcLimits(nil))
 	mcRequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonModelUnavailable)
 	return env, agent
 }
@@ -818,10 +800,7 @@ func TestModel_TotalsSaturateRatherThanWrap(t *testing.T) {
 			return agentrt.Decision{Kind: agentrt.KindComplete, Result: json.RawMessage(`{}`)}, nil
 		})
 		env = mcSetup(t, &mcModel{name: "m", GenerateFunc: mcReply(used)}, agentrt.ModelConfig{Prices: agentrt.PriceTable{"m": mcPrice}}, agent)
-		run, err := env.drv.StartWithID(context.Background(), "r", "greet", mcLimits(nil))
-		if err != nil {
-			t.Fatal(err)
-		}
+		run := env.start(t, "greet", mcLimits(nil))
 		mcRequireEnded(t, run, agentrt.RunCompleted, agentrt.ReasonGoalCompleted)
 		mcRequireCalls(t, env.store, "r", mcWant{status: agentrt.ModelOK, usage: used, cost: agentrt.CostOf(mcPrice, used)})
 		max := agentrt.Usage{InputTokens: math.MaxInt64, OutputTokens: math.MaxInt64, CachedInputTokens: math.MaxInt64}
@@ -839,13 +818,10 @@ func TestModel_TotalsSaturateRatherThanWrap(t *testing.T) {
 		})
 		m := &mcModel{name: "m", GenerateFunc: mcReply(used)}
 		env = mcSetup(t, m, agentrt.ModelConfig{Prices: agentrt.PriceTable{"m": mcPrice}}, seeded)
-		run, err := env.drv.StartWithID(context.Background(), "r", "greet", mcLimits(func(l *agentrt.Limits) {
+		run := env.start(t, "greet", mcLimits(func(l *agentrt.Limits) {
 			l.MaxTotalTokens = math.MaxInt64 - 1
 			l.MaxEstimatedCost = math.MaxInt64 - 1
 		}))
-		if err != nil {
-			t.Fatal(err)
-		}
 		mcRequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLimitTokens)
 		if n := len(m.requests()); n != 0 {
 			t.Fatalf("model called %d times, want 0", n)
@@ -1005,12 +981,9 @@ func TestModel_ConcurrentCallsCannotAllPassTheCheck(t *testing.T) {
 		return agentrt.Decision{Kind: agentrt.KindComplete, Result: json.RawMessage(`{}`)}, nil
 	})
 	env := mcSetup(t, m, agentrt.ModelConfig{}, agent)
-	run, err := env.drv.StartWithID(context.Background(), "r", "greet", mcLimits(func(l *agentrt.Limits) {
+	run := env.start(t, "greet", mcLimits(func(l *agentrt.Limits) {
 		l.MaxTotalTokens = 2*each + each/2
 	}))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var le *agentrt.LimitError
 	if !errors.As(thirdErr, &le) || le.Reason != agentrt.ReasonLimitTokens || !strings.Contains(le.Detail, "in flight") {
 		t.Fatalf("third call: %v, want a token LimitError counting the calls in flight", thirdErr)
@@ -1037,10 +1010,7 @@ func TestModel_OutcomeRecordedWhenTheRunEndedInFlight(t *testing.T) {
 		return agentrt.ModelResponse{StopReason: agentrt.StopEndTurn, Usage: used}, nil
 	}}
 	env = mcSetup(t, m, agentrt.ModelConfig{Prices: agentrt.PriceTable{"m": mcPrice}}, &mcOnce{req: mcReq(20)})
-	run, err := env.drv.StartWithID(context.Background(), "r", "greet", mcLimits(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := env.start(t, "greet", mcLimits(nil))
 	mcRequireEnded(t, run, agentrt.RunCancelled, agentrt.ReasonOperatorCancelled)
 	cost := agentrt.CostOf(mcPrice, used)
 	mcRequireCalls(t, env.store, "r", mcWant{status: agentrt.ModelOK, usage: used, cost: cost})

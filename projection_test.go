@@ -98,10 +98,7 @@ func TestModel_HostileToolOutputCannotCrossTheTokenLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	run, err := env.drv.StartWithID(context.Background(), "r", "read", mcLimits(func(l *agentrt.Limits) { l.MaxTotalTokens = limit }))
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := env.start(t, "read", mcLimits(func(l *agentrt.Limits) { l.MaxTotalTokens = limit }))
 	mcRequireEnded(t, run, agentrt.RunFailed, agentrt.ReasonLimitTokens)
 	if n := len(srv.Requests()); n != 1 {
 		t.Fatalf("the model server received %d requests, want 1: the request carrying the tool output must not be sent", n)
@@ -184,10 +181,7 @@ func TestModel_TokenCounterReplacesTheBound(t *testing.T) {
 				CountFunc: func(context.Context, agentrt.ModelRequest) (int64, error) { return 7_000, nil }}
 			agent := &mcOnce{req: req}
 			env := mcSetup(t, m, agentrt.ModelConfig{Prices: agentrt.PriceTable{"m": mcPrice}}, agent)
-			run, err := env.drv.StartWithID(context.Background(), "r", "read", mcLimits(tc.limits))
-			if err != nil {
-				t.Fatal(err)
-			}
+			run := env.start(t, "read", mcLimits(tc.limits))
 			if _, gerr := agent.result(); gerr != nil {
 				t.Fatalf("Generate: %v", gerr)
 			}
@@ -225,10 +219,7 @@ func TestModel_FailingTokenCounterFallsBackToTheBound(t *testing.T) {
 			agent := &mcOnce{req: req}
 			env := mcSetup(t, m, agentrt.ModelConfig{}, agent)
 			// A third of the request's bytes fits; the bytes do not.
-			run, err := env.drv.StartWithID(context.Background(), "r", "read", mcLimits(func(l *agentrt.Limits) { l.MaxTotalTokens = 20_000 }))
-			if err != nil {
-				t.Fatal(err)
-			}
+			run := env.start(t, "read", mcLimits(func(l *agentrt.Limits) { l.MaxTotalTokens = 20_000 }))
 			_, gerr := agent.result()
 			var le *agentrt.LimitError
 			if !errors.As(gerr, &le) || le.Reason != agentrt.ReasonLimitTokens {

@@ -38,6 +38,18 @@ func bcCall(run, id, tool, args string, body *bcBody) agentrt.Call {
 	return agentrt.Call{RunID: run, CallID: id, Tool: tool, Args: json.RawMessage(args), Body: body.body}
 }
 
+// bcPending makes call c through g without waiting, and requires it to
+// come back pending an operator's approval, which it returns.
+func bcPending(t testing.TB, g *agentrt.Gate, c agentrt.Call) *agentrt.Approval {
+	t.Helper()
+	c.NoWait = true
+	res, err := g.Call(context.Background(), c)
+	if err != nil || res.Pending == nil {
+		t.Fatalf("call %s of %s: %+v, %v; want it pending", c.CallID, c.RunID, res, err)
+	}
+	return res.Pending
+}
+
 // bcGo makes call c through g on its own goroutine.
 func bcGo(g *agentrt.Gate, c agentrt.Call) <-chan lkOutcome[agentrt.CallResult] {
 	return lkGo(func() (agentrt.CallResult, error) { return g.Call(context.Background(), c) })
@@ -156,15 +168,10 @@ func caseGate_CallCollectsWhatIsRecordedInsteadOfAskingAgain(t *testing.T, bk *B
 		t.Fatalf("run-b has %d approvals, want none", n)
 	}
 	rej := bcCall("run-c", "w3", "send", `{"text":"y"}`, send)
-	rej.NoWait = true
-	p, err := g.Call(ctx, rej)
-	if err != nil || p.Pending == nil {
-		t.Fatalf("a write in run-c: %+v, %v", p, err)
-	}
-	if err := (agentrt.Operator{Store: st}).RejectShown(ctx, "run-c", p.Pending.ID, p.Pending.Hash, "op", "no"); err != nil {
+	a := bcPending(t, g, rej)
+	if err := (agentrt.Operator{Store: st}).RejectShown(ctx, "run-c", a.ID, a.Hash, "op", "no"); err != nil {
 		t.Fatal(err)
 	}
-	rej.NoWait = false
 	if got, err := g.Call(ctx, rej); err != nil || !got.Observation.Failure() || send.n.Load() != 1 {
 		t.Fatalf("the rejected write asked again: %+v, %v; send ran %d times", got, err, send.n.Load())
 	}
@@ -224,15 +231,10 @@ func caseGate_CallRefusesWhatItCannotRun(t *testing.T, bk *Backend) {
 	if _, err := g.Call(ctx, agentrt.Call{RunID: "run-1", Tool: "read"}); !errors.Is(err, agentrt.ErrInvalidConfig) {
 		t.Fatalf("a call without a body: %v", err)
 	}
-	w := bcCall("run-1", "w", "send", `{"text":"x"}`, body)
-	w.NoWait = true
-	p, err := g.Call(ctx, w)
-	if err != nil || p.Pending == nil {
-		t.Fatalf("the write: %+v, %v", p, err)
-	}
+	a := bcPending(t, g, bcCall("run-1", "w", "send", `{"text":"x"}`, body))
 	r := bcCall("run-1", "r", "read", `{"n":1}`, body)
 	r.NoWait = true
-	if _, err := g.Call(ctx, r); !errors.Is(err, agentrt.ErrCallRefused) || !strings.Contains(err.Error(), p.Pending.ID) || body.n.Load() != 0 {
+	if _, err := g.Call(ctx, r); !errors.Is(err, agentrt.ErrCallRefused) || !strings.Contains(err.Error(), a.ID) || body.n.Load() != 0 {
 		t.Fatalf("a read while the run waits: %v; body ran %d times", err, body.n.Load())
 	}
 	if err := g.Complete(ctx, "run-1", nil); !errors.Is(err, agentrt.ErrRunState) {
@@ -247,7 +249,7 @@ func caseGate_CallRefusesWhatItCannotRun(t *testing.T, bk *Backend) {
 	if run := kit.MustRun(t, st, "run-2"); run.Status != agentrt.RunCompleted {
 		t.Fatalf("run-2 is %s", run.Status)
 	}
-	_, err = g.Call(ctx, bcCall("run-2", "r2", "read", `{"n":2}`, body))
+	_, err := g.Call(ctx, bcCall("run-2", "r2", "read", `{"n":2}`, body))
 	if !errors.Is(err, agentrt.ErrRunEnded) || !errors.Is(err, agentrt.ErrCallRefused) || body.n.Load() != 1 {
 		t.Fatalf("a call after the end: %v; body ran %d times", err, body.n.Load())
 	}

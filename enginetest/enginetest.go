@@ -287,9 +287,7 @@ func changedApproval(t *testing.T, open func(*testing.T) agentrt.Store) {
 func worker(t *testing.T, st agentrt.Store, cfg agentrt.WorkerConfig) (*agentrt.Worker, func()) {
 	t.Helper()
 	cfg.Store = st
-	if cfg.Policy == nil {
-		cfg.Policy = agentrt.DefaultPolicy()
-	}
+	withDefaultPolicy(&cfg.EngineConfig)
 	if cfg.Poll == 0 {
 		cfg.Poll = 5 * time.Millisecond
 	}

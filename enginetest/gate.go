@@ -19,9 +19,7 @@ import (
 // clock).
 func lkGate(t testing.TB, cfg agentrt.GateConfig, wall *lkWall) *agentrt.Gate {
 	t.Helper()
-	if cfg.Policy == nil {
-		cfg.Policy = agentrt.DefaultPolicy()
-	}
+	withDefaultPolicy(&cfg.EngineConfig)
 	g, err := agentrt.NewGate(cfg)
 	return onWall(t, g, err, wall)
 }
@@ -29,15 +27,7 @@ func lkGate(t testing.TB, cfg agentrt.GateConfig, wall *lkWall) *agentrt.Gate {
 // lkBegin begins run id on g and opens its first step.
 func lkBegin(t testing.TB, g *agentrt.Gate, id string, limits agentrt.Limits) (*agentrt.GateSession, *agentrt.OpenStep) {
 	t.Helper()
-	s, err := g.Begin(context.Background(), id, "goal", limits)
-	if err != nil {
-		t.Fatalf("Begin: %v", err)
-	}
-	step, err := s.Step(context.Background())
-	if err != nil || step == nil {
-		t.Fatalf("Step: %v, %v", step, err)
-	}
-	return s, step
+	return kit.BeginStep(t, g, id, "goal", limits)
 }
 
 // lkPropose proposes d and requires the outcome.

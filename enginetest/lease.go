@@ -121,11 +121,16 @@ func lkNever(t testing.TB) agentrt.AgentFunc {
 // clock).
 func lkDriver(t testing.TB, cfg agentrt.Config, wall *lkWall) *agentrt.Driver {
 	t.Helper()
-	if cfg.Policy == nil {
-		cfg.Policy = agentrt.DefaultPolicy()
-	}
+	withDefaultPolicy(&cfg.EngineConfig)
 	d, err := agentrt.NewDriver(cfg)
 	return onWall(t, d, err, wall)
+}
+
+// withDefaultPolicy gives ec the default policy unless it names one.
+func withDefaultPolicy(ec *agentrt.EngineConfig) {
+	if ec.Policy == nil {
+		ec.Policy = agentrt.DefaultPolicy()
+	}
 }
 
 // onWall fails on err, else judges target's leases by wall (when one is

@@ -85,18 +85,7 @@ func gateApproved(t *testing.T, open func(*testing.T) agentrt.Store) {
 	ctx := context.Background()
 	st := closeLater(t, open(t))
 	deploy := simpleTool("deploy", agentrt.RemoteMutation)
-	g, err := agentrt.NewGate(agentrt.GateConfig{EngineConfig: agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{deploy}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := g.Begin(ctx, "run-gate", "goal", agentrt.DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
-	step, err := s.Step(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, s, step := kit.BeginGate(t, agentrt.EngineConfig{Store: st, Policy: agentrt.DefaultPolicy(), Tools: []agentrt.Tool{deploy}}, "run-gate", "goal", agentrt.DefaultLimits())
 	v, err := step.Propose(ctx, scripted.ToolCall("deploy", `{"v":1}`, "ship"))
 	if err != nil || v.Outcome != agentrt.VerdictPending || !s.Done() {
 		t.Fatalf("propose = %s, %v", v.Outcome, err)

@@ -74,10 +74,7 @@ func TestIntegrator_PostgresTwoAtOnceFoldEachEventOnce(t *testing.T) {
 // One store holds the integrator's advisory lock at a time; releasing it
 // lets another take it.
 func TestCheckpointElect_OneHolderPerDatabase(t *testing.T) {
-	dsn := pgtest.Fresh(t)
-	a, b := open(t, dsn), open(t, dsn)
-	defer a.Close()
-	defer b.Close()
+	_, a, b := openPair(t)
 	ctx := context.Background()
 	release, ok, err := a.CheckpointElect(ctx)
 	if err != nil || !ok {

@@ -25,6 +25,19 @@ func open(t *testing.T, dsn string) *postgres.Store {
 	return s
 }
 
+// openPair opens two stores on one fresh schema, as two processes would,
+// and closes them when the test ends. It returns the schema's dsn too.
+func openPair(t *testing.T) (dsn string, a, b *postgres.Store) {
+	t.Helper()
+	dsn = pgtest.Fresh(t)
+	a, b = open(t, dsn), open(t, dsn)
+	t.Cleanup(func() {
+		a.Close()
+		b.Close()
+	})
+	return dsn, a, b
+}
+
 // The conformance suite every backend runs, on a fresh schema each time.
 func TestStore_Conformance(t *testing.T) {
 	pgtest.DSN(t)
@@ -117,10 +130,7 @@ func TestRetain_BoundedBatchesOnBothBackends(t *testing.T) {
 // locked the one chain_head row first, so b waited for a's commit.
 func TestChain_CommitsOfDifferentRunsShareNoRow(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.Fresh(t)
-	a, b := open(t, dsn), open(t, dsn)
-	defer a.Close()
-	defer b.Close()
+	_, a, b := openPair(t)
 	for _, r := range []struct {
 		s  *postgres.Store
 		id string
@@ -182,10 +192,7 @@ func TestChain_CommitsOfDifferentRunsShareNoRow(t *testing.T) {
 // run's chain holds places 1, 2, 3 in seq order and verifies.
 func TestChain_TwoWritersOfOneRunBothCommitInOrder(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.Fresh(t)
-	a, b := open(t, dsn), open(t, dsn)
-	defer a.Close()
-	defer b.Close()
+	dsn, a, b := openPair(t)
 	if _, err := a.Update(ctx, func(tx agentrt.Tx) error {
 		if err := insertRun(tx, "r"); err != nil {
 			return err

@@ -105,6 +105,17 @@ func waiting(t *testing.T, f *fixture, goal string) agentrt.Run {
 	return r
 }
 
+// cancelledWhileWaiting is a run an operator cancelled while it waited on
+// its write's approval. It returns the run as it was while waiting.
+func cancelledWhileWaiting(t *testing.T, f *fixture, goal string) agentrt.Run {
+	t.Helper()
+	r := waiting(t, f, goal)
+	if _, err := agentrt.Cancel(context.Background(), f.st, nil, r.ID, "op", ""); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // A waiting run with one pending approval names it; a completed run and a
 // waiting run with several name none.
 func TestRunsPage_SummariesCarryTheWaitingApproval(t *testing.T) {
@@ -150,10 +161,7 @@ func TestRunsPage_SummariesCarryTheWaitingApproval(t *testing.T) {
 // A terminal run has no pending approval, even if a row says one is pending.
 func TestSummary_TerminalRunHasNoPendingApproval(t *testing.T) {
 	f := newFixture(t)
-	r := waiting(t, f, "cancel me")
-	if _, err := agentrt.Cancel(context.Background(), f.st, nil, r.ID, "op", "no"); err != nil {
-		t.Fatal(err)
-	}
+	r := cancelledWhileWaiting(t, f, "cancel me")
 	s, err := view.Summary(context.Background(), f.st, r.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -355,10 +363,7 @@ func TestBoundRaw_InvalidJSONBecomesABoundedString(t *testing.T) {
 // waiting: the approval is listed, not offered.
 func TestDetailPage_EndedRunOffersNoPendingApproval(t *testing.T) {
 	f := newFixture(t)
-	r := waiting(t, f, "cancelled while waiting")
-	if _, err := agentrt.Cancel(context.Background(), f.st, nil, r.ID, "op", ""); err != nil {
-		t.Fatal(err)
-	}
+	r := cancelledWhileWaiting(t, f, "cancelled while waiting")
 	p, err := view.DetailPage(context.Background(), f.st, r.ID, 10, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -73,18 +73,8 @@ func BenchCheckpointLag(b *testing.B, st agentrt.Store, steps int, sync bool) {
 func foldLags(b *testing.B, st agentrt.Store, cs checkpoint.Store) []time.Duration {
 	b.Helper()
 	ctx := context.Background()
-	var cps []checkpoint.Checkpoint
-	for after := int64(0); ; {
-		page, err := cs.CheckpointList(ctx, after, 1000)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(page) == 0 {
-			break
-		}
-		cps = append(cps, page...)
-		after = page[len(page)-1].Size
-	}
+	cps := allPages(b, func(after int64) ([]checkpoint.Checkpoint, error) { return cs.CheckpointList(ctx, after, 1000) },
+		func(c checkpoint.Checkpoint) int64 { return c.Size })
 	at := map[int64]time.Time{} // seq: the event's time
 	runs, err := st.ListRuns(ctx)
 	if err != nil {
@@ -99,22 +89,33 @@ func foldLags(b *testing.B, st agentrt.Store, cs checkpoint.Store) []time.Durati
 			at[e.Seq] = e.At
 		}
 	}
+	leaves := allPages(b, func(from int64) ([]checkpoint.Leaf, error) { return cs.CheckpointLeaves(ctx, from, 4096) },
+		func(l checkpoint.Leaf) int64 { return l.Index + 1 })
 	var lags []time.Duration
-	for from := int64(0); ; {
-		leaves, err := cs.CheckpointLeaves(ctx, from, 4096)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(leaves) == 0 {
-			break
-		}
-		for _, l := range leaves {
-			i, _ := slices.BinarySearchFunc(cps, l.Index+1, func(c checkpoint.Checkpoint, size int64) int { return int(c.Size - size) })
-			lags = append(lags, cps[i].At.Sub(at[l.Seq]))
-		}
-		from = leaves[len(leaves)-1].Index + 1
+	for _, l := range leaves {
+		i, _ := slices.BinarySearchFunc(cps, l.Index+1, func(c checkpoint.Checkpoint, size int64) int { return int(c.Size - size) })
+		lags = append(lags, cps[i].At.Sub(at[l.Seq]))
 	}
 	return lags
+}
+
+// allPages reads every page fetch returns, the first from 0 and each
+// next from where next says the last page's final item leaves off, until
+// a page is empty.
+func allPages[T any](tb testing.TB, fetch func(from int64) ([]T, error), next func(T) int64) []T {
+	tb.Helper()
+	var all []T
+	for from := int64(0); ; {
+		page, err := fetch(from)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if len(page) == 0 {
+			return all
+		}
+		all = append(all, page...)
+		from = next(page[len(page)-1])
+	}
 }
 
 // FillRun writes, in one transaction, a running run id and n events of

@@ -108,10 +108,7 @@ var (
 // EventTypes lists the types of a run's stored events in order.
 func EventTypes(t testing.TB, st agentrt.StoreReader, runID string) []E {
 	t.Helper()
-	evs, err := st.ListEvents(context.Background(), runID)
-	if err != nil {
-		t.Fatalf("ListEvents: %v", err)
-	}
+	evs := mustRead(t, "ListEvents", st.ListEvents, runID)
 	out := make([]E, len(evs))
 	for i, e := range evs {
 		out[i] = e.Type
@@ -133,10 +130,7 @@ func RequireEvents(t testing.TB, st agentrt.StoreReader, runID string, want ...[
 // EventsOf returns the run's stored events of one type.
 func EventsOf(t testing.TB, st agentrt.StoreReader, runID string, typ E) []agentrt.Event {
 	t.Helper()
-	evs, err := st.ListEvents(context.Background(), runID)
-	if err != nil {
-		t.Fatalf("ListEvents: %v", err)
-	}
+	evs := mustRead(t, "ListEvents", st.ListEvents, runID)
 	var out []agentrt.Event
 	for _, e := range evs {
 		if e.Type == typ {
@@ -158,29 +152,28 @@ func Payload(t testing.TB, e agentrt.Event) map[string]any {
 
 func MustSteps(t testing.TB, st agentrt.StoreReader, runID string) []agentrt.Step {
 	t.Helper()
-	steps, err := st.ListSteps(context.Background(), runID)
-	if err != nil {
-		t.Fatalf("ListSteps: %v", err)
-	}
-	return steps
+	return mustRead(t, "ListSteps", st.ListSteps, runID)
 }
 
 func MustApprovals(t testing.TB, st agentrt.StoreReader, runID string) []agentrt.Approval {
 	t.Helper()
-	as, err := st.ListApprovals(context.Background(), runID)
-	if err != nil {
-		t.Fatalf("ListApprovals: %v", err)
-	}
-	return as
+	return mustRead(t, "ListApprovals", st.ListApprovals, runID)
 }
 
 func MustRun(t testing.TB, st agentrt.StoreReader, runID string) agentrt.Run {
 	t.Helper()
-	r, err := st.GetRun(context.Background(), runID)
+	return mustRead(t, "GetRun", st.GetRun, runID)
+}
+
+// mustRead returns what the store's reader read (named by what) returns
+// for runID, and fails t on its error.
+func mustRead[T any](t testing.TB, what string, read func(context.Context, string) (T, error), runID string) T {
+	t.Helper()
+	v, err := read(context.Background(), runID)
 	if err != nil {
-		t.Fatalf("GetRun: %v", err)
+		t.Fatalf("%s: %v", what, err)
 	}
-	return r
+	return v
 }
 
 // RequireEnded fails unless the run ended with status and reason.
@@ -464,14 +457,7 @@ func BeginGate(t testing.TB, cfg agentrt.EngineConfig, id, goal string, limits a
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := g.Begin(context.Background(), id, goal, limits)
-	if err != nil {
-		t.Fatalf("Begin: %v", err)
-	}
-	step, err := s.Step(context.Background())
-	if err != nil || step == nil {
-		t.Fatalf("Step: %v, %v", step, err)
-	}
+	s, step := BeginStep(t, g, id, goal, limits)
 	return g, s, step
 }
 
@@ -526,4 +512,19 @@ func Recv[T any](t testing.TB, ch <-chan T, what string, d time.Duration) T {
 		var zero T
 		return zero
 	}
+}
+
+// BeginStep begins run id on g with the goal and limits, and opens its
+// first step.
+func BeginStep(t testing.TB, g *agentrt.Gate, id, goal string, limits agentrt.Limits) (*agentrt.GateSession, *agentrt.OpenStep) {
+	t.Helper()
+	s, err := g.Begin(context.Background(), id, goal, limits)
+	if err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	step, err := s.Step(context.Background())
+	if err != nil || step == nil {
+		t.Fatalf("Step: %v, %v", step, err)
+	}
+	return s, step
 }

@@ -24,13 +24,22 @@ func TestReadOwned_RefusesEveryHostileFile(t *testing.T) {
 	})
 }
 
+// fileIn writes data, mode 0600, to a new file name in a fresh temporary
+// directory, and returns the directory and the file's path.
+func fileIn(t *testing.T, name, data string) (dir, p string) {
+	t.Helper()
+	dir = t.TempDir()
+	p = filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir, p
+}
+
 // A secret others can read is refused; a trusted file others can read
 // is not, since only writing it decides anything.
 func TestReadSecret_RefusesAFileOthersCanRead(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(p, []byte("s"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	_, p := fileIn(t, "token", "s")
 	if err := os.Chmod(p, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -68,11 +77,7 @@ func TestCheckPrivate_MissingFilePassesOnlyWhenAllowed(t *testing.T) {
 // WriteAtomic syncs the new file before it renames it over the old one,
 // then syncs the directory, and leaves the mode it was asked for.
 func TestWriteAtomic_SyncsBeforeRenameAndSetsTheMode(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "pin.json")
-	if err := os.WriteFile(p, []byte("old"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, p := fileIn(t, "pin.json", "old")
 	var steps []files.Step
 	defer files.ObserveForTest(func(s files.Step, _ string) { steps = append(steps, s) })()
 	if err := files.WriteAtomic(p, []byte("new"), 0o640); err != nil {
@@ -93,11 +98,7 @@ func TestWriteAtomic_SyncsBeforeRenameAndSetsTheMode(t *testing.T) {
 
 // A write the check refuses leaves the old file and no temporary file.
 func TestWriteAtomicChecked_RefusedWriteLeavesTheOldFile(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "config.json")
-	if err := os.WriteFile(p, []byte("old"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, p := fileIn(t, "config.json", "old")
 	bad := errors.New("would be refused")
 	err := files.WriteAtomicChecked(p, []byte("new"), 0o600, func(tmp string) error {
 		if b, err := os.ReadFile(tmp); err != nil || string(b) != "new" {
