@@ -4,12 +4,9 @@ package proxy
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -22,6 +19,7 @@ import (
 
 	"github.com/agentrt/agentrt/disclosure"
 	"github.com/agentrt/agentrt/disclosure/disclosuretest"
+	"github.com/agentrt/agentrt/internal/otlptest"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
@@ -41,28 +39,12 @@ type rawOTLP struct {
 
 func newRawOTLP(t *testing.T) *rawOTLP {
 	r := &rawOTLP{}
-	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		var body io.Reader = req.Body
-		if req.Header.Get("Content-Encoding") == "gzip" {
-			z, err := gzip.NewReader(req.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			body = z
-		}
-		b, err := io.ReadAll(io.LimitReader(body, 64<<20))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
+	r.srv = otlptest.Start(t, func(b []byte) error {
 		r.mu.Lock()
 		r.bodies = append(r.bodies, b...)
 		r.mu.Unlock()
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		w.WriteHeader(http.StatusOK) // an empty ExportTraceServiceResponse
-	}))
-	t.Cleanup(r.srv.Close)
+		return nil
+	})
 	return r
 }
 
