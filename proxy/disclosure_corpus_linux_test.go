@@ -16,10 +16,10 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
-
 	"github.com/agentrt/agentrt/disclosure"
 	"github.com/agentrt/agentrt/disclosure/disclosuretest"
 	"github.com/agentrt/agentrt/internal/otlptest"
+	"github.com/agentrt/agentrt/internal/testrig"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
@@ -54,20 +54,6 @@ func (r *rawOTLP) bytes() []byte {
 	return append([]byte(nil), r.bodies...)
 }
 
-// dbFiles is the database file, its WAL and shm, concatenated.
-func dbFiles(t *testing.T, db string) []byte {
-	t.Helper()
-	var all []byte
-	for _, s := range []string{"", "-wal", "-shm"} {
-		b, err := os.ReadFile(db + s)
-		if err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
-		}
-		all = append(all, b...)
-	}
-	return all
-}
-
 // The planted corpus in a file the real filesystem server reads, through
 // the real agentrt-proxy binary under its default rules: no secret of it
 // reaches the host, the database file, its WAL or shm (while the proxy
@@ -95,10 +81,10 @@ func TestProcess_PlantedCorpusReachesNeitherTheHostNorAnyRecord(t *testing.T) {
 			h := s.start(t)
 			content := map[string][]byte{}
 			content["the host"] = []byte(h.expect("", "fs_read_text_file", fmt.Sprintf(`{"path":%q}`, secrets)))
-			content["the database files while the proxy runs"] = dbFiles(t, s.db)
+			content["the database files while the proxy runs"] = testrig.DBFiles(t, s.db)
 			h.cs.Close()
 			_ = h.cmd.Wait() // the proxy ends when its host hangs up
-			content["the database files after it stopped"] = dbFiles(t, s.db)
+			content["the database files after it stopped"] = testrig.DBFiles(t, s.db)
 			run := onlyRun(t, s.db)
 			content["agentrt show"] = []byte(s.agentrt(t, "show", run))
 			content["agentrt show -json"] = []byte(s.agentrt(t, "-json", "show", run))
