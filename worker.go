@@ -1,6 +1,7 @@
 package agentrt
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -107,15 +108,9 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.Grace < 0 {
 		return nil, &ConfigError{Field: "WorkerConfig.Grace", Reason: "must not be negative"}
 	}
-	if cfg.Concurrency == 0 {
-		cfg.Concurrency = DefaultWorkerConcurrency
-	}
-	if cfg.Poll == 0 {
-		cfg.Poll = DefaultWorkerPoll
-	}
-	if cfg.Grace == 0 {
-		cfg.Grace = DefaultWorkerGrace
-	}
+	cfg.Concurrency = cmp.Or(cfg.Concurrency, DefaultWorkerConcurrency)
+	cfg.Poll = cmp.Or(cfg.Poll, DefaultWorkerPoll)
+	cfg.Grace = cmp.Or(cfg.Grace, DefaultWorkerGrace)
 	d, err := NewDriver(Config{EngineConfig: cfg.EngineConfig, Agent: cfg.Agent})
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/agentrt/agentrt/disclosure"
 	"github.com/agentrt/agentrt/disclosure/disclosuretest"
 	"github.com/agentrt/agentrt/export"
+	"github.com/agentrt/agentrt/internal/testrig"
 	"github.com/agentrt/agentrt/scripted"
 	"github.com/agentrt/agentrt/sqlite"
 )
@@ -62,20 +63,6 @@ func openDB(t testing.TB) *sqlite.Store {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
-}
-
-// files is the database file, its WAL and shm, concatenated.
-func files(t *testing.T, path string) []byte {
-	t.Helper()
-	var all []byte
-	for _, s := range []string{"", "-wal", "-shm"} {
-		b, err := os.ReadFile(path + s)
-		if err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
-		}
-		all = append(all, b...)
-	}
-	return all
 }
 
 // leaks lists the planted secrets found in b.
@@ -131,7 +118,7 @@ func TestRules_PlantedCorpusNeverReachesTheModelTheHostOrTheRecord(t *testing.T)
 			t.Fatal(err)
 		}
 		where := map[string][]byte{"the model's view": modelSaw, "the Gate's host": hostGot,
-			"the database files": files(t, st.Path()), "events -json": events.Bytes(), "the follower's JSONL": followed.Bytes()}
+			"the database files": testrig.DBFiles(t, st.Path()), "events -json": events.Bytes(), "the follower's JSONL": followed.Bytes()}
 		for name, b := range where {
 			if len(b) == 0 {
 				t.Fatalf("%s is empty: nothing was checked", name)

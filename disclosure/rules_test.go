@@ -9,6 +9,7 @@ import (
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/disclosure"
+	"github.com/agentrt/agentrt/internal/testrig"
 )
 
 // recordTool returns a fixed record: a user with a password hash, an API
@@ -38,7 +39,7 @@ func through(t *testing.T, d agentrt.Disclosure, tool agentrt.Tool) (agentrt.Obs
 	if err := json.Unmarshal(gateCall(t, gate, "r", tool.Spec().Name), &obs); err != nil {
 		t.Fatal(err)
 	}
-	return obs, files(t, st.Path())
+	return obs, testrig.DBFiles(t, st.Path())
 }
 
 // Fields outside a tool's allow-list never reach the host or the record;

@@ -39,7 +39,6 @@ const (
 	DefaultApprovalTTL  = config.DefaultApprovalTTL
 	DefaultGrantTTL     = config.DefaultGrantTTL
 	DefaultStatusTool   = config.DefaultStatusTool
-	MinLeaseTTL         = config.MinLeaseTTL
 	IndexSuffix         = config.IndexSuffix
 )
 

@@ -115,34 +115,16 @@ func TestConformance_ClientScenarios20260728(t *testing.T) {
 func runClientScenarios(t *testing.T, node, suite string, scenarios, extra []string, list string) {
 	proxyBin, _ := binaries(t)
 	client := cfclient(t)
-	expected := expectedFailures(t, list)
-	passed := 0
-	var report []string
+	board := newScoreboard(t, list)
 	for _, sc := range scenarios {
 		out := t.TempDir()
 		args := append([]string{suite, "client", "--command", client, "--scenario", sc, "-o", out}, extra...)
 		cmd := exec.Command(node, args...)
 		cmd.Env = append(os.Environ(), "NO_COLOR=1", "AGENTRT_PROXY_BIN="+proxyBin)
 		b, _ := cmd.CombinedOutput() // the results and the exit line decide
-		why := scenarioFailures(t, out, string(b))
-		_, listed := expected[sc]
-		switch {
-		case len(why) == 0 && listed:
-			t.Errorf("%s passes now: remove it from testdata/conformance/%s (the list only shrinks)", sc, list)
-		case len(why) == 0:
-			passed++
-		case !listed:
-			t.Errorf("%s fails and is not an expected failure: %s\n%s", sc, strings.Join(why, "; "), b)
-		default:
-			report = append(report, sc+": "+strings.Join(why, "; "))
-		}
+		board.score(sc, scenarioFailures(t, out, string(b)), "\n"+string(b))
 	}
-	for n := range expected {
-		if !slices.Contains(scenarios, n) {
-			t.Errorf("%s is listed in %s but the suite has no such client scenario", n, list)
-		}
-	}
-	t.Logf("client conformance: %d of %d scenarios pass; expected failures:\n  %s", passed, len(scenarios), strings.Join(report, "\n  "))
+	board.done("client conformance")
 }
 
 // scenarioFailures reads the checks a scenario wrote under dir: each

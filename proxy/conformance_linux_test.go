@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -15,7 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -159,6 +160,52 @@ func expectedFailures(t *testing.T, list string) map[string]string {
 	return out
 }
 
+// scoreboard holds scenarios to an expected-failures list: a scenario
+// that fails must be listed, a listed one must still fail (the list only
+// shrinks), and every listed one must have run.
+type scoreboard struct {
+	t        *testing.T
+	list     string
+	expected map[string]string
+	ran      map[string]bool
+	passed   int
+	report   []string
+}
+
+func newScoreboard(t *testing.T, list string) *scoreboard {
+	return &scoreboard{t: t, list: list, expected: expectedFailures(t, list), ran: map[string]bool{}}
+}
+
+// score records one scenario: why holds its failures, none when it
+// passed; detail is added to the error for a failure nobody listed.
+func (s *scoreboard) score(name string, why []string, detail string) {
+	s.t.Helper()
+	s.ran[name] = true
+	_, listed := s.expected[name]
+	switch {
+	case len(why) == 0 && listed:
+		s.t.Errorf("%s passes now: remove it from testdata/conformance/%s (the list only shrinks)", name, s.list)
+		s.passed++
+	case len(why) == 0:
+		s.passed++
+	case !listed:
+		s.t.Errorf("%s fails and is not an expected failure: %s%s", name, strings.Join(why, "; "), detail)
+	default:
+		s.report = append(s.report, name+": "+strings.Join(why, "; "))
+	}
+}
+
+// done fails each listed scenario that did not run and logs the tally.
+func (s *scoreboard) done(what string) {
+	s.t.Helper()
+	for n := range s.expected {
+		if !s.ran[n] {
+			s.t.Errorf("%s is listed in %s but the suite did not run it", n, s.list)
+		}
+	}
+	s.t.Logf("%s: %d of %d scenarios pass; expected failures:\n  %s", what, s.passed, len(s.ran), strings.Join(s.report, "\n  "))
+}
+
 // retryTimedOut runs once more, on its own, each scenario whose client
 // gave up waiting for a response (60 s), and takes that run's checks. In
 // the loaded runs where this happened, the proxy's goroutines showed its
@@ -270,42 +317,17 @@ func conformance(t *testing.T, forward []string, list string) {
 	retryTimedOut(t, results, func(scenario, out string) *exec.Cmd {
 		return exec.Command(node, suite, "server", "--url", url, "--scenario", scenario, "-o", out)
 	})
-	expected := expectedFailures(t, list)
-	var names []string
-	for n := range results {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	passed, failed := 0, 0
-	var report []string
-	for _, n := range names {
+	board := newScoreboard(t, list)
+	for _, n := range slices.Sorted(maps.Keys(results)) {
 		var why []string
 		for _, c := range results[n] {
 			if c.Status == "FAILURE" {
 				why = append(why, fmt.Sprintf("%s: %s", c.ID, c.Error))
 			}
 		}
-		_, listed := expected[n]
-		switch {
-		case len(why) == 0 && listed:
-			t.Errorf("%s passes now: remove it from testdata/conformance/%s (the list only shrinks)", n, list)
-			passed++
-		case len(why) == 0:
-			passed++
-		case !listed:
-			t.Errorf("%s fails and is not an expected failure: %s", n, strings.Join(why, "; "))
-			failed++
-		default:
-			failed++
-			report = append(report, n+": "+strings.Join(why, "; "))
-		}
+		board.score(n, why, "")
 	}
-	for n := range expected {
-		if _, ran := results[n]; !ran {
-			t.Errorf("%s is listed in %s but the suite did not run it", n, list)
-		}
-	}
-	t.Logf("conformance: %d of %d scenarios pass; expected failures:\n  %s", passed, passed+failed, strings.Join(report, "\n  "))
+	board.done("conformance")
 	if t.Failed() {
 		// What the proxy's goroutines are doing says where a request that
 		// timed out is held (SIGQUIT: the Go runtime prints them and exits).

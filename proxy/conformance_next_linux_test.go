@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -15,7 +16,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -86,7 +86,7 @@ func conformance2026(t *testing.T, transport, list string) {
 		}
 	}
 	mustf(t, len(results) > 0, "the suite ran none of the %d required scenarios", len(required))
-	scoreStrict(t, results, expectedFailures(t, list), list)
+	scoreStrict(t, results, list)
 	if t.Failed() {
 		t.Logf("suite output:\n%s\nproxy stderr:\n%s", b, stderr)
 	}
@@ -139,16 +139,10 @@ func readConformance(t *testing.T, out string, suiteOut []byte, stderr *syncBuff
 // scoreStrict holds results to the list: a scenario with a failed check,
 // or with no check that succeeded, fails and must be listed; a listed one
 // must fail.
-func scoreStrict(t *testing.T, results map[string][]check, expected map[string]string, list string) {
+func scoreStrict(t *testing.T, results map[string][]check, list string) {
 	t.Helper()
-	names := make([]string, 0, len(results))
-	for n := range results {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	passed := 0
-	var report []string
-	for _, n := range names {
+	board := newScoreboard(t, list)
+	for _, n := range slices.Sorted(maps.Keys(results)) {
 		var why []string
 		succeeded := 0
 		for _, c := range results[n] {
@@ -162,24 +156,9 @@ func scoreStrict(t *testing.T, results map[string][]check, expected map[string]s
 		if len(why) == 0 && succeeded == 0 {
 			why = append(why, "no check succeeded (every one skipped or informational)")
 		}
-		_, listed := expected[n]
-		switch {
-		case len(why) == 0 && listed:
-			t.Errorf("%s passes now: remove it from testdata/conformance/%s (the list only shrinks)", n, list)
-		case len(why) == 0:
-			passed++
-		case !listed:
-			t.Errorf("%s fails and is not an expected failure: %s", n, strings.Join(why, "; "))
-		default:
-			report = append(report, n+": "+strings.Join(why, "; "))
-		}
+		board.score(n, why, "")
 	}
-	for n := range expected {
-		if _, ran := results[n]; !ran {
-			t.Errorf("%s is listed in %s but the suite did not run it", n, list)
-		}
-	}
-	t.Logf("conformance: %d of %d scenarios pass; expected failures:\n  %s", passed, len(names), strings.Join(report, "\n  "))
+	board.done("conformance")
 }
 
 // stdioRelay starts agentrt-proxy over stdio and serves its stateless

@@ -19,14 +19,6 @@ import (
 type (
 	// OAuthConfig is a server's OAuth 2.1 entry.
 	OAuthConfig = credentials.OAuthConfig
-	// GrantType is how an OAuth server's tokens are obtained.
-	GrantType = credentials.GrantType
-	// SecretRef says where one secret lives: an environment variable or an
-	// owner-only file.
-	SecretRef = credentials.SecretRef
-	// PrivateKeyRef is a client_credentials client that authenticates
-	// with a signed JWT instead of a secret.
-	PrivateKeyRef = credentials.PrivateKeyRef
 	// KeyAlg is the JWS algorithm a client assertion is signed with.
 	KeyAlg = credentials.KeyAlg
 	// LoginNeededError names an OAuth server whose login is missing or no

@@ -4,12 +4,9 @@ package proxy
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -19,9 +16,10 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
-
 	"github.com/agentrt/agentrt/disclosure"
 	"github.com/agentrt/agentrt/disclosure/disclosuretest"
+	"github.com/agentrt/agentrt/internal/otlptest"
+	"github.com/agentrt/agentrt/internal/testrig"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
@@ -41,28 +39,12 @@ type rawOTLP struct {
 
 func newRawOTLP(t *testing.T) *rawOTLP {
 	r := &rawOTLP{}
-	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		var body io.Reader = req.Body
-		if req.Header.Get("Content-Encoding") == "gzip" {
-			z, err := gzip.NewReader(req.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			body = z
-		}
-		b, err := io.ReadAll(io.LimitReader(body, 64<<20))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
+	r.srv = otlptest.Start(t, func(b []byte) error {
 		r.mu.Lock()
 		r.bodies = append(r.bodies, b...)
 		r.mu.Unlock()
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		w.WriteHeader(http.StatusOK) // an empty ExportTraceServiceResponse
-	}))
-	t.Cleanup(r.srv.Close)
+		return nil
+	})
 	return r
 }
 
@@ -70,20 +52,6 @@ func (r *rawOTLP) bytes() []byte {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]byte(nil), r.bodies...)
-}
-
-// dbFiles is the database file, its WAL and shm, concatenated.
-func dbFiles(t *testing.T, db string) []byte {
-	t.Helper()
-	var all []byte
-	for _, s := range []string{"", "-wal", "-shm"} {
-		b, err := os.ReadFile(db + s)
-		if err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
-		}
-		all = append(all, b...)
-	}
-	return all
 }
 
 // The planted corpus in a file the real filesystem server reads, through
@@ -113,10 +81,10 @@ func TestProcess_PlantedCorpusReachesNeitherTheHostNorAnyRecord(t *testing.T) {
 			h := s.start(t)
 			content := map[string][]byte{}
 			content["the host"] = []byte(h.expect("", "fs_read_text_file", fmt.Sprintf(`{"path":%q}`, secrets)))
-			content["the database files while the proxy runs"] = dbFiles(t, s.db)
+			content["the database files while the proxy runs"] = testrig.DBFiles(t, s.db)
 			h.cs.Close()
 			_ = h.cmd.Wait() // the proxy ends when its host hangs up
-			content["the database files after it stopped"] = dbFiles(t, s.db)
+			content["the database files after it stopped"] = testrig.DBFiles(t, s.db)
 			run := onlyRun(t, s.db)
 			content["agentrt show"] = []byte(s.agentrt(t, "show", run))
 			content["agentrt show -json"] = []byte(s.agentrt(t, "-json", "show", run))

@@ -5,13 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
 	"strings"
 	"testing"
 
 	agentrt "github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/cmdline"
 	"github.com/agentrt/agentrt/disclosure"
+	"github.com/agentrt/agentrt/internal/testrig"
 )
 
 // plantedKey is an AWS access key id, made at run time so this file holds
@@ -29,14 +29,7 @@ func TestProxy_RedactsSecretsInResultsByDefaultUnlessTurnedOffForTheTool(t *test
 	if strings.Contains(got, plantedKey) || !strings.Contains(got, "[REDACTED:aws_access_key_id]") {
 		t.Fatalf("the host read %q", got)
 	}
-	var files []byte
-	for _, s := range []string{"", "-wal", "-shm"} {
-		b, err := os.ReadFile(h.cfg.Database + s)
-		if err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
-		}
-		files = append(files, b...)
-	}
+	files := testrig.DBFiles(t, h.cfg.Database)
 	if len(files) == 0 || bytes.Contains(files, []byte("content of "+plantedKey)) {
 		t.Errorf("the database files hold the result with the key (%d bytes read)", len(files))
 	}

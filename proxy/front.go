@@ -5,15 +5,11 @@ import "github.com/agentrt/agentrt/proxy/internal/front"
 // The opt-in loopback HTTP front is proxy/internal/front; these are its
 // names as the proxy's API gives them.
 
-// Bounds of the loopback front, for the fields a FrontConfig leaves zero.
+// The loopback front's default session bound, its shortest token and its
+// path.
 const (
-	// DefaultFrontMaxBodyBytes bounds one request body.
-	DefaultFrontMaxBodyBytes = front.DefaultMaxBodyBytes
 	// DefaultFrontMaxSessions bounds the sessions open at once.
 	DefaultFrontMaxSessions = front.DefaultMaxSessions
-	// DefaultFrontSessionIdle closes a session no request has touched for
-	// this long.
-	DefaultFrontSessionIdle = front.DefaultSessionIdle
 	// MinFrontTokenBytes is the shortest bearer token the front accepts.
 	MinFrontTokenBytes = front.MinTokenBytes
 	// FrontPath is where the front answers; every other path is 404.

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -90,21 +91,11 @@ func bad(field, reason string) error {
 
 // defaults sets each zero field that has a default to it.
 func (c *Config) defaults() {
-	if c.Skew == 0 {
-		c.Skew = DefaultSkew
-	}
-	if c.Rate == 0 {
-		c.Rate = DefaultRate
-	}
-	if c.Burst == 0 {
-		c.Burst = DefaultBurst
-	}
-	if c.MaxBody == 0 {
-		c.MaxBody = DefaultMaxBody
-	}
-	if c.Limit == 0 {
-		c.Limit = DefaultLimit
-	}
+	c.Skew = cmp.Or(c.Skew, DefaultSkew)
+	c.Rate = cmp.Or(c.Rate, DefaultRate)
+	c.Burst = cmp.Or(c.Burst, DefaultBurst)
+	c.MaxBody = cmp.Or(c.MaxBody, DefaultMaxBody)
+	c.Limit = cmp.Or(c.Limit, DefaultLimit)
 }
 
 // validate fills in the defaults and names the first field out of bounds.

@@ -1,11 +1,8 @@
 package otel_test
 
 import (
-	"compress/gzip"
 	"context"
 	"encoding/hex"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"sort"
 	"sync"
@@ -13,6 +10,7 @@ import (
 	"time"
 
 	agentotel "github.com/agentrt/agentrt/export/otel"
+	"github.com/agentrt/agentrt/internal/otlptest"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -46,36 +44,18 @@ type span struct {
 
 func newReceiver(t testing.TB) *receiver {
 	r := &receiver{}
-	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
-	t.Cleanup(r.srv.Close)
+	r.srv = otlptest.Start(t, r.keep)
 	return r
 }
 
-func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
-	if req.Method != http.MethodPost || req.URL.Path != "/v1/traces" || req.Header.Get("Content-Type") != "application/x-protobuf" {
-		http.Error(w, "not an OTLP/HTTP protobuf trace request", http.StatusBadRequest)
-		return
-	}
-	var body io.Reader = req.Body
-	if req.Header.Get("Content-Encoding") == "gzip" {
-		z, err := gzip.NewReader(req.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		body = z
-	}
-	b, err := io.ReadAll(io.LimitReader(body, 64<<20))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
+// keep decodes one request's body and keeps its spans and service names.
+func (r *receiver) keep(b []byte) error {
 	var msg coltrace.ExportTraceServiceRequest
 	if err := proto.Unmarshal(b, &msg); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
+		return err
 	}
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.requests++
 	for _, rs := range msg.ResourceSpans {
 		for _, kv := range rs.GetResource().GetAttributes() {
@@ -89,10 +69,7 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 			}
 		}
 	}
-	r.mu.Unlock()
-	out, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	w.Write(out)
+	return nil
 }
 
 func decode(s *tracepb.Span, scope string) span {

@@ -54,6 +54,22 @@ func FillDB(path string, fill func(ctx context.Context, tx *sql.Tx) error) error
 	return tx.Commit()
 }
 
+// DBFiles is what a SQLite database at path holds on disk: the file, its
+// WAL and its shared-memory file, concatenated (a missing WAL or shm adds
+// nothing), for a test that greps every byte stored for what must not be.
+func DBFiles(t testing.TB, path string) []byte {
+	t.Helper()
+	var all []byte
+	for _, s := range []string{"", "-wal", "-shm"} {
+		b, err := os.ReadFile(path + s)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		all = append(all, b...)
+	}
+	return all
+}
+
 // Migrations is the migration files in dir, in the order they apply; none
 // fails t.
 func Migrations(t testing.TB, dir string) []string {

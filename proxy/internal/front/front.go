@@ -8,6 +8,7 @@
 package front
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -114,15 +115,9 @@ func ReadToken(path string) (string, error) {
 
 // validate fills in defaults and checks every field.
 func (c *Config) validate() (netip.AddrPort, error) {
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if c.MaxSessions == 0 {
-		c.MaxSessions = DefaultMaxSessions
-	}
-	if c.SessionIdle == 0 {
-		c.SessionIdle = DefaultSessionIdle
-	}
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, DefaultMaxBodyBytes)
+	c.MaxSessions = cmp.Or(c.MaxSessions, DefaultMaxSessions)
+	c.SessionIdle = cmp.Or(c.SessionIdle, DefaultSessionIdle)
 	ap, err := netip.ParseAddrPort(c.Addr)
 	if err != nil {
 		return ap, bad("listen", "must be a loopback IP and a port such as 127.0.0.1:8931, got %q", c.Addr)
