@@ -88,14 +88,7 @@ func (s *session) startTool(ctx context.Context) (toolRun, error) {
 		}
 		return toolRun{}, nil
 	}
-	st.Status = StepExecuting
-	p, _ := stored(&ac.policy)
-	st.Policy = p
-	if s.e.policyID != "" {
-		st.PolicyID = s.e.policyID
-	}
-
-	crashPoint(pointToolStarted, s.runID, st.Index)
+	s.markStarted(st, ac)
 
 	// The last check before the side effect. A gate's session may have
 	// been closed, its lease released, while the start committed: the
@@ -107,6 +100,19 @@ func (s *session) startTool(ctx context.Context) (toolRun, error) {
 		return toolRun{}, err
 	}
 	return toolRun{ac: ac, idx: i, index: st.Index, stepID: st.ID}, nil
+}
+
+// markStarted is what a committed tool start leaves in the cached step st:
+// executing, under ac's policy decision and this engine's policy id; then
+// the crash point that follows the start.
+func (s *session) markStarted(st *Step, ac *allowedCall) {
+	st.Status = StepExecuting
+	p, _ := stored(&ac.policy)
+	st.Policy = p
+	if s.e.policyID != "" {
+		st.PolicyID = s.e.policyID
+	}
+	crashPoint(pointToolStarted, s.runID, st.Index)
 }
 
 // grantFresh expires ac's grant, and says so, when it was decided longer

@@ -158,13 +158,7 @@ func (s *session) allowOpening(ctx context.Context, i int, dc recordedDecision, 
 	s.decided(i, dc)
 	s.cur.executed = true
 	st := s.step(i)
-	st.Status = StepExecuting
-	p, _ := stored(&ac.policy)
-	st.Policy = p
-	if s.e.policyID != "" {
-		st.PolicyID = s.e.policyID
-	}
-	crashPoint(pointToolStarted, s.runID, st.Index)
+	s.markStarted(st, ac)
 	s.cur.started = &toolRun{ac: ac, idx: i, index: st.Index, stepID: st.ID}
 	return v, nil
 }

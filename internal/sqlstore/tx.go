@@ -284,16 +284,14 @@ func (t *tx) RunUpdate(p agentrt.RunUpdate) error {
 	if cached {
 		q = cachedQ
 	} else {
-		q = "UPDATE runs SET " + strings.Join(set, ", ") + " WHERE id = ?"
-		if len(p.From) > 0 {
-			q += " AND status IN (" + placeholders(len(p.From)) + ")"
-		}
+		var conds []string
 		if p.CheckLease {
-			q += " AND lease_owner = ? AND generation = ?"
+			conds = append(conds, "lease_owner = ? AND generation = ?")
 		}
 		if p.CheckStepCount {
-			q += " AND step_count = ?"
+			conds = append(conds, "step_count = ?")
 		}
+		q = casUpdate("runs", set, len(p.From), conds...)
 		storeQuery(key, q)
 	}
 	if err := t.write(q, outcome{one: "run", id: p.ID}, args...); err != nil {
@@ -303,6 +301,21 @@ func (t *tx) RunUpdate(p agentrt.RunUpdate) error {
 		t.proven(p.ID)
 	}
 	return nil
+}
+
+// casUpdate is a compare-and-set UPDATE of one row of table by id: set
+// are its assignments, from how many statuses it may move from (none: any),
+// conds further conditions, each a placeholder group the caller's
+// arguments follow in order.
+func casUpdate(table string, set []string, from int, conds ...string) string {
+	q := "UPDATE " + table + " SET " + strings.Join(set, ", ") + " WHERE id = ?"
+	if from > 0 {
+		q += " AND status IN (" + placeholders(from) + ")"
+	}
+	for _, c := range conds {
+		q += " AND " + c
+	}
+	return q
 }
 
 // liveOnly reports whether from names statuses, none of them terminal.
@@ -454,13 +467,11 @@ func (t *tx) StepUpdate(p agentrt.StepUpdate) error {
 	if cached {
 		q = cachedQ
 	} else {
-		q = "UPDATE steps SET " + strings.Join(set, ", ") + " WHERE id = ?"
-		if len(p.From) > 0 {
-			q += " AND status IN (" + placeholders(len(p.From)) + ")"
-		}
+		var conds []string
 		if p.Fence.RunID != "" {
-			q += " AND EXISTS (SELECT 1 FROM runs WHERE id = ? AND status = ? AND lease_owner = ? AND generation = ?)"
+			conds = append(conds, "EXISTS (SELECT 1 FROM runs WHERE id = ? AND status = ? AND lease_owner = ? AND generation = ?)")
 		}
+		q = casUpdate("steps", set, len(p.From), conds...)
 		storeQuery(key, q)
 	}
 	if err := t.write(q, outcome{one: "step", id: p.ID}, args...); err != nil {
