@@ -9,6 +9,9 @@
 // middleware error would fail Eino's whole run); a pending approval waits
 // in Gate.Await or, with Options.Interrupt, raises compose.StatefulInterrupt.
 // On a resume only the recorded grant counts, never the resume data.
+// Handler, in an adk.ChatModelAgent's Handlers, announces each model
+// response's calls (Gate.Turn), so a call that needs approval waits alone
+// while its allowed siblings run.
 //
 // The run id is the Eino checkpoint id: RunOptions sets both
 // adk.WithCheckPointID and the session value (RunKey) the middleware

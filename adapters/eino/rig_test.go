@@ -29,6 +29,10 @@ type rig struct {
 	outer  *compose.ToolMiddleware // when set, wraps mw
 	notes  noteTools
 	events adaptertest.Events
+	// handlers are the ChatModelAgent's; judged, when set, hears the
+	// name of each tool call the policy judges.
+	handlers []adk.ChatModelAgentMiddleware
+	judged   func(tool string)
 }
 
 func newRig(t testing.TB, dir string, opts Options, leaseTTL time.Duration) *rig {
@@ -53,13 +57,23 @@ func newRig(t testing.TB, dir string, opts Options, leaseTTL time.Duration) *rig
 		t.Fatal(err)
 	}
 	r.gate, err = agentrt.NewGate(agentrt.GateConfig{AwaitPoll: 5 * time.Millisecond, EngineConfig: agentrt.EngineConfig{
-		Store: st, Policy: approvalPolicy, Tools: specs, LeaseTTL: leaseTTL, Observer: r.events.Observe}})
+		Store: st, Policy: r.policy(), Tools: specs, LeaseTTL: leaseTTL, Observer: r.events.Observe}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.mw = Middleware(r.gate, classes, opts)
 	t.Cleanup(r.gate.Close)
 	return r
+}
+
+// policy is approvalPolicy, telling judged first.
+func (r *rig) policy() agentrt.Policy {
+	return agentrt.PolicyFunc(func(ctx context.Context, req agentrt.ToolRequest, view agentrt.RunView) (agentrt.PolicyDecision, error) {
+		if r.judged != nil {
+			r.judged(req.Spec.Name)
+		}
+		return approvalPolicy.Evaluate(ctx, req, view)
+	})
 }
 
 // runner is a real ChatModelAgent under a Runner with a checkpoint store,
@@ -75,7 +89,7 @@ func (r *rig) runner(t testing.TB, llm *scriptedModel, cps *memStore) *adk.Runne
 		mws = []compose.ToolMiddleware{*r.outer, r.mw}
 	}
 	ag, err := adk.NewChatModelAgent(context.Background(), &adk.ChatModelAgentConfig{
-		Name: "writer", Description: "writes notes", Model: llm,
+		Name: "writer", Description: "writes notes", Model: llm, Handlers: r.handlers,
 		ToolsConfig: adk.ToolsConfig{ToolsNodeConfig: compose.ToolsNodeConfig{
 			Tools: tools, ToolCallMiddlewares: mws}},
 	})

@@ -65,7 +65,7 @@ func run() error {
 		return err
 	}
 	defer gate.Close()
-	// ... plus eino.Middleware(gate, classes, eino.Options{}) in the ToolsNodeConfig and
+	// ... plus eino.Middleware and eino.Handler in the agent's config and
 	// eino.RunOptions(id) on the run, marked below.
 	// ---
 	llm := &scripted{turns: []*schema.Message{
@@ -76,7 +76,8 @@ func run() error {
 	}}
 	agent, err := adk.NewChatModelAgent(ctx, &adk.ChatModelAgentConfig{Name: "greeter", Description: "greets", Model: llm,
 		ToolsConfig: adk.ToolsConfig{ToolsNodeConfig: compose.ToolsNodeConfig{Tools: tools,
-			ToolCallMiddlewares: []compose.ToolMiddleware{eino.Middleware(gate, classes, eino.Options{})}}}}) // agentrt: the middleware
+			ToolCallMiddlewares: []compose.ToolMiddleware{eino.Middleware(gate, classes, eino.Options{})}}}, // agentrt: the middleware
+		Handlers: []adk.ChatModelAgentMiddleware{eino.Handler(gate, classes)}}) // agentrt: the turn's calls
 	if err != nil {
 		return err
 	}
