@@ -536,3 +536,41 @@ func TestHandler_BehindStripPrefix(t *testing.T) {
 		t.Fatalf("a second cancel = %v, want run_finished", err)
 	}
 }
+
+// The two 409s about a run's state say different things: a decision on a
+// pending approval whose run is not waiting (here another writer moved it
+// to running, as a gate's turn leaves a run while its siblings run) is
+// run_not_waiting and decides nothing; a cancel of a run that has ended
+// is run_finished. A decision on the ended run's cancelled approval is
+// not_pending, not either.
+func TestHandler_RunNotWaitingAndRunFinishedAreToldApart(t *testing.T) {
+	r := newRig(t, nil)
+	a := r.f.Start(t, "run-1", fixture.Send(`{"to":"alice"}`), fixture.Done())
+	db, err := sql.Open("sqlite", r.f.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE runs SET status = ? WHERE id = ? AND status = ?`, string(agentrt.RunRunning), a.RunID, string(agentrt.RunWaiting)); err != nil {
+		t.Fatal(err)
+	}
+	before := r.f.Take(t)
+	_, err = r.client.Approve(context.Background(), decision(a, "alice"))
+	var se *webhook.StatusError
+	if !errors.As(err, &se) || se.Status != http.StatusConflict || se.Body.Code != webhook.CodeRunNotWaiting {
+		t.Fatalf("a decision while the run runs = %v, want 409 run_not_waiting", err)
+	}
+	r.f.Unchanged(t, before, "a decision on a run that was not waiting")
+	if _, err := db.Exec(`UPDATE runs SET status = ? WHERE id = ?`, string(agentrt.RunWaiting), a.RunID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.client.Cancel(context.Background(), a.RunID, "alice", "done"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.client.Cancel(context.Background(), a.RunID, "alice", "again"); webhook.ErrorCode(err) != webhook.CodeRunFinished {
+		t.Fatalf("a cancel of the ended run = %v, want run_finished", err)
+	}
+	if _, err := r.client.Approve(context.Background(), decision(a, "alice")); webhook.ErrorCode(err) != webhook.CodeNotPending {
+		t.Fatalf("a decision on the ended run's approval = %v, want not_pending", err)
+	}
+}
