@@ -12,7 +12,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -57,10 +56,9 @@ func (c *FakeClock) Advance(d time.Duration) {
 }
 
 // SeqIDs makes ids "<prefix>1", "<prefix>2", ... so a run reads the same on
-// every execution.
+// every execution: an IDCounter's, the prefix taken literally.
 func SeqIDs(prefix string) func() string {
-	var n atomic.Int64
-	return func() string { return fmt.Sprintf("%s%d", prefix, n.Add(1)) }
+	return CountIDs(strings.ReplaceAll(prefix, "%", "%%") + "%d").ID
 }
 
 type E = agentrt.EventType
