@@ -7,13 +7,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/testrig"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -60,19 +60,7 @@ func TestMessages_WholeSequence(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = append(got, '\n')
-	golden := filepath.Join("testdata", "whole_sequence.golden.json")
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("rendered conversation differs from %s (rerun with -update and review the diff):\n%s", golden, got)
-	}
+	testrig.Golden(t, filepath.Join("testdata", "whole_sequence.golden.json"), got, *update)
 	// Opening plus two turns per decided step; the two undecided steps are skipped.
 	if len(msgs) != 1+2*8 {
 		t.Fatalf("%d messages", len(msgs))
