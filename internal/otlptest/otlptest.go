@@ -1,7 +1,7 @@
 // Package otlptest is the OTLP/HTTP trace receiver the tests of
-// export/otel and of the proxy send spans to. It checks each request as a
-// collector would, gunzips it and hands the protobuf body to the test,
-// which decodes or greps it. It is for tests only; nothing else imports
+// export/otel (the exporter and agentrt-otel) and of the proxy send spans
+// to. It checks each request as a collector would, gunzips it and hands
+// the protobuf body to the test, which decodes or greps it. It is for tests only; nothing else imports
 // it.
 package otlptest
 

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,26 +13,26 @@ import (
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/export"
+	"github.com/agentrt/agentrt/internal/otlptest"
 	"github.com/agentrt/agentrt/scripted"
 	"github.com/agentrt/agentrt/sqlite"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
 
-// collector counts the spans an OTLP/HTTP receiver decodes, by name.
+// collector keeps the names of the spans an OTLP/HTTP receiver decodes.
 type collector struct {
 	mu    sync.Mutex
 	names []string
 }
 
-func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	b, _ := io.ReadAll(r.Body)
+func (c *collector) keep(b []byte) error {
 	var req coltrace.ExportTraceServiceRequest
-	if r.URL.Path != "/v1/traces" || proto.Unmarshal(b, &req) != nil {
-		http.Error(w, "bad request", http.StatusBadRequest)
-		return
+	if err := proto.Unmarshal(b, &req); err != nil {
+		return err
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, rs := range req.ResourceSpans {
 		for _, ss := range rs.ScopeSpans {
 			for _, s := range ss.Spans {
@@ -42,10 +40,7 @@ func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	c.mu.Unlock()
-	out, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	w.Write(out)
+	return nil
 }
 
 func (c *collector) got() []string {
@@ -87,8 +82,7 @@ func TestAgentrtOtel_ExportsADatabaseToTheEndpoint(t *testing.T) {
 	st.Close()
 
 	c := &collector{}
-	srv := httptest.NewServer(c)
-	defer srv.Close()
+	srv := otlptest.Start(t, c.keep)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
 	t.Setenv("OTEL_TRACES_EXPORTER", "")
 	cursor := filepath.Join(t.TempDir(), "cursor")
