@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	kit "github.com/agentrt/agentrt/internal/enginekit"
+	"github.com/agentrt/agentrt/internal/testrig"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
@@ -53,7 +54,7 @@ var redactPlanted = agentrt.DisclosureFunc(func(_ context.Context, in agentrt.Di
 func rawFiles(t *testing.T, st *sqlite.Store) []byte {
 	t.Helper()
 	var all []byte
-	for _, b := range fileBytes(t, st.Path()) {
+	for _, b := range testrig.DBFilesByName(t, st.Path()) {
 		all = append(all, b...)
 	}
 	return all

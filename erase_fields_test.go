@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentrt/agentrt"
 	kit "github.com/agentrt/agentrt/internal/enginekit"
+	"github.com/agentrt/agentrt/internal/testrig"
 )
 
 // chosen is text a model, a server or a tool chose, in fields that are not
@@ -145,7 +146,7 @@ func TestErase_ChosenTextInEveryFieldIsRemoved(t *testing.T) {
 			t.Fatalf("erase %s = %d\n%s%s", id, code, out, errOut)
 		}
 	}
-	for name, b := range fileBytes(t, path) {
+	for name, b := range testrig.DBFilesByName(t, path) {
 		if i := bytes.Index(b, []byte(chosen)); i >= 0 {
 			t.Errorf("%s still holds the chosen text at byte %d: %q", name, i, b[max(0, i-60):min(len(b), i+len(chosen)+20)])
 		}

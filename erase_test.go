@@ -17,6 +17,7 @@ import (
 	"time"
 
 	kit "github.com/agentrt/agentrt/internal/enginekit"
+	"github.com/agentrt/agentrt/internal/testrig"
 
 	"github.com/agentrt/agentrt"
 	"github.com/agentrt/agentrt/internal/canon"
@@ -69,20 +70,6 @@ func contentRun(t *testing.T, path string) {
 	}
 }
 
-// fileBytes is the database file, its WAL and its shared-memory file.
-func fileBytes(t *testing.T, path string) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	for _, s := range []string{"", "-wal", "-shm"} {
-		b, err := os.ReadFile(path + s)
-		if err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
-		}
-		out[filepath.Base(path+s)] = b
-	}
-	return out
-}
-
 func agentrtCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
@@ -98,7 +85,7 @@ func TestErase_NoContentBytesRemainInTheFiles(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "runs.db")
 	contentRun(t, path)
 	found := 0
-	for _, b := range fileBytes(t, path) {
+	for _, b := range testrig.DBFilesByName(t, path) {
 		found += bytes.Count(b, []byte(marker))
 	}
 	if found == 0 {
@@ -108,7 +95,7 @@ func TestErase_NoContentBytesRemainInTheFiles(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("erase = %d\n%s%s", code, out, errOut)
 	}
-	for name, b := range fileBytes(t, path) {
+	for name, b := range testrig.DBFilesByName(t, path) {
 		if i := bytes.Index(b, []byte(marker)); i >= 0 {
 			t.Errorf("%s still holds the marker at byte %d: %q", name, i, b[max(0, i-40):min(len(b), i+len(marker)+40)])
 		}
@@ -167,7 +154,7 @@ func TestErase_ErasedValueCannotBeConfirmedByGuessing(t *testing.T) {
 	}
 	files := func() []byte {
 		var all []byte
-		for _, b := range fileBytes(t, path) {
+		for _, b := range testrig.DBFilesByName(t, path) {
 			all = append(all, b...)
 		}
 		return all

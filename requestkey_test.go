@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/testrig"
 )
 
 // A step's request key is a plain hash of its arguments, so it would
@@ -23,7 +24,7 @@ func TestErase_RequestKeyGoesWithTheContent(t *testing.T) {
 	}
 	found := func() int {
 		var all []byte
-		for _, b := range fileBytes(t, path) {
+		for _, b := range testrig.DBFilesByName(t, path) {
 			all = append(all, b...)
 		}
 		return bytes.Count(all, []byte(key))

@@ -54,20 +54,36 @@ func FillDB(path string, fill func(ctx context.Context, tx *sql.Tx) error) error
 	return tx.Commit()
 }
 
+// dbSuffixes name a SQLite database's files: itself, its WAL, its shm.
+var dbSuffixes = []string{"", "-wal", "-shm"}
+
 // DBFiles is what a SQLite database at path holds on disk: the file, its
 // WAL and its shared-memory file, concatenated (a missing WAL or shm adds
 // nothing), for a test that greps every byte stored for what must not be.
 func DBFiles(t testing.TB, path string) []byte {
 	t.Helper()
+	byName := DBFilesByName(t, path)
 	var all []byte
-	for _, s := range []string{"", "-wal", "-shm"} {
+	for _, s := range dbSuffixes {
+		all = append(all, byName[filepath.Base(path+s)]...)
+	}
+	return all
+}
+
+// DBFilesByName is DBFiles kept apart, by each file's base name (a
+// missing one holds nothing), for a test that names the file a value was
+// found in.
+func DBFilesByName(t testing.TB, path string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for _, s := range dbSuffixes {
 		b, err := os.ReadFile(path + s)
 		if err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
-		all = append(all, b...)
+		out[filepath.Base(path+s)] = b
 	}
-	return all
+	return out
 }
 
 // Migrations is the migration files in dir, in the order they apply; none
