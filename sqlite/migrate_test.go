@@ -12,6 +12,7 @@ import (
 	"time"
 
 	agentrt "github.com/agentrt/agentrt"
+	"github.com/agentrt/agentrt/internal/sqlscan"
 	"github.com/agentrt/agentrt/sqlite"
 )
 
@@ -26,24 +27,17 @@ type stepRow struct {
 
 func stepRows(t *testing.T, db *sql.DB) []stepRow {
 	t.Helper()
-	rows, err := db.Query(`SELECT rowid, id, run_id, idx, status, decision_json, policy_json, observation_json,
+	q, err := db.Query(`SELECT rowid, id, run_id, idx, status, decision_json, policy_json, observation_json,
 		started_at, finished_at, spec_hash, policy_id FROM steps ORDER BY rowid`)
+	rows, err := sqlscan.All(q, err, func(sc sqlscan.Scanner) (stepRow, error) {
+		var r stepRow
+		err := sc.Scan(&r.rowid, &r.id, &r.runID, &r.idx, &r.status, &r.dec, &r.pol, &r.obs, &r.startedAt, &r.finishedAt, &r.spec, &r.policyID)
+		return r, err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
-	var out []stepRow
-	for rows.Next() {
-		var r stepRow
-		if err := rows.Scan(&r.rowid, &r.id, &r.runID, &r.idx, &r.status, &r.dec, &r.pol, &r.obs, &r.startedAt, &r.finishedAt, &r.spec, &r.policyID); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return rows
 }
 
 func schemaVersion(t *testing.T, db *sql.DB) int {
